@@ -1,0 +1,1 @@
+"""Private implementation of dmljax. Import from :mod:`dmljax`, not from here."""

@@ -1,0 +1,154 @@
+"""DirectML tensor data types (DML_TENSOR_DATA_TYPE) and their numpy/JAX dtypes."""
+
+from __future__ import annotations
+
+import enum
+
+import jax
+import ml_dtypes
+import numpy as np
+
+__all__ = [
+    "DataType",
+    "FLOATS",
+    "SIGNED_INTS",
+    "UNSIGNED_INTS",
+    "INTS",
+    "SIXTY_FOUR_BIT",
+    "x64_enabled",
+]
+
+
+class DataType(enum.Enum):
+    """DML_TENSOR_DATA_TYPE, in DirectML's spelling without the prefix.
+
+    The value is DirectML's numeric enum value (``DataType.FLOAT32.value == 1``).
+    """
+
+    FLOAT32 = 1
+    FLOAT16 = 2
+    UINT32 = 3
+    UINT16 = 4
+    UINT8 = 5
+    INT32 = 6
+    INT16 = 7
+    INT8 = 8
+    FLOAT64 = 9
+    UINT64 = 10
+    INT64 = 11
+    UINT4 = 12
+    INT4 = 13
+
+    def __repr__(self) -> str:
+        return f"DataType.{self.name}"
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def dml_name(self) -> str:
+        """The full enum name, e.g. ``DML_TENSOR_DATA_TYPE_FLOAT32``."""
+        return f"DML_TENSOR_DATA_TYPE_{self.name}"
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The numpy dtype holding this type's elements (JAX uses the same)."""
+        return _TO_DTYPE[self]
+
+    @property
+    def bits(self) -> int:
+        return 4 if self in (DataType.UINT4, DataType.INT4) else self.dtype.itemsize * 8
+
+    @property
+    def size_in_bytes(self) -> float:
+        """Bytes per element (0.5 for the 4-bit types)."""
+        return self.bits / 8
+
+    @property
+    def is_float(self) -> bool:
+        return self in FLOATS
+
+    @property
+    def is_integer(self) -> bool:
+        return self in INTS
+
+    @property
+    def is_signed(self) -> bool:
+        return self in FLOATS or self in SIGNED_INTS
+
+    @property
+    def needs_x64(self) -> bool:
+        """True for the 64-bit types, which JAX holds only in its 64-bit mode."""
+        return self in SIXTY_FOUR_BIT
+
+    @classmethod
+    def parse(cls, value: object) -> "DataType":
+        """A DataType from a member, its name (``"FLOAT32"``, ``"DML_TENSOR_DATA_TYPE_FLOAT32"``,
+        any case), its enum value, or a numpy/JAX dtype.
+
+        Raises ``ValueError`` naming the valid spellings; bfloat16 and other dtypes that are not
+        DirectML types are refused rather than mapped to a near neighbour.
+        """
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            key = value.strip().upper()
+            if key.startswith("DML_TENSOR_DATA_TYPE_"):
+                key = key[len("DML_TENSOR_DATA_TYPE_"):]
+            if key in cls.__members__:
+                return cls[key]
+            raise ValueError(
+                f"{value!r} is not a DirectML data type; valid: {', '.join(cls.__members__)}"
+            )
+        if isinstance(value, int) and not isinstance(value, bool):
+            try:
+                return cls(value)
+            except ValueError:
+                raise ValueError(f"{value} is not a DML_TENSOR_DATA_TYPE value (1 to 13)") from None
+        found = cls.from_dtype(value)
+        if found is None:
+            raise ValueError(f"{value!r} is not a DirectML data type")
+        return found
+
+    @classmethod
+    def from_dtype(cls, dtype: object) -> "DataType | None":
+        """The DataType of a numpy/JAX dtype, or None if DirectML has no such type (bfloat16,
+        bool, complex, float8, ...)."""
+        try:
+            dt = np.dtype(dtype)
+        except TypeError:
+            return None
+        return _FROM_DTYPE.get(dt)
+
+
+_TO_DTYPE = {
+    DataType.FLOAT32: np.dtype(np.float32),
+    DataType.FLOAT16: np.dtype(np.float16),
+    DataType.UINT32: np.dtype(np.uint32),
+    DataType.UINT16: np.dtype(np.uint16),
+    DataType.UINT8: np.dtype(np.uint8),
+    DataType.INT32: np.dtype(np.int32),
+    DataType.INT16: np.dtype(np.int16),
+    DataType.INT8: np.dtype(np.int8),
+    DataType.FLOAT64: np.dtype(np.float64),
+    DataType.UINT64: np.dtype(np.uint64),
+    DataType.INT64: np.dtype(np.int64),
+    DataType.UINT4: np.dtype(ml_dtypes.uint4),
+    DataType.INT4: np.dtype(ml_dtypes.int4),
+}
+_FROM_DTYPE = {dt: t for t, dt in _TO_DTYPE.items()}
+
+FLOATS = frozenset({DataType.FLOAT64, DataType.FLOAT32, DataType.FLOAT16})
+SIGNED_INTS = frozenset(
+    {DataType.INT64, DataType.INT32, DataType.INT16, DataType.INT8, DataType.INT4}
+)
+UNSIGNED_INTS = frozenset(
+    {DataType.UINT64, DataType.UINT32, DataType.UINT16, DataType.UINT8, DataType.UINT4}
+)
+INTS = SIGNED_INTS | UNSIGNED_INTS
+SIXTY_FOUR_BIT = frozenset({DataType.FLOAT64, DataType.INT64, DataType.UINT64})
+
+
+def x64_enabled() -> bool:
+    """Whether JAX's 64-bit mode is on (read at each call: it can change at run time)."""
+    return bool(jax.config.jax_enable_x64)

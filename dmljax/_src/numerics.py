@@ -1,0 +1,146 @@
+"""Floating-point rules shared by operators (SEMANTICS.md section 2 and 3).
+
+- FLOAT32 denormals are flushed to sign-preserving zero on the input and output of math.
+- FLOAT16 is computed in FLOAT32 and rounded once, unless half-precision computation is allowed.
+- FLOAT attributes are float32 values; meeting an integer tensor they are truncated toward zero
+  and saturated to the type's range.
+- min/max follow IEEE maxNum/minNum: one NaN operand gives the other operand.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from dmljax._src.dtypes import DataType
+from dmljax._src.structs import ScaleBias
+
+__all__ = [
+    "F32_TINY",
+    "compute_dtype",
+    "flush_denormals",
+    "load",
+    "store",
+    "attr_as",
+    "apply_scale_bias",
+    "max_num",
+    "pow_c99",
+    "float_to_int",
+]
+
+F32_TINY = np.float32(np.finfo(np.float32).tiny)
+
+
+def compute_dtype(data_type: DataType, allow_half: bool) -> np.dtype:
+    """The dtype math on ``data_type`` runs in."""
+    if data_type is DataType.FLOAT16 and not allow_half:
+        return np.dtype(np.float32)
+    return data_type.dtype
+
+
+def flush_denormals(x: jnp.ndarray) -> jnp.ndarray:
+    """FLOAT32 denormals to sign-preserving zero; other dtypes unchanged (FLOAT16 and FLOAT64
+    denormals are kept). XLA's CPU backend flushes by itself and its GPU backend does not: doing
+    it explicitly makes both give the same bits."""
+    if x.dtype != np.float32:
+        return x
+    return jnp.where(jnp.abs(x) < F32_TINY, jnp.copysign(jnp.zeros_like(x), x), x)
+
+
+def load(x: jnp.ndarray, allow_half: bool = False) -> jnp.ndarray:
+    """A float tensor as math reads it: in its compute dtype, FLOAT32 denormals flushed."""
+    dt = DataType.from_dtype(x.dtype)
+    if dt is None or not dt.is_float:
+        return x
+    return flush_denormals(x.astype(compute_dtype(dt, allow_half)))
+
+
+def store(y: jnp.ndarray, data_type: DataType) -> jnp.ndarray:
+    """A math result written to a ``data_type`` tensor: rounded once, FLOAT32 denormals flushed."""
+    if data_type is DataType.FLOAT32:
+        return flush_denormals(y.astype(np.float32))
+    return y.astype(data_type.dtype)
+
+
+def attr_as(value: float, data_type: DataType, dtype: np.dtype | None = None) -> np.generic:
+    """A FLOAT attribute (already a float32 value) as a scalar of the tensor's type.
+
+    Floats: the float32 value in ``dtype`` (the compute dtype; default the tensor's own).
+    Integers: truncated toward zero and saturated to the type's range (NaN was refused earlier).
+    """
+    if data_type.is_float:
+        return np.asarray(value, dtype=np.float32).astype(dtype or data_type.dtype)[()]
+    if math.isnan(value):
+        raise ValueError("NaN has no integer value")  # validation refuses this first
+    info = np.iinfo(data_type.dtype)
+    if math.isinf(value):
+        i = info.max if value > 0 else info.min
+    else:
+        i = min(max(math.trunc(value), int(info.min)), int(info.max))
+    return np.asarray(i, dtype=data_type.dtype)[()]
+
+
+def apply_scale_bias(g: jnp.ndarray, scale_bias: ScaleBias | None) -> jnp.ndarray:
+    """``g * Scale + Bias`` in g's dtype (float math; the result is flushed like any math
+    output). Whether the multiply-add is fused is the backend's choice, as in DirectML."""
+    if scale_bias is None:
+        return g
+    s = np.asarray(scale_bias.scale, np.float32).astype(g.dtype)
+    b = np.asarray(scale_bias.bias, np.float32).astype(g.dtype)
+    return flush_denormals(g * s + b)
+
+
+def max_num(x: jnp.ndarray, m) -> jnp.ndarray:
+    """IEEE maxNum of an array and a static scalar ``m``: NaN in x gives m; a NaN m gives x;
+    at a tie (equal values, including -0 against +0) the scalar is returned."""
+    m_arr = jnp.asarray(m, dtype=x.dtype)
+    if isinstance(m, (float, np.floating)) and math.isnan(m):
+        return x
+    return jnp.where(x > m_arr, x, m_arr)  # NaN > m is False: NaN gives m
+
+
+def _is_odd_integer(e: float) -> bool:
+    return math.isfinite(e) and e == math.floor(e) and abs(e) < 2.0**53 and int(e) % 2 == 1
+
+
+def _is_integral(e: float) -> bool:
+    # C99 treats infinities as even integers for pow (pow(-1, inf) = 1, pow(-2, inf) = inf).
+    return math.isinf(e) or e == math.floor(e)
+
+
+def pow_c99(g: jnp.ndarray, exponent: float) -> jnp.ndarray:
+    """``pow(g, exponent)`` for a static exponent, as DirectML's CONSTANT_POW page says:
+    negative bases give a result signed by the exponent's parity when the exponent is integral,
+    NaN otherwise (also for -inf, where C99 would give +inf); C99's special values elsewhere
+    (pow(x, 0) = 1 even for NaN x, pow(1, NaN) = 1, pow(+-0, negative odd) = +-inf, ...).
+
+    One code path for every exponent: 3 and 3.0 give the same bits."""
+    if exponent == 0.0:
+        return jnp.ones_like(g)
+    e = np.asarray(exponent, dtype=g.dtype)
+    if math.isnan(exponent):
+        return jnp.where(g == 1, jnp.ones_like(g), jnp.full_like(g, np.nan))
+    mag = lax.pow(jnp.abs(g), jnp.full_like(g, e))
+    if _is_odd_integer(exponent):
+        return jnp.copysign(mag, g)  # sign of g, also -0 and -inf; NaN stays NaN
+    if _is_integral(exponent):
+        # even: |g|^e; pow(-1, +-inf) = 1 in C99, and |-1|^inf = 1 already.
+        return mag
+    return jnp.where(g < 0, jnp.full_like(g, np.nan), mag)
+
+
+def float_to_int(g: jnp.ndarray, data_type: DataType) -> jnp.ndarray:
+    """Float values to an integer type by truncation toward zero, saturated to the type's range;
+    NaN becomes 0 (dmljax's choice; C leaves it undefined)."""
+    info = np.iinfo(data_type.dtype)
+    hi = np.asarray(float(info.max) + 1.0, g.dtype)  # 2**k: exact in any float type
+    lo = np.asarray(float(info.min), g.dtype)  # -2**k or 0: exact
+    t = jnp.trunc(g)
+    inside = (t < hi) & (t >= lo)
+    safe = jnp.where(inside, t, jnp.zeros_like(t)).astype(data_type.dtype)
+    out = jnp.where(t >= hi, np.asarray(info.max, data_type.dtype), safe)
+    out = jnp.where(t < lo, np.asarray(info.min, data_type.dtype), out)
+    return jnp.where(jnp.isnan(g), np.asarray(0, data_type.dtype), out)

@@ -1,0 +1,79 @@
+"""Activation operators: each page's record, with its formula right below it."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dmljax._src.dtypes import DataType
+from dmljax._src.feature_level import FeatureLevel
+from dmljax._src.numerics import load, store
+from dmljax._src.op import operator
+from dmljax._src.ops.families import UNARY_CONSTRAINTS, UNARY_TENSORS, unary_table
+from dmljax._src.spec import OpSpec, ParamSpec
+
+FL = FeatureLevel
+F32, F16 = DataType.FLOAT32, DataType.FLOAT16
+
+# --------------------------------------------------------------------------------------------
+ACTIVATION_SCALED_ELU = OpSpec(
+    enum_name="DML_OPERATOR_ACTIVATION_SCALED_ELU",
+    value=45,
+    page="dml_activation_scaled_elu_operator_desc.md",
+    introduced=FL.FL_1_0,
+    summary=("Performs a scaled exponential linear unit (ELU) activation function on every "
+             "element in InputTensor, placing the result into the corresponding element of "
+             "OutputTensor."),
+    formula=("f(x) = Gamma * x,                        if x > 0\n"
+             "       Gamma * (Alpha * exp(x) - Alpha), otherwise"),
+    tensors=UNARY_TENSORS,
+    params=(
+        ParamSpec("Alpha", "FLOAT", default=1.6732, doc="A typical default for this value is 1.6732."),
+        ParamSpec("Gamma", "FLOAT", default=1.0507, doc="A typical default for this value is 1.0507."),
+    ),
+    support=(
+        unary_table("3.0", "1 to 8", "FLOAT32, FLOAT16"),
+        unary_table("2.0", "4 to 5", "FLOAT32, FLOAT16"),
+        unary_table("1.0", "4", "FLOAT32, FLOAT16"),
+    ),
+    constraints=UNARY_CONSTRAINTS,
+    ulp={F32: 8, F16: 1},
+    ulp_half=4,
+    gradient=("dX = Gamma * dY for x > 0, Gamma * Alpha * exp(x) * dY otherwise; exp only ever "
+              "sees min(x, 0), so no NaN or inf appears for large x in any type."),
+    in_place=True,
+    notes="Alpha * exp(x) - Alpha is evaluated as Alpha * expm1(x), its exact equal without cancellation.",
+)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2))
+def _scaled_elu(x, alpha, gamma):
+    a = np.asarray(alpha, np.float32).astype(x.dtype)
+    c = np.asarray(gamma, np.float32).astype(x.dtype)
+    negative = jnp.minimum(x, jnp.zeros_like(x))  # the unselected branch never overflows
+    return jnp.where(x > 0, c * x, c * (a * jnp.expm1(negative)))
+
+
+@_scaled_elu.defjvp
+def _scaled_elu_jvp(alpha, gamma, primals, tangents):
+    (x,), (t,) = primals, tangents
+    c = np.asarray(gamma, np.float32).astype(x.dtype)
+    ca = np.asarray(np.float32(gamma) * np.float32(alpha), np.float32).astype(x.dtype)
+    negative = jnp.minimum(x, jnp.zeros_like(x))
+    slope = jnp.where(x > 0, c, ca * jnp.exp(negative))
+    return _scaled_elu(x, alpha, gamma), slope * t
+
+
+@operator(ACTIVATION_SCALED_ELU)
+def activation_scaled_elu(input, *, alpha, gamma, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> dmljax.activation_scaled_elu(np.array([-1.0, 0.0, 2.0], np.float32))
+        Array([-1.1112876,  0.       ,  2.1014   ], dtype=float32)
+    """
+    dt = DataType.from_dtype(input.dtype)
+    x = load(input, allow_half_precision_computation)
+    return store(_scaled_elu(x, alpha, gamma), dt)

@@ -1,0 +1,223 @@
+"""Operator declarations: one OpSpec per DML_OPERATOR_*, transcribed from its page.
+
+Validation (validate.py), the public signature and docstring (op.py), ``dmljax ops`` and the
+generated tests all read these records; nothing about an operator is written twice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Callable, Mapping
+
+from dmljax._src.dtypes import DataType
+from dmljax._src.feature_level import FeatureLevel
+
+__all__ = [
+    "REQUIRED",
+    "TensorSpec",
+    "ParamSpec",
+    "TensorSupport",
+    "SupportTable",
+    "SameDataType",
+    "SameSizes",
+    "OpSpec",
+    "table",
+    "snake_case",
+]
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED = _Required()
+
+
+def snake_case(name: str) -> str:
+    """DirectML member spelling to Python: ``ScaleBias`` -> ``scale_bias``, ``ATensor`` -> ``a``."""
+    if name.endswith("Tensor"):
+        name = name[: -len("Tensor")]
+    s = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name)
+    s = re.sub(r"(?<=[A-Z])([A-Z][a-z])", r"_\1", s)
+    return s.lower()
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorSpec:
+    """A tensor field of the desc. ``default_data_type`` is set for outputs whose DataType no
+    constraint fixes: the caller then chooses it with ``output_data_type=`` (or the like)."""
+
+    dml_name: str
+    kind: str  # "input" | "output"
+    optional: bool = False
+    default_data_type: DataType | None = None
+
+    @property
+    def arg(self) -> str:
+        return snake_case(self.dml_name)
+
+    @property
+    def data_type_arg(self) -> str:
+        return f"{self.arg}_data_type"
+
+
+@dataclasses.dataclass(frozen=True)
+class ParamSpec:
+    """A non-tensor field of the desc.
+
+    type: DirectML's C type: ``FLOAT``, ``DML_SCALE_BIAS``.
+    converted_to: for a FLOAT that meets a tensor's values (THRESHOLD's Min), that tensor: the
+        value is converted to its DataType (truncation toward zero, saturated, for integers).
+    """
+
+    dml_name: str
+    type: str
+    default: object = REQUIRED
+    nullable: bool = False
+    doc: str = ""
+    converted_to: str | None = None
+
+    @property
+    def arg(self) -> str:
+        return snake_case(self.dml_name)
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorSupport:
+    dims: tuple[int, int]  # inclusive
+    data_types: tuple[DataType, ...]  # in the page's order
+
+    def dims_text(self) -> str:
+        lo, hi = self.dims
+        return str(lo) if lo == hi else f"{lo} to {hi}"
+
+
+@dataclasses.dataclass(frozen=True)
+class SupportTable:
+    """One "DML_FEATURE_LEVEL_x_y and above" table of a page."""
+
+    level: FeatureLevel
+    tensors: Mapping[str, TensorSupport]
+
+
+def _parse_dims(text: str) -> tuple[int, int]:
+    m = re.fullmatch(r"\s*(\d+)(?:\s*to\s*(\d+))?\s*", text)
+    if not m:
+        raise ValueError(f"bad dimension count text {text!r}")
+    lo = int(m.group(1))
+    return lo, int(m.group(2) or lo)
+
+
+def table(level: str, **tensors: tuple[str, str]) -> SupportTable:
+    """A support table written as the page has it:
+    ``table("3.0", InputTensor=("1 to 8", "FLOAT32, FLOAT16"), ...)``."""
+    rows = {}
+    for name, (dims, types) in tensors.items():
+        rows[name] = TensorSupport(
+            _parse_dims(dims), tuple(DataType[t.strip()] for t in types.split(","))
+        )
+    return SupportTable(FeatureLevel.parse(level), rows)
+
+
+@dataclasses.dataclass(frozen=True)
+class SameDataType:
+    """"X and Y must have the same DataType"."""
+
+    tensors: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class SameSizes:
+    """"X and Y must have the same DimensionCount and Sizes"."""
+
+    tensors: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class OpSpec:
+    """Everything the page says about one operator that code needs.
+
+    ulp: the float budget per output DataType against the float64 reference (SEMANTICS.md 1);
+        types not listed are bit-exact.
+    ulp_half: the FLOAT16 budget when allow_half_precision_computation=True.
+    math: whether the result depends on the compute precision, so that the operator offers
+        allow_half_precision_computation (FLOAT16 is computed in FLOAT32 otherwise). False for
+        selection, data movement and comparisons.
+    """
+
+    enum_name: str
+    value: int
+    page: str
+    introduced: FeatureLevel
+    summary: str
+    formula: str
+    tensors: tuple[TensorSpec, ...]
+    support: tuple[SupportTable, ...]
+    params: tuple[ParamSpec, ...] = ()
+    constraints: tuple[SameDataType | SameSizes, ...] = ()
+    ulp: Mapping[DataType, float] = dataclasses.field(default_factory=dict)
+    ulp_half: float | None = None
+    grad_operator: str | None = None
+    gradient: str = ""
+    in_place: bool = False
+    math: bool = True
+    notes: str = ""
+    extra_checks: tuple[Callable, ...] = ()
+
+    def __post_init__(self):
+        levels = [t.level for t in self.support]
+        if levels != sorted(levels, reverse=True):
+            raise ValueError(f"{self.enum_name}: support tables must be listed newest first")
+        if not self.support or min(levels) != self.introduced:
+            raise ValueError(f"{self.enum_name}: the oldest support table must be the introducing level")
+        names = {t.dml_name for t in self.tensors}
+        for t in self.support:
+            if set(t.tensors) != names:
+                raise ValueError(f"{self.enum_name}: table {t.level} does not list {sorted(names)}")
+
+    def __hash__(self) -> int:  # records are compared by identity: one per operator
+        return id(self)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    @property
+    def short_name(self) -> str:
+        """``ELEMENT_WISE_IF``: the enum name without ``DML_OPERATOR_``."""
+        return self.enum_name[len("DML_OPERATOR_"):]
+
+    @property
+    def python_name(self) -> str:
+        return self.short_name.lower()
+
+    @property
+    def inputs(self) -> tuple[TensorSpec, ...]:
+        return tuple(t for t in self.tensors if t.kind == "input")
+
+    @property
+    def outputs(self) -> tuple[TensorSpec, ...]:
+        return tuple(t for t in self.tensors if t.kind == "output")
+
+    def tensor(self, dml_name: str) -> TensorSpec:
+        for t in self.tensors:
+            if t.dml_name == dml_name:
+                return t
+        raise KeyError(dml_name)
+
+    def support_at(self, level: FeatureLevel) -> SupportTable | None:
+        """The table in force at ``level``: the newest one at or below it (None before the
+        operator was introduced)."""
+        for t in self.support:
+            if t.level <= level:
+                return t
+        return None
+
+    def lowest_level(self, tensor: str, predicate: Callable[[TensorSupport], bool],
+                     above: FeatureLevel) -> FeatureLevel | None:
+        """The lowest table level above ``above`` whose row for ``tensor`` satisfies ``predicate``."""
+        for t in reversed(self.support):
+            if t.level > above and predicate(t.tensors[tensor]):
+                return t.level
+        return None

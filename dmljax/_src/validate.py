@@ -1,0 +1,276 @@
+"""Static checks of one call against its OpSpec, at trace time, before anything is computed.
+
+Every violation is collected and raised once as a ValidationError. Only shapes, dtypes and
+Python attribute values are read, so ``jax.eval_shape`` and tracers go through the same checks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import numbers
+from typing import Mapping
+
+import jax
+import numpy as np
+
+from dmljax._src.dtypes import DataType, x64_enabled
+from dmljax._src.errors import ValidationError, Violation
+from dmljax._src.feature_level import FeatureLevel
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes
+from dmljax._src.structs import ScaleBias
+
+__all__ = ["TensorInfo", "CheckedCall", "check_call", "describe_tensor", "round_float_attr"]
+
+X64_TIP = (
+    "turn on JAX's 64-bit mode first: jax.config.update('jax_enable_x64', True), or set "
+    "JAX_ENABLE_X64=1 before Python starts (dmljax never switches it on for you)"
+)
+F32_MAX = float(np.finfo(np.float32).max)
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorInfo:
+    shape: tuple[int, ...]
+    data_type: DataType
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckedCall:
+    """What validation established: every tensor's DataType and Sizes, and the attributes in
+    their static, normalized form (FLOATs rounded to float32, ScaleBias as a ScaleBias)."""
+
+    spec: OpSpec
+    level: FeatureLevel
+    tensors: Mapping[str, TensorInfo]
+    attrs: Mapping[str, object]
+
+
+def _types_text(types) -> str:
+    return ", ".join(t.name for t in types)
+
+
+def describe_tensor(value: object) -> tuple[tuple[int, ...], object] | str:
+    """(shape, dtype) of an array-like with a dtype, or a phrase saying why it is not one."""
+    if isinstance(value, (bool, int, float, complex)) or value is None:
+        return f"is a Python {type(value).__name__}, not an array"
+    if isinstance(value, (list, tuple)):
+        return f"is a Python {type(value).__name__}, not an array"
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if shape is None or dtype is None:
+        return f"is a {type(value).__name__}, not an array"
+    return tuple(int(d) for d in shape), dtype
+
+
+def round_float_attr(value: object) -> tuple[float | None, str]:
+    """A FLOAT attribute rounded to float32, as a Python float; or (None, reason)."""
+    if isinstance(value, (jax.Array, jax.core.Tracer)) or (
+        isinstance(value, np.ndarray) and value.ndim != 0
+    ):
+        return None, (
+            f"is an array ({type(value).__name__}); attributes are fixed when the operator is "
+            "created, so they must be Python numbers"
+        )
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.generic)):
+        return None, f"is {value!r} ({type(value).__name__}), not a number"
+    v = float(value)
+    with np.errstate(over="ignore"):
+        r = float(np.float32(v))
+    if math.isinf(r) and not math.isinf(v):
+        return None, f"is {value!r}, outside the range of FLOAT (float32, largest {F32_MAX:.7g})"
+    return r, ""
+
+
+def _check_param(spec: OpSpec, p: ParamSpec, value: object, tensors, problems) -> object:
+    if value is None and p.nullable:
+        return None
+    if p.type == "FLOAT":
+        r, why = round_float_attr(value)
+        if r is None:
+            problems.append(Violation(p.dml_name, p.arg, why, "expected a FLOAT (a Python number)"))
+            return None
+        target = tensors.get(p.converted_to) if p.converted_to else None
+        if target is not None and target.data_type.is_integer and math.isnan(r):
+            problems.append(Violation(
+                p.dml_name, p.arg, f"is NaN but {p.converted_to} is {target.data_type.name}",
+                "an integer tensor has no NaN to compare with",
+                "pass a number, or use a float tensor"))
+        return r
+    if p.type == "DML_SCALE_BIAS":
+        try:
+            sb = ScaleBias.coerce(value)
+        except TypeError as e:
+            problems.append(Violation(p.dml_name, p.arg, f"is {value!r}", str(e)))
+            return None
+        out = []
+        for member, v in zip(("Scale", "Bias"), sb):
+            r, why = round_float_attr(v)
+            if r is None:
+                problems.append(Violation(f"{p.dml_name}.{member}", p.arg, why, "expected a FLOAT"))
+            out.append(r)
+        return ScaleBias(*out) if None not in out else None
+    raise NotImplementedError(f"{spec.enum_name}: parameter type {p.type}")
+
+
+def check_call(
+    spec: OpSpec,
+    level: FeatureLevel,
+    inputs: Mapping[str, object],
+    attrs: Mapping[str, object],
+    output_types: Mapping[str, object] = {},
+) -> CheckedCall:
+    """Validate a call. ``inputs`` maps input DML names to arrays (or tracers, or
+    ShapeDtypeStructs); ``attrs`` maps attribute DML names to raw Python values;
+    ``output_types`` maps the outputs whose DataType the caller chooses to raw values."""
+    problems: list[Violation] = []
+    sigs = []
+    for t in spec.inputs:
+        value = inputs.get(t.dml_name)
+        if value is None and t.optional:
+            sigs.append((t.dml_name, None))
+            continue
+        d = describe_tensor(value)
+        if isinstance(d, str):
+            problems.append(Violation(
+                t.dml_name, t.arg, d,
+                tip="DirectML tensors carry a DataType: pass a numpy or JAX array "
+                    "(e.g. np.asarray(x, np.float32))"))
+            sigs.append((t.dml_name, None))
+        else:
+            sigs.append((t.dml_name, (d[0], np.dtype(d[1]))))
+    chosen = []
+    for t in spec.outputs:
+        if t.default_data_type is None:
+            continue
+        raw = output_types.get(t.dml_name, t.default_data_type)
+        try:
+            chosen.append((t.dml_name, DataType.parse(raw)))
+        except ValueError as e:
+            problems.append(Violation(t.dml_name, t.data_type_arg, f"DataType {raw!r} is invalid", str(e)))
+    tensor_problems, tensors = _check_tensors(spec, level, tuple(sigs), tuple(chosen), x64_enabled())
+    problems += tensor_problems
+    normalized = {}
+    for p in spec.params:
+        normalized[p.dml_name] = _check_param(spec, p, attrs.get(p.dml_name, p.default), tensors, problems)
+    for extra in spec.extra_checks:
+        problems += extra(tensors, normalized)
+    if problems:
+        raise ValidationError(spec.python_name, spec.enum_name, level.dml_name, problems)
+    return CheckedCall(spec, level, tensors, normalized)
+
+
+@functools.lru_cache(maxsize=4096)
+def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, x64: bool):
+    problems: list[Violation] = []
+    tensors: dict[str, TensorInfo] = {}
+    row = spec.support_at(level)
+    if row is None:
+        problems.append(Violation(
+            "", "", f"the operator was introduced in {spec.introduced.dml_name}",
+            tip=f"pass feature_level='{spec.introduced.version}' or newer"))
+
+    for name, sig in sigs:
+        if sig is None:
+            continue
+        shape, dtype = sig
+        tspec = spec.tensor(name)
+        dt = DataType.from_dtype(dtype)
+        allowed = _types_text(row.tensors[name].data_types) if row else ""
+        if dt is None:
+            problems.append(Violation(
+                name, tspec.arg, f"has dtype {dtype}, which is not a DirectML data type",
+                f"supported: {allowed}" if allowed else "",
+                "cast it explicitly to a supported type; dmljax never converts for you"))
+            continue
+        tensors[name] = TensorInfo(shape, dt)
+
+    # Outputs: DataType from a SameDataType constraint or the caller's choice; Sizes from SameSizes.
+    # An output that takes its DataType or Sizes from an input is not reported again for it.
+    derived: dict[tuple[str, str], str] = {}
+    for name, dt in chosen:
+        tensors.setdefault(name, TensorInfo((), dt))
+    for c in spec.constraints:
+        known = [n for n in c.tensors if n in tensors and spec.tensor(n).kind == "input"]
+        if not known:
+            continue
+        src = tensors[known[0]]
+        for n in c.tensors:
+            if spec.tensor(n).kind != "output":
+                continue
+            cur = tensors.get(n)
+            if isinstance(c, SameDataType):
+                tensors[n] = TensorInfo(cur.shape if cur else (), src.data_type)
+                derived[(n, "type")] = known[0]
+            else:
+                tensors[n] = TensorInfo(src.shape, cur.data_type if cur else src.data_type)
+                derived[(n, "dims")] = known[0]
+
+    reported: set[tuple[str, str]] = set()
+
+    def report(name: str, kind: str, violation: Violation) -> None:
+        source = derived.get((name, kind))
+        if source is not None and (source, kind) in reported:
+            return
+        reported.add((name, kind))
+        problems.append(violation)
+
+    for name, info in tensors.items():
+        tspec = spec.tensor(name)
+        arg = tspec.arg if tspec.kind == "input" else (
+            tspec.data_type_arg if tspec.default_data_type else "")
+        if info.data_type.needs_x64 and not x64:
+            report(name, "type", Violation(
+                name, arg, f"has DataType {info.data_type.name}, which JAX holds only in its 64-bit mode",
+                tip=X64_TIP))
+        if row is None:
+            continue
+        sup = row.tensors[name]
+        ndim = len(info.shape)
+        lo, hi = sup.dims
+        if not lo <= ndim <= hi:
+            later = spec.lowest_level(name, lambda s: s.dims[0] <= ndim <= s.dims[1], level)
+            tip = ""
+            if later:
+                tip = f"{spec.support_at(later).tensors[name].dims_text()} dimensions are supported from {later.dml_name}"
+            report(name, "dims", Violation(
+                name, tspec.arg if tspec.kind == "input" else "",
+                f"has {ndim} dimension{'s' if ndim != 1 else ''} (Sizes {list(info.shape)})",
+                f"supported: {sup.dims_text()}", tip))
+        if info.data_type not in sup.data_types:
+            later = spec.lowest_level(name, lambda s: info.data_type in s.data_types, level)
+            tip = f"{info.data_type.name} is supported from {later.dml_name}" if later else ""
+            if tspec.kind == "output" and tspec.default_data_type is not None:
+                tip = (tip + "; or " if tip else "") + f"pass {tspec.data_type_arg}= one of {_types_text(sup.data_types)}"
+            report(name, "type", Violation(
+                name, arg, f"has DataType {info.data_type.name}",
+                f"supported: {_types_text(sup.data_types)}", tip))
+
+    for c in spec.constraints:
+        present = [n for n in c.tensors if n in tensors and spec.tensor(n).kind == "input"]
+        if len(present) < 2:
+            continue
+        if isinstance(c, SameDataType):
+            types = {n: tensors[n].data_type for n in present}
+            if len(set(types.values())) > 1:
+                problems.append(Violation(
+                    _names(spec, present), "",
+                    "have DataTypes " + ", ".join(t.name for t in types.values()),
+                    "they must have the same DataType",
+                    "cast explicitly: DirectML never promotes types"))
+        elif isinstance(c, SameSizes):
+            shapes = {n: tensors[n].shape for n in present}
+            if len(set(shapes.values())) > 1:
+                problems.append(Violation(
+                    _names(spec, present), "",
+                    "have Sizes " + ", ".join(str(list(s)) for s in shapes.values()),
+                    "they must have the same DimensionCount and Sizes",
+                    "broadcast explicitly (jnp.broadcast_to, i.e. zero strides): "
+                    "DirectML never broadcasts implicitly"))
+    return tuple(problems), tensors
+
+
+def _names(spec: OpSpec, names) -> str:
+    parts = [f"{n} (argument `{spec.tensor(n).arg}`)" for n in names]
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
