@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import math as _math
+import numbers as _numbers
 from typing import Mapping, NamedTuple
 
-__all__ = ["ScaleBias"]
+import numpy as _np
+
+from dmljax._src.dtypes import DataType as _DataType
+
+__all__ = ["ScaleBias", "ScalarUnion"]
 
 
 class ScaleBias(NamedTuple):
@@ -35,3 +41,122 @@ class ScaleBias(NamedTuple):
             "expected dmljax.ScaleBias(scale, bias), a (scale, bias) pair or "
             f"{{'Scale': ..., 'Bias': ...}}; got {type(value).__name__}"
         )
+
+
+# --------------------------------------------------------------------------------------------
+# DML_SCALAR_UNION: one scalar whose meaning a separate DML_TENSOR_DATA_TYPE field gives
+# (CLIP1's MinMaxDataType). The union's members are Bytes, Int8 .. UInt64, Float32, Float64;
+# FLOAT16 has no member of its own, so a FLOAT16 value lives in the first two Bytes.
+
+_UNION_MEMBERS = {
+    "Int8": _DataType.INT8, "UInt8": _DataType.UINT8, "Int16": _DataType.INT16,
+    "UInt16": _DataType.UINT16, "Int32": _DataType.INT32, "UInt32": _DataType.UINT32,
+    "Int64": _DataType.INT64, "UInt64": _DataType.UINT64, "Float32": _DataType.FLOAT32,
+    "Float64": _DataType.FLOAT64,
+}
+
+
+class ScalarUnion:
+    """DML_SCALAR_UNION holding one value of ``data_type`` (the field that types it, such as
+    CLIP1's MinMaxDataType, must be the tensor's DataType).
+
+    ``ScalarUnion("INT8", -5)``, ``ScalarUnion("FLOAT16", 0.1)``. Wherever an operator takes a
+    DML_SCALAR_UNION it also accepts a plain Python number, or a mapping naming the union member
+    as DirectML spells it (``{"Float32": 0.5}``, ``{"Int32": 7}``, ``{"Bytes": [0, 60, 0, 0, 0, 0, 0, 0]}``).
+
+    The value must be representable in ``data_type``: an integer type takes integral values
+    inside its range only (5.0 is 5; 2.5, 300 for UINT8, NaN and inf are refused, never wrapped);
+    a float type takes any number, rounded to nearest as C does (a finite value that overflows
+    to inf is refused). Equality and hashing go by the union's bytes, so NaN equals itself.
+    """
+
+    __slots__ = ("data_type", "value")
+
+    def __init__(self, data_type: object, value: object):
+        dt = _DataType.parse(data_type)
+        if dt in (_DataType.UINT4, _DataType.INT4):
+            raise ValueError(f"a DML_SCALAR_UNION has no {dt.name} reading")
+        object.__setattr__(self, "data_type", dt)
+        object.__setattr__(self, "value", _represent(value, dt))
+
+    def __setattr__(self, name, value):
+        raise AttributeError("ScalarUnion is immutable")
+
+    @property
+    def bytes(self) -> bytes:
+        """The union's 8 bytes (little-endian, zero-padded), as DirectML reads them."""
+        return _np.asarray(self.value, self.data_type.dtype).tobytes().ljust(8, b"\0")
+
+    def as_numpy(self) -> _np.generic:
+        """The value as a numpy scalar of ``data_type``."""
+        return _np.asarray(self.value, self.data_type.dtype)[()]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ScalarUnion):
+            return NotImplemented
+        return self.data_type is other.data_type and self.bytes == other.bytes
+
+    def __hash__(self) -> int:
+        return hash((self.data_type, self.bytes))
+
+    def __repr__(self) -> str:
+        return f"ScalarUnion({self.data_type.name}, {self.value!r})"
+
+    @classmethod
+    def coerce(cls, value: object, data_type: _DataType) -> "ScalarUnion":
+        """``value`` read as a ``data_type`` union: a ScalarUnion of that type, a number, or a
+        one-member mapping. Raises ValueError (with the reason) otherwise."""
+        if isinstance(value, ScalarUnion):
+            if value.data_type is not data_type:
+                raise ValueError(f"is a {value.data_type.name} ScalarUnion but the union is read as {data_type.name}")
+            return value
+        if isinstance(value, Mapping):
+            if len(value) != 1:
+                raise ValueError(f"is a mapping with {len(value)} members; a DML_SCALAR_UNION mapping names exactly one")
+            (member, v), = value.items()
+            key = {k.lower(): k for k in (*_UNION_MEMBERS, "Bytes")}.get(str(member).lower())
+            if key is None:
+                raise ValueError(f"names member {member!r}; DML_SCALAR_UNION members: Bytes, {', '.join(_UNION_MEMBERS)}")
+            if key == "Bytes":
+                raw = bytes(v) if not isinstance(v, (bytes, bytearray)) else bytes(v)
+                if len(raw) != 8:
+                    raise ValueError(f"has {len(raw)} Bytes; the union holds 8")
+                n = data_type.dtype.itemsize
+                return cls(data_type, _np.frombuffer(raw[:n], data_type.dtype)[0].item())
+            if _UNION_MEMBERS[key] is not data_type:
+                raise ValueError(f"sets member {key} but the union is read as {data_type.name}")
+            return cls(data_type, v)
+        return cls(data_type, value)
+
+
+def _represent(value: object, dt: _DataType) -> int | float:
+    """``value`` as the exact Python int or float that a ``dt`` union holds, or ValueError."""
+    if isinstance(value, (bool, _np.bool_)) or not isinstance(value, (_numbers.Real, _np.generic)):
+        raise ValueError(f"is {value!r} ({type(value).__name__}), not a number")
+    if isinstance(value, _np.generic) and not isinstance(value, (_np.integer, _np.floating)):
+        raise ValueError(f"is {value!r} ({type(value).__name__}), not a real number")
+    if dt.is_integer:
+        if isinstance(value, (_np.integer, int)):
+            i = int(value)
+        else:
+            f = float(value)
+            if not _math.isfinite(f) or f != _math.floor(f):
+                raise ValueError(f"is {value!r}, which is not an integer, so {dt.name} cannot hold it")
+            i = int(f)
+        info = _np.iinfo(dt.dtype)
+        if not int(info.min) <= i <= int(info.max):
+            raise ValueError(f"is {value!r}, outside the range of {dt.name} ({info.min} to {info.max})")
+        return i
+    try:
+        v = float(value)
+    except OverflowError:  # a Python int beyond any float
+        v = _math.inf if value > 0 else -_math.inf
+        overflow = True
+    else:
+        overflow = False
+    with _np.errstate(over="ignore"):
+        r = float(_np.asarray(v, _np.float64).astype(dt.dtype))
+    if overflow or (_math.isinf(r) and not _math.isinf(v)):
+        raise ValueError(f"is {value!r}, outside the range of {dt.name} "
+                         f"(largest {float(_np.finfo(dt.dtype).max):.7g})")
+    return r

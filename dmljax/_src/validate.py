@@ -168,7 +168,8 @@ def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, x64: bool):
     row = spec.support_at(level)
     if row is None:
         problems.append(Violation(
-            "", "", f"the operator was introduced in {spec.introduced.dml_name}",
+            "The operator", "", f"is not available at {level.dml_name}",
+            f"it was introduced in {spec.introduced.dml_name}",
             tip=f"pass feature_level='{spec.introduced.version}' or newer"))
 
     for name, sig in sigs:

@@ -1,0 +1,22 @@
+"""Suite-wide settings: 8 virtual CPU devices (for the sharding tests) and strict dtype promotion,
+so that no implicit promotion can hide inside an operator."""
+
+import jax
+
+jax.config.update("jax_num_cpu_devices", 8)
+jax.config.update("jax_numpy_dtype_promotion", "strict")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(1234)
+
+
+@pytest.fixture
+def x64():
+    """64-bit mode for one test (the types INT64, UINT64 and FLOAT64 need it)."""
+    with jax.enable_x64(True):
+        yield
