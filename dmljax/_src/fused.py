@@ -21,7 +21,7 @@ from typing import Mapping
 from dmljax._src.dtypes import DataType
 from dmljax._src.errors import Violation
 from dmljax._src.feature_level import FeatureLevel
-from dmljax._src.spec import OpSpec
+from dmljax._src.spec import REQUIRED, OpSpec
 
 __all__ = ["FusedActivation", "FUSION_HOSTS", "FUSABLE", "check", "apply"]
 
@@ -139,10 +139,12 @@ class FusedActivation:
             f"{{'Type': ..., 'Desc': {{...}}}}; got {type(value).__name__}")
 
 
-def _implemented() -> dict[str, object]:
+def _implemented(host: str) -> dict[str, object]:
+    """The activations dmljax implements that DirectML can fuse into ``host``."""
     from dmljax._src.op import registry
 
-    return {name: op for name, op in registry().items() if name in FUSABLE}
+    return {name: op for name, op in registry().items()
+            if name in FUSABLE and (FUSABLE[name] is None or host in FUSABLE[name])}
 
 
 def check(value: object, host: OpSpec, level: FeatureLevel, tensors, subject: str, arg: str,
@@ -174,7 +176,7 @@ def check(value: object, host: OpSpec, level: FeatureLevel, tensors, subject: st
             subject, arg, f"is {fa.type}, which DirectML fuses only into {' and '.join(hosts)}",
             tip=f"apply {fa.short_name.lower()} as a separate operator after this one"))
         return None
-    implemented = _implemented()
+    implemented = _implemented(host.enum_name)
     op = implemented.get(fa.type)
     if op is None:
         problems.append(Violation(
@@ -218,8 +220,6 @@ def check(value: object, host: OpSpec, level: FeatureLevel, tensors, subject: st
     for p in act.params:
         sub: list[Violation] = []
         raw = given.get(p.dml_name, p.default)
-        from dmljax._src.spec import REQUIRED
-
         if raw is REQUIRED:
             problems.append(Violation(f"{subject}.Desc.{p.dml_name}", arg, f"is missing for {fa.type}"))
             continue

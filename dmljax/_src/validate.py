@@ -19,7 +19,7 @@ from dmljax._src.dtypes import DataType, x64_enabled
 from dmljax._src.errors import ValidationError, Violation
 from dmljax._src.feature_level import FeatureLevel
 from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes
-from dmljax._src.structs import ScaleBias
+from dmljax._src.structs import ScalarUnion, ScaleBias
 
 __all__ = ["TensorInfo", "CheckedCall", "check_call", "describe_tensor", "round_float_attr"]
 
@@ -83,7 +83,8 @@ def round_float_attr(value: object) -> tuple[float | None, str]:
     return r, ""
 
 
-def _check_param(spec: OpSpec, p: ParamSpec, value: object, tensors, problems) -> object:
+def _check_param(spec: OpSpec, p: ParamSpec, value: object, tensors, problems,
+                 level: FeatureLevel | None = None) -> object:
     if value is None and p.nullable:
         return None
     if p.type == "FLOAT":
@@ -111,6 +112,40 @@ def _check_param(spec: OpSpec, p: ParamSpec, value: object, tensors, problems) -
                 problems.append(Violation(f"{p.dml_name}.{member}", p.arg, why, "expected a FLOAT"))
             out.append(r)
         return ScaleBias(*out) if None not in out else None
+    if p.type == "DML_SCALAR_UNION":
+        # Read as the DataType of the tensor named by converted_to (CLIP1: "MinMaxDataType ...
+        # must match OutputTensor.DataType"); unknown while that tensor is invalid.
+        target = tensors.get(p.converted_to)
+        if target is None:
+            return None
+        try:
+            return ScalarUnion.coerce(value, target.data_type)
+        except ValueError as e:
+            problems.append(Violation(
+                p.dml_name, p.arg, str(e),
+                f"a DML_SCALAR_UNION read as {target.data_type.name} ({p.converted_to}'s DataType)",
+                "pass a value that the tensor's type holds exactly (integers in range for "
+                "integer types); dmljax never wraps or saturates it"))
+            return None
+    if p.type == "DML_TENSOR_DATA_TYPE":
+        # A DataType field that must equal a tensor's (CLIP1's MinMaxDataType); None: that type.
+        try:
+            dt = DataType.parse(value)
+        except ValueError as e:
+            problems.append(Violation(p.dml_name, p.arg, f"is {value!r}", str(e)))
+            return None
+        target = tensors.get(p.converted_to)
+        if target is not None and dt is not target.data_type:
+            problems.append(Violation(
+                p.dml_name, p.arg, f"is {dt.name}",
+                f"it must match {p.converted_to}.DataType, {target.data_type.name}",
+                "leave it out (None) to take the tensor's DataType"))
+            return None
+        return dt
+    if p.type == "DML_OPERATOR_DESC*":
+        from dmljax._src import fused  # fused reads the registry, which imports this module
+
+        return fused.check(value, spec, level, tensors, p.dml_name, p.arg, problems)
     raise NotImplementedError(f"{spec.enum_name}: parameter type {p.type}")
 
 
@@ -153,7 +188,7 @@ def check_call(
     problems += tensor_problems
     normalized = {}
     for p in spec.params:
-        normalized[p.dml_name] = _check_param(spec, p, attrs.get(p.dml_name, p.default), tensors, problems)
+        normalized[p.dml_name] = _check_param(spec, p, attrs.get(p.dml_name, p.default), tensors, problems, level)
     for extra in spec.extra_checks:
         problems += extra(tensors, normalized)
     if problems:

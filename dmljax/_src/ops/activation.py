@@ -77,3 +77,63 @@ def activation_scaled_elu(input, *, alpha, gamma, allow_half_precision_computati
     dt = DataType.from_dtype(input.dtype)
     x = load(input, allow_half_precision_computation)
     return store(_scaled_elu(x, alpha, gamma), dt)
+
+
+# --------------------------------------------------------------------------------------------
+ACTIVATION_ELU = OpSpec(
+    enum_name="DML_OPERATOR_ACTIVATION_ELU",
+    value=35,
+    page="dml_activation_elu_operator_desc.md",
+    introduced=FL.FL_1_0,
+    summary=("Performs an exponential linear unit (ELU) activation function on every element in "
+             "InputTensor, placing the result into the corresponding element of OutputTensor."),
+    formula=("f(x) = x,                    if x >= 0\n"
+             "       Alpha * (exp(x) - 1), otherwise"),
+    tensors=UNARY_TENSORS,
+    params=(ParamSpec("Alpha", "FLOAT", default=1.0,
+                      doc="The alpha coefficient. A typical default for this value is 1.0."),),
+    support=(
+        unary_table("3.0", "1 to 8", "FLOAT32, FLOAT16"),
+        unary_table("2.0", "4 to 5", "FLOAT32, FLOAT16"),
+        unary_table("1.0", "4", "FLOAT32, FLOAT16"),
+    ),
+    constraints=UNARY_CONSTRAINTS,
+    ulp={F32: 4, F16: 1},
+    ulp_half=4,
+    gradient=("dX = dY for x >= 0 (the page's branch, so 1 at x = 0 and -0 whatever Alpha is), "
+              "Alpha * exp(x) * dY otherwise; exp only ever sees min(x, 0), so no NaN or inf "
+              "appears for large x in any type."),
+    in_place=True,
+    notes=("Alpha * (exp(x) - 1) is evaluated as Alpha * expm1(x), its exact equal without "
+           "cancellation. x >= 0 keeps x itself, so ELU(-0) = -0. Fusable (dmljax.FusedActivation)."),
+)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2))
+def _elu(input, alpha, half):
+    x = load(input, half)
+    a = np.asarray(alpha, np.float32).astype(x.dtype)
+    negative = jnp.minimum(x, jnp.zeros_like(x))  # the unselected branch never overflows
+    return store(jnp.where(x >= 0, x, a * jnp.expm1(negative)), DataType.from_dtype(input.dtype))
+
+
+@_elu.defjvp
+def _elu_jvp(alpha, half, primals, tangents):
+    (input,), (t,) = primals, tangents
+    x = load(input, half)
+    a = np.asarray(alpha, np.float32).astype(x.dtype)
+    negative = jnp.minimum(x, jnp.zeros_like(x))
+    slope = jnp.where(x >= 0, jnp.ones_like(x), a * jnp.exp(negative))
+    return _elu(input, alpha, half), (slope * t.astype(x.dtype)).astype(t.dtype)
+
+
+@operator(ACTIVATION_ELU)
+def activation_elu(input, *, alpha, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> dmljax.activation_elu(np.array([-1.0, -0.0, 2.0], np.float32))
+        Array([-0.63212055, -0.        ,  2.        ], dtype=float32)
+        >>> dmljax.activation_elu(np.array([-1.0], np.float32), alpha=0.5)
+        Array([-0.31606027], dtype=float32)
+    """
+    return _elu(input, alpha, allow_half_precision_computation)

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from dmljax._src import fused
 from dmljax._src.dtypes import DataType
 from dmljax._src.feature_level import FeatureLevel
 from dmljax._src.numerics import (
@@ -391,3 +392,355 @@ def element_wise_modulus_floor(a, b, *, allow_half_precision_computation):
         return _modulus_floor_int(a, b, dt.is_signed)
     half = allow_half_precision_computation
     return store(_modulus_floor_float(load(a, half), load(b, half)), dt)
+
+
+# ============================================================================================
+# IDENTITY, ADD, ADD1, CLIP, CLIP1.
+#
+# Float math runs inside a custom_jvp that covers load and store too, so that the gradient is
+# the derivative of the page's formula (taken on the branch the forward pass selects), not of
+# dmljax's FLOAT32 denormal flushing.
+
+F64 = DataType.FLOAT64
+
+
+def _min_num(x: jnp.ndarray, m) -> jnp.ndarray:
+    """IEEE minNum of an array and a static scalar ``m``: NaN in x gives m; a NaN m gives x; at
+    a tie (equal values, including -0 against +0) the scalar is returned. (max_num's twin.)"""
+    if isinstance(m, (float, np.floating)) and math.isnan(m):
+        return x
+    m_arr = jnp.asarray(m, dtype=x.dtype)
+    return jnp.where(x < m_arr, x, m_arr)  # NaN < m is False: NaN gives m
+
+
+def _scale_of(scale_bias, dtype) -> np.generic:
+    return np.asarray(1.0 if scale_bias is None else scale_bias.scale, np.float32).astype(dtype)[()]
+
+
+def _int_scale_bias(x: jnp.ndarray, scale_bias, dt: DataType) -> jnp.ndarray:
+    """g(x) = x * Scale + Bias on an integer tensor: computed in FLOAT32 (FLOAT64 for the 64-bit
+    types, so that their values up to 2**53 survive) and converted back by truncation toward
+    zero, saturated; NaN (from an infinite Scale times 0) gives 0. As THRESHOLD does."""
+    if scale_bias is None:
+        return x
+    cd = np.float64 if dt.needs_x64 else np.float32
+    return float_to_int(apply_scale_bias(x.astype(cd), scale_bias), dt)
+
+
+# --------------------------------------------------------------------------------------------
+ELEMENT_WISE_IDENTITY = OpSpec(
+    enum_name="DML_OPERATOR_ELEMENT_WISE_IDENTITY",
+    value=1,
+    page="dml_element_wise_identity_operator_desc.md",
+    introduced=FL.FL_1_0,
+    summary=("Computes the identity for each element of InputTensor, placing the result into the "
+             "corresponding element of OutputTensor."),
+    formula="f(x) = x",
+    tensors=UNARY_TENSORS,
+    params=(ParamSpec(
+        "ScaleBias", "DML_SCALE_BIAS", default=None, nullable=True,
+        doc="An optional scale and bias to apply to the input: g(x) = x * scale + bias."),),
+    support=(
+        unary_table("4.1", "1 to 8", "FLOAT64, FLOAT32, FLOAT16, INT64, INT32, INT16, INT8, UINT64, UINT32, UINT16, UINT8"),
+        unary_table("3.0", "1 to 8", "FLOAT32, FLOAT16, INT32, INT16, INT8, UINT32, UINT16, UINT8"),
+        unary_table("2.1", "4 to 5", "FLOAT32, FLOAT16, INT32, INT16, INT8, UINT32, UINT16, UINT8"),
+        unary_table("1.0", "4 to 5", "FLOAT32, FLOAT16"),
+    ),
+    constraints=UNARY_CONSTRAINTS,
+    ulp={F32: 1, F16: 1, F64: 1},
+    ulp_half=1,
+    gradient="dX = Scale * dY (dY without a ScaleBias); integer inputs: no gradient.",
+    in_place=True,
+    notes=("Without a ScaleBias this is data movement: every bit is kept (NaN payloads, -0, "
+           "FLOAT32 denormals). With one it is math: FLOAT32 denormals are flushed, FLOAT16 is "
+           "computed in FLOAT32, and integer tensors compute g(x) in FLOAT32 (FLOAT64 for INT64 "
+           "and UINT64) and convert back by truncation toward zero, saturated (NaN gives 0)."),
+)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2))
+def _identity_float(x, scale_bias, half):
+    return store(apply_scale_bias(load(x, half), scale_bias), DataType.from_dtype(x.dtype))
+
+
+@_identity_float.defjvp
+def _identity_float_jvp(scale_bias, half, primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _identity_float(x, scale_bias, half), t * _scale_of(scale_bias, t.dtype)
+
+
+@operator(ELEMENT_WISE_IDENTITY)
+def element_wise_identity(input, *, scale_bias, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> x = np.array([1.5, -0.0, np.nan], np.float32)
+        >>> dmljax.element_wise_identity(x)
+        Array([ 1.5, -0. ,  nan], dtype=float32)
+        >>> dmljax.element_wise_identity(x, scale_bias=(2.0, 1.0))
+        Array([ 4.,  1., nan], dtype=float32)
+        >>> dmljax.element_wise_identity(np.array([7, -7], np.int8), scale_bias=(0.5, 0.0))
+        Array([ 3, -3], dtype=int8)
+    """
+    dt = DataType.from_dtype(input.dtype)
+    if scale_bias is None:
+        return input
+    if dt.is_integer:
+        return _int_scale_bias(input, scale_bias, dt)
+    return _identity_float(input, scale_bias, allow_half_precision_computation)
+
+
+# --------------------------------------------------------------------------------------------
+ELEMENT_WISE_ADD = OpSpec(
+    enum_name="DML_OPERATOR_ELEMENT_WISE_ADD",
+    value=4,
+    page="dml_element_wise_add_operator_desc.md",
+    introduced=FL.FL_1_0,
+    summary=("Adds every element in ATensor to its corresponding element in BTensor, placing the "
+             "result into the corresponding element of OutputTensor."),
+    formula="f(a, b) = a + b",
+    tensors=BINARY_TENSORS,
+    support=(
+        binary_table("5.1", "1 to 8", "FLOAT32, FLOAT16, INT64, INT32, INT16, INT8, UINT64, UINT32, UINT16, UINT8"),
+        binary_table("4.1", "1 to 8", "FLOAT32, FLOAT16, INT64, INT32, UINT64, UINT32"),
+        binary_table("3.0", "1 to 8", "FLOAT32, FLOAT16, INT32, UINT32"),
+        binary_table("2.1", "4 to 5", "FLOAT32, FLOAT16, INT32, UINT32"),
+        binary_table("1.0", "4 to 5", "FLOAT32, FLOAT16"),
+    ),
+    constraints=BINARY_CONSTRAINTS,
+    ulp={F32: 0, F16: 0},
+    ulp_half=0,
+    gradient="dA = dY, dB = dY (integer inputs: no gradient).",
+    in_place=True,
+    notes=("A float sum is correctly rounded (0 ULP; FLOAT16 through FLOAT32 is too: double "
+           "rounding is harmless for a sum when the wider type has 2p + 2 bits). Integer sums "
+           "wrap around (two's complement), as integer hardware does."),
+)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(2,))
+def _add_float(a, b, half):
+    return store(load(a, half) + load(b, half), DataType.from_dtype(a.dtype))
+
+
+@_add_float.defjvp
+def _add_float_jvp(half, primals, tangents):
+    (a, b), (ta, tb) = primals, tangents
+    return _add_float(a, b, half), ta + tb
+
+
+@operator(ELEMENT_WISE_ADD)
+def element_wise_add(a, b, *, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> dmljax.element_wise_add(np.array([1.5, -2.0], np.float32), np.array([2.0, 3.0], np.float32))
+        Array([3.5, 1. ], dtype=float32)
+        >>> dmljax.element_wise_add(np.array([250], np.uint8), np.array([10], np.uint8))
+        Array([4], dtype=uint8)
+    """
+    dt = DataType.from_dtype(a.dtype)
+    if dt.is_integer:
+        return a + b
+    return _add_float(a, b, allow_half_precision_computation)
+
+
+# --------------------------------------------------------------------------------------------
+ELEMENT_WISE_ADD1 = OpSpec(
+    enum_name="DML_OPERATOR_ELEMENT_WISE_ADD1",
+    value=89,
+    page="dml_element_wise_add1_operator_desc.md",
+    introduced=FL.FL_2_0,
+    summary=("Adds every element in ATensor to its corresponding element in BTensor and places "
+             "the result into the corresponding element of OutputTensor, with the option for "
+             "fused activation."),
+    formula="f(a, b) = FusedActivation(a + b)",
+    tensors=BINARY_TENSORS,
+    params=(ParamSpec(
+        "FusedActivation", "DML_OPERATOR_DESC*", default=None, nullable=True,
+        doc=("An optional fused activation layer to apply after the addition: a "
+             "dmljax.FusedActivation, e.g. FusedActivation('ACTIVATION_ELU', alpha=1.0), or "
+             "{'Type': 'DML_OPERATOR_ACTIVATION_ELU', 'Desc': {'Alpha': 1.0}}. Fused activation "
+             "may be used only when the output datatype is FLOAT16 or FLOAT32.")),),
+    support=(
+        binary_table("3.0", "1 to 8", "FLOAT32, FLOAT16"),
+        binary_table("2.0", "4 to 5", "FLOAT32, FLOAT16"),
+    ),
+    constraints=BINARY_CONSTRAINTS,
+    ulp={F32: 0, F16: 0},
+    ulp_half=0,
+    gradient=("dA = dB = dY chained through the fused activation's own gradient "
+              "(dA = dB = activation'(a + b) * dY)."),
+    in_place=True,
+    notes=("The sum alone is correctly rounded. A fused activation gives the same result as the "
+           "two operators one after the other (core/dml-fused-activations.md: \"fused activations "
+           "produce the same result\"): the sum is rounded to the output type, then the "
+           "activation runs with its own rules and budget. Fusable and implemented: ELU, SCALED_ELU."),
+)
+
+
+@operator(ELEMENT_WISE_ADD1)
+def element_wise_add1(a, b, *, fused_activation, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> a, b = np.array([1.0, -3.0], np.float32), np.array([0.5, 1.0], np.float32)
+        >>> dmljax.element_wise_add1(a, b)
+        Array([ 1.5, -2. ], dtype=float32)
+        >>> dmljax.element_wise_add1(a, b, fused_activation=dmljax.FusedActivation("ACTIVATION_ELU", alpha=1.0))
+        Array([ 1.5       , -0.86466473], dtype=float32)
+    """
+    half = allow_half_precision_computation
+    return fused.apply(fused_activation, _add_float(a, b, half), half)
+
+
+# --------------------------------------------------------------------------------------------
+# CLIP and CLIP1 differ in the order of min and max, which matters where Min > Max (CLIP gives
+# Max, CLIP1 gives Min) and for NaN inputs (CLIP gives min(Max, Min), CLIP1 max(Min, Max)).
+# Their gradients are CLIP_GRAD's and CLIP_GRAD1's, which are the same formula.
+
+_CLIP_GRAD_TEXT = (
+    "As DML_OPERATOR_ELEMENT_WISE_{grad}: dX = Scale * (g(x) <= Min or g(x) >= Max ? 0 : dY), zero "
+    "at and beyond the bounds (so zero everywhere when Min > Max; a NaN bound bounds nothing; a "
+    "NaN g(x) compares false both times, so dY passes, as the backward operator is written). "
+    "Integer inputs: no gradient.")
+
+
+def _clip_formula(g, lo, hi, min_first: bool):
+    if min_first:  # CLIP: min(Max, max(Min, x))
+        return _min_num(max_num(g, lo), hi)
+    return max_num(_min_num(g, hi), lo)  # CLIP1: max(Min, min(x, Max))
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2, 3, 4, 5))
+def _clip_float(x, lo, hi, scale_bias, half, min_first):
+    g = apply_scale_bias(load(x, half), scale_bias)
+    return store(_clip_formula(g, lo, hi, min_first), DataType.from_dtype(x.dtype))
+
+
+@_clip_float.defjvp
+def _clip_float_jvp(lo, hi, scale_bias, half, min_first, primals, tangents):
+    (x,), (t,) = primals, tangents
+    g = apply_scale_bias(load(x, half), scale_bias)
+    blocked = (g <= jnp.asarray(lo, g.dtype)) | (g >= jnp.asarray(hi, g.dtype))  # NaN: False
+    dx = t * _scale_of(scale_bias, t.dtype)
+    return _clip_float(x, lo, hi, scale_bias, half, min_first), jnp.where(blocked, jnp.zeros_like(dx), dx)
+
+
+def _clip(input, lo_attr, hi_attr, scale_bias, half, min_first):
+    """lo_attr/hi_attr: callables giving the bound as a scalar of a dtype."""
+    dt = DataType.from_dtype(input.dtype)
+    if dt.is_integer:
+        return _clip_formula(_int_scale_bias(input, scale_bias, dt), lo_attr(None), hi_attr(None), min_first)
+    cd = load(input, half).dtype
+    lo, hi = lo_attr(cd).item(), hi_attr(cd).item()
+    return _clip_float(input, lo, hi, scale_bias, half, min_first)
+
+
+ELEMENT_WISE_CLIP = OpSpec(
+    enum_name="DML_OPERATOR_ELEMENT_WISE_CLIP",
+    value=8,
+    page="dml_element_wise_clip_operator_desc.md",
+    introduced=FL.FL_1_0,
+    summary=("Performs the following operation for each element of InputTensor, placing the "
+             "result into the corresponding element of OutputTensor. This operator clamps (or "
+             "limits) every element in the input within the closed interval [Min, Max]."),
+    formula="f(x) = min(Max, max(Min, x))",
+    tensors=UNARY_TENSORS,
+    params=(
+        ParamSpec("ScaleBias", "DML_SCALE_BIAS", default=None, nullable=True,
+                  doc="An optional scale and bias to apply to the input: g(x) = x * scale + bias."),
+        ParamSpec("Min", "FLOAT", doc="The minimum value, below which the operator replaces the "
+                  "value with Min.", converted_to="InputTensor"),
+        ParamSpec("Max", "FLOAT", doc="The maximum value, above which the operator replaces the "
+                  "value with Max.", converted_to="InputTensor"),
+    ),
+    support=(
+        unary_table("5.0", "1 to 8", "FLOAT32, FLOAT16, INT64, INT32, INT16, INT8, UINT64, UINT32, UINT16, UINT8"),
+        unary_table("3.0", "1 to 8", "FLOAT32, FLOAT16, INT32, INT16, INT8, UINT32, UINT16, UINT8"),
+        unary_table("2.1", "4", "FLOAT32, FLOAT16, INT32, INT16, INT8, UINT32, UINT16, UINT8"),
+        unary_table("1.0", "4", "FLOAT32, FLOAT16"),
+    ),
+    constraints=UNARY_CONSTRAINTS,
+    ulp={F32: 1, F16: 1},
+    ulp_half=1,
+    grad_operator="DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD",
+    gradient=_CLIP_GRAD_TEXT.format(grad="CLIP_GRAD"),
+    in_place=True,
+    notes=("min and max follow IEEE minNum/maxNum (a NaN operand gives the other one; a tie "
+           "gives the bound), in the page's order: CLIP(NaN) = min(Max, Min), and Min > Max "
+           "gives Max everywhere. Exact without a ScaleBias. On integer tensors Min and Max are "
+           "truncated toward zero and saturated to the type (NaN is refused); a ScaleBias is "
+           "computed in FLOAT32 (FLOAT64 for 64-bit types) and converted back as IDENTITY does."),
+)
+
+
+@operator(ELEMENT_WISE_CLIP)
+def element_wise_clip(input, *, scale_bias, min, max, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> x = np.array([-2.0, 0.5, 3.0, np.nan], np.float32)
+        >>> dmljax.element_wise_clip(x, min=0.0, max=1.0)
+        Array([0. , 0.5, 1. , 0. ], dtype=float32)
+        >>> dmljax.element_wise_clip(np.array([-300, 5, 300], np.int16), min=-7.9, max=100.5)
+        Array([ -7,   5, 100], dtype=int16)
+    """
+    dt = DataType.from_dtype(input.dtype)
+    return _clip(input, lambda cd: attr_as(min, dt, cd), lambda cd: attr_as(max, dt, cd),
+                 scale_bias, allow_half_precision_computation, True)
+
+
+# --------------------------------------------------------------------------------------------
+ELEMENT_WISE_CLIP1 = OpSpec(
+    enum_name="DML_OPERATOR_ELEMENT_WISE_CLIP1",
+    value=153,
+    page="dml_element_wise_clip1_operator_desc.md",
+    introduced=FL.FL_5_0,
+    summary=("Performs the following operation for each element of InputTensor, placing the "
+             "result into the corresponding element of OutputTensor. This operator clamps (or "
+             "limits) every element in the input within the closed interval [Min, Max]."),
+    formula="f(x) = max(Min, min(x, Max))",
+    tensors=UNARY_TENSORS,
+    params=(
+        ParamSpec("ScaleBias", "DML_SCALE_BIAS", default=None, nullable=True,
+                  doc="An optional scale and bias to apply to the input: g(x) = x * scale + bias."),
+        ParamSpec("MinMaxDataType", "DML_TENSOR_DATA_TYPE", default=None, nullable=True,
+                  doc=("The data type of the Min and Max members, which must match "
+                       "OutputTensor.DataType (None: that DataType)."),
+                  converted_to="OutputTensor"),
+        ParamSpec("Min", "DML_SCALAR_UNION", doc=("The minimum value, below which the operator "
+                  "replaces the value with Min; read as OutputTensor's DataType and refused "
+                  "unless representable in it."), converted_to="OutputTensor"),
+        ParamSpec("Max", "DML_SCALAR_UNION", doc=("The maximum value, above which the operator "
+                  "replaces the value with Max; read as OutputTensor's DataType and refused "
+                  "unless representable in it."), converted_to="OutputTensor"),
+    ),
+    support=(
+        unary_table("5.0", "1 to 8", "FLOAT32, FLOAT16, INT64, INT32, INT16, INT8, UINT64, UINT32, UINT16, UINT8"),
+    ),
+    constraints=UNARY_CONSTRAINTS,
+    ulp={F32: 1, F16: 1},
+    ulp_half=1,
+    grad_operator="DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD1",
+    gradient=_CLIP_GRAD_TEXT.format(grad="CLIP_GRAD1"),
+    in_place=True,
+    notes=("min and max follow IEEE minNum/maxNum in the page's order: CLIP1(NaN) = max(Min, "
+           "Max), and Min > Max gives Min everywhere (the page does not forbid it). Min and Max "
+           "are exact values of the tensor's type (a FLOAT16 bound is a FLOAT16 number); a value "
+           "the type cannot hold is a ValidationError, never wrapped. Exact without a ScaleBias; "
+           "a ScaleBias on integer tensors is computed as IDENTITY does."),
+)
+
+
+@operator(ELEMENT_WISE_CLIP1)
+def element_wise_clip1(input, *, scale_bias, min_max_data_type, min, max,
+                       allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> x = np.array([-2.0, 0.5, 3.0, np.nan], np.float32)
+        >>> dmljax.element_wise_clip1(x, min=0.0, max=1.0)
+        Array([0. , 0.5, 1. , 1. ], dtype=float32)
+        >>> dmljax.element_wise_clip1(np.array([0, 100, 255], np.uint8), min=10, max=200)
+        Array([ 10, 100, 200], dtype=uint8)
+    """
+    def bound(u):
+        return lambda cd: u.as_numpy() if cd is None else np.asarray(u.value, cd)[()]
+
+    return _clip(input, bound(min), bound(max), scale_bias, allow_half_precision_computation, False)
