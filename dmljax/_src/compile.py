@@ -1,0 +1,517 @@
+"""``dmljax.compile_operator``: an operator created from a desc written with DirectML's member names
+(the JSON form DxDispatch uses), run on buffers bound by member name.
+
+    op = dmljax.compile_operator("ELEMENT_WISE_THRESHOLD", {
+        "InputTensor": {"DataType": "FLOAT32", "Sizes": [2, 2], "Strides": [0, 1]},
+        "OutputTensor": {"DataType": "FLOAT32", "Sizes": [2, 2]},
+        "Min": 0.5})
+    outputs = op(InputTensor=in_buffer, OutputTensor=out_buffer)   # {"OutputTensor": new buffer}
+
+Everything static is checked when the operator is compiled (through the operator's OpSpec, at the
+chosen feature level) and when buffers are bound (sizes, offsets, aliasing); nothing runs before.
+Each binding layout is traced and compiled by ``jax.jit`` once. An output bound to the very buffer
+(and range) of an input runs in place: the buffer is donated to XLA, so the array passed in must
+not be used afterwards; use the returned one.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from typing import Any, Callable, Mapping
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dmljax._src.buffers import BufferBinding, binding_violations, buffer_size_in_bytes, read_view, write_view
+from dmljax._src.dtypes import DataType
+from dmljax._src.errors import ValidationError, Violation
+from dmljax._src.feature_level import FeatureLevel, resolve_feature_level
+from dmljax._src.op import get_operator, registry
+from dmljax._src.spec import OpSpec
+from dmljax._src.tensor_desc import TensorDesc, TensorFlags
+from dmljax._src.validate import check_call
+
+__all__ = ["compile_operator", "CompiledOperator", "normalize_operator_type", "DML_OPERATOR_NAMES",
+           "parse_tensor_desc", "TENSOR_DESC_MEMBERS"]
+
+# The DML_OPERATOR_TYPE enumerators (without the prefix) of DirectML.h at feature level 6.4: the
+# names a model may use; dmljax implements the ones in its registry.
+DML_OPERATOR_NAMES = frozenset("""
+ELEMENT_WISE_IDENTITY ELEMENT_WISE_ABS ELEMENT_WISE_ACOS ELEMENT_WISE_ADD ELEMENT_WISE_ASIN
+ELEMENT_WISE_ATAN ELEMENT_WISE_CEIL ELEMENT_WISE_CLIP ELEMENT_WISE_COS ELEMENT_WISE_DIVIDE
+ELEMENT_WISE_EXP ELEMENT_WISE_FLOOR ELEMENT_WISE_LOG ELEMENT_WISE_LOGICAL_AND
+ELEMENT_WISE_LOGICAL_EQUALS ELEMENT_WISE_LOGICAL_GREATER_THAN ELEMENT_WISE_LOGICAL_LESS_THAN
+ELEMENT_WISE_LOGICAL_NOT ELEMENT_WISE_LOGICAL_OR ELEMENT_WISE_LOGICAL_XOR ELEMENT_WISE_MAX
+ELEMENT_WISE_MEAN ELEMENT_WISE_MIN ELEMENT_WISE_MULTIPLY ELEMENT_WISE_POW
+ELEMENT_WISE_CONSTANT_POW ELEMENT_WISE_RECIP ELEMENT_WISE_SIN ELEMENT_WISE_SQRT
+ELEMENT_WISE_SUBTRACT ELEMENT_WISE_TAN ELEMENT_WISE_THRESHOLD ELEMENT_WISE_QUANTIZE_LINEAR
+ELEMENT_WISE_DEQUANTIZE_LINEAR ACTIVATION_ELU ACTIVATION_HARDMAX ACTIVATION_HARD_SIGMOID
+ACTIVATION_IDENTITY ACTIVATION_LEAKY_RELU ACTIVATION_LINEAR ACTIVATION_LOG_SOFTMAX
+ACTIVATION_PARAMETERIZED_RELU ACTIVATION_PARAMETRIC_SOFTPLUS ACTIVATION_RELU
+ACTIVATION_SCALED_ELU ACTIVATION_SCALED_TANH ACTIVATION_SIGMOID ACTIVATION_SOFTMAX
+ACTIVATION_SOFTPLUS ACTIVATION_SOFTSIGN ACTIVATION_TANH ACTIVATION_THRESHOLDED_RELU CONVOLUTION
+GEMM REDUCE AVERAGE_POOLING LP_POOLING MAX_POOLING ROI_POOLING SLICE CAST SPLIT JOIN PADDING
+VALUE_SCALE_2D UPSAMPLE_2D GATHER SPACE_TO_DEPTH DEPTH_TO_SPACE TILE TOP_K BATCH_NORMALIZATION
+MEAN_VARIANCE_NORMALIZATION LOCAL_RESPONSE_NORMALIZATION LP_NORMALIZATION RNN LSTM GRU
+ELEMENT_WISE_SIGN ELEMENT_WISE_IS_NAN ELEMENT_WISE_ERF ELEMENT_WISE_SINH ELEMENT_WISE_COSH
+ELEMENT_WISE_TANH ELEMENT_WISE_ASINH ELEMENT_WISE_ACOSH ELEMENT_WISE_ATANH ELEMENT_WISE_IF
+ELEMENT_WISE_ADD1 ACTIVATION_SHRINK MAX_POOLING1 MAX_UNPOOLING DIAGONAL_MATRIX ONE_HOT RESAMPLE
+ELEMENT_WISE_BIT_SHIFT_LEFT ELEMENT_WISE_BIT_SHIFT_RIGHT ELEMENT_WISE_ROUND
+ELEMENT_WISE_IS_INFINITY ELEMENT_WISE_MODULUS_TRUNCATE ELEMENT_WISE_MODULUS_FLOOR
+FILL_VALUE_CONSTANT FILL_VALUE_SEQUENCE CUMULATIVE_SUMMATION REVERSE_SUBSEQUENCES
+GATHER_ELEMENTS GATHER_ND SCATTER_ND MAX_POOLING2 SLICE1 TOP_K1 DEPTH_TO_SPACE1 SPACE_TO_DEPTH1
+MEAN_VARIANCE_NORMALIZATION1 RESAMPLE1 MATRIX_MULTIPLY_INTEGER QUANTIZED_LINEAR_MATRIX_MULTIPLY
+CONVOLUTION_INTEGER QUANTIZED_LINEAR_CONVOLUTION ELEMENT_WISE_BIT_AND ELEMENT_WISE_BIT_OR
+ELEMENT_WISE_BIT_XOR ELEMENT_WISE_BIT_NOT ELEMENT_WISE_BIT_COUNT
+ELEMENT_WISE_LOGICAL_GREATER_THAN_OR_EQUAL ELEMENT_WISE_LOGICAL_LESS_THAN_OR_EQUAL
+ACTIVATION_CELU ACTIVATION_RELU_GRAD AVERAGE_POOLING_GRAD MAX_POOLING_GRAD RANDOM_GENERATOR
+NONZERO_COORDINATES RESAMPLE_GRAD SLICE_GRAD ADAM_OPTIMIZER ARGMIN ARGMAX ROI_ALIGN GATHER_ND1
+ELEMENT_WISE_ATAN_YX ELEMENT_WISE_CLIP_GRAD ELEMENT_WISE_DIFFERENCE_SQUARE
+LOCAL_RESPONSE_NORMALIZATION_GRAD CUMULATIVE_PRODUCT BATCH_NORMALIZATION_GRAD
+ELEMENT_WISE_QUANTIZED_LINEAR_ADD DYNAMIC_QUANTIZE_LINEAR ROI_ALIGN1 ROI_ALIGN_GRAD
+BATCH_NORMALIZATION_TRAINING BATCH_NORMALIZATION_TRAINING_GRAD ELEMENT_WISE_CLIP1
+ELEMENT_WISE_CLIP_GRAD1 PADDING1 ELEMENT_WISE_NEGATE ACTIVATION_GELU ACTIVATION_SOFTMAX1
+ACTIVATION_LOG_SOFTMAX1 ACTIVATION_HARDMAX1 RESAMPLE2 RESAMPLE_GRAD1 DIAGONAL_MATRIX1
+MULTIHEAD_ATTENTION LP_POOLING1 AVERAGE_POOLING1 ACTIVATION_SWISH ACTIVATION_HARD_SWISH
+QUANTIZED_LINEAR_AVERAGE_POOLING MATRIX_MULTIPLY_INTEGER_TO_FLOAT MEAN_VARIANCE_NORMALIZATION2
+MULTIHEAD_ATTENTION1 QUANTIZE DEQUANTIZE RESAMPLE3 FOLD UNFOLD SCATTER
+""".split())
+
+TENSOR_DESC_MEMBERS = ("Type", "Desc", "DataType", "Flags", "DimensionCount", "Sizes", "Strides",
+                       "TotalTensorSizeInBytes", "GuaranteedBaseOffsetAlignment")
+_FLOAT_STRINGS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf, "+inf": math.inf}
+_OPERATOR_DESC_TYPES = ("DML_OPERATOR_DESC", "DML_OPERATOR_DESC*", "FUSED_ACTIVATION", "FusedActivation")
+
+
+def normalize_operator_type(type_: object) -> str:
+    """``"DML_OPERATOR_ELEMENT_WISE_ADD"`` for the full name, DxDispatch's short form
+    (``"ELEMENT_WISE_ADD"``) or the enum value; raises ValueError for anything that is not a
+    DML_OPERATOR_TYPE."""
+    if isinstance(type_, int) and not isinstance(type_, bool):
+        for op in registry().values():
+            if op.spec.value == type_:
+                return op.spec.enum_name
+        raise ValueError(f"{type_} is not the value of an operator dmljax implements")
+    if not isinstance(type_, str):
+        raise ValueError(f"an operator type is a string such as 'DML_OPERATOR_ELEMENT_WISE_ADD', not {type_!r}")
+    key = type_.strip().upper()
+    if key.startswith("DML_OPERATOR_"):
+        key = key[len("DML_OPERATOR_"):]
+    if key not in DML_OPERATOR_NAMES:
+        close = difflib.get_close_matches(key, sorted(DML_OPERATOR_NAMES), n=3)
+        hint = f"; did you mean {', '.join('DML_OPERATOR_' + c for c in close)}?" if close else ""
+        raise ValueError(f"{type_!r} is not a DirectML operator type{hint}")
+    return "DML_OPERATOR_" + key
+
+
+def _unimplemented(type_text: str, enum_name: str, level: FeatureLevel, what: str) -> ValidationError:
+    n = len(registry())
+    return ValidationError(type_text, enum_name, level.dml_name, [Violation(
+        "", "", what, "",
+        f"`dmljax ops` lists the {n} operators dmljax implements")])
+
+
+def _get_op(type_: object, level: FeatureLevel) -> Callable:
+    try:
+        enum_name = normalize_operator_type(type_)
+    except ValueError as e:
+        raise ValidationError(str(type_), "DML_OPERATOR_TYPE", level.dml_name,
+                              [Violation("", "", str(e))]) from None
+    try:
+        return get_operator(enum_name)
+    except ValueError:
+        raise _unimplemented(enum_name[len("DML_OPERATOR_"):].lower(), enum_name, level,
+                             f"{enum_name} is not implemented yet in dmljax") from None
+
+
+def _parse_float(value):
+    if isinstance(value, str) and value.strip().lower() in _FLOAT_STRINGS:
+        return _FLOAT_STRINGS[value.strip().lower()]
+    return value
+
+
+def parse_tensor_desc(member: str, value: object, problems: list[Violation]) -> TensorDesc | None:
+    """A DML_TENSOR_DESC written as DxDispatch's JSON: flattened buffer fields or the long form
+    ``{"Type": "DML_TENSOR_TYPE_BUFFER", "Desc": {...}}``. Problems are appended with the member
+    name as subject (``InputTensor.Strides``)."""
+    if isinstance(value, TensorDesc):
+        return value
+    if not isinstance(value, Mapping):
+        problems.append(Violation(member, "", f"is {value!r}",
+                                  "a tensor desc is an object with DataType and Sizes"))
+        return None
+    fields = dict(value)
+    if "Desc" in fields:
+        ttype = str(fields.pop("Type", "BUFFER")).upper()
+        if ttype not in ("BUFFER", "DML_TENSOR_TYPE_BUFFER"):
+            problems.append(Violation(f"{member}.Type", "", f"is {ttype!r}",
+                                      "DML_TENSOR_TYPE_BUFFER is the only tensor type"))
+            return None
+        inner = fields.pop("Desc")
+        if fields:
+            problems.append(Violation(member, "", f"has {sorted(fields)} beside Type and Desc",
+                                      "the long form holds only Type and Desc"))
+        if not isinstance(inner, Mapping):
+            problems.append(Violation(f"{member}.Desc", "", f"is {inner!r}", "expected an object"))
+            return None
+        fields = dict(inner)
+    elif "Type" in fields:
+        ttype = str(fields.pop("Type")).upper()
+        if ttype not in ("BUFFER", "DML_TENSOR_TYPE_BUFFER"):
+            problems.append(Violation(f"{member}.Type", "", f"is {ttype!r}",
+                                      "DML_TENSOR_TYPE_BUFFER is the only tensor type"))
+            return None
+    unknown = [k for k in fields if k not in TENSOR_DESC_MEMBERS]
+    if unknown:
+        for k in unknown:
+            problems.append(Violation(
+                f"{member}.{k}", "", "is not a member of DML_BUFFER_TENSOR_DESC",
+                "valid: " + ", ".join(m for m in TENSOR_DESC_MEMBERS if m not in ("Type", "Desc"))))
+        return None
+    missing = [k for k in ("DataType", "Sizes") if k not in fields]
+    if missing:
+        problems.append(Violation(member, "", f"has no {' and no '.join(missing)}",
+                                  "DataType and Sizes are required"))
+        return None
+    sizes = fields["Sizes"]
+    if not isinstance(sizes, (list, tuple)):
+        problems.append(Violation(f"{member}.Sizes", "", f"is {sizes!r}", "expected a list of integers"))
+        return None
+    if "DimensionCount" in fields and fields["DimensionCount"] != len(sizes):
+        problems.append(Violation(f"{member}.DimensionCount", "", f"is {fields['DimensionCount']!r}",
+                                  f"it must equal the length of Sizes ({len(sizes)})"))
+        return None
+    try:
+        return TensorDesc(
+            fields["DataType"], sizes, fields.get("Strides"),
+            flags=fields.get("Flags", TensorFlags.NONE),
+            total_tensor_size_in_bytes=fields.get("TotalTensorSizeInBytes"),
+            guaranteed_base_offset_alignment=fields.get("GuaranteedBaseOffsetAlignment", 0))
+    except ValidationError as e:
+        for v in e.violations:
+            problems.append(Violation(f"{member}.{v.subject}" if v.subject else member, "",
+                                      v.found, v.allowed, v.tip))
+        return None
+
+
+def _fused_activation_value(value):
+    """A nested operator desc, flattened (``{"Type": "ACTIVATION_ELU", "Alpha": 0.5}``) or in long
+    form (``{"Type": ..., "Desc": {...}}``), in the long form that ``fused.FusedActivation``
+    takes."""
+    if value is None or not isinstance(value, Mapping) or "Type" not in value:
+        return value
+    fields = dict(value)
+    t = fields.pop("Type")
+    if set(fields) == {"Desc"}:
+        return {"Type": t, "Desc": fields["Desc"]}
+    try:
+        t = normalize_operator_type(t)
+    except ValueError:
+        pass
+    return {"Type": t, "Desc": fields}
+
+
+class CompiledOperator:
+    """An operator compiled from a desc, called with buffers bound by DML member name.
+
+    ``compiled(InputTensor=buf, OutputTensor=out)`` (or a dict) returns ``{"OutputTensor":
+    new_out}``: every output buffer with the output written into it, as an array of the bound
+    buffer's shape and dtype. A binding is a 1-D array (bytes or elements of any DirectML type),
+    a ``dmljax.BufferBinding(buffer, offset_in_bytes)`` or a ``(buffer, offset_in_bytes)`` pair.
+
+    Inputs flagged OWNED_BY_DML are bound once with ``initialize(...)`` (their values are copied
+    then, as DirectML copies them into its persistent resource) and never at execution.
+    """
+
+    def __init__(self, op: Callable, level: FeatureLevel, descs: Mapping[str, TensorDesc | None],
+                 attrs: Mapping[str, Any], output_types: Mapping[str, DataType], allow_half: bool):
+        self.operator = op
+        self.spec: OpSpec = op.spec
+        self.feature_level = level
+        self.tensor_descs = dict(descs)
+        self.attributes = dict(attrs)
+        self._output_types = dict(output_types)
+        self.allow_half_precision_computation = allow_half
+        self._owned_values: dict[str, jax.Array] | None = None
+        self._jits: dict = {}
+        self.trace_count = 0
+
+    def __repr__(self) -> str:
+        return f"<CompiledOperator {self.spec.enum_name} at {self.feature_level.dml_name}>"
+
+    @property
+    def owned_by_dml(self) -> tuple[str, ...]:
+        return tuple(n for n, d in self.tensor_descs.items() if d is not None and d.owned_by_dml)
+
+    @property
+    def bind_points(self) -> tuple[str, ...]:
+        """The members bound at execution (present tensors, less the OWNED_BY_DML ones)."""
+        return tuple(n for n, d in self.tensor_descs.items() if d is not None and not d.owned_by_dml)
+
+    def _error(self, problems) -> ValidationError:
+        return ValidationError(self.spec.python_name, self.spec.enum_name, self.feature_level.dml_name, problems)
+
+    def _resolve(self, bindings, kwargs, allowed: tuple[str, ...], phase: str):
+        merged = dict(bindings or {})
+        merged.update(kwargs)
+        problems, resolved = [], {}
+        for name, b in merged.items():
+            if name not in allowed:
+                if name in self.tensor_descs and self.tensor_descs[name] is not None:
+                    why = ("is flagged OWNED_BY_DML: it is bound once, at initialization"
+                           if phase == "execution" else "is not flagged OWNED_BY_DML: it is bound at execution")
+                elif name in self.tensor_descs:
+                    why = "is an optional tensor the desc leaves out"
+                else:
+                    why = f"is not a bind point of {self.spec.enum_name}"
+                problems.append(Violation(name, "", why, "bind points " + (
+                    f"at {phase}: " + ", ".join(allowed) if allowed else f"at {phase}: none")))
+                continue
+            buf, off = (b.buffer, b.offset_in_bytes) if isinstance(b, BufferBinding) else (
+                (b[0], b[1]) if isinstance(b, tuple) and len(b) == 2 else (b, 0))
+            if not hasattr(buf, "dtype") or not hasattr(buf, "shape") or len(buf.shape) != 1:
+                problems.append(Violation(name, "", f"is bound to {type(buf).__name__}"
+                                          + (f" of shape {tuple(buf.shape)}" if hasattr(buf, "shape") else ""),
+                                          "a buffer is a 1-D array (bytes or elements)"))
+                continue
+            if DataType.from_dtype(buf.dtype) is None:
+                problems.append(Violation(name, "", f"is bound to a buffer of dtype {buf.dtype}",
+                                          "a buffer's dtype is uint8 or another DirectML type"))
+                continue
+            problems += binding_violations(self.tensor_descs[name], buffer_size_in_bytes(buf), int(off), name)
+            resolved[name] = (buf, int(off))
+        for name in allowed:
+            if name not in merged:
+                problems.append(Violation(name, "", "is not bound", f"bind every one of: {', '.join(allowed)}"))
+        return resolved, problems
+
+    def initialize(self, bindings: Mapping[str, Any] | None = None, /, **kwargs) -> "CompiledOperator":
+        """Bind the OWNED_BY_DML inputs (their current values are kept). Returns self."""
+        owned = self.owned_by_dml
+        resolved, problems = self._resolve(bindings, kwargs, owned, "initialization")
+        if problems:
+            raise self._error(problems)
+        self._owned_values = {n: read_view(jnp.asarray(b), self.tensor_descs[n], off)
+                              for n, (b, off) in resolved.items()}
+        return self
+
+    def __call__(self, bindings: Mapping[str, Any] | None = None, /, **kwargs) -> dict[str, jax.Array]:
+        points = self.bind_points
+        resolved, problems = self._resolve(bindings, kwargs, points, "execution")
+        if self.owned_by_dml and self._owned_values is None:
+            problems.append(Violation(", ".join(self.owned_by_dml), "", "flagged OWNED_BY_DML, were never bound",
+                                      tip="call .initialize(" + ", ".join(f"{n}=buffer" for n in self.owned_by_dml) + ") first"))
+        if problems:
+            raise self._error(problems)
+        # Distinct buffers, by identity: the same object bound twice is one buffer (aliasing).
+        buffers, index = [], {}
+        for name in points:
+            buf = resolved[name][0]
+            if id(buf) not in index:
+                index[id(buf)] = len(buffers)
+                buffers.append(buf)
+        layout = tuple((name, index[id(resolved[name][0])], resolved[name][1]) for name in points)
+        problems, donate = self._aliasing(layout)
+        if problems:
+            raise self._error(problems)
+        key = (layout, donate)
+        fn = self._jits.get(key)
+        if fn is None:
+            fn = jax.jit(self._runner(layout), donate_argnums=donate)
+            self._jits[key] = fn
+        owned = tuple(self._owned_values[n] for n in self.owned_by_dml) if self.owned_by_dml else ()
+        arrays = [jnp.asarray(b) for b in buffers]
+        if donate:
+            # numpy buffers become fresh device arrays above; a jax array is donated as is.
+            pass
+        results = fn(owned, *arrays)
+        return dict(zip([t.dml_name for t in self.spec.outputs if self.tensor_descs.get(t.dml_name)], results))
+
+    def _aliasing(self, layout):
+        problems, donate = [], set()
+        outs = [t.dml_name for t in self.spec.outputs if self.tensor_descs.get(t.dml_name) is not None]
+        ins = [t.dml_name for t in self.spec.inputs if self.tensor_descs.get(t.dml_name) is not None
+               and not self.tensor_descs[t.dml_name].owned_by_dml]
+        where = {name: (bi, off) for name, bi, off in layout}
+
+        def span(name):
+            bi, off = where[name]
+            return bi, off, off + self.tensor_descs[name].total_tensor_size_in_bytes
+
+        for i, o in enumerate(outs):
+            ob, o0, o1 = span(o)
+            for other in outs[i + 1:]:
+                b, s0, s1 = span(other)
+                if b == ob and s0 < o1 and o0 < s1:
+                    problems.append(Violation(f"{o} and {other}", "", "are bound to overlapping ranges of one buffer",
+                                              "outputs may not alias each other"))
+            for name in ins:
+                b, s0, s1 = span(name)
+                if b != ob or not (s0 < o1 and o0 < s1):
+                    continue
+                di, do = self.tensor_descs[name], self.tensor_descs[o]
+                if not self.spec.in_place:
+                    problems.append(Violation(
+                        f"{o} and {name}", "", "are bound to overlapping ranges of one buffer",
+                        f"{self.spec.enum_name} does not support in-place execution",
+                        f"bind {o} to another buffer"))
+                elif not (s0 == o0 and di.sizes == do.sizes and di.effective_strides == do.effective_strides
+                          and di.data_type.bits == do.data_type.bits):
+                    problems.append(Violation(
+                        f"{o} and {name}", "", "overlap without being the same elements",
+                        "in-place execution needs the output bound at the input's offset with the same "
+                        "Sizes and Strides"))
+                else:
+                    donate.add(ob + 1)  # argument 0 is the OWNED_BY_DML values
+        return problems, tuple(sorted(donate))
+
+    def _runner(self, layout):
+        spec = self.spec
+        descs = self.tensor_descs
+        owned_names = self.owned_by_dml
+        where = {name: (bi, off) for name, bi, off in layout}
+        op = self.operator
+        kwargs = {p.arg: self.attributes[p.dml_name] for p in spec.params}
+        for t in spec.outputs:
+            if t.default_data_type is not None:
+                kwargs[t.data_type_arg] = self._output_types[t.dml_name].name
+        if spec.math:
+            kwargs["allow_half_precision_computation"] = self.allow_half_precision_computation
+        kwargs["feature_level"] = self.feature_level
+        outputs = [t.dml_name for t in spec.outputs if descs.get(t.dml_name) is not None]
+
+        def run(owned, *buffers):
+            self.trace_count += 1
+            owned_map = dict(zip(owned_names, owned))
+            args = {}
+            for t in spec.inputs:
+                d = descs.get(t.dml_name)
+                if d is None:
+                    args[t.arg] = None
+                elif t.dml_name in owned_map:
+                    args[t.arg] = owned_map[t.dml_name]
+                else:
+                    bi, off = where[t.dml_name]
+                    args[t.arg] = read_view(buffers[bi], d, off)
+            result = op(**args, **kwargs)
+            result = result if isinstance(result, tuple) else (result,)
+            by_name = dict(zip([t.dml_name for t in spec.outputs], result))
+            current = list(buffers)
+            for name in outputs:
+                bi, off = where[name]
+                current[bi] = write_view(current[bi], descs[name], by_name[name], off)
+            return tuple(current[where[name][0]] for name in outputs)
+
+        return run
+
+
+def compile_operator(type: str | int, desc: Mapping[str, Any], *, feature_level=None,
+                     allow_half_precision_computation: bool = False) -> CompiledOperator:
+    """Create an operator from ``type`` (``"DML_OPERATOR_ELEMENT_WISE_CLIP"`` or DxDispatch's
+    ``"ELEMENT_WISE_CLIP"``) and ``desc``, a mapping with DML's member names (tensor descs as
+    DxDispatch writes them), validated at ``feature_level`` (default: as for any call).
+
+    Returns a CompiledOperator, called with buffers bound by member name. Raises ValidationError
+    listing every problem: unknown or missing members, invalid tensor descs, what the operator's
+    page forbids at that level, an OutputTensor whose DataType or Sizes differ from what the
+    operator produces, or an operator dmljax does not implement yet.
+
+    >>> import numpy as np, dmljax
+    >>> op = dmljax.compile_operator("ELEMENT_WISE_THRESHOLD", {
+    ...     "InputTensor": {"DataType": "FLOAT32", "Sizes": [2, 2], "Strides": [0, 1]},
+    ...     "OutputTensor": {"DataType": "FLOAT32", "Sizes": [2, 2]},
+    ...     "Min": 0.5})
+    >>> op(InputTensor=np.array([0.0, 2.0], np.float32),
+    ...    OutputTensor=np.zeros(4, np.float32))["OutputTensor"]
+    Array([0.5, 2. , 0.5, 2. ], dtype=float32)
+    """
+    level = resolve_feature_level(feature_level)
+    op = _get_op(type, level)
+    spec: OpSpec = op.spec
+    if not isinstance(allow_half_precision_computation, bool):
+        raise TypeError("allow_half_precision_computation must be True or False")
+    if not isinstance(desc, Mapping):
+        raise ValidationError(spec.python_name, spec.enum_name, level.dml_name, [Violation(
+            "", "", f"the desc is {type_name(desc)}", "a desc is a mapping of DML member names")])
+    problems: list[Violation] = []
+    valid = [t.dml_name for t in spec.tensors] + [p.dml_name for p in spec.params]
+    for k in desc:
+        if k not in valid:
+            close = difflib.get_close_matches(str(k), valid, n=1)
+            problems.append(Violation(
+                str(k), "", f"is not a member of {spec.enum_name[len('DML_OPERATOR_'):]}'s desc "
+                            "(or one dmljax does not implement yet)",
+                "members: " + ", ".join(valid), f"the closest member is {close[0]}" if close else ""))
+    descs: dict[str, TensorDesc | None] = {}
+    for t in spec.tensors:
+        if t.dml_name not in desc or desc[t.dml_name] is None:
+            if not t.optional:
+                problems.append(Violation(t.dml_name, "", "is missing", "a required member"))
+            descs[t.dml_name] = None
+            continue
+        d = parse_tensor_desc(t.dml_name, desc[t.dml_name], problems)
+        descs[t.dml_name] = d
+        if d is None:
+            continue
+        if t.kind == "output":
+            if d.owned_by_dml:
+                problems.append(Violation(f"{t.dml_name}.Flags", "", "is OWNED_BY_DML",
+                                          "the flag can only be used on input tensors"))
+            ov = d.overlap_violation()
+            if ov is not None:
+                problems.append(Violation(f"{t.dml_name}.Strides", "", ov.found, ov.allowed, ov.tip))
+    attrs = {}
+    for p in spec.params:
+        if p.dml_name not in desc or (desc[p.dml_name] is None and p.nullable):
+            if not p.nullable:
+                problems.append(Violation(p.dml_name, "", "is missing",
+                                          f"a required member ({p.type})"))
+            attrs[p.dml_name] = None
+            continue
+        v = desc[p.dml_name]
+        if p.type in ("FLOAT", "DML_SCALAR_UNION"):
+            v = _parse_float(v)
+        elif p.type in _OPERATOR_DESC_TYPES or p.dml_name == "FusedActivation":
+            v = _fused_activation_value(v)
+        attrs[p.dml_name] = v
+    output_types = {}
+    for t in spec.outputs:
+        d = descs.get(t.dml_name)
+        if t.default_data_type is not None:
+            output_types[t.dml_name] = d.data_type if d is not None else t.default_data_type
+    bad_inputs = any(descs.get(t.dml_name) is None and not t.optional for t in spec.inputs) or any(
+        t.dml_name in desc and descs.get(t.dml_name) is None for t in spec.tensors)
+    if not bad_inputs and not any(p.subject in [pp.dml_name for pp in spec.params] and p.found == "is missing"
+                                  for p in problems):
+        inputs = {t.dml_name: jax.ShapeDtypeStruct(descs[t.dml_name].sizes, descs[t.dml_name].data_type.dtype)
+                  for t in spec.inputs if descs.get(t.dml_name) is not None}
+        try:
+            call = check_call(spec, level, inputs, attrs, output_types)
+        except ValidationError as e:
+            problems += list(e.violations)
+        except NotImplementedError as e:
+            problems.append(Violation("", "", f"a member's type is not implemented yet in dmljax ({e})"))
+        else:
+            attrs = {k: v for k, v in attrs.items()}  # raw values: the operator normalizes them again
+            for t in spec.outputs:
+                d = descs.get(t.dml_name)
+                info = call.tensors.get(t.dml_name)
+                if d is None or info is None:
+                    continue
+                if d.data_type != info.data_type:
+                    problems.append(Violation(
+                        f"{t.dml_name}.DataType", "", f"is {d.data_type.name}",
+                        f"the operator produces {info.data_type.name} here"))
+                if d.sizes != tuple(info.shape):
+                    problems.append(Violation(
+                        f"{t.dml_name}.Sizes", "", f"are {list(d.sizes)}",
+                        f"the operator produces Sizes {list(info.shape)} here"))
+    if problems:
+        raise ValidationError(spec.python_name, spec.enum_name, level.dml_name, problems)
+    return CompiledOperator(op, level, descs, attrs, output_types, allow_half_precision_computation)
+
+
+def type_name(x) -> str:
+    return f"a {type(x).__name__}"
