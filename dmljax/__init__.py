@@ -22,7 +22,9 @@ from dmljax._src.ops.element_wise import (
     element_wise_threshold,
 )
 from dmljax._src.structs import ScalarUnion, ScaleBias
-from dmljax._src.tensor_desc import TensorDesc
+from dmljax._src.tensor_desc import TensorDesc, TensorFlags, calc_buffer_tensor_size
+from dmljax._src.buffers import BufferBinding
+from dmljax._src.compile import CompiledOperator, compile_operator
 
 __version__ = "0.1.0"
 
@@ -33,6 +35,11 @@ __all__ = sorted([
     "ScalarUnion",
     "ScaleBias",
     "TensorDesc",
+    "TensorFlags",
+    "BufferBinding",
+    "CompiledOperator",
+    "calc_buffer_tensor_size",
+    "compile_operator",
     "ValidationError",
     "Violation",
     "activation_elu",
