@@ -297,7 +297,8 @@ class CompiledOperator:
                               for n, (b, off) in resolved.items()}
         return self
 
-    def __call__(self, bindings: Mapping[str, Any] | None = None, /, **kwargs) -> dict[str, jax.Array]:
+    def _prepare(self, bindings, kwargs):
+        """Validate a binding and return (executable, arguments) without running anything."""
         points = self.bind_points
         resolved, problems = self._resolve(bindings, kwargs, points, "execution")
         if self.owned_by_dml and self._owned_values is None:
@@ -316,17 +317,23 @@ class CompiledOperator:
         problems, donate = self._aliasing(layout)
         if problems:
             raise self._error(problems)
-        key = (layout, donate)
-        fn = self._jits.get(key)
-        if fn is None:
-            fn = jax.jit(self._runner(layout), donate_argnums=donate)
-            self._jits[key] = fn
         owned = tuple(self._owned_values[n] for n in self.owned_by_dml) if self.owned_by_dml else ()
-        arrays = [jnp.asarray(b) for b in buffers]
-        if donate:
-            # numpy buffers become fresh device arrays above; a jax array is donated as is.
-            pass
-        results = fn(owned, *arrays)
+        arrays = [b if isinstance(b, jax.Array) else jnp.asarray(b) for b in buffers]
+        avals = tuple((tuple(a.shape), np.dtype(a.dtype)) for a in arrays)
+        key = (layout, donate, avals)
+        exe = self._jits.get(key)
+        if exe is None:
+            exe = jax.jit(self._runner(layout), donate_argnums=donate).lower(owned, *arrays).compile()
+            self._jits[key] = exe
+        return exe, (owned, *arrays)
+
+    def prepare(self, bindings: Mapping[str, Any] | None = None, /, **kwargs) -> None:
+        """Check a binding and compile for it, without running (DxDispatch's initialization)."""
+        self._prepare(bindings, kwargs)
+
+    def __call__(self, bindings: Mapping[str, Any] | None = None, /, **kwargs) -> dict[str, jax.Array]:
+        exe, args = self._prepare(bindings, kwargs)
+        results = exe(*args)
         return dict(zip([t.dml_name for t in self.spec.outputs if self.tensor_descs.get(t.dml_name)], results))
 
     def _aliasing(self, layout):
