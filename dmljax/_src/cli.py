@@ -2,6 +2,7 @@
 
     dmljax run MODEL.json [-i N] [-r N] [-w N] [-v 0|1|2] [--feature-level X]
     dmljax ops [--feature-level X]
+    dmljax bench [--ops ...] [--dtypes ...] [--sizes LO:HI[:STEP]] [--out DIR] (see dmljax/_src/bench.py)
 
 ``run`` reads a DxDispatch model and runs it on the default JAX device, printing what DxDispatch
 prints (``Resource 'output': 6, 15, 24``) and a timing line per dispatch command. ``ops`` lists the
@@ -61,6 +62,11 @@ def _parser() -> argparse.ArgumentParser:
     ops = sub.add_parser("ops", help="list the implemented operators and their support tables")
     ops.add_argument("--feature-level", type=_level, default=None, metavar="X",
                      help="show the support table in force at this level (default: the newest)")
+    bench = sub.add_parser("bench", help="time dmljax's operators against jax.numpy, PyTorch, ONNX Runtime and a copy",
+                           description="Side-by-side timings on this machine's default JAX device; writes "
+                                       "results.json, results.md and PNG plots to --out.")
+    from dmljax._src import bench as _bench  # noqa: PLC0415  (its heavy imports are lazy)
+    _bench.build_parser(bench)
     return p
 
 
@@ -85,6 +91,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "ops":
         return _ops(args.feature_level)
+    if args.command == "bench":
+        from dmljax._src import bench as _bench  # noqa: PLC0415
+        return _bench.main(args=args)
     try:
         model = Model.load(args.model, feature_level=args.feature_level)
     except ModelError as e:
