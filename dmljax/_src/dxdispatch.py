@@ -39,8 +39,8 @@ _RESOURCE_MEMBERS = ("type", "initialValues", "initialValuesDataType", "sizeInBy
 _DISPATCHABLE_MEMBERS = ("type", "desc", "Desc", "bindings", "dmlCompileType", "executionFlags")
 _BINDING_MEMBERS = ("name", "format", "elementCount", "elementStride", "elementSizeInBytes",
                     "elementOffset", "counter", "counterOffsetBytes", "shape")
-_NON_DML = {"hlsl": "HLSL compute shader", "onnx": "ONNX model",
-            "dmlserializedgraph": "DML serialized graph", "dml_graph_desc": "DML_GRAPH_DESC"}
+_NON_DML = {"hlsl": "an HLSL compute shader", "onnx": "an ONNX model",
+            "dmlserializedgraph": "a DML serialized graph", "dml_graph_desc": "a DML_GRAPH_DESC graph"}
 _FLOAT_WORDS = {"nan": math.nan, "inf": math.inf, "+inf": math.inf, "-inf": -math.inf}
 
 
@@ -386,8 +386,7 @@ class Model:
             raise ModelError(path, where, "has no type")
         type_ = spec["type"]
         if isinstance(type_, str) and type_.lower() in _NON_DML:
-            raise ModelError(path, where, f"is a{'n' if type_[0].lower() in 'aeiou' else ''} "
-                             f"{_NON_DML[type_.lower()]} ({type_!r}); dmljax runs DirectML operator "
+            raise ModelError(path, where, f"is {_NON_DML[type_.lower()]} ({type_!r}); dmljax runs DirectML operator "
                              "dispatchables only")
         try:
             _get_op(type_, resolve_feature_level(feature_level))
@@ -401,8 +400,7 @@ class Model:
             raise ModelError(path, where, "has no type")
         type_ = spec["type"]
         if isinstance(type_, str) and type_.lower() in _NON_DML:
-            raise ModelError(path, where, f"is a{'n' if type_[0].lower() in 'aeiou' else ''} "
-                             f"{_NON_DML[type_.lower()]} ({type_!r}); dmljax runs DirectML operator "
+            raise ModelError(path, where, f"is {_NON_DML[type_.lower()]} ({type_!r}); dmljax runs DirectML operator "
                              "dispatchables only")
         where = f"dispatchable '{name}' ({type_})"
         unknown = [k for k in spec if k not in _DISPATCHABLE_MEMBERS]

@@ -1,0 +1,409 @@
+"""DxDispatch models: the shared example models, every initializer, bindings, commands, and the
+error messages of malformed models.
+
+The shared folder (../shared next to the repository, as CI has it) holds DxDispatch's own example
+models. For those whose operators dmljax implements, the expected output is computed here by an
+independent NumPy reading of the model (float64 formulas, rounded once to the tensor type) and
+printed with C++'s default stream format (%g, 6 significant digits).
+"""
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dmljax
+from dmljax._src.cli import main
+from dmljax._src.dxdispatch import Model, ModelError, load_json
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+MODELS = SHARED / "dxdispatch" / "models"
+MODEL_FILES = sorted(MODELS.glob("*.json")) if MODELS.is_dir() else []
+needs_shared = pytest.mark.skipif(not MODELS.is_dir(), reason=f"the shared DxDispatch models are not at {MODELS}")
+
+
+# --------------------------------------------------------------- an independent NumPy reader
+def np_type(name):
+    name = name.replace("DML_TENSOR_DATA_TYPE_", "")
+    return np.dtype({"FLOAT32": np.float32, "FLOAT16": np.float16, "UINT32": np.uint32, "INT32": np.int32,
+                     "UINT8": np.uint8, "INT8": np.int8, "UINT16": np.uint16, "INT16": np.int16}[name])
+
+
+def np_initial(res, base):
+    init = res["initialValues"]
+    if isinstance(init, dict) and "sourcePath" in init:
+        p = base / init["sourcePath"]
+        if p.suffix == ".npy":
+            return np.load(p)
+        return np.fromfile(p, np_type(res["initialValuesDataType"]))
+    dt = np_type(res["initialValuesDataType"])
+    if isinstance(init, list):
+        return np.array([float(v) for v in init]).astype(dt)
+    if "value" in init:
+        return np.full(init["valueCount"], init["value"], np.float64).astype(dt)
+    out, v = [], dt.type(init["valueStart"])
+    for _ in range(init["valueCount"]):
+        out.append(v)
+        v = dt.type(v + dt.type(init["valueDelta"]))
+    return np.array(out, dt)
+
+
+def c_format(v):
+    v = float(v)
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return "%g" % v
+
+
+def reference(type_, desc, inputs):
+    """Float64 formulas from the operator pages, on packed 1-D tensors."""
+    t = type_.replace("DML_OPERATOR_", "")
+    if t == "ELEMENT_WISE_ADD":
+        return inputs["ATensor"] + inputs["BTensor"]
+    if t == "ELEMENT_WISE_ADD1":
+        y = inputs["ATensor"] + inputs["BTensor"]
+        fa = desc.get("FusedActivation")
+        if fa:
+            alpha = fa.get("Alpha", fa.get("Desc", {}).get("Alpha"))
+            y = np.where(y >= 0, y, alpha * (np.exp(y) - 1))
+        return y
+    if t in ("ELEMENT_WISE_CLIP", "ELEMENT_WISE_CLIP1"):
+        return np.minimum(np.maximum(inputs["InputTensor"], desc["Min"]), desc["Max"])
+    if t == "ELEMENT_WISE_IDENTITY":
+        sb = desc.get("ScaleBias", {"Scale": 1, "Bias": 0})
+        return inputs["InputTensor"] * sb["Scale"] + sb["Bias"]
+    raise KeyError(t)
+
+
+def expected_prints(model_path):
+    m = json.loads(model_path.read_text())
+    state = {k: np_initial(v, model_path.parent) for k, v in m["resources"].items()}
+    lines = []
+    for cmd in m["commands"]:
+        if cmd["type"] == "dispatch":
+            d = m["dispatchables"][cmd["dispatchable"]]
+            desc = d.get("desc", d.get("Desc"))
+            binds = {**d.get("bindings", {}), **cmd["bindings"]}
+            inputs = {k: state[v].astype(np.float64) for k, v in binds.items() if k != "OutputTensor"}
+            y = reference(d["type"], desc, inputs)
+            out_dt = np_type(desc["OutputTensor"]["DataType"])
+            state[binds["OutputTensor"]] = y.astype(out_dt)
+        elif cmd["type"] == "print":
+            lines.append(f"Resource '{cmd['resource']}': " + ", ".join(c_format(v) for v in state[cmd["resource"]]))
+    return lines
+
+
+def model_ops(path):
+    m = json.loads(path.read_text())
+    return [d["type"] for d in m["dispatchables"].values()]
+
+
+def implemented(type_):
+    key = type_ if type_.startswith("DML_OPERATOR_") else "DML_OPERATOR_" + type_
+    return key in dmljax.registry()
+
+
+def run_cli(argv, capsys):
+    status = main(list(map(str, argv)))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+# --------------------------------------------------------------- the shared models
+@needs_shared
+@pytest.mark.parametrize("path", MODEL_FILES, ids=[p.name for p in MODEL_FILES])
+def test_shared_model(path, tmp_path, capsys):
+    # Copy the folder: writeFile targets are relative to the model, and shared/ stays untouched.
+    work = tmp_path / "models"
+    shutil.copytree(MODELS, work, ignore=shutil.ignore_patterns("*.jpg", "other_refs"))
+    model = work / path.name
+    ops = model_ops(path)
+    status, out, err = run_cli(["run", model, "--no-timing"], capsys)
+    if all(implemented(t) for t in ops):
+        assert status == 0, err
+        printed = [ln for ln in out.splitlines() if ln.startswith("Resource '") and "written to" not in ln]
+        assert printed == expected_prints(path)
+    else:
+        missing = next(t for t in ops if not implemented(t))
+        name = next(n for n, d in json.loads(path.read_text())["dispatchables"].items() if d["type"] == missing)
+        assert status == 1 and out == ""
+        full = missing if missing.startswith("DML_OPERATOR_") else "DML_OPERATOR_" + missing
+        assert f"{model}: dispatchable '{name}' ({missing}):" in err
+        assert f"{full} is not implemented yet in dmljax" in err
+
+
+@needs_shared
+def test_guide_examples_by_hand(tmp_path, capsys):
+    """Values worked out by hand for the element-wise models (not by any code)."""
+    expected = {
+        "dml_element_wise_add.json": ["Resource 'Out': 6, 10, -2"],
+        "dml_owned_tensors.json": ["Resource 'Out': 6, 10, -2"],
+        "dml_element_wise_identity.json": ["Resource 'Out': 12, 14, 16"],
+        "dml_element_wise_clip.json": ["Resource 'A': -2.5, -2.5, -2, -1, 0, 1, 2, 2.5, 2.5"],
+        "dml_scalar_union_fp16.json": ["Resource 'output': 2, 2, 3, 4, 4"],
+        "dml_element_wise_add1.json": ["Resource 'Out': 6, 10, -0.432332"],  # 0.5 * (e^-2 - 1)
+    }
+    for name, lines in expected.items():
+        if not all(implemented(t) for t in model_ops(MODELS / name)):
+            continue
+        status, out, err = run_cli(["run", MODELS / name, "--no-timing"], capsys)
+        assert status == 0, err
+        assert [ln for ln in out.splitlines() if ln.startswith("Resource")] == lines
+
+
+@needs_shared
+def test_npy_model_writes_files(tmp_path, capsys):
+    shutil.copytree(MODELS, tmp_path / "m", ignore=shutil.ignore_patterns("*.jpg", "other_refs"))
+    status, out, err = run_cli(["run", tmp_path / "m" / "dml_element_wise_add_npy.json"], capsys)
+    assert status == 0, err
+    assert "Resource 'Out': 2, 4, 6, 8, 10, 12" in out
+    assert "Resource 'Out' written to 'dml_element_wise_add_output.npy'" in out
+    got = np.load(tmp_path / "m" / "dml_element_wise_add_output.npy")
+    assert got.dtype == np.float32 and got.shape == (6,)
+    np.testing.assert_array_equal(got, [2, 4, 6, 8, 10, 12])
+    raw = np.fromfile(tmp_path / "m" / "dml_element_wise_add_output.dat", np.float32)
+    np.testing.assert_array_equal(raw, [2, 4, 6, 8, 10, 12])
+
+
+# --------------------------------------------------------------- writing small models
+def write_model(tmp_path, resources, dispatchables, commands, name="m.json"):
+    p = tmp_path / name
+    p.write_text(json.dumps({"resources": resources, "dispatchables": dispatchables, "commands": commands}))
+    return p
+
+
+def identity(sizes, dt="FLOAT32", in_extra=None, out_extra=None, out_dt=None, **attrs):
+    return {"type": "ELEMENT_WISE_IDENTITY", "desc": {
+        "InputTensor": {"DataType": dt, "Sizes": sizes, **(in_extra or {})},
+        "OutputTensor": {"DataType": out_dt or dt, "Sizes": sizes, **(out_extra or {})}, **attrs}}
+
+
+def printed(out):
+    return [ln for ln in out.splitlines() if ln.startswith("Resource")]
+
+
+def run_model(tmp_path, capsys, resources, dispatchables, commands, *args):
+    p = write_model(tmp_path, resources, dispatchables, commands)
+    return run_cli(["run", p, "--no-timing", *args], capsys)
+
+
+def test_initializers(tmp_path, capsys):
+    np.save(tmp_path / "x.npy", np.array([[1, -2], [3, 4]], np.int16))
+    np.array([1.5, 2.5], np.float64).tofile(tmp_path / "y.bin")
+    resources = {
+        "const": {"initialValuesDataType": "INT8", "initialValues": {"valueCount": 3, "value": -7}},
+        "arr": {"initialValuesDataType": "FLOAT16", "initialValues": [65504, -65504, 4, "nan", "inf", "-inf", 0.1]},
+        "seq": {"initialValuesDataType": "FLOAT32", "initialValues": {"valueCount": 4, "valueStart": 1, "valueDelta": 2.5}},
+        "wrap": {"initialValuesDataType": "UINT8", "initialValues": {"valueCount": 4, "valueStart": 254, "valueDelta": 1}},
+        "h": {"initialValuesDataType": "FLOAT16", "initialValues": {"valueCount": 3, "valueStart": 2048, "valueDelta": 1}},
+        "npy": {"initialValues": {"sourcePath": "x.npy"}},
+        "bin": {"initialValuesDataType": "DML_TENSOR_DATA_TYPE_FLOAT64", "initialValues": {"sourcePath": "y.bin"}},
+        "padded": {"initialValuesDataType": "UINT16", "initialValues": [1, 2, 3], "sizeInBytes": 9},
+        "off": {"initialValuesDataType": "UINT32", "initialValues": [7], "initialValuesOffsetInBytes": 4},
+    }
+    commands = [{"type": "print", "resource": r} for r in resources]
+    status, out, err = run_model(tmp_path, capsys, resources, {}, commands)
+    assert status == 0, err
+    assert printed(out) == [
+        "Resource 'const': -7, -7, -7",
+        "Resource 'arr': 65504, -65504, 4, nan, inf, -inf, 0.0999756",  # 0.1 as FLOAT16
+        "Resource 'seq': 1, 3.5, 6, 8.5",
+        "Resource 'wrap': 254, 255, 0, 1",      # accumulated in UINT8
+        "Resource 'h': 2048, 2048, 2048",       # 2048 + 1 rounds back to 2048 in FLOAT16
+        "Resource 'npy': 1, -2, 3, 4",
+        "Resource 'bin': 1.5, 2.5",
+        "Resource 'padded': 1, 2, 3",           # 6 bytes printed; the buffer is 12
+        "Resource 'off': 0, 7",
+    ]
+    model = Model.load(write_model(tmp_path, resources, {}, commands))
+    assert model.resources["padded"].size_in_bytes == 12
+    assert model.resources["seq"].size_in_bytes == 16
+
+
+def test_print_verbose(tmp_path, capsys):
+    resources = {"a": {"initialValuesDataType": "INT16", "initialValues": [1, -1, 300]}}
+    status, out, err = run_model(tmp_path, capsys, resources, {}, [{"type": "print", "resource": "a", "verbose": True}])
+    assert status == 0, err
+    assert out.splitlines()[1:] == ["Resource 'a':", "[0] 1 (0x   1)", "[1] -1 (0xFFFF)", "[2] 300 (0x 12C)"]
+
+
+def test_json_comments_and_trailing_commas():
+    assert load_json('{"a": [1, 2,], // note\n "b": "x//y", /* c */ "c": {"d": 1,},}') == {
+        "a": [1, 2], "b": "x//y", "c": {"d": 1}}
+
+
+def test_strided_broadcast_and_padded_descs_equal_packed(tmp_path, capsys):
+    resources = {
+        "row": {"initialValuesDataType": "FLOAT32", "initialValues": [1, 2, 3]},
+        "padded": {"initialValuesDataType": "FLOAT32", "initialValues": [1, 2, 3, 0, 4, 5, 6, 0]},
+        "packed": {"initialValuesDataType": "FLOAT32", "initialValues": [1, 2, 3, 4, 5, 6]},
+        "o1": {"initialValuesDataType": "FLOAT32", "initialValues": {"valueCount": 6, "value": 0}},
+        "o2": {"initialValuesDataType": "FLOAT32", "initialValues": {"valueCount": 6, "value": 0}},
+        "o3": {"initialValuesDataType": "FLOAT32", "initialValues": {"valueCount": 8, "value": -1}},
+        "o4": {"initialValuesDataType": "FLOAT32", "initialValues": {"valueCount": 6, "value": 0}},
+    }
+    sb = {"ScaleBias": {"Scale": 2, "Bias": 1}}
+    dispatchables = {
+        "bcast": identity([2, 3], in_extra={"Strides": [0, 1]}, **sb),
+        "pad_in": identity([2, 3], in_extra={"Strides": [4, 1]}, **sb),
+        "pad_out": identity([2, 3], out_extra={"Strides": [4, 1]}, **sb),
+        "packed": identity([2, 3], **sb),
+    }
+    commands = [
+        {"type": "dispatch", "dispatchable": "bcast", "bindings": {"InputTensor": "row", "OutputTensor": "o1"}},
+        {"type": "dispatch", "dispatchable": "pad_in", "bindings": {"InputTensor": "padded", "OutputTensor": "o2"}},
+        {"type": "dispatch", "dispatchable": "pad_out", "bindings": {"InputTensor": "packed", "OutputTensor": "o3"}},
+        {"type": "dispatch", "dispatchable": "packed", "bindings": {"InputTensor": "packed", "OutputTensor": "o4"}},
+    ] + [{"type": "print", "resource": r} for r in ("o1", "o2", "o3", "o4")]
+    status, out, err = run_model(tmp_path, capsys, resources, dispatchables, commands)
+    assert status == 0, err
+    assert printed(out) == [
+        "Resource 'o1': 3, 5, 7, 3, 5, 7",
+        "Resource 'o2': 3, 5, 7, 9, 11, 13",
+        "Resource 'o3': 3, 5, 7, -1, 9, 11, 13, -1",
+        "Resource 'o4': 3, 5, 7, 9, 11, 13",
+    ]
+
+
+def test_in_place_equals_out_of_place_and_repeats_with_iterations(tmp_path, capsys):
+    resources = {"a": {"initialValuesDataType": "FLOAT32", "initialValues": [1, 2]},
+                 "b": {"initialValuesDataType": "FLOAT32", "initialValues": [10, 20]},
+                 "c": {"initialValuesDataType": "FLOAT32", "initialValues": [1, 2]},
+                 "out": {"initialValuesDataType": "FLOAT32", "initialValues": [0, 0]}}
+    add = {"type": "DML_OPERATOR_ELEMENT_WISE_ADD", "Desc": {
+        t: {"DataType": "FLOAT32", "Sizes": [2]} for t in ("ATensor", "BTensor", "OutputTensor")}}
+    commands = [
+        {"type": "dispatch", "dispatchable": "add", "bindings": {"ATensor": "a", "BTensor": "b", "OutputTensor": "a"}},
+        {"type": "dispatch", "dispatchable": "add", "bindings": {"ATensor": "c", "BTensor": "b", "OutputTensor": "out"}},
+        {"type": "print", "resource": "a"}, {"type": "print", "resource": "out"}]
+    status, out, err = run_model(tmp_path, capsys, resources, {"add": add}, commands)
+    assert status == 0, err
+    assert printed(out) == ["Resource 'a': 11, 22", "Resource 'out': 11, 22"]
+    # -i 3: every iteration runs, so the in-place accumulation happens three times (DxDispatch's model)
+    status, out, err = run_model(tmp_path, capsys, resources, {"add": add}, commands, "-i", "3")
+    assert printed(out) == ["Resource 'a': 31, 62", "Resource 'out': 11, 22"]
+
+
+def test_reinterpreting_bytes(tmp_path, capsys):
+    values = [1.0, -2.5, 3.25]
+    resources = {"f": {"initialValuesDataType": "FLOAT32", "initialValues": values},
+                 "u": {"initialValuesDataType": "UINT32", "initialValues": {"valueCount": 3, "value": 0}}}
+    # The FLOAT32 bytes are bound as UINT32 and copied; the output prints as UINT32.
+    dispatchables = {"copy": identity([3], dt="UINT32")}
+    commands = [{"type": "dispatch", "dispatchable": "copy", "bindings": {"InputTensor": "f", "OutputTensor": "u"}},
+                {"type": "print", "resource": "u"}]
+    status, out, err = run_model(tmp_path, capsys, resources, dispatchables, commands)
+    assert status == 0, err
+    bits = np.array(values, np.float32).view(np.uint32)
+    assert printed(out) == ["Resource 'u': " + ", ".join(str(int(b)) for b in bits)]
+
+
+def test_binding_objects_and_execution_options(tmp_path, capsys):
+    resources = {"a": {"initialValuesDataType": "FLOAT32", "initialValues": {"valueCount": 8, "valueStart": 1, "valueDelta": 1}},
+                 "out": {"initialValuesDataType": "FLOAT32", "initialValues": {"valueCount": 8, "value": 0}}}
+    d = identity([4])
+    d.update({"dmlCompileType": "DmlCompileGraph",
+              "executionFlags": ["DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION", "DESCRIPTORS_VOLATILE"]})
+    commands = [{"type": "dispatch", "dispatchable": "id", "threadGroupCount": [1, 1, 1], "bindings": {
+        "InputTensor": [{"name": "a", "elementOffset": 4, "elementCount": 4}],
+        "OutputTensor": {"name": "out", "elementOffset": 2, "elementSizeInBytes": 8}}},
+        {"type": "print", "resource": "out"}]
+    status, out, err = run_model(tmp_path, capsys, resources, {"id": d}, commands)
+    assert status == 0, err
+    assert printed(out) == ["Resource 'out': 0, 0, 0, 0, 5, 6, 7, 8"]
+    model = Model.load(write_model(tmp_path, resources, {"id": d}, commands))
+    assert model.dispatchables["id"].compiled.allow_half_precision_computation is True
+
+
+# --------------------------------------------------------------- malformed models
+BASE_RES = {"A": {"initialValuesDataType": "FLOAT32", "initialValues": [1, 2, 3]},
+            "Out": {"initialValuesDataType": "FLOAT32", "initialValues": {"valueCount": 3, "value": 0}}}
+
+
+def _bad(tmp_path, resources=None, dispatchables=None, commands=None):
+    p = write_model(tmp_path, resources if resources is not None else BASE_RES,
+                    dispatchables if dispatchables is not None else {"id": identity([3])},
+                    commands if commands is not None else [
+                        {"type": "dispatch", "dispatchable": "id", "bindings": {"InputTensor": "A", "OutputTensor": "Out"}}])
+    with pytest.raises(ModelError) as e:
+        Model.load(p)
+    return str(e.value), p
+
+
+@pytest.mark.parametrize("case, fragments", [
+    ("missing resource", ["command 0 (dispatch of 'id'), binding 'InputTensor'",
+                          "names resource 'Nope', which the model does not define"]),
+    ("buffer too small", ["command 0 (dispatch of 'id')", "OutputTensor is bound to a range of 4 bytes",
+                          "it must hold TotalTensorSizeInBytes: 12 bytes"]),
+    ("unknown member", ["dispatchable 'id' (ELEMENT_WISE_IDENTITY)", "Scale is not a member of ELEMENT_WISE_IDENTITY's desc"]),
+    ("unimplemented operator", ["dispatchable 'g' (GEMM)", "DML_OPERATOR_GEMM is not implemented yet in dmljax"]),
+    ("wrong type", ["dispatchable 'id' (ACTIVATION_ELU)", "InputTensor (argument `input`) has DataType INT32",
+                    "supported: "]),
+    ("wrong value", ["resource 'A'", "initialValues has 'one', not a number"]),
+    ("int out of range", ["resource 'A'", "initialValues has 300, outside UINT8's range 0 to 255"]),
+    ("size too small", ["resource 'A'", "sizeInBytes is 8, smaller than the 12 bytes of its initial values"]),
+    ("missing data type", ["resource 'A'", "needs initialValuesDataType"]),
+    ("missing file", ["resource 'A'", "initialValues.sourcePath 'none.npy' does not exist"]),
+    ("unknown dispatchable", ["command 0 (dispatch)", "names dispatchable 'other', which the model does not define"]),
+    ("owned bound at dispatch", ["command 0 (dispatch of 'id')", "InputTensor is flagged OWNED_BY_DML: it is bound once"]),
+    ("bad flag", ["dispatchable 'id' (ELEMENT_WISE_IDENTITY)", "has execution flag 'FAST'; valid: DML_EXECUTION_FLAG_NONE"]),
+    ("bad command", ["command 1 (printf)", "is not a command type; valid: dispatch, print, writeFile"]),
+    ("misaligned offset", ["OutputTensor is bound at byte offset 4; the offset must be a multiple of 16"]),
+    ("hlsl", ["dispatchable 'id'", "is an HLSL compute shader ('hlsl'); dmljax runs DirectML operator dispatchables only"]),
+])
+def test_malformed_model_messages(tmp_path, case, fragments):
+    res, disp, cmds = dict(BASE_RES), {"id": identity([3])}, None
+    dispatch = {"type": "dispatch", "dispatchable": "id", "bindings": {"InputTensor": "A", "OutputTensor": "Out"}}
+    if case == "missing resource":
+        cmds = [{**dispatch, "bindings": {"InputTensor": "Nope", "OutputTensor": "Out"}}]
+    elif case == "buffer too small":
+        res["Out"] = {"initialValuesDataType": "FLOAT32", "initialValues": [0]}
+    elif case == "unknown member":
+        disp = {"id": identity([3], Scale=2)}
+    elif case == "unimplemented operator":
+        disp = {"id": identity([3]), "g": {"type": "GEMM", "desc": {}}}
+    elif case == "wrong type":
+        disp = {"id": {"type": "ACTIVATION_ELU", "desc": {"InputTensor": {"DataType": "INT32", "Sizes": [3]},
+                                                          "OutputTensor": {"DataType": "INT32", "Sizes": [3]},
+                                                          "Alpha": 1.0}}}
+    elif case == "wrong value":
+        res["A"] = {"initialValuesDataType": "FLOAT32", "initialValues": [1, "one", 3]}
+    elif case == "int out of range":
+        res["A"] = {"initialValuesDataType": "UINT8", "initialValues": [1, 300]}
+    elif case == "size too small":
+        res["A"] = {"initialValuesDataType": "FLOAT32", "initialValues": [1, 2, 3], "sizeInBytes": 8}
+    elif case == "missing data type":
+        res["A"] = {"initialValues": [1, 2, 3]}
+    elif case == "missing file":
+        res["A"] = {"initialValues": {"sourcePath": "none.npy"}}
+    elif case == "unknown dispatchable":
+        cmds = [{**dispatch, "dispatchable": "other"}]
+    elif case == "owned bound at dispatch":
+        disp = {"id": identity([3], in_extra={"Flags": "OWNED_BY_DML"})}
+        disp["id"]["bindings"] = {"InputTensor": "A"}
+    elif case == "bad flag":
+        disp = {"id": {**identity([3]), "executionFlags": "FAST"}}
+    elif case == "bad command":
+        cmds = [dispatch, {"type": "printf", "resource": "A"}]
+    elif case == "misaligned offset":
+        res["Out"] = {"initialValuesDataType": "FLOAT32", "initialValues": {"valueCount": 8, "value": 0}}
+        cmds = [{**dispatch, "bindings": {"InputTensor": "A", "OutputTensor": {"name": "Out", "elementOffset": 1}}}]
+    elif case == "hlsl":
+        disp = {"id": {"type": "hlsl", "sourcePath": "x.hlsl"}}
+    message, path = _bad(tmp_path, res, disp, cmds)
+    assert message.startswith(f"{path}: ")
+    for f in fragments:
+        assert f in message, message
+
+
+def test_unimplemented_operator_stops_before_anything_runs(tmp_path, capsys):
+    p = write_model(tmp_path, BASE_RES, {"id": identity([3]), "r": {"type": "DML_OPERATOR_REDUCE", "desc": {}}},
+                    [{"type": "print", "resource": "A"}])
+    status, out, err = run_cli(["run", p], capsys)
+    assert status == 1 and out == ""
+    assert err.count("not implemented yet") == 1 and "dispatchable 'r' (DML_OPERATOR_REDUCE)" in err
