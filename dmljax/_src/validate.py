@@ -129,12 +129,14 @@ def _check_param(spec: OpSpec, p: ParamSpec, value: object, tensors, problems,
             return None
     if p.type == "DML_TENSOR_DATA_TYPE":
         # A DataType field that must equal a tensor's (CLIP1's MinMaxDataType); None: that type.
+        target = tensors.get(p.converted_to)
+        if value is None:
+            return target.data_type if target is not None else None
         try:
             dt = DataType.parse(value)
         except ValueError as e:
             problems.append(Violation(p.dml_name, p.arg, f"is {value!r}", str(e)))
             return None
-        target = tensors.get(p.converted_to)
         if target is not None and dt is not target.data_type:
             problems.append(Violation(
                 p.dml_name, p.arg, f"is {dt.name}",

@@ -598,8 +598,9 @@ def element_wise_add1(a, b, *, fused_activation, allow_half_precision_computatio
 
 _CLIP_GRAD_TEXT = (
     "As DML_OPERATOR_ELEMENT_WISE_{grad}: dX = Scale * (g(x) <= Min or g(x) >= Max ? 0 : dY), zero "
-    "at and beyond the bounds (so zero everywhere when Min > Max; a NaN bound bounds nothing; a "
-    "NaN g(x) compares false both times, so dY passes, as the backward operator is written). "
+    "at and beyond the bounds (so zero for every number when Min > Max; a NaN bound bounds nothing; a "
+    "NaN g(x) compares false both times, so dY passes, as the backward operator is written, "
+    "also when Min > Max). "
     "Integer inputs: no gradient.")
 
 
@@ -701,7 +702,7 @@ ELEMENT_WISE_CLIP1 = OpSpec(
     params=(
         ParamSpec("ScaleBias", "DML_SCALE_BIAS", default=None, nullable=True,
                   doc="An optional scale and bias to apply to the input: g(x) = x * scale + bias."),
-        ParamSpec("MinMaxDataType", "DML_TENSOR_DATA_TYPE", default=None, nullable=True,
+        ParamSpec("MinMaxDataType", "DML_TENSOR_DATA_TYPE", default=None,
                   doc=("The data type of the Min and Max members, which must match "
                        "OutputTensor.DataType (None: that DataType)."),
                   converted_to="OutputTensor"),
