@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -44,10 +45,21 @@ def compute_dtype(data_type: DataType, allow_half: bool) -> np.dtype:
 def flush_denormals(x: jnp.ndarray) -> jnp.ndarray:
     """FLOAT32 denormals to sign-preserving zero; other dtypes unchanged (FLOAT16 and FLOAT64
     denormals are kept). XLA's CPU backend flushes by itself and its GPU backend does not: doing
-    it explicitly makes both give the same bits."""
+    it explicitly makes both give the same bits. The flush is a rule about values, not a function
+    to differentiate: its derivative is the identity (a gradient at 0 is not cut off)."""
     if x.dtype != np.float32:
         return x
+    return _flush_f32(x)
+
+
+@jax.custom_jvp
+def _flush_f32(x):
     return jnp.where(jnp.abs(x) < F32_TINY, jnp.copysign(jnp.zeros_like(x), x), x)
+
+
+@_flush_f32.defjvp
+def _flush_f32_jvp(primals, tangents):
+    return _flush_f32(primals[0]), tangents[0]
 
 
 def load(x: jnp.ndarray, allow_half: bool = False) -> jnp.ndarray:
