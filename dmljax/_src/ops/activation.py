@@ -45,16 +45,20 @@ ACTIVATION_SCALED_ELU = OpSpec(
     gradient=("dX = Gamma * dY for x > 0, Gamma * Alpha * exp(x) * dY otherwise; exp only ever "
               "sees min(x, 0), so no NaN or inf appears for large x in any type."),
     in_place=True,
-    notes="Alpha * exp(x) - Alpha is evaluated as Alpha * expm1(x), its exact equal without cancellation.",
+    notes=("Gamma * (Alpha * exp(x) - Alpha) is evaluated as (Gamma * Alpha) * expm1(x), its exact "
+           "equal in real numbers, without the cancellation of exp(x) - 1 near 0."),
 )
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2))
 def _scaled_elu(x, alpha, gamma):
-    a = np.asarray(alpha, np.float32).astype(x.dtype)
     c = np.asarray(gamma, np.float32).astype(x.dtype)
+    # Gamma * (Alpha * exp(x) - Alpha) = (Gamma * Alpha) * expm1(x): one product of constants,
+    # taken here, so that XLA's reassociation of constant products can't change the bits
+    # between eager and jit.
+    ca = np.asarray(np.float32(gamma) * np.float32(alpha), np.float32).astype(x.dtype)
     negative = jnp.minimum(x, jnp.zeros_like(x))  # the unselected branch never overflows
-    return jnp.where(x > 0, c * x, c * (a * jnp.expm1(negative)))
+    return jnp.where(x > 0, c * x, ca * jnp.expm1(negative))
 
 
 @_scaled_elu.defjvp
