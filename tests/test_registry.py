@@ -1,0 +1,119 @@
+"""The records against their pages: support tables, enum values and levels read from the spec
+folder, so a transcription slip fails here; and __all__, the registry and the docs agree."""
+
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+import dmljax
+from dmljax._src.op import registry, support_table_text
+
+SPEC = Path(__file__).resolve().parents[2] / "shared" / "spec"
+needs_spec = pytest.mark.skipif(not SPEC.is_dir(), reason="the spec folder ../shared/spec is not beside this checkout")
+
+
+def page_level(page: str) -> str:
+    """The introducing level the page's Availability section states ("2.1")."""
+    text = (SPEC / "operators" / page).read_text()
+    m = re.search(r"This operator was introduced in [`*]*DML_FEATURE_LEVEL_(\d+)_(\d+)", text)
+    return f"{m.group(1)}.{m.group(2)}"
+
+
+def page_tables(page: str):
+    """{level version: {tensor: (dims text, [types])}} parsed from a page's Tensor support section.
+    A page with one table and no level heading has it from the introducing level."""
+    text = (SPEC / "operators" / page).read_text()
+    section = text.split("## Tensor support", 1)[1].split("\n## ", 1)[0]
+    level = None if "### DML_FEATURE_LEVEL_" in section else page_level(page)
+    tables = {level: {}} if level else {}
+    for line in section.splitlines():
+        m = re.match(r"###\s+DML_FEATURE_LEVEL_(\d+)_(\d+) and above", line)
+        if m:
+            level = f"{m.group(1)}.{m.group(2)}"
+            tables[level] = {}
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if level and len(cells) == 4 and cells[0] not in ("Tensor", "") and not cells[0].startswith("-"):
+            tables[level][cells[0]] = (cells[2], [t.strip() for t in cells[3].split(",")])
+    return tables
+
+
+OPS = list(registry().values())
+
+
+@needs_spec
+@pytest.mark.parametrize("op", OPS, ids=lambda o: o.spec.short_name)
+def test_support_tables_match_the_page(op):
+    spec = op.spec
+    expected = page_tables(spec.page)
+    got = {t.level.version: {n: (s.dims_text(), [d.name for d in s.data_types]) for n, s in t.tensors.items()}
+           for t in spec.support}
+    assert got == expected
+
+
+@needs_spec
+@pytest.mark.parametrize("op", OPS, ids=lambda o: o.spec.short_name)
+def test_enum_value_and_level_match_the_index(op):
+    spec = op.spec
+    index = (SPEC / "INDEX.md").read_text()
+    m = re.search(rf"^\| {spec.enum_name} \| (\d+) \| [^|]+ \| ([\d.]+) \|", index, re.M)
+    assert m, spec.enum_name
+    assert int(m.group(1)) == spec.value
+    assert m.group(2) == spec.introduced.version
+    assert page_level(spec.page) == spec.introduced.version
+    page = (SPEC / "operators" / spec.page).read_text()
+    assert spec.formula.split("\n")[0].strip() in page  # the formula is the page's
+
+
+def test_all_is_sorted_and_exports_every_operator():
+    assert dmljax.__all__ == sorted(dmljax.__all__)
+    for op in OPS:
+        assert op.spec.python_name in dmljax.__all__
+        assert getattr(dmljax, op.spec.python_name) is op
+    for name in dmljax.__all__:
+        assert hasattr(dmljax, name)
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda o: o.spec.short_name)
+def test_lookup_by_every_name(op):
+    spec = op.spec
+    for key in (spec.enum_name, spec.short_name, spec.python_name, spec.value, spec.enum_name.lower()):
+        assert dmljax.get_operator(key) is op
+
+
+def test_unknown_operator_suggests_close_names():
+    with pytest.raises(ValueError, match="did you mean DML_OPERATOR_ELEMENT_WISE_THRESHOLD"):
+        dmljax.get_operator("ELEMENT_WISE_TRESHOLD")
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda o: o.spec.short_name)
+def test_docstring_and_signature_come_from_the_record(op):
+    spec = op.spec
+    doc = op.__doc__
+    assert doc.startswith(f"{spec.enum_name} (enum value {spec.value}; introduced in {spec.introduced.dml_name}).")
+    assert support_table_text(spec).splitlines()[0] in doc
+    assert "Example:" in doc and ">>> " in doc
+    if spec.gradient:
+        assert "Gradient:" in doc
+    sig = inspect.signature(op)
+    for p in spec.params:
+        param = sig.parameters[p.arg]
+        assert param.kind is inspect.Parameter.KEYWORD_ONLY
+        if p.default is not spec.params[0].__class__.__dataclass_fields__["default"].default:
+            assert param.default == p.default
+    assert list(sig.parameters)[-1] == "feature_level"
+    assert [t.arg for t in spec.inputs] == list(sig.parameters)[: len(spec.inputs)]
+
+
+def test_seed_signatures_as_the_issue_names_them():
+    s = inspect.signature
+    assert str(s(dmljax.element_wise_if)) == "(condition, a, b, *, feature_level=None)"
+    assert str(s(dmljax.activation_scaled_elu)) == (
+        "(input, *, alpha=1.6732, gamma=1.0507, allow_half_precision_computation=False, feature_level=None)")
+    assert str(s(dmljax.element_wise_threshold)) == (
+        "(input, *, min, scale_bias=None, allow_half_precision_computation=False, feature_level=None)")
+    assert str(s(dmljax.element_wise_constant_pow)) == (
+        "(input, *, exponent, scale_bias=None, allow_half_precision_computation=False, feature_level=None)")
+    assert str(s(dmljax.element_wise_logical_less_than)) == "(a, b, *, output_data_type='UINT8', feature_level=None)"
