@@ -506,6 +506,11 @@ class Suite:
         if note:
             self.notes.append(note)
         self.tdev = "cuda" if self.platform == "gpu" else "cpu"
+        if self.torch is not None:
+            dyn = self.torch._dynamo.config
+            for k in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit", "accumulated_recompile_limit"):
+                if hasattr(dyn, k):
+                    setattr(dyn, k, max(getattr(dyn, k), 512))
         self.events = self.torch.cuda if (self.torch is not None and self.platform == "gpu") else None
         self.cache_bytes = 50 << 20 if self.platform == "gpu" else 64 << 20
         self.t_start = time.perf_counter()
@@ -533,8 +538,9 @@ class Suite:
     def torch_compiled(self, case: Case, dtype: str, static: bool):
         key = (case.enum_name, dtype, static)
         if key not in self._compiled:
-            torch = self.torch
-            fn = case.torch
+            # Dynamo caches by code object, so these wrappers share one cache: the recompile
+            # limits are raised in __init__ (functools.partial measured 50x slower on CPU).
+            torch, fn = self.torch, case.torch
             self._compiled[key] = torch.compile(lambda *xs: fn(torch, *xs), dynamic=False if static else True)
         return self._compiled[key]
 
@@ -617,9 +623,10 @@ class Suite:
             except Exception as e:  # noqa: BLE001
                 rec["notes"].append(f"profiler failed: {type(e).__name__}: {str(e)[:160]}")
         # kernels in the compiled HLO of each jitted JAX variant
-        rec["hlo_kernels"] = {"dmljax_jit": hlo_kernel_count(user.lower(*sets[0]).compile().as_text())[0]}
-        if jfn is not None:
-            rec["hlo_kernels"]["jnp_jit"] = hlo_kernel_count(jfn.lower(*sets[0]).compile().as_text())[0]
+        rec["hlo_kernels"], rec["hlo_ops"] = {}, {}
+        for name, f in (("dmljax_jit", user), ("jnp_jit", jfn)):
+            if f is not None:
+                rec["hlo_kernels"][name], rec["hlo_ops"][name] = hlo_kernel_count(f.lower(*sets[0]).compile().as_text())
         del sets
         if torch is not None:
             del tsets
@@ -740,9 +747,11 @@ class Suite:
         for name, f in (("dmljax_jit", fd), ("jnp_jit", fj)):
             tm = time_calls(lambda i: f(*sets[i]), n_sets, _jax_sync, budget_s=budget)
             rec["variants"][name] = dict(tm.asdict(), gbps=nbytes / tm.s / 1e9)
-            count, names = hlo_kernel_count(f.lower(*sets[0]).compile().as_text())
+            text = f.lower(*sets[0]).compile().as_text()
+            count, names = hlo_kernel_count(text)
             rec[f"hlo_kernels_{name}"] = count
             rec[f"hlo_ops_{name}"] = names
+            rec[f"hlo_text_{name}"] = text[:40000]
         if self.platform == "gpu":
             try:
                 rec["device"] = jax_device_times([("dmljax_jit", lambda i: fd(*sets[i])),
@@ -802,7 +811,7 @@ class Suite:
         if case.jnp is not None:
             jfn = jax.jit(case.jnp)
             variants += [("jnp_jit", lambda i: jfn(*sets[i])), ("jnp_eager", lambda i: case.jnp(*sets[i]))]
-        b = min(self.args.budget_per_point, 0.3)
+        b = min(self.args.budget_per_point, 0.1)
         for name, f in variants:
             rec["dispatch_us"][name] = time_calls(f, 4, _jax_sync, budget_s=b).s * 1e6
             rec["latency_us"][name] = time_calls(lambda i, f=f: jax.block_until_ready(f(i)), 4, _jax_sync,
@@ -877,6 +886,19 @@ def run_suite(args) -> dict:
         if r:
             suite.records.append(r)
         step(f"{c.enum_name[13:]} {d} 2^{n.bit_length() - 1}")
+    def checkpoint():
+        if args.out:
+            try:
+                part = {"meta": suite.meta, "sizes": sizes, "dtypes": dtypes, "throughput": suite.records,
+                        **suite.extras, "notes": suite.notes + ["partial results (checkpoint)"]}
+                os.makedirs(args.out, exist_ok=True)
+                with open(os.path.join(args.out, "results.json"), "w") as f:
+                    json.dump(part, f, indent=1, default=str)
+            except Exception:  # noqa: BLE001
+                pass
+
+    checkpoint()
+    seeds_first = sorted(ok, key=lambda c: c.enum_name not in SEEDS)
     suite.extras["chain"] = []
     for d in dtypes:
         r = suite.chain(d, largest)
@@ -884,17 +906,28 @@ def run_suite(args) -> dict:
             suite.extras["chain"].append(r)
         step(f"chain {d}")
     suite.extras["fwd_bwd"] = []
+    checkpoint()
     if not args.no_grad:
-        for c in ok:
+        for c in seeds_first:
             for d in dtypes:
+                if suite.over_budget():
+                    step("skipped (time budget)")
+                    suite.notes.append(f"fwd+bwd {c.enum_name} {d}: skipped (time budget).")
+                    continue
                 r = suite.fwd_bwd(get_operator(c.enum_name), c, d, largest)
                 if r:
                     suite.extras["fwd_bwd"].append(r)
                 step(f"grad {c.enum_name[13:]} {d}")
     suite.extras["compile"], suite.extras["overhead"] = [], []
     small = sizes[0]
-    for c in ok:
+    checkpoint()
+    for c in seeds_first:
         op = get_operator(c.enum_name)
+        if suite.over_budget():
+            step("skipped (time budget)")
+            step("skipped (time budget)")
+            suite.notes.append(f"compile/overhead {c.enum_name}: skipped (time budget).")
+            continue
         r = suite.compile_times(op, c, min(1 << 20, largest), reps=args.compile_reps)
         if r:
             suite.extras["compile"].append(r)
@@ -903,6 +936,7 @@ def run_suite(args) -> dict:
         if r:
             suite.extras["overhead"].append(r)
         step(f"overhead {c.enum_name[13:]}")
+    checkpoint()
     skipped = 0
     smaller = rest(lambda w: w[2] != largest)
     smaller.sort(key=lambda w: (w[0].enum_name not in SEEDS, -w[2]))
