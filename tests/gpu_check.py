@@ -1,0 +1,94 @@
+"""GPU semantics check (run on a machine with a GPU: `python tests/gpu_check.py`).
+
+For every registered operator with a reference, on random inputs plus specials (NaN, ±inf, ±0,
+FLOAT32 denormals): the GPU result against the CPU result (bit-identical where the operator is
+exact; within the record's ULP budget otherwise) and against the float64 reference. Prints one
+line per case and a summary; exits 1 on any failure. Not part of the pytest suite: CI has no GPU.
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+import dmljax  # noqa: E402
+from dmljax import DataType  # noqa: E402
+from tests.compare import assert_matches, ulp_distance  # noqa: E402
+from tests.reference.seeds import REFERENCES  # noqa: E402
+
+SPECIALS32 = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, -1e-40, 1e-45, 3e38, -3e38, 1.0, -1.0], np.float32)
+
+CASES = [
+    ("DML_OPERATOR_ACTIVATION_SCALED_ELU", {}, 1),
+    ("DML_OPERATOR_ELEMENT_WISE_THRESHOLD", {"min": 0.5}, 1),
+    ("DML_OPERATOR_ELEMENT_WISE_THRESHOLD", {"min": -0.25, "scale_bias": (0.75, 0.125)}, 1),
+    ("DML_OPERATOR_ELEMENT_WISE_CONSTANT_POW", {"exponent": 3}, 1),
+    ("DML_OPERATOR_ELEMENT_WISE_CONSTANT_POW", {"exponent": 0.5}, 1),
+    ("DML_OPERATOR_ELEMENT_WISE_CONSTANT_POW", {"exponent": -2.5, "scale_bias": (2.0, 1.0)}, 1),
+    ("DML_OPERATOR_ELEMENT_WISE_MODULUS_FLOOR", {}, 2),
+    ("DML_OPERATOR_ELEMENT_WISE_MULTIPLY", {}, 2),
+    ("DML_OPERATOR_ELEMENT_WISE_LOGICAL_LESS_THAN", {}, 2),
+    ("DML_OPERATOR_ELEMENT_WISE_IF", {}, 3),
+]
+
+
+def inputs(n_inputs, dtype, rng, n=1 << 16):
+    outs = []
+    for i in range(n_inputs):
+        if i == 0 and n_inputs == 3:
+            outs.append(rng.choice(np.array([0, 1, 255], np.uint8), n))
+            continue
+        x = (rng.standard_normal(n) * 10).astype(dtype)
+        x[: len(SPECIALS32)] = SPECIALS32.astype(dtype)
+        x[len(SPECIALS32): 2 * len(SPECIALS32)] = rng.permutation(SPECIALS32).astype(dtype)
+        if dtype == np.float32:
+            x[-1000:] = (rng.standard_normal(1000) * 1e-39).astype(np.float32)  # denormals
+        outs.append(x)
+    return outs
+
+
+def main():
+    gpu = [d for d in jax.devices() if d.platform != "cpu"]
+    cpu = jax.devices("cpu")[0]
+    print(f"jax {jax.__version__}; devices: {jax.devices()}")
+    if not gpu:
+        print("no GPU: nothing to compare")
+        return 0
+    rng = np.random.default_rng(0)
+    failures = 0
+    for name, kwargs, n_in in CASES:
+        op = dmljax.get_operator(name)
+        for dtype in (np.float32, np.float16):
+            args = inputs(n_in, dtype, rng)
+            f = jax.jit(lambda *a: op(*a, **kwargs))
+            on_gpu = np.asarray(f(*[jax.device_put(a, gpu[0]) for a in args]))
+            on_cpu = np.asarray(f(*[jax.device_put(a, cpu) for a in args]))
+            out_dt = DataType.from_dtype(on_gpu.dtype)
+            budget = op.spec.ulp.get(out_dt, 0)
+            line = f"{name[13:]:28s} {str(kwargs):40s} {np.dtype(dtype).name:8s}"
+            try:
+                assert_matches(on_gpu, REFERENCES[name](*args, **kwargs), out_dt, budget, "GPU vs reference")
+                if out_dt.is_float:
+                    both_nan = np.isnan(on_gpu) & np.isnan(on_cpu)
+                    d = ulp_distance(np.where(both_nan, 0, on_gpu).astype(on_gpu.dtype),
+                                     np.where(both_nan, 0, on_cpu).astype(on_cpu.dtype))
+                    bits_equal = int((on_gpu.view(np.uint8) == on_cpu.view(np.uint8)).all())
+                    same = int((d == 0).sum())
+                    print(f"{line} ok: GPU==CPU on {same}/{d.size} elements (max {int(d.max())} ULP, budget {budget}); "
+                          f"bit-identical arrays: {bool(bits_equal)}")
+                    assert d.max() <= budget
+                else:
+                    assert np.array_equal(on_gpu, on_cpu)
+                    print(f"{line} ok: GPU and CPU bit-identical")
+            except AssertionError as e:
+                failures += 1
+                print(f"{line} FAIL: {str(e)[:400]}")
+    print(f"{len(CASES) * 2 - failures} passed, {failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
