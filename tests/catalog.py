@@ -12,6 +12,8 @@ from dmljax._src.op import registry
 
 SHAPE8 = (2, 3, 1, 2, 1, 1, 2, 1)
 ALL_TYPES = tuple(DataType)
+# Operators that select or move data: FLOAT32 denormals pass through them unflushed.
+SELECTION = {"DML_OPERATOR_ELEMENT_WISE_IF"}
 
 # Attributes each generated case uses (the records supply the defaults of the others).
 ATTRS = {

@@ -28,23 +28,25 @@ def ulp_distance(x, y):
     return np.abs(_ordered(x.view(ui), nbits) - _ordered(y.view(ui), nbits))
 
 
-def round_to(ref, data_type: DataType):
-    """A float64 reference rounded once to the output type (FLOAT32 denormals flushed)."""
+def round_to(ref, data_type: DataType, flush=True):
+    """A float64 reference rounded once to the output type (FLOAT32 denormals flushed, unless the
+    operator only selects or moves data)."""
     with np.errstate(over="ignore", invalid="ignore"):
         out = np.asarray(ref, np.float64).astype(data_type.dtype)
-    if data_type is DataType.FLOAT32:
+    if flush and data_type is DataType.FLOAT32:
         out = ftz(out, np.float32).astype(np.float32)
     return out
 
 
-def assert_matches(actual, candidates, data_type: DataType, ulp=0, context=""):
-    """Every element equals one of the candidates (exactly, or within ``ulp`` for floats)."""
+def assert_matches(actual, candidates, data_type: DataType, ulp=0, context="", flush=True):
+    """Every element equals one of the candidates (exactly, or within ``ulp`` for floats).
+    ``flush=False`` for selection and data movement, which keep FLOAT32 denormals."""
     actual = np.asarray(actual)
     assert actual.dtype == data_type.dtype, (actual.dtype, data_type, context)
     ok = np.zeros(actual.shape, bool)
     for cand in candidates:
         if data_type.is_float:
-            c = round_to(cand, data_type)
+            c = round_to(cand, data_type, flush)
             same_nan = np.isnan(actual) & np.isnan(c)
             both = ~np.isnan(actual) & ~np.isnan(c)
             inf_eq = (np.isinf(actual) | np.isinf(c)) & (actual == c)
