@@ -184,7 +184,7 @@ def check(value: object, host: OpSpec, level: FeatureLevel, tensors, subject: st
             "implemented: " + ", ".join(implemented)))
         return None
     act: OpSpec = op.spec
-    if act.introduced > level:
+    if level is not None and act.introduced > level:
         problems.append(Violation(
             subject, arg, f"is {fa.type}, which was introduced in {act.introduced.dml_name}",
             tip=f"pass feature_level='{act.introduced.version}' or newer"))
