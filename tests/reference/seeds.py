@@ -84,7 +84,7 @@ def _pow(g, e):
     # follows: pow(x, 0) = 1, pow(1, y) = 1, pow(+-0, y < 0 odd) = +-inf, pow(-1, +-inf) = 1, ...
     with np.errstate(all="ignore"):
         out = np.power(g, e)
-    if not (math.isinf(e) or e == math.floor(e)):  # non-integral (NaN too): negative base -> NaN
+    if math.isnan(e) or not (math.isinf(e) or e == math.floor(e)):  # non-integral: negative base -> NaN
         out = np.where(g < 0, np.nan, out)
     return out
 
