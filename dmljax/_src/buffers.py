@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp

@@ -441,7 +441,7 @@ def compile_operator(type: str | int, desc: Mapping[str, Any], *, feature_level=
         raise TypeError("allow_half_precision_computation must be True or False")
     if not isinstance(desc, Mapping):
         raise ValidationError(spec.python_name, spec.enum_name, level.dml_name, [Violation(
-            "", "", f"the desc is {type_name(desc)}", "a desc is a mapping of DML member names")])
+            "", "", f"the desc is a {desc.__class__.__name__}", "a desc is a mapping of DML member names")])
     problems: list[Violation] = []
     valid = [t.dml_name for t in spec.tensors] + [p.dml_name for p in spec.params]
     for k in desc:
@@ -501,7 +501,6 @@ def compile_operator(type: str | int, desc: Mapping[str, Any], *, feature_level=
         except NotImplementedError as e:
             problems.append(Violation("", "", f"a member's type is not implemented yet in dmljax ({e})"))
         else:
-            attrs = {k: v for k, v in attrs.items()}  # raw values: the operator normalizes them again
             for t in spec.outputs:
                 d = descs.get(t.dml_name)
                 info = call.tensors.get(t.dml_name)
@@ -519,6 +518,3 @@ def compile_operator(type: str | int, desc: Mapping[str, Any], *, feature_level=
         raise ValidationError(spec.python_name, spec.enum_name, level.dml_name, problems)
     return CompiledOperator(op, level, descs, attrs, output_types, allow_half_precision_computation)
 
-
-def type_name(x) -> str:
-    return f"a {type(x).__name__}"
