@@ -7,6 +7,7 @@ generated tests all read these records; nothing about an operator is written twi
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from typing import Callable, Mapping
 
@@ -35,6 +36,7 @@ class _Required:
 REQUIRED = _Required()
 
 
+@functools.lru_cache(maxsize=None)
 def snake_case(name: str) -> str:
     """DirectML member spelling to Python: ``ScaleBias`` -> ``scale_bias``, ``ATensor`` -> ``a``."""
     if name.endswith("Tensor"):
