@@ -2,11 +2,13 @@
 documented semantics."""
 
 from dmljax._src import ops as _ops  # noqa: F401  (registers every operator)
+from dmljax._src.buffers import BufferBinding
+from dmljax._src.compile import CompiledOperator, compile_operator
 from dmljax._src.dtypes import DataType
 from dmljax._src.errors import ValidationError, Violation
 from dmljax._src.feature_level import FeatureLevel, feature_level
-from dmljax._src.op import get_operator, registry
 from dmljax._src.fused import FusedActivation
+from dmljax._src.op import get_operator, registry
 from dmljax._src.ops.activation import activation_elu, activation_scaled_elu
 from dmljax._src.ops.element_wise import (
     element_wise_add,
@@ -23,12 +25,12 @@ from dmljax._src.ops.element_wise import (
 )
 from dmljax._src.structs import ScalarUnion, ScaleBias
 from dmljax._src.tensor_desc import TensorDesc, TensorFlags, calc_buffer_tensor_size
-from dmljax._src.buffers import BufferBinding
-from dmljax._src.compile import CompiledOperator, compile_operator
 
 __version__ = "0.1.0"
 
-__all__ = sorted([
+__all__ = [
+    "BufferBinding",
+    "CompiledOperator",
     "DataType",
     "FeatureLevel",
     "FusedActivation",
@@ -36,14 +38,12 @@ __all__ = sorted([
     "ScaleBias",
     "TensorDesc",
     "TensorFlags",
-    "BufferBinding",
-    "CompiledOperator",
-    "calc_buffer_tensor_size",
-    "compile_operator",
     "ValidationError",
     "Violation",
     "activation_elu",
     "activation_scaled_elu",
+    "calc_buffer_tensor_size",
+    "compile_operator",
     "element_wise_add",
     "element_wise_add1",
     "element_wise_clip",
@@ -58,4 +58,4 @@ __all__ = sorted([
     "feature_level",
     "get_operator",
     "registry",
-])
+]
