@@ -277,6 +277,39 @@ def time_calls(call: Callable[[int], object], n_sets: int, sync: Callable, *, bu
     return Timing(float(q[1]), float(q[0]), float(q[2]), reps, inner, method)
 
 
+def time_paired(call_a: Callable[[int], object], call_b: Callable[[int], object], n_sets: int,
+                sync: Callable, *, budget_s: float, min_reps: int = 9, max_reps: int = 60,
+                target_rep_s: float = 2e-3) -> dict:
+    """Time ratio a/b measured side by side: each repetition times ``inner`` calls of a and of b
+    back to back (alternating which goes first), so slow phases of a noisy machine hit both; the
+    median of the per-repetition ratios is returned with its quartiles."""
+    for call in (call_a, call_b):
+        out = None
+        for i in range(n_sets):
+            out = call(i)
+        sync(out)
+    t0 = time.perf_counter()
+    sync(call_a(0))
+    sync(call_b(0))
+    both = max(time.perf_counter() - t0, 1e-7)
+    inner = int(min(max(target_rep_s / both, 1), 200))
+    reps = int(min(max(budget_s / (both * inner), min_reps), max_reps))
+    ratios, k = [], 0
+    for r in range(reps):
+        dt = {}
+        for name, call in ((("a", call_a), ("b", call_b)) if r % 2 == 0 else (("b", call_b), ("a", call_a))):
+            t0 = time.perf_counter()
+            for j in range(inner):
+                out = call((k + j) % n_sets)
+            sync(out)
+            dt[name] = time.perf_counter() - t0
+        k += inner
+        ratios.append(dt["a"] / dt["b"])
+    q = np.percentile(ratios, [25, 50, 75])
+    return {"ratio": float(q[1]), "p25": float(q[0]), "p75": float(q[2]), "reps": reps, "inner": inner,
+            "method": "paired, alternating order, host clock"}
+
+
 def jax_device_times(groups: Sequence[tuple[str, Callable[[int], object]]], n_sets: int,
                      n_calls: int = 20, gap_s: float = 0.03) -> dict:
     """Per-call GPU time of each ``(name, call)`` from the profiler's kernel records (CUPTI),
@@ -575,6 +608,9 @@ class Suite:
         if case.jnp is not None:
             jfn = jax.jit(case.jnp)
             put("jnp_jit", time_calls(lambda i: jfn(*sets[i]), n_sets, _jax_sync, budget_s=budget))
+        if jfn is not None:
+            rec["paired"] = {"dmljax_jit/jnp_jit_time": time_paired(
+                lambda i: user(*sets[i]), lambda i: jfn(*sets[i]), n_sets, _jax_sync, budget_s=2 * budget)}
         copy_sets = [s[-1] for s in sets]
         cbytes = 2 * copy_sets[0].nbytes
         jcopy = jax.jit(lambda x: x.copy())
@@ -998,6 +1034,10 @@ def evaluate_targets(res: dict) -> list[dict]:
                 copy_gbps = 2 * rec["n"] * np.dtype(rec["dtype"].lower()).itemsize / tcopy / 1e9
                 frac = rec["bytes"] / td / 1e9 / copy_gbps
                 add(f"{name}: dmljax / copy bandwidth", frac, 0.90, frac >= 0.90, f"{bd}/{bcopy}")
+        elif "paired" in rec:
+            pr = rec["paired"]["dmljax_jit/jnp_jit_time"]
+            add(f"{name}: dmljax time / jnp time (CPU)", pr["ratio"], 1.05, pr["ratio"] <= 1.05,
+                f"paired (quartiles {pr['p25']:.2f}-{pr['p75']:.2f})")
         elif tj:
             add(f"{name}: dmljax time / jnp time (CPU)", td / tj, 1.05, td / tj <= 1.05, f"{bd}/{bj}")
     for rec in res.get("chain", []):
@@ -1051,8 +1091,10 @@ def markdown(res: dict) -> str:
             b = rec["bytes"] if c != "copy" else 2 * rec["n"] * np.dtype(rec["dtype"].lower()).itemsize
             g[c] = b / t / 1e9 if t else None
         r = lambda a, b: (f"{g[a] / g[b]:.3f}" if g[a] and g[b] else "-")  # noqa: E731
+        pr = rec.get("paired", {}).get("dmljax_jit/jnp_jit_time") if not gpu else None
+        vs_jnp = f"{1 / pr['ratio']:.3f} (paired)" if pr else r("dmljax_jit", "jnp_jit")
         L.append(f"| {rec['op'][13:]} | {rec['dtype']} | " + " | ".join(_fmt(g[c]) for c in cols)
-                 + f" | {r('dmljax_jit', 'jnp_jit')} | {r('dmljax_jit', 'torch_compile')} | {r('dmljax_jit', 'copy')} |")
+                 + f" | {vs_jnp} | {r('dmljax_jit', 'torch_compile')} | {r('dmljax_jit', 'copy')} |")
     L += ["", "## Throughput over sizes (dmljax in jit / jnp formula, host-timed GB/s)", ""]
     ops = sorted({r["op"] for r in res["throughput"]})
     for d in res["dtypes"]:
@@ -1070,6 +1112,19 @@ def markdown(res: dict) -> str:
                 cells.append(f"{_fmt(a)} / {_fmt(b)}" if b else _fmt(a))
             L.append(f"| {op[13:]} | " + " | ".join(cells) + " |")
         L.append("")
+    if any("paired" in r for r in res["throughput"]):
+        L += ["## dmljax / jnp time ratio over sizes (paired, side by side; < 1 means dmljax is faster)", ""]
+        for d in res["dtypes"]:
+            L.append(f"| {d} | " + " | ".join(f"2^{n.bit_length() - 1}" for n in res["sizes"]) + " |")
+            L.append("|---|" + "---|" * len(res["sizes"]))
+            for op in ops:
+                cells = []
+                for n in res["sizes"]:
+                    rec = next((r for r in res["throughput"] if r["op"] == op and r["dtype"] == d and r["n"] == n), None)
+                    pr = rec and rec.get("paired", {}).get("dmljax_jit/jnp_jit_time")
+                    cells.append(f"{pr['ratio']:.2f}" if pr else "-")
+                L.append(f"| {op[13:]} | " + " | ".join(cells) + " |")
+            L.append("")
     if res.get("chain"):
         L += ["## The five seed operators chained in one jit", "",
               "| type | variant | GB/s | per call (ms) | kernels (HLO) | kernels (profile) |", "|---|---|---|---|---|---|"]
