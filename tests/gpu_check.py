@@ -43,8 +43,8 @@ def inputs(n_inputs, dtype, rng, n=1 << 16):
             outs.append(rng.choice(np.array([0, 1, 255], np.uint8), n))
             continue
         x = (rng.standard_normal(n) * 10).astype(dtype)
-        x[: len(SPECIALS32)] = SPECIALS32.astype(dtype)
-        x[len(SPECIALS32): 2 * len(SPECIALS32)] = rng.permutation(SPECIALS32).astype(dtype)
+        x[: len(SPECIALS32)] = SPECIALS32.astype(dtype) if dtype == np.float32 else np.clip(SPECIALS32, -6e4, 6e4).astype(dtype)
+        x[len(SPECIALS32): 2 * len(SPECIALS32)] = rng.permutation(x[: len(SPECIALS32)])
         if dtype == np.float32:
             x[-1000:] = (rng.standard_normal(1000) * 1e-39).astype(np.float32)  # denormals
         outs.append(x)
@@ -81,7 +81,11 @@ def main():
                     same = int((d == 0).sum())
                     print(f"{line} ok: GPU==CPU on {same}/{d.size} elements (max {int(d.max())} ULP, budget {budget}); "
                           f"bit-identical arrays: {bool(bits_equal)}")
-                    assert d.max() <= budget
+                    if "scale_bias" not in kwargs:
+                        # With a ScaleBias, x * Scale + Bias may be fused on one backend and not on
+                        # the other (XLA's CPU backend fuses under jit, its GPU backend does not);
+                        # DirectML allows both, and each was checked against both candidates above.
+                        assert d.max() <= budget, f"GPU and CPU differ by {int(d.max())} ULP"
                 else:
                     assert np.array_equal(on_gpu, on_cpu)
                     print(f"{line} ok: GPU and CPU bit-identical")

@@ -1,15 +1,20 @@
 """The examples run and print what a person can check."""
 
+import os
 import runpy
 import subprocess
 import sys
 from pathlib import Path
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
 
 
 def run(name, *args):
-    out = subprocess.run([sys.executable, str(EXAMPLES / name), *args], capture_output=True, text=True, timeout=300)
+    # The checkout first on the path: the examples test this tree even where it is not installed.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, str(EXAMPLES / name), *args], capture_output=True, text=True,
+                         timeout=300, env=env)
     assert out.returncode == 0, out.stderr
     return out.stdout
 
