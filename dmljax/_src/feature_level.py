@@ -121,4 +121,7 @@ def resolve_feature_level(explicit: FeatureLevelLike | None = None) -> FeatureLe
             return FeatureLevel.parse(env)
         except ValueError as e:
             raise ValueError(f"environment variable {ENV_VAR}: {e}") from None
-    return FeatureLevel.newest()
+    return _NEWEST
+
+
+_NEWEST = FeatureLevel.newest()

@@ -167,14 +167,31 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
                 fn = executables[statics] = jax.jit(functools.partial(run, statics))
             return fn
 
-        @functools.wraps(formula)
-        def public(*args, **kwargs):
+        params = sig.parameters
+        positional = [n for n, p in params.items() if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+        defaults = {n: p.default for n, p in params.items() if p.default is not inspect.Parameter.empty}
+        required = {n for n in params if n not in defaults}
+
+        def bind_arguments(args, kwargs) -> dict:
+            # The common case without inspect's generality (it costs more than a cached jit
+            # dispatch); anything unusual goes to Signature.bind for its standard TypeError.
+            if len(args) <= len(positional) and not (kwargs.keys() - params.keys()):
+                a = dict(defaults)
+                a.update(zip(positional, args))
+                if not any(k in kwargs for k in positional[: len(args)]):
+                    a.update(kwargs)
+                    if required <= a.keys():
+                        return a
             try:
                 bound = sig.bind(*args, **kwargs)
             except TypeError as e:
                 raise TypeError(f"{spec.python_name}: {e}") from None
             bound.apply_defaults()
-            a = bound.arguments
+            return bound.arguments
+
+        @functools.wraps(formula)
+        def public(*args, **kwargs):
+            a = bind_arguments(args, kwargs)
             level = resolve_feature_level(a["feature_level"])
             inputs = {t.dml_name: a[t.arg] for t in spec.inputs}
             call: CheckedCall = check_call(

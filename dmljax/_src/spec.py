@@ -194,11 +194,11 @@ class OpSpec:
     def python_name(self) -> str:
         return self.short_name.lower()
 
-    @property
+    @functools.cached_property
     def inputs(self) -> tuple[TensorSpec, ...]:
         return tuple(t for t in self.tensors if t.kind == "input")
 
-    @property
+    @functools.cached_property
     def outputs(self) -> tuple[TensorSpec, ...]:
         return tuple(t for t in self.tensors if t.kind == "output")
 
