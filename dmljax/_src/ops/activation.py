@@ -10,7 +10,7 @@ import numpy as np
 
 from dmljax._src.dtypes import DataType
 from dmljax._src.feature_level import FeatureLevel
-from dmljax._src.numerics import load, store
+from dmljax._src.numerics import expm1_nonpositive, load, store
 from dmljax._src.op import operator
 from dmljax._src.ops.families import UNARY_CONSTRAINTS, UNARY_TENSORS, unary_table
 from dmljax._src.spec import OpSpec, ParamSpec
@@ -46,7 +46,8 @@ ACTIVATION_SCALED_ELU = OpSpec(
               "sees min(x, 0), so no NaN or inf appears for large x in any type."),
     in_place=True,
     notes=("Gamma * (Alpha * exp(x) - Alpha) is evaluated as (Gamma * Alpha) * expm1(x), its exact "
-           "equal in real numbers, without the cancellation of exp(x) - 1 near 0."),
+           "equal in real numbers, without the cancellation of exp(x) - 1 near 0 (numerics."
+           "expm1_nonpositive: exp below -0.35, a Taylor series above; 1 ULP in FLOAT32)."),
 )
 
 
@@ -58,7 +59,7 @@ def _scaled_elu(x, alpha, gamma):
     # between eager and jit.
     ca = np.asarray(np.float32(gamma) * np.float32(alpha), np.float32).astype(x.dtype)
     negative = jnp.minimum(x, jnp.zeros_like(x))  # the unselected branch never overflows
-    return jnp.where(x > 0, c * x, ca * jnp.expm1(negative))
+    return jnp.where(x > 0, c * x, ca * expm1_nonpositive(negative))
 
 
 @_scaled_elu.defjvp
@@ -109,7 +110,7 @@ ACTIVATION_ELU = OpSpec(
               "appears for large x in any type."),
     in_place=True,
     notes=("Alpha * (exp(x) - 1) is evaluated as Alpha * expm1(x), its exact equal without "
-           "cancellation. x >= 0 keeps x itself, so ELU(-0) = -0. Fusable (dmljax.FusedActivation)."),
+           "cancellation (numerics.expm1_nonpositive). x >= 0 keeps x itself, so ELU(-0) = -0. Fusable (dmljax.FusedActivation)."),
 )
 
 
@@ -118,7 +119,7 @@ def _elu(input, alpha, half):
     x = load(input, half)
     a = np.asarray(alpha, np.float32).astype(x.dtype)
     negative = jnp.minimum(x, jnp.zeros_like(x))  # the unselected branch never overflows
-    return store(jnp.where(x >= 0, x, a * jnp.expm1(negative)), DataType.from_dtype(input.dtype))
+    return store(jnp.where(x >= 0, x, a * expm1_nonpositive(negative)), DataType.from_dtype(input.dtype))
 
 
 @_elu.defjvp
