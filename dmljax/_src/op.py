@@ -30,6 +30,11 @@ TRACE_COUNTS: collections.Counter = collections.Counter()
 
 _HALF_ARG = "allow_half_precision_computation"
 
+# XLA may drop a rounding to FLOAT16 followed by a widening back (excess precision), which it does
+# on GPU and not on CPU: an operator's own compile forbids that, so each rounding the record asks
+# for happens on every backend. Inside a caller's jax.jit the caller's options apply (README).
+_STRICT_PRECISION = {"xla_allow_excess_precision": False}
+
 
 def registry() -> dict[str, Callable]:
     """Every implemented operator, by DML enum name, in enum-value order."""
@@ -157,14 +162,17 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
             with jax.named_scope(spec.enum_name):
                 return formula(*arrays, **dict(statics))
 
-        # One jitted callable per static configuration, called with the arrays alone, so that
-        # calls after the first take JAX's fast dispatch path.
+        # One jitted callable per static configuration (and per top-level / nested use: only a
+        # top-level jit takes compiler options), called with the arrays alone, so that calls
+        # after the first take JAX's fast dispatch path.
         executables: dict[tuple, Callable] = {}
 
-        def executable(statics: tuple) -> Callable:
-            fn = executables.get(statics)
+        def executable(statics: tuple, nested: bool) -> Callable:
+            fn = executables.get((statics, nested))
             if fn is None:
-                fn = executables[statics] = jax.jit(functools.partial(run, statics))
+                options = None if nested else _STRICT_PRECISION
+                fn = executables[(statics, nested)] = jax.jit(
+                    functools.partial(run, statics), compiler_options=options)
             return fn
 
         params = sig.parameters
@@ -208,7 +216,8 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
                 statics += ((_HALF_ARG, half),)
             arrays = [a[t.arg] for t in spec.inputs]
             assert len(arrays) == n_in
-            out = executable(statics)(*arrays)
+            nested = any(isinstance(x, jax.core.Tracer) for x in arrays)
+            out = executable(statics, nested)(*arrays)
             for o, t in zip(out if isinstance(out, tuple) else (out,), spec.outputs):
                 info = call.tensors[t.dml_name]
                 if o.shape != info.shape or o.dtype != info.data_type.dtype:

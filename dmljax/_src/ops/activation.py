@@ -10,7 +10,7 @@ import numpy as np
 
 from dmljax._src.dtypes import DataType
 from dmljax._src.feature_level import FeatureLevel
-from dmljax._src.numerics import expm1_nonpositive, load, store
+from dmljax._src.numerics import expm1_nonpositive, flush_denormals, load, store
 from dmljax._src.op import operator
 from dmljax._src.ops.families import UNARY_CONSTRAINTS, UNARY_TENSORS, unary_table
 from dmljax._src.spec import OpSpec, ParamSpec
@@ -68,7 +68,8 @@ def _scaled_elu_jvp(alpha, gamma, primals, tangents):
     c = np.asarray(gamma, np.float32).astype(x.dtype)
     ca = np.asarray(np.float32(gamma) * np.float32(alpha), np.float32).astype(x.dtype)
     negative = jnp.minimum(x, jnp.zeros_like(x))
-    slope = jnp.where(x > 0, c, ca * jnp.exp(negative))
+    # The slope is math too: FLOAT32 denormals flushed, so CPU and GPU give the same gradient.
+    slope = flush_denormals(jnp.where(x > 0, c, ca * jnp.exp(negative)))
     return _scaled_elu(x, alpha, gamma), slope * t
 
 
@@ -128,7 +129,7 @@ def _elu_jvp(alpha, half, primals, tangents):
     x = load(input, half)
     a = np.asarray(alpha, np.float32).astype(x.dtype)
     negative = jnp.minimum(x, jnp.zeros_like(x))
-    slope = jnp.where(x >= 0, jnp.ones_like(x), a * jnp.exp(negative))
+    slope = flush_denormals(jnp.where(x >= 0, jnp.ones_like(x), a * jnp.exp(negative)))
     return _elu(input, alpha, half), (slope * t.astype(x.dtype)).astype(t.dtype)
 
 

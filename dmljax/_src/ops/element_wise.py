@@ -14,7 +14,7 @@ from dmljax._src import fused
 from dmljax._src.dtypes import DataType
 from dmljax._src.feature_level import FeatureLevel
 from dmljax._src.numerics import (
-    apply_scale_bias, attr_as, float_to_int, load, max_num, pow_c99, store,
+    apply_scale_bias, attr_as, float_to_int, flush_denormals, load, max_num, pow_c99, store,
 )
 from dmljax._src.op import operator
 from dmljax._src.ops.families import (
@@ -304,7 +304,7 @@ def _constant_pow_jvp(exponent, scale_bias, primals, tangents):
     e1 = float(np.float32(exponent) - np.float32(1.0))
     scale = 1.0 if scale_bias is None else scale_bias.scale
     k = np.asarray(np.float32(exponent) * np.float32(scale), np.float32).astype(x.dtype)
-    return y, k * pow_c99(g, e1) * t
+    return y, flush_denormals(k * pow_c99(g, e1)) * t  # the slope is math: denormals flushed
 
 
 @operator(ELEMENT_WISE_CONSTANT_POW)
