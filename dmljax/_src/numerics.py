@@ -28,6 +28,8 @@ __all__ = [
     "attr_as",
     "apply_scale_bias",
     "max_num",
+    "min_num",
+    "is_nan",
     "pow_c99",
     "float_to_int",
     "expm1_nonpositive",
@@ -109,13 +111,41 @@ def apply_scale_bias(g: jnp.ndarray, scale_bias: ScaleBias | None) -> jnp.ndarra
     return flush_denormals(g * s + b)
 
 
+_NAN_BITS = {  # dtype: (unsigned type, sign mask off, +inf bits)
+    np.dtype(np.float16): (np.uint16, 0x7FFF, 0x7C00),
+    np.dtype(np.float32): (np.uint32, 0x7FFFFFFF, 0x7F800000),
+    np.dtype(np.float64): (np.uint64, 0x7FFFFFFFFFFFFFFF, 0x7FF0000000000000),
+}
+
+
+def is_nan(x: jnp.ndarray) -> jnp.ndarray:
+    """NaN test on the bits (exponent all ones, mantissa non-zero). XLA's GPU code generator
+    does not keep float comparisons' NaN behaviour through chains of compares and selects (an
+    H100 run gave max(min(NaN, 1), 0) = 0, as if reordered into a clamp); integer operations on
+    the bits are out of its reach. False for integer dtypes."""
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        return jnp.zeros(x.shape, bool)
+    uint, abs_mask, inf = _NAN_BITS[np.dtype(x.dtype)]
+    bits = lax.bitcast_convert_type(x, uint)
+    return (bits & np.asarray(abs_mask, uint)) > np.asarray(inf, uint)
+
+
 def max_num(x: jnp.ndarray, m) -> jnp.ndarray:
     """IEEE maxNum of an array and a static scalar ``m``: NaN in x gives m; a NaN m gives x;
     at a tie (equal values, including -0 against +0) the scalar is returned."""
-    m_arr = jnp.asarray(m, dtype=x.dtype)
     if isinstance(m, (float, np.floating)) and math.isnan(m):
         return x
-    return jnp.where(x > m_arr, x, m_arr)  # NaN > m is False: NaN gives m
+    m_arr = jnp.asarray(m, dtype=x.dtype)
+    return jnp.where(is_nan(x), m_arr, jnp.where(x > m_arr, x, m_arr))
+
+
+def min_num(x: jnp.ndarray, m) -> jnp.ndarray:
+    """IEEE minNum of an array and a static scalar ``m`` (max_num's twin): NaN in x gives m; a NaN
+    m gives x; at a tie the scalar is returned."""
+    if isinstance(m, (float, np.floating)) and math.isnan(m):
+        return x
+    m_arr = jnp.asarray(m, dtype=x.dtype)
+    return jnp.where(is_nan(x), m_arr, jnp.where(x < m_arr, x, m_arr))
 
 
 def _is_odd_integer(e: float) -> bool:

@@ -14,7 +14,8 @@ from dmljax._src import fused
 from dmljax._src.dtypes import DataType
 from dmljax._src.feature_level import FeatureLevel
 from dmljax._src.numerics import (
-    apply_scale_bias, attr_as, float_to_int, flush_denormals, load, max_num, pow_c99, store,
+    apply_scale_bias, attr_as, float_to_int, flush_denormals, is_nan, load, max_num, min_num, pow_c99,
+    store,
 )
 from dmljax._src.op import operator
 from dmljax._src.ops.families import (
@@ -231,7 +232,7 @@ def _threshold_float(x, m, scale_bias):
 def _threshold_float_jvp(m, scale_bias, primals, tangents):
     (x,), (t,) = primals, tangents
     g = apply_scale_bias(x, scale_bias)
-    passes = jnp.ones(g.shape, bool) if math.isnan(m) else g > m
+    passes = jnp.ones(g.shape, bool) if math.isnan(m) else (g > m) & ~is_nan(g)
     scale = 1.0 if scale_bias is None else scale_bias.scale
     dt = t * np.asarray(scale, np.float32).astype(t.dtype)
     return max_num(g, m), jnp.where(passes, dt, jnp.zeros_like(dt))
@@ -402,15 +403,6 @@ def element_wise_modulus_floor(a, b, *, allow_half_precision_computation):
 # dmljax's FLOAT32 denormal flushing.
 
 F64 = DataType.FLOAT64
-
-
-def _min_num(x: jnp.ndarray, m) -> jnp.ndarray:
-    """IEEE minNum of an array and a static scalar ``m``: NaN in x gives m; a NaN m gives x; at
-    a tie (equal values, including -0 against +0) the scalar is returned. (max_num's twin.)"""
-    if isinstance(m, (float, np.floating)) and math.isnan(m):
-        return x
-    m_arr = jnp.asarray(m, dtype=x.dtype)
-    return jnp.where(x < m_arr, x, m_arr)  # NaN < m is False: NaN gives m
 
 
 def _scale_of(scale_bias, dtype) -> np.generic:
@@ -606,8 +598,8 @@ _CLIP_GRAD_TEXT = (
 
 def _clip_formula(g, lo, hi, min_first: bool):
     if min_first:  # CLIP: min(Max, max(Min, x))
-        return _min_num(max_num(g, lo), hi)
-    return max_num(_min_num(g, hi), lo)  # CLIP1: max(Min, min(x, Max))
+        return min_num(max_num(g, lo), hi)
+    return max_num(min_num(g, hi), lo)  # CLIP1: max(Min, min(x, Max))
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2, 3, 4, 5))
@@ -620,7 +612,7 @@ def _clip_float(x, lo, hi, scale_bias, half, min_first):
 def _clip_float_jvp(lo, hi, scale_bias, half, min_first, primals, tangents):
     (x,), (t,) = primals, tangents
     g = apply_scale_bias(load(x, half), scale_bias)
-    blocked = (g <= jnp.asarray(lo, g.dtype)) | (g >= jnp.asarray(hi, g.dtype))  # NaN: False
+    blocked = ((g <= jnp.asarray(lo, g.dtype)) | (g >= jnp.asarray(hi, g.dtype))) & ~is_nan(g)  # NaN: False
     dx = t * _scale_of(scale_bias, t.dtype)
     return _clip_float(x, lo, hi, scale_bias, half, min_first), jnp.where(blocked, jnp.zeros_like(dx), dx)
 
