@@ -81,8 +81,14 @@ def test_if_is_selection(cab):
     np.testing.assert_array_equal(out, np.where(c != 0, a, b))
 
 
+def f16_bits(shape):
+    """Every FLOAT16 bit pattern (NaNs, infinities, denormals) without hypothesis's float
+    filtering, which can trip its filter_too_much health check."""
+    return hnp.arrays(np.uint16, shape).map(lambda u: u.view(np.float16))
+
+
 @SETTINGS
-@given(shapes.flatmap(lambda s: st.tuples(hnp.arrays(np.float16, s, elements=f16), hnp.arrays(np.float16, s, elements=f16))))
+@given(shapes.flatmap(lambda s: st.tuples(f16_bits(s), f16_bits(s))))
 def test_less_than_and_multiply_float16(ab):
     a, b = ab
     assert_matches(dmljax.element_wise_logical_less_than(a, b), ref.element_wise_logical_less_than(a, b), DataType.UINT8)
