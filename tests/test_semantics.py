@@ -356,3 +356,14 @@ def test_half_precision_computation_within_its_budget(name, kwargs, rng):
         s, b = (np.float16(v) for v in kwargs["scale_bias"])
         refs = refs + ref.REFERENCES[name]((x * s + b).astype(np.float16), **{k: v for k, v in kwargs.items() if k != "scale_bias"})
     assert_matches(out, refs, DataType.FLOAT16, op.spec.ulp_half, context=name)
+
+
+@pytest.mark.parametrize("name", ["DML_OPERATOR_ACTIVATION_SCALED_ELU", "DML_OPERATOR_ACTIVATION_ELU"])
+def test_elu_family_on_every_float16_value(name):
+    # All 65536 FLOAT16 bit patterns (the cheaper expm1 for FLOAT16 results must hold everywhere).
+    from tests.reference import new_elementwise
+    op = dmljax.get_operator(name)
+    x = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    refs = (ref.activation_scaled_elu(x) if name.endswith("SCALED_ELU")
+            else new_elementwise.REFERENCES[name](x))
+    assert_matches(op(x), refs, DataType.FLOAT16, op.spec.ulp[DataType.FLOAT16], name)

@@ -51,26 +51,26 @@ ACTIVATION_SCALED_ELU = OpSpec(
 )
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2))
-def _scaled_elu(x, alpha, gamma):
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2, 3))
+def _scaled_elu(x, alpha, gamma, result_dtype):
     c = np.asarray(gamma, np.float32).astype(x.dtype)
     # Gamma * (Alpha * exp(x) - Alpha) = (Gamma * Alpha) * expm1(x): one product of constants,
     # taken here, so that XLA's reassociation of constant products can't change the bits
     # between eager and jit.
     ca = np.asarray(np.float32(gamma) * np.float32(alpha), np.float32).astype(x.dtype)
     negative = jnp.minimum(x, jnp.zeros_like(x))  # the unselected branch never overflows
-    return jnp.where(x > 0, c * x, ca * expm1_nonpositive(negative))
+    return jnp.where(x > 0, c * x, ca * expm1_nonpositive(negative, result_dtype))
 
 
 @_scaled_elu.defjvp
-def _scaled_elu_jvp(alpha, gamma, primals, tangents):
+def _scaled_elu_jvp(alpha, gamma, result_dtype, primals, tangents):
     (x,), (t,) = primals, tangents
     c = np.asarray(gamma, np.float32).astype(x.dtype)
     ca = np.asarray(np.float32(gamma) * np.float32(alpha), np.float32).astype(x.dtype)
     negative = jnp.minimum(x, jnp.zeros_like(x))
     # The slope is math too: FLOAT32 denormals flushed, so CPU and GPU give the same gradient.
     slope = flush_denormals(jnp.where(x > 0, c, ca * jnp.exp(negative)))
-    return _scaled_elu(x, alpha, gamma), slope * t
+    return _scaled_elu(x, alpha, gamma, result_dtype), slope * t
 
 
 @operator(ACTIVATION_SCALED_ELU)
@@ -82,7 +82,7 @@ def activation_scaled_elu(input, *, alpha, gamma, allow_half_precision_computati
     """
     dt = DataType.from_dtype(input.dtype)
     x = load(input, allow_half_precision_computation)
-    return store(_scaled_elu(x, alpha, gamma), dt)
+    return store(_scaled_elu(x, alpha, gamma, dt.dtype), dt)
 
 
 # --------------------------------------------------------------------------------------------
@@ -120,7 +120,8 @@ def _elu(input, alpha, half):
     x = load(input, half)
     a = np.asarray(alpha, np.float32).astype(x.dtype)
     negative = jnp.minimum(x, jnp.zeros_like(x))  # the unselected branch never overflows
-    return store(jnp.where(x >= 0, x, a * expm1_nonpositive(negative)), DataType.from_dtype(input.dtype))
+    return store(jnp.where(x >= 0, x, a * expm1_nonpositive(negative, input.dtype)),
+                 DataType.from_dtype(input.dtype))
 
 
 @_elu.defjvp
