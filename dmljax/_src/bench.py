@@ -1066,6 +1066,22 @@ def _fmt(x, nd=None):
     return f"{x:,.{nd}f}"
 
 
+def _size_tables(res, ops, cell) -> list[str]:
+    """One Markdown table per data type: an operator a row, a size a column, ``cell(record)``."""
+    L = []
+    for d in res["dtypes"]:
+        L.append(f"| {d} | " + " | ".join(f"2^{n.bit_length() - 1}" for n in res["sizes"]) + " |")
+        L.append("|---|" + "---|" * len(res["sizes"]))
+        for op in ops:
+            cells = []
+            for n in res["sizes"]:
+                rec = next((r for r in res["throughput"] if r["op"] == op and r["dtype"] == d and r["n"] == n), None)
+                cells.append("-" if rec is None else cell(rec))
+            L.append(f"| {op[13:]} | " + " | ".join(cells) + " |")
+        L.append("")
+    return L
+
+
 def markdown(res: dict) -> str:
     m = res["meta"]
     gpu = m["platform"] == "gpu"
@@ -1097,34 +1113,20 @@ def markdown(res: dict) -> str:
                  + f" | {vs_jnp} | {r('dmljax_jit', 'torch_compile')} | {r('dmljax_jit', 'copy')} |")
     L += ["", "## Throughput over sizes (dmljax in jit / jnp formula, host-timed GB/s)", ""]
     ops = sorted({r["op"] for r in res["throughput"]})
-    for d in res["dtypes"]:
-        L.append(f"| {d} | " + " | ".join(f"2^{n.bit_length() - 1}" for n in res["sizes"]) + " |")
-        L.append("|---|" + "---|" * len(res["sizes"]))
-        for op in ops:
-            cells = []
-            for n in res["sizes"]:
-                rec = next((r for r in res["throughput"] if r["op"] == op and r["dtype"] == d and r["n"] == n), None)
-                if rec is None:
-                    cells.append("-")
-                    continue
-                a = rec["variants"]["dmljax_jit"]["gbps"]
-                b = rec["variants"].get("jnp_jit", {}).get("gbps")
-                cells.append(f"{_fmt(a)} / {_fmt(b)}" if b else _fmt(a))
-            L.append(f"| {op[13:]} | " + " | ".join(cells) + " |")
-        L.append("")
+
+    def throughput_cell(rec):
+        a = rec["variants"]["dmljax_jit"]["gbps"]
+        b = rec["variants"].get("jnp_jit", {}).get("gbps")
+        return f"{_fmt(a)} / {_fmt(b)}" if b else _fmt(a)
+
+    def paired_cell(rec):
+        pr = rec.get("paired", {}).get("dmljax_jit/jnp_jit_time")
+        return f"{pr['ratio']:.2f}" if pr else "-"
+
+    L += _size_tables(res, ops, throughput_cell)
     if any("paired" in r for r in res["throughput"]):
         L += ["## dmljax / jnp time ratio over sizes (paired, side by side; < 1 means dmljax is faster)", ""]
-        for d in res["dtypes"]:
-            L.append(f"| {d} | " + " | ".join(f"2^{n.bit_length() - 1}" for n in res["sizes"]) + " |")
-            L.append("|---|" + "---|" * len(res["sizes"]))
-            for op in ops:
-                cells = []
-                for n in res["sizes"]:
-                    rec = next((r for r in res["throughput"] if r["op"] == op and r["dtype"] == d and r["n"] == n), None)
-                    pr = rec and rec.get("paired", {}).get("dmljax_jit/jnp_jit_time")
-                    cells.append(f"{pr['ratio']:.2f}" if pr else "-")
-                L.append(f"| {op[13:]} | " + " | ".join(cells) + " |")
-            L.append("")
+        L += _size_tables(res, ops, paired_cell)
     if res.get("chain"):
         L += ["## The five seed operators chained in one jit", "",
               "| type | variant | GB/s | per call (ms) | kernels (HLO) | kernels (profile) |", "|---|---|---|---|---|---|"]

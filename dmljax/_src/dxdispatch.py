@@ -394,13 +394,8 @@ class Model:
 
     @staticmethod
     def _load_dispatchable(path, name, spec, resources, feature_level) -> _Dispatchable:
-        where = f"dispatchable '{name}'"
-        if not isinstance(spec, Mapping) or "type" not in spec:
-            raise ModelError(path, where, "has no type")
+        # _check_type has passed for every dispatchable before any is loaded.
         type_ = spec["type"]
-        if isinstance(type_, str) and type_.lower() in _NON_DML:
-            raise ModelError(path, where, f"is {_NON_DML[type_.lower()]} ({type_!r}); dmljax runs DirectML operator "
-                             "dispatchables only")
         where = f"dispatchable '{name}' ({type_})"
         unknown = [k for k in spec if k not in _DISPATCHABLE_MEMBERS]
         if unknown:
