@@ -123,3 +123,15 @@ def test_sharded_inputs_keep_sharding_and_need_no_collectives(name):
     hlo = jitted.lower(*args).compile().as_text()
     for collective in ("all-gather", "all-reduce", "collective-permute", "all-to-all", "reduce-scatter"):
         assert collective not in hlo, collective
+
+
+def test_caches_tell_apart_what_equality_does_not():
+    # -0.0 == 0.0 and True == 1 in Python: the validation and executable caches must not mix
+    # them up (THRESHOLD returns Min at a tie, so Min's sign shows in the result).
+    x = np.array([-0.0, 0.0], np.float32)
+    assert list(np.signbit(dmljax.element_wise_threshold(x, min=0.0))) == [False, False]
+    assert list(np.signbit(dmljax.element_wise_threshold(x, min=-0.0))) == [True, True]
+    assert list(np.signbit(dmljax.element_wise_threshold(x, min=0.0, scale_bias=(1.0, -0.0)))) == [False, False]
+    dmljax.element_wise_threshold(x, min=1)
+    with pytest.raises(dmljax.ValidationError, match=r"Min \(argument `min`\) is True \(bool\), not a number"):
+        dmljax.element_wise_threshold(x, min=True)

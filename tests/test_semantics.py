@@ -367,3 +367,11 @@ def test_elu_family_on_every_float16_value(name):
     refs = (ref.activation_scaled_elu(x) if name.endswith("SCALED_ELU")
             else new_elementwise.REFERENCES[name](x))
     assert_matches(op(x), refs, DataType.FLOAT16, op.spec.ulp[DataType.FLOAT16], name)
+
+
+def test_modulus_floor_flushes_a_denormal_remainder():
+    # fmod(1.5, -3.8577556e-38) is a FLOAT32 denormal: flushed like any math result, so the result
+    # is -0.0 (the divisor's sign) on every backend, where Python's float64 % gives -2.78e-38.
+    out = np.asarray(dmljax.element_wise_modulus_floor(np.array([1.5], np.float32),
+                                                       np.array([-3.8577556e-38], np.float32)))
+    assert out[0] == 0 and np.signbit(out[0])

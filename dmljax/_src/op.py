@@ -20,7 +20,7 @@ import numpy as np
 
 from dmljax._src.feature_level import FeatureLevel, resolve_feature_level
 from dmljax._src.spec import REQUIRED, OpSpec
-from dmljax._src.validate import CheckedCall, check_call
+from dmljax._src.validate import CheckedCall, check_call, static_key
 
 __all__ = ["operator", "get_operator", "registry", "TRACE_COUNTS", "support_table_text", "docstring"]
 
@@ -168,11 +168,11 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
         executables: dict[tuple, Callable] = {}
 
         def executable(statics: tuple, nested: bool) -> Callable:
-            fn = executables.get((statics, nested))
+            key = (static_key(statics), nested)  # -0.0 and 0.0 are different attributes
+            fn = executables.get(key)
             if fn is None:
                 options = None if nested else _STRICT_PRECISION
-                fn = executables[(statics, nested)] = jax.jit(
-                    functools.partial(run, statics), compiler_options=options)
+                fn = executables[key] = jax.jit(functools.partial(run, statics), compiler_options=options)
             return fn
 
         params = sig.parameters

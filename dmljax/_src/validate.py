@@ -7,9 +7,11 @@ Python attribute values are read, so ``jax.eval_shape`` and tracers go through t
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import math
 import numbers
+import struct
 from typing import Mapping
 
 import jax
@@ -21,7 +23,7 @@ from dmljax._src.feature_level import FeatureLevel
 from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes
 from dmljax._src.structs import ScalarUnion, ScaleBias
 
-__all__ = ["TensorInfo", "CheckedCall", "check_call", "describe_tensor", "round_float_attr"]
+__all__ = ["TensorInfo", "CheckedCall", "check_call", "describe_tensor", "round_float_attr", "static_key"]
 
 X64_TIP = (
     "turn on JAX's 64-bit mode first: jax.config.update('jax_enable_x64', True), or set "
@@ -151,6 +153,20 @@ def _check_param(spec: OpSpec, p: ParamSpec, value: object, tensors, problems,
     raise NotImplementedError(f"{spec.enum_name}: parameter type {p.type}")
 
 
+def static_key(value: object) -> object:
+    """A cache key that tells apart what ``==`` does not: -0.0 from 0.0 (THRESHOLD's Min = -0.0
+    returns -0.0 at a tie), True from 1, NaN payloads. Floats by their bits; tuples and slotted
+    records (ScaleBias, FusedActivation, ...) member by member."""
+    if isinstance(value, (float, np.floating)):
+        return ("float", struct.pack("<d", float(value)))
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__,) + tuple(static_key(v) for v in value)
+    slots = getattr(type(value), "__slots__", None)
+    if slots and type(value).__module__.startswith("dmljax") and not isinstance(value, enum.Enum):
+        return (type(value).__name__,) + tuple(static_key(getattr(value, s)) for s in slots)
+    return (type(value).__name__, value)
+
+
 def check_call(
     spec: OpSpec,
     level: FeatureLevel,
@@ -171,8 +187,9 @@ def check_call(
     else:
         # Every input is an array: a call seen before (same level, shapes, dtypes, attributes,
         # 64-bit mode) has the same outcome. Unhashable attributes (a dict) skip the cache.
-        key = (spec, level, tuple(sigs), tuple(attrs.items()), tuple(output_types.items()), x64_enabled())
         try:
+            key = (spec, level, tuple(sigs), static_key(tuple(attrs.items())), tuple(output_types.items()),
+                   x64_enabled())
             hit = _CALLS.get(key)
         except TypeError:
             return _check_call(spec, level, inputs, attrs, output_types)

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from tests.reference.rules import c_float, int_attr, read, scale_bias_candidates
+from tests.reference.rules import F32_TINY, c_float, int_attr, read, scale_bias_candidates
 
 
 def element_wise_if(condition, a, b):
@@ -25,12 +25,15 @@ def activation_scaled_elu(x, alpha=1.6732, gamma=1.0507):
         return [np.where(x > 0, g * x, g * (a * np.expm1(np.minimum(x, 0.0))))]
 
 
-def _python_float_mod(a, b):
+def _python_float_mod(a, b, flush=False):
     # Python's float %, from its definition: r = fmod(a, b); if r and sign(r) != sign(b): r += b;
     # a zero r takes the sign of b. Python raises for b == 0; DirectML's formula gives NaN there.
+    # For FLOAT32 the remainder is a math result: a denormal one is flushed (SEMANTICS.md 2).
     if b == 0 or math.isnan(a) or math.isnan(b) or math.isinf(a):
         return math.nan
     r = math.fmod(a, b)
+    if flush and abs(r) < F32_TINY:
+        r = 0.0
     if r:
         if (b < 0) != (r < 0):
             r += b
@@ -47,7 +50,8 @@ def element_wise_modulus_floor(a, b):
         out = [0 if int(y) == 0 else int(x) % int(y) for x, y in zip(a_np.ravel(), b_np.ravel())]
         return [np.array(out, dtype=object).reshape(a_np.shape)]
     fa, fb = read(a_np), read(b_np)
-    out = [_python_float_mod(x, y) for x, y in zip(fa.ravel(), fb.ravel())]
+    flush = a_np.dtype == np.float32
+    out = [_python_float_mod(x, y, flush) for x, y in zip(fa.ravel(), fb.ravel())]
     return [np.array(out, np.float64).reshape(fa.shape)]
 
 

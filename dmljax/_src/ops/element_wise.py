@@ -353,7 +353,9 @@ ELEMENT_WISE_MODULUS_FLOOR = OpSpec(
 
 @jax.custom_jvp
 def _modulus_floor_float(a, b):
-    r = lax.rem(a, b)  # C fmod: exact, sign of a
+    # C fmod: exact, sign of a. A FLOAT32 denormal remainder is flushed like any math result
+    # (XLA's CPU backend does so by itself, its GPU backend does not).
+    r = flush_denormals(lax.rem(a, b))
     wrong_side = (r != 0) & ((r < 0) != (b < 0))
     r = jnp.where(wrong_side, r + b, r)
     return jnp.where(r == 0, jnp.copysign(jnp.zeros_like(r), b), r)
