@@ -131,6 +131,8 @@ def docstring(spec: OpSpec, extra: str) -> str:
         lines += ["    " + ln if ln.strip() else "" for ln in textwrap.dedent(body).splitlines()]
     if spec.gradient:
         lines += ["", "Gradient:", "    " + spec.gradient]
+    if spec.notes:
+        lines += ["", "Notes:", "    " + spec.notes]
     lines += ["", "Support::", ""]
     lines += ["    " + ln if ln else "" for ln in support_table_text(spec).splitlines()]
     return "\n".join(lines) + "\n"
