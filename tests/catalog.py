@@ -8,7 +8,7 @@ import numpy as np
 
 from dmljax._src.dtypes import DataType
 from dmljax._src.feature_level import FeatureLevel
-from dmljax._src.op import registry
+from dmljax._src.op import get_operator, registry
 
 SHAPE8 = (2, 3, 1, 2, 1, 1, 2, 1)
 ALL_TYPES = tuple(DataType)
@@ -50,10 +50,12 @@ def _main_tensor(spec):
     return spec.inputs[-1].dml_name
 
 
-def positive_cases():
+def positive_cases(names=None):
+    """Every table x data type x {fewest, most, 4} dimensions of the operators ``names`` (default:
+    the seed operators)."""
     cases = []
-    for name, op in seed_ops().items():
-        spec = op.spec
+    for name in names or seed_ops():
+        spec = get_operator(name).spec
         main = _main_tensor(spec)
         for table in spec.support:
             sup = table.tensors[main]
@@ -64,12 +66,12 @@ def positive_cases():
     return cases
 
 
-def negative_cases():
+def negative_cases(names=None):
     """(case, what) pairs just outside a table: one dimension too few/many, and each data type
     the main tensor's row does not list; plus the level just below the operator's introduction."""
     out = []
-    for name, op in seed_ops().items():
-        spec = op.spec
+    for name in names or seed_ops():
+        spec = get_operator(name).spec
         main = _main_tensor(spec)
         for table in spec.support:
             sup = table.tensors[main]

@@ -14,6 +14,7 @@ from jax.test_util import check_grads
 import dmljax
 from dmljax import DataType, FeatureLevel, FusedActivation, ScalarUnion
 from dmljax._src.op import TRACE_COUNTS
+from tests import catalog
 from tests.compare import assert_matches
 from tests.reference import new_elementwise as ref
 
@@ -68,17 +69,7 @@ def random_tensor(rng, dt, shape, scale_bias=False):
 
 
 def positive_cases():
-    out = []
-    for name in NEW_OPS:
-        spec = dmljax.get_operator(name).spec
-        main = spec.inputs[-1].dml_name
-        for table in spec.support:
-            sup = table.tensors[main]
-            lo, hi = sup.dims
-            for dt in sup.data_types:
-                for ndim in sorted({lo, hi, 4} & set(range(lo, hi + 1))):
-                    out.append((name, table.level, dt, ndim))
-    return out
+    return [(c.op_name, c.level, c.data_type, c.ndim) for c in catalog.positive_cases(NEW_OPS)]
 
 
 POSITIVE = positive_cases()
@@ -423,23 +414,7 @@ def test_clip_float_attributes_refused():
 # Support tables: every edge refused, with the page's numbers in the message.
 
 def negative_cases():
-    out = []
-    for name in NEW_OPS:
-        spec = dmljax.get_operator(name).spec
-        main = spec.inputs[-1].dml_name
-        for table in spec.support:
-            sup = table.tensors[main]
-            lo, hi = sup.dims
-            out.append((name, table.level, sup.data_types[0], lo - 1, "dims"))
-            out.append((name, table.level, sup.data_types[0], hi + 1, "dims"))
-            for dt in DataType:
-                if dt not in sup.data_types:
-                    out.append((name, table.level, dt, lo, "type"))
-        below = [lv for lv in FeatureLevel if lv < spec.introduced]
-        if below:
-            t = spec.support[-1].tensors[main]
-            out.append((name, below[-1], t.data_types[0], t.dims[0], "level"))
-    return out
+    return [(c.op_name, c.level, c.data_type, c.ndim, what) for c, what in catalog.negative_cases(NEW_OPS)]
 
 
 NEGATIVE = negative_cases()
