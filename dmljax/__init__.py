@@ -1,61 +1,78 @@
 """dmljax: DirectML's operators as differentiable, jitted JAX functions, with DirectML's
-documented semantics."""
+documented semantics.
 
-from dmljax._src import ops as _ops  # noqa: F401  (registers every operator)
+Every implemented operator is exported under its Python name (``dmljax.element_wise_add``);
+the list follows from the registry (``dmljax.registry()``), so an operator declared in
+``dmljax/_src/ops/<family>.py`` is exported without being named here.
+"""
+
 from dmljax._src.buffers import BufferBinding
+from dmljax._src.catalog import CatalogEntry
 from dmljax._src.compile import CompiledOperator, compile_operator
 from dmljax._src.dtypes import DataType
-from dmljax._src.errors import ValidationError, Violation
+from dmljax._src.enums import (
+    AxisDirection,
+    ConvolutionDirection,
+    ConvolutionMode,
+    DepthSpaceOrder,
+    InterpolationMode,
+    IsInfinityMode,
+    MatrixTransform,
+    MultiheadAttentionMaskType,
+    PaddingMode,
+    QuantizationType,
+    RandomGeneratorType,
+    RecurrentNetworkDirection,
+    ReduceFunction,
+    RoundingMode,
+)
+from dmljax._src.errors import OperatorNotImplementedError, UnknownOperatorError, ValidationError, Violation
 from dmljax._src.feature_level import FeatureLevel, feature_level
 from dmljax._src.fused import FusedActivation
-from dmljax._src.op import get_operator, registry
-from dmljax._src.ops.activation import activation_elu, activation_scaled_elu
-from dmljax._src.ops.element_wise import (
-    element_wise_add,
-    element_wise_add1,
-    element_wise_clip,
-    element_wise_clip1,
-    element_wise_constant_pow,
-    element_wise_identity,
-    element_wise_if,
-    element_wise_logical_less_than,
-    element_wise_modulus_floor,
-    element_wise_multiply,
-    element_wise_threshold,
-)
+from dmljax._src.ops import OPERATORS as _OPERATORS
+from dmljax._src.registry import canonical_name, catalog, get_operator, registry
 from dmljax._src.structs import ScalarUnion, ScaleBias
 from dmljax._src.tensor_desc import TensorDesc, TensorFlags, calc_buffer_tensor_size
+from dmljax._src.version import __version__
 
-__version__ = "0.1.0"
+globals().update(_OPERATORS)
 
-__all__ = [
+_CORE = [
+    "AxisDirection",
     "BufferBinding",
+    "CatalogEntry",
     "CompiledOperator",
+    "ConvolutionDirection",
+    "ConvolutionMode",
     "DataType",
+    "DepthSpaceOrder",
     "FeatureLevel",
     "FusedActivation",
+    "InterpolationMode",
+    "IsInfinityMode",
+    "MatrixTransform",
+    "MultiheadAttentionMaskType",
+    "OperatorNotImplementedError",
+    "PaddingMode",
+    "QuantizationType",
+    "RandomGeneratorType",
+    "RecurrentNetworkDirection",
+    "ReduceFunction",
+    "RoundingMode",
     "ScalarUnion",
     "ScaleBias",
     "TensorDesc",
     "TensorFlags",
+    "UnknownOperatorError",
     "ValidationError",
     "Violation",
-    "activation_elu",
-    "activation_scaled_elu",
+    "__version__",
     "calc_buffer_tensor_size",
+    "canonical_name",
+    "catalog",
     "compile_operator",
-    "element_wise_add",
-    "element_wise_add1",
-    "element_wise_clip",
-    "element_wise_clip1",
-    "element_wise_constant_pow",
-    "element_wise_identity",
-    "element_wise_if",
-    "element_wise_logical_less_than",
-    "element_wise_modulus_floor",
-    "element_wise_multiply",
-    "element_wise_threshold",
     "feature_level",
     "get_operator",
     "registry",
 ]
+__all__ = sorted([*_CORE, *_OPERATORS])

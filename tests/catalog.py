@@ -8,7 +8,7 @@ import numpy as np
 
 from dmljax._src.dtypes import DataType
 from dmljax._src.feature_level import FeatureLevel
-from dmljax._src.op import get_operator, registry
+from dmljax._src.registry import get_operator, registry
 
 SHAPE8 = (2, 3, 1, 2, 1, 1, 2, 1)
 ALL_TYPES = tuple(DataType)

@@ -12,7 +12,7 @@ import pytest
 
 import dmljax
 from dmljax._src.cli import main
-from dmljax._src.op import support_table_text
+from dmljax._src.docstrings import support_table_text
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "dxdispatch_threshold.json"

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 import dmljax
-from dmljax._src.op import registry, support_table_text
+from dmljax._src.docstrings import support_table_text
+from dmljax._src.registry import registry
 
 SPEC = Path(__file__).resolve().parents[2] / "shared" / "spec"
 needs_spec = pytest.mark.skipif(not SPEC.is_dir(), reason="the spec folder ../shared/spec is not beside this checkout")

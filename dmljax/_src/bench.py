@@ -151,7 +151,7 @@ def _known() -> dict[str, Case]:
 
 def _resolve(name: str):
     """``get_operator``, also accepting an unambiguous end of the name ("IF", "SCALED_ELU")."""
-    from dmljax._src.op import get_operator, registry
+    from dmljax._src.registry import get_operator, registry
     try:
         return get_operator(name)
     except ValueError:
@@ -164,7 +164,7 @@ def _resolve(name: str):
 
 def cases(names: Sequence[str] | None = None) -> tuple[list[Case], list[str]]:
     """The cases for ``names`` (default: every registered operator), and notes on skipped ones."""
-    from dmljax._src.op import registry
+    from dmljax._src.registry import registry
     from dmljax._src.spec import REQUIRED
 
     known = _known()
@@ -419,7 +419,6 @@ _ONNX_TYPES = {"float32": 1, "uint8": 2, "float16": 10, "bool": 9}
 
 
 def _ort_session(ort, case: Case, arrays, threads: int):
-    import onnx
     from onnx import helper, numpy_helper
 
     op_type, node_attrs, consts = case.onnx
@@ -738,7 +737,7 @@ class Suite:
 
     def chain(self, dtype: str, n: int) -> dict | None:
         import dmljax
-        from dmljax._src.op import registry
+        from dmljax._src.registry import registry
         jax, jnp = self.jax, _jnp()
         if not all(s in registry() for s in SEEDS):
             return None
@@ -875,7 +874,7 @@ def _sizes(spec: str) -> list[int]:
 
 def run_suite(args) -> dict:
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    from dmljax._src.op import get_operator
+    from dmljax._src.registry import get_operator
 
     suite = Suite(args)
     sel, notes = cases(args.ops)

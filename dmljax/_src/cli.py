@@ -17,6 +17,7 @@ import sys
 from typing import Sequence
 
 from dmljax._src.dxdispatch import Model, ModelError
+from dmljax._src.errors import ValidationError
 from dmljax._src.feature_level import FeatureLevel, resolve_feature_level
 
 __all__ = ["main"]
@@ -39,6 +40,13 @@ def _non_negative(text: str) -> int:
     return v
 
 
+def _positive(text: str) -> int:
+    v = _non_negative(text)
+    if v == 0:
+        raise argparse.ArgumentTypeError("0 is not allowed; give 1 or more")
+    return v
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dmljax", description="DirectML operators as exact JAX functions.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -46,10 +54,10 @@ def _parser() -> argparse.ArgumentParser:
                          description="Run a DxDispatch model (resources, DirectML operator dispatchables, "
                                      "dispatch/print/writeFile commands). Timing options follow DxDispatch's.")
     run.add_argument("model", help="path to the model's .json file")
-    run.add_argument("-i", "--dispatch_iterations", type=_non_negative, default=1, metavar="N",
+    run.add_argument("-i", "--dispatch_iterations", type=_positive, default=1, metavar="N",
                      help="iterations of each dispatch command, timed one by one (default 1); every "
                           "iteration runs, so side effects repeat as in DxDispatch")
-    run.add_argument("-r", "--dispatch_repeat", type=_non_negative, default=1, metavar="N",
+    run.add_argument("-r", "--dispatch_repeat", type=_positive, default=1, metavar="N",
                      help="dispatches per iteration; a sample is the iteration's time divided by N (default 1)")
     run.add_argument("-w", "--warmup_samples", type=_non_negative, default=1, metavar="N",
                      help="at most N first samples are cold and left out of the median (default 1; "
@@ -71,7 +79,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _ops(level: FeatureLevel | None) -> int:
-    from dmljax._src.op import registry, support_table_text
+    from dmljax._src.docstrings import support_table_text
+    from dmljax._src.registry import registry
 
     level = resolve_feature_level(level)
     ops = registry()
@@ -94,13 +103,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "bench":
         from dmljax._src import bench as _bench  # noqa: PLC0415
         return _bench.main(args=args)
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if hasattr(sys.stdout, "reconfigure"):  # names a narrow (e.g. ASCII) console cannot show come out escaped
+        sys.stdout.reconfigure(errors="backslashreplace")
     try:
         model = Model.load(args.model, feature_level=args.feature_level)
+        model.run(sys.stdout, iterations=args.dispatch_iterations, repeat=args.dispatch_repeat,
+                  warmup=args.warmup_samples, timing_verbosity=args.timing_verbosity, timing=not args.no_timing)
     except ModelError as e:
         print(f"dmljax run: error: {e}", file=sys.stderr)
         return 1
-    model.run(sys.stdout, iterations=max(1, args.dispatch_iterations), repeat=max(1, args.dispatch_repeat),
-              warmup=args.warmup_samples, timing_verbosity=args.timing_verbosity, timing=not args.no_timing)
+    except BrokenPipeError:
+        raise
+    except (ValidationError, OSError, MemoryError) as e:
+        # Last resort: every malformed model should have stopped at its own check with its own
+        # message; this keeps an unforeseen case to one short paragraph instead of a traceback.
+        text = " ".join(str(e).split())[:500] or "no details"
+        print(f"dmljax run: error: {args.model}: {type(e).__name__} while loading or running: {text}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -28,56 +28,13 @@ from dmljax._src.buffers import BufferBinding, binding_violations, buffer_size_i
 from dmljax._src.dtypes import DataType
 from dmljax._src.errors import ValidationError, Violation
 from dmljax._src.feature_level import FeatureLevel, resolve_feature_level
-from dmljax._src.op import get_operator, registry
+from dmljax._src.registry import canonical_name, entry, implemented, not_implemented_error
 from dmljax._src.spec import OpSpec
 from dmljax._src.tensor_desc import TensorDesc, TensorFlags
 from dmljax._src.validate import check_call
 
-__all__ = ["compile_operator", "CompiledOperator", "normalize_operator_type", "DML_OPERATOR_NAMES",
+__all__ = ["compile_operator", "CompiledOperator",
            "parse_tensor_desc", "TENSOR_DESC_MEMBERS"]
-
-# The DML_OPERATOR_TYPE enumerators (without the prefix) of DirectML.h at feature level 6.4: the
-# names a model may use; dmljax implements the ones in its registry.
-DML_OPERATOR_NAMES = frozenset("""
-ELEMENT_WISE_IDENTITY ELEMENT_WISE_ABS ELEMENT_WISE_ACOS ELEMENT_WISE_ADD ELEMENT_WISE_ASIN
-ELEMENT_WISE_ATAN ELEMENT_WISE_CEIL ELEMENT_WISE_CLIP ELEMENT_WISE_COS ELEMENT_WISE_DIVIDE
-ELEMENT_WISE_EXP ELEMENT_WISE_FLOOR ELEMENT_WISE_LOG ELEMENT_WISE_LOGICAL_AND
-ELEMENT_WISE_LOGICAL_EQUALS ELEMENT_WISE_LOGICAL_GREATER_THAN ELEMENT_WISE_LOGICAL_LESS_THAN
-ELEMENT_WISE_LOGICAL_NOT ELEMENT_WISE_LOGICAL_OR ELEMENT_WISE_LOGICAL_XOR ELEMENT_WISE_MAX
-ELEMENT_WISE_MEAN ELEMENT_WISE_MIN ELEMENT_WISE_MULTIPLY ELEMENT_WISE_POW
-ELEMENT_WISE_CONSTANT_POW ELEMENT_WISE_RECIP ELEMENT_WISE_SIN ELEMENT_WISE_SQRT
-ELEMENT_WISE_SUBTRACT ELEMENT_WISE_TAN ELEMENT_WISE_THRESHOLD ELEMENT_WISE_QUANTIZE_LINEAR
-ELEMENT_WISE_DEQUANTIZE_LINEAR ACTIVATION_ELU ACTIVATION_HARDMAX ACTIVATION_HARD_SIGMOID
-ACTIVATION_IDENTITY ACTIVATION_LEAKY_RELU ACTIVATION_LINEAR ACTIVATION_LOG_SOFTMAX
-ACTIVATION_PARAMETERIZED_RELU ACTIVATION_PARAMETRIC_SOFTPLUS ACTIVATION_RELU
-ACTIVATION_SCALED_ELU ACTIVATION_SCALED_TANH ACTIVATION_SIGMOID ACTIVATION_SOFTMAX
-ACTIVATION_SOFTPLUS ACTIVATION_SOFTSIGN ACTIVATION_TANH ACTIVATION_THRESHOLDED_RELU CONVOLUTION
-GEMM REDUCE AVERAGE_POOLING LP_POOLING MAX_POOLING ROI_POOLING SLICE CAST SPLIT JOIN PADDING
-VALUE_SCALE_2D UPSAMPLE_2D GATHER SPACE_TO_DEPTH DEPTH_TO_SPACE TILE TOP_K BATCH_NORMALIZATION
-MEAN_VARIANCE_NORMALIZATION LOCAL_RESPONSE_NORMALIZATION LP_NORMALIZATION RNN LSTM GRU
-ELEMENT_WISE_SIGN ELEMENT_WISE_IS_NAN ELEMENT_WISE_ERF ELEMENT_WISE_SINH ELEMENT_WISE_COSH
-ELEMENT_WISE_TANH ELEMENT_WISE_ASINH ELEMENT_WISE_ACOSH ELEMENT_WISE_ATANH ELEMENT_WISE_IF
-ELEMENT_WISE_ADD1 ACTIVATION_SHRINK MAX_POOLING1 MAX_UNPOOLING DIAGONAL_MATRIX ONE_HOT RESAMPLE
-ELEMENT_WISE_BIT_SHIFT_LEFT ELEMENT_WISE_BIT_SHIFT_RIGHT ELEMENT_WISE_ROUND
-ELEMENT_WISE_IS_INFINITY ELEMENT_WISE_MODULUS_TRUNCATE ELEMENT_WISE_MODULUS_FLOOR
-FILL_VALUE_CONSTANT FILL_VALUE_SEQUENCE CUMULATIVE_SUMMATION REVERSE_SUBSEQUENCES
-GATHER_ELEMENTS GATHER_ND SCATTER_ND MAX_POOLING2 SLICE1 TOP_K1 DEPTH_TO_SPACE1 SPACE_TO_DEPTH1
-MEAN_VARIANCE_NORMALIZATION1 RESAMPLE1 MATRIX_MULTIPLY_INTEGER QUANTIZED_LINEAR_MATRIX_MULTIPLY
-CONVOLUTION_INTEGER QUANTIZED_LINEAR_CONVOLUTION ELEMENT_WISE_BIT_AND ELEMENT_WISE_BIT_OR
-ELEMENT_WISE_BIT_XOR ELEMENT_WISE_BIT_NOT ELEMENT_WISE_BIT_COUNT
-ELEMENT_WISE_LOGICAL_GREATER_THAN_OR_EQUAL ELEMENT_WISE_LOGICAL_LESS_THAN_OR_EQUAL
-ACTIVATION_CELU ACTIVATION_RELU_GRAD AVERAGE_POOLING_GRAD MAX_POOLING_GRAD RANDOM_GENERATOR
-NONZERO_COORDINATES RESAMPLE_GRAD SLICE_GRAD ADAM_OPTIMIZER ARGMIN ARGMAX ROI_ALIGN GATHER_ND1
-ELEMENT_WISE_ATAN_YX ELEMENT_WISE_CLIP_GRAD ELEMENT_WISE_DIFFERENCE_SQUARE
-LOCAL_RESPONSE_NORMALIZATION_GRAD CUMULATIVE_PRODUCT BATCH_NORMALIZATION_GRAD
-ELEMENT_WISE_QUANTIZED_LINEAR_ADD DYNAMIC_QUANTIZE_LINEAR ROI_ALIGN1 ROI_ALIGN_GRAD
-BATCH_NORMALIZATION_TRAINING BATCH_NORMALIZATION_TRAINING_GRAD ELEMENT_WISE_CLIP1
-ELEMENT_WISE_CLIP_GRAD1 PADDING1 ELEMENT_WISE_NEGATE ACTIVATION_GELU ACTIVATION_SOFTMAX1
-ACTIVATION_LOG_SOFTMAX1 ACTIVATION_HARDMAX1 RESAMPLE2 RESAMPLE_GRAD1 DIAGONAL_MATRIX1
-MULTIHEAD_ATTENTION LP_POOLING1 AVERAGE_POOLING1 ACTIVATION_SWISH ACTIVATION_HARD_SWISH
-QUANTIZED_LINEAR_AVERAGE_POOLING MATRIX_MULTIPLY_INTEGER_TO_FLOAT MEAN_VARIANCE_NORMALIZATION2
-MULTIHEAD_ATTENTION1 QUANTIZE DEQUANTIZE RESAMPLE3 FOLD UNFOLD SCATTER
-""".split())
 
 TENSOR_DESC_MEMBERS = ("Type", "Desc", "DataType", "Flags", "DimensionCount", "Sizes", "Strides",
                        "TotalTensorSizeInBytes", "GuaranteedBaseOffsetAlignment")
@@ -85,45 +42,14 @@ _FLOAT_STRINGS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf, "+inf": m
 _OPERATOR_DESC_TYPES = ("DML_OPERATOR_DESC", "DML_OPERATOR_DESC*", "FUSED_ACTIVATION", "FusedActivation")
 
 
-def normalize_operator_type(type_: object) -> str:
-    """``"DML_OPERATOR_ELEMENT_WISE_ADD"`` for the full name, DxDispatch's short form
-    (``"ELEMENT_WISE_ADD"``) or the enum value; raises ValueError for anything that is not a
-    DML_OPERATOR_TYPE."""
-    if isinstance(type_, int) and not isinstance(type_, bool):
-        for op in registry().values():
-            if op.spec.value == type_:
-                return op.spec.enum_name
-        raise ValueError(f"{type_} is not the value of an operator dmljax implements")
-    if not isinstance(type_, str):
-        raise ValueError(f"an operator type is a string such as 'DML_OPERATOR_ELEMENT_WISE_ADD', not {type_!r}")
-    key = type_.strip().upper()
-    if key.startswith("DML_OPERATOR_"):
-        key = key[len("DML_OPERATOR_"):]
-    if key not in DML_OPERATOR_NAMES:
-        close = difflib.get_close_matches(key, sorted(DML_OPERATOR_NAMES), n=3)
-        hint = f"; did you mean {', '.join('DML_OPERATOR_' + c for c in close)}?" if close else ""
-        raise ValueError(f"{type_!r} is not a DirectML operator type{hint}")
-    return "DML_OPERATOR_" + key
-
-
-def _unimplemented(type_text: str, enum_name: str, level: FeatureLevel, what: str) -> ValidationError:
-    n = len(registry())
-    return ValidationError(type_text, enum_name, level.dml_name, [Violation(
-        "", "", what, "",
-        f"`dmljax ops` lists the {n} operators dmljax implements")])
-
-
 def _get_op(type_: object, level: FeatureLevel) -> Callable:
-    try:
-        enum_name = normalize_operator_type(type_)
-    except ValueError as e:
-        raise ValidationError(str(type_), "DML_OPERATOR_TYPE", level.dml_name,
-                              [Violation("", "", str(e))]) from None
-    try:
-        return get_operator(enum_name)
-    except ValueError:
-        raise _unimplemented(enum_name[len("DML_OPERATOR_"):].lower(), enum_name, level,
-                             f"{enum_name} is not implemented yet in dmljax") from None
+    """The operator a desc names, or the ValidationError saying it is not DirectML's or not
+    implemented yet (with the level the desc is checked at)."""
+    enum_name = canonical_name(type_)
+    op = implemented(enum_name)
+    if op is None:
+        raise not_implemented_error(enum_name, level)
+    return op
 
 
 def _parse_float(value):
@@ -206,11 +132,8 @@ def _fused_activation_value(value):
     t = fields.pop("Type")
     if set(fields) == {"Desc"}:
         return {"Type": t, "Desc": fields["Desc"]}
-    try:
-        t = normalize_operator_type(t)
-    except ValueError:
-        pass
-    return {"Type": t, "Desc": fields}
+    e = entry(t)
+    return {"Type": e.enum_name if e is not None else t, "Desc": fields}
 
 
 class CompiledOperator:

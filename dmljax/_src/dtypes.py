@@ -16,6 +16,18 @@ __all__ = [
     "INTS",
     "SIXTY_FOUR_BIT",
     "x64_enabled",
+    "TYPE_LISTS",
+    "FLOAT16",
+    "UINT8",
+    "UINT32",
+    "UINT32_UINT8",
+    "FLOAT32_FLOAT16",
+    "FLOAT32_FLOAT16_INT32_UINT32",
+    "FLOAT32_FLOAT16_INT64_INT32_UINT64_UINT32",
+    "FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8",
+    "FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8",
+    "FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8",
+    "FLOAT32_FLOAT16_INT64_INT32_INT16_INT8",
 ]
 
 
@@ -152,3 +164,29 @@ SIXTY_FOUR_BIT = frozenset({DataType.FLOAT64, DataType.INT64, DataType.UINT64})
 def x64_enabled() -> bool:
     """Whether JAX's 64-bit mode is on (read at each call: it can change at run time)."""
     return bool(jax.config.jax_enable_x64)
+
+
+# --------------------------------------------------------------------------------------------
+# The data-type lists of the pages' support tables, named after their members in the page's
+# order, so that a record reads like its page and a typo cannot hide (a test checks each name
+# against its members). Add a list here when a page has a new one.
+
+
+def _named(name: str) -> tuple[DataType, ...]:
+    return tuple(DataType[part] for part in name.split("_"))
+
+
+FLOAT16 = _named("FLOAT16")
+UINT8 = _named("UINT8")
+UINT32 = _named("UINT32")
+UINT32_UINT8 = _named("UINT32_UINT8")
+FLOAT32_FLOAT16 = _named("FLOAT32_FLOAT16")
+FLOAT32_FLOAT16_INT32_UINT32 = _named("FLOAT32_FLOAT16_INT32_UINT32")
+FLOAT32_FLOAT16_INT64_INT32_UINT64_UINT32 = _named("FLOAT32_FLOAT16_INT64_INT32_UINT64_UINT32")
+FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8 = _named("FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8")
+FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8 = _named("FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8")
+FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8 = _named("FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8")
+FLOAT32_FLOAT16_INT64_INT32_INT16_INT8 = _named("FLOAT32_FLOAT16_INT64_INT32_INT16_INT8")
+
+TYPE_LISTS = {name: value for name, value in globals().items()
+              if name.isupper() and isinstance(value, tuple) and value and isinstance(value[0], DataType)}

@@ -11,6 +11,7 @@ import functools
 import re
 from typing import Callable, Mapping
 
+from dmljax._src.catalog import BY_NAME, CatalogEntry
 from dmljax._src.dtypes import DataType
 from dmljax._src.feature_level import FeatureLevel
 
@@ -69,9 +70,13 @@ class TensorSpec:
 class ParamSpec:
     """A non-tensor field of the desc.
 
-    type: DirectML's C type: ``FLOAT``, ``DML_SCALE_BIAS``.
+    type: DirectML's C type, which selects the checker (params.PARAM_KINDS): ``FLOAT``,
+        ``UINT``, ``INT``, ``BOOL``, ``UINT[]``, ``INT[]``, ``FLOAT[]``, ``DML_SCALE_BIAS``,
+        ``DML_SCALAR_UNION``, ``DML_TENSOR_DATA_TYPE``, ``DML_OPERATOR_DESC*`` (a fused
+        activation), or an enum's name (``DML_ROUNDING_MODE``) with ``enum`` set.
     converted_to: for a FLOAT that meets a tensor's values (THRESHOLD's Min), that tensor: the
         value is converted to its DataType (truncation toward zero, saturated, for integers).
+    enum: the DmlEnum class of an enum-typed member.
     """
 
     dml_name: str
@@ -80,6 +85,7 @@ class ParamSpec:
     nullable: bool = False
     doc: str = ""
     converted_to: str | None = None
+    enum: type | None = None
 
     @property
     def arg(self) -> str:
@@ -112,14 +118,15 @@ def _parse_dims(text: str) -> tuple[int, int]:
     return lo, int(m.group(2) or lo)
 
 
-def table(level: str, **tensors: tuple[str, str]) -> SupportTable:
+def table(level: str, **tensors: tuple[str, tuple[DataType, ...]]) -> SupportTable:
     """A support table written as the page has it:
-    ``table("3.0", InputTensor=("1 to 8", "FLOAT32, FLOAT16"), ...)``."""
+    ``table("3.0", InputTensor=("1 to 8", FLOAT32_FLOAT16), ...)`` (the type lists are the named
+    constants of dtypes.py, in the page's order)."""
     rows = {}
     for name, (dims, types) in tensors.items():
-        rows[name] = TensorSupport(
-            _parse_dims(dims), tuple(DataType[t.strip()] for t in types.split(","))
-        )
+        if not isinstance(types, tuple) or not all(isinstance(t, DataType) for t in types):
+            raise TypeError(f"{name}: data types must be a tuple of DataType (dtypes.py's named lists)")
+        rows[name] = TensorSupport(_parse_dims(dims), types)
     return SupportTable(FeatureLevel.parse(level), rows)
 
 
@@ -150,9 +157,6 @@ class OpSpec:
     """
 
     enum_name: str
-    value: int
-    page: str
-    introduced: FeatureLevel
     summary: str
     formula: str
     tensors: tuple[TensorSpec, ...]
@@ -169,6 +173,9 @@ class OpSpec:
     extra_checks: tuple[Callable, ...] = ()
 
     def __post_init__(self):
+        e = BY_NAME.get(self.enum_name)
+        if e is None or e.enum_name != self.enum_name:
+            raise ValueError(f"{self.enum_name} is not a DirectML operator's enum name")
         levels = [t.level for t in self.support]
         if levels != sorted(levels, reverse=True):
             raise ValueError(f"{self.enum_name}: support tables must be listed newest first")
@@ -186,9 +193,30 @@ class OpSpec:
         return self is other
 
     @property
+    def entry(self) -> CatalogEntry:
+        """The operator's row of DirectML's catalog (value, introducing level, family, page)."""
+        return BY_NAME[self.enum_name]
+
+    @property
+    def value(self) -> int:
+        return self.entry.value
+
+    @property
+    def introduced(self) -> FeatureLevel:
+        return self.entry.introduced
+
+    @property
+    def page(self) -> str:
+        return self.entry.page
+
+    @property
+    def family(self) -> str:
+        return self.entry.family
+
+    @property
     def short_name(self) -> str:
         """``ELEMENT_WISE_IF``: the enum name without ``DML_OPERATOR_``."""
-        return self.enum_name[len("DML_OPERATOR_"):]
+        return self.entry.short_name
 
     @property
     def python_name(self) -> str:

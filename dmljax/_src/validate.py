@@ -10,7 +10,6 @@ import dataclasses
 import enum
 import functools
 import math
-import numbers
 import struct
 from typing import Mapping
 
@@ -18,18 +17,18 @@ import jax
 import numpy as np
 
 from dmljax._src.dtypes import DataType, x64_enabled
-from dmljax._src.errors import ValidationError, Violation
+from dmljax._src.errors import ValidationError, Violation, quote
 from dmljax._src.feature_level import FeatureLevel
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes
-from dmljax._src.structs import ScalarUnion, ScaleBias
+from dmljax._src.params import ParamContext, check_param
+from dmljax._src.spec import OpSpec, SameDataType, SameSizes
 
-__all__ = ["TensorInfo", "CheckedCall", "check_call", "describe_tensor", "round_float_attr", "static_key"]
+__all__ = ["TensorInfo", "CheckedCall", "check_call", "describe_tensor", "static_key", "MAX_ELEMENTS"]
 
 X64_TIP = (
     "turn on JAX's 64-bit mode first: jax.config.update('jax_enable_x64', True), or set "
     "JAX_ENABLE_X64=1 before Python starts (dmljax never switches it on for you)"
 )
-F32_MAX = float(np.finfo(np.float32).max)
+MAX_ELEMENTS = 2**32 - 1  # "may not exceed (2^32 - 1) elements" (dml_buffer_tensor_desc.md)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,117 +52,44 @@ def _types_text(types) -> str:
     return ", ".join(t.name for t in types)
 
 
-def describe_tensor(value: object) -> tuple[tuple[int, ...], object] | str:
-    """(shape, dtype) of an array-like with a dtype, or a phrase saying why it is not one."""
-    if isinstance(value, (bool, int, float, complex)) or value is None:
+def describe_tensor(value: object) -> tuple[tuple[int, ...], np.dtype] | str:
+    """(shape, dtype) of an array JAX takes as it is (a JAX array or tracer, a NumPy array or
+    scalar, a ShapeDtypeStruct under ``jax.eval_shape``), or a phrase saying why it is not one."""
+    if isinstance(value, (bool, int, float, complex, list, tuple)) or value is None:
         return f"is a Python {type(value).__name__}, not an array"
-    if isinstance(value, (list, tuple)):
-        return f"is a Python {type(value).__name__}, not an array"
-    shape = getattr(value, "shape", None)
-    dtype = getattr(value, "dtype", None)
-    if shape is None or dtype is None:
+    if isinstance(value, np.ma.MaskedArray):
+        return ("is a NumPy masked array; DirectML tensors have no mask, and JAX would drop it "
+                "silently (pass np.ma.getdata(x) or x.filled(value))")
+    if not isinstance(value, (jax.Array, jax.core.Tracer, np.ndarray, np.generic, jax.ShapeDtypeStruct)):
         return f"is a {type(value).__name__}, not an array"
-    return tuple(int(d) for d in shape), dtype
+    try:
+        shape = tuple(int(d) for d in value.shape)
+        dtype = np.dtype(value.dtype)
+    except (TypeError, ValueError, AttributeError):
+        return f"is a {type(value).__name__} whose shape or dtype is not an array's"
+    return shape, dtype
 
 
-def round_float_attr(value: object) -> tuple[float | None, str]:
-    """A FLOAT attribute rounded to float32, as a Python float; or (None, reason)."""
-    if isinstance(value, (jax.Array, jax.core.Tracer)) or (
-        isinstance(value, np.ndarray) and value.ndim != 0
-    ):
-        return None, (
-            f"is an array ({type(value).__name__}); attributes are fixed when the operator is "
-            "created, so they must be Python numbers"
-        )
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.generic)):
-        return None, f"is {value!r} ({type(value).__name__}), not a number"
-    v = float(value)
-    with np.errstate(over="ignore"):
-        r = float(np.float32(v))
-    if math.isinf(r) and not math.isinf(v):
-        return None, f"is {value!r}, outside the range of FLOAT (float32, largest {F32_MAX:.7g})"
-    return r, ""
+_KEY_DEPTH = 16
 
 
-def _check_param(spec: OpSpec, p: ParamSpec, value: object, tensors, problems,
-                 level: FeatureLevel | None = None) -> object:
-    if value is None and p.nullable:
-        return None
-    if p.type == "FLOAT":
-        r, why = round_float_attr(value)
-        if r is None:
-            problems.append(Violation(p.dml_name, p.arg, why, "expected a FLOAT (a Python number)"))
-            return None
-        target = tensors.get(p.converted_to) if p.converted_to else None
-        if target is not None and target.data_type.is_integer and math.isnan(r):
-            problems.append(Violation(
-                p.dml_name, p.arg, f"is NaN but {p.converted_to} is {target.data_type.name}",
-                "an integer tensor has no NaN to compare with",
-                "pass a number, or use a float tensor"))
-        return r
-    if p.type == "DML_SCALE_BIAS":
-        try:
-            sb = ScaleBias.coerce(value)
-        except TypeError as e:
-            problems.append(Violation(p.dml_name, p.arg, f"is {value!r}", str(e)))
-            return None
-        out = []
-        for member, v in zip(("Scale", "Bias"), sb):
-            r, why = round_float_attr(v)
-            if r is None:
-                problems.append(Violation(f"{p.dml_name}.{member}", p.arg, why, "expected a FLOAT"))
-            out.append(r)
-        return ScaleBias(*out) if None not in out else None
-    if p.type == "DML_SCALAR_UNION":
-        # Read as the DataType of the tensor named by converted_to (CLIP1: "MinMaxDataType ...
-        # must match OutputTensor.DataType"); unknown while that tensor is invalid.
-        target = tensors.get(p.converted_to)
-        if target is None:
-            return None
-        try:
-            return ScalarUnion.coerce(value, target.data_type)
-        except ValueError as e:
-            problems.append(Violation(
-                p.dml_name, p.arg, str(e),
-                f"a DML_SCALAR_UNION read as {target.data_type.name} ({p.converted_to}'s DataType)",
-                "pass a value that the tensor's type holds exactly (integers in range for "
-                "integer types); dmljax never wraps or saturates it"))
-            return None
-    if p.type == "DML_TENSOR_DATA_TYPE":
-        # A DataType field that must equal a tensor's (CLIP1's MinMaxDataType); None: that type.
-        target = tensors.get(p.converted_to)
-        if value is None:
-            return target.data_type if target is not None else None
-        try:
-            dt = DataType.parse(value)
-        except ValueError as e:
-            problems.append(Violation(p.dml_name, p.arg, f"is {value!r}", str(e)))
-            return None
-        if target is not None and dt is not target.data_type:
-            problems.append(Violation(
-                p.dml_name, p.arg, f"is {dt.name}",
-                f"it must match {p.converted_to}.DataType, {target.data_type.name}",
-                "leave it out (None) to take the tensor's DataType"))
-            return None
-        return dt
-    if p.type == "DML_OPERATOR_DESC*":
-        from dmljax._src import fused  # fused reads the registry, which imports this module
-
-        return fused.check(value, spec, level, tensors, p.dml_name, p.arg, problems)
-    raise NotImplementedError(f"{spec.enum_name}: parameter type {p.type}")
-
-
-def static_key(value: object) -> object:
+def static_key(value: object, _depth: int = 0) -> object:
     """A cache key that tells apart what ``==`` does not: -0.0 from 0.0 (THRESHOLD's Min = -0.0
     returns -0.0 at a tie), True from 1, NaN payloads. Floats by their bits; tuples and slotted
-    records (ScaleBias, FusedActivation, ...) member by member."""
-    if isinstance(value, (float, np.floating)):
+    records (ScaleBias, FusedActivation, ...) member by member.
+
+    Raises TypeError for values that cannot be a key (unhashable, nested deeper than 16, or
+    self-referential): callers then skip their cache."""
+    if _depth > _KEY_DEPTH:
+        raise TypeError("too deeply nested to be a cache key")
+    if isinstance(value, float) or (isinstance(value, np.floating) and np.dtype(value.dtype).itemsize <= 8):
         return ("float", struct.pack("<d", float(value)))
     if isinstance(value, (tuple, list)):
-        return (type(value).__name__,) + tuple(static_key(v) for v in value)
+        return (type(value).__name__,) + tuple(static_key(v, _depth + 1) for v in value)
     slots = getattr(type(value), "__slots__", None)
     if slots and type(value).__module__.startswith("dmljax") and not isinstance(value, enum.Enum):
-        return (type(value).__name__,) + tuple(static_key(getattr(value, s)) for s in slots)
+        return (type(value).__name__,) + tuple(static_key(getattr(value, s), _depth + 1) for s in slots)
+    hash(value)  # TypeError for unhashable values
     return (type(value).__name__, value)
 
 
@@ -183,15 +109,18 @@ def check_call(
         shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
         if shape is None or dtype is None or isinstance(value, (bool, int, float, complex)):
             break
-        sigs.append((tuple(shape), dtype))
+        try:
+            sigs.append((tuple(int(d) for d in shape), np.dtype(dtype)))
+        except (TypeError, ValueError):
+            break
     else:
         # Every input is an array: a call seen before (same level, shapes, dtypes, attributes,
         # 64-bit mode) has the same outcome. Unhashable attributes (a dict) skip the cache.
         try:
-            key = (spec, level, tuple(sigs), static_key(tuple(attrs.items())), tuple(output_types.items()),
-                   x64_enabled())
+            key = (spec, level, tuple(sigs), static_key(tuple(attrs.items())),
+                   static_key(tuple(output_types.items())), x64_enabled())
             hit = _CALLS.get(key)
-        except TypeError:
+        except (TypeError, ValueError):
             return _check_call(spec, level, inputs, attrs, output_types)
         if hit is None:
             if len(_CALLS) >= _CALLS_MAX:
@@ -229,13 +158,14 @@ def _check_call(spec, level, inputs, attrs, output_types) -> CheckedCall:
         raw = output_types.get(t.dml_name, t.default_data_type)
         try:
             chosen.append((t.dml_name, DataType.parse(raw)))
-        except ValueError as e:
-            problems.append(Violation(t.dml_name, t.data_type_arg, f"DataType {raw!r} is invalid", str(e)))
+        except (ValueError, TypeError) as e:
+            problems.append(Violation(t.dml_name, t.data_type_arg, f"DataType {quote(raw)} is invalid", str(e)))
     tensor_problems, tensors = _check_tensors(spec, level, tuple(sigs), tuple(chosen), x64_enabled())
     problems += tensor_problems
     normalized = {}
+    ctx = ParamContext(spec, level, tensors, problems)
     for p in spec.params:
-        normalized[p.dml_name] = _check_param(spec, p, attrs.get(p.dml_name, p.default), tensors, problems, level)
+        normalized[p.dml_name] = check_param(ctx, p, attrs.get(p.dml_name, p.default))
     for extra in spec.extra_checks:
         problems += extra(tensors, normalized)
     if problems:
@@ -267,6 +197,14 @@ def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, x64: bool):
                 f"supported: {allowed}" if allowed else "",
                 "cast it explicitly to a supported type; dmljax never converts for you"))
             continue
+        if any(d == 0 for d in shape):
+            problems.append(Violation(
+                name, tspec.arg, f"has Sizes {list(shape)}, with a zero size",
+                "a DirectML tensor's sizes are at least 1 (dml_buffer_tensor_desc.md)"))
+        elif math.prod(shape) > MAX_ELEMENTS:
+            problems.append(Violation(
+                name, tspec.arg, f"has {math.prod(shape)} elements (Sizes {list(shape)})",
+                "a DirectML tensor holds at most 2^32 - 1 elements"))
         tensors[name] = TensorInfo(shape, dt)
 
     # Outputs: DataType from a SameDataType constraint or the caller's choice; Sizes from SameSizes.
@@ -303,7 +241,8 @@ def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, x64: bool):
         tspec = spec.tensor(name)
         arg = tspec.arg if tspec.kind == "input" else (
             tspec.data_type_arg if tspec.default_data_type else "")
-        if info.data_type.needs_x64 and not x64:
+        supported_here = row is not None and info.data_type in row.tensors[name].data_types
+        if info.data_type.needs_x64 and not x64 and (supported_here or row is None):
             report(name, "type", Violation(
                 name, arg, f"has DataType {info.data_type.name}, which JAX holds only in its 64-bit mode",
                 tip=X64_TIP))
@@ -324,6 +263,11 @@ def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, x64: bool):
         if info.data_type not in sup.data_types:
             later = spec.lowest_level(name, lambda s: info.data_type in s.data_types, level)
             tip = f"{info.data_type.name} is supported from {later.dml_name}" if later else ""
+            if not later and tspec.kind == "input" and info.data_type.needs_x64:
+                narrower = [t for t in sup.data_types if t.is_float == info.data_type.is_float
+                            and t.is_signed == info.data_type.is_signed] or list(sup.data_types)
+                tip = (f"cast it to {narrower[0].name} (x.astype(np.{narrower[0].dtype.name})); "
+                       "dmljax never narrows a type for you")
             if tspec.kind == "output" and tspec.default_data_type is not None:
                 tip = (tip + "; or " if tip else "") + f"pass {tspec.data_type_arg}= one of {_types_text(sup.data_types)}"
             report(name, "type", Violation(

@@ -1,3 +1,12 @@
-"""Operator families. Importing this package registers every operator."""
+"""Operator families, one module each. Importing this package registers every operator;
+``OPERATORS`` maps each registered operator's Python name to its function."""
 
-from dmljax._src.ops import activation, element_wise  # noqa: F401
+from dmljax._src.ops import (  # noqa: F401  (importing a family registers its operators)
+    activation,
+    element_wise_arithmetic,
+    element_wise_logical,
+    element_wise_math,
+)
+from dmljax._src.registry import registry
+
+OPERATORS = {op.__name__: op for op in registry().values()}

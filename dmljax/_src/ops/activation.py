@@ -8,43 +8,35 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dmljax._src.dtypes import DataType
-from dmljax._src.feature_level import FeatureLevel
+from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
 from dmljax._src.numerics import expm1_nonpositive, flush_denormals, load, store
 from dmljax._src.op import operator
-from dmljax._src.ops.families import UNARY_CONSTRAINTS, UNARY_TENSORS, unary_table
-from dmljax._src.spec import OpSpec, ParamSpec
+from dmljax._src.ops._families import activation_op
+from dmljax._src.spec import ParamSpec
 
-FL = FeatureLevel
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
 
 # --------------------------------------------------------------------------------------------
-ACTIVATION_SCALED_ELU = OpSpec(
-    enum_name="DML_OPERATOR_ACTIVATION_SCALED_ELU",
-    value=45,
-    page="dml_activation_scaled_elu_operator_desc.md",
-    introduced=FL.FL_1_0,
+ACTIVATION_SCALED_ELU = activation_op(
+    "SCALED_ELU",
     summary=("Performs a scaled exponential linear unit (ELU) activation function on every "
              "element in InputTensor, placing the result into the corresponding element of "
              "OutputTensor."),
     formula=("f(x) = Gamma * x,                        if x > 0\n"
              "       Gamma * (Alpha * exp(x) - Alpha), otherwise"),
-    tensors=UNARY_TENSORS,
     params=(
         ParamSpec("Alpha", "FLOAT", default=1.6732, doc="A typical default for this value is 1.6732."),
         ParamSpec("Gamma", "FLOAT", default=1.0507, doc="A typical default for this value is 1.0507."),
     ),
     support=(
-        unary_table("3.0", "1 to 8", "FLOAT32, FLOAT16"),
-        unary_table("2.0", "4 to 5", "FLOAT32, FLOAT16"),
-        unary_table("1.0", "4", "FLOAT32, FLOAT16"),
+        ("3.0", "1 to 8", FLOAT32_FLOAT16),
+        ("2.0", "4 to 5", FLOAT32_FLOAT16),
+        ("1.0", "4", FLOAT32_FLOAT16),
     ),
-    constraints=UNARY_CONSTRAINTS,
     ulp={F32: 8, F16: 1},
     ulp_half=4,
     gradient=("dX = Gamma * dY for x > 0, Gamma * Alpha * exp(x) * dY otherwise; exp only ever "
               "sees min(x, 0), so no NaN or inf appears for large x in any type."),
-    in_place=True,
     notes=("Gamma * (Alpha * exp(x) - Alpha) is evaluated as (Gamma * Alpha) * expm1(x), its exact "
            "equal in real numbers, without the cancellation of exp(x) - 1 near 0 (numerics."
            "expm1_nonpositive: exp below -0.35, a Taylor series above; 1 ULP in FLOAT32)."),
@@ -86,30 +78,24 @@ def activation_scaled_elu(input, *, alpha, gamma, allow_half_precision_computati
 
 
 # --------------------------------------------------------------------------------------------
-ACTIVATION_ELU = OpSpec(
-    enum_name="DML_OPERATOR_ACTIVATION_ELU",
-    value=35,
-    page="dml_activation_elu_operator_desc.md",
-    introduced=FL.FL_1_0,
+ACTIVATION_ELU = activation_op(
+    "ELU",
     summary=("Performs an exponential linear unit (ELU) activation function on every element in "
              "InputTensor, placing the result into the corresponding element of OutputTensor."),
     formula=("f(x) = x,                    if x >= 0\n"
              "       Alpha * (exp(x) - 1), otherwise"),
-    tensors=UNARY_TENSORS,
     params=(ParamSpec("Alpha", "FLOAT", default=1.0,
                       doc="The alpha coefficient. A typical default for this value is 1.0."),),
     support=(
-        unary_table("3.0", "1 to 8", "FLOAT32, FLOAT16"),
-        unary_table("2.0", "4 to 5", "FLOAT32, FLOAT16"),
-        unary_table("1.0", "4", "FLOAT32, FLOAT16"),
+        ("3.0", "1 to 8", FLOAT32_FLOAT16),
+        ("2.0", "4 to 5", FLOAT32_FLOAT16),
+        ("1.0", "4", FLOAT32_FLOAT16),
     ),
-    constraints=UNARY_CONSTRAINTS,
     ulp={F32: 8, F16: 1},
     ulp_half=4,
     gradient=("dX = dY for x >= 0 (the page's branch, so 1 at x = 0 and -0 whatever Alpha is), "
               "Alpha * exp(x) * dY otherwise; exp only ever sees min(x, 0), so no NaN or inf "
               "appears for large x in any type."),
-    in_place=True,
     notes=("Alpha * (exp(x) - 1) is evaluated as Alpha * expm1(x), its exact equal without "
            "cancellation (numerics.expm1_nonpositive). x >= 0 keeps x itself, so ELU(-0) = -0. Fusable (dmljax.FusedActivation)."),
 )

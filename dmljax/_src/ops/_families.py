@@ -1,0 +1,166 @@
+"""What whole families of operators share: record factories (unary, binary, comparison,
+activation), the one ScaleBias member, and the formula helper for element-wise math.
+
+A factory returns a whole OpSpec: the caller gives only what its page says that the family does
+not (summary, formula, support rows, attributes, budgets, gradient rule). The page's value,
+introducing level, reference page and family come from the catalog by the operator's name.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dmljax._src.catalog import PREFIX
+from dmljax._src.dtypes import DataType
+from dmljax._src.numerics import apply_scale_bias, float_to_int, flush_denormals, load, store
+from dmljax._src.registry import get_operator
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, SupportTable, TensorSpec, table
+from dmljax._src.structs import ScaleBias
+
+__all__ = [
+    "UNARY_TENSORS", "UNARY_CONSTRAINTS", "unary_table", "unary_op", "activation_op",
+    "BINARY_TENSORS", "BINARY_CONSTRAINTS", "binary_table", "binary_op", "comparison_op",
+    "SCALE_BIAS", "elementwise", "int_scale_bias", "scale_of", "apply_fused",
+]
+
+UNARY_TENSORS = (TensorSpec("InputTensor", "input"), TensorSpec("OutputTensor", "output"))
+# "InputTensor and OutputTensor must have the same DataType, DimensionCount, and Sizes."
+UNARY_CONSTRAINTS = (
+    SameDataType(("InputTensor", "OutputTensor")),
+    SameSizes(("InputTensor", "OutputTensor")),
+)
+
+BINARY_TENSORS = (
+    TensorSpec("ATensor", "input"),
+    TensorSpec("BTensor", "input"),
+    TensorSpec("OutputTensor", "output"),
+)
+# "ATensor, BTensor, and OutputTensor must have the same DataType, DimensionCount, and Sizes."
+BINARY_CONSTRAINTS = (
+    SameDataType(("ATensor", "BTensor", "OutputTensor")),
+    SameSizes(("ATensor", "BTensor", "OutputTensor")),
+)
+
+SCALE_BIAS = ParamSpec(
+    "ScaleBias", "DML_SCALE_BIAS", default=None, nullable=True,
+    doc="An optional scale and bias to apply to the input: g(x) = x * scale + bias.")
+"""The ``_Maybenull_ const DML_SCALE_BIAS* ScaleBias`` member of the element-wise pages."""
+
+Row = tuple[str, str, tuple[DataType, ...]]  # (feature level, dimension counts, data types)
+
+
+def unary_table(level: str, dims: str, types: tuple[DataType, ...]) -> SupportTable:
+    """A unary page's table, whose two rows are the same."""
+    return table(level, InputTensor=(dims, types), OutputTensor=(dims, types))
+
+
+def binary_table(level: str, dims: str, types: tuple[DataType, ...]) -> SupportTable:
+    """A binary page's table, whose three rows are the same."""
+    return table(level, ATensor=(dims, types), BTensor=(dims, types), OutputTensor=(dims, types))
+
+
+def unary_op(short_name: str, *, support: Sequence[Row], in_place: bool = True, **fields) -> OpSpec:
+    """One input, one output of the same DataType and Sizes (``f(x)``). ``support`` lists the
+    page's tables newest first as (level, dims, types) rows."""
+    return OpSpec(enum_name=PREFIX + short_name, tensors=UNARY_TENSORS, constraints=UNARY_CONSTRAINTS,
+                  support=tuple(unary_table(*row) for row in support), in_place=in_place, **fields)
+
+
+def activation_op(short_name: str, **fields) -> OpSpec:
+    """An element-wise activation: a unary operator (``ACTIVATION_<short_name>``)."""
+    return unary_op("ACTIVATION_" + short_name, **fields)
+
+
+def binary_op(short_name: str, *, support: Sequence[Row], in_place: bool = True, **fields) -> OpSpec:
+    """Two inputs and an output, all of one DataType and Sizes (``f(a, b)``)."""
+    return OpSpec(enum_name=PREFIX + short_name, tensors=BINARY_TENSORS, constraints=BINARY_CONSTRAINTS,
+                  support=tuple(binary_table(*row) for row in support), in_place=in_place, **fields)
+
+
+def comparison_op(short_name: str, *, support: Sequence[tuple[str, str, tuple, tuple]],
+                  default_output: DataType = DataType.UINT8, **fields) -> OpSpec:
+    """``f(a, b)`` with a boolean result (1 or 0) in an integer OutputTensor whose DataType the
+    caller picks (``output_data_type=``): ``support`` rows are (level, dims, input types,
+    output types). "ATensor, BTensor, and OutputTensor must have the same DimensionCount and
+    Sizes"; "ATensor and BTensor must have the same DataType"."""
+    tensors = (TensorSpec("ATensor", "input"), TensorSpec("BTensor", "input"),
+               TensorSpec("OutputTensor", "output", default_data_type=default_output))
+    tables = tuple(table(level, ATensor=(dims, ins), BTensor=(dims, ins), OutputTensor=(dims, outs))
+                   for level, dims, ins, outs in support)
+    return OpSpec(enum_name=PREFIX + short_name, tensors=tensors, support=tables, math=False,
+                  constraints=(SameSizes(("ATensor", "BTensor", "OutputTensor")),
+                               SameDataType(("ATensor", "BTensor"))), **fields)
+
+
+# -------------------------------------------------------------------------------- formulas
+def scale_of(scale_bias: ScaleBias | None, dtype) -> np.generic:
+    """ScaleBias's Scale (1 without one) as a scalar of ``dtype``: what chains into a gradient."""
+    return np.asarray(1.0 if scale_bias is None else scale_bias.scale, np.float32).astype(dtype)[()]
+
+
+def int_scale_bias(x: jnp.ndarray, scale_bias: ScaleBias | None, dt: DataType) -> jnp.ndarray:
+    """g(x) = x * Scale + Bias on an integer tensor: computed in FLOAT32 (FLOAT64 for the 64-bit
+    types, so that their values up to 2**53 survive) and converted back by truncation toward
+    zero, saturated; NaN (from an infinite Scale times 0) gives 0."""
+    if scale_bias is None:
+        return x
+    cd = np.float64 if dt.needs_x64 else np.float32
+    return float_to_int(apply_scale_bias(x.astype(cd), scale_bias), dt)
+
+
+def elementwise(math: Callable, *arrays, half: bool, slopes: Callable | None = None,
+                integer: Callable | None = None, scale_bias: ScaleBias | None = None) -> jnp.ndarray:
+    """An element-wise operator's result under DirectML's rules; the operator supplies the math.
+
+    Floats: each input is read in its compute type (FLOAT32 denormals flushed; FLOAT16 widened to
+    FLOAT32 unless ``half``), ``g(x) = x * Scale + Bias`` is applied when a ScaleBias is given,
+    ``math(*g)`` runs, and the result is rounded once to the output type (denormals flushed).
+    The gradient is ``slopes(*g)``: one partial derivative per input, on the branch the forward
+    pass selects (also flushed: slopes are math), times Scale, under ``jax.custom_jvp`` so that
+    the flushing rule itself is never differentiated.
+
+    Integers: ``integer(*arrays)`` on the raw values (after an integer ScaleBias), no gradient.
+    """
+    dt = DataType.from_dtype(arrays[0].dtype)
+    if dt.is_integer:
+        return integer(*(int_scale_bias(x, scale_bias, dt) for x in arrays))
+
+    def read(xs):
+        return [apply_scale_bias(load(x, half), scale_bias) for x in xs]
+
+    @jax.custom_jvp
+    def run(*xs):
+        return store(math(*read(xs)), dt)
+
+    @run.defjvp
+    def run_jvp(primals, tangents):
+        g = read(primals)
+        partials = slopes(*g)
+        partials = partials if isinstance(partials, tuple) else (partials,)
+        cd = g[0].dtype
+        scale = scale_of(scale_bias, cd)
+        tangent = None
+        for d, t in zip(partials, tangents):
+            term = flush_denormals(jnp.asarray(d, cd) * scale) * t.astype(cd)
+            tangent = term if tangent is None else tangent + term
+        return run(*primals), tangent.astype(tangents[0].dtype)
+
+    return run(*arrays)
+
+
+def apply_fused(fused, y, allow_half_precision_computation: bool = False):
+    """Run a validated fused activation on ``y`` (the host's result, already in the output
+    type) through the activation operator's own formula; ``y`` unchanged for None."""
+    if fused is None:
+        return y
+    op = get_operator(fused.type)
+    spec: OpSpec = op.spec
+    attrs = dict(fused.attrs)
+    kwargs = {p.arg: attrs[p.dml_name] for p in spec.params}
+    if spec.math:
+        kwargs["allow_half_precision_computation"] = allow_half_precision_computation
+    return op.formula(y, **kwargs)

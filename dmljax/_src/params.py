@@ -1,0 +1,326 @@
+"""Attribute (non-tensor desc member) checkers: a table from DirectML's member type to the
+function that validates a Python value for it and returns its static, normalized form.
+
+Every checker takes the raw value as the user gave it (a Python or NumPy scalar, a sequence, a
+mapping from a DxDispatch model, anything at all) and either returns the normalized value or
+appends Violations and returns None. None of them raises for a bad value: a call with a bad
+attribute always ends in one ValidationError naming the operator.
+
+Kinds: FLOAT, UINT, INT, BOOL, UINT[], INT[], FLOAT[], DML_SCALE_BIAS, DML_SCALAR_UNION,
+DML_TENSOR_DATA_TYPE, DML_OPERATOR_DESC* (a fused activation), and every DirectML enum
+(``ParamSpec(..., type="DML_ROUNDING_MODE", enum=RoundingMode)``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import numbers
+from typing import Callable, Mapping
+
+import numpy as np
+
+from dmljax._src.dtypes import DataType
+from dmljax._src.errors import Violation, quote
+from dmljax._src.feature_level import FeatureLevel
+from dmljax._src.fused import FUSABLE, FUSED_OUTPUT_TYPES, FUSION_HOSTS, NULL_TENSORS, FusedActivation
+from dmljax._src.registry import implemented
+from dmljax._src.spec import REQUIRED, OpSpec, ParamSpec
+from dmljax._src.structs import ScalarUnion, ScaleBias
+
+__all__ = ["ParamContext", "PARAM_KINDS", "check_param", "round_float_attr", "F32_MAX"]
+
+F32_MAX = float(np.finfo(np.float32).max)
+_UINT32_MAX = 2**32 - 1
+_INT32 = (-(2**31), 2**31 - 1)
+_MAX_ARRAY = 64  # an array attribute (Axes, Strides, ...) has at most this many entries
+
+
+@dataclasses.dataclass
+class ParamContext:
+    """What a checker may read: the operator's record, the level, the tensors validated so far
+    (DataType and Sizes by DML name) and the list problems are appended to."""
+
+    spec: OpSpec
+    level: FeatureLevel | None
+    tensors: Mapping[str, object]
+    problems: list[Violation]
+
+    def refuse(self, p: ParamSpec, found: str, allowed: str = "", tip: str = "") -> None:
+        self.problems.append(Violation(p.dml_name, p.arg, found, allowed, tip))
+
+
+def _is_array(value: object) -> bool:
+    return hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, np.generic)
+
+
+def round_float_attr(value: object) -> tuple[float | None, str]:
+    """A FLOAT attribute rounded to float32, as a Python float; or (None, reason).
+
+    Accepts Python and NumPy real numbers only (not bool, str, complex or arrays); a finite value
+    beyond float32's range is refused rather than made infinite."""
+    if _is_array(value):
+        return None, (
+            f"is an array ({type(value).__name__}); attributes are fixed when the operator is "
+            "created, so they must be Python numbers")
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        return None, f"is {quote(value)} ({type(value).__name__}), not a number"
+    try:
+        if isinstance(value, np.floating):
+            infinite = bool(np.isinf(value))
+            v = float(value)
+        else:
+            v = float(value)
+            infinite = math.isinf(v)
+    except (OverflowError, ValueError, TypeError):
+        return None, f"is {quote(value)}, outside the range of FLOAT (float32, largest {F32_MAX:.7g})"
+    if math.isinf(v) and not infinite:
+        return None, f"is {quote(value)}, outside the range of FLOAT (float32, largest {F32_MAX:.7g})"
+    with np.errstate(over="ignore"):
+        r = float(np.float32(v))
+    if math.isinf(r) and not math.isinf(v):
+        return None, f"is {quote(value)}, outside the range of FLOAT (float32, largest {F32_MAX:.7g})"
+    return r, ""
+
+
+def _exact_int(value: object) -> int | None:
+    """An integer value as a Python int (Python/NumPy integers, and floats that are integral);
+    None for anything else (bool included)."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real) and not _is_array(value):
+        try:
+            f = float(value)
+        except (OverflowError, ValueError):
+            return None
+        if math.isfinite(f) and f == math.floor(f):
+            return int(f)
+    return None
+
+
+# ----------------------------------------------------------------------------------- kinds
+def _float(ctx: ParamContext, p: ParamSpec, value: object):
+    r, why = round_float_attr(value)
+    if r is None:
+        ctx.refuse(p, why, "expected a FLOAT (a Python number)")
+        return None
+    target = ctx.tensors.get(p.converted_to) if p.converted_to else None
+    if target is not None and target.data_type.is_integer and math.isnan(r):
+        ctx.refuse(p, f"is NaN but {p.converted_to} is {target.data_type.name}",
+                   "an integer tensor has no NaN to compare with", "pass a number, or use a float tensor")
+    return r
+
+
+def _integer(lo: int, hi: int, c_type: str):
+    def check(ctx: ParamContext, p: ParamSpec, value: object):
+        i = _exact_int(value)
+        if i is None:
+            ctx.refuse(p, f"is {quote(value)} ({type(value).__name__})", f"expected an integer ({c_type})")
+            return None
+        if not lo <= i <= hi:
+            ctx.refuse(p, f"is {quote(i)}", f"a {c_type} is {lo} to {hi}")
+            return None
+        return i
+    return check
+
+
+def _bool(ctx: ParamContext, p: ParamSpec, value: object):
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    ctx.refuse(p, f"is {quote(value)} ({type(value).__name__})", "expected True or False (a BOOL)")
+    return None
+
+
+def _array(element: Callable, c_type: str):
+    def check(ctx: ParamContext, p: ParamSpec, value: object):
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (list, tuple, np.ndarray)):
+            ctx.refuse(p, f"is {quote(value)} ({type(value).__name__})", f"expected a sequence of {c_type}")
+            return None
+        if len(value) > _MAX_ARRAY:
+            ctx.refuse(p, f"has {len(value)} entries", f"at most {_MAX_ARRAY}")
+            return None
+        out, n0 = [], len(ctx.problems)
+        for i, v in enumerate(value):
+            out.append(element(ctx, dataclasses.replace(p, dml_name=f"{p.dml_name}[{i}]"), v))
+        return tuple(out) if len(ctx.problems) == n0 else None
+    return check
+
+
+def _scale_bias(ctx: ParamContext, p: ParamSpec, value: object):
+    try:
+        sb = ScaleBias.coerce(value)
+    except TypeError as e:
+        ctx.refuse(p, f"is {quote(value)}", str(e))
+        return None
+    out = []
+    for member, v in zip(("Scale", "Bias"), sb):
+        r, why = round_float_attr(v)
+        if r is None:
+            ctx.problems.append(Violation(f"{p.dml_name}.{member}", p.arg, why, "expected a FLOAT"))
+        out.append(r)
+    return ScaleBias(*out) if None not in out else None
+
+
+def _scalar_union(ctx: ParamContext, p: ParamSpec, value: object):
+    # Read as the DataType of the tensor named by converted_to (CLIP1: "MinMaxDataType ...
+    # must match OutputTensor.DataType"); unknown while that tensor is invalid.
+    target = ctx.tensors.get(p.converted_to)
+    if target is None:
+        return None
+    try:
+        return ScalarUnion.coerce(value, target.data_type)
+    except ValueError as e:
+        ctx.refuse(p, str(e), f"a DML_SCALAR_UNION read as {target.data_type.name} ({p.converted_to}'s DataType)",
+                   "pass a value that the tensor's type holds exactly (integers in range for "
+                   "integer types); dmljax never wraps or saturates it")
+        return None
+
+
+def _tensor_data_type(ctx: ParamContext, p: ParamSpec, value: object):
+    # A DataType field that must equal a tensor's (CLIP1's MinMaxDataType); None: that type.
+    target = ctx.tensors.get(p.converted_to)
+    if value is None:
+        return target.data_type if target is not None else None
+    try:
+        dt = DataType.parse(value)
+    except (ValueError, TypeError) as e:
+        ctx.refuse(p, f"is {quote(value)}", str(e))
+        return None
+    if target is not None and dt is not target.data_type:
+        ctx.refuse(p, f"is {dt.name}", f"it must match {p.converted_to}.DataType, {target.data_type.name}",
+                   "leave it out (None) to take the tensor's DataType")
+        return None
+    return dt
+
+
+def _enum(ctx: ParamContext, p: ParamSpec, value: object):
+    try:
+        return p.enum.parse(value)
+    except ValueError as e:
+        ctx.refuse(p, f"is {quote(value)}", str(e).split("; ", 1)[-1])
+        return None
+
+
+def _fusable_hint(name: str) -> str:
+    """The fusable activation a mistyped name most likely means (``ELU`` -> ACTIVATION_ELU)."""
+    short = [n[len("DML_OPERATOR_"):] for n in FUSABLE]
+    key = name[len("DML_OPERATOR_"):] if name.startswith("DML_OPERATOR_") else name
+    ends = [s for s in short if s.endswith("_" + key)]
+    close = ends or difflib.get_close_matches(key, short, n=1, cutoff=0.6)
+    return f"did you mean {close[0]}?" if close else ""
+
+
+def _fused_activation(ctx: ParamContext, p: ParamSpec, value: object):
+    subject, arg, problems, host = p.dml_name, p.arg, ctx.problems, ctx.spec
+    try:
+        fa = FusedActivation.coerce(value)
+    except TypeError as e:
+        problems.append(Violation(subject, arg, f"is {quote(value)}", str(e)))
+        return None
+    n0 = len(problems)
+    if fa.type not in FUSABLE:
+        hint = _fusable_hint(fa.type)
+        problems.append(Violation(
+            subject, arg, f"is {fa.type}, which DirectML does not support for fused activation",
+            "fusable: " + ", ".join(FUSABLE),
+            hint or "apply it as a separate operator after this one"))
+        return None
+    hosts = FUSABLE[fa.type]
+    if host.enum_name not in FUSION_HOSTS:
+        problems.append(Violation(subject, arg, f"is given but {host.enum_name} supports no fused activation"))
+        return None
+    if hosts is not None and host.enum_name not in hosts:
+        problems.append(Violation(
+            subject, arg, f"is {fa.type}, which DirectML fuses only into {' and '.join(hosts)}",
+            tip=f"apply {fa.short_name.lower()} as a separate operator after this one"))
+        return None
+    op = implemented(fa.type)
+    if op is None:
+        available = [n for n in FUSABLE if implemented(n) is not None and (FUSABLE[n] is None or host.enum_name in FUSABLE[n])]
+        problems.append(Violation(
+            subject, arg, f"is {fa.type}, which DirectML can fuse but dmljax does not implement yet",
+            "implemented: " + ", ".join(available)))
+        return None
+    act: OpSpec = op.spec
+    if ctx.level is not None and act.introduced > ctx.level:
+        problems.append(Violation(
+            subject, arg, f"is {fa.type}, which was introduced in {act.introduced.dml_name}",
+            tip=f"pass feature_level='{act.introduced.version}' or newer"))
+    out = ctx.tensors.get(host.outputs[0].dml_name)
+    if out is not None and out.data_type not in FUSED_OUTPUT_TYPES:
+        problems.append(Violation(
+            subject, arg, f"is given but {host.outputs[0].dml_name} has DataType {out.data_type.name}",
+            "fused activation may be used only when the output datatype is FLOAT16 or FLOAT32"))
+    by_name = {}
+    for q in act.params:
+        by_name[q.dml_name] = q
+        by_name[q.arg] = q
+    given: dict[str, object] = {}
+    for key, v in fa.attrs:
+        if key in NULL_TENSORS or key in ("input", "output"):
+            if v is not None:
+                problems.append(Violation(
+                    f"{subject}.Desc.{key}", arg, f"is {quote(v)}",
+                    "the fused activation's InputTensor and OutputTensor must be NULL (None)"))
+            continue
+        q = by_name.get(key)
+        if q is None:
+            members = ", ".join(q.dml_name for q in act.params) or "none"
+            problems.append(Violation(f"{subject}.Desc", arg, f"has no member {quote(key)} for {fa.type}",
+                                      f"members: {members}"))
+            continue
+        if q.dml_name in given:
+            problems.append(Violation(f"{subject}.Desc.{q.dml_name}", arg, "is given twice"))
+            continue
+        given[q.dml_name] = v
+    normalized = {}
+    for q in act.params:
+        raw = given.get(q.dml_name, q.default)
+        if raw is REQUIRED:
+            problems.append(Violation(f"{subject}.Desc.{q.dml_name}", arg, f"is missing for {fa.type}"))
+            continue
+        sub = ParamContext(act, ctx.level, {}, [])
+        normalized[q.dml_name] = check_param(sub, q, raw)
+        problems += [dataclasses.replace(s, subject=f"{subject}.Desc.{s.subject}", argument=arg) for s in sub.problems]
+    if len(problems) > n0:
+        return None
+    return FusedActivation(fa.type, **normalized)
+
+
+PARAM_KINDS: dict[str, Callable[[ParamContext, ParamSpec, object], object]] = {
+    "FLOAT": _float,
+    "UINT": _integer(0, _UINT32_MAX, "UINT"),
+    "INT": _integer(*_INT32, "INT"),
+    "BOOL": _bool,
+    "UINT[]": _array(_integer(0, _UINT32_MAX, "UINT"), "UINT"),
+    "INT[]": _array(_integer(*_INT32, "INT"), "INT"),
+    "FLOAT[]": _array(_float, "FLOAT"),
+    "DML_SCALE_BIAS": _scale_bias,
+    "DML_SCALAR_UNION": _scalar_union,
+    "DML_TENSOR_DATA_TYPE": _tensor_data_type,
+    "DML_OPERATOR_DESC*": _fused_activation,
+}
+"""DirectML member type -> checker. Enum-typed members (``ParamSpec.enum`` set) use the enum
+checker whatever their type name."""
+
+
+def kind_of(p: ParamSpec) -> Callable[[ParamContext, ParamSpec, object], object]:
+    """The checker for a member (raises KeyError for a record naming an unknown kind: a bug in
+    the record, found when the operator is declared)."""
+    return _enum if p.enum is not None else PARAM_KINDS[p.type]
+
+
+def check_param(ctx: ParamContext, p: ParamSpec, value: object) -> object:
+    """``value`` for member ``p`` validated and normalized (None after appending violations, or
+    for a nullable member left out)."""
+    if value is None and p.nullable:
+        return None
+    if value is None and p.type == "DML_TENSOR_DATA_TYPE":
+        return _tensor_data_type(ctx, p, value)
+    if value is None or value is REQUIRED:
+        ctx.refuse(p, "is missing" if value is REQUIRED else "is None", f"a required {p.type}")
+        return None
+    return kind_of(p)(ctx, p, value)
