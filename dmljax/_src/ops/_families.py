@@ -15,7 +15,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from dmljax._src.catalog import PREFIX
-from dmljax._src.dtypes import DataType
+from dmljax._src.dtypes import (
+    FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT32_UINT32, FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8,
+    FLOAT32_FLOAT16_INT64_INT32_UINT64_UINT32, DataType,
+)
 from dmljax._src.numerics import apply_scale_bias, float_to_int, flush_denormals, load, store
 from dmljax._src.registry import get_operator
 from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, SupportTable, TensorSpec, table
@@ -24,6 +27,7 @@ from dmljax._src.structs import ScaleBias
 __all__ = [
     "UNARY_TENSORS", "UNARY_CONSTRAINTS", "unary_table", "unary_op", "activation_op",
     "BINARY_TENSORS", "BINARY_CONSTRAINTS", "binary_table", "binary_op", "comparison_op",
+    "SUPPORT_ACTIVATION", "SUPPORT_FLOAT_MATH", "SUPPORT_ADD_MULTIPLY",
     "SCALE_BIAS", "elementwise", "int_scale_bias", "scale_of", "apply_fused",
 ]
 
@@ -52,6 +56,28 @@ SCALE_BIAS = ParamSpec(
 
 Row = tuple[str, str, tuple[DataType, ...]]  # (feature level, dimension counts, data types)
 
+# Support tables that many pages share word for word (each record is still checked against its
+# own page by tests/test_registry.py, so sharing cannot hide a transcription slip).
+SUPPORT_ACTIVATION: tuple[Row, ...] = (
+    ("3.0", "1 to 8", FLOAT32_FLOAT16),
+    ("2.0", "4 to 5", FLOAT32_FLOAT16),
+    ("1.0", "4", FLOAT32_FLOAT16),
+)
+"""The table of most ACTIVATION_* pages (ELU, SCALED_ELU, SIGMOID, TANH, SOFTPLUS, ...)."""
+SUPPORT_FLOAT_MATH: tuple[Row, ...] = (
+    ("3.0", "1 to 8", FLOAT32_FLOAT16),
+    ("1.0", "4", FLOAT32_FLOAT16),
+)
+"""The table of the float-only element-wise math pages (EXP, LOG, SIN, CONSTANT_POW, ...)."""
+SUPPORT_ADD_MULTIPLY: tuple[Row, ...] = (
+    ("5.1", "1 to 8", FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8),
+    ("4.1", "1 to 8", FLOAT32_FLOAT16_INT64_INT32_UINT64_UINT32),
+    ("3.0", "1 to 8", FLOAT32_FLOAT16_INT32_UINT32),
+    ("2.1", "4 to 5", FLOAT32_FLOAT16_INT32_UINT32),
+    ("1.0", "4 to 5", FLOAT32_FLOAT16),
+)
+"""The table of the ELEMENT_WISE_ADD and ELEMENT_WISE_MULTIPLY pages."""
+
 
 def unary_table(level: str, dims: str, types: tuple[DataType, ...]) -> SupportTable:
     """A unary page's table, whose two rows are the same."""
@@ -70,9 +96,10 @@ def unary_op(short_name: str, *, support: Sequence[Row], in_place: bool = True, 
                   support=tuple(unary_table(*row) for row in support), in_place=in_place, **fields)
 
 
-def activation_op(short_name: str, **fields) -> OpSpec:
-    """An element-wise activation: a unary operator (``ACTIVATION_<short_name>``)."""
-    return unary_op("ACTIVATION_" + short_name, **fields)
+def activation_op(short_name: str, *, support: Sequence[Row] = SUPPORT_ACTIVATION, **fields) -> OpSpec:
+    """An element-wise activation: a unary operator (``ACTIVATION_<short_name>``), with the
+    activation pages' usual support table unless the page has another."""
+    return unary_op("ACTIVATION_" + short_name, support=support, **fields)
 
 
 def binary_op(short_name: str, *, support: Sequence[Row], in_place: bool = True, **fields) -> OpSpec:

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import functools
-
-import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
-from dmljax._src.numerics import expm1_nonpositive, flush_denormals, load, store
+from dmljax._src.dtypes import DataType
+from dmljax._src.numerics import expm1_nonpositive
 from dmljax._src.op import operator
-from dmljax._src.ops._families import activation_op
+from dmljax._src.ops._families import activation_op, elementwise
 from dmljax._src.spec import ParamSpec
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
@@ -28,11 +25,6 @@ ACTIVATION_SCALED_ELU = activation_op(
         ParamSpec("Alpha", "FLOAT", default=1.6732, doc="A typical default for this value is 1.6732."),
         ParamSpec("Gamma", "FLOAT", default=1.0507, doc="A typical default for this value is 1.0507."),
     ),
-    support=(
-        ("3.0", "1 to 8", FLOAT32_FLOAT16),
-        ("2.0", "4 to 5", FLOAT32_FLOAT16),
-        ("1.0", "4", FLOAT32_FLOAT16),
-    ),
     ulp={F32: 8, F16: 1},
     ulp_half=4,
     gradient=("dX = Gamma * dY for x > 0, Gamma * Alpha * exp(x) * dY otherwise; exp only ever "
@@ -43,26 +35,8 @@ ACTIVATION_SCALED_ELU = activation_op(
 )
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2, 3))
-def _scaled_elu(x, alpha, gamma, result_dtype):
-    c = np.asarray(gamma, np.float32).astype(x.dtype)
-    # Gamma * (Alpha * exp(x) - Alpha) = (Gamma * Alpha) * expm1(x): one product of constants,
-    # taken here, so that XLA's reassociation of constant products can't change the bits
-    # between eager and jit.
-    ca = np.asarray(np.float32(gamma) * np.float32(alpha), np.float32).astype(x.dtype)
-    negative = jnp.minimum(x, jnp.zeros_like(x))  # the unselected branch never overflows
-    return jnp.where(x > 0, c * x, ca * expm1_nonpositive(negative, result_dtype))
-
-
-@_scaled_elu.defjvp
-def _scaled_elu_jvp(alpha, gamma, result_dtype, primals, tangents):
-    (x,), (t,) = primals, tangents
-    c = np.asarray(gamma, np.float32).astype(x.dtype)
-    ca = np.asarray(np.float32(gamma) * np.float32(alpha), np.float32).astype(x.dtype)
-    negative = jnp.minimum(x, jnp.zeros_like(x))
-    # The slope is math too: FLOAT32 denormals flushed, so CPU and GPU give the same gradient.
-    slope = flush_denormals(jnp.where(x > 0, c, ca * jnp.exp(negative)))
-    return _scaled_elu(x, alpha, gamma, result_dtype), slope * t
+def _f32(value, dtype):
+    return np.asarray(value, np.float32).astype(dtype)
 
 
 @operator(ACTIVATION_SCALED_ELU)
@@ -72,9 +46,20 @@ def activation_scaled_elu(input, *, alpha, gamma, allow_half_precision_computati
         >>> dmljax.activation_scaled_elu(np.array([-1.0, 0.0, 2.0], np.float32))
         Array([-1.1112876,  0.       ,  2.1014   ], dtype=float32)
     """
-    dt = DataType.from_dtype(input.dtype)
-    x = load(input, allow_half_precision_computation)
-    return store(_scaled_elu(x, alpha, gamma, dt.dtype), dt)
+    # Gamma * (Alpha * exp(x) - Alpha) = (Gamma * Alpha) * expm1(x): one product of constants,
+    # taken here, so that XLA's reassociation of constant products can't change the bits
+    # between eager and jit. exp and expm1 only ever see min(x, 0): the unselected branch never
+    # overflows.
+    ca = np.float32(gamma) * np.float32(alpha)
+
+    def f(x):
+        negative = jnp.minimum(x, jnp.zeros_like(x))
+        return jnp.where(x > 0, _f32(gamma, x.dtype) * x, _f32(ca, x.dtype) * expm1_nonpositive(negative, input.dtype))
+
+    def slope(x):
+        return jnp.where(x > 0, _f32(gamma, x.dtype), _f32(ca, x.dtype) * jnp.exp(jnp.minimum(x, jnp.zeros_like(x))))
+
+    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
 
 
 # --------------------------------------------------------------------------------------------
@@ -86,11 +71,6 @@ ACTIVATION_ELU = activation_op(
              "       Alpha * (exp(x) - 1), otherwise"),
     params=(ParamSpec("Alpha", "FLOAT", default=1.0,
                       doc="The alpha coefficient. A typical default for this value is 1.0."),),
-    support=(
-        ("3.0", "1 to 8", FLOAT32_FLOAT16),
-        ("2.0", "4 to 5", FLOAT32_FLOAT16),
-        ("1.0", "4", FLOAT32_FLOAT16),
-    ),
     ulp={F32: 8, F16: 1},
     ulp_half=4,
     gradient=("dX = dY for x >= 0 (the page's branch, so 1 at x = 0 and -0 whatever Alpha is), "
@@ -99,25 +79,6 @@ ACTIVATION_ELU = activation_op(
     notes=("Alpha * (exp(x) - 1) is evaluated as Alpha * expm1(x), its exact equal without "
            "cancellation (numerics.expm1_nonpositive). x >= 0 keeps x itself, so ELU(-0) = -0. Fusable (dmljax.FusedActivation)."),
 )
-
-
-@functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2))
-def _elu(input, alpha, half):
-    x = load(input, half)
-    a = np.asarray(alpha, np.float32).astype(x.dtype)
-    negative = jnp.minimum(x, jnp.zeros_like(x))  # the unselected branch never overflows
-    return store(jnp.where(x >= 0, x, a * expm1_nonpositive(negative, input.dtype)),
-                 DataType.from_dtype(input.dtype))
-
-
-@_elu.defjvp
-def _elu_jvp(alpha, half, primals, tangents):
-    (input,), (t,) = primals, tangents
-    x = load(input, half)
-    a = np.asarray(alpha, np.float32).astype(x.dtype)
-    negative = jnp.minimum(x, jnp.zeros_like(x))
-    slope = flush_denormals(jnp.where(x >= 0, jnp.ones_like(x), a * jnp.exp(negative)))
-    return _elu(input, alpha, half), (slope * t.astype(x.dtype)).astype(t.dtype)
 
 
 @operator(ACTIVATION_ELU)
@@ -129,4 +90,11 @@ def activation_elu(input, *, alpha, allow_half_precision_computation):
         >>> dmljax.activation_elu(np.array([-1.0], np.float32), alpha=0.5)
         Array([-0.31606027], dtype=float32)
     """
-    return _elu(input, alpha, allow_half_precision_computation)
+    def f(x):
+        negative = jnp.minimum(x, jnp.zeros_like(x))  # the unselected branch never overflows
+        return jnp.where(x >= 0, x, _f32(alpha, x.dtype) * expm1_nonpositive(negative, input.dtype))
+
+    def slope(x):
+        return jnp.where(x >= 0, jnp.ones_like(x), _f32(alpha, x.dtype) * jnp.exp(jnp.minimum(x, jnp.zeros_like(x))))
+
+    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)

@@ -13,9 +13,8 @@ from jax import lax
 
 from dmljax._src.dtypes import (
     FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8,
-    FLOAT32_FLOAT16_INT32_UINT32, FLOAT32_FLOAT16_INT64_INT32_INT16_INT8,
+    FLOAT32_FLOAT16_INT64_INT32_INT16_INT8,
     FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8,
-    FLOAT32_FLOAT16_INT64_INT32_UINT64_UINT32,
     FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8, DataType,
 )
 from dmljax._src.numerics import (
@@ -23,7 +22,7 @@ from dmljax._src.numerics import (
 )
 from dmljax._src.op import operator
 from dmljax._src.ops._families import (
-    SCALE_BIAS, apply_fused, binary_op, elementwise, int_scale_bias, scale_of, unary_op,
+    SCALE_BIAS, SUPPORT_ADD_MULTIPLY, apply_fused, binary_op, elementwise, int_scale_bias, scale_of, unary_op,
 )
 from dmljax._src.spec import ParamSpec
 
@@ -35,13 +34,7 @@ ELEMENT_WISE_MULTIPLY = binary_op(
     summary=("Computes the product of each pair of corresponding elements of the input tensors, "
              "placing the result into the corresponding element of OutputTensor."),
     formula="f(a, b) = a * b",
-    support=(
-        ("5.1", "1 to 8", FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8),
-        ("4.1", "1 to 8", FLOAT32_FLOAT16_INT64_INT32_UINT64_UINT32),
-        ("3.0", "1 to 8", FLOAT32_FLOAT16_INT32_UINT32),
-        ("2.1", "4 to 5", FLOAT32_FLOAT16_INT32_UINT32),
-        ("1.0", "4 to 5", FLOAT32_FLOAT16),
-    ),
+    support=SUPPORT_ADD_MULTIPLY,
     ulp={F32: 0, F16: 0},
     ulp_half=0,
     gradient="dA = b * dY, dB = a * dY (integer inputs: no gradient).",
@@ -56,11 +49,8 @@ def element_wise_multiply(a, b, *, allow_half_precision_computation):
         >>> dmljax.element_wise_multiply(np.array([1.5, -2.0], np.float32), np.array([2.0, 3.0], np.float32))
         Array([ 3., -6.], dtype=float32)
     """
-    dt = DataType.from_dtype(a.dtype)
-    if dt.is_integer:
-        return a * b
-    half = allow_half_precision_computation
-    return store(load(a, half) * load(b, half), dt)
+    return elementwise(lambda x, y: x * y, a, b, half=allow_half_precision_computation,
+                       slopes=lambda x, y: (y, x), integer=lambda x, y: x * y)
 
 
 # --------------------------------------------------------------------------------------------
@@ -256,13 +246,7 @@ ELEMENT_WISE_ADD = binary_op(
     summary=("Adds every element in ATensor to its corresponding element in BTensor, placing the "
              "result into the corresponding element of OutputTensor."),
     formula="f(a, b) = a + b",
-    support=(
-        ("5.1", "1 to 8", FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8),
-        ("4.1", "1 to 8", FLOAT32_FLOAT16_INT64_INT32_UINT64_UINT32),
-        ("3.0", "1 to 8", FLOAT32_FLOAT16_INT32_UINT32),
-        ("2.1", "4 to 5", FLOAT32_FLOAT16_INT32_UINT32),
-        ("1.0", "4 to 5", FLOAT32_FLOAT16),
-    ),
+    support=SUPPORT_ADD_MULTIPLY,
     ulp={F32: 0, F16: 0},
     ulp_half=0,
     gradient="dA = dY, dB = dY (integer inputs: no gradient).",
@@ -272,15 +256,9 @@ ELEMENT_WISE_ADD = binary_op(
 )
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(2,))
-def _add_float(a, b, half):
-    return store(load(a, half) + load(b, half), DataType.from_dtype(a.dtype))
-
-
-@_add_float.defjvp
-def _add_float_jvp(half, primals, tangents):
-    (a, b), (ta, tb) = primals, tangents
-    return _add_float(a, b, half), ta + tb
+def _add(a, b, half):
+    return elementwise(lambda x, y: x + y, a, b, half=half, slopes=lambda x, y: (1.0, 1.0),
+                       integer=lambda x, y: x + y)
 
 
 @operator(ELEMENT_WISE_ADD)
@@ -292,10 +270,7 @@ def element_wise_add(a, b, *, allow_half_precision_computation):
         >>> dmljax.element_wise_add(np.array([250], np.uint8), np.array([10], np.uint8))
         Array([4], dtype=uint8)
     """
-    dt = DataType.from_dtype(a.dtype)
-    if dt.is_integer:
-        return a + b
-    return _add_float(a, b, allow_half_precision_computation)
+    return _add(a, b, allow_half_precision_computation)
 
 
 # --------------------------------------------------------------------------------------------
@@ -337,7 +312,7 @@ def element_wise_add1(a, b, *, fused_activation, allow_half_precision_computatio
         Array([ 1.5       , -0.86466473], dtype=float32)
     """
     half = allow_half_precision_computation
-    return apply_fused(fused_activation, _add_float(a, b, half), half)
+    return apply_fused(fused_activation, _add(a, b, half), half)
 
 
 # --------------------------------------------------------------------------------------------

@@ -10,13 +10,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from dmljax._src.dtypes import (
-    FLOAT32_FLOAT16, DataType,
+    DataType,
 )
 from dmljax._src.numerics import (
     apply_scale_bias, flush_denormals, load, pow_c99, store,
 )
 from dmljax._src.op import operator
 from dmljax._src.ops._families import (
+    SUPPORT_FLOAT_MATH,
     SCALE_BIAS, unary_op,
 )
 from dmljax._src.spec import ParamSpec
@@ -34,10 +35,7 @@ ELEMENT_WISE_CONSTANT_POW = unary_op(
         ParamSpec("Exponent", "FLOAT", doc="The exponent that all inputs will be raised to."),
         SCALE_BIAS,
     ),
-    support=(
-        ("3.0", "1 to 8", FLOAT32_FLOAT16),
-        ("1.0", "4", FLOAT32_FLOAT16),
-    ),
+    support=SUPPORT_FLOAT_MATH,
     ulp={F32: 4, F16: 1},
     ulp_half=4,
     gradient=("dX = Exponent * g(x)^(Exponent - 1) * Scale * dY, with the same pow rules; exactly 0 "
