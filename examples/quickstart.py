@@ -1,4 +1,4 @@
-"""The five seed operators on small inputs, and one ValidationError.
+"""Five operators on small inputs, the operator catalog, and one ValidationError.
 
 Run: python examples/quickstart.py
 """
@@ -29,6 +29,15 @@ def main():
     print("CONSTANT_POW  ", dmljax.element_wise_constant_pow(
         np.array([-2.0, 0.0, 3.0], np.float32), exponent=3).tolist(),
         " and 0.5:", dmljax.element_wise_constant_pow(np.array([-4.0, 4.0], np.float32), exponent=0.5).tolist())
+
+    # The catalog: every DirectML operator, implemented or not.
+    entries = dmljax.catalog()
+    print(f"\ndmljax {dmljax.__version__} implements {sum(e.implemented for e in entries)} of "
+          f"DirectML's {len(entries)} operators.")
+    try:
+        dmljax.get_operator("GEMM")
+    except dmljax.OperatorNotImplementedError as err:
+        print(str(err).splitlines()[1].strip())
 
     # Three dimensions are refused at feature level 2.0: DirectML takes 4 or 5 there.
     try:
