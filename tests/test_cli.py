@@ -1,6 +1,9 @@
-"""The dmljax console script: ``dmljax run`` options and output format, ``dmljax ops``, the
-committed example, and one run of the installed-style entry point in a subprocess."""
+"""The dmljax console script: ``dmljax run`` options and output format, ``dmljax ops`` (the
+implemented operators, ``--all``, ``NAME``), ``--version``, a closed stdout and Ctrl-C, the
+committed example, and runs of the installed-style entry point in a subprocess."""
 
+import contextlib
+import io
 import os
 import re
 import subprocess
@@ -11,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import dmljax
+from dmljax._src import cli
 from dmljax._src.cli import main
 from dmljax._src.docstrings import support_table_text
 
@@ -83,6 +87,128 @@ def test_ops_at_an_old_level(capsys):
     # ELEMENT_WISE_IF came in 2.0
     block = out.split("DML_OPERATOR_ELEMENT_WISE_IF ")[1].split("\n\n")[0]
     assert "not available at DML_FEATURE_LEVEL_1_0" in block
+
+
+def test_ops_all_lists_the_catalog(capsys):
+    status, out, _ = run(["ops", "--all"], capsys)
+    assert status == 0
+    entries = dmljax.catalog()
+    done = sum(e.implemented for e in entries)
+    lines = out.splitlines()
+    assert lines[0] == f"177 DirectML operators (DML_TARGET_VERSION 0x6400); dmljax implements {done}, {177 - done} not yet."
+    assert lines[2].split() == ["Value", "Operator", "Introduced", "Family", "dmljax"]
+    rows = [ln.split() for ln in lines[3:]]
+    assert [int(r[0]) for r in rows] == list(range(1, 178))  # by value
+    for e, r in zip(entries, rows):
+        assert r[1:5] == [e.short_name, e.introduced.version, e.family, "implemented" if e.implemented else "not"]
+    assert "SCATTER_ELEMENTS" in out and "(alias SCATTER)" in out
+
+
+def test_ops_all_sorted_grouped_and_filtered(capsys):
+    from dmljax._src.catalog import FAMILIES
+
+    status, out, _ = run(["ops", "--all", "--sort", "family"], capsys)
+    heads = [ln for ln in out.splitlines() if ln.startswith("family ")]
+    assert [h.split(":")[0] for h in heads] == [f"family {f}" for f in FAMILIES]
+    assert "family activation: " in out and " implemented" in heads[0]
+    status, out, _ = run(["ops", "--all", "--sort", "name"], capsys)
+    names = [ln.split()[1] for ln in out.splitlines()[3:]]
+    assert names == sorted(e.short_name for e in dmljax.catalog())
+    status, out, _ = run(["ops", "--all", "--sort", "status"], capsys)
+    assert out.index("\nimplemented: ") < out.index("\nnot implemented yet: ")
+    status, out, _ = run(["ops", "--all", "--sort", "level", "--feature-level", "2.0"], capsys)
+    exist = [e for e in dmljax.catalog() if e.introduced <= dmljax.FeatureLevel.parse("2.0")]
+    assert out.startswith(f"{len(exist)} of DirectML's 177 operators exist at DML_FEATURE_LEVEL_2_0;")
+    assert "introduced in DML_FEATURE_LEVEL_2_0: " in out and "DML_FEATURE_LEVEL_2_1" not in out
+    assert " ELEMENT_WISE_NEGATE " not in out  # 5.0
+
+
+def test_ops_one_operator(capsys):
+    spec = dmljax.element_wise_negate.spec
+    for spelling in ("DML_OPERATOR_ELEMENT_WISE_NEGATE", "ELEMENT_WISE_NEGATE", "element_wise_negate", "156"):
+        status, out, err = run(["ops", spelling], capsys)
+        assert status == 0 and err == ""
+        assert out.startswith("DML_OPERATOR_ELEMENT_WISE_NEGATE (value 156; introduced in DML_FEATURE_LEVEL_5_0;")
+        assert support_table_text(spec) in out and f"Gradient: {spec.gradient}" in out
+        assert "dmljax.element_wise_negate(input, *," in out
+    status, out, _ = run(["ops", "element_wise_if", "--feature-level", "1.0"], capsys)
+    assert status == 0 and "Not available at DML_FEATURE_LEVEL_1_0 (introduced in DML_FEATURE_LEVEL_2_0)" in out
+
+
+def test_ops_not_implemented_and_unknown(capsys):
+    status, out, err = run(["ops", "gemm", "SCATTER"], capsys)
+    assert status == 0 and err == ""
+    assert out.splitlines()[0] == "DML_OPERATOR_GEMM (value 54; introduced in DML_FEATURE_LEVEL_1_0; family matrix)"
+    assert out.count("not implemented yet in dmljax") == 2
+    assert "DML_OPERATOR_SCATTER_ELEMENTS (value 94;" in out and "also named DML_OPERATOR_SCATTER" in out
+    assert "https://learn.microsoft.com/windows/win32/api/directml/ns-directml-dml_gemm_operator_desc" in out
+    status, out, err = run(["ops", "ELEMENT_WISE_NEGAT", "gemm"], capsys)
+    assert status == 2 and out == ""
+    assert err.splitlines() == ["dmljax ops: error: 'ELEMENT_WISE_NEGAT' is not a DirectML operator type; did you "
+                                "mean DML_OPERATOR_ELEMENT_WISE_NEGATE, DML_OPERATOR_ELEMENT_WISE_MEAN, "
+                                "DML_OPERATOR_ELEMENT_WISE_ATAN. `dmljax ops --all` lists DirectML's operators."]
+    status, out, err = run(["ops", "0"], capsys)
+    assert status == 2 and "0 is not a DML_OPERATOR_TYPE value (1 to 177)" in err
+    assert run(["ops", "gemm", "--all"], capsys)[0] == 2
+    status, _, err = run(["ops", "--sort", "name"], capsys)
+    assert status == 2 and "add --all" in err
+
+
+def test_version(capsys):
+    import jax
+    import jaxlib
+
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"dmljax {dmljax.__version__} (jax {jax.__version__}, jaxlib {jaxlib.__version__}; Python ")
+    assert out.count("\n") == 1
+
+
+class _ClosedStdout(io.StringIO):
+    """A stdout whose reader has gone: every write and flush raises BrokenPipeError."""
+
+    def write(self, s):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self):
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+@pytest.mark.parametrize("argv", [["ops"], ["ops", "--all"], ["ops", "gemm"], ["--version"], ["--help"],
+                                  ["run", str(EXAMPLE), "--no-timing"]])
+def test_closed_stdout_in_process(argv, capsys):
+    with contextlib.redirect_stdout(_ClosedStdout()):
+        status = main(argv)
+    assert status == 141  # 128 + SIGPIPE, as a shell reports for `cat` or `yes`
+    assert capsys.readouterr().err == ""
+
+
+def test_keyboard_interrupt(capsys, monkeypatch):
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_ops", interrupted)
+    assert main(["ops"]) == 130
+    assert capsys.readouterr().err == "dmljax: interrupted\n"
+
+
+@pytest.mark.parametrize("argv", [["ops"], ["ops", "--all"], ["--version"]])
+def test_closed_pipe_in_a_subprocess(argv):
+    # `dmljax ops | head -n 1`, made deterministic: the pipe's read end is closed before the child
+    # starts, so its first write fails with EPIPE. No traceback, no "Exception ignored" at exit.
+    code = "import sys; from dmljax._src.cli import main; sys.exit(main())"
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = subprocess.run([sys.executable, "-c", code, *argv], stdout=w, stderr=subprocess.PIPE, text=True,
+                           env=env, timeout=120)
+    finally:
+        os.close(w)
+    assert p.stderr == ""
+    assert p.returncode == 141
 
 
 def test_console_script_declared():

@@ -1,24 +1,41 @@
 """The ``dmljax`` console script.
 
     dmljax run MODEL.json [-i N] [-r N] [-w N] [-v 0|1|2] [--feature-level X]
-    dmljax ops [--feature-level X]
-    dmljax bench [--ops ...] [--dtypes ...] [--sizes LO:HI[:STEP]] [--out DIR] (see dmljax/_src/bench.py)
+    dmljax ops [--feature-level X] | dmljax ops --all [--sort KEY] | dmljax ops NAME...
+    dmljax docs [--check] [--out DIR]
+    dmljax --version
+    dmljax bench [--ops ...] [--dtypes ...] [--sizes LO:HI[:STEP]] [--out DIR] (dmljax/bench/cli.py)
 
 ``run`` reads a DxDispatch model and runs it on the default JAX device, printing what DxDispatch
 prints (``Resource 'output': 6, 15, 24``) and a timing line per dispatch command. ``ops`` lists the
 operators dmljax implements with their introducing feature level and their support table at the
-chosen level.
+chosen level; ``ops --all`` lists DirectML's whole catalog with dmljax's status, ``ops NAME`` one
+operator in full. ``docs`` regenerates docs/operators.md (docgen.py). ``main`` turns a closed
+stdout and Ctrl-C into exit statuses (141, 130) without a traceback, for every subcommand.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import importlib.metadata
+import os
+import platform
+import signal
 import sys
 from typing import Sequence
 
+import jax
+import jaxlib
+
+from dmljax._src import docgen
+from dmljax._src.catalog import FAMILIES, CatalogEntry
+from dmljax._src.docstrings import support_table_text
 from dmljax._src.dxdispatch import Model, ModelError
-from dmljax._src.errors import ValidationError
+from dmljax._src.errors import UnknownOperatorError, ValidationError
 from dmljax._src.feature_level import FeatureLevel, resolve_feature_level
+from dmljax._src.registry import canonical_name, catalog, entry, implemented, registry
+from dmljax._src.version import __version__
 
 __all__ = ["main"]
 
@@ -47,8 +64,29 @@ def _positive(text: str) -> int:
     return v
 
 
+def version_text() -> str:
+    """``dmljax X.Y.Z (jax A.B.C, jaxlib A.B.C; Python X.Y.Z)``: what ``dmljax --version`` prints."""
+    jaxlib_version = getattr(jaxlib, "__version__", None) or importlib.metadata.version("jaxlib")
+    return f"dmljax {__version__} (jax {jax.__version__}, jaxlib {jaxlib_version}; Python {platform.python_version()})"
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: argparse's own action would re-wrap the text; this prints it as is."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_text())
+        parser.exit()
+
+
+_SORTS = ("value", "name", "family", "level", "status")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dmljax", description="DirectML operators as exact JAX functions.")
+    p.add_argument("--version", action=_VersionAction, help="print the versions of dmljax, jax and jaxlib and exit")
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a DxDispatch JSON model on the default JAX device",
                          description="Run a DxDispatch model (resources, DirectML operator dispatchables, "
@@ -67,22 +105,46 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--no-timing", action="store_true", help="print no Dispatch timing lines")
     run.add_argument("--feature-level", type=_level, default=None, metavar="X",
                      help="DML feature level to validate against (default: $DMLJAX_FEATURE_LEVEL, else the newest)")
-    ops = sub.add_parser("ops", help="list the implemented operators and their support tables")
+    ops = sub.add_parser("ops", help="list DirectML's operators: the implemented ones with their support tables, "
+                                     "all of them (--all), or one in full (NAME)",
+                         description="Without arguments: the operators dmljax implements, each with its support "
+                                     "table at the feature level. --all: DirectML's whole catalog with dmljax's "
+                                     "status. NAME: one operator in full, implemented or not (any spelling: "
+                                     "DML_OPERATOR_GEMM, GEMM, gemm or 54).")
+    ops.add_argument("names", nargs="*", metavar="NAME", help="operators to show in full")
+    ops.add_argument("--all", action="store_true",
+                     help="list all of DirectML's operators: enum value, name, introducing level, family, status")
+    ops.add_argument("--sort", choices=_SORTS, default=None,
+                     help="order of --all (default: value); family, level and status also group the rows")
     ops.add_argument("--feature-level", type=_level, default=None, metavar="X",
-                     help="show the support table in force at this level (default: the newest)")
-    bench = sub.add_parser("bench", help="time dmljax's operators against jax.numpy, PyTorch, ONNX Runtime and a copy",
-                           description="Side-by-side timings on this machine's default JAX device; writes "
-                                       "results.json, results.md and PNG plots to --out.")
-    from dmljax._src import bench as _bench  # noqa: PLC0415  (its heavy imports are lazy)
-    _bench.build_parser(bench)
+                     help="show the support table in force at this level (default: the newest); with --all, "
+                          "list only the operators that exist at this level")
+    docs = sub.add_parser("docs", help="write docs/operators.md from the registry (or --check it)",
+                          description="Generate the operator documentation (operators.md) from dmljax's registry "
+                                      "and catalog; run it from the repository root after changing an operator.")
+    docs.add_argument("--out", default="docs", metavar="DIR",
+                      help="folder to write into (default: docs, under the current directory)")
+    docs.add_argument("--check", action="store_true",
+                      help="write nothing; exit 1 and name the files that are missing or stale")
+    # listed for --help only: _main hands `dmljax bench ...` to dmljax/bench/cli.py, which parses it
+    sub.add_parser("bench", add_help=False,
+                   help="time dmljax's operators against jax.numpy, PyTorch, ONNX Runtime and a copy "
+                        "(dmljax bench --help)")
     return p
 
 
-def _ops(level: FeatureLevel | None) -> int:
-    from dmljax._src.docstrings import support_table_text
-    from dmljax._src.registry import registry
-
-    level = resolve_feature_level(level)
+def _ops(args: argparse.Namespace) -> int:
+    if args.names and args.all:
+        print("dmljax ops: error: give NAMEs or --all, not both", file=sys.stderr)
+        return 2
+    if args.sort is not None and not args.all:
+        print("dmljax ops: error: --sort orders the list of --all; add --all", file=sys.stderr)
+        return 2
+    if args.names:
+        return _ops_named(args.names, args.feature_level)
+    if args.all:
+        return _ops_all(args.sort or "value", args.feature_level)
+    level = resolve_feature_level(args.feature_level)
     ops = registry()
     print(f"{len(ops)} operators implemented; support tables at {level.dml_name}.\n")
     for name, op in ops.items():
@@ -92,17 +154,141 @@ def _ops(level: FeatureLevel | None) -> int:
             print(f"  not available at {level.dml_name}\n")
         else:
             print(support_table_text(spec, level) + "\n")
+    print(f"`dmljax ops --all` lists all {len(catalog())} DirectML operators; `dmljax ops NAME` shows one in full.")
     return 0
 
 
+_GROUP = {  # --sort KEY: (sort key, group heading or None)
+    "value": (lambda e: e.value, None),
+    "name": (lambda e: e.short_name, None),
+    "family": (lambda e: (FAMILIES.index(e.family), e.value), lambda e: f"family {e.family}"),
+    "level": (lambda e: (e.introduced, e.value), lambda e: f"introduced in {e.introduced.dml_name}"),
+    "status": (lambda e: (not e.implemented, e.value),
+               lambda e: "implemented" if e.implemented else "not implemented yet"),
+}
+
+
+def _ops_all(sort: str, level_arg: FeatureLevel | None) -> int:
+    entries = catalog()
+    done = sum(e.implemented for e in entries)
+    if level_arg is None:
+        head = (f"{len(entries)} DirectML operators (DML_TARGET_VERSION 0x6400); dmljax implements {done}, "
+                f"{len(entries) - done} not yet.")
+    else:
+        level = resolve_feature_level(level_arg)
+        entries = tuple(e for e in entries if e.introduced <= level)
+        done = sum(e.implemented for e in entries)
+        head = (f"{len(entries)} of DirectML's {len(catalog())} operators exist at {level.dml_name}; "
+                f"dmljax implements {done} of them.")
+    key, group = _GROUP[sort]
+    rows = sorted(entries, key=key)
+    print(head + "\n")
+    print(f"{'Value':>5}  {'Operator':<42}  {'Introduced':<10}  {'Family':<23}  dmljax")
+    current = None
+    for e in rows:
+        if group is not None and group(e) != current:
+            current = group(e)
+            members = [r for r in rows if group(r) == current]
+            count = (f"{len(members)} operators" if sort == "status"
+                     else f"{sum(r.implemented for r in members)} of {len(members)} implemented")
+            print(f"\n{current}: {count}")
+        print(_catalog_row(e))
+    return 0
+
+
+def _catalog_row(e: CatalogEntry) -> str:
+    status = "implemented" if e.implemented else "not yet"
+    alias = f"  (alias {', '.join(e.aliases)})" if e.aliases else ""
+    return f"{e.value:>5}  {e.short_name:<42}  {e.introduced.version:<10}  {e.family:<23}  {status}{alias}"
+
+
+def _lookup(name: str) -> CatalogEntry | str:
+    """The catalog entry NAME denotes, or the one-line reason it denotes none."""
+    key: object = int(name) if name.strip().isdigit() else name
+    e = entry(key)
+    if e is not None:
+        return dataclasses.replace(e, implemented=implemented(e.enum_name) is not None)
+    try:
+        canonical_name(key)
+    except UnknownOperatorError as err:
+        v = err.violations[0]
+        return v.found + (f"; {v.allowed}" if v.allowed else "")
+    raise AssertionError(name)  # pragma: no cover  (entry and canonical_name agree)
+
+
+def _ops_named(names: Sequence[str], level_arg: FeatureLevel | None) -> int:
+    found = [_lookup(n) for n in names]
+    unknown = [f for f in found if isinstance(f, str)]
+    for reason in unknown:
+        print(f"dmljax ops: error: {reason}. `dmljax ops --all` lists DirectML's operators.", file=sys.stderr)
+    if unknown:
+        return 2
+    level = None if level_arg is None else resolve_feature_level(level_arg)
+    for i, e in enumerate(found):
+        if i:
+            print()
+        op = implemented(e.enum_name)
+        if op is not None:
+            print(f"{e.enum_name} (value {e.value}; introduced in {e.introduced.dml_name}; dmljax.{e.python_name})\n")
+            print(docgen.operator_text(op, level))
+            continue
+        print(f"{e.enum_name} (value {e.value}; introduced in {e.introduced.dml_name}; family {e.family})")
+        if e.aliases:
+            print(f"  also named {', '.join('DML_OPERATOR_' + a for a in e.aliases)}")
+        print(f"  reference page: {docgen.page_url(e)}")
+        print(f"  not implemented yet in dmljax (`dmljax ops` lists the {len(registry())} that are).")
+    return 0
+
+
+PIPE_CLOSED = 128 + getattr(signal, "SIGPIPE", 13)
+"""Exit status when stdout is closed early (``dmljax ops | head -n 1``): 141, what a shell reports
+for a process that SIGPIPE ended, as ``cat`` or ``yes`` would give."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit status (0 ok, 1 the model cannot be run, 2 usage)."""
+    """Entry point; returns the exit status (0 ok, 1 the model cannot be run or the docs are
+    stale, 2 usage, 130 interrupted with Ctrl-C, 141 stdout closed early).
+
+    A closed stdout is handled as the signal module's "Note on SIGPIPE" recommends: flushed inside
+    the try, then pointed at os.devnull so that Python's final flush does not raise again; no
+    traceback either way."""
+    try:
+        try:
+            status = _main(argv)
+        except SystemExit:  # --help, --version and usage errors: their output is flushed here too
+            sys.stdout.flush()
+            raise
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        return PIPE_CLOSED
+    except KeyboardInterrupt:
+        print("dmljax: interrupted", file=sys.stderr)
+        return 130
+
+
+def _stdout_to_devnull() -> None:
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (a test's stream): replace the object
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115  (lives until the process ends)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["bench"]:  # the benchmark is not part of the library: loaded only for this command
+        from dmljax.bench.cli import main as bench_main  # noqa: PLC0415
+        return bench_main(argv[1:])
     args = _parser().parse_args(argv)
     if args.command == "ops":
-        return _ops(args.feature_level)
-    if args.command == "bench":
-        from dmljax._src import bench as _bench  # noqa: PLC0415
-        return _bench.main(args=args)
+        return _ops(args)
+    if args.command == "docs":
+        return docgen.main(out=args.out, check=args.check)
     return _run(args)
 
 

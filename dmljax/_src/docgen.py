@@ -1,0 +1,324 @@
+"""``docs/operators.md``, generated from the registry and the catalog.
+
+    dmljax docs                 # (re)writes docs/operators.md under the current directory
+    dmljax docs --check         # exit 1, naming the stale files, when they differ from the registry
+    dmljax docs --out DIR       # writes DIR/operators.md instead
+
+Everything here reads ``registry()`` (the implemented operators and their records) and
+``catalog()`` (all of DirectML's operators); nothing about an operator is written by hand, so the
+page follows the code. The output is deterministic (no dates, no versions of other packages), so
+``tests/test_docs.py`` can compare the committed file with a fresh rendering.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import sys
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from dmljax._src.catalog import FAMILIES, CatalogEntry
+from dmljax._src.docstrings import support_table_text
+from dmljax._src.feature_level import FeatureLevel
+from dmljax._src.registry import catalog, registry
+from dmljax._src.spec import REQUIRED, OpSpec
+
+__all__ = ["REGENERATE", "documents", "operators_markdown", "operator_markdown", "operator_text", "page_url",
+           "dims_history", "data_type_history", "write", "stale", "main"]
+
+REGENERATE = "dmljax docs"
+"""The command that regenerates the generated documents (run from the repository root)."""
+
+_SDK_API = "https://learn.microsoft.com/windows/win32/api/directml/ns-directml-"
+_AI_DOCS = "https://learn.microsoft.com/windows/ai/directml/api/ns-directml-"
+_AI_DOCS_FROM = FeatureLevel.parse("5.1")  # pages of operators from 5.1 on live in windows-ai-docs
+_URL_STEMS = {"dml_reverse_subsequences_operator_desc.md": "dml_reverse_subsequences_desc"}
+
+
+def page_url(e: CatalogEntry) -> str:
+    """The operator's reference page on learn.microsoft.com.
+
+    Pages of operators up to feature level 5.0 are in the Win32 API reference (MicrosoftDocs/sdk-api),
+    the newer ones in the DirectML docs (MicrosoftDocs/windows-ai-docs); the URL is the page's file
+    name (REVERSE_SUBSEQUENCES' page lacks ``_operator`` there)."""
+    stem = _URL_STEMS.get(e.page, e.page.removesuffix(".md"))
+    return (_AI_DOCS if e.introduced >= _AI_DOCS_FROM else _SDK_API) + stem
+
+
+def _v(level: FeatureLevel) -> str:
+    return level.version
+
+
+def dims_history(spec: OpSpec, tensor: str) -> list[tuple[FeatureLevel, str]]:
+    """(level, dimension counts) each time the tensor's dimension counts change, oldest first."""
+    out: list[tuple[FeatureLevel, str]] = []
+    for t in reversed(spec.support):
+        text = t.tensors[tensor].dims_text()
+        if not out or out[-1][1] != text:
+            out.append((t.level, text))
+    return out
+
+
+def data_type_history(spec: OpSpec, tensor: str) -> list[tuple[FeatureLevel, list[str]]]:
+    """The newest table's data types of ``tensor``, grouped by the level from which each has been
+    supported without a gap (oldest first; within a group, in the page's order)."""
+    newest = spec.support[0].tensors[tensor].data_types
+    since: dict[str, FeatureLevel] = {}
+    for dt in newest:
+        level = spec.support[0].level
+        for t in spec.support:  # newest first
+            if dt not in t.tensors[tensor].data_types:
+                break
+            level = t.level
+        since[dt.name] = level
+    groups: dict[FeatureLevel, list[str]] = {}
+    for dt in newest:
+        groups.setdefault(since[dt.name], []).append(dt.name)
+    return sorted(groups.items())
+
+
+def _dims_cell(spec: OpSpec, tensor: str) -> str:
+    hist = dims_history(spec, tensor)
+    newest_level, newest = hist[-1]
+    older = "; ".join(f"{d} from {_v(lv)}" for lv, d in reversed(hist[:-1]))
+    return f"{newest} (from {_v(newest_level)}{'; ' + older if older else ''})"
+
+
+def _types_cell(spec: OpSpec, tensor: str) -> str:
+    return "; ".join(f"{', '.join(names)} (from {_v(lv)})" for lv, names in data_type_history(spec, tensor))
+
+
+def _ulp_text(spec: OpSpec) -> str:
+    if not spec.ulp:
+        return "bit-exact for every data type (no rounding happens)."
+    parts = [f"{dt.name} {b:g} ULP" for dt, b in spec.ulp.items()]
+    text = "within " + ", ".join(parts) + " of the float64 reference rounded once; other data types bit-exact."
+    if spec.math and spec.ulp_half is not None:
+        text += f" With `allow_half_precision_computation=True`: FLOAT16 {spec.ulp_half:g} ULP."
+    return text
+
+
+def _default_text(default: object) -> str:
+    return "required" if default is REQUIRED else f"default `{default!r}`"
+
+
+def _intro_lines(op: Callable) -> list[str]:
+    spec: OpSpec = op.spec
+    e = spec.entry
+    lines = [
+        f"`{spec.enum_name}`: value {spec.value}, introduced in {_v(spec.introduced)}, family "
+        f"{spec.family}; reference page [{e.page.removesuffix('.md')}]({page_url(e)}).",
+        "",
+        spec.summary,
+        "",
+        "```",
+        spec.formula.strip("\n"),
+        "```",
+        "",
+        "```python",
+        f"dmljax.{spec.python_name}{inspect.signature(op)}",
+        "```",
+        "",
+    ]
+    if spec.params:
+        lines.append("Attributes (keyword-only, static):")
+        lines.append("")
+        for p in spec.params:
+            doc = f": {p.doc}" if p.doc else ""
+            lines.append(f"- `{p.arg}`: {p.dml_name} ({p.type}, {_default_text(p.default)}){doc}")
+        lines.append("")
+    return lines
+
+
+def _support_history_lines(spec: OpSpec) -> list[str]:
+    lines = [
+        f"Support from {spec.support[0].level.dml_name} on (the newest table), with the feature level "
+        "from which each dimension count and data type is supported:",
+        "",
+        "| Tensor | Kind | Dimension counts | Data types |",
+        "| ------ | ---- | ---------------- | ---------- |",
+    ]
+    for t in spec.tensors:
+        lines.append(f"| {t.dml_name} | {t.kind.capitalize()} | {_dims_cell(spec, t.dml_name)} "
+                     f"| {_types_cell(spec, t.dml_name)} |")
+    return lines + [""]
+
+
+def _tail_lines(spec: OpSpec) -> list[str]:
+    grad = spec.gradient or "none documented."
+    if spec.grad_operator:
+        grad += f" (DirectML's backward operator: `{spec.grad_operator}`.)"
+    lines = [f"Accuracy: {_ulp_text(spec)}", "", f"Gradient: {grad}", ""]
+    if spec.notes:
+        lines += [f"Notes: {spec.notes}", ""]
+    return lines
+
+
+def operator_markdown(op: Callable, heading: str = "###") -> str:
+    """One implemented operator's section of docs/operators.md: what it is, its signature and
+    attributes, the data types and dimension counts at the newest level with the level where each
+    extends, its accuracy, its gradient rule and its reference page."""
+    spec: OpSpec = op.spec
+    lines = [f"{heading} {spec.python_name}", "", *_intro_lines(op), *_support_history_lines(spec),
+             *_tail_lines(spec)]
+    return "\n".join(lines)
+
+
+def operator_text(op: Callable, level: FeatureLevel | None = None) -> str:
+    """What ``dmljax ops NAME`` prints for an implemented operator: the section of
+    docs/operators.md with every support table (or only the one in force at ``level``) in place
+    of the summary of their history."""
+    spec: OpSpec = op.spec
+    if level is None:
+        tables = support_table_text(spec)
+    elif spec.support_at(level) is None:
+        tables = f"Not available at {level.dml_name} (introduced in {spec.introduced.dml_name})."
+    else:
+        tables = support_table_text(spec, level)
+    lines = [*_intro_lines(op), tables, "", *_tail_lines(spec)]
+    return "\n".join(lines).rstrip("\n")
+
+
+def _row(e: CatalogEntry) -> str:
+    name = f"[`{e.short_name}`](#{e.python_name})" if e.implemented else f"`{e.short_name}`"
+    if e.aliases:
+        name += " (alias " + ", ".join(f"`{a}`" for a in e.aliases) + ")"
+    status = "**implemented**" if e.implemented else "not yet"
+    return (f"| {e.value} | {name} | {status} | {_v(e.introduced)} "
+            f"| [{e.page.removesuffix('.md')}]({page_url(e)}) |")
+
+
+def _count_table(title: str, groups: Iterable[tuple[str, Sequence[CatalogEntry]]]) -> list[str]:
+    lines = [f"| {title} | Operators | Implemented |", "| --- | ---: | ---: |"]
+    total = done = 0
+    for name, entries in groups:
+        n, k = len(entries), sum(e.implemented for e in entries)
+        total, done = total + n, done + k
+        lines.append(f"| {name} | {n} | {k} |")
+    lines.append(f"| **all** | **{total}** | **{done}** |")
+    return lines
+
+
+def operators_markdown() -> str:
+    """The text of docs/operators.md."""
+    entries = catalog()
+    ops = registry()
+    by_family = [(f, [e for e in entries if e.family == f]) for f in FAMILIES]
+    levels = sorted({e.introduced for e in entries})
+    by_level = [(lv, [e for e in entries if e.introduced == lv]) for lv in levels]
+    n_done = sum(e.implemented for e in entries)
+    lines = [
+        "# DirectML's operators in dmljax",
+        "",
+        f"<!-- Generated by `{REGENERATE}` (dmljax/_src/docgen.py) from dmljax.registry() and "
+        f"dmljax.catalog(): do not edit by hand. tests/test_docs.py fails when this file is stale. -->",
+        "",
+        f"All {len(entries)} operators of DirectML's `DML_OPERATOR_TYPE` (DirectML.h at "
+        f"`DML_TARGET_VERSION` 0x6400, feature levels {_v(levels[0])} to {_v(FeatureLevel.newest())}); "
+        f"dmljax implements {n_done}. Calling one that is not implemented yet (`dmljax.get_operator`, "
+        "`dmljax.compile_operator`, `dmljax run`) raises `dmljax.OperatorNotImplementedError`.",
+        "",
+        "The same facts from Python: `dmljax.catalog()` (every row below, as `dmljax.CatalogEntry`) and "
+        "`dmljax.registry()` (the implemented operators; `op.spec` is each one's record); from a shell: "
+        "`dmljax ops --all` (`--sort family|level|status|name`), `dmljax ops NAME` (any spelling: "
+        "`DML_OPERATOR_GEMM`, `GEMM`, `gemm` or `54`) and `dmljax ops` (the implemented operators "
+        "with their full support tables, `--feature-level X` for an older level). What \"exact\" "
+        "means, accuracy budgets included: [semantics.md](semantics.md).",
+        "",
+        "Columns: the enum value; the operator (linked to its section below when implemented); "
+        "whether dmljax implements it; the feature level that introduced it (the `#if "
+        "DML_TARGET_VERSION` block of DirectML.h that declares it); its reference page on "
+        "learn.microsoft.com. The family is dmljax's grouping: the module of `dmljax/_src/ops/` "
+        "where its record lives (or will), a `*_GRAD` operator beside its forward operator.",
+        "",
+        "## Summary",
+        "",
+        *_count_table("Family", [(f"[{f}](#{f})", es) for f, es in by_family]),
+        "",
+        *_count_table("Introduced in", [(_v(lv), es) for lv, es in by_level]),
+        "",
+        "## All operators, by family",
+        "",
+    ]
+    for family, es in by_family:
+        lines += [f"### {family}", "",
+                  "| Value | Operator | dmljax | Introduced | Reference page |",
+                  "| ---: | --- | --- | --- | --- |",
+                  *(_row(e) for e in es), ""]
+    lines += [
+        "## Implemented operators",
+        "",
+        "Each section gives the Python signature (tensors positional, attributes keyword-only and "
+        "static), the support at the newest feature level with the level from which each dimension "
+        "count and data type is supported (`dmljax ops NAME` prints every table), the accuracy "
+        "budget against the float64 reference, and the gradient rule `jax.grad` follows.",
+        "",
+    ]
+    for op in ops.values():
+        lines.append(operator_markdown(op))
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def documents() -> dict[str, str]:
+    """Every generated document: file name under docs/ -> text."""
+    return {"operators.md": operators_markdown()}
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def stale(out_dir: str | Path = "docs") -> dict[str, str]:
+    """The generated documents under ``out_dir`` that are missing or differ from the registry:
+    file path -> a short unified diff (empty for a missing file)."""
+    out = {}
+    for name, text in documents().items():
+        path = Path(out_dir) / name
+        old = _read(path)
+        if old == text:
+            continue
+        diff = "" if old is None else "".join(difflib.unified_diff(
+            old.splitlines(keepends=True), text.splitlines(keepends=True),
+            f"{path} (on disk)", f"{path} (from the registry)", n=1))
+        out[str(path)] = diff
+    return out
+
+
+def write(out_dir: str | Path = "docs") -> list[str]:
+    """Write every generated document under ``out_dir``; returns the paths that changed."""
+    changed = []
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    for name, text in documents().items():
+        path = Path(out_dir) / name
+        if _read(path) != text:
+            path.write_text(text, encoding="utf-8", newline="\n")
+            changed.append(str(path))
+    return changed
+
+
+def main(out: str = "docs", check: bool = False, max_diff_lines: int = 40) -> int:
+    """``dmljax docs``: write (or with ``check``, verify) the generated documents. Returns the exit
+    status: 0 written or up to date, 1 stale (``check``)."""
+    if check:
+        bad = stale(out)
+        if not bad:
+            print(f"dmljax docs: {', '.join(str(Path(out) / n) for n in documents())} up to date.")
+            return 0
+        for path, diff in bad.items():
+            what = "is missing" if not diff else "is stale"
+            how = f"`{REGENERATE}` from the repository root" if out == "docs" else f"`{REGENERATE} --out {out}`"
+            print(f"dmljax docs: {path} {what}; regenerate it with {how}.", file=sys.stderr)
+            lines = diff.splitlines()
+            if lines:
+                print("\n".join(lines[:max_diff_lines]), file=sys.stderr)
+                if len(lines) > max_diff_lines:
+                    print(f"... ({len(lines) - max_diff_lines} more diff lines)", file=sys.stderr)
+        return 1
+    changed = write(out)
+    names = [str(Path(out) / n) for n in documents()]
+    print(f"dmljax docs: wrote {', '.join(changed)}." if changed else f"dmljax docs: {', '.join(names)} already up to date.")
+    return 0
