@@ -1,78 +1,265 @@
-"""Cases generated from the operator records: every operator x support table x data type x
-{fewest, most, 4} dimensions, and the negative cases just outside each table."""
+"""Cases generated from the registry and the references, for every registered operator.
+
+An operator's record (dmljax/_src/ops/<family>.py) gives its support tables, constraints, budgets
+and attributes; its reference (tests/reference/<family>.py, a ``Reference`` in that module's
+``REFERENCES``) gives the float64 function, the attribute sets, input roles and the gradient.
+From the two:
+
+- positive cases: every support table x data type of the main tensor x {fewest, most, 4}
+  dimensions (x each output DataType the caller may choose) x attribute set of the reference,
+  sampled per operator with a fixed seed under ``CAP`` (the sample covers every table, data type,
+  dimension count and attribute set it can); ``DMLJAX_FULL_CASES=1`` runs all of them;
+- negative cases, all of them (``jax.eval_shape`` only): one dimension too few and too many, each
+  DataType the main tensor's row does not list, the level below the operator's introduction;
+- ``completeness()``: what a registered operator lacks (reference, generated case, gradient rule
+  or the reason for none) and which references name no registered operator.
+
+No operator is named here: whatever differs between operators lives in its record or reference.
+"""
+
+from __future__ import annotations
 
 import dataclasses
+import functools
+import importlib
+import importlib.util
+import os
+import pkgutil
+import zlib
+from pathlib import Path
+from typing import Mapping
 
 import jax
 import numpy as np
 
+import dmljax
 from dmljax._src.dtypes import DataType
 from dmljax._src.feature_level import FeatureLevel
-from dmljax._src.registry import get_operator, registry
+from dmljax._src.fused import FusedActivation
+from dmljax._src.registry import entry, get_operator, registry
+from dmljax._src.spec import OpSpec, SameDataType
+from tests.reference.record import KNOWN_ISSUES, ROLES, Attrs, Reference
+
+CAP = 12
+"""Positive cases per operator in a default run: enough to cover the 11 data types of the widest
+tables (the sample covers every support table, data type, dimension count and attribute set it
+can within the cap)."""
+FULL_ENV = "DMLJAX_FULL_CASES"
+FULL = os.environ.get(FULL_ENV, "") not in ("", "0")
 
 SHAPE8 = (2, 3, 1, 2, 1, 1, 2, 1)
 ALL_TYPES = tuple(DataType)
-# Operators that select or move data: FLOAT32 denormals pass through them unflushed.
-SELECTION = {"DML_OPERATOR_ELEMENT_WISE_IF"}
-
-# Attributes each generated case uses (the records supply the defaults of the others).
-ATTRS = {
-    "DML_OPERATOR_ELEMENT_WISE_THRESHOLD": [{"min": 0.5}, {"min": -1.25, "scale_bias": (0.75, -0.5)}],
-    "DML_OPERATOR_ELEMENT_WISE_CONSTANT_POW": [{"exponent": 3}, {"exponent": 0.5, "scale_bias": (2.0, 1.0)}],
-    "DML_OPERATOR_ACTIVATION_SCALED_ELU": [{}, {"alpha": 1.0, "gamma": 2.0}],
-}
+REFERENCE_DIR = Path(__file__).resolve().parent / "reference"
+SHARED_MODULES = {"__init__", "record", "rules"}  # tests/reference modules that are not families
 
 
 def shape_of(ndim):
-    return SHAPE8[:ndim]
+    return SHAPE8[:ndim] if ndim <= 8 else (1,) * ndim
 
 
+def vector_shape(dims, n=64):
+    """``n`` elements in the fewest dimensions a row allows (at least 1): (64,) or (1, 1, 1, 64)."""
+    ndim = max(dims[0], 1)
+    return (1,) * (ndim - 1) + (n,)
+
+
+# ---------------------------------------------------------------------------------- references
+def families() -> tuple[str, ...]:
+    """The operator families of DirectML's catalog (dmljax.catalog()), in first-seen order."""
+    return tuple(dict.fromkeys(e.family for e in dmljax.catalog()))
+
+
+def reference_modules() -> dict[str, object]:
+    """tests/reference/<family>.py for every family that has one, imported."""
+    return {f: importlib.import_module(f"tests.reference.{f}") for f in families()
+            if importlib.util.find_spec(f"tests.reference.{f}") is not None}
+
+
+def stray_reference_modules() -> list[str]:
+    """Modules in tests/reference that are neither a family nor shared (a misspelt family name
+    would hide its references from the suite)."""
+    fams = set(families())
+    return sorted(m.name for m in pkgutil.iter_modules([str(REFERENCE_DIR)])
+                  if m.name not in fams and m.name not in SHARED_MODULES)
+
+
+def collect_references(modules: Mapping[str, object]) -> tuple[dict[str, Reference], list[str]]:
+    """Every module's REFERENCES merged, and the problems found: a module without a REFERENCES
+    dict, an entry that is not a Reference, an operator filed under another family's module,
+    an operator in two modules."""
+    refs: dict[str, Reference] = {}
+    problems = []
+    for family, module in modules.items():
+        table = getattr(module, "REFERENCES", None)
+        if not isinstance(table, dict):
+            problems.append(f"tests/reference/{family}.py has no REFERENCES dict")
+            continue
+        for name, ref in table.items():
+            if not isinstance(ref, Reference):
+                problems.append(f"{name}: its REFERENCES entry in tests/reference/{family}.py is "
+                                f"{type(ref).__name__}, not a Reference record")
+                continue
+            e = entry(name)
+            if e is not None and e.enum_name == name and e.family != family:
+                problems.append(f"{name}: its reference is in tests/reference/{family}.py; its family "
+                                f"is {e.family} (tests/reference/{e.family}.py)")
+            if name in refs:
+                problems.append(f"{name}: referenced twice")
+            refs[name] = ref
+    return refs, problems
+
+
+@functools.lru_cache(maxsize=None)
+def _loaded():
+    return collect_references(reference_modules())
+
+
+def references() -> dict[str, Reference]:
+    """Every operator's Reference, from all the family modules."""
+    return dict(_loaded()[0])
+
+
+# ---------------------------------------------------------------------------------- cases
 @dataclasses.dataclass(frozen=True)
 class Case:
     op_name: str
     level: FeatureLevel
     data_type: DataType
     ndim: int
+    out_type: DataType | None = None  # for an output whose DataType the caller chooses
+    attrs: int = 0  # which of the reference's attribute sets (for this data type) the case runs
+    n_attrs: int = 1  # how many the reference has
 
     @property
     def id(self):
-        return f"{self.op_name[len('DML_OPERATOR_'):]}-{self.level.version}-{self.data_type.name}-{self.ndim}d"
+        out = f"-{self.out_type.name}" if self.out_type else ""
+        attrs = f"-attrs{self.attrs}" if self.n_attrs > 1 else ""
+        return (f"{self.op_name[len('DML_OPERATOR_'):]}-{self.level.version}-{self.data_type.name}-"
+                f"{self.ndim}d{out}{attrs}")
 
 
-def seed_ops():
-    return {k: v for k, v in registry().items() if k in ATTRS or k in {
-        "DML_OPERATOR_ELEMENT_WISE_IF", "DML_OPERATOR_ELEMENT_WISE_MODULUS_FLOOR",
-        "DML_OPERATOR_ELEMENT_WISE_LOGICAL_LESS_THAN", "DML_OPERATOR_ELEMENT_WISE_MULTIPLY"}}
+def main_tensor(spec: OpSpec) -> str:
+    """The input whose DataType a case varies: the first input that must share an output's
+    DataType, else the first input."""
+    outputs = {t.dml_name for t in spec.outputs}
+    for t in spec.inputs:
+        for c in spec.constraints:
+            if isinstance(c, SameDataType) and t.dml_name in c.tensors and outputs & set(c.tensors):
+                return t.dml_name
+    return spec.inputs[0].dml_name
 
 
-def _main_tensor(spec):
-    """The tensor whose DataType a case varies: the last input (ATensor/InputTensor/BTensor)."""
-    return spec.inputs[-1].dml_name
+def chosen_output(spec: OpSpec):
+    """The output whose DataType the caller chooses (``output_data_type=``), or None."""
+    return next((t for t in spec.outputs if t.default_data_type is not None), None)
 
 
-def positive_cases(names=None):
-    """Every table x data type x {fewest, most, 4} dimensions of the operators ``names`` (default:
-    the seed operators)."""
+def tensor_types(spec: OpSpec, level: FeatureLevel, data_type: DataType,
+                 out_type: DataType | None = None) -> dict[str, DataType]:
+    """Each tensor's DataType in a case: the main tensor's and those the constraints tie to it
+    get ``data_type``; a caller-chosen output gets ``out_type``; any other tensor the first type
+    of its row (ConditionTensor: UINT8)."""
+    main = main_tensor(spec)
+    tied = {main}
+    for c in spec.constraints:
+        if isinstance(c, SameDataType) and main in c.tensors:
+            tied |= set(c.tensors)
+    table = spec.support_at(level) or spec.support[-1]
+    chosen = chosen_output(spec)
+    types = {}
+    for t in spec.tensors:
+        if t.dml_name in tied:
+            types[t.dml_name] = data_type
+        elif chosen is not None and t is chosen:
+            types[t.dml_name] = out_type or t.default_data_type
+        else:
+            types[t.dml_name] = table.tensors[t.dml_name].data_types[0]
+    return types
+
+
+def needs_x64(types: Mapping[str, DataType]) -> bool:
+    return any(t.needs_x64 for t in types.values())
+
+
+def output_kwargs(spec: OpSpec, case: Case) -> dict:
+    chosen = chosen_output(spec)
+    return {} if chosen is None or case.out_type is None else {chosen.data_type_arg: case.out_type}
+
+
+def all_positive_cases(name: str, ref: Reference | None = None) -> list[Case]:
+    """Every table x data type x {fewest, most, 4} dimensions (x chosen output type) x attribute
+    set of one operator, in table order; data types whose attribute sets are empty are left
+    out."""
+    spec = get_operator(name).spec
+    ref = ref if ref is not None else references().get(name)
+    main = main_tensor(spec)
+    chosen = chosen_output(spec)
     cases = []
-    for name in names or seed_ops():
-        spec = get_operator(name).spec
-        main = _main_tensor(spec)
-        for table in spec.support:
-            sup = table.tensors[main]
-            lo, hi = sup.dims
-            for dt in sup.data_types:
-                for ndim in sorted({lo, hi, 4} & set(range(lo, hi + 1))):
-                    cases.append(Case(name, table.level, dt, ndim))
+    for table in spec.support:
+        sup = table.tensors[main]
+        lo, hi = sup.dims
+        outs = [None]
+        if chosen is not None:
+            row = table.tensors[chosen.dml_name].data_types
+            outs = list(ref.output_types(row)) if ref is not None and ref.output_types else [row[0]]
+        for dt in sup.data_types:
+            n_attrs = len(ref.attr_sets(dt)) if ref is not None else 1
+            for ndim in sorted({lo, hi, 4} & set(range(lo, hi + 1))):
+                for out in outs:
+                    cases += [Case(name, table.level, dt, ndim, out, i, n_attrs) for i in range(n_attrs)]
     return cases
+
+
+def sample(cases: list[Case], cap: int, seed_key: str) -> list[Case]:
+    """At most ``cap`` cases, the same ones on every run (the seed is the operator's name, so
+    adding an operator changes no other operator's sample): greedily the case that brings the
+    most tables, data types, dimension counts, output types and attribute sets not yet covered,
+    then random ones, in the original order."""
+    if len(cases) <= cap:
+        return list(cases)
+    rng = np.random.default_rng(zlib.crc32(seed_key.encode()))
+    order = [int(i) for i in rng.permutation(len(cases))]
+
+    def features(c):
+        return {("level", c.level), ("type", c.data_type), ("ndim", c.ndim), ("out", c.out_type),
+                ("attrs", c.attrs)}
+
+    chosen, seen = [], set()
+    while len(chosen) < cap:
+        best = max((i for i in order if i not in chosen), key=lambda i: len(features(cases[i]) - seen))
+        if not features(cases[best]) - seen:
+            break
+        chosen.append(best)
+        seen |= features(cases[best])
+    for i in order:
+        if len(chosen) >= cap:
+            break
+        if i not in chosen:
+            chosen.append(i)
+    return [cases[i] for i in sorted(chosen)]
+
+
+def positive_cases(names=None, full: bool | None = None, cap: int = CAP) -> list[Case]:
+    """The positive cases the suite runs: for each operator (default: every registered one)
+    its sample under ``cap``, or all of them in a full run (``DMLJAX_FULL_CASES=1``)."""
+    full = FULL if full is None else full
+    refs = references()
+    out = []
+    for name in names or registry():
+        if name not in refs:
+            continue  # completeness() reports it
+        cases = all_positive_cases(name, refs[name])
+        out += cases if full else sample(cases, cap, name)
+    return out
 
 
 def negative_cases(names=None):
     """(case, what) pairs just outside a table: one dimension too few/many, and each data type
     the main tensor's row does not list; plus the level just below the operator's introduction."""
     out = []
-    for name in names or seed_ops():
+    for name in names or registry():
         spec = get_operator(name).spec
-        main = _main_tensor(spec)
+        main = main_tensor(spec)
         for table in spec.support:
             sup = table.tensors[main]
             lo, hi = sup.dims
@@ -90,27 +277,114 @@ def negative_cases(names=None):
     return out
 
 
+# ---------------------------------------------------------------------------------- budgets
+def _fused_specs(spec: OpSpec, attrs: Attrs):
+    for p in spec.params:
+        value = attrs.dml.get(p.arg)
+        if p.type == "DML_OPERATOR_DESC*" and value is not None:
+            yield get_operator(FusedActivation.coerce(value).type).spec
+
+
+def budget(spec: OpSpec, attrs: Attrs, data_type: DataType, half: bool = False) -> float:
+    """The record's ULP budget for ``data_type`` (``ulp_half`` with half-precision computation);
+    with a fused activation, the larger of the host's and the activation's."""
+    specs = [spec, *_fused_specs(spec, attrs)]
+    if half:
+        return max(s.ulp_half or 0 for s in specs)
+    return max(s.ulp.get(data_type, 0) for s in specs)
+
+
+def fusable(spec: OpSpec, attrs: Attrs) -> bool:
+    """Whether the call holds a multiply-add (a ScaleBias) that a backend may fuse into an FMA or
+    not (SEMANTICS.md 2): then results may differ by more than bits between jit and eager."""
+    return any(p.type == "DML_SCALE_BIAS" and attrs.dml.get(p.arg) is not None for p in spec.params)
+
+
+# ---------------------------------------------------------------------------------- inputs
 def random_tensor(rng, data_type, shape, role="value"):
+    """Random values of ``data_type`` for an input of ``role`` (record.ROLES)."""
     if role == "condition":
-        return rng.choice(np.array([0, 1, 2, 255], np.uint8), size=shape)
+        return rng.choice(np.array([0, 1, 2, 255], data_type.dtype), size=shape)
     if data_type.is_float:
+        if role == "positive":
+            return rng.uniform(0.25, 8.0, shape).astype(data_type.dtype)
         x = rng.standard_normal(shape) * 3.0
+        if role == "nonzero":
+            x = np.where(np.abs(x) < 0.5, np.copysign(0.5, x) + x, x)
         return x.astype(data_type.dtype)
     info = np.iinfo(data_type.dtype)
+    lo = 1 if role == "positive" else int(info.min)
     if data_type in (DataType.INT4, DataType.UINT4):
-        return rng.integers(int(info.min), int(info.max) + 1, size=shape).astype(data_type.dtype)
-    vals = rng.integers(int(info.min), int(info.max), size=shape, endpoint=True, dtype=data_type.dtype)
-    small = rng.integers(max(int(info.min), -5), 6, size=shape).astype(data_type.dtype)
-    return np.where(rng.random(shape) < 0.5, vals, small)
+        x = rng.integers(lo, int(info.max) + 1, size=shape).astype(data_type.dtype)
+    else:
+        vals = rng.integers(lo, int(info.max), size=shape, endpoint=True, dtype=data_type.dtype)
+        small = rng.integers(max(lo, -5), 6, size=shape).astype(data_type.dtype)
+        x = np.where(rng.random(shape) < 0.5, vals, small)
+    if role == "nonzero":
+        x = np.where(x == 0, np.ones_like(x), x)
+    return x
 
 
-def inputs_for(spec, data_type, shape, rng):
-    """Random inputs for every input tensor: the condition is UINT8, the rest ``data_type``."""
-    return [random_tensor(rng, DataType.UINT8 if t.dml_name == "ConditionTensor" else data_type,
-                          shape, "condition" if t.dml_name == "ConditionTensor" else "value")
-            for t in spec.inputs]
+def inputs_for(spec: OpSpec, ref: Reference, types: Mapping[str, DataType], shape, rng):
+    """Random inputs for every input tensor, each of its case type and its reference role."""
+    return [random_tensor(rng, types[t.dml_name], shape, ref.role(t.dml_name)) for t in spec.inputs]
 
 
-def abstract_inputs(spec, data_type, shape):
-    return [jax.ShapeDtypeStruct(shape, np.uint8 if t.dml_name == "ConditionTensor" else data_type.dtype)
-            for t in spec.inputs]
+def abstract_inputs(spec: OpSpec, types: Mapping[str, DataType], shape):
+    return [jax.ShapeDtypeStruct(shape, types[t.dml_name].dtype) for t in spec.inputs]
+
+
+def newest_types(spec: OpSpec) -> tuple[DataType, ...]:
+    return spec.support[0].tensors[main_tensor(spec)].data_types
+
+
+# ---------------------------------------------------------------------------------- completeness
+def completeness(ops: Mapping[str, object] | None = None, refs: Mapping[str, Reference] | None = None,
+                 load_problems: list[str] | None = None) -> dict[str, list[str]]:
+    """What each operator lacks, by enum name (an empty list: complete): every registered
+    operator needs a Reference, at least one generated case, and a gradient reference or a
+    written reason for none; every Reference must name a registered operator. ``ops`` and
+    ``refs`` default to the registry and the reference modules (tests pass altered copies)."""
+    ops = registry() if ops is None else ops
+    if refs is None:
+        refs, loaded = _loaded()
+        load_problems = list(loaded) + [f"tests/reference/{m}.py is neither a family of dmljax.catalog() "
+                                        "nor a shared module" for m in stray_reference_modules()]
+    report: dict[str, list[str]] = {name: [] for name in ops}
+    report[""] = list(load_problems or [])
+    for name, op in ops.items():
+        spec = op.spec
+        ref = refs.get(name)
+        home = f"tests/reference/{spec.family}.py"
+        if ref is None:
+            report[name].append(f"{name}: no reference (a Reference in {home}'s REFERENCES)")
+            continue
+        if not all_positive_cases(name, ref):
+            report[name].append(f"{name}: no generated case (its attribute sets give none for any data type)")
+        if ref.grad is None and not ref.no_grad.strip():
+            report[name].append(f"{name}: no gradient reference (Reference.grad) and no written "
+                                "reason for none (Reference.no_grad)")
+        if ref.grad is not None and ref.no_grad.strip():
+            report[name].append(f"{name}: both a gradient reference and a reason for none")
+        tensors = {t.dml_name for t in spec.inputs}
+        for tensor, role in ref.roles.items():
+            if tensor not in tensors:
+                report[name].append(f"{name}: role for {tensor}, which is not one of its inputs {sorted(tensors)}")
+            if role not in ROLES:
+                report[name].append(f"{name}: role {role!r} for {tensor}; roles: {', '.join(ROLES)}")
+        for dt in sorted({c.data_type for c in all_positive_cases(name, ref)}, key=lambda t: t.value):
+            for attrs in ref.attr_sets(dt):
+                for check in attrs.known_issues:
+                    if check not in KNOWN_ISSUES:
+                        report[name].append(f"{name}: known issue for {check!r}, which is not a "
+                                            f"generated check ({', '.join(KNOWN_ISSUES)})")
+        if chosen_output(spec) is not None and ref.output_types is None:
+            report[name].append(f"{name}: {chosen_output(spec).dml_name}'s DataType is the caller's "
+                                "choice: say which ones the cases use (Reference.output_types)")
+    for name in refs:
+        if name not in ops:
+            e = entry(name)
+            what = ("a DirectML operator that is not registered" if e is not None and e.enum_name == name
+                    else "not a DirectML operator's enum name")
+            report.setdefault(name, []).append(f"{name}: REFERENCES names it, but it is {what}")
+    return report

@@ -1,9 +1,11 @@
 """GPU semantics check (run on a machine with a GPU: `python tests/gpu_check.py`).
 
-For every registered operator with a reference, on random inputs plus specials (NaN, ±inf, ±0,
-FLOAT32 denormals): the GPU result against the CPU result (bit-identical where the operator is
-exact; within the record's ULP budget otherwise) and against the float64 reference. Prints one
-line per case and a summary; exits 1 on any failure. Not part of the pytest suite: CI has no GPU.
+For every registered operator with a reference (each attribute set of its record in
+tests/reference/<family>.py, plus the extra attributes in CASES), on random inputs plus specials
+(NaN, ±inf, ±0, FLOAT32 denormals), in FLOAT32 and FLOAT16: the GPU result against the CPU result
+(bit-identical where the operator is exact; within the record's ULP budget otherwise) and against
+the float64 reference. Prints one line per case and a summary; exits 1 on any failure. Not part of
+the pytest suite: CI has no GPU. Needs only this checkout (not ../shared).
 """
 
 import sys
@@ -16,30 +18,42 @@ import numpy as np  # noqa: E402
 
 import dmljax  # noqa: E402
 from dmljax import DataType  # noqa: E402
-from tests.catalog import SELECTION  # noqa: E402
+from tests import catalog  # noqa: E402
 from tests.compare import assert_matches, ulp_distance  # noqa: E402
-from tests.reference.seeds import REFERENCES  # noqa: E402
+from tests.reference.record import Attrs  # noqa: E402
+
+REFERENCES = catalog.references()
 
 SPECIALS32 = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, -1e-40, 1e-45, 3e38, -3e38, 1.0, -1.0], np.float32)
 
+# Attribute sets checked besides each record's own (the reference takes the same keywords).
 CASES = [
-    ("DML_OPERATOR_ACTIVATION_SCALED_ELU", {}, 1),
-    ("DML_OPERATOR_ELEMENT_WISE_THRESHOLD", {"min": 0.5}, 1),
-    ("DML_OPERATOR_ELEMENT_WISE_THRESHOLD", {"min": -0.25, "scale_bias": (0.75, 0.125)}, 1),
-    ("DML_OPERATOR_ELEMENT_WISE_CONSTANT_POW", {"exponent": 3}, 1),
-    ("DML_OPERATOR_ELEMENT_WISE_CONSTANT_POW", {"exponent": 0.5}, 1),
-    ("DML_OPERATOR_ELEMENT_WISE_CONSTANT_POW", {"exponent": -2.5, "scale_bias": (2.0, 1.0)}, 1),
-    ("DML_OPERATOR_ELEMENT_WISE_MODULUS_FLOOR", {}, 2),
-    ("DML_OPERATOR_ELEMENT_WISE_MULTIPLY", {}, 2),
-    ("DML_OPERATOR_ELEMENT_WISE_LOGICAL_LESS_THAN", {}, 2),
-    ("DML_OPERATOR_ELEMENT_WISE_IF", {}, 3),
+    ("DML_OPERATOR_ELEMENT_WISE_THRESHOLD", {"min": -0.25, "scale_bias": (0.75, 0.125)}),
+    ("DML_OPERATOR_ELEMENT_WISE_CONSTANT_POW", {"exponent": 0.5}),
+    ("DML_OPERATOR_ELEMENT_WISE_CONSTANT_POW", {"exponent": -2.5, "scale_bias": (2.0, 1.0)}),
 ]
 
 
-def inputs(n_inputs, dtype, rng, n=1 << 16):
+def cases():
+    """(operator, Attrs, numpy dtype) for every registered operator with a reference and every
+    float type its newest table lists, each attribute set of its record, then CASES."""
+    out = []
+    for name, op in dmljax.registry().items():
+        ref = REFERENCES.get(name)
+        if ref is None:
+            continue
+        types = catalog.newest_types(op.spec)
+        for dt in (DataType.FLOAT32, DataType.FLOAT16):
+            if dt in types:
+                extra = [Attrs(kw) for n, kw in CASES if n == name]
+                out += [(name, attrs, dt.dtype) for attrs in (*ref.attr_sets(dt), *extra)]
+    return out
+
+
+def inputs(spec, ref, dtype, rng, n=1 << 16):
     outs = []
-    for i in range(n_inputs):
-        if i == 0 and n_inputs == 3:
+    for t in spec.inputs:
+        if ref.role(t.dml_name) == "condition":
             outs.append(rng.choice(np.array([0, 1, 255], np.uint8), n))
             continue
         x = (rng.standard_normal(n) * 10).astype(dtype)
@@ -60,39 +74,41 @@ def main():
         return 0
     rng = np.random.default_rng(0)
     failures = 0
-    for name, kwargs, n_in in CASES:
+    todo = cases()
+    for name, attrs, dtype in todo:
         op = dmljax.get_operator(name)
-        for dtype in (np.float32, np.float16):
-            args = inputs(n_in, dtype, rng)
-            f = jax.jit(lambda *a: op(*a, **kwargs))
-            on_gpu = np.asarray(f(*[jax.device_put(a, gpu[0]) for a in args]))
-            on_cpu = np.asarray(f(*[jax.device_put(a, cpu) for a in args]))
-            out_dt = DataType.from_dtype(on_gpu.dtype)
-            budget = op.spec.ulp.get(out_dt, 0)
-            line = f"{name[13:]:28s} {str(kwargs):40s} {np.dtype(dtype).name:8s}"
-            try:
-                assert_matches(on_gpu, REFERENCES[name](*args, **kwargs), out_dt, budget, "GPU vs reference",
-                               flush=name not in SELECTION)
-                if out_dt.is_float:
-                    both_nan = np.isnan(on_gpu) & np.isnan(on_cpu)
-                    d = ulp_distance(np.where(both_nan, 0, on_gpu).astype(on_gpu.dtype),
-                                     np.where(both_nan, 0, on_cpu).astype(on_cpu.dtype))
-                    bits_equal = int((on_gpu.view(np.uint8) == on_cpu.view(np.uint8)).all())
-                    same = int((d == 0).sum())
-                    print(f"{line} ok: GPU==CPU on {same}/{d.size} elements (max {int(d.max())} ULP, budget {budget}); "
-                          f"bit-identical arrays: {bool(bits_equal)}")
-                    if "scale_bias" not in kwargs:
-                        # With a ScaleBias, x * Scale + Bias may be fused on one backend and not on
-                        # the other (XLA's CPU backend fuses under jit, its GPU backend does not);
-                        # DirectML allows both, and each was checked against both candidates above.
-                        assert d.max() <= budget, f"GPU and CPU differ by {int(d.max())} ULP"
-                else:
-                    assert np.array_equal(on_gpu, on_cpu)
-                    print(f"{line} ok: GPU and CPU bit-identical")
-            except AssertionError as e:
-                failures += 1
-                print(f"{line} FAIL: {str(e)[:400]}")
-    print(f"{len(CASES) * 2 - failures} passed, {failures} failed")
+        ref = REFERENCES[name]
+        kwargs = dict(attrs.dml)
+        args = inputs(op.spec, ref, dtype, rng)
+        f = jax.jit(lambda *a: op(*a, **kwargs))
+        on_gpu = np.asarray(f(*[jax.device_put(a, gpu[0]) for a in args]))
+        on_cpu = np.asarray(f(*[jax.device_put(a, cpu) for a in args]))
+        out_dt = DataType.from_dtype(on_gpu.dtype)
+        budget = catalog.budget(op.spec, attrs, out_dt)
+        line = f"{name[13:]:28s} {str(kwargs)[:40]:40s} {np.dtype(dtype).name:8s}"
+        try:
+            assert_matches(on_gpu, ref.fn(*args, **attrs.ref_kwargs), out_dt, budget, "GPU vs reference",
+                           flush=not ref.selects(attrs))
+            if out_dt.is_float:
+                both_nan = np.isnan(on_gpu) & np.isnan(on_cpu)
+                d = ulp_distance(np.where(both_nan, 0, on_gpu).astype(on_gpu.dtype),
+                                 np.where(both_nan, 0, on_cpu).astype(on_cpu.dtype))
+                bits_equal = int((on_gpu.view(np.uint8) == on_cpu.view(np.uint8)).all())
+                same = int((d == 0).sum())
+                print(f"{line} ok: GPU==CPU on {same}/{d.size} elements (max {int(d.max())} ULP, budget {budget}); "
+                      f"bit-identical arrays: {bool(bits_equal)}")
+                if not catalog.fusable(op.spec, attrs):
+                    # With a ScaleBias, x * Scale + Bias may be fused on one backend and not on
+                    # the other (XLA's CPU backend fuses under jit, its GPU backend does not);
+                    # DirectML allows both, and each was checked against both candidates above.
+                    assert d.max() <= budget, f"GPU and CPU differ by {int(d.max())} ULP"
+            else:
+                assert np.array_equal(on_gpu, on_cpu)
+                print(f"{line} ok: GPU and CPU bit-identical")
+        except AssertionError as e:
+            failures += 1
+            print(f"{line} FAIL: {str(e)[:400]}")
+    print(f"{len(todo) - failures} passed, {failures} failed")
     return 1 if failures else 0
 
 

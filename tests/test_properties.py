@@ -10,7 +10,9 @@ from hypothesis.extra import numpy as hnp
 import dmljax
 from dmljax import DataType
 from tests.compare import assert_matches
-from tests.reference import seeds as ref
+from tests.reference import activation, element_wise_logical as logical, element_wise_math as emath
+from tests.reference import element_wise_arithmetic as arithmetic
+from tests.reference.rules import read
 
 SETTINGS = settings(max_examples=40, deadline=None)
 shapes = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=6)
@@ -27,21 +29,21 @@ def arrays(dtype, elements):
 @given(arrays(np.float32, f32), attr, st.none() | st.tuples(attr, attr))
 def test_threshold_matches_reference(x, m, sb):
     out = dmljax.element_wise_threshold(x, min=m, scale_bias=sb)
-    assert_matches(out, ref.element_wise_threshold(x, m, sb), DataType.FLOAT32, 1, f"min={m} sb={sb}")
+    assert_matches(out, arithmetic.element_wise_threshold(x, m, sb), DataType.FLOAT32, 1, f"min={m} sb={sb}")
 
 
 @SETTINGS
 @given(arrays(np.float16, f16), st.floats(-4, 4, width=32))
 def test_scaled_elu_matches_reference_float16(x, alpha):
     out = dmljax.activation_scaled_elu(x, alpha=alpha)
-    assert_matches(out, ref.activation_scaled_elu(x, alpha), DataType.FLOAT16, 1, f"alpha={alpha}")
+    assert_matches(out, activation.activation_scaled_elu(x, alpha), DataType.FLOAT16, 1, f"alpha={alpha}")
 
 
 @SETTINGS
 @given(arrays(np.float32, st.floats(-80, 80, width=32)))
 def test_scaled_elu_matches_reference_float32(x):
     out = dmljax.activation_scaled_elu(x)
-    assert_matches(out, ref.activation_scaled_elu(x), DataType.FLOAT32,
+    assert_matches(out, activation.activation_scaled_elu(x), DataType.FLOAT32,
                    dmljax.activation_scaled_elu.spec.ulp[DataType.FLOAT32])
 
 
@@ -49,7 +51,7 @@ def test_scaled_elu_matches_reference_float32(x):
 @given(arrays(np.float32, f32), st.sampled_from([0.0, 1.0, 2.0, 3.0, -1.0, -2.0, 0.5, -0.5, 1.5, 7.0, -3.0, math.inf, math.nan]))
 def test_constant_pow_matches_reference(x, e):
     out = dmljax.element_wise_constant_pow(x, exponent=e)
-    assert_matches(out, ref.element_wise_constant_pow(x, e), DataType.FLOAT32,
+    assert_matches(out, emath.element_wise_constant_pow(x, e), DataType.FLOAT32,
                    dmljax.element_wise_constant_pow.spec.ulp[DataType.FLOAT32], f"e={e}")
 
 
@@ -58,8 +60,8 @@ def test_constant_pow_matches_reference(x, e):
 def test_modulus_floor_matches_python_and_takes_the_divisors_sign(ab):
     a, b = ab
     out = np.asarray(dmljax.element_wise_modulus_floor(a, b))
-    assert_matches(out, ref.element_wise_modulus_floor(a, b), DataType.FLOAT32, 1)
-    fa, fb = ref.read(a), ref.read(b)  # denormals read as zero
+    assert_matches(out, arithmetic.element_wise_modulus_floor(a, b), DataType.FLOAT32, 1)
+    fa, fb = read(a), read(b)  # denormals read as zero
     finite = np.isfinite(out) & np.isfinite(fb) & (fb != 0)
     assert (np.signbit(out[finite]) == np.signbit(fb[finite])).all()
     assert (np.abs(out[finite]) <= np.abs(fb[finite])).all()
@@ -70,7 +72,7 @@ def test_modulus_floor_matches_python_and_takes_the_divisors_sign(ab):
 def test_modulus_floor_int8_matches_python(ab):
     a, b = ab
     out = dmljax.element_wise_modulus_floor(a, b)
-    assert_matches(out, ref.element_wise_modulus_floor(a, b), DataType.INT8)
+    assert_matches(out, arithmetic.element_wise_modulus_floor(a, b), DataType.INT8)
 
 
 @SETTINGS
@@ -91,5 +93,5 @@ def f16_bits(shape):
 @given(shapes.flatmap(lambda s: st.tuples(f16_bits(s), f16_bits(s))))
 def test_less_than_and_multiply_float16(ab):
     a, b = ab
-    assert_matches(dmljax.element_wise_logical_less_than(a, b), ref.element_wise_logical_less_than(a, b), DataType.UINT8)
-    assert_matches(dmljax.element_wise_multiply(a, b), ref.element_wise_multiply(a, b), DataType.FLOAT16, 0)
+    assert_matches(dmljax.element_wise_logical_less_than(a, b), logical.element_wise_logical_less_than(a, b), DataType.UINT8)
+    assert_matches(dmljax.element_wise_multiply(a, b), arithmetic.element_wise_multiply(a, b), DataType.FLOAT16, 0)

@@ -118,3 +118,14 @@ def test_seed_signatures_as_the_issue_names_them():
     assert str(s(dmljax.element_wise_constant_pow)) == (
         "(input, *, exponent, scale_bias=None, allow_half_precision_computation=False, feature_level=None)")
     assert str(s(dmljax.element_wise_logical_less_than)) == "(a, b, *, output_data_type='UINT8', feature_level=None)"
+
+
+def test_every_operator_is_exported_and_documented():
+    for op in OPS:
+        assert getattr(dmljax, op.spec.python_name) is op
+        assert op.spec.python_name in dmljax.__all__
+        assert "Support::" in op.__doc__ and op.spec.formula.splitlines()[0] in op.__doc__
+    assert dmljax.get_operator(153) is dmljax.element_wise_clip1
+    assert {"FusedActivation", "ScalarUnion"} <= set(dmljax.__all__)
+    assert dmljax.__all__ == sorted(dmljax.__all__)
+    assert dmljax.element_wise_clip1.spec.grad_operator == "DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD1"

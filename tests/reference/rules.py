@@ -1,7 +1,10 @@
 """SEMANTICS.md's rules, in float64 NumPy: the FLOAT32 denormal rule, FLOAT attributes as C
-floats, attribute-to-integer conversion, and ScaleBias's fused / unfused candidates."""
+floats, attribute-to-integer conversion, ScaleBias's fused / unfused candidates, two's complement
+wraparound, Direct3D's min/max (maxNum/minNum), and element-wise reference gradients. Every
+family's reference module (tests/reference/<family>.py) builds on these."""
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -40,14 +43,69 @@ def int_attr(v, dtype):
 
 
 def scale_bias_candidates(x64, scale_bias, dtype):
-    """g(x) = x * Scale + Bias: fused (exact, float64) and unfused (rounded after the multiply in
-    the compute type: float32 for FLOAT32 and FLOAT16 tensors). Both are DirectML-legal."""
+    """g(x) = x * Scale + Bias: fused (exact, rounded once) and unfused (rounded after the multiply
+    in the compute type ``dtype``: float32 for FLOAT32 and FLOAT16 tensors, float64 for FLOAT64).
+    Both are DirectML-legal."""
     if scale_bias is None:
         return [x64]
     s, b = c_float(scale_bias[0]), c_float(scale_bias[1])
+    if np.dtype(dtype) == np.float64:
+        # Computed in FLOAT64: fused is the exact value rounded once, unfused numpy's two steps.
+        x64 = np.asarray(x64, np.float64)
+        fused = [float(Fraction(v) * Fraction(s) + Fraction(b)) if math.isfinite(v) else v * s + b
+                 for v in x64.ravel().tolist()]
+        with np.errstate(over="ignore", invalid="ignore"):
+            return [np.array(fused, np.float64).reshape(x64.shape), x64 * s + b]
     fused = x64 * s + b
     with np.errstate(over="ignore", invalid="ignore"):
         prod = (x64.astype(np.float32) * np.float32(s)).astype(np.float64)
         unfused = (prod.astype(np.float32) + np.float32(b)).astype(np.float64)
     return [ftz(fused, np.float32) if np.dtype(dtype) == np.float32 else fused,
             ftz(unfused, np.float32) if np.dtype(dtype) == np.float32 else unfused]
+
+
+def wrap(values, dtype):
+    """Exact Python ints wrapped around to an integer type (two's complement), as an object
+    array: what integer hardware stores."""
+    info = np.iinfo(dtype)
+    bits = np.dtype(dtype).itemsize * 8
+    values = np.asarray(values, dtype=object)  # never through a float: products exceed 2**64
+    flat = [((int(v) - int(info.min)) % (1 << bits)) + int(info.min) for v in values.ravel()]
+    return np.array(flat, dtype=object).reshape(values.shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# Direct3D's min/max: one NaN operand gives the other operand. At a tie either operand is the
+# same number (only the sign of a zero could differ, which tests check separately).
+
+def max_num(x, m):
+    x = np.asarray(x, dtype=object if isinstance(m, int) else np.float64)
+    if isinstance(m, float) and math.isnan(m):
+        return x
+    if x.dtype == object:
+        return np.array([v if v > m else m for v in x.ravel()], dtype=object).reshape(x.shape)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isnan(x), m, np.where(x > m, x, m))
+
+
+def min_num(x, m):
+    x = np.asarray(x, dtype=object if isinstance(m, int) else np.float64)
+    if isinstance(m, float) and math.isnan(m):
+        return x
+    if x.dtype == object:
+        return np.array([v if v < m else m for v in x.ravel()], dtype=object).reshape(x.shape)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isnan(x), m, np.where(x < m, x, m))
+
+
+def elementwise_vjp(slopes):
+    """A reference gradient (cotangent dy, then the operator's inputs and reference keywords)
+    from ``slopes``, which gives each input's float64 partial derivative, element by element
+    (None for an input with no gradient)."""
+    def vjp(dy, *inputs, **kwargs):
+        parts = slopes(*inputs, **kwargs)
+        parts = parts if isinstance(parts, tuple) else (parts,)
+        dy = np.asarray(dy, np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            return tuple(None if p is None else np.asarray(p, np.float64) * dy for p in parts)
+    return vjp

@@ -1,0 +1,111 @@
+"""Hand-written edges of the activation family (ELU, SCALED_ELU): values at the kinks and
+extremes, every FLOAT16 input, gradients at the kinks and far out, against values derived
+independently (the float64 references in tests/reference/activation.py, or by hand). The generated
+cases (tests/test_catalog.py) cover the support tables, data types, eager/jit and gradients away
+from the kinks."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.test_util import check_grads
+
+import dmljax
+from dmljax import DataType
+from tests.compare import assert_matches
+from tests.reference import activation as ref
+
+NAN, INF = np.nan, np.inf
+DENORM = 1e-40  # a FLOAT32 denormal
+ALPHA, GAMMA = float(np.float32(1.6732)), float(np.float32(1.0507))
+
+
+def bits(x):
+    x = np.asarray(x)
+    return x.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[x.dtype.itemsize])
+
+
+def grad_of(f, x):
+    return np.asarray(jax.grad(lambda v: jnp.sum(f(v)))(x))
+
+
+def _grad(fn, x):
+    return np.asarray(jax.grad(lambda v: fn(v).astype(jnp.float32).sum())(x))
+
+
+# ----------------------------------------------------------------------------------------------
+# ELU
+
+
+def test_elu_values():
+    x = np.array([-0.0, 0.0, -1e-30, 100.0, -100.0, NAN, -INF, INF, DENORM], np.float32)
+    out = np.asarray(dmljax.activation_elu(x, alpha=2.0))
+    assert bits(out[0]) == bits(np.float32(-0.0))  # x >= 0 keeps x itself
+    assert out[1] == 0 and out[2] == np.float32(-2e-30) and out[3] == 100 and out[4] == -2
+    assert np.isnan(out[5]) and out[6] == -2 and out[7] == INF and out[8] == 0
+    h = np.array([-20.0, 12.0, -6e-8], np.float16)
+    out = np.asarray(dmljax.activation_elu(h))
+    assert out[0] == -1 and out[1] == 12 and out[2] == h[2]
+
+
+def test_elu_gradient_at_kinks():
+    x = np.array([-1.0, -0.0, 0.0, DENORM, 1.0, 100.0, -100.0, 89.0], np.float32)
+    got = _grad(lambda v: dmljax.activation_elu(v, alpha=2.0), x)
+    assert list(got[1:6]) == [1.0, 1.0, 1.0, 1.0, 1.0]  # x >= 0 selects x, also at 0 and -0
+    assert got[0] == pytest.approx(2 * math.exp(-1), rel=1e-6) and got[6] == 0.0 and got[7] == 1.0
+    h = np.array([12.0, 20.0, -20.0, -1.0], np.float16)
+    got = _grad(lambda v: dmljax.activation_elu(v), h)
+    assert np.isfinite(got).all() and list(got[:3]) == [1, 1, 0]
+    np.testing.assert_allclose(got, ref.elu_grad(h.astype(np.float64)).astype(np.float16), rtol=1e-3)
+
+
+def test_elu_finite_differences_away_from_kinks(rng):
+    x = rng.uniform(0.2, 2.0, (16,)) * rng.choice([-1.0, 1.0], (16,))
+    x = x.astype(np.float32)
+    tol = {"atol": 2e-2, "rtol": 2e-2, "eps": 1e-3}
+    check_grads(lambda v: dmljax.activation_elu(v, alpha=0.7), (x,), order=2, modes=("fwd", "rev"), **tol)
+
+
+def test_elu_eager_equals_jit_and_vmap(rng):
+    f = (rng.standard_normal((3, 8)) * 3).astype(np.float32)
+    fn = lambda v: dmljax.activation_elu(v, alpha=0.3)  # noqa: E731
+    eager = np.asarray(fn(f))
+    np.testing.assert_array_equal(bits(np.asarray(jax.jit(fn)(f))), bits(eager))
+    np.testing.assert_array_equal(bits(np.asarray(jax.vmap(fn)(f))), bits(eager))
+
+
+# ----------------------------------------------------------------------------------------------
+# SCALED_ELU
+
+
+def test_scaled_elu_gradient_branches():
+    x = jnp.array([2.0, 0.0, -0.0, -1.0, 1e-30], jnp.float32)
+    g = grad_of(lambda v: dmljax.activation_scaled_elu(v), x)
+    expected = [GAMMA, GAMMA * ALPHA, GAMMA * ALPHA, GAMMA * ALPHA * math.exp(-1.0), GAMMA]
+    np.testing.assert_allclose(g, np.array(expected, np.float32), rtol=2e-7)
+
+
+@pytest.mark.parametrize("dtype,big", [(jnp.float32, 100.0), (jnp.float32, 3e38), (jnp.float16, 12.0), (jnp.float16, 60000.0)])
+def test_scaled_elu_gradient_no_nan_for_large_inputs(dtype, big):
+    x = jnp.array([big, -big], dtype)
+    g = grad_of(lambda v: dmljax.activation_scaled_elu(v), x)
+    assert np.isfinite(g).all(), g
+    assert g[0] == np.asarray(GAMMA, np.float32).astype(dtype)
+    slope = GAMMA * ALPHA * math.exp(-big)  # Gamma * Alpha * exp(x) on the selected branch
+    np.testing.assert_allclose(float(g[1]), slope, rtol=1e-2, atol=float(jnp.finfo(dtype).tiny))
+
+
+# ----------------------------------------------------------------------------------------------
+# Both, on every FLOAT16 value
+
+
+@pytest.mark.parametrize("name", ["DML_OPERATOR_ACTIVATION_SCALED_ELU", "DML_OPERATOR_ACTIVATION_ELU"])
+def test_elu_family_on_every_float16_value(name):
+    # All 65536 FLOAT16 bit patterns (the cheaper expm1 for FLOAT16 results must hold everywhere).
+    op = dmljax.get_operator(name)
+    x = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    refs = (ref.activation_scaled_elu(x) if name.endswith("SCALED_ELU")
+            else ref.activation_elu(x))
+    assert_matches(op(x), refs, DataType.FLOAT16, op.spec.ulp[DataType.FLOAT16], name)

@@ -1,0 +1,108 @@
+"""The record that each family's ``REFERENCES`` dict (tests/reference/<family>.py) holds for one
+operator: everything the generated tests (tests/catalog.py, tests/test_catalog.py) need to know
+about it that its OpSpec does not say. Adding an operator is its OpSpec in
+dmljax/_src/ops/<family>.py and one ``Reference(...)`` entry here in tests/reference/<family>.py;
+test_catalog.py fails until both exist.
+
+A reference is written from the operator's page in ../shared/spec/operators/ and SEMANTICS.md,
+in float64 NumPy (rules.py holds the shared rules), never from dmljax's code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Mapping, Sequence
+
+from dmljax._src.dtypes import DataType
+
+__all__ = ["Attrs", "Reference", "ROLES", "KNOWN_ISSUES"]
+
+ROLES = {
+    "value": "random values of the tensor's type (floats: N(0, 3); integers: the whole range and small ones)",
+    "condition": "a UINT8 condition: 0, 1, 2 and 255",
+    "nonzero": "values away from zero (floats: |x| >= 0.5; integers: never 0), e.g. a divisor",
+    "positive": "values above zero (floats: 0.25 to 8; integers: 1 and up), e.g. a logarithm's input",
+}
+"""What an input's values are drawn from, by role (tests/catalog.py draws them)."""
+
+KNOWN_ISSUES = {
+    "eager_equals_jit": "op by op (jax.disable_jit) gives other bits than the compiled operator",
+}
+"""The generated checks an attribute set may declare a known library issue against."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Attrs:
+    """One attribute set of the generated cases.
+
+    dml: keyword arguments for the dmljax operator.
+    ref: keyword arguments for the reference function and its gradient (None: ``dml``).
+    half: the reference's keyword arguments when the operator runs with
+        allow_half_precision_computation=True (None: ``ref``).
+    selection: overrides the record's ``selection`` for this set (IDENTITY moves data without a
+        ScaleBias and does math with one).
+    known_issues: a library issue this set shows, by the check it breaks (``KNOWN_ISSUES``),
+        with its description: the check then asserts that the issue still shows (so that a fix
+        is noticed and the entry removed) and still checks everything else.
+    """
+
+    dml: Mapping = dataclasses.field(default_factory=dict)
+    ref: Mapping | None = None
+    half: Mapping | None = None
+    selection: bool | None = None
+    known_issues: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    @property
+    def ref_kwargs(self) -> Mapping:
+        return self.dml if self.ref is None else self.ref
+
+    @property
+    def half_kwargs(self) -> Mapping:
+        return self.ref_kwargs if self.half is None else self.half
+
+    def __repr__(self) -> str:
+        return repr(dict(self.dml))
+
+
+@dataclasses.dataclass(frozen=True)
+class Reference:
+    """One operator's float64 reference and how its generated cases use it.
+
+    fn: ``fn(*inputs, **ref_kwargs)`` -> a list of acceptable results (float64 arrays, or exact
+        Python ints in object arrays; for selection and data movement the selected values in
+        their own type, compared bit for bit): one, or several where DirectML allows more than
+        one rounding (a ScaleBias multiply-add fused or not).
+    attrs: the attribute sets each generated case runs, or a function of the case's DataType
+        giving them (CLIP1's bounds are values of the tensor's type).
+    roles: input tensor (DML name) -> role (``ROLES``); others are "value".
+    selection: the operator selects or moves data: FLOAT32 denormals are kept, not flushed, and
+        results are compared bit for bit.
+    output_types: for an output whose DataType the caller chooses (LESS_THAN's
+        ``output_data_type=``): a function of that row's DataTypes giving the ones the cases use.
+    grad: the float64 reference gradient ``grad(dy, *inputs, **ref_kwargs)`` -> one array per
+        input (None for an input with no gradient, such as a condition); rules.elementwise_vjp
+        builds it from the partial derivatives of an element-wise operator.
+    no_grad: why there is no ``grad`` (e.g. "integer output"); exactly one of the two is given.
+    near_kink: ``near_kink(*inputs, **ref_kwargs)`` -> a boolean mask (output-shaped) of elements
+        too close to a kink (a tie, a jump) for a derivative to be compared; gradients are
+        compared everywhere else.
+    """
+
+    fn: Callable
+    attrs: Sequence[Attrs] | Callable[[DataType], Sequence[Attrs]] = (Attrs(),)
+    roles: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    selection: bool = False
+    output_types: Callable[[tuple[DataType, ...]], tuple[DataType, ...]] | None = None
+    grad: Callable | None = None
+    no_grad: str = ""
+    near_kink: Callable | None = None
+
+    def attr_sets(self, data_type: DataType) -> tuple[Attrs, ...]:
+        sets = self.attrs(data_type) if callable(self.attrs) else self.attrs
+        return tuple(sets)
+
+    def selects(self, attrs: Attrs) -> bool:
+        return self.selection if attrs.selection is None else attrs.selection
+
+    def role(self, tensor: str) -> str:
+        return self.roles.get(tensor, "value")
