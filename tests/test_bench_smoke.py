@@ -1,13 +1,43 @@
-"""Smoke run of the benchmark harness (tiny sizes, a few seconds): it must run end to end and write
-its JSON, Markdown and plots. No timing assertions."""
+"""The benchmark harness (dmljax/bench/): a smoke run at tiny sizes that must go end to end and
+write its JSON, Markdown and plots (no timing assertions); its pieces (HLO kernel count, sizes,
+names, cases from the registry, the chain, ratios); and every bad input to ``dmljax bench``
+ending in a short message and a non-zero status, fuzzed too."""
 
 import json
+import string
+from unittest import mock
 
+import jax
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from dmljax._src import bench
+import dmljax
+from dmljax._src.cli import main as dmljax_main
+from dmljax._src.spec import REQUIRED
+from dmljax.bench import cases, chain, memory, ratios
+from dmljax.bench.cli import parse_sizes
+from dmljax.bench.hlo import hlo_kernel_count
+
+TINY = ["--budget-per-point", "0", "--compile-reps", "1", "--no-torch", "--no-ort", "--quiet"]
+FAST = TINY + ["--no-grad", "--no-overhead", "--no-plots"]
 
 
+def bench(argv, capsys):
+    status = dmljax_main(["bench", *map(str, argv)])
+    c = capsys.readouterr()
+    return status, c.out, c.err
+
+
+def assert_clean_error(status, err, *words):
+    assert status in (1, 2), err
+    assert err.startswith("dmljax bench: error: ") and "Traceback" not in err
+    assert len(err) < 1500 and len(err.splitlines()) <= 3, err
+    for w in words:
+        assert w in err, err
+
+
+# ------------------------------------------------------------------------------------- pieces
 def test_hlo_kernel_count_reads_the_entry_computation():
     text = """HloModule m
 
@@ -23,22 +53,72 @@ ENTRY main {
   ROOT %t = (f32[4]{0}, f32[4]{0}) tuple(%f, %x)
 }
 """
-    count, ops = bench.hlo_kernel_count(text)
+    count, ops = hlo_kernel_count(text)
     assert count == 1 and ops == ["fusion:f"]
 
 
 def test_sizes_parse():
-    assert bench._sizes("4:8:2") == [16, 64, 256]
-    assert bench._sizes("3,5") == [8, 32]
+    assert parse_sizes("4:8:2") == [16, 64, 256]
+    assert parse_sizes("4:9:2") == [16, 64, 256, 512]  # HI always included
+    assert parse_sizes("3,5") == [8, 32]
+    for bad in ("abc", "", "5:3", "1:2:0", "-1", "1:", "1:2:3:4", "99999999999999999999", "63", "1.5"):
+        with pytest.raises(ValueError):
+            parse_sizes(bad)
 
 
-def test_smoke_run_writes_json_markdown_and_plots(tmp_path):
-    args = bench.build_parser().parse_args([
-        "--ops", "ELEMENT_WISE_IF", "ACTIVATION_SCALED_ELU", "ELEMENT_WISE_THRESHOLD",
-        "--dtypes", "FLOAT32", "--sizes", "6,8", "--out", str(tmp_path),
-        "--budget-per-point", "0.002", "--compile-reps", "1", "--no-torch", "--no-ort", "--quiet",
-    ])
-    assert bench.main(args=args) == 0
+def test_names_go_through_the_registry():
+    assert cases.resolve("SCALED_ELU") is dmljax.activation_scaled_elu  # an unambiguous end
+    assert cases.resolve("element_wise_if") is dmljax.element_wise_if
+    assert cases.resolve(str(dmljax.element_wise_if.spec.value)) is dmljax.element_wise_if
+    with pytest.raises(ValueError, match="ambiguous"):
+        cases.resolve("ELU")
+    with pytest.raises(ValueError, match="does not implement yet"):
+        cases.resolve("GEMM")
+    with pytest.raises(ValueError, match="not a DirectML operator"):
+        cases.resolve("NOPE")
+
+
+def test_every_registered_operator_is_a_case_or_a_note():
+    selected, notes = cases.select()
+    measured = {c.enum_name for c in selected}
+    for enum_name, op in dmljax.registry().items():
+        assert enum_name in measured or any(n.startswith(op.spec.short_name + ": skipped") for n in notes)
+    for c in selected:
+        missing = [p.arg for p in c.spec.params if p.default is REQUIRED and p.arg not in c.attrs("FLOAT32")]
+        assert not missing, (c.short_name, missing)
+
+
+def test_an_operator_without_a_recipe_is_skipped_or_measured_alone(monkeypatch):
+    monkeypatch.delitem(cases.OPERATOR_RECIPES, "ELEMENT_WISE_THRESHOLD")  # requires Min
+    monkeypatch.delitem(cases.OPERATOR_RECIPES, "ACTIVATION_ELU")  # Alpha has a default
+    selected, notes = cases.select(["ELEMENT_WISE_THRESHOLD", "ACTIVATION_ELU"])
+    assert [c.short_name for c in selected] == ["ACTIVATION_ELU"] and selected[0].recipe.jnp is None
+    assert any(n.startswith("ELEMENT_WISE_THRESHOLD: skipped: it requires Min") for n in notes)
+
+
+def test_the_chain_is_data_and_runs_only_in_the_types_it_supports():
+    ccases, why = chain.chain_cases(chain.CHAIN)
+    assert why == "" and [c.short_name for c in ccases] == [s.op for s in chain.CHAIN.steps]
+    assert chain.unsupported(chain.CHAIN, ccases, "FLOAT32") is None
+    assert "ACTIVATION_SCALED_ELU" in chain.unsupported(chain.CHAIN, ccases, "INT8")
+
+
+def test_one_ratio_function():
+    rec = {"n": 4, "dtype": "FLOAT32", "bytes": 48, "copy_bytes": 32,
+           "variants": {"dmljax_jit": {"s": 2.0}, "jnp_jit": {"s": 1.0}, "copy": {"s": 1.0}},
+           "device": {}, "paired": {ratios.paired_key("dmljax_jit", "jnp_jit"): {"ratio": 1.5, "p25": 1, "p75": 2}}}
+    assert ratios.time_ratio(rec, "dmljax_jit", "jnp_jit") == ratios.Ratio(1.5, "paired", 1, 2)
+    assert ratios.time_ratio(rec, "dmljax_jit", "copy").basis == "host"
+    rec["device"] = {"dmljax_jit": {"s": 3.0}, "jnp_jit": {"s": 2.0}}
+    assert ratios.time_ratio(rec, "dmljax_jit", "jnp_jit") == ratios.Ratio(1.5, "device")
+    assert ratios.copy_fraction(rec).value == pytest.approx(48 / 32 / 2.0)  # host: both host-clock
+
+
+# ---------------------------------------------------------------------------------- smoke run
+def test_smoke_run_writes_json_markdown_and_plots(tmp_path, capsys):
+    status, out, err = bench(["--ops", "ELEMENT_WISE_IF", "ACTIVATION_SCALED_ELU", "ELEMENT_WISE_THRESHOLD",
+                              "--dtypes", "FLOAT32", "--sizes", "6,8", "--out", tmp_path, *TINY], capsys)
+    assert status == 0, err
     res = json.loads((tmp_path / "results.json").read_text())
     assert {r["op"] for r in res["throughput"]} == {
         "DML_OPERATOR_ELEMENT_WISE_IF", "DML_OPERATOR_ACTIVATION_SCALED_ELU", "DML_OPERATOR_ELEMENT_WISE_THRESHOLD"}
@@ -47,9 +127,119 @@ def test_smoke_run_writes_json_markdown_and_plots(tmp_path):
         assert {"dmljax_jit", "dmljax_call", "jnp_jit", "copy"} <= set(r["variants"])
         assert all(v["s"] > 0 for v in r["variants"].values())
     assert res["meta"]["jax"] and res["meta"]["device"]
-    assert res["compile"] and res["overhead"] and res["fwd_bwd"]
+    assert res["compile"] and res["overhead"] and res["fwd_bwd"] and res["chain"]
     assert res["targets"]
     md = (tmp_path / "results.md").read_text()
     assert "| ELEMENT_WISE_IF | FLOAT32 |" in md
+    assert "time(dmljax in jit) / time(jnp formula in jit)" in md
+    assert "issue" not in md.lower() and "seed" not in md.lower()
+    # the same comparison reads the same in the throughput table, the size table and the targets
+    rec = next(r for r in res["throughput"] if r["op"].endswith("_IF") and r["n"] == 256)
+    value = ratios.time_ratio(rec, "dmljax_jit", "jnp_jit").text()
+    assert md.count(f"| {value} |") >= 3
     pytest.importorskip("matplotlib")
     assert (tmp_path / "throughput_FLOAT32.png").stat().st_size > 0
+
+
+# ------------------------------------------------------------------------------ bad inputs
+def test_unknown_operator(capsys, tmp_path):
+    status, out, err = bench(["--ops", "NOPE", "--out", tmp_path], capsys)
+    assert_clean_error(status, err, "'NOPE' is not a DirectML operator")
+    status, out, err = bench(["--ops", "ELU", "GEMM", "--out", tmp_path], capsys)
+    assert_clean_error(status, err, "ambiguous", "GEMM is a DirectML operator that dmljax does not implement")
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--sizes", "abc"], ["--sizes", "abc"]),
+    (["--sizes", "5:3"], ["LO must not exceed HI"]),
+    (["--dtypes", "BFLOAT16"], ["not a DirectML data type"]),
+    (["--budget-per-point", "nan"], ["finite"]),
+    (["--threads", "0"], ["--threads"]),
+    (["--ops"], ["--ops"]),
+    (["--bogus"], ["--bogus"]),
+])
+def test_argument_errors(argv, words, capsys, tmp_path):
+    status, out, err = bench([*argv, "--out", tmp_path], capsys)
+    assert status == 2 and out == ""
+    assert_clean_error(status, err, *words)
+
+
+def test_a_size_that_cannot_fit_is_refused_before_running(capsys, tmp_path):
+    status, out, err = bench(["--ops", "ELEMENT_WISE_IF", "--sizes", "40", "--out", tmp_path], capsys)
+    assert_clean_error(status, err, "2^40 elements", "available")
+    assert status == 1 and not (tmp_path / "results.json").exists()
+
+
+def test_a_size_that_does_not_fit_is_skipped_when_others_fit(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(memory, "available", lambda: (100 * 10**6, "a test's figure"))
+    status, out, err = bench(["--ops", "ELEMENT_WISE_IF", "--dtypes", "FLOAT32", "--sizes", "4,22",
+                              "--out", tmp_path, "--no-chain", *FAST], capsys)
+    assert status == 0, err
+    res = json.loads((tmp_path / "results.json").read_text())
+    assert {r["n"] for r in res["throughput"]} == {16}
+    assert any("2^22 elements: ELEMENT_WISE_IF FLOAT32 needs" in n and "a test's figure" in n for n in res["notes"])
+
+
+def test_integer_type_runs_the_operator_and_skips_the_chain(capsys, tmp_path):
+    status, out, err = bench(["--ops", "ELEMENT_WISE_IF", "ACTIVATION_SCALED_ELU", "--dtypes", "INT8",
+                              "--sizes", "4", "--out", tmp_path, *FAST], capsys)
+    assert status == 0, err
+    res = json.loads((tmp_path / "results.json").read_text())
+    assert [(r["op"], r["dtype"]) for r in res["throughput"]] == [("DML_OPERATOR_ELEMENT_WISE_IF", "INT8")]
+    assert "jnp_jit" in res["throughput"][0]["variants"]
+    assert not res["chain"]
+    assert any(n.startswith("chain INT8: skipped") for n in res["notes"])
+    assert any(n.startswith("INT8: skipped for ACTIVATION_SCALED_ELU") for n in res["notes"])
+
+
+def test_no_supported_type_at_all(capsys, tmp_path):
+    status, out, err = bench(["--ops", "SCALED_ELU", "--dtypes", "INT8", "--no-chain", "--out", tmp_path], capsys)
+    assert_clean_error(status, err, "nothing to measure", "INT8")
+
+
+def test_64_bit_types_need_64_bit_mode(capsys, tmp_path):
+    status, out, err = bench(["--ops", "ELEMENT_WISE_IF", "--dtypes", "FLOAT64", "--out", tmp_path], capsys)
+    assert_clean_error(status, err, "FLOAT64", "JAX_ENABLE_X64=1")
+    with jax.enable_x64(True):
+        status, out, err = bench(["--ops", "ELEMENT_WISE_IF", "--dtypes", "FLOAT64", "--sizes", "4",
+                                  "--out", tmp_path, *FAST], capsys)
+    assert status == 0, err
+    res = json.loads((tmp_path / "results.json").read_text())
+    assert res["meta"]["x64"] and [r["dtype"] for r in res["throughput"]] == ["FLOAT64"]
+    assert res["throughput"][0]["bytes"] == 16 * (1 + 8 + 8 + 8)  # UINT8 condition, 3 FLOAT64 tensors
+
+
+def test_unwritable_output_folder(capsys, tmp_path):
+    (tmp_path / "file").write_text("")
+    status, out, err = bench(["--ops", "ELEMENT_WISE_IF", "--sizes", "4", "--out", tmp_path / "file", *FAST], capsys)
+    assert_clean_error(status, err, "--out")
+
+
+# ------------------------------------------------------------------------------------ fuzzing
+VALID_NAMES = [n.removeprefix("DML_OPERATOR_") for n in dmljax.registry()] + ["SCALED_ELU", "IF", "element_wise_add"]
+NAMES = VALID_NAMES + ["ELU", "NOPE", "GEMM", "0", "88", "", " ", "DML_OPERATOR_", "ELEMENT_WISE_IF\n", "_", "x" * 300]
+TYPES = list(dmljax.DataType.__members__) + ["float32", "BFLOAT16", "", "7", "FLOAT32 "]
+VALID_SIZES = ["2", "3,4", "2:4", "2:4:2", " 3 ", "3,", "16", "20"]  # 2^20 does not fit the 80 MB below
+SIZES = VALID_SIZES + ["4:2", "40", "31", "abc", "", ",", "1:2:0", "-1", "2:", "99999999999999999999", "1.5", "٣"]
+
+
+@settings(max_examples=15, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(ops=st.lists(st.one_of(st.sampled_from(VALID_NAMES), st.sampled_from(NAMES),
+                              st.text(string.ascii_uppercase + "_", max_size=12)), min_size=1, max_size=2),
+       dtypes=st.lists(st.one_of(st.sampled_from(["FLOAT32", "FLOAT16", "INT8", "UINT8"]), st.sampled_from(TYPES)),
+                       min_size=1, max_size=2),
+       sizes=st.one_of(st.sampled_from(VALID_SIZES), st.sampled_from(SIZES), st.text(string.digits + ":,", max_size=5)))
+def test_fuzzed_arguments_exit_cleanly(ops, dtypes, sizes, capsys, tmp_path_factory):
+    """Every run sees 80 MB "available", so that the sizes drawn are bounded by the bench's own
+    memory check (up to 2^16 elements here), not by the strategies."""
+    out = tmp_path_factory.mktemp("fuzz")
+    with mock.patch.object(memory, "available", lambda: (80 * 10**6, "the fuzz test's figure")):
+        status = dmljax_main(["bench", "--ops", *ops, "--dtypes", *dtypes, f"--sizes={sizes}", "--out", str(out),
+                              "--no-chain", *FAST])
+    err = capsys.readouterr().err
+    if status == 0:
+        for r in json.loads((out / "results.json").read_text())["throughput"]:
+            assert r["n"] <= 1 << 16
+    else:
+        assert_clean_error(status, err)

@@ -1,0 +1,7 @@
+"""``python -m dmljax.bench``: the same as ``dmljax bench``."""
+
+import sys
+
+from dmljax.bench.cli import main
+
+sys.exit(main())

@@ -1,0 +1,396 @@
+"""What to measure for each operator: the attributes to call it with and the formulas to compare
+it with (jax.numpy, PyTorch, ONNX Runtime), derived from the registry.
+
+Every registered operator is a case. Its comparators come from, in this order:
+- ``OPERATOR_RECIPES``: an entry for an operator whose formula is its own (IF, SCALED_ELU,
+  MODULUS_FLOOR, ...), with the attribute values to use where the operator requires some;
+- its family's recipe (``FAMILY_RECIPES``): the formula the family's operators share, e.g. an
+  element-wise operator is ``jnp.<fn>(*inputs)``, ``torch.<fn>`` and ONNX's ``<Fn>``, with
+  ``fn`` read from the family's name table or, for element-wise arithmetic and math, the
+  operator's own name in lower case (``ELEMENT_WISE_EXP`` -> ``jnp.exp``).
+A family recipe applies only to operators whose attributes all default to "absent" (a ScaleBias,
+a fused activation), since it does not know what the others mean. An operator with neither is
+measured against the copy alone; one that also requires attributes is skipped with a note.
+
+Comparator formulas take the operator's arrays positionally and its attributes as keywords, in
+the operator's Python spelling (``min``, ``exponent``), defaults included, so one formula serves
+every attribute value (the chain of ``chain.py`` calls them with its own).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Mapping, NamedTuple, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import dmljax
+from dmljax._src.errors import quote
+from dmljax._src.spec import REQUIRED
+
+__all__ = ["Recipe", "OnnxNode", "Case", "OPERATOR_RECIPES", "FAMILY_RECIPES", "recipe_for", "resolve",
+           "resolve_all", "UnknownNames", "select"]
+
+
+class OnnxNode(NamedTuple):
+    """A one-node ONNX graph: op type, node attributes, constant inputs appended after the tensors
+    (in the data type), and which inputs and output are ONNX bools (DirectML's UINT8 0/1)."""
+
+    op_type: str
+    attrs: Mapping = {}
+    consts: tuple = ()
+    bool_inputs: tuple[int, ...] = ()
+    bool_output: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """How to benchmark one operator.
+
+    jnp: ``(*arrays, **attrs) -> array``, the formula a JAX user would write.
+    torch: ``(torch, *tensors, **attrs) -> tensor``.
+    onnx: ``(**attrs) -> OnnxNode``.
+    attrs: values for the operator's attributes (every required one), for float types;
+    int_attrs: the values for integer types, where the float ones don't fit (None: ``attrs``).
+    inputs: how each input tensor is drawn (inputs.KINDS), or None for the default by type.
+    onnx_note: a sentence for the report on how the ONNX graph differs (when ONNX Runtime runs).
+    """
+
+    jnp: Callable | None = None
+    torch: Callable | None = None
+    onnx: Callable | None = None
+    attrs: Mapping = dataclasses.field(default_factory=dict)
+    int_attrs: Mapping | None = None
+    inputs: tuple[str, ...] | None = None
+    onnx_note: str = ""
+
+
+def _like(value, x):
+    """A scalar attribute as a formula uses it: a Python float for float tensors (weakly typed, no
+    promotion), converted to the tensor's type for integers (truncation, as DirectML does)."""
+    dt = np.dtype(x.dtype)
+    return value if dt.kind == "f" else np.asarray(value, np.float64).astype(dt)[()]
+
+
+# ------------------------------------------------------------------------------------------
+# Operators whose formula is their own
+def _selu(x, *, alpha, gamma, **_):
+    return jnp.where(x > 0, gamma * x, gamma * (alpha * jnp.exp(x) - alpha))
+
+
+def _selu_torch(t, x, *, alpha, gamma, **_):
+    return t.where(x > 0, gamma * x, gamma * (alpha * t.exp(x) - alpha))
+
+
+def _elu(x, *, alpha, **_):
+    return jnp.where(x > 0, x, alpha * (jnp.exp(x) - 1.0))
+
+
+OPERATOR_RECIPES: dict[str, Recipe] = {
+    "ELEMENT_WISE_IF": Recipe(
+        jnp=lambda c, a, b, **_: jnp.where(c != 0, a, b),
+        torch=lambda t, c, a, b, **_: t.where(c != 0, a, b),
+        onnx=lambda **_: OnnxNode("Where", bool_inputs=(0,)),
+        onnx_note="ONNX Runtime's Where takes a bool condition: it is fed the UINT8 condition cast to bool."),
+    "ACTIVATION_SCALED_ELU": Recipe(
+        jnp=_selu, torch=_selu_torch,
+        onnx=lambda alpha, gamma, **_: OnnxNode("Selu", {"alpha": alpha, "gamma": gamma})),
+    "ACTIVATION_ELU": Recipe(
+        jnp=_elu, torch=lambda t, x, *, alpha, **_: t.nn.functional.elu(x, alpha),
+        onnx=lambda alpha, **_: OnnxNode("Elu", {"alpha": alpha})),
+    "ELEMENT_WISE_MODULUS_FLOOR": Recipe(
+        jnp=lambda a, b, **_: jnp.mod(a, b),
+        torch=lambda t, a, b, **_: t.remainder(a, b),
+        onnx=lambda **_: OnnxNode("Mod", {"fmod": 0}),
+        inputs=("numerator", "divisor")),
+    "ELEMENT_WISE_THRESHOLD": Recipe(
+        attrs={"min": 0.0},
+        jnp=lambda x, *, min, **_: jnp.maximum(x, _like(min, x)),
+        torch=lambda t, x, *, min, **_: t.clamp_min(x, min),
+        onnx=lambda min, **_: OnnxNode("Max", consts=(min,))),
+    "ELEMENT_WISE_CONSTANT_POW": Recipe(
+        attrs={"exponent": 3.0},
+        jnp=lambda x, *, exponent, **_: x ** exponent,
+        torch=lambda t, x, *, exponent, **_: t.pow(x, exponent),
+        onnx=lambda exponent, **_: OnnxNode("Pow", consts=(exponent,))),
+    "ELEMENT_WISE_CLIP": Recipe(
+        attrs={"min": -0.5, "max": 0.5}, int_attrs={"min": 10.0, "max": 50.0},
+        jnp=lambda x, *, min, max, **_: jnp.clip(x, _like(min, x), _like(max, x)),
+        torch=lambda t, x, *, min, max, **_: t.clamp(x, min, max),
+        onnx=lambda min, max, **_: OnnxNode("Clip", consts=(min, max))),
+    "ELEMENT_WISE_CLIP1": Recipe(
+        attrs={"min": -0.5, "max": 0.5}, int_attrs={"min": 10, "max": 50},
+        jnp=lambda x, *, min, max, **_: jnp.clip(x, _like(min, x), _like(max, x)),
+        torch=lambda t, x, *, min, max, **_: t.clamp(x, min, max),
+        onnx=lambda min, max, **_: OnnxNode("Clip", consts=(min, max))),
+}
+
+
+# ------------------------------------------------------------------------------------------
+# Family recipes: one formula per family, the function named by a table
+@dataclasses.dataclass(frozen=True)
+class _Names:
+    jnp: str
+    torch: str
+    onnx: str
+
+
+def _camel(suffix: str) -> str:
+    return "".join(part.title() for part in suffix.split("_"))
+
+
+# DirectML name (without the family prefix) -> jax.numpy / torch / ONNX names, where they are not
+# the lower-case name (and, for ONNX, its CamelCase).
+ELEMENT_WISE_NAMES = {
+    "IDENTITY": _Names("copy", "clone", "Identity"),
+    "ADD1": _Names("add", "add", "Add"),
+    "MULTIPLY": _Names("multiply", "mul", "Mul"),
+    "SUBTRACT": _Names("subtract", "sub", "Sub"),
+    "DIVIDE": _Names("divide", "div", "Div"),
+    "NEGATE": _Names("negative", "neg", "Neg"),
+    "MAX": _Names("maximum", "maximum", "Max"),
+    "MIN": _Names("minimum", "minimum", "Min"),
+    "RECIP": _Names("reciprocal", "reciprocal", "Reciprocal"),
+    "POW": _Names("power", "pow", "Pow"),
+    "ATAN_YX": _Names("arctan2", "atan2", ""),
+    "ACOS": _Names("arccos", "acos", "Acos"),
+    "ASIN": _Names("arcsin", "asin", "Asin"),
+    "ATAN": _Names("arctan", "atan", "Atan"),
+    "ACOSH": _Names("arccosh", "acosh", "Acosh"),
+    "ASINH": _Names("arcsinh", "asinh", "Asinh"),
+    "ATANH": _Names("arctanh", "atanh", "Atanh"),
+    "ERF": _Names("", "erf", "Erf"),
+}
+LOGICAL_NAMES = {
+    "LOGICAL_LESS_THAN": _Names("less", "lt", "Less"),
+    "LOGICAL_LESS_THAN_OR_EQUAL": _Names("less_equal", "le", "LessOrEqual"),
+    "LOGICAL_GREATER_THAN": _Names("greater", "gt", "Greater"),
+    "LOGICAL_GREATER_THAN_OR_EQUAL": _Names("greater_equal", "ge", "GreaterOrEqual"),
+    "LOGICAL_EQUALS": _Names("equal", "eq", "Equal"),
+    "LOGICAL_AND": _Names("logical_and", "logical_and", "And"),
+    "LOGICAL_OR": _Names("logical_or", "logical_or", "Or"),
+    "LOGICAL_XOR": _Names("logical_xor", "logical_xor", "Xor"),
+    "LOGICAL_NOT": _Names("logical_not", "logical_not", "Not"),
+    "IS_NAN": _Names("isnan", "isnan", "IsNaN"),
+}
+BITWISE_NAMES = {
+    "BIT_AND": _Names("bitwise_and", "bitwise_and", "BitwiseAnd"),
+    "BIT_OR": _Names("bitwise_or", "bitwise_or", "BitwiseOr"),
+    "BIT_XOR": _Names("bitwise_xor", "bitwise_xor", "BitwiseXor"),
+    "BIT_NOT": _Names("bitwise_not", "bitwise_not", "BitwiseNot"),
+    "BIT_SHIFT_LEFT": _Names("left_shift", "bitwise_left_shift", ""),
+    "BIT_SHIFT_RIGHT": _Names("right_shift", "bitwise_right_shift", ""),
+}
+ACTIVATION_NAMES = {  # jax.nn first, then jax.numpy
+    "IDENTITY": _Names("copy", "clone", "Identity"),
+    "RELU": _Names("relu", "relu", "Relu"),
+    "SIGMOID": _Names("sigmoid", "sigmoid", "Sigmoid"),
+    "TANH": _Names("tanh", "tanh", "Tanh"),
+    "SOFTSIGN": _Names("soft_sign", "nn.functional.softsign", "Softsign"),
+}
+_LOGICAL_ONNX = {"And", "Or", "Xor", "Not"}
+
+
+def _function(module, dotted: str):
+    for part in dotted.split("."):
+        module = getattr(module, part, None) if module is not None else None
+    return module
+
+
+def _named_recipe(names: _Names, n_inputs: int, output_type=None, jnp_modules=("jnp",)) -> Recipe | None:
+    """The family formula ``jnp.<fn>(*inputs)`` (``jax.nn`` first where ``jnp_modules`` says so),
+    its torch and ONNX twins, the result cast to ``output_type`` where the output type is chosen
+    (comparisons); None when JAX has no such function."""
+    mods = {"jnp": jnp, "nn": jax.nn}
+    fn = next((f for f in (_function(mods[m], names.jnp) for m in jnp_modules) if f is not None), None) \
+        if names.jnp else None
+    if fn is None:
+        return None
+
+    def j(*xs, **_):
+        y = fn(*xs)
+        return y.astype(output_type) if output_type is not None else y
+
+    def t(torch, *xs, **_):
+        y = _function(torch, names.torch)(*xs)
+        return y.to(getattr(torch, str(output_type))) if output_type is not None else y
+
+    onnx = None
+    if names.onnx:
+        logical = names.onnx in _LOGICAL_ONNX
+        node = OnnxNode(names.onnx, bool_inputs=tuple(range(n_inputs)) if logical else (),
+                        bool_output=output_type is not None)
+        onnx = lambda **_: node  # noqa: E731
+    return Recipe(jnp=j, torch=t if names.torch else None, onnx=onnx)
+
+
+def _suffix(spec) -> str:
+    short = spec.short_name
+    for prefix in ("ELEMENT_WISE_", "ACTIVATION_"):
+        if short.startswith(prefix):
+            return short[len(prefix):]
+    return short
+
+
+def _output_type(spec):
+    out = spec.outputs[0].default_data_type if spec.outputs else None
+    return None if out is None else out.dtype
+
+
+def _element_wise(spec) -> Recipe | None:
+    s = _suffix(spec)
+    names = ELEMENT_WISE_NAMES.get(s) or _Names(s.lower(), s.lower(), _camel(s))
+    return _named_recipe(names, len(spec.inputs), _output_type(spec))
+
+
+def _from_table(table: Mapping[str, _Names], modules=("jnp",)):
+    def recipe(spec) -> Recipe | None:
+        names = table.get(_suffix(spec))
+        return None if names is None else _named_recipe(names, len(spec.inputs), _output_type(spec), modules)
+    return recipe
+
+
+FAMILY_RECIPES: dict[str, Callable] = {
+    "element_wise_arithmetic": _element_wise,
+    "element_wise_math": _element_wise,
+    "element_wise_logical": _from_table(LOGICAL_NAMES),
+    "element_wise_bitwise": _from_table(BITWISE_NAMES),
+    "activation": _from_table(ACTIVATION_NAMES, ("nn", "jnp")),
+}
+
+
+def recipe_for(spec) -> tuple[Recipe | None, str]:
+    """The operator's recipe and, where it has none that compares, why."""
+    own = OPERATOR_RECIPES.get(spec.short_name)
+    if own is not None:
+        return own, ""
+    family = FAMILY_RECIPES.get(spec.family)
+    if family is None:
+        return None, f"no comparator formula for the {spec.family} family"
+    meaningful = [p.dml_name for p in spec.params if p.default is not None]
+    if meaningful:
+        return None, f"its attributes {', '.join(meaningful)} need an entry in OPERATOR_RECIPES"
+    found = family(spec)
+    return (found, "") if found is not None else (None, f"no {spec.family} formula is named like it")
+
+
+# ------------------------------------------------------------------------------------------
+# Cases
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One operator to measure, with its recipe (comparators may be None)."""
+
+    op: Callable
+    recipe: Recipe
+
+    @property
+    def spec(self):
+        return self.op.spec
+
+    @property
+    def enum_name(self) -> str:
+        return self.op.spec.enum_name
+
+    @property
+    def short_name(self) -> str:
+        return self.op.spec.short_name
+
+    def attrs(self, dtype: str, extra: Mapping | None = None) -> dict:
+        """The attributes the operator is called with for ``dtype``."""
+        ints = self.recipe.int_attrs is not None and not dmljax.DataType.parse(dtype).is_float
+        return {**(self.recipe.int_attrs if ints else self.recipe.attrs), **(extra or {})}
+
+    def all_attrs(self, dtype: str, extra: Mapping | None = None) -> dict:
+        """Those attributes with the operator's defaults filled in: what comparators receive."""
+        defaults = {p.arg: p.default for p in self.spec.params if p.default is not REQUIRED}
+        return {**defaults, **self.attrs(dtype, extra)}
+
+    def dmljax(self, dtype: str, extra: Mapping | None = None) -> Callable:
+        op, attrs = self.op, self.attrs(dtype, extra)
+        return lambda *xs: op(*xs, **attrs)
+
+    def jnp(self, dtype: str, extra: Mapping | None = None) -> Callable | None:
+        fn, attrs = self.recipe.jnp, self.all_attrs(dtype, extra)
+        return None if fn is None else (lambda *xs: fn(*xs, **attrs))
+
+    def torch(self, torch, dtype: str, extra: Mapping | None = None) -> Callable | None:
+        fn, attrs = self.recipe.torch, self.all_attrs(dtype, extra)
+        return None if fn is None else (lambda *xs: fn(torch, *xs, **attrs))
+
+    def onnx(self, dtype: str) -> OnnxNode | None:
+        fn = self.recipe.onnx
+        return None if fn is None else fn(**self.all_attrs(dtype))
+
+
+class UnknownNames(ValueError):
+    """Operator names that don't denote one registered operator; the message lists them all."""
+
+
+def resolve(name: str) -> Callable:
+    """The registered operator ``name`` denotes: any spelling ``dmljax.canonical_name`` takes,
+    its enum value written in digits, or an unambiguous end of an enum name (``SCALED_ELU``),
+    matched against ``dmljax.catalog()``. Raises a ValueError with a one-line message.
+
+    >>> resolve("SCALED_ELU").spec.short_name
+    'ACTIVATION_SCALED_ELU'
+    """
+    text = name.strip() if isinstance(name, str) else name
+    if isinstance(text, str) and text.isdigit() and len(text) <= 4:
+        text = int(text)
+    try:
+        return dmljax.get_operator(text)
+    except dmljax.OperatorNotImplementedError:
+        raise ValueError(_not_implemented(dmljax.canonical_name(text))) from None
+    except dmljax.UnknownOperatorError as e:
+        unknown = e
+    tail = "_" + text.upper() if isinstance(text, str) and text else ""
+    hits = [c for c in dmljax.catalog() if len(tail) > 1 and c.enum_name.endswith(tail)]
+    if len(hits) == 1:
+        if not hits[0].implemented:
+            raise ValueError(_not_implemented(hits[0].enum_name)) from None
+        return dmljax.get_operator(hits[0].enum_name)
+    if len(hits) > 1:
+        names = ", ".join(h.short_name for h in hits[:6]) + (", ..." if len(hits) > 6 else "")
+        raise ValueError(f"{quote(name)} is ambiguous: {names}") from None
+    v = unknown.violations[0]
+    raise ValueError(v.found + (f"; {v.allowed}" if v.allowed else "")) from None
+
+
+def _not_implemented(enum_name: str) -> str:
+    return f"{enum_name} is a DirectML operator that dmljax does not implement yet (`dmljax ops` lists those it does)"
+
+
+def resolve_all(names: Sequence[str]) -> list[Callable]:
+    """``resolve`` for each name, duplicates dropped; one UnknownNames naming every bad one."""
+    ops, problems = {}, []
+    for name in names:
+        try:
+            op = resolve(name)
+        except ValueError as e:
+            problems.append(str(e))
+        else:
+            ops.setdefault(op.spec.enum_name, op)
+    if problems:
+        raise UnknownNames("; ".join(dict.fromkeys(problems)))
+    return list(ops.values())
+
+
+def select(names: Sequence[str] | None = None) -> tuple[list[Case], list[str]]:
+    """The cases for ``names`` (default: every registered operator), and notes on the operators
+    skipped or measured without comparators."""
+    ops = resolve_all(names) if names else list(dmljax.registry().values())
+    out, notes = [], []
+    for op in ops:
+        recipe, why = recipe_for(op.spec)
+        if recipe is None:
+            required = [p.dml_name for p in op.spec.params if p.default is REQUIRED]
+            if required:
+                notes.append(f"{op.spec.short_name}: skipped: it requires {', '.join(required)} and has "
+                             f"no benchmark recipe ({why}).")
+                continue
+            notes.append(f"{op.spec.short_name}: measured against the copy only ({why}).")
+            recipe = Recipe()
+        out.append(Case(op, recipe))
+    return out, notes

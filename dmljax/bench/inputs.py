@@ -1,0 +1,124 @@
+"""The benchmark's inputs: random tensors of each operator's input types, and how many input sets
+a measurement cycles through.
+
+Inputs are never all zeros or special values: floats are N(0, 1) ("normal"), 4·N(0, 1)
+("numerator") or of magnitude in [0.5, 2) with a random sign ("divisor", so that a modulus never
+divides by zero); integers are uniform in a small range inside the type (divisors 1 to 9, signed
+where the type is); a "condition" is a random 0/1 UINT8 tensor. Tensors have the element count
+asked for, in the fewest dimensions the operator's newest support table allows ((1, ..., 1, n)).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dmljax._src.dtypes import DataType
+
+__all__ = ["KINDS", "supported_types", "input_kinds", "unsupported", "make_inputs", "draw", "draw_all", "input_structs", "input_sets"]
+
+KINDS = ("normal", "numerator", "divisor", "condition")
+
+
+def supported_types(op, tensor: str) -> tuple[str, ...]:
+    """The data types the operator's newest support table lists for ``tensor``."""
+    row = op.spec.support[0].tensors.get(tensor)
+    return tuple(dt.name for dt in row.data_types) if row else ()
+
+
+def input_kinds(case, dtype: str) -> tuple[str, ...] | None:
+    """How each required input of ``case`` is drawn for data type ``dtype``, or None when an input
+    takes neither ``dtype`` nor a UINT8 condition."""
+    tensors = [t for t in case.spec.inputs if not t.optional]
+    if case.recipe.inputs is not None:
+        kinds = case.recipe.inputs
+        if all(dtype in supported_types(case.op, t.dml_name) for t in tensors):
+            return kinds
+        return None
+    kinds = []
+    for t in tensors:
+        types = supported_types(case.op, t.dml_name)
+        if dtype in types:
+            kinds.append("normal")
+        elif "UINT8" in types:
+            kinds.append("condition")
+        else:
+            return None
+    return tuple(kinds)
+
+
+def unsupported(case, dtype: str) -> str | None:
+    """Why ``case`` can't be measured in ``dtype`` (from its support table), or None."""
+    if input_kinds(case, dtype) is not None:
+        return None
+    types = {t for x in case.spec.inputs if not x.optional for t in supported_types(case.op, x.dml_name)}
+    listed = [t for t in DataType.__members__ if t in types]
+    return f"{case.short_name} does not take {dtype} (its inputs take {', '.join(listed)})"
+
+
+def _shape(case, tensor: str, n: int) -> tuple[int, ...]:
+    row = case.spec.support[0].tensors.get(tensor)
+    lo = row.dims[0] if row else 1
+    return (1,) * (max(lo, 1) - 1) + (n,)
+
+
+def draw(kind: str, key, shape, dtype: DataType):
+    """One random array of ``kind`` (KINDS) and ``dtype``."""
+    if kind == "condition":
+        return jax.random.bernoulli(key, 0.5, shape).astype(jnp.uint8)
+    dt = dtype.dtype
+    if dtype.is_float:
+        if kind == "divisor":
+            km, ks = jax.random.split(key)
+            mag = jax.random.uniform(km, shape, np.float32, 0.5, 2.0)
+            return jnp.where(jax.random.bernoulli(ks, 0.5, shape), mag, -mag).astype(dt)
+        scale = 4.0 if kind == "numerator" else 1.0
+        return (scale * jax.random.normal(key, shape, np.float32)).astype(dt)
+    info = np.iinfo(dt)
+    if kind == "divisor":
+        km, ks = jax.random.split(key)
+        mag = jax.random.randint(km, shape, 1, 10, np.int32)
+        if info.min < 0:
+            mag = jnp.where(jax.random.bernoulli(ks, 0.5, shape), mag, -mag)
+        return mag.astype(dt)
+    span = 100 if kind == "numerator" else 50
+    lo = max(int(info.min), -span)
+    return jax.random.randint(key, shape, lo, min(int(info.max), span) + 1, np.int32).astype(dt)
+
+
+@functools.partial(jax.jit, static_argnames=("kinds", "shapes", "dtype"))
+def draw_all(seed, *, kinds: tuple[str, ...], shapes: tuple[tuple[int, ...], ...], dtype: DataType):
+    """Arrays of ``kinds`` and ``shapes`` from one seed, in one compiled program (drawing them op by
+    op would compile every random primitive for every shape)."""
+    key = jax.random.PRNGKey(seed)
+    return [draw(kind, jax.random.fold_in(key, i), shape, dtype) for i, (kind, shape) in enumerate(zip(kinds, shapes))]
+
+
+def input_structs(case, n: int, dtype: str, kinds: tuple[str, ...]) -> list:
+    """``jax.ShapeDtypeStruct``s of the inputs ``make_inputs`` would draw (for ``jax.eval_shape``)."""
+    tensors = [t for t in case.spec.inputs if not t.optional]
+    dt = DataType.parse(dtype).dtype
+    return [jax.ShapeDtypeStruct(_shape(case, t.dml_name, n), np.uint8 if kind == "condition" else dt)
+            for kind, t in zip(kinds, tensors)]
+
+
+def make_inputs(case, n: int, dtype: str, seed: int, kinds: tuple[str, ...] | None = None):
+    """Random inputs for ``case`` with ``n`` elements each, ready on the device (None if the type
+    is unsupported)."""
+    kinds = kinds or input_kinds(case, dtype)
+    if kinds is None:
+        return None
+    tensors = [t for t in case.spec.inputs if not t.optional]
+    shapes = tuple(_shape(case, t.dml_name, n) for t in tensors)
+    return jax.block_until_ready(draw_all(np.uint32(seed), kinds=tuple(kinds), shapes=shapes,
+                                          dtype=DataType.parse(dtype)))
+
+
+def input_sets(bytes_per_set: int, cache_bytes: int) -> int:
+    """How many input sets a measurement cycles through: together at least 3x the last-level
+    cache (so that large sizes don't measure the cache), 2 to 8."""
+    return int(min(8, max(2, math.ceil(3 * cache_bytes / max(bytes_per_set, 1)))))
