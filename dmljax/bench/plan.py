@@ -128,7 +128,7 @@ def plan(options: Options) -> Plan:
     wide = [d for d in options.dtypes if DataType.parse(d).needs_x64]
     if wide and not jax.config.jax_enable_x64:
         raise BenchError(
-            f"--dtypes: {', '.join(wide)} need JAX's 64-bit mode, which is off; without it JAX would "
+            f"--dtypes: {', '.join(wide)} need{'s' if len(wide) == 1 else ''} JAX's 64-bit mode, which is off; without it JAX would "
             "silently narrow them to 32 bits. Tip: run with JAX_ENABLE_X64=1 in the environment "
             "(dmljax bench does not switch it on for you).", 2)
     pairs, untyped = [], {}
