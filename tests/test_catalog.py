@@ -359,9 +359,12 @@ GRADS = [(n, dt) for n in _with_ref(OPS) for dt in _grad_types(n)]
 
 def _grad_all(op, kwargs, args):
     """jax.grad of sum(output) (so dY = 1) by every input, integer ones included (float0), under
-    one jax.jit: a compiled backward pass costs a fifth of one run primitive by primitive."""
+    one jax.jit: a compiled backward pass costs a fifth of one run primitive by primitive. Inside
+    a caller's jit the caller's compiler options apply (README): this one keeps every FLOAT16
+    rounding, as the operator's own compile does (XLA's GPU backend drops them otherwise)."""
     loss = lambda *a: jnp.sum(op(*a, **kwargs).astype(jnp.float32))  # noqa: E731
-    return jax.jit(jax.grad(loss, argnums=tuple(range(len(args))), allow_int=True))(*args)
+    grad = jax.grad(loss, argnums=tuple(range(len(args))), allow_int=True)
+    return jax.jit(grad, compiler_options={"xla_allow_excess_precision": False})(*args)
 
 
 @pytest.mark.parametrize("name,dt", GRADS, ids=lambda v: _short(v) if isinstance(v, str) else v.name)
