@@ -45,9 +45,20 @@ def step(params, velocity, x, y, lr=0.01, momentum=0.9):
     return params, velocity, loss
 
 
+def positive_int(text):
+    """argparse type: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not positive; give 1 or more")
+    return value
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=600)
+    parser.add_argument("--steps", type=positive_int, default=600, help="training steps (default 600)")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
     x = rng.uniform(-2, 2, (256, 1)).astype(np.float32)

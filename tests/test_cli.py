@@ -72,6 +72,27 @@ def test_usage_errors(capsys):
     assert status == 1 and "does-not-exist.json: file: cannot be read" in err
 
 
+@pytest.mark.parametrize("option", ["-i", "-r", "--dispatch_iterations", "--dispatch_repeat"])
+@pytest.mark.parametrize("value", ["0", "-1", "x"])
+def test_iterations_and_repeat_must_be_positive(option, value, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["run", str(EXAMPLE), option, value])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: dmljax run ") and "error: argument " in err
+    assert {"0": "0 is not allowed; give 1 or more", "-1": "-1 is negative", "x": "'x' is not an integer"}[value] in err
+
+
+def test_run_errors_are_one_short_paragraph(tmp_path, capsys):
+    (tmp_path / "binary.json").write_bytes(bytes(range(256)))
+    status, out, err = run(["run", tmp_path / "binary.json"], capsys)
+    assert status == 1 and out == ""
+    assert err == (f"dmljax run: error: {tmp_path / 'binary.json'}: file: is not UTF-8 text (byte 0x80 at offset 128); "
+                   "it looks like a binary file\n")
+    status, out, err = run(["run", tmp_path], capsys)
+    assert status == 1 and err == f"dmljax run: error: {tmp_path}: file: is a directory; expected a model's .json file\n"
+
+
 def test_ops_lists_every_operator(capsys):
     status, out, _ = run(["ops"], capsys)
     assert status == 0

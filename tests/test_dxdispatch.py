@@ -7,15 +7,20 @@ independent NumPy reading of the model (float64 formulas, rounded once to the te
 printed with C++'s default stream format (%g, 6 significant digits).
 """
 
+import io
 import json
 import math
+import os
 import shutil
 from pathlib import Path
+from unittest import mock
 
+import jax
 import numpy as np
 import pytest
 
 import dmljax
+from dmljax._src import dxdispatch
 from dmljax._src.cli import main
 from dmljax._src.dxdispatch import Model, ModelError, load_json
 
@@ -407,3 +412,195 @@ def test_unimplemented_operator_stops_before_anything_runs(tmp_path, capsys):
     status, out, err = run_cli(["run", p], capsys)
     assert status == 1 and out == ""
     assert err.count("not implemented yet") == 1 and "dispatchable 'r' (DML_OPERATOR_REDUCE)" in err
+
+
+# --------------------------------------------------------------- files, structure and memory
+def load_error(path) -> str:
+    with pytest.raises(ModelError) as e:
+        Model.load(path)
+    return str(e.value)
+
+
+def test_model_files_that_cannot_be_read(tmp_path):
+    (tmp_path / "bin.json").write_bytes(b"\x00\x01\xff" * 10)
+    (tmp_path / "latin1.json").write_bytes('{"resources": {"caf\xe9": 1}}'.encode("latin-1"))
+    (tmp_path / "deep.json").write_text("[" * 1000 + "]" * 1000)
+    (tmp_path / "digits.json").write_text('{"resources": {"a": {"initialValues": [' + "9" * 5000 + "]}}}")
+    (tmp_path / "dir.json").mkdir()
+    assert load_error(tmp_path / "bin.json").endswith("bin.json: file: is not UTF-8 text (byte 0xFF at offset 2); "
+                                                      "it looks like a binary file")
+    assert load_error(tmp_path / "latin1.json").endswith("latin1.json: file: is not UTF-8 text (byte 0xE9 at offset 19)")
+    assert "file: is not valid JSON: arrays and objects nested more than 64 deep: line 1 column 65" in load_error(
+        tmp_path / "deep.json")
+    assert "file: has an integer of more than 4300 digits" in load_error(tmp_path / "digits.json")
+    assert load_error(tmp_path / "dir.json").endswith("dir.json: file: is a directory; expected a model's .json file")
+    assert "missing.json: file: cannot be read (No such file or directory)" in load_error(tmp_path / "missing.json")
+
+
+def test_byte_order_mark_is_accepted(tmp_path):
+    p = tmp_path / "m.json"
+    p.write_bytes(b"\xef\xbb\xbf" + json.dumps({"resources": BASE_RES, "dispatchables": {}, "commands": []}).encode())
+    assert set(Model.load(p).resources) == {"A", "Out"}
+
+
+def test_structural_errors_name_their_json_path(tmp_path):
+    dispatch = {"type": "dispatch", "dispatchable": "id", "bindings": {"InputTensor": "A", "OutputTensor": "Out"}}
+    message, _ = _bad(tmp_path, commands=[dispatch, dispatch, {**dispatch, "bindings": {"InputTensor": 5}}])
+    assert message.endswith(": commands[2].bindings.InputTensor: expected a resource name, a binding object or a "
+                            "list of them, got 5")
+    message, path = _bad(tmp_path, resources={"A": {"initialValues": None, "sizeInBytes": -4}},
+                         commands=[{"type": "print", "resource": ["A"], "verbose": 1}, 7])
+    assert message == "\n".join([
+        f"{path}: 5 problems in the model's structure:",
+        "  resources.A.initialValues: expected an array of values, an initializer object or a list initializer, got null",
+        "  resources.A.sizeInBytes: is -4; expected an integer from 0 to 2^64 - 1",
+        "  commands[0].resource: expected a name (a non-empty string), got [\"A\"]",
+        "  commands[0].verbose: expected true or false, got 1",
+        "  commands[1]: expected an object with type, got 7"])
+    message, _ = _bad(tmp_path, resources={"A": {"initialValues": [1], "initialValuesDataType": "FLOAT32", "size": 4}})
+    assert message.endswith(": resources.A: has unknown member \"size\"; members: type, initialValues, "
+                            "initialValuesDataType, sizeInBytes, initialValuesOffsetInBytes, resampleSize, resampleMode")
+    message, _ = _bad(tmp_path, dispatchables={"id": {"type": "ELEMENT_WISE_IDENTITY", "bindings": []}})
+    assert "dispatchables.id.bindings: expected an object (bind point -> resource), got []" in message
+    assert "dispatchables.id: has no desc (or Desc)" in message
+
+
+def test_memory_is_checked_before_anything_is_allocated(tmp_path, capsys):
+    for spec, size in (({"initialValuesDataType": "FLOAT32", "initialValues": {"valueCount": 2**40, "value": 0}}, 2**42),
+                       ({"initialValuesDataType": "FLOAT32", "initialValues": [1], "sizeInBytes": 2**40}, 2**40)):
+        p = write_model(tmp_path, {"big": spec}, {}, [{"type": "print", "resource": "big"}])
+        status, out, err = run_cli(["run", p], capsys)  # this machine's memory, whatever its device
+        assert status == 1 and out == "" and f"{p}: memory: the model needs " in err, err
+        with mock.patch.object(dxdispatch, "_memory_available", return_value=(64 << 30, None)):  # a CPU device
+            status, out, err = run_cli(["run", p], capsys)
+        assert status == 1 and out == ""
+        # the buffer, and as much again while it is filled on the host before it moves to the device
+        assert err == (f"dmljax run: error: {p}: memory: the model needs {2 * size} bytes ({2 * size / 2**40:.1f} TiB) "
+                       f"of memory: {size} for its 1 buffer and {size} more to fill and run them; 68719476736 bytes "
+                       "(64.0 GiB) are available (MemAvailable)\n")
+    host, device = dxdispatch._memory_available()
+    assert host > 0 and (device is None or device > 0)
+    # What running takes counts too: 2 buffers of 1 MiB fit in 3 MiB, but the dispatch's output
+    # buffer and its intermediate tensors do not.
+    n = 1 << 18
+    resources = {"A": {"initialValuesDataType": "FLOAT32", "initialValues": {"valueCount": n, "value": 1}},
+                 "Out": {"initialValuesDataType": "FLOAT32", "initialValues": {"valueCount": n, "value": 0}}}
+    commands = [{"type": "dispatch", "dispatchable": "id", "bindings": {"InputTensor": "A", "OutputTensor": "Out"}}]
+    p = write_model(tmp_path, resources, {"id": identity([n])}, commands)
+    with mock.patch.object(dxdispatch, "_memory_available", return_value=(3 << 20, None)):
+        message = load_error(p)
+    assert message == (f"{p}: memory: the model needs 5242880 bytes (5.0 MiB) of memory: 2097152 for its 2 buffers "
+                       "and 3145728 more to fill and run them; 3145728 bytes (3.0 MiB) are available (MemAvailable)")
+    with mock.patch.object(dxdispatch, "_memory_available", return_value=(8 << 20, 3 << 20)):  # an accelerator
+        message = load_error(p)
+    assert "the model needs 5242880 bytes (5.0 MiB) of device memory: 2097152 for its 2 buffers" in message
+    assert message.endswith(f"3145728 bytes (3.0 MiB) are available (on {jax.devices()[0].device_kind})")
+    with mock.patch.object(dxdispatch, "_memory_available", return_value=(6 << 20, None)):
+        assert Model.load(p).resources["Out"].size_in_bytes == 4 * n
+
+
+def test_source_files_that_are_not_data(tmp_path):
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "empty.npy").write_bytes(b"")
+    (tmp_path / "text.npy").write_text("not a npy file")
+    (tmp_path / "corrupt.npy").write_bytes(b"\x93NUMPY\x01\x00\x10\x00{'descr': 5}    \n")
+    np.save(tmp_path / "object.npy", np.array([1, "a"], object), allow_pickle=True)
+    np.save(tmp_path / "short.npy", np.zeros(4, np.float32))
+    (tmp_path / "short.npy").write_bytes((tmp_path / "short.npy").read_bytes()[:-4])
+    np.save(tmp_path / "none.npy", np.zeros(0, np.float32))
+    os.mkfifo(tmp_path / "fifo.dat")
+    cases = {
+        "folder": "initialValues.sourcePath 'folder' is a directory; expected a file",
+        "fifo.dat": "initialValues.sourcePath 'fifo.dat' is a FIFO; expected a file",
+        "/dev/zero": "initialValues.sourcePath '/dev/zero' is a character device; expected a file",
+        "empty.npy": "initialValues.sourcePath 'empty.npy' is an empty file",
+        "text.npy": "initialValues.sourcePath 'text.npy' is not a readable .npy file (",
+        "corrupt.npy": "initialValues.sourcePath 'corrupt.npy' is not a readable .npy file (",
+        "object.npy": "initialValues.sourcePath 'object.npy' holds object, which is not a DirectML data type",
+        "short.npy": "initialValues.sourcePath 'short.npy' is truncated: its header (float32, shape (4,)) needs 16 "
+                     "bytes of data, the file has 12",
+        "none.npy": "initialValues.sourcePath 'none.npy' holds an empty array (shape (0,))",
+        "a\0b": "initialValues.sourcePath 'a\\x00b' has a NUL character",
+    }
+    for source, fragment in cases.items():
+        message, _ = _bad(tmp_path, resources={**BASE_RES, "A": {"initialValuesDataType": "FLOAT32",
+                                                                  "initialValues": {"sourcePath": source}}})
+        assert ": resource 'A': " + fragment in message, message
+
+
+def test_npy_byte_order_and_fortran_order(tmp_path, capsys):
+    np.save(tmp_path / "big.npy", np.array([1.5, -2, 3], ">f4"))
+    np.save(tmp_path / "fortran.npy", np.asfortranarray(np.arange(6, dtype=np.int16).reshape(2, 3)))
+    resources = {"big": {"initialValues": {"sourcePath": "big.npy"}},
+                 "fortran": {"initialValues": {"sourcePath": "fortran.npy"}}}
+    status, out, err = run_model(tmp_path, capsys, resources, {}, [{"type": "print", "resource": r} for r in resources])
+    assert status == 0, err
+    assert printed(out) == ["Resource 'big': 1.5, -2, 3", "Resource 'fortran': 0, 1, 2, 3, 4, 5"]
+
+
+def test_write_file_into_a_missing_folder_is_refused_before_anything_runs(tmp_path, capsys):
+    p = write_model(tmp_path, BASE_RES, {}, [{"type": "print", "resource": "A"},
+                                            {"type": "writeFile", "resource": "A", "targetPath": "nope/a.dat"}])
+    status, out, err = run_cli(["run", p], capsys)
+    assert status == 1 and out == ""
+    assert err == (f"dmljax run: error: {p}: command 1 (writeFile): targetPath 'nope/a.dat': the folder "
+                   f"'{tmp_path / 'nope'}' does not exist (dmljax creates files, not folders)\n")
+    assert not (tmp_path / "nope").exists()
+    (tmp_path / "dir.npy").mkdir()
+    message, _ = _bad(tmp_path, commands=[{"type": "writeFile", "resource": "A", "targetPath": "dir.npy"}])
+    assert "command 0 (writeFile): targetPath 'dir.npy' is a directory; expected a file" in message
+
+
+def test_write_file_keeps_the_name_given(tmp_path, capsys):
+    p = write_model(tmp_path, BASE_RES, {}, [{"type": "writeFile", "resource": "A", "targetPath": "A.NPY"}])
+    status, out, err = run_cli(["run", p], capsys)
+    assert status == 0, err
+    np.testing.assert_array_equal(np.load(tmp_path / "A.NPY"), [1, 2, 3])
+
+
+def test_sizes_and_offsets_that_overflow(tmp_path):
+    dispatch = {"type": "dispatch", "dispatchable": "id",
+                "bindings": {"InputTensor": {"name": "A", "elementOffset": 2**40}, "OutputTensor": "Out"}}
+    message, _ = _bad(tmp_path, commands=[dispatch])
+    assert message.endswith("command 0 (dispatch of 'id'), binding 'InputTensor': elementOffset 1099511627776 "
+                            "(4398046511104 bytes) is past the end of resource 'A' (12 bytes)")
+    dispatch["bindings"]["InputTensor"]["elementOffset"] = 2**70
+    message, _ = _bad(tmp_path, commands=[dispatch])
+    assert message.endswith("commands[0].bindings.InputTensor.elementOffset: is 1180591620717411303424; expected "
+                            "an integer from 0 to 2^64 - 1")
+    message, _ = _bad(tmp_path, commands=[{"type": "writeFile", "resource": "A", "targetPath": "a.npy",
+                                           "dimensions": [2**64 - 1, 2**64 - 1]}])
+    assert "command 0 (writeFile): dimensions [18446744073709551615, 18446744073709551615] need " in message
+    message, _ = _bad(tmp_path, resources={**BASE_RES, "A": {"initialValuesDataType": "FLOAT32",
+                                                             "initialValues": [1, 10**400]}})
+    assert "resource 'A'" not in message  # a float beyond the double range is infinite, as 1e999 is
+
+
+def test_print_streams_large_resources(tmp_path, capsys, monkeypatch):
+    resources = {"s": {"initialValuesDataType": "INT32", "initialValues": {"valueCount": 10, "valueStart": 0, "valueDelta": 1}}}
+    monkeypatch.setattr(dxdispatch, "_PRINT_CHUNK", 3)
+    commands = [{"type": "print", "resource": "s"}, {"type": "print", "resource": "s", "verbose": True}]
+    status, out, err = run_model(tmp_path, capsys, resources, {}, commands)
+    assert status == 0, err
+    lines = out.splitlines()
+    assert lines[1] == "Resource 's': 0, 1, 2, 3, 4, 5, 6, 7, 8, 9"
+    assert lines[3:] == [f"[{i}] {i} (0x{i:>8X})" for i in range(10)]
+
+
+def test_run_leaves_the_final_bytes_in_the_resources(tmp_path):
+    p = write_model(tmp_path, BASE_RES, {"id": identity([3], ScaleBias={"Scale": 2, "Bias": 0})}, [
+        {"type": "dispatch", "dispatchable": "id", "bindings": {"InputTensor": "A", "OutputTensor": "Out"}}])
+    model = Model.load(p)
+    model.run(io.StringIO())
+    np.testing.assert_array_equal(np.asarray(model.resources["Out"].data).view(np.float32), [2, 4, 6])
+    with pytest.raises(ValueError, match="iterations"):
+        model.run(io.StringIO(), iterations=0)
+
+
+def test_json_errors_keep_their_lines_and_unterminated_strings_stay_linear():
+    with pytest.raises(json.JSONDecodeError, match="line 3 column 11"):
+        load_json('{\n/* a\nb */ "x": }')
+    with pytest.raises(json.JSONDecodeError, match="Unterminated string starting at: line 1 column 7"):
+        load_json('{"a": "' + 'x\\"' * 200_000)  # one scan, not one per escaped quote
+    assert load_json('{"a": "b\\"c//d", // x\n "e": [1, 2,], /* y */ "f": "/*",}') == {
+        "a": 'b"c//d', "e": [1, 2], "f": "/*"}

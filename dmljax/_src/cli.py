@@ -293,8 +293,9 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if hasattr(sys.stdout, "reconfigure"):  # names a narrow (e.g. ASCII) console cannot show come out escaped
-        sys.stdout.reconfigure(errors="backslashreplace")
+    for stream in (sys.stdout, sys.stderr):  # what a narrow (e.g. ASCII) console cannot show comes out escaped
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     try:
         model = Model.load(args.model, feature_level=args.feature_level)
         model.run(sys.stdout, iterations=args.dispatch_iterations, repeat=args.dispatch_repeat,
