@@ -36,6 +36,7 @@ from dmljax._src.errors import UnknownOperatorError, ValidationError
 from dmljax._src.feature_level import FeatureLevel, resolve_feature_level
 from dmljax._src.registry import canonical_name, catalog, entry, implemented, registry
 from dmljax._src.version import __version__
+from dmljax.bench.cli import main as bench_main
 
 __all__ = ["main"]
 
@@ -281,8 +282,7 @@ def _stdout_to_devnull() -> None:
 
 def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["bench"]:  # the benchmark is not part of the library: loaded only for this command
-        from dmljax.bench.cli import main as bench_main  # noqa: PLC0415
+    if argv[:1] == ["bench"]:  # the benchmark parses its own options (dmljax/bench/cli.py)
         return bench_main(argv[1:])
     args = _parser().parse_args(argv)
     if args.command == "ops":
