@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import numbers
 from typing import Any, Callable, Mapping
 
 import jax
@@ -25,13 +26,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from dmljax._src.buffers import BufferBinding, binding_violations, buffer_size_in_bytes, read_view, write_view
-from dmljax._src.dtypes import DataType
-from dmljax._src.errors import ValidationError, Violation
-from dmljax._src.feature_level import FeatureLevel, resolve_feature_level
+from dmljax._src.dtypes import DataType, x64_enabled
+from dmljax._src.catalog import CATALOG
+from dmljax._src.errors import UnknownOperatorError, ValidationError, Violation, cap, quote
+from dmljax._src.feature_level import ENV_VAR, FeatureLevel, resolve_feature_level
 from dmljax._src.registry import canonical_name, entry, implemented, not_implemented_error
 from dmljax._src.spec import OpSpec
-from dmljax._src.tensor_desc import TensorDesc, TensorFlags
-from dmljax._src.validate import check_call
+from dmljax._src.tensor_desc import TensorDesc, TensorFlags, whole_number
+from dmljax._src.validate import X64_TIP, check_call
 
 __all__ = ["compile_operator", "CompiledOperator",
            "parse_tensor_desc", "TENSOR_DESC_MEMBERS"]
@@ -45,6 +47,10 @@ _OPERATOR_DESC_TYPES = ("DML_OPERATOR_DESC", "DML_OPERATOR_DESC*", "FUSED_ACTIVA
 def _get_op(type_: object, level: FeatureLevel) -> Callable:
     """The operator a desc names, or the ValidationError saying it is not DirectML's or not
     implemented yet (with the level the desc is checked at)."""
+    if isinstance(type_, numbers.Integral) and not isinstance(type_, bool) and not -(2**63) <= type_ < 2**63:
+        # canonical_name would format the whole number (past 4300 digits, str() itself raises)
+        raise UnknownOperatorError("dmljax", "DML_OPERATOR_TYPE", None, [Violation(
+            "", "", f"{quote(type_)} is not a DML_OPERATOR_TYPE value (1 to {len(CATALOG)})")])
     enum_name = canonical_name(type_)
     op = implemented(enum_name)
     if op is None:
@@ -65,36 +71,33 @@ def parse_tensor_desc(member: str, value: object, problems: list[Violation]) -> 
     if isinstance(value, TensorDesc):
         return value
     if not isinstance(value, Mapping):
-        problems.append(Violation(member, "", f"is {value!r}",
+        problems.append(Violation(member, "", f"is {quote(value)}",
                                   "a tensor desc is an object with DataType and Sizes"))
         return None
     fields = dict(value)
-    if "Desc" in fields:
-        ttype = str(fields.pop("Type", "BUFFER")).upper()
-        if ttype not in ("BUFFER", "DML_TENSOR_TYPE_BUFFER"):
-            problems.append(Violation(f"{member}.Type", "", f"is {ttype!r}",
+    if "Desc" in fields or "Type" in fields:
+        ttype = fields.pop("Type", "BUFFER")
+        if not isinstance(ttype, str) or ttype.strip().upper() not in ("BUFFER", "DML_TENSOR_TYPE_BUFFER"):
+            problems.append(Violation(f"{member}.Type", "", f"is {quote(ttype)}",
                                       "DML_TENSOR_TYPE_BUFFER is the only tensor type"))
             return None
+    if "Desc" in fields:
         inner = fields.pop("Desc")
         if fields:
-            problems.append(Violation(member, "", f"has {sorted(fields)} beside Type and Desc",
+            problems.append(Violation(member, "", f"has {_keys(fields)} beside Type and Desc",
                                       "the long form holds only Type and Desc"))
         if not isinstance(inner, Mapping):
-            problems.append(Violation(f"{member}.Desc", "", f"is {inner!r}", "expected an object"))
+            problems.append(Violation(f"{member}.Desc", "", f"is {quote(inner)}", "expected an object"))
             return None
         fields = dict(inner)
-    elif "Type" in fields:
-        ttype = str(fields.pop("Type")).upper()
-        if ttype not in ("BUFFER", "DML_TENSOR_TYPE_BUFFER"):
-            problems.append(Violation(f"{member}.Type", "", f"is {ttype!r}",
-                                      "DML_TENSOR_TYPE_BUFFER is the only tensor type"))
-            return None
-    unknown = [k for k in fields if k not in TENSOR_DESC_MEMBERS]
+    unknown = [k for k in fields if k not in TENSOR_DESC_MEMBERS or k in ("Type", "Desc")]
     if unknown:
-        for k in unknown:
+        for k in unknown[:8]:
             problems.append(Violation(
-                f"{member}.{k}", "", "is not a member of DML_BUFFER_TENSOR_DESC",
+                f"{member}.{_key(k)}", "", "is not a member of DML_BUFFER_TENSOR_DESC",
                 "valid: " + ", ".join(m for m in TENSOR_DESC_MEMBERS if m not in ("Type", "Desc"))))
+        if len(unknown) > 8:
+            problems.append(Violation(member, "", f"has {len(unknown) - 8} more members that DML_BUFFER_TENSOR_DESC lacks"))
         return None
     missing = [k for k in ("DataType", "Sizes") if k not in fields]
     if missing:
@@ -103,12 +106,14 @@ def parse_tensor_desc(member: str, value: object, problems: list[Violation]) -> 
         return None
     sizes = fields["Sizes"]
     if not isinstance(sizes, (list, tuple)):
-        problems.append(Violation(f"{member}.Sizes", "", f"is {sizes!r}", "expected a list of integers"))
+        problems.append(Violation(f"{member}.Sizes", "", f"is {quote(sizes)}", "expected a list of integers"))
         return None
-    if "DimensionCount" in fields and fields["DimensionCount"] != len(sizes):
-        problems.append(Violation(f"{member}.DimensionCount", "", f"is {fields['DimensionCount']!r}",
-                                  f"it must equal the length of Sizes ({len(sizes)})"))
-        return None
+    if "DimensionCount" in fields:
+        count = fields["DimensionCount"]
+        if whole_number(count) != len(sizes):
+            problems.append(Violation(f"{member}.DimensionCount", "", f"is {quote(count)}",
+                                      f"it must equal the length of Sizes ({len(sizes)})"))
+            return None
     try:
         return TensorDesc(
             fields["DataType"], sizes, fields.get("Strides"),
@@ -120,6 +125,36 @@ def parse_tensor_desc(member: str, value: object, problems: list[Violation]) -> 
             problems.append(Violation(f"{member}.{v.subject}" if v.subject else member, "",
                                       v.found, v.allowed, v.tip))
         return None
+
+
+def _buffer_problem(buf: object) -> str:
+    """Why ``buf`` cannot be a buffer (empty if it can): a 1-D NumPy array (not masked) or JAX
+    array, or a tracer of one."""
+    if isinstance(buf, np.ma.MaskedArray):
+        return "is bound to a NumPy masked array (a buffer has no mask)"
+    if not isinstance(buf, (np.ndarray, jax.Array, jax.core.Tracer)):
+        return f"is bound to {cap(_type_name(buf), 40)}"
+    try:
+        shape = tuple(buf.shape)
+        np.dtype(buf.dtype)
+    except Exception:  # noqa: BLE001  (an extended dtype such as a PRNG key)
+        return f"is bound to {cap(_type_name(buf), 40)} whose dtype is not an array's"
+    if len(shape) != 1:
+        return f"is bound to {cap(_type_name(buf), 40)} of shape {shape}"
+    return ""
+
+
+def _type_name(value: object) -> str:
+    return getattr(type(value), "__name__", "object")
+
+
+def _key(k: object) -> str:
+    """A desc's member name for a message (JSON keys are strings; anything else is quoted)."""
+    return cap(k, 80) if isinstance(k, str) else quote(k)
+
+
+def _keys(fields) -> str:
+    return quote(sorted(_key(k) for k in fields))
 
 
 def _fused_activation_value(value):
@@ -177,6 +212,9 @@ class CompiledOperator:
         return ValidationError(self.spec.python_name, self.spec.enum_name, self.feature_level.dml_name, problems)
 
     def _resolve(self, bindings, kwargs, allowed: tuple[str, ...], phase: str):
+        if bindings is not None and not isinstance(bindings, Mapping):
+            raise self._error([Violation("", "", f"the bindings are {quote(bindings)}",
+                                         "bindings are a mapping from member name to buffer")])
         merged = dict(bindings or {})
         merged.update(kwargs)
         problems, resolved = [], {}
@@ -189,19 +227,31 @@ class CompiledOperator:
                     why = "is an optional tensor the desc leaves out"
                 else:
                     why = f"is not a bind point of {self.spec.enum_name}"
-                problems.append(Violation(name, "", why, "bind points " + (
+                problems.append(Violation(_key(name), "", why, "bind points " + (
                     f"at {phase}: " + ", ".join(allowed) if allowed else f"at {phase}: none")))
                 continue
             buf, off = (b.buffer, b.offset_in_bytes) if isinstance(b, BufferBinding) else (
                 (b[0], b[1]) if isinstance(b, tuple) and len(b) == 2 else (b, 0))
-            if not hasattr(buf, "dtype") or not hasattr(buf, "shape") or len(buf.shape) != 1:
-                problems.append(Violation(name, "", f"is bound to {type(buf).__name__}"
-                                          + (f" of shape {tuple(buf.shape)}" if hasattr(buf, "shape") else ""),
-                                          "a buffer is a 1-D array (bytes or elements)"))
+            why = _buffer_problem(buf)
+            if why:
+                problems.append(Violation(name, "", why, "a buffer is a 1-D array (bytes or elements)"))
                 continue
-            if DataType.from_dtype(buf.dtype) is None:
-                problems.append(Violation(name, "", f"is bound to a buffer of dtype {buf.dtype}",
+            dt = DataType.from_dtype(buf.dtype)
+            if dt is None:
+                problems.append(Violation(name, "", f"is bound to a buffer of dtype {cap(buf.dtype, 40)}",
                                           "a buffer's dtype is uint8 or another DirectML type"))
+                continue
+            if dt.needs_x64 and not x64_enabled():
+                problems.append(Violation(name, "", f"is bound to a buffer of DataType {dt.name}, which JAX holds "
+                                          "only in its 64-bit mode", tip=f"{X64_TIP}; or bind its bytes (x.view(np.uint8))"))
+                continue
+            if isinstance(off, (bool, np.bool_)) or not isinstance(off, (int, np.integer)):
+                problems.append(Violation(name, "", f"is bound at offset {quote(off)}",
+                                          "an offset is a whole number of bytes"))
+                continue
+            if not -(2**64) < off < 2**64:
+                problems.append(Violation(name, "", f"is bound at offset {quote(int(off))}",
+                                          "an offset is a UINT64 number of bytes"))
                 continue
             problems += binding_violations(self.tensor_descs[name], buffer_size_in_bytes(buf), int(off), name)
             resolved[name] = (buf, int(off))
@@ -357,23 +407,38 @@ def compile_operator(type: str | int, desc: Mapping[str, Any], *, feature_level=
     ...    OutputTensor=np.zeros(4, np.float32))["OutputTensor"]
     Array([0.5, 2. , 0.5, 2. ], dtype=float32)
     """
-    level = resolve_feature_level(feature_level)
+    try:
+        level = resolve_feature_level(feature_level)
+    except ValueError as e:
+        op = None
+        try:
+            op = _get_op(type, FeatureLevel.newest())
+        except ValidationError:
+            pass
+        names = (op.spec.python_name, op.spec.enum_name) if op is not None else ("dmljax", "DML_OPERATOR_TYPE")
+        subject = "feature_level" if feature_level is not None else ENV_VAR
+        raise ValidationError(*names, None, [Violation(subject, "", str(e))]) from None
     op = _get_op(type, level)
     spec: OpSpec = op.spec
-    if not isinstance(allow_half_precision_computation, bool):
-        raise TypeError("allow_half_precision_computation must be True or False")
-    if not isinstance(desc, Mapping):
-        raise ValidationError(spec.python_name, spec.enum_name, level.dml_name, [Violation(
-            "", "", f"the desc is a {desc.__class__.__name__}", "a desc is a mapping of DML member names")])
     problems: list[Violation] = []
+    if not isinstance(allow_half_precision_computation, bool):
+        problems.append(Violation("allow_half_precision_computation", "",
+                                  f"is {quote(allow_half_precision_computation)}", "expected True or False"))
+    if not isinstance(desc, Mapping):
+        problems.append(Violation(
+            "", "", f"the desc is a {cap(_type_name(desc), 40)}", "a desc is a mapping of DML member names"))
+        raise ValidationError(spec.python_name, spec.enum_name, level.dml_name, problems)
     valid = [t.dml_name for t in spec.tensors] + [p.dml_name for p in spec.params]
-    for k in desc:
-        if k not in valid:
-            close = difflib.get_close_matches(str(k), valid, n=1)
-            problems.append(Violation(
-                str(k), "", f"is not a member of {spec.enum_name[len('DML_OPERATOR_'):]}'s desc "
-                            "(or one dmljax does not implement yet)",
-                "members: " + ", ".join(valid), f"the closest member is {close[0]}" if close else ""))
+    unknown = [k for k in desc if k not in valid]
+    for k in unknown[:8]:
+        close = difflib.get_close_matches(_key(k), valid, n=1) if isinstance(k, str) else []
+        problems.append(Violation(
+            _key(k), "", f"is not a member of {spec.enum_name[len('DML_OPERATOR_'):]}'s desc "
+                         "(or one dmljax does not implement yet)",
+            "members: " + ", ".join(valid), f"the closest member is {close[0]}" if close else ""))
+    if len(unknown) > 8:
+        problems.append(Violation("", "", f"the desc has {len(unknown) - 8} more members that "
+                                          f"{spec.enum_name[len('DML_OPERATOR_'):]}'s desc lacks"))
     descs: dict[str, TensorDesc | None] = {}
     for t in spec.tensors:
         if t.dml_name not in desc or desc[t.dml_name] is None:

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import enum
+import math
+import numbers
 
 import jax
 import ml_dtypes
 import numpy as np
+
+from dmljax._src.errors import quote
 
 __all__ = [
     "DataType",
@@ -16,6 +20,7 @@ __all__ = [
     "INTS",
     "SIXTY_FOUR_BIT",
     "x64_enabled",
+    "round_to_float",
     "TYPE_LISTS",
     "FLOAT16",
     "UINT8",
@@ -96,7 +101,8 @@ class DataType(enum.Enum):
     @classmethod
     def parse(cls, value: object) -> "DataType":
         """A DataType from a member, its name (``"FLOAT32"``, ``"DML_TENSOR_DATA_TYPE_FLOAT32"``,
-        any case), its enum value, or a numpy/JAX dtype.
+        any case), its enum value, or a numpy/JAX dtype or scalar type (``np.float32``; not an
+        array or a number, whose dtype it would silently take).
 
         Raises ``ValueError`` naming the valid spellings; bfloat16 and other dtypes that are not
         DirectML types are refused rather than mapped to a near neighbour.
@@ -110,25 +116,29 @@ class DataType(enum.Enum):
             if key in cls.__members__:
                 return cls[key]
             raise ValueError(
-                f"{value!r} is not a DirectML data type; valid: {', '.join(cls.__members__)}"
+                f"{quote(value)} is not a DirectML data type; valid: {', '.join(cls.__members__)}"
             )
         if isinstance(value, int) and not isinstance(value, bool):
             try:
                 return cls(value)
             except ValueError:
-                raise ValueError(f"{value} is not a DML_TENSOR_DATA_TYPE value (1 to 13)") from None
-        found = cls.from_dtype(value)
+                raise ValueError(f"{quote(value)} is not a DML_TENSOR_DATA_TYPE value (1 to 13)") from None
+        # A dtype or a scalar type (np.float32, jnp.int8): not an array or a number, whose dtype
+        # np.dtype would read from its ``dtype`` attribute.
+        found = cls.from_dtype(value) if isinstance(value, (np.dtype, type)) else None
         if found is None:
-            raise ValueError(f"{value!r} is not a DirectML data type")
+            raise ValueError(f"{quote(value)} is not a DirectML data type")
         return found
 
     @classmethod
     def from_dtype(cls, dtype: object) -> "DataType | None":
         """The DataType of a numpy/JAX dtype, or None if DirectML has no such type (bfloat16,
         bool, complex, float8, ...)."""
+        if isinstance(dtype, (list, tuple, dict, bool)):  # np.dtype reads these as record layouts
+            return None
         try:
             dt = np.dtype(dtype)
-        except TypeError:
+        except Exception:  # noqa: BLE001  (np.dtype raises TypeError, ValueError, ... on junk)
             return None
         return _FROM_DTYPE.get(dt)
 
@@ -164,6 +174,69 @@ SIXTY_FOUR_BIT = frozenset({DataType.FLOAT64, DataType.INT64, DataType.UINT64})
 def x64_enabled() -> bool:
     """Whether JAX's 64-bit mode is on (read at each call: it can change at run time)."""
     return bool(jax.config.jax_enable_x64)
+
+
+def round_to_float(value: object, dtype) -> float:
+    """``value`` rounded once, to nearest even, to the float ``dtype`` (float16, float32 or
+    float64), as a Python float: what C does when it converts a number to that type.
+
+    ``value`` is a real number: a Python int or float, a NumPy integer or float (long double
+    included) or a ``fractions.Fraction``; the rounding is exact, never through float64 first
+    (an int such as 2**53 + 2**29 + 1 would round twice that way). Raises OverflowError where a
+    finite value rounds past the type's largest finite value, TypeError for anything else.
+    Infinities and NaN are returned as they are."""
+    dt = np.dtype(dtype)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.integer, np.floating)):
+        raise TypeError(f"{quote(value)} is not a real number")
+    if isinstance(value, np.floating) and np.dtype(value.dtype).itemsize <= dt.itemsize:
+        return float(value)  # widening is exact
+    if isinstance(value, float) or (isinstance(value, np.floating) and np.dtype(value.dtype).itemsize <= 8):
+        with np.errstate(over="ignore"):
+            r = float(np.asarray(float(value), np.float64).astype(dt))
+        if math.isinf(r) and not math.isinf(float(value)):
+            raise OverflowError(f"{quote(value)} is outside the range of {dt.name}")
+        return r
+    if isinstance(value, np.floating) and (not np.isfinite(value) or value == 0):
+        return float(value)  # a long double's infinity, NaN or signed zero
+    try:
+        num, den = value.as_integer_ratio() if hasattr(value, "as_integer_ratio") else (
+            value.numerator, value.denominator)
+        num, den = int(num), int(den)
+    except Exception:  # noqa: BLE001  (another numbers.Real: the best Python can do)
+        try:
+            v = float(value)
+        except Exception:  # noqa: BLE001
+            raise TypeError(f"{quote(value)} is not a real number") from None
+        with np.errstate(over="ignore"):
+            r = float(np.asarray(v, np.float64).astype(dt))
+        if math.isinf(r) and not math.isinf(v):
+            raise OverflowError(f"{quote(value)} is outside the range of {dt.name}")
+        return r
+    return _round_ratio(num, den, dt)
+
+
+def _round_ratio(num: int, den: int, dt: np.dtype) -> float:
+    """num / den (den > 0) rounded to nearest even in ``dt``; OverflowError past its range."""
+    if den <= 0:
+        raise TypeError("not a real number")
+    if num == 0:
+        return 0.0
+    info = np.finfo(dt)
+    p = int(info.nmant) + 1  # significand bits
+    emin = int(info.minexp)  # exponent of the smallest normal
+    sign, num = (-1.0 if num < 0 else 1.0), abs(num)
+    e = num.bit_length() - den.bit_length()  # 2**e <= num/den < 2**(e+1), after the fix-up
+    if (num << max(-e, 0)) < (den << max(e, 0)):
+        e -= 1
+    q = max(e, emin) - (p - 1)  # the quantum: the value of the last significand bit
+    # m = num / den / 2**q, rounded to nearest even
+    n, d = (num << -q, den) if q < 0 else (num, den << q)
+    m, r = divmod(n, d)
+    if 2 * r > d or (2 * r == d and m & 1):
+        m += 1
+    if m.bit_length() + q > int(info.maxexp):  # rounds to 2**maxexp or beyond: infinite
+        raise OverflowError(f"outside the range of {dt.name}")
+    return sign * math.ldexp(m, q)
 
 
 # --------------------------------------------------------------------------------------------

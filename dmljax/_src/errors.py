@@ -7,11 +7,15 @@ import reprlib
 from typing import Sequence
 
 __all__ = ["ValidationError", "UnknownOperatorError", "OperatorNotImplementedError", "Violation",
-           "quote", "MAX_FIELD_CHARS"]
+           "quote", "cap", "MAX_FIELD_CHARS", "MAX_MESSAGE_CHARS"]
 
-MAX_FIELD_CHARS = 1000
+MAX_FIELD_CHARS = 700
 """The most characters a message quotes from one field of a Violation (a value quoted whole can
 make a message of megabytes)."""
+
+MAX_MESSAGE_CHARS = 2000
+"""The most characters of a ValidationError's message: the problems past it are counted, not
+listed (all of them stay in ``.violations``)."""
 
 _REPR = reprlib.Repr()
 _REPR.maxstring = 60
@@ -23,13 +27,29 @@ _REPR.maxlevel = 3
 
 def quote(value: object) -> str:
     """``repr(value)`` for a message: bounded in length (long strings, numbers and containers are
-    abbreviated with ``...``) and safe on self-referential containers and on objects whose repr
-    fails."""
+    abbreviated with ``...``) and safe on self-referential containers, on integers too long for
+    ``repr`` and on objects whose repr fails."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
+        return f"{'-' if value < 0 else ''}<an integer of {value.bit_length()} bits>"
     try:
         text = _REPR.repr(value)
     except Exception:  # noqa: BLE001  (a user object's __repr__ may raise anything)
-        text = f"<{type(value).__name__} object>"
-    return _cap(text, 80)
+        text = f"<{_type_name(value)} object>"
+    return _cap(text if isinstance(text, str) else f"<{_type_name(value)} object>", 80)
+
+
+def cap(text: object, limit: int = 80) -> str:
+    """``text`` (a str, or a value whose ``str`` is wanted) cut to ``limit`` characters."""
+    if not isinstance(text, str):
+        try:
+            text = str(text) if not isinstance(text, int) or abs(text).bit_length() <= 256 else quote(text)
+        except Exception:  # noqa: BLE001
+            text = f"<{_type_name(text)} object>"
+    return _cap(text, limit)
+
+
+def _type_name(value: object) -> str:
+    return _cap(getattr(type(value), "__name__", "?"), 40)
 
 
 def _cap(text: str, limit: int) -> str:
@@ -57,27 +77,34 @@ class Violation:
     tip: str = ""
 
     def format(self) -> str:
-        subject, found = _cap(self.subject, MAX_FIELD_CHARS), _cap(self.found, MAX_FIELD_CHARS)
-        allowed, tip = _cap(self.allowed, MAX_FIELD_CHARS), _cap(self.tip, MAX_FIELD_CHARS)
+        subject, found = cap(self.subject, MAX_FIELD_CHARS), cap(self.found, MAX_FIELD_CHARS)
+        allowed, tip = cap(self.allowed, MAX_FIELD_CHARS), cap(self.tip, MAX_FIELD_CHARS)
         head = subject
         if self.argument:
-            head += f" (argument `{_cap(self.argument, 80)}`)"
+            head += f" (argument `{cap(self.argument, 80)}`)"
         line = f"  {head} {found}" if head else f"  {found[:1].upper()}{found[1:]}"
         if allowed:
             line += f"; {allowed}"
         line += "."
         if tip:
-            tip = tip if tip.endswith(".") else tip + "."
+            tip = tip if tip.endswith((".", "?", "!")) else tip + "."
             line += f"\n    Tip: {tip}"
         return line
+
+
+def _more(count: int) -> str:
+    if count <= 0:
+        return ""
+    return f"\n  ... and {count} more problem{'s' if count > 1 else ''} (every one is in the error's .violations)."
 
 
 class ValidationError(ValueError):
     """A call that DirectML would refuse, found before anything is computed.
 
-    ``violations`` holds every problem found; the message lists them all, headed by the
-    operator (Python name and DML enum) and the feature level the call was checked at (left out
-    where no level applies, e.g. for an operator name that is not DirectML's).
+    ``violations`` holds every problem found; the message lists them, headed by the operator
+    (Python name and DML enum) and the feature level the call was checked at (left out where no
+    level applies, e.g. for an operator name that is not DirectML's). The message is at most
+    MAX_MESSAGE_CHARS long: problems past that are counted at its end, not listed.
     """
 
     def __init__(self, operator: str, enum_name: str, level: str | None, violations: Sequence[Violation]):
@@ -85,10 +112,21 @@ class ValidationError(ValueError):
         self.enum_name = enum_name
         self.feature_level = level
         self.violations = tuple(violations)
-        head = f"{_cap(operator, 80)} ({_cap(enum_name, 80)})" + (f" at {level}" if level else "")
-        lines = [head + ":"]
-        lines += [v.format() for v in self.violations]
-        super().__init__("\n".join(lines))
+        head = f"{cap(operator)} ({cap(enum_name)})" + (f" at {cap(level)}" if level else "")
+        count = len(self.violations)
+        text, shown = head + ":", 0
+        for v in self.violations:  # formatted one by one: the rest are only counted
+            line = v.format()
+            reserve = len(_more(count - shown - 1))
+            if len(text) + 1 + len(line) + reserve > MAX_MESSAGE_CHARS:
+                if shown == 0:  # the first problem is always shown, cut to fit
+                    text += "\n" + _cap(line, MAX_MESSAGE_CHARS - len(text) - 1 - reserve)
+                    shown = 1
+                break
+            text += "\n" + line
+            shown += 1
+        text += _more(count - shown)
+        super().__init__(text)
 
 
 class UnknownOperatorError(ValidationError):

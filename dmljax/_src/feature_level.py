@@ -14,6 +14,8 @@ import os
 import re
 from typing import Iterator, Union
 
+from dmljax._src.errors import quote
+
 __all__ = ["FeatureLevel", "FeatureLevelLike", "feature_level", "resolve_feature_level", "ENV_VAR"]
 
 ENV_VAR = "DMLJAX_FEATURE_LEVEL"
@@ -69,7 +71,7 @@ class FeatureLevel(enum.IntEnum):
                 return cls(value)
             except ValueError:
                 pass
-        elif isinstance(value, str):
+        elif isinstance(value, str) and len(value) <= 100:
             m = re.fullmatch(
                 r"\s*(?:DML_FEATURE_LEVEL_|FL_?)?(\d+)[._](\d+)\s*", value, flags=re.IGNORECASE
             )
@@ -79,7 +81,7 @@ class FeatureLevel(enum.IntEnum):
                     return cls[name]
         valid = ", ".join(level.version for level in cls)
         raise ValueError(
-            f"{value!r} is not a DirectML feature level; valid: {valid} "
+            f"{quote(value)} is not a DirectML feature level; valid: {valid} "
             f"(also written '2_1', 'DML_FEATURE_LEVEL_2_1' or FeatureLevel.FL_2_1)"
         )
 

@@ -17,7 +17,7 @@ import jax
 
 from dmljax._src.docstrings import HALF_ARG, docstring
 from dmljax._src.errors import ValidationError, Violation, quote
-from dmljax._src.feature_level import resolve_feature_level
+from dmljax._src.feature_level import ENV_VAR, resolve_feature_level
 from dmljax._src.registry import register
 from dmljax._src.spec import REQUIRED, OpSpec
 from dmljax._src.validate import CheckedCall, check_call, static_key
@@ -125,8 +125,17 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
             try:
                 level = resolve_feature_level(a["feature_level"])
             except ValueError as e:
-                raise refuse(None, "feature_level", "feature_level", str(e)) from None
+                if a["feature_level"] is not None:
+                    raise refuse(None, "feature_level", "feature_level", str(e)) from None
+                raise refuse(None, "The feature level", "", f"comes from the {e}",
+                             tip=f"set {ENV_VAR} to a valid level, unset it, or pass feature_level=") from None
             inputs = {t.dml_name: a[t.arg] for t in spec.inputs}
+            abstract = [t for t in spec.inputs if isinstance(inputs[t.dml_name], jax.ShapeDtypeStruct)]
+            if abstract:  # a shape without values: jax.eval_shape turns it into a tracer
+                raise ValidationError(spec.python_name, spec.enum_name, level.dml_name, [Violation(
+                    t.dml_name, t.arg, "is a jax.ShapeDtypeStruct, which has a shape but no values",
+                    tip=f"pass it through jax.eval_shape({spec.python_name}, ...) to check a call "
+                        "without computing, or pass an array") for t in abstract])
             call: CheckedCall = check_call(
                 spec, level, inputs,
                 {p.dml_name: a[p.arg] for p in spec.params},

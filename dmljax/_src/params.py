@@ -21,7 +21,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from dmljax._src.dtypes import DataType
+from dmljax._src.dtypes import DataType, round_to_float
 from dmljax._src.errors import Violation, quote
 from dmljax._src.feature_level import FeatureLevel
 from dmljax._src.fused import FUSABLE, FUSED_OUTPUT_TYPES, FUSION_HOSTS, NULL_TENSORS, FusedActivation
@@ -35,6 +35,7 @@ F32_MAX = float(np.finfo(np.float32).max)
 _UINT32_MAX = 2**32 - 1
 _INT32 = (-(2**31), 2**31 - 1)
 _MAX_ARRAY = 64  # an array attribute (Axes, Strides, ...) has at most this many entries
+_MAX_UNKNOWN = 8  # unknown members reported one by one; the rest are counted
 
 
 @dataclasses.dataclass
@@ -51,50 +52,59 @@ class ParamContext:
         self.problems.append(Violation(p.dml_name, p.arg, found, allowed, tip))
 
 
+def _has(value: object, name: str) -> bool:
+    try:  # hasattr lets any exception but AttributeError through (a property that raises)
+        getattr(value, name)
+    except Exception:  # noqa: BLE001
+        return False
+    return True
+
+
 def _is_array(value: object) -> bool:
-    return hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, np.generic)
+    if isinstance(value, np.generic):
+        return False
+    return isinstance(value, np.ndarray) or (_has(value, "shape") and _has(value, "dtype"))
+
+
+def _kind(value: object) -> str:
+    return quote(type(value).__name__).strip("'")
 
 
 def round_float_attr(value: object) -> tuple[float | None, str]:
     """A FLOAT attribute rounded to float32, as a Python float; or (None, reason).
 
-    Accepts Python and NumPy real numbers only (not bool, str, complex or arrays); a finite value
-    beyond float32's range is refused rather than made infinite."""
+    Accepts Python and NumPy real numbers only (not bool, str, complex or arrays), rounded once
+    (a long double or a large int is not rounded to float64 first); a finite value beyond
+    float32's range is refused rather than made infinite."""
     if _is_array(value):
         return None, (
-            f"is an array ({type(value).__name__}); attributes are fixed when the operator is "
+            f"is an array ({_kind(value)}); attributes are fixed when the operator is "
             "created, so they must be Python numbers")
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        return None, f"is {quote(value)} ({type(value).__name__}), not a number"
+        return None, f"is {quote(value)} ({_kind(value)}), not a number"
     try:
-        if isinstance(value, np.floating):
-            infinite = bool(np.isinf(value))
-            v = float(value)
-        else:
-            v = float(value)
-            infinite = math.isinf(v)
-    except (OverflowError, ValueError, TypeError):
+        return round_to_float(value, np.float32), ""
+    except OverflowError:
         return None, f"is {quote(value)}, outside the range of FLOAT (float32, largest {F32_MAX:.7g})"
-    if math.isinf(v) and not infinite:
-        return None, f"is {quote(value)}, outside the range of FLOAT (float32, largest {F32_MAX:.7g})"
-    with np.errstate(over="ignore"):
-        r = float(np.float32(v))
-    if math.isinf(r) and not math.isinf(v):
-        return None, f"is {quote(value)}, outside the range of FLOAT (float32, largest {F32_MAX:.7g})"
-    return r, ""
+    except (TypeError, ValueError):
+        return None, f"is {quote(value)} ({_kind(value)}), not a number"
 
 
 def _exact_int(value: object) -> int | None:
-    """An integer value as a Python int (Python/NumPy integers, and floats that are integral);
-    None for anything else (bool included)."""
-    if isinstance(value, (bool, np.bool_)):
+    """An integer value as a Python int (Python/NumPy integers, and floats that are integral in
+    their own precision); None for anything else (bool included)."""
+    if isinstance(value, (bool, np.bool_)) or _is_array(value):
         return None
     if isinstance(value, numbers.Integral):
         return int(value)
-    if isinstance(value, numbers.Real) and not _is_array(value):
+    if isinstance(value, np.floating):  # a long double may hold 2**60 + 0.5: not via float
+        return int(value) if np.isfinite(value) and value == np.floor(value) else None
+    if isinstance(value, numbers.Rational):
+        return int(value) if value.denominator == 1 else None
+    if isinstance(value, numbers.Real):
         try:
             f = float(value)
-        except (OverflowError, ValueError):
+        except (OverflowError, ValueError, TypeError):
             return None
         if math.isfinite(f) and f == math.floor(f):
             return int(f)
@@ -118,7 +128,7 @@ def _integer(lo: int, hi: int, c_type: str):
     def check(ctx: ParamContext, p: ParamSpec, value: object):
         i = _exact_int(value)
         if i is None:
-            ctx.refuse(p, f"is {quote(value)} ({type(value).__name__})", f"expected an integer ({c_type})")
+            ctx.refuse(p, f"is {quote(value)} ({_kind(value)})", f"expected an integer ({c_type})")
             return None
         if not lo <= i <= hi:
             ctx.refuse(p, f"is {quote(i)}", f"a {c_type} is {lo} to {hi}")
@@ -130,14 +140,15 @@ def _integer(lo: int, hi: int, c_type: str):
 def _bool(ctx: ParamContext, p: ParamSpec, value: object):
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
-    ctx.refuse(p, f"is {quote(value)} ({type(value).__name__})", "expected True or False (a BOOL)")
+    ctx.refuse(p, f"is {quote(value)} ({_kind(value)})", "expected True or False (a BOOL)")
     return None
 
 
 def _array(element: Callable, c_type: str):
     def check(ctx: ParamContext, p: ParamSpec, value: object):
-        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (list, tuple, np.ndarray)):
-            ctx.refuse(p, f"is {quote(value)} ({type(value).__name__})", f"expected a sequence of {c_type}")
+        if not isinstance(value, (list, tuple, np.ndarray)) or isinstance(value, np.ma.MaskedArray) or (
+                isinstance(value, np.ndarray) and value.ndim != 1):
+            ctx.refuse(p, f"is {quote(value)} ({_kind(value)})", f"expected a sequence of {c_type}")
             return None
         if len(value) > _MAX_ARRAY:
             ctx.refuse(p, f"has {len(value)} entries", f"at most {_MAX_ARRAY}")
@@ -152,7 +163,7 @@ def _array(element: Callable, c_type: str):
 def _scale_bias(ctx: ParamContext, p: ParamSpec, value: object):
     try:
         sb = ScaleBias.coerce(value)
-    except TypeError as e:
+    except (TypeError, ValueError) as e:
         ctx.refuse(p, f"is {quote(value)}", str(e))
         return None
     out = []
@@ -172,7 +183,7 @@ def _scalar_union(ctx: ParamContext, p: ParamSpec, value: object):
         return None
     try:
         return ScalarUnion.coerce(value, target.data_type)
-    except ValueError as e:
+    except (ValueError, TypeError, ArithmeticError) as e:
         ctx.refuse(p, str(e), f"a DML_SCALAR_UNION read as {target.data_type.name} ({p.converted_to}'s DataType)",
                    "pass a value that the tensor's type holds exactly (integers in range for "
                    "integer types); dmljax never wraps or saturates it")
@@ -199,8 +210,9 @@ def _tensor_data_type(ctx: ParamContext, p: ParamSpec, value: object):
 def _enum(ctx: ParamContext, p: ParamSpec, value: object):
     try:
         return p.enum.parse(value)
-    except ValueError as e:
-        ctx.refuse(p, f"is {quote(value)}", str(e).split("; ", 1)[-1])
+    except Exception:  # noqa: BLE001  (ValueError; a user object's repr may raise anything)
+        valid = ", ".join(f"{m.dml_name} ({m.value})" for m in p.enum)
+        ctx.refuse(p, f"is {quote(value)}", f"valid: {valid}")
         return None
 
 
@@ -215,9 +227,13 @@ def _fusable_hint(name: str) -> str:
 
 def _fused_activation(ctx: ParamContext, p: ParamSpec, value: object):
     subject, arg, problems, host = p.dml_name, p.arg, ctx.problems, ctx.spec
+    if isinstance(value, Mapping) and not isinstance(value.get("Desc"), (Mapping, type(None))):
+        problems.append(Violation(subject, arg, f"is {quote(value)}",
+                                  "expected {'Type': 'DML_OPERATOR_...', 'Desc': {member: value, ...}}"))
+        return None
     try:
         fa = FusedActivation.coerce(value)
-    except TypeError as e:
+    except (TypeError, ValueError) as e:  # ValueError: e.g. a Desc that has no truth value
         problems.append(Violation(subject, arg, f"is {quote(value)}", str(e)))
         return None
     n0 = len(problems)
@@ -259,6 +275,7 @@ def _fused_activation(ctx: ParamContext, p: ParamSpec, value: object):
         by_name[q.dml_name] = q
         by_name[q.arg] = q
     given: dict[str, object] = {}
+    unknown = 0
     for key, v in fa.attrs:
         if key in NULL_TENSORS or key in ("input", "output"):
             if v is not None:
@@ -268,14 +285,19 @@ def _fused_activation(ctx: ParamContext, p: ParamSpec, value: object):
             continue
         q = by_name.get(key)
         if q is None:
-            members = ", ".join(q.dml_name for q in act.params) or "none"
-            problems.append(Violation(f"{subject}.Desc", arg, f"has no member {quote(key)} for {fa.type}",
-                                      f"members: {members}"))
+            unknown += 1
+            if unknown <= _MAX_UNKNOWN:
+                members = ", ".join(q.dml_name for q in act.params) or "none"
+                problems.append(Violation(f"{subject}.Desc", arg, f"has no member {quote(key)} for {fa.type}",
+                                          f"members: {members}"))
             continue
         if q.dml_name in given:
             problems.append(Violation(f"{subject}.Desc.{q.dml_name}", arg, "is given twice"))
             continue
         given[q.dml_name] = v
+    if unknown > _MAX_UNKNOWN:
+        problems.append(Violation(f"{subject}.Desc", arg, f"has {unknown - _MAX_UNKNOWN} more members that "
+                                                          f"{fa.type} lacks"))
     normalized = {}
     for q in act.params:
         raw = given.get(q.dml_name, q.default)

@@ -8,7 +8,8 @@ from typing import Mapping, NamedTuple
 
 import numpy as _np
 
-from dmljax._src.dtypes import DataType as _DataType
+from dmljax._src.dtypes import DataType as _DataType, round_to_float as _round_to_float
+from dmljax._src.errors import quote as _quote
 
 __all__ = ["ScaleBias", "ScalarUnion"]
 
@@ -32,7 +33,8 @@ class ScaleBias(NamedTuple):
             keys = set(value)
             if keys != {"Scale", "Bias"}:
                 raise TypeError(
-                    f"a DML_SCALE_BIAS mapping has exactly the members Scale and Bias; got {sorted(keys)}"
+                    "a DML_SCALE_BIAS mapping has exactly the members Scale and Bias; got "
+                    f"{_quote(sorted(map(_quote, keys)))}"
                 )
             return cls(value["Scale"], value["Bias"])
         if isinstance(value, (tuple, list)) and len(value) == 2:
@@ -100,7 +102,7 @@ class ScalarUnion:
         return hash((self.data_type, self.bytes))
 
     def __repr__(self) -> str:
-        return f"ScalarUnion({self.data_type.name}, {self.value!r})"
+        return f"ScalarUnion({self.data_type.name}, {_quote(self.value)})"
 
     @classmethod
     def coerce(cls, value: object, data_type: _DataType) -> "ScalarUnion":
@@ -114,49 +116,71 @@ class ScalarUnion:
             if len(value) != 1:
                 raise ValueError(f"is a mapping with {len(value)} members; a DML_SCALAR_UNION mapping names exactly one")
             (member, v), = value.items()
-            key = {k.lower(): k for k in (*_UNION_MEMBERS, "Bytes")}.get(str(member).lower())
+            key = {k.lower(): k for k in (*_UNION_MEMBERS, "Bytes")}.get(
+                member.lower() if isinstance(member, str) else None)
             if key is None:
-                raise ValueError(f"names member {member!r}; DML_SCALAR_UNION members: Bytes, {', '.join(_UNION_MEMBERS)}")
+                raise ValueError(f"names member {_quote(member)}; DML_SCALAR_UNION members: Bytes, "
+                                 f"{', '.join(_UNION_MEMBERS)}")
             if key == "Bytes":
-                raw = bytes(v) if not isinstance(v, (bytes, bytearray)) else bytes(v)
-                if len(raw) != 8:
-                    raise ValueError(f"has {len(raw)} Bytes; the union holds 8")
-                n = data_type.dtype.itemsize
-                return cls(data_type, _np.frombuffer(raw[:n], data_type.dtype)[0].item())
+                n = data_type.dtype.itemsize  # DirectML reads the first n bytes, as the type
+                return cls(data_type, _np.frombuffer(_union_bytes(v)[:n], data_type.dtype)[0])
             if _UNION_MEMBERS[key] is not data_type:
                 raise ValueError(f"sets member {key} but the union is read as {data_type.name}")
             return cls(data_type, v)
         return cls(data_type, value)
 
 
+def _union_bytes(v: object) -> bytes:
+    """The 8 bytes of a ``{"Bytes": ...}`` union: a bytes object or a sequence of 8 integers
+    0 to 255; anything else (an int, whose ``bytes(n)`` is n zero bytes; a str) is refused."""
+    if isinstance(v, (bytes, bytearray)):
+        raw = bytes(v)
+    elif isinstance(v, (list, tuple)) and len(v) <= 64 and all(
+            isinstance(b, (int, _np.integer)) and not isinstance(b, (bool, _np.bool_)) and 0 <= b <= 255
+            for b in v):
+        raw = bytes(int(b) for b in v)
+    else:
+        raise ValueError(f"has Bytes {_quote(v)}; Bytes is 8 integers from 0 to 255 (a list, or a bytes object)")
+    if len(raw) != 8:
+        raise ValueError(f"has {len(raw)} Bytes; the union holds 8")
+    return raw
+
+
+def _exact_integer(value: object) -> int | None:
+    """The integer a real number equals exactly (None if it is not integral, or not finite)."""
+    if isinstance(value, (int, _np.integer)):
+        return int(value)
+    if isinstance(value, _np.floating):  # its own precision: a long double may hold 2**60 + 0.5
+        if not _np.isfinite(value) or value != _np.floor(value):
+            return None
+        return int(value)
+    if isinstance(value, _numbers.Rational):
+        return int(value) if value.denominator == 1 else None
+    try:
+        f = float(value)
+    except (OverflowError, ValueError, TypeError):
+        return None
+    return int(f) if _math.isfinite(f) and f == _math.floor(f) else None
+
+
 def _represent(value: object, dt: _DataType) -> int | float:
     """``value`` as the exact Python int or float that a ``dt`` union holds, or ValueError."""
     if isinstance(value, (bool, _np.bool_)) or not isinstance(value, (_numbers.Real, _np.generic)):
-        raise ValueError(f"is {value!r} ({type(value).__name__}), not a number")
+        raise ValueError(f"is {_quote(value)} ({type(value).__name__}), not a number")
     if isinstance(value, _np.generic) and not isinstance(value, (_np.integer, _np.floating)):
-        raise ValueError(f"is {value!r} ({type(value).__name__}), not a real number")
+        raise ValueError(f"is {_quote(value)} ({type(value).__name__}), not a real number")
     if dt.is_integer:
-        if isinstance(value, (_np.integer, int)):
-            i = int(value)
-        else:
-            f = float(value)
-            if not _math.isfinite(f) or f != _math.floor(f):
-                raise ValueError(f"is {value!r}, which is not an integer, so {dt.name} cannot hold it")
-            i = int(f)
+        i = _exact_integer(value)
+        if i is None:
+            raise ValueError(f"is {_quote(value)}, which is not an integer, so {dt.name} cannot hold it")
         info = _np.iinfo(dt.dtype)
         if not int(info.min) <= i <= int(info.max):
-            raise ValueError(f"is {value!r}, outside the range of {dt.name} ({info.min} to {info.max})")
+            raise ValueError(f"is {_quote(value)}, outside the range of {dt.name} ({info.min} to {info.max})")
         return i
     try:
-        v = float(value)
-    except OverflowError:  # a Python int beyond any float
-        v = _math.inf if value > 0 else -_math.inf
-        overflow = True
-    else:
-        overflow = False
-    with _np.errstate(over="ignore"):
-        r = float(_np.asarray(v, _np.float64).astype(dt.dtype))
-    if overflow or (_math.isinf(r) and not _math.isinf(v)):
-        raise ValueError(f"is {value!r}, outside the range of {dt.name} "
-                         f"(largest {float(_np.finfo(dt.dtype).max):.7g})")
-    return r
+        return _round_to_float(value, dt.dtype)
+    except OverflowError:
+        raise ValueError(f"is {_quote(value)}, outside the range of {dt.name} "
+                         f"(largest {float(_np.finfo(dt.dtype).max):.7g})") from None
+    except TypeError:
+        raise ValueError(f"is {_quote(value)} ({type(value).__name__}), not a real number") from None

@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from dmljax._src.dtypes import DataType
-from dmljax._src.errors import ValidationError, Violation
+from dmljax._src.errors import ValidationError, Violation, quote
 
 __all__ = [
     "TensorDesc",
@@ -58,11 +58,14 @@ class TensorFlags(enum.IntFlag):
         if isinstance(value, (list, tuple)):
             out = cls.NONE
             for v in value:
+                if isinstance(v, (list, tuple)):
+                    raise ValueError(f"{quote(value)} is not a DML_TENSOR_FLAGS value (a list holds flags, not lists)")
                 out |= cls.parse(v)
             return out
-        if isinstance(value, int) and not isinstance(value, bool):
+        if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+            value = int(value)
             if value & ~int(cls.OWNED_BY_DML) or value < 0:
-                raise ValueError(f"{value} is not a DML_TENSOR_FLAGS value (0 or 1)")
+                raise ValueError(f"{quote(value)} is not a DML_TENSOR_FLAGS value (0 or 1)")
             return cls(value)
         if isinstance(value, str):
             out = cls.NONE
@@ -72,11 +75,11 @@ class TensorFlags(enum.IntFlag):
                     key = key[len("DML_TENSOR_FLAG_"):]
                 if key not in cls.__members__:
                     raise ValueError(
-                        f"{value!r} is not a DML_TENSOR_FLAGS value; valid: NONE, OWNED_BY_DML "
+                        f"{quote(value)} is not a DML_TENSOR_FLAGS value; valid: NONE, OWNED_BY_DML "
                         "(or DML_TENSOR_FLAG_NONE, DML_TENSOR_FLAG_OWNED_BY_DML)")
                 out |= cls[key]
             return out
-        raise ValueError(f"{value!r} is not a DML_TENSOR_FLAGS value")
+        raise ValueError(f"{quote(value)} is not a DML_TENSOR_FLAGS value")
 
 
 def packed_strides(sizes: Sequence[int]) -> tuple[int, ...]:
@@ -118,9 +121,15 @@ def calc_buffer_tensor_size(data_type, sizes: Sequence[int], strides: Sequence[i
     >>> dmljax.calc_buffer_tensor_size("FLOAT32", [2, 3], strides=[5, 1])
     32
     """
-    dt = DataType.parse(data_type)
-    sizes = [int(s) for s in sizes]
-    problems = _size_problems(sizes, None if strides is None else [int(s) for s in strides])
+    problems: list[Violation] = []
+    try:
+        dt = DataType.parse(data_type)
+    except ValueError as e:
+        problems.append(Violation("DataType", "data_type", f"is {quote(data_type)}", str(e)))
+    sizes = _int_list(sizes, "Sizes", "sizes", problems)
+    strides = None if strides is None else _int_list(strides, "Strides", "strides", problems)
+    if sizes is not None:
+        problems += _size_problems(sizes, strides)
     if problems:
         raise ValidationError("calc_buffer_tensor_size", "DMLCalcBufferTensorSize", _DESC_HEAD[2], problems)
     if strides is None:
@@ -130,7 +139,7 @@ def calc_buffer_tensor_size(data_type, sizes: Sequence[int], strides: Sequence[i
         if last > _UINT32_MAX:
             raise ValidationError("calc_buffer_tensor_size", "DMLCalcBufferTensorSize", _DESC_HEAD[2], [
                 Violation("Strides", "strides",
-                          f"{list(strides)} put the last element at index {last}",
+                          f"{_seq(strides)} put the last element at index {last}",
                           "the helper's IndexOfLastElement is a UINT (at most 2^32 - 1)")])
         count = last + 1
     es = _element_size(dt)
@@ -138,39 +147,67 @@ def calc_buffer_tensor_size(data_type, sizes: Sequence[int], strides: Sequence[i
     return (nbytes + 3) & ~3
 
 
+def _seq(values) -> str:
+    """A list of integers for a message: whole when it is short, abbreviated otherwise."""
+    if values is None:
+        return "None"
+    if len(values) <= 16 and all(abs(v) < 2**64 for v in values):
+        return str(list(values))
+    return quote(list(values))
+
+
 def _size_problems(sizes, strides) -> list[Violation]:
     problems = []
     if not 1 <= len(sizes) <= MAX_DIMENSIONS:
         problems.append(Violation(
-            "Sizes", "sizes", f"has {len(sizes)} dimensions ({sizes})",
+            "Sizes", "sizes", f"has {len(sizes)} dimensions ({_seq(sizes)})",
             f"a tensor has 1 to {MAX_DIMENSIONS} dimensions"))
     if any(s <= 0 for s in sizes):
         problems.append(Violation(
-            "Sizes", "sizes", f"{sizes} has a size below 1", "a zero size in any dimension is invalid"))
+            "Sizes", "sizes", f"{_seq(sizes)} has a size below 1", "a zero size in any dimension is invalid"))
     if any(s > _UINT32_MAX for s in sizes):
-        problems.append(Violation("Sizes", "sizes", f"{sizes} has a size above 2^32 - 1", "sizes are UINT"))
+        problems.append(Violation("Sizes", "sizes", f"{_seq(sizes)} has a size above 2^32 - 1", "sizes are UINT"))
     if strides is not None:
         if len(strides) != len(sizes):
             problems.append(Violation(
                 "Strides", "strides",
-                f"{strides} has {len(strides)} entries for {len(sizes)} dimensions",
+                f"{_seq(strides)} has {len(strides)} entries for {len(sizes)} dimensions",
                 "one stride per dimension (DimensionCount entries)"))
         if any(s < 0 or s > _UINT32_MAX for s in strides):
-            problems.append(Violation("Strides", "strides", f"{strides} has a stride outside 0 to 2^32 - 1",
+            problems.append(Violation("Strides", "strides", f"{_seq(strides)} has a stride outside 0 to 2^32 - 1",
                                       "strides are UINT"))
     return problems
 
 
+_MAX_LIST = 1024  # entries of a Sizes or Strides list read before it is refused as too long
+
+
 def _int_list(value, name, arg, problems) -> list[int] | None:
-    try:
-        out = [int(v) for v in value]
-    except (TypeError, ValueError):
-        problems.append(Violation(name, arg, f"is {value!r}", "expected a list of integers"))
+    """A list, tuple or 1-D NumPy array of integers (integral floats too, as JSON may write
+    them) as Python ints; otherwise a Violation and None. A string, a mapping, a bool, a
+    non-integral or non-finite number is refused, never converted."""
+    ok = isinstance(value, (list, tuple)) or (
+        isinstance(value, np.ndarray) and not isinstance(value, np.ma.MaskedArray) and value.ndim == 1)
+    if ok and len(value) > _MAX_LIST:
+        problems.append(Violation(name, arg, f"has {len(value)} entries", f"a tensor has at most {MAX_DIMENSIONS} dimensions"))
         return None
-    if any(isinstance(v, bool) or (isinstance(v, float) and not float(v).is_integer()) for v in value):
-        problems.append(Violation(name, arg, f"is {value!r}", "expected a list of integers"))
+    out = [whole_number(v) for v in value] if ok else [None]
+    if None in out:
+        problems.append(Violation(name, arg, f"is {quote(value)}", "expected a list of integers"))
         return None
     return out
+
+
+def whole_number(v) -> int | None:
+    """``v`` as a Python int if it is a whole number (an int, a NumPy integer, or a finite
+    integral float, as JSON may write one); None otherwise, bools included."""
+    if isinstance(v, (bool, np.bool_)):
+        return None
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, (float, np.floating)) and np.isfinite(v) and v == np.floor(v):
+        return int(v)
+    return None
 
 
 def overlap_violation(sizes: Sequence[int], strides: Sequence[int], subject: str = "Strides",
@@ -245,14 +282,14 @@ class TensorDesc:
         try:
             dt = DataType.parse(self.data_type)
         except ValueError as e:
-            problems.append(Violation("DataType", "data_type", f"is {self.data_type!r}", str(e)))
+            problems.append(Violation("DataType", "data_type", f"is {quote(self.data_type)}", str(e)))
             dt = None
         sizes = _int_list(self.sizes, "Sizes", "sizes", problems)
         strides = None if self.strides is None else _int_list(self.strides, "Strides", "strides", problems)
         try:
             flags = TensorFlags.parse(self.flags)
         except ValueError as e:
-            problems.append(Violation("Flags", "flags", f"is {self.flags!r}", str(e)))
+            problems.append(Violation("Flags", "flags", f"is {quote(self.flags)}", str(e)))
             flags = TensorFlags.NONE
         if sizes is not None:
             problems += _size_problems(sizes, strides)
@@ -262,43 +299,44 @@ class TensorDesc:
             sizes_ok = sizes
             count = math.prod(sizes_ok)
             if count > MAX_ELEMENTS:
-                problems.append(Violation("Sizes", "sizes", f"{sizes_ok} hold {count} elements",
+                problems.append(Violation("Sizes", "sizes", f"{_seq(sizes_ok)} hold {count} elements",
                                           "a buffer tensor holds at most 2^32 - 1 elements"))
             last = index_of_last_element(sizes_ok, strides)
             if last + 1 > MAX_ELEMENTS:
                 problems.append(Violation(
-                    "Strides", "strides", f"{strides} put the last element at index {last}",
+                    "Strides", "strides", f"{_seq(strides)} put the last element at index {last}",
                     "a buffer tensor spans at most 2^32 - 1 elements"))
             if not problems:
                 minimum = calc_buffer_tensor_size(dt, sizes_ok, strides)
-                if total is None or (isinstance(total, int) and not isinstance(total, bool) and total == 0):
-                    total = minimum
-                elif isinstance(total, bool) or not isinstance(total, (int, np.integer)):
+                if isinstance(total, (bool, np.bool_)) or not isinstance(total, (int, np.integer, type(None))):
                     problems.append(Violation("TotalTensorSizeInBytes", "total_tensor_size_in_bytes",
-                                              f"is {total!r}", "expected an integer (UINT64)"))
+                                              f"is {quote(total)}", "expected an integer (UINT64)"))
+                elif total is None or int(total) == 0:
+                    total = minimum
                 else:
                     total = int(total)
-                    if total < minimum:
-                        problems.append(Violation(
-                            "TotalTensorSizeInBytes", "total_tensor_size_in_bytes",
-                            f"is {total}, below the {minimum} bytes that Sizes {sizes_ok} and Strides "
-                            f"{list(strides) if strides is not None else None} need",
-                            "it must be at least DMLCalcBufferTensorSize's value",
-                            "leave it out (or 0) to have it computed"))
-                    if total % 4:
-                        problems.append(Violation("TotalTensorSizeInBytes", "total_tensor_size_in_bytes",
-                                                  f"is {total}", "it must be a multiple of 4"))
                     if total > _UINT64_MAX:
                         problems.append(Violation("TotalTensorSizeInBytes", "total_tensor_size_in_bytes",
-                                                  f"is {total}", "it is a UINT64"))
-        if isinstance(align, bool) or not isinstance(align, (int, np.integer)):
+                                                  f"is {quote(total)}", "it is a UINT64"))
+                    elif total < minimum:
+                        problems.append(Violation(
+                            "TotalTensorSizeInBytes", "total_tensor_size_in_bytes",
+                            f"is {total}, below the {minimum} bytes that Sizes {_seq(sizes_ok)} and Strides "
+                            f"{_seq(strides) if strides is not None else None} need",
+                            "it must be at least DMLCalcBufferTensorSize's value",
+                            "leave it out (or 0) to have it computed"))
+                    if total % 4 and total <= _UINT64_MAX:
+                        problems.append(Violation("TotalTensorSizeInBytes", "total_tensor_size_in_bytes",
+                                                  f"is {total}", "it must be a multiple of 4"))
+        if isinstance(align, (bool, np.bool_)) or not isinstance(align, (int, np.integer)):
             problems.append(Violation("GuaranteedBaseOffsetAlignment", "guaranteed_base_offset_alignment",
-                                      f"is {align!r}", "expected an integer"))
+                                      f"is {quote(align)}", "expected an integer"))
         elif align != 0 and dt is not None:
             es = max(1, dt.bits // 8)
+            align = int(align)
             if align < 0 or align & (align - 1) or align < es or align > _UINT32_MAX:
                 problems.append(Violation(
-                    "GuaranteedBaseOffsetAlignment", "guaranteed_base_offset_alignment", f"is {align}",
+                    "GuaranteedBaseOffsetAlignment", "guaranteed_base_offset_alignment", f"is {quote(align)}",
                     f"0 (none) or a power of two at least the element size ({es} bytes for {dt.name})"))
         if problems:
             raise ValidationError(*_DESC_HEAD, problems)

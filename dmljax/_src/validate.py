@@ -52,21 +52,31 @@ def _types_text(types) -> str:
     return ", ".join(t.name for t in types)
 
 
+_ARRAY_TYPES = (jax.Array, jax.core.Tracer, np.ndarray, np.generic, jax.ShapeDtypeStruct)
+"""What a tensor argument may be: what JAX takes as it is (and ShapeDtypeStructs, which
+compile_operator validates and jax.eval_shape turns into tracers)."""
+
+
+def _is_tensor(value: object) -> bool:
+    return isinstance(value, _ARRAY_TYPES) and not isinstance(value, np.ma.MaskedArray)
+
+
 def describe_tensor(value: object) -> tuple[tuple[int, ...], np.dtype] | str:
     """(shape, dtype) of an array JAX takes as it is (a JAX array or tracer, a NumPy array or
     scalar, a ShapeDtypeStruct under ``jax.eval_shape``), or a phrase saying why it is not one."""
+    kind = quote(type(value).__name__).strip("'")
     if isinstance(value, (bool, int, float, complex, list, tuple)) or value is None:
-        return f"is a Python {type(value).__name__}, not an array"
+        return f"is a Python {kind}, not an array"
     if isinstance(value, np.ma.MaskedArray):
         return ("is a NumPy masked array; DirectML tensors have no mask, and JAX would drop it "
                 "silently (pass np.ma.getdata(x) or x.filled(value))")
-    if not isinstance(value, (jax.Array, jax.core.Tracer, np.ndarray, np.generic, jax.ShapeDtypeStruct)):
-        return f"is a {type(value).__name__}, not an array"
+    if not isinstance(value, _ARRAY_TYPES):
+        return f"is a {kind}, not an array"
     try:
         shape = tuple(int(d) for d in value.shape)
         dtype = np.dtype(value.dtype)
-    except (TypeError, ValueError, AttributeError):
-        return f"is a {type(value).__name__} whose shape or dtype is not an array's"
+    except Exception:  # noqa: BLE001  (a symbolic dimension, an extended dtype such as a PRNG key)
+        return f"is a {kind} whose shape or dtype is not an array's"
     return shape, dtype
 
 
@@ -106,12 +116,11 @@ def check_call(
     sigs = []
     for t in spec.inputs:
         value = inputs.get(t.dml_name)
-        shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
-        if shape is None or dtype is None or isinstance(value, (bool, int, float, complex)):
+        if not _is_tensor(value):  # only a genuine array's outcome follows from its shape and dtype
             break
         try:
-            sigs.append((tuple(int(d) for d in shape), np.dtype(dtype)))
-        except (TypeError, ValueError):
+            sigs.append((tuple(int(d) for d in value.shape), np.dtype(value.dtype)))
+        except Exception:  # noqa: BLE001  (see describe_tensor)
             break
     else:
         # Every input is an array: a call seen before (same level, shapes, dtypes, attributes,
@@ -120,7 +129,7 @@ def check_call(
             key = (spec, level, tuple(sigs), static_key(tuple(attrs.items())),
                    static_key(tuple(output_types.items())), x64_enabled())
             hit = _CALLS.get(key)
-        except (TypeError, ValueError):
+        except Exception:  # noqa: BLE001  (TypeError for unhashable values; a user __hash__ or __eq__ may raise anything)
             return _check_call(spec, level, inputs, attrs, output_types)
         if hit is None:
             if len(_CALLS) >= _CALLS_MAX:
