@@ -154,6 +154,16 @@ class OpSpec:
     math: whether the result depends on the compute precision, so that the operator offers
         allow_half_precision_computation (FLOAT16 is computed in FLOAT32 otherwise). False for
         selection, data movement and comparisons.
+    gradient: the gradient rule in words (a *_GRAD operator's, or the derivative on the branch
+        the forward pass selects), or why there is none; grad_operator: the *_GRAD enum name.
+    extra_checks: functions ``(tensors, attrs) -> [Violation, ...]`` for what the page's
+        constraints say beyond same DataType / same Sizes.
+    infer_outputs: for operators whose outputs' Sizes or DataType no constraint gives (REDUCE's
+        kept axes, GEMM's M x N, CAST's chosen type...): ``(tensors, attrs, problems) ->
+        {output name: TensorInfo}`` from the validated inputs and attributes, appending
+        Violations for what cannot be computed; the result is checked against the support table
+        like any tensor.
+    The value, introducing level, page and family are the catalog's (``entry``), not repeated.
     """
 
     enum_name: str
@@ -171,6 +181,7 @@ class OpSpec:
     math: bool = True
     notes: str = ""
     extra_checks: tuple[Callable, ...] = ()
+    infer_outputs: Callable | None = None
 
     def __post_init__(self):
         e = BY_NAME.get(self.enum_name)

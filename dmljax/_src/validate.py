@@ -177,9 +177,30 @@ def _check_call(spec, level, inputs, attrs, output_types) -> CheckedCall:
         normalized[p.dml_name] = check_param(ctx, p, attrs.get(p.dml_name, p.default))
     for extra in spec.extra_checks:
         problems += extra(tensors, normalized)
+    if spec.infer_outputs is not None and not problems:
+        tensors = _inferred(spec, level, tensors, normalized, problems)
     if problems:
         raise ValidationError(spec.python_name, spec.enum_name, level.dml_name, problems)
     return CheckedCall(spec, level, tensors, normalized)
+
+
+def _inferred(spec: OpSpec, level: FeatureLevel, tensors, attrs, problems: list[Violation]) -> dict:
+    """``tensors`` with the outputs the record's ``infer_outputs`` computes (REDUCE's kept axes,
+    GEMM's M x N, ...), each checked against the support table in force like any tensor."""
+    inferred = spec.infer_outputs(tensors, attrs, problems)
+    row = spec.support_at(level)
+    for name, info in inferred.items():
+        tspec = spec.tensor(name)
+        sup = row.tensors[name]
+        ndim = len(info.shape)
+        if not sup.dims[0] <= ndim <= sup.dims[1]:
+            problems.append(Violation(name, "", f"would have {ndim} dimension{'s' if ndim != 1 else ''} "
+                                      f"(Sizes {list(info.shape)})", f"supported: {sup.dims_text()}"))
+        if info.data_type not in sup.data_types:
+            problems.append(Violation(name, tspec.data_type_arg if tspec.default_data_type else "",
+                                      f"would have DataType {info.data_type.name}",
+                                      f"supported: {_types_text(sup.data_types)}"))
+    return {**tensors, **inferred}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -260,7 +281,8 @@ def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, x64: bool):
         sup = row.tensors[name]
         ndim = len(info.shape)
         lo, hi = sup.dims
-        if not lo <= ndim <= hi:
+        sized = tspec.kind == "input" or (name, "dims") in derived  # an output's Sizes may come later
+        if sized and not lo <= ndim <= hi:
             later = spec.lowest_level(name, lambda s: s.dims[0] <= ndim <= s.dims[1], level)
             tip = ""
             if later:
