@@ -89,3 +89,16 @@ def test_exports_follow_the_registry():
         assert getattr(dmljax, op.spec.python_name) is op
         assert op.spec.python_name in dmljax.__all__
     assert dmljax.__all__ == sorted(dmljax.__all__)
+
+
+def test_names_that_are_not_operators_stay_short():
+    for value in (10**5000, "x" * 100_000, b"ELEMENT_WISE_ADD", None, 2.5):
+        with pytest.raises(dmljax.UnknownOperatorError) as info:
+            dmljax.get_operator(value)
+        assert len(str(info.value)) < 600
+    with pytest.raises(ValueError, match=r"^'yyyyyy.*\.\.\..* is not a DML_ROUNDING_MODE") as info:
+        dmljax.RoundingMode.parse("y" * 10_000)
+    assert len(str(info.value)) < 400
+    assert dmljax.FusedActivation.coerce({"Type": "ACTIVATION_ELU", "Desc": None}) == dmljax.FusedActivation("ACTIVATION_ELU")
+    with pytest.raises(TypeError):
+        dmljax.FusedActivation.coerce({"Type": "ACTIVATION_ELU", "Desc": ""})  # not silently "no members"

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import enum
 
+from dmljax._src.errors import quote
+
 __all__ = ["DmlEnum", "ReduceFunction", "MatrixTransform", "ConvolutionMode", "ConvolutionDirection", "PaddingMode", "InterpolationMode", "RecurrentNetworkDirection", "RoundingMode", "IsInfinityMode", "AxisDirection", "DepthSpaceOrder", "RandomGeneratorType", "MultiheadAttentionMaskType", "QuantizationType"]
 
 
@@ -52,8 +54,7 @@ class DmlEnum(enum.IntEnum):
             except ValueError:
                 pass
         valid = ", ".join(f"{m.dml_name} ({m.value})" for m in cls)
-        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
-        raise ValueError(f"{shown} is not a {cls.enum_name()}; valid: {valid}")
+        raise ValueError(f"{quote(value)} is not a {cls.enum_name()}; valid: {valid}")
 
 
 class ReduceFunction(DmlEnum):

@@ -132,7 +132,8 @@ class FusedActivation:
                 raise TypeError(
                     "a DML_OPERATOR_DESC mapping has the members Type and Desc; got "
                     f"{quote(sorted(map(str, keys)))}")
-            desc = value.get("Desc") or {}
+            desc = value.get("Desc")
+            desc = {} if desc is None else desc
             if not isinstance(desc, Mapping) or not isinstance(value["Type"], str):
                 raise TypeError("expected {'Type': 'DML_OPERATOR_...', 'Desc': {member: value, ...}}")
             return cls(value["Type"], **{str(k): v for k, v in desc.items()})

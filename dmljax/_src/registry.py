@@ -56,7 +56,7 @@ def canonical_name(name: object) -> str:
         hint = ", ".join(list(dict.fromkeys(ends[:3] + close))[:3])
         found = f"{quote(name)} is not a DirectML operator type"
     elif isinstance(name, numbers.Integral) and not isinstance(name, bool):
-        found = f"{int(name)} is not a DML_OPERATOR_TYPE value (1 to {len(CATALOG)})"
+        found = f"{quote(name)} is not a DML_OPERATOR_TYPE value (1 to {len(CATALOG)})"
     else:
         found = f"{quote(name)} ({type(name).__name__}) is not an operator name"
     raise UnknownOperatorError("dmljax", "DML_OPERATOR_TYPE", None, [Violation(
