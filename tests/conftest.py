@@ -20,3 +20,15 @@ def x64():
     """64-bit mode for one test (the types INT64, UINT64 and FLOAT64 need it)."""
     with jax.enable_x64(True):
         yield
+
+
+def pytest_make_parametrize_id(config, val, argname):
+    """Test ids that do not depend on the process (no object addresses), so that every pytest
+    worker collects the same tests."""
+    try:
+        text = repr(val)
+    except Exception:  # noqa: BLE001
+        return type(val).__name__
+    if " at 0x" in text:
+        return type(val).__name__
+    return None
