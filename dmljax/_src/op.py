@@ -73,7 +73,6 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
             raise TypeError(f"{spec.enum_name}: formula parameters {fparams} != {expected}")
         attr_args = [p.arg for p in spec.params]
         type_args = [t for t in spec.outputs if t.default_data_type is not None]
-        n_in = len(spec.inputs)
 
         def run(statics, *arrays):
             TRACE_COUNTS[spec.enum_name] += 1
@@ -115,6 +114,10 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
             bound.apply_defaults()
             return bound.arguments
 
+        input_names = [t.dml_name for t in spec.inputs]
+        input_args = [t.arg for t in spec.inputs]
+        param_names_args = [(p.dml_name, p.arg) for p in spec.params]
+
         def refuse(level_name, subject, arg, found, allowed="", tip=""):
             return ValidationError(spec.python_name, spec.enum_name, level_name,
                                    [Violation(subject, arg, found, allowed, tip)])
@@ -129,8 +132,9 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
                     raise refuse(None, "feature_level", "feature_level", str(e)) from None
                 raise refuse(None, "The feature level", "", f"comes from the {e}",
                              tip=f"set {ENV_VAR} to a valid level, unset it, or pass feature_level=") from None
-            inputs = {t.dml_name: a[t.arg] for t in spec.inputs}
-            abstract = [t for t in spec.inputs if isinstance(inputs[t.dml_name], jax.ShapeDtypeStruct)]
+            arrays = [a[arg] for arg in input_args]
+            inputs = dict(zip(input_names, arrays))
+            abstract = [t for t, x in zip(spec.inputs, arrays) if isinstance(x, jax.ShapeDtypeStruct)]
             if abstract:  # a shape without values: jax.eval_shape turns it into a tracer
                 raise ValidationError(spec.python_name, spec.enum_name, level.dml_name, [Violation(
                     t.dml_name, t.arg, "is a jax.ShapeDtypeStruct, which has a shape but no values",
@@ -138,7 +142,7 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
                         "without computing, or pass an array") for t in abstract])
             call: CheckedCall = check_call(
                 spec, level, inputs,
-                {p.dml_name: a[p.arg] for p in spec.params},
+                {name: a[arg] for name, arg in param_names_args},
                 {t.dml_name: a[t.data_type_arg] for t in type_args},
             )
             statics = tuple((arg, call.attrs[p.dml_name]) for arg, p in zip(attr_args, spec.params))
@@ -148,8 +152,6 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
                 if not isinstance(half, bool):
                     raise refuse(level.dml_name, HALF_ARG, HALF_ARG, f"is {quote(half)}", "expected True or False")
                 statics += ((HALF_ARG, half),)
-            arrays = [a[t.arg] for t in spec.inputs]
-            assert len(arrays) == n_in
             nested = not _trace_state_clean() or any(isinstance(x, jax.core.Tracer) for x in arrays)
             out = executable(statics, nested)(*arrays)
             for o, t in zip(out if isinstance(out, tuple) else (out,), spec.outputs):

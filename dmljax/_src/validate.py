@@ -83,24 +83,36 @@ def describe_tensor(value: object) -> tuple[tuple[int, ...], np.dtype] | str:
 _KEY_DEPTH = 16
 
 
+_PACK_DOUBLE = struct.Struct("<d").pack
+_PLAIN = frozenset({str, int, bool, type(None)})  # hashable, and == tells values of one type apart
+
+
 def static_key(value: object, _depth: int = 0) -> object:
     """A cache key that tells apart what ``==`` does not: -0.0 from 0.0 (THRESHOLD's Min = -0.0
     returns -0.0 at a tie), True from 1, NaN payloads. Floats by their bits; tuples and slotted
     records (ScaleBias, FusedActivation, ...) member by member.
 
     Raises TypeError for values that cannot be a key (unhashable, nested deeper than 16, or
-    self-referential): callers then skip their cache."""
+    self-referential): callers then skip their cache. (Called on every operator call: the common
+    types are tested first, by exact type.)"""
+    t = type(value)
+    if t in _PLAIN:
+        return (t, value)
+    if t is float:
+        return (float, _PACK_DOUBLE(value))
     if _depth > _KEY_DEPTH:
         raise TypeError("too deeply nested to be a cache key")
-    if isinstance(value, float) or (isinstance(value, np.floating) and np.dtype(value.dtype).itemsize <= 8):
-        return ("float", struct.pack("<d", float(value)))
+    if t is tuple or t is list:
+        return (t, *[static_key(v, _depth + 1) for v in value])
+    if isinstance(value, np.floating) and np.dtype(value.dtype).itemsize <= 8:
+        return (float, _PACK_DOUBLE(float(value)))
     if isinstance(value, (tuple, list)):
-        return (type(value).__name__,) + tuple(static_key(v, _depth + 1) for v in value)
-    slots = getattr(type(value), "__slots__", None)
-    if slots and type(value).__module__.startswith("dmljax") and not isinstance(value, enum.Enum):
-        return (type(value).__name__,) + tuple(static_key(getattr(value, s), _depth + 1) for s in slots)
+        return (t, *[static_key(v, _depth + 1) for v in value])
+    slots = getattr(t, "__slots__", None)
+    if slots and t.__module__.startswith("dmljax") and not isinstance(value, enum.Enum):
+        return (t, *[static_key(getattr(value, s), _depth + 1) for s in slots])
     hash(value)  # TypeError for unhashable values
-    return (type(value).__name__, value)
+    return (t, value)
 
 
 def check_call(
@@ -119,7 +131,7 @@ def check_call(
         if not _is_tensor(value):  # only a genuine array's outcome follows from its shape and dtype
             break
         try:
-            sigs.append((tuple(int(d) for d in value.shape), np.dtype(value.dtype)))
+            sigs.append((tuple(map(int, value.shape)), np.dtype(value.dtype)))
         except Exception:  # noqa: BLE001  (see describe_tensor)
             break
     else:
