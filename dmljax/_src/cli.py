@@ -29,6 +29,7 @@ import jax
 import jaxlib
 
 from dmljax._src import docgen
+from dmljax._src.argtypes import int_at_least
 from dmljax._src.catalog import FAMILIES, CatalogEntry
 from dmljax._src.docstrings import support_table_text
 from dmljax._src.dxdispatch import Model, ModelError
@@ -48,21 +49,7 @@ def _level(text: str) -> FeatureLevel:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def _non_negative(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"{v} is negative")
-    return v
-
-
-def _positive(text: str) -> int:
-    v = _non_negative(text)
-    if v == 0:
-        raise argparse.ArgumentTypeError("0 is not allowed; give 1 or more")
-    return v
+_non_negative, _positive = int_at_least(0), int_at_least(1)
 
 
 def version_text() -> str:

@@ -14,6 +14,7 @@ import os
 import sys
 from typing import Sequence
 
+from dmljax._src.argtypes import int_at_least
 from dmljax._src.dtypes import DataType
 from dmljax.bench.plan import BenchError, Options, plan
 from dmljax.bench.plots import plot
@@ -78,14 +79,7 @@ def _seconds(text: str) -> float:
     return v
 
 
-def _count(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{v} is not allowed; give 1 or more")
-    return v
+_count = int_at_least(1)
 
 
 def build_parser() -> argparse.ArgumentParser:
