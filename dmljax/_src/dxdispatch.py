@@ -41,6 +41,7 @@ from dmljax._src.compile import CompiledOperator, _get_op, compile_operator
 from dmljax._src.dtypes import DataType
 from dmljax._src.errors import ValidationError
 from dmljax._src.feature_level import resolve_feature_level
+from dmljax._src.memory import device_available, host_available
 from dmljax._src.model_schema import describe, structure_problems
 
 __all__ = ["ModelError", "Model", "Resource", "format_values", "load_json", "MAX_NESTING"]
@@ -414,32 +415,9 @@ def _build(res: Resource, fill: _Fill) -> jax.Array:
 
 
 # -------------------------------------------------------------------------------- memory
-def _host_memory_available() -> int | None:
-    """Linux's MemAvailable (bytes the system can give without swapping), else free pages."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
-def _device_memory_available() -> int | None:
-    """Free memory of the default device when it reports it (GPUs, TPUs); None on the CPU."""
-    stats = jax.devices()[0].memory_stats()
-    if not stats or "bytes_limit" not in stats:
-        return None
-    return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
-
-
 def _memory_available() -> tuple[int | None, int | None]:
     """(host bytes, device bytes or None when the device is the host's memory). Tests replace it."""
-    return _host_memory_available(), _device_memory_available()
+    return host_available(), device_available()
 
 
 def _bytes_text(n: int) -> str:

@@ -10,7 +10,9 @@ be read (elsewhere: free pages from sysconf), nothing is refused.
 
 from __future__ import annotations
 
-import os
+import jax
+
+from dmljax._src.memory import device_available, host_available
 
 __all__ = ["available", "need", "fits", "human"]
 
@@ -20,29 +22,14 @@ SLACK = 64 << 20  # compiled code, the runtime's own buffers
 
 def available() -> tuple[int | None, str]:
     """Bytes the next measurement may use, and where that figure comes from."""
-    import jax  # noqa: PLC0415
-
     dev = jax.devices()[0]
     if dev.platform != "cpu":
-        try:
-            stats = dev.memory_stats() or {}
-        except Exception:  # noqa: BLE001  (a backend without memory statistics)
-            stats = {}
-        if "bytes_limit" in stats:
-            free = int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
-            return free, f"{getattr(dev, 'device_kind', dev.platform)} memory_stats(): bytes_limit - bytes_in_use"
-        return None, "unknown"
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024, "MemAvailable in /proc/meminfo"
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"), "free pages (sysconf)"
-    except (OSError, ValueError, AttributeError):
-        return None, "unknown"
+        free = device_available()
+        if free is None:
+            return None, "unknown"
+        return free, f"{getattr(dev, 'device_kind', dev.platform)} memory_stats(): bytes_limit - bytes_in_use"
+    free = host_available()
+    return (free, "MemAvailable in /proc/meminfo") if free is not None else (None, "unknown")
 
 
 def need(n: int, in_bytes_per_element: float, out_bytes_per_element: float, n_sets: int,
