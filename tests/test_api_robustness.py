@@ -14,6 +14,7 @@ import pytest
 import dmljax
 from dmljax import DataType, FusedActivation, ScalarUnion, TensorDesc, ValidationError
 from dmljax._src.errors import MAX_MESSAGE_CHARS, Violation, quote
+from tests.doubles import BadHash, BadRepr, FakeArray, RaisingArray
 
 X = np.array([-2.0, 0.5, 3.0], np.float32)
 CONST = np.array([-1.0, 0.0, 2.0], np.float32)
@@ -142,31 +143,6 @@ def _self_first():
     x = []
     x.append(x)
     return x
-
-
-class FakeArray:
-    shape = (3,)
-    dtype = np.dtype(np.float32)
-
-
-class RaisingArray:
-    @property
-    def shape(self):
-        raise RuntimeError("no shape")
-
-    @property
-    def dtype(self):
-        raise RuntimeError("no dtype")
-
-
-class BadHash:
-    def __hash__(self):
-        raise RuntimeError("no hash")
-
-
-class BadRepr:
-    def __repr__(self):
-        raise RuntimeError("no repr")
 
 
 @pytest.mark.parametrize("value, found", [

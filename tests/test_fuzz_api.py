@@ -38,6 +38,7 @@ from dmljax import DataType, FeatureLevel, FusedActivation, ScalarUnion, ScaleBi
 from dmljax._src.fused import FUSABLE, FUSED_OUTPUT_TYPES
 from dmljax._src.errors import quote
 from dmljax._src.spec import REQUIRED, SameDataType, SameSizes
+from tests.doubles import BadHash, BadRepr, FakeArray, RaisingArray
 
 EXAMPLES = int(os.environ.get("DMLJAX_FUZZ_EXAMPLES", "60"))
 MAX_MESSAGE = 2000
@@ -56,39 +57,6 @@ EITHER = "either"  # validity the oracle cannot judge (an operator's extra check
 
 
 # ------------------------------------------------------------------------------- nasty values
-class FakeArray:
-    """Looks like an array (shape, dtype) but JAX cannot take it."""
-    shape = (2, 2)
-    dtype = np.dtype(np.float32)
-
-
-class RaisingArray:
-    """Its shape and dtype raise when read."""
-
-    @property
-    def shape(self):
-        raise RuntimeError("no shape")
-
-    @property
-    def dtype(self):
-        raise RuntimeError("no dtype")
-
-
-class BadRepr:
-    def __repr__(self):
-        raise RuntimeError("no repr")
-
-    __str__ = __repr__
-
-
-class BadHash:
-    def __hash__(self):
-        raise RuntimeError("no hash")
-
-    def __eq__(self, other):
-        raise RuntimeError("no eq")
-
-
 def _self_list():
     x = [1.0]
     x.append(x)
