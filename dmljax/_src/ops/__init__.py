@@ -4,6 +4,7 @@
 from dmljax._src.ops import (  # noqa: F401  (importing a family registers its operators)
     activation,
     element_wise_arithmetic,
+    element_wise_bitwise,
     element_wise_logical,
     element_wise_math,
 )
