@@ -69,8 +69,15 @@ def families() -> tuple[str, ...]:
     return tuple(dict.fromkeys(e.family for e in dmljax.catalog()))
 
 
+def home(family: str) -> str:
+    """Where a family's references live: tests/reference/<family>.py, or the package
+    tests/reference/<family>/ (whose __init__ merges its parts' REFERENCES) for a family that
+    several people write at once."""
+    return f"tests/reference/{family}/" if (REFERENCE_DIR / family).is_dir() else f"tests/reference/{family}.py"
+
+
 def reference_modules() -> dict[str, object]:
-    """tests/reference/<family>.py for every family that has one, imported."""
+    """tests/reference/<family>.py (or the package <family>/) for every family that has one, imported."""
     return {f: importlib.import_module(f"tests.reference.{f}") for f in families()
             if importlib.util.find_spec(f"tests.reference.{f}") is not None}
 
@@ -92,17 +99,17 @@ def collect_references(modules: Mapping[str, object]) -> tuple[dict[str, Referen
     for family, module in modules.items():
         table = getattr(module, "REFERENCES", None)
         if not isinstance(table, dict):
-            problems.append(f"tests/reference/{family}.py has no REFERENCES dict")
+            problems.append(f"{home(family)} has no REFERENCES dict")
             continue
         for name, ref in table.items():
             if not isinstance(ref, Reference):
-                problems.append(f"{name}: its REFERENCES entry in tests/reference/{family}.py is "
+                problems.append(f"{name}: its REFERENCES entry in {home(family)} is "
                                 f"{type(ref).__name__}, not a Reference record")
                 continue
             e = entry(name)
             if e is not None and e.enum_name == name and e.family != family:
-                problems.append(f"{name}: its reference is in tests/reference/{family}.py; its family "
-                                f"is {e.family} (tests/reference/{e.family}.py)")
+                problems.append(f"{name}: its reference is in {home(family)}; its family "
+                                f"is {e.family} ({home(e.family)})")
             if name in refs:
                 problems.append(f"{name}: referenced twice")
             refs[name] = ref
@@ -348,16 +355,15 @@ def completeness(ops: Mapping[str, object] | None = None, refs: Mapping[str, Ref
     ops = registry() if ops is None else ops
     if refs is None:
         refs, loaded = _loaded()
-        load_problems = list(loaded) + [f"tests/reference/{m}.py is neither a family of dmljax.catalog() "
+        load_problems = list(loaded) + [f"{home(m)} is neither a family of dmljax.catalog() "
                                         "nor a shared module" for m in stray_reference_modules()]
     report: dict[str, list[str]] = {name: [] for name in ops}
     report[""] = list(load_problems or [])
     for name, op in ops.items():
         spec = op.spec
         ref = refs.get(name)
-        home = f"tests/reference/{spec.family}.py"
         if ref is None:
-            report[name].append(f"{name}: no reference (a Reference in {home}'s REFERENCES)")
+            report[name].append(f"{name}: no reference (a Reference in {home(spec.family)}'s REFERENCES)")
             continue
         if not all_positive_cases(name, ref):
             report[name].append(f"{name}: no generated case (its attribute sets give none for any data type)")

@@ -2,7 +2,7 @@
 activations, CLIP, CLIP1 with DML_SCALAR_UNION bounds, THRESHOLD, MODULUS_FLOOR, MULTIPLY, NEGATE):
 NaN, infinities, signed zeros, denormals, ties, integer wraparound and saturation, attribute forms
 and their refusals, gradients at the kinks; against values derived independently (the float64
-references in tests/reference/element_wise_arithmetic.py, Python's own arithmetic, IEEE bit
+references in tests/reference/element_wise_arithmetic/, Python's own arithmetic, IEEE bit
 patterns). The generated cases (tests/test_catalog.py) cover the support tables, data types,
 eager/jit and the reference gradients away from the kinks. None of these pages has a worked
 example; the doctests in the formulas hold the examples."""

@@ -1,11 +1,14 @@
-"""float64 references for the element-wise math family (powers, exponentials, logarithms,
-trigonometry), transcribed from the pages (dml_element_wise_*_operator_desc.md in
-../shared/spec/operators/) and SEMANTICS.md."""
+"""float64 references for the element-wise math family, transcribed from the pages
+(dml_element_wise_*_operator_desc.md in ../shared/spec/operators/) and SEMANTICS.md: powers,
+exponentials and logarithms here, trigonometric and hyperbolic functions in trigonometry.py
+(dmljax/_src/ops/element_wise_math.py and element_wise_trigonometry.py hold their records).
+``REFERENCES`` is the whole family's."""
 
 import math
 
 import numpy as np
 
+from tests.reference.element_wise_math import trigonometry
 from tests.reference.record import Attrs, Reference
 from tests.reference.rules import c_float, elementwise_vjp, read, scale_bias_candidates
 
@@ -48,7 +51,7 @@ def _pow_near_kink(x, exponent, scale_bias=None):
     return np.abs(g) < 1e-2
 
 
-REFERENCES = {
+POWERS = {
     "DML_OPERATOR_ELEMENT_WISE_CONSTANT_POW": Reference(
         element_wise_constant_pow,
         attrs=(
@@ -62,3 +65,5 @@ REFERENCES = {
         near_kink=_pow_near_kink,
     ),
 }
+
+REFERENCES = {**POWERS, **trigonometry.REFERENCES}

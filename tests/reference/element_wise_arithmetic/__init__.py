@@ -1,5 +1,6 @@
-"""float64 references for the element-wise arithmetic family (sums, products, moduli, clamps,
-identity, negation), transcribed from the pages (dml_element_wise_*_operator_desc.md in
+"""float64 references for the element-wise arithmetic family (sums, products, quotients, moduli,
+clamps, identity, negation here; signs and rounding in rounding.py, VALUE_SCALE_2D in
+value_scale.py), transcribed from the pages (dml_element_wise_*_operator_desc.md in
 ../shared/spec/operators/, and CLIP_GRAD / CLIP_GRAD1 for the gradients) and SEMANTICS.md.
 
 Each value reference returns a list of acceptable results (float64, or exact Python ints as an
@@ -11,6 +12,7 @@ import numpy as np
 
 from dmljax import FusedActivation
 from tests.reference import activation
+from tests.reference.element_wise_arithmetic import rounding, value_scale
 from tests.reference.record import Attrs, Reference
 from tests.reference.rules import (
     F32_TINY, c_float, elementwise_vjp, ftz, int_attr, max_num, min_num, read, scale_bias_candidates,
@@ -310,7 +312,7 @@ def element_wise_negate(x):
 
 
 # ---------------------------------------------------------------------------------------------
-REFERENCES = {
+ARITHMETIC = {
     "DML_OPERATOR_ELEMENT_WISE_MULTIPLY": Reference(
         element_wise_multiply,
         grad=elementwise_vjp(lambda a, b: (read(b), read(a))),
@@ -364,3 +366,5 @@ REFERENCES = {
         grad=elementwise_vjp(lambda x: np.full(np.shape(x), -1.0)),
     ),
 }
+
+REFERENCES = {**ARITHMETIC, **rounding.REFERENCES, **value_scale.REFERENCES}
