@@ -7,6 +7,9 @@ from dmljax._src.ops import (  # noqa: F401  (importing a family registers its o
     element_wise_bitwise,
     element_wise_logical,
     element_wise_math,
+    element_wise_rounding,
+    element_wise_trigonometry,
+    value_scale,
 )
 from dmljax._src.registry import registry
 
