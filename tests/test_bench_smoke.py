@@ -188,7 +188,7 @@ def test_integer_type_runs_the_operator_and_skips_the_chain(capsys, tmp_path):
     assert [(r["op"], r["dtype"]) for r in res["throughput"]] == [("DML_OPERATOR_ELEMENT_WISE_IF", "INT8")]
     assert "jnp_jit" in res["throughput"][0]["variants"]
     assert not res["chain"]
-    assert any(n.startswith("chain INT8: skipped") for n in res["notes"])
+    assert any(n.startswith("chain of five operators INT8: skipped") for n in res["notes"])
     assert any(n.startswith("INT8: skipped for ACTIVATION_SCALED_ELU") for n in res["notes"])
 
 

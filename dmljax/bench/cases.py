@@ -88,6 +88,35 @@ def _elu(x, *, alpha, **_):
     return jnp.where(x > 0, x, alpha * (jnp.exp(x) - 1.0))
 
 
+def _is_int(x) -> bool:
+    return np.dtype(x.dtype).kind in "iu"
+
+
+def _divide(a, b, **_):  # DIVIDE truncates integer quotients: lax.div, not jnp's floor division
+    return jax.lax.div(a, b) if _is_int(a) else a / b
+
+
+def _divide_torch(t, a, b, **_):
+    return t.div(a, b, rounding_mode="trunc") if not a.is_floating_point() else a / b
+
+
+def _mean(a, b, **_):
+    return (a + b) // 2 if _is_int(a) else (a + b) * 0.5
+
+
+def _clip_grad(x, dy, *, min, max, **_):
+    return jnp.where((x > _like(min, x)) & (x < _like(max, x)), dy, jnp.zeros_like(dy))
+
+
+def _clip_grad_torch(t, x, dy, *, min, max, **_):
+    return t.where((x > min) & (x < max), dy, t.zeros_like(dy))
+
+
+def _value_scale(x, *, scale, bias, **_):
+    b = jnp.asarray(bias, np.float32).reshape((1, -1, 1, 1)).astype(x.dtype)
+    return x * _like(scale, x) + b
+
+
 OPERATOR_RECIPES: dict[str, Recipe] = {
     "ELEMENT_WISE_IF": Recipe(
         jnp=lambda c, a, b, **_: jnp.where(c != 0, a, b),
@@ -125,6 +154,66 @@ OPERATOR_RECIPES: dict[str, Recipe] = {
         jnp=lambda x, *, min, max, **_: jnp.clip(x, _like(min, x), _like(max, x)),
         torch=lambda t, x, *, min, max, **_: t.clamp(x, min, max),
         onnx=lambda min, max, **_: OnnxNode("Clip", consts=(min, max))),
+    "ELEMENT_WISE_DIVIDE": Recipe(
+        jnp=_divide, torch=_divide_torch, onnx=lambda **_: OnnxNode("Div"), inputs=("numerator", "divisor")),
+    "ELEMENT_WISE_MODULUS_TRUNCATE": Recipe(
+        jnp=lambda a, b, **_: jnp.fmod(a, b),
+        torch=lambda t, a, b, **_: t.fmod(a, b),
+        onnx=lambda **_: OnnxNode("Mod", {"fmod": 1}),
+        inputs=("numerator", "divisor")),
+    "ELEMENT_WISE_RECIP": Recipe(
+        jnp=lambda x, **_: jnp.reciprocal(x), torch=lambda t, x, **_: t.reciprocal(x),
+        onnx=lambda **_: OnnxNode("Reciprocal"), inputs=("divisor",)),
+    "ELEMENT_WISE_SQRT": Recipe(
+        jnp=lambda x, **_: jnp.sqrt(x), torch=lambda t, x, **_: t.sqrt(x),
+        onnx=lambda **_: OnnxNode("Sqrt"), inputs=("positive",)),
+    "ELEMENT_WISE_LOG": Recipe(
+        jnp=lambda x, **_: jnp.log(x), torch=lambda t, x, **_: t.log(x),
+        onnx=lambda **_: OnnxNode("Log"), inputs=("positive",)),
+    "ELEMENT_WISE_ACOSH": Recipe(
+        jnp=lambda x, **_: jnp.arccosh(x), torch=lambda t, x, **_: t.acosh(x),
+        onnx=lambda **_: OnnxNode("Acosh"), inputs=("positive",)),
+    "ELEMENT_WISE_ASIN": Recipe(
+        jnp=lambda x, **_: jnp.arcsin(x), torch=lambda t, x, **_: t.asin(x),
+        onnx=lambda **_: OnnxNode("Asin"), inputs=("unit",)),
+    "ELEMENT_WISE_ACOS": Recipe(
+        jnp=lambda x, **_: jnp.arccos(x), torch=lambda t, x, **_: t.acos(x),
+        onnx=lambda **_: OnnxNode("Acos"), inputs=("unit",)),
+    "ELEMENT_WISE_ATANH": Recipe(
+        jnp=lambda x, **_: jnp.arctanh(x), torch=lambda t, x, **_: t.atanh(x),
+        onnx=lambda **_: OnnxNode("Atanh"), inputs=("unit",)),
+    "ELEMENT_WISE_ERF": Recipe(
+        jnp=lambda x, **_: jax.scipy.special.erf(x), torch=lambda t, x, **_: t.erf(x),
+        onnx=lambda **_: OnnxNode("Erf")),
+    "ELEMENT_WISE_POW": Recipe(
+        jnp=lambda a, e, **_: jnp.power(a, e), torch=lambda t, a, e, **_: t.pow(a, e),
+        onnx=lambda **_: OnnxNode("Pow"), inputs=("positive", "shift")),
+    "ELEMENT_WISE_MEAN": Recipe(jnp=_mean, torch=lambda t, a, b, **_: _mean(a, b)),
+    "ELEMENT_WISE_DIFFERENCE_SQUARE": Recipe(
+        jnp=lambda a, b, **_: jnp.square(a - b), torch=lambda t, a, b, **_: t.square(a - b)),
+    "ELEMENT_WISE_IS_INFINITY": Recipe(
+        jnp=lambda x, **_: jnp.isinf(x).astype(jnp.uint8), torch=lambda t, x, **_: t.isinf(x).to(t.uint8),
+        onnx=lambda **_: OnnxNode("IsInf", bool_output=True)),
+    "ELEMENT_WISE_ROUND": Recipe(
+        jnp=lambda x, **_: jnp.round(x), torch=lambda t, x, **_: t.round(x),
+        onnx=lambda **_: OnnxNode("Round")),
+    "ELEMENT_WISE_BIT_COUNT": Recipe(
+        jnp=lambda x, **_: jax.lax.population_count(x).astype(jnp.uint8)),
+    "ELEMENT_WISE_BIT_SHIFT_LEFT": Recipe(
+        jnp=lambda a, b, **_: jnp.left_shift(a, b), torch=lambda t, a, b, **_: t.bitwise_left_shift(a, b),
+        inputs=("normal", "shift")),
+    "ELEMENT_WISE_BIT_SHIFT_RIGHT": Recipe(
+        jnp=lambda a, b, **_: jnp.right_shift(a, b), torch=lambda t, a, b, **_: t.bitwise_right_shift(a, b),
+        inputs=("normal", "shift")),
+    "ELEMENT_WISE_CLIP_GRAD": Recipe(
+        attrs={"min": -0.5, "max": 0.5}, int_attrs={"min": 10.0, "max": 50.0},
+        jnp=_clip_grad, torch=_clip_grad_torch),
+    "ELEMENT_WISE_CLIP_GRAD1": Recipe(
+        attrs={"min": -0.5, "max": 0.5}, int_attrs={"min": 10, "max": 50},
+        jnp=_clip_grad, torch=_clip_grad_torch),
+    "VALUE_SCALE_2D": Recipe(
+        attrs={"scale": 0.5, "channel_count": 1, "bias": (0.25,)},
+        jnp=_value_scale),
 }
 
 
@@ -152,16 +241,9 @@ ELEMENT_WISE_NAMES = {
     "NEGATE": _Names("negative", "neg", "Neg"),
     "MAX": _Names("maximum", "maximum", "Max"),
     "MIN": _Names("minimum", "minimum", "Min"),
-    "RECIP": _Names("reciprocal", "reciprocal", "Reciprocal"),
-    "POW": _Names("power", "pow", "Pow"),
     "ATAN_YX": _Names("arctan2", "atan2", ""),
-    "ACOS": _Names("arccos", "acos", "Acos"),
-    "ASIN": _Names("arcsin", "asin", "Asin"),
     "ATAN": _Names("arctan", "atan", "Atan"),
-    "ACOSH": _Names("arccosh", "acosh", "Acosh"),
     "ASINH": _Names("arcsinh", "asinh", "Asinh"),
-    "ATANH": _Names("arctanh", "atanh", "Atanh"),
-    "ERF": _Names("", "erf", "Erf"),
 }
 LOGICAL_NAMES = {
     "LOGICAL_LESS_THAN": _Names("less", "lt", "Less"),

@@ -15,7 +15,7 @@ from dmljax._src.dtypes import DataType
 from dmljax.bench.cases import Case, Recipe, recipe_for, resolve
 from dmljax.bench.inputs import supported_types
 
-__all__ = ["Step", "Chain", "CHAIN", "chain_cases", "unsupported", "program"]
+__all__ = ["Step", "Chain", "CHAIN", "CHAIN8", "CHAINS", "chain_cases", "unsupported", "program"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,14 +30,19 @@ class Step:
 
 @dataclasses.dataclass(frozen=True)
 class Chain:
-    """inputs: each chain input's name and how it is drawn (inputs.KINDS; a "condition" is
-    UINT8, the others are of the data type measured). ``y`` starts as ``start``. compare_to: the
-    operator whose single-operator time the chain's is held against."""
+    """name: how reports call it. inputs: each chain input's name and how it is drawn
+    (inputs.KINDS; a "condition" is UINT8, the others are of the data type measured). ``y``
+    starts as ``start``. compare_to: the operator whose single-operator time the chain's is held
+    against. limit_vs_one / limit_vs_jnp: the targets (targets.py) on time(dmljax chain) over
+    time(compare_to alone) and over time(the jnp chain), where the chain has one."""
 
+    name: str
     inputs: Mapping[str, str]
     start: str
     steps: tuple[Step, ...]
     compare_to: str
+    limit_vs_one: float | None = None
+    limit_vs_jnp: float | None = None
 
     def describe(self) -> str:
         """``SCALED_ELU -> THRESHOLD(min=-0.5) -> ...``."""
@@ -49,6 +54,7 @@ class Chain:
 
 
 CHAIN = Chain(
+    name="five operators",
     inputs={"x": "numerator", "b": "divisor", "c": "condition"},
     start="x",
     steps=(
@@ -59,9 +65,34 @@ CHAIN = Chain(
         Step("ELEMENT_WISE_IF", ("c", "y", "x")),
     ),
     compare_to="ELEMENT_WISE_IF",
+    limit_vs_one=1.15,
 )
 """SCALED_ELU -> THRESHOLD -> CONSTANT_POW -> MODULUS_FLOOR -> IF: activation, clamp, math,
 a two-input operator and a selection."""
+
+CHAIN8 = Chain(
+    name="eight element-wise operators",
+    inputs={"x": "normal", "b": "divisor", "c": "condition"},
+    start="x",
+    steps=(
+        Step("ELEMENT_WISE_SUBTRACT", ("y", "b")),
+        Step("ELEMENT_WISE_MULTIPLY", ("y", "b")),
+        Step("ELEMENT_WISE_ABS"),
+        Step("ELEMENT_WISE_SQRT"),
+        Step("ELEMENT_WISE_DIVIDE", ("y", "b")),
+        Step("ELEMENT_WISE_TANH"),
+        Step("ELEMENT_WISE_MAX", ("y", "x")),
+        Step("ELEMENT_WISE_IF", ("c", "y", "x")),
+    ),
+    compare_to="ELEMENT_WISE_IF",
+    limit_vs_jnp=1.05,
+)
+"""SUBTRACT -> MULTIPLY -> ABS -> SQRT -> DIVIDE -> TANH -> MAX -> IF (issue 9's chain of eight):
+arithmetic with a second input, a sign, a root, a quotient, a transcendental function, IEEE maxNum
+and a selection, each operator rounding to the tensor's type as DirectML does."""
+
+CHAINS = (CHAIN, CHAIN8)
+"""Every chain the benchmark runs."""
 
 
 def chain_cases(chain: Chain) -> tuple[list[Case] | None, str]:

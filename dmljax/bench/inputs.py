@@ -2,9 +2,11 @@
 a measurement cycles through.
 
 Inputs are never all zeros or special values: floats are N(0, 1) ("normal"), 4·N(0, 1)
-("numerator") or of magnitude in [0.5, 2) with a random sign ("divisor", so that a modulus never
-divides by zero); integers are uniform in a small range inside the type (divisors 1 to 9, signed
-where the type is); a "condition" is a random 0/1 UINT8 tensor. Tensors have the element count
+("numerator"), of magnitude in [0.5, 2) with a random sign ("divisor", so that a modulus never
+divides by zero), in [0.25, 8) ("positive": a logarithm's or square root's domain, also above 1
+for ACOSH) or in (-1, 1) ("unit": ASIN, ACOS, ATANH); integers are uniform in a small range
+inside the type (divisors 1 to 9, signed where the type is; "positive" 1 to 50; "shift" counts 0
+to 7, a valid shift for every type); a "condition" is a random 0/1 UINT8 tensor. Tensors have the element count
 asked for, in the fewest dimensions the operator's newest support table allows ((1, ..., 1, n)).
 """
 
@@ -21,7 +23,7 @@ from dmljax._src.dtypes import DataType
 
 __all__ = ["KINDS", "supported_types", "input_kinds", "unsupported", "make_inputs", "draw", "draw_all", "input_structs", "input_sets"]
 
-KINDS = ("normal", "numerator", "divisor", "condition")
+KINDS = ("normal", "numerator", "divisor", "positive", "unit", "shift", "condition")
 
 
 def supported_types(op, tensor: str) -> tuple[str, ...]:
@@ -76,9 +78,16 @@ def draw(kind: str, key, shape, dtype: DataType):
             km, ks = jax.random.split(key)
             mag = jax.random.uniform(km, shape, np.float32, 0.5, 2.0)
             return jnp.where(jax.random.bernoulli(ks, 0.5, shape), mag, -mag).astype(dt)
+        if kind == "positive":
+            return jax.random.uniform(key, shape, np.float32, 0.25, 8.0).astype(dt)
+        if kind == "unit":
+            return jax.random.uniform(key, shape, np.float32, -0.999, 0.999).astype(dt)
         scale = 4.0 if kind == "numerator" else 1.0
         return (scale * jax.random.normal(key, shape, np.float32)).astype(dt)
     info = np.iinfo(dt)
+    if kind in ("positive", "shift"):
+        lo, hi = (1, 51) if kind == "positive" else (0, 8)
+        return jax.random.randint(key, shape, lo, hi, np.int32).astype(dt)
     if kind == "divisor":
         km, ks = jax.random.split(key)
         mag = jax.random.randint(km, shape, 1, 10, np.int32)

@@ -67,6 +67,15 @@ class Pair:
 
 
 @dataclasses.dataclass
+class ChainPlan:
+    """One chain that can run: its operators as cases and the types it runs in."""
+
+    chain: chains.Chain
+    cases: list[Case]
+    dtypes: list[str]
+
+
+@dataclasses.dataclass
 class Plan:
     """What a run measures, and the optional frameworks it found (None: absent or disabled)."""
 
@@ -75,8 +84,7 @@ class Plan:
     pairs: list[Pair]
     sizes: list[int]
     dtypes: list[str]
-    chain_cases: list[Case] | None
-    chain_dtypes: list[str]
+    chains: list[ChainPlan]
     notes: list[str]
     torch: object = None
     ort: object = None
@@ -150,19 +158,22 @@ def plan(options: Options) -> Plan:
                               last_bpe=np.dtype(probe[-1].dtype).itemsize))
     notes += [f"{d}: skipped for {', '.join(names)} (not in {'its' if len(names) == 1 else 'their'} support "
               f"table{'s' if len(names) > 1 else ''})." for d, names in untyped.items()]
-    chain_cases, chain_dtypes = None, []
-    if not options.no_chain:
-        chain_cases, why = chains.chain_cases(chains.CHAIN)
+    chain_plans = []
+    for chain in () if options.no_chain else chains.CHAINS:
+        chain_cases, why = chains.chain_cases(chain)
         if chain_cases is None:
-            notes.append(f"chain: skipped: {why}.")
-        else:
-            for d in options.dtypes:
-                why = chains.unsupported(chains.CHAIN, chain_cases, d)
-                if why:
-                    notes.append(f"chain {d}: skipped: {why}.")
-                else:
-                    chain_dtypes.append(d)
-    if not pairs and not chain_dtypes:
+            notes.append(f"chain of {chain.name}: skipped: {why}.")
+            continue
+        dtypes = []
+        for d in options.dtypes:
+            why = chains.unsupported(chain, chain_cases, d)
+            if why:
+                notes.append(f"chain of {chain.name} {d}: skipped: {why}.")
+            else:
+                dtypes.append(d)
+        if dtypes:
+            chain_plans.append(ChainPlan(chain, chain_cases, dtypes))
+    if not pairs and not chain_plans:
         raise BenchError("nothing to measure: " + " ".join(notes or ["no operator selected."]), 1)
     torch, torch_note = (None, "torch disabled (--no-torch).") if options.no_torch else load_torch(platform_name)
     ort, ort_note = (None, "ONNX Runtime disabled (--no-ort).") if options.no_ort else load_ort(platform_name)
@@ -190,5 +201,5 @@ def plan(options: Options) -> Plan:
         raise BenchError("--sizes: no size can run here: " + "; ".join(refused)
                          + ". Tip: give smaller --sizes (log2 element counts).", 1)
     notes += [f"size {r} (skipped)." for r in refused]
-    return Plan(options, platform_name, pairs, sizes, list(options.dtypes), chain_cases, chain_dtypes, notes,
+    return Plan(options, platform_name, pairs, sizes, list(options.dtypes), chain_plans, notes,
                 torch, ort)

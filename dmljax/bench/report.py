@@ -143,12 +143,18 @@ def _over_sizes(res: dict) -> list[str]:
 
 
 def _chain(res: dict) -> list[str]:
-    recs = res.get("chain") or []
-    if not recs:
-        return []
+    out = []
+    recs_all = res.get("chain") or []
+    for name in dict.fromkeys(r.get("chain", "") for r in recs_all):
+        out += _one_chain([r for r in recs_all if r.get("chain", "") == name], res)
+    return out
+
+
+def _one_chain(recs: list[dict], res: dict) -> list[str]:
     steps = recs[0].get("steps", "")
     ref = recs[0].get("compare_to", "DML_OPERATOR_ELEMENT_WISE_IF")
-    L = [f"## Operators chained in one jit{': ' + steps if steps else ''}", "",
+    title = f"Chain of {recs[0]['chain']}" if recs[0].get("chain") else "Operators chained"
+    L = [f"## {title} in one jit{': ' + steps if steps else ''}", "",
          "Kernels: launches in the ENTRY computation of the compiled HLO, and kernels per call in the "
          "profile (GPU).", ""]
     by = _by_key(res)
@@ -244,7 +250,8 @@ def _notes(res: dict) -> list[str]:
             seen.setdefault((rec["op"], n[:60]), (n, []))[1].append(f"{rec['dtype']} {_pow2(rec['n'])}")
     lines += [f"{short(op)} ({', '.join(where)}): {n}" for (op, _), (n, where) in seen.items()]
     for rec in res.get("chain", []) + res.get("fwd_bwd", []):
-        lines += [f"{short(rec.get('op', 'chain'))} {rec['dtype']}: {n}" for n in rec.get("notes", [])]
+        what = short(rec["op"]) if "op" in rec else f"chain of {rec.get('chain', '')}".rstrip()
+        lines += [f"{what} {rec['dtype']}: {n}" for n in rec.get("notes", [])]
     return ["## Notes", ""] + [f"- {n}" for n in lines] + [""] if lines else []
 
 

@@ -317,12 +317,12 @@ class Suite:
             del tsets, tcts
         return rec
 
-    def chain(self, dtype: str, n: int) -> dict | None:
-        chain, ccases = chains.CHAIN, self.plan.chain_cases
+    def chain(self, cp, dtype: str, n: int) -> dict | None:
+        chain, ccases = cp.chain, cp.cases
         item = DataType.parse(dtype).dtype.itemsize
         in_bpe = sum(1 if k == "condition" else item for k in chain.inputs.values())
         n_sets = self.n_sets(in_bpe * n)
-        if not self.fits(f"chain {dtype} {pow2(n)}", memory.need(n, in_bpe, 3 * item, n_sets, 1 + int(self.torch is not None))):
+        if not self.fits(f"chain of {chain.name} {dtype} {pow2(n)}", memory.need(n, in_bpe, 3 * item, n_sets, 1 + int(self.torch is not None))):
             return None
         dt = DataType.parse(dtype)
 
@@ -332,8 +332,9 @@ class Suite:
         sets = [inputs(s) for s in range(n_sets)]
         nbytes = (in_bpe + item) * n
         budget = self.options.budget_per_point
-        rec = {"dtype": dtype, "n": n, "bytes": int(nbytes), "steps": chain.describe(),
+        rec = {"chain": chain.name, "dtype": dtype, "n": n, "bytes": int(nbytes), "steps": chain.describe(),
                "compare_to": resolve(chain.compare_to).spec.enum_name,
+               "limit_vs_one": chain.limit_vs_one, "limit_vs_jnp": chain.limit_vs_jnp,
                "variants": {}, "device": {}, "notes": []}
         jitted = {}
         for name in ("dmljax", "jnp"):
@@ -443,7 +444,7 @@ def run_suite(p: Plan | Options) -> dict:
     once: dict = {}  # each operator once, in its first type
     for q in [] if o.no_overhead else p.pairs:
         once.setdefault(q.case.enum_name, q)
-    total = len(p.pairs) * len(sizes) + len(p.chain_dtypes) + len(grads) + 2 * len(once)
+    total = len(p.pairs) * len(sizes) + sum(len(cp.dtypes) for cp in p.chains) + len(grads) + 2 * len(once)
     bar = progress_bar(total, not o.quiet, "dmljax bench")
 
     def step(label):
@@ -477,10 +478,11 @@ def run_suite(p: Plan | Options) -> dict:
         if r:
             records.append(r)
     checkpoint()
-    for d in p.chain_dtypes:
-        r = guarded(f"chain {d} {pow2(largest)}", suite.chain, d, largest)
-        if r:
-            extras["chain"].append(r)
+    for cp in p.chains:
+        for d in cp.dtypes:
+            r = guarded(f"chain of {cp.chain.name} {d} {pow2(largest)}", suite.chain, cp, d, largest)
+            if r:
+                extras["chain"].append(r)
     checkpoint()
     for q in grads:
         if suite.over_budget():
