@@ -2,9 +2,11 @@
 
 For every registered operator with a reference (each attribute set of its record in
 tests/reference/<family>.py, plus the extra attributes in CASES), on random inputs plus specials
-(NaN, ±inf, ±0, FLOAT32 denormals), in FLOAT32 and FLOAT16: the GPU result against the CPU result
-(bit-identical where the operator is exact; within the record's ULP budget otherwise) and against
-the float64 reference. Prints one line per case and a summary; exits 1 on any failure. Not part of
+(NaN, ±inf, ±0, FLOAT32 denormals), in FLOAT32 and FLOAT16, and in INT32, INT16, INT8, UINT32,
+UINT16 and UINT8 where the operator takes them (random values over the whole range plus 0, ±1 and
+the type's extremes: zero divisors, INT_MIN / -1, shifts by the width and more): the GPU result
+against the CPU result (bit-identical where the operator is exact; within the record's ULP budget
+otherwise) and against the float64 (or exact integer) reference. Prints one line per case and a summary; exits 1 on any failure. Not part of
 the pytest suite: CI has no GPU. Needs only this checkout (not ../shared).
 """
 
@@ -26,6 +28,10 @@ REFERENCES = catalog.references()
 
 SPECIALS32 = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, -1e-40, 1e-45, 3e38, -3e38, 1.0, -1.0], np.float32)
 
+CHECKED_TYPES = (DataType.FLOAT32, DataType.FLOAT16, DataType.INT32, DataType.INT16, DataType.INT8,
+                 DataType.UINT32, DataType.UINT16, DataType.UINT8)
+"""The types checked where an operator's newest table lists them (64-bit types need x64 mode)."""
+
 # Attribute sets checked besides each record's own (the reference takes the same keywords).
 CASES = [
     ("DML_OPERATOR_ELEMENT_WISE_THRESHOLD", {"min": -0.25, "scale_bias": (0.75, 0.125)}),
@@ -43,7 +49,7 @@ def cases():
         if ref is None:
             continue
         types = catalog.newest_types(op.spec)
-        for dt in (DataType.FLOAT32, DataType.FLOAT16):
+        for dt in CHECKED_TYPES:
             if dt in types:
                 extra = [Attrs(kw) for n, kw in CASES if n == name]
                 out += [(name, attrs, dt.dtype) for attrs in (*ref.attr_sets(dt), *extra)]
@@ -53,12 +59,28 @@ def cases():
 def inputs(spec, ref, dtype, rng, n=1 << 16):
     outs = []
     for t in spec.inputs:
+        dtype = np.dtype(dtype)
         if ref.role(t.dml_name) == "condition":
             outs.append(rng.choice(np.array([0, 1, 255], np.uint8), n))
             continue
+        if np.issubdtype(dtype, np.integer):
+            info = np.iinfo(dtype)
+            x = rng.integers(int(info.min), int(info.max), n, dtype=dtype, endpoint=True)
+            x[n // 2:] = rng.integers(max(int(info.min), -40), 41, n - n // 2).astype(dtype)  # small values too
+            specials = np.array(sorted({0, 1, int(info.max), int(info.min), int(info.max) - 1}
+                                       | ({-1, int(info.min) + 1} if info.min < 0 else {2})), dtype=object)
+            k = len(specials)
+            x[:k] = specials.astype(dtype)
+            x[k: 2 * k] = rng.permutation(x[:k])
+            pairs = np.repeat(specials, k) if len(outs) == 0 else np.tile(specials, k)  # every pair of two inputs
+            x[2 * k: 2 * k + k * k] = pairs.astype(dtype)
+            outs.append(x)
+            continue
         x = (rng.standard_normal(n) * 10).astype(dtype)
         x[: len(SPECIALS32)] = SPECIALS32.astype(dtype) if dtype == np.float32 else np.clip(SPECIALS32, -6e4, 6e4).astype(dtype)
-        x[len(SPECIALS32): 2 * len(SPECIALS32)] = rng.permutation(x[: len(SPECIALS32)])
+        k = len(SPECIALS32)
+        x[k: 2 * k] = rng.permutation(x[:k])
+        x[2 * k: 2 * k + k * k] = np.repeat(x[:k], k) if len(outs) == 0 else np.tile(x[:k], k)  # every pair
         if dtype == np.float32:
             x[-1000:] = (rng.standard_normal(1000) * 1e-39).astype(np.float32)  # denormals
         outs.append(x)
