@@ -12,8 +12,8 @@ import numpy as np
 from jax import lax
 
 from dmljax._src.dtypes import (
-    FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8,
-    FLOAT32_FLOAT16_INT64_INT32_INT16_INT8,
+    FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8, FLOAT32_FLOAT16_INT32_UINT32,
+    FLOAT32_FLOAT16_INT64_INT32_INT16_INT8, FLOAT32_FLOAT16_INT64_INT32_UINT64_UINT32,
     FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8,
     FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8, DataType,
 )
@@ -24,7 +24,7 @@ from dmljax._src.op import operator
 from dmljax._src.ops._families import (
     SCALE_BIAS, SUPPORT_ADD_MULTIPLY, apply_fused, binary_op, elementwise, int_scale_bias, scale_of, unary_op,
 )
-from dmljax._src.spec import ParamSpec
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, TensorSpec, table
 
 F32, F16, F64 = DataType.FLOAT32, DataType.FLOAT16, DataType.FLOAT64
 
@@ -340,13 +340,23 @@ def _clip_float(x, lo, hi, scale_bias, half, min_first):
     return store(_clip_formula(g, lo, hi, min_first), DataType.from_dtype(x.dtype))
 
 
+def clip_grad_rule(g, dy, lo, hi):
+    """CLIP_GRAD's and CLIP_GRAD1's formula, the one declaration of the rule: 0 where g <= Min or
+    g >= Max, else dy (its bits unchanged). ``g`` is the value CLIP compared (read as math reads
+    it: FLOAT32 denormals flushed, FLOAT16 widened unless computed in half precision; after the
+    ScaleBias in CLIP's own gradient); ``lo``/``hi`` are the bounds in ``g``'s type. A NaN ``g``
+    compares false both times, so dy passes; the bit test keeps that on every backend."""
+    lo, hi = jnp.asarray(lo, g.dtype), jnp.asarray(hi, g.dtype)
+    blocked = ((g <= lo) | (g >= hi)) & ~is_nan(g)
+    return jnp.where(blocked, jnp.zeros_like(dy), dy)
+
+
 @_clip_float.defjvp
 def _clip_float_jvp(lo, hi, scale_bias, half, min_first, primals, tangents):
     (x,), (t,) = primals, tangents
     g = apply_scale_bias(load(x, half), scale_bias)
-    blocked = ((g <= jnp.asarray(lo, g.dtype)) | (g >= jnp.asarray(hi, g.dtype))) & ~is_nan(g)  # NaN: False
     dx = t * scale_of(scale_bias, t.dtype)
-    return _clip_float(x, lo, hi, scale_bias, half, min_first), jnp.where(blocked, jnp.zeros_like(dx), dx)
+    return _clip_float(x, lo, hi, scale_bias, half, min_first), clip_grad_rule(g, dx, lo, hi)
 
 
 def _clip(input, lo_attr, hi_attr, scale_bias, half, min_first):
@@ -484,3 +494,515 @@ def element_wise_negate(input, *, allow_half_precision_computation):
     """
     return elementwise(lambda x: -x, input, half=allow_half_precision_computation,
                        slopes=lambda x: -1.0, integer=lambda x: -x)
+
+
+# --------------------------------------------------------------------------------------------
+ELEMENT_WISE_SUBTRACT = binary_op(
+    "ELEMENT_WISE_SUBTRACT",
+    summary=("Subtracts each element of BTensor from the corresponding element of ATensor, placing "
+             "the result into the corresponding element of OutputTensor."),
+    formula="f(a, b) = a - b",
+    support=(
+        ("5.1", "1 to 8", FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8),
+        ("4.1", "1 to 8", FLOAT32_FLOAT16_INT64_INT32_UINT64_UINT32),
+        ("3.0", "1 to 8", FLOAT32_FLOAT16_INT32_UINT32),
+        ("2.1", "4", FLOAT32_FLOAT16_INT32_UINT32),
+        ("1.0", "4", FLOAT32_FLOAT16),
+    ),
+    ulp={F32: 0, F16: 0},
+    ulp_half=0,
+    gradient="dA = dY, dB = -dY (integer inputs: no gradient).",
+    notes=("A float difference is correctly rounded (FLOAT16 through FLOAT32 too, as for ADD). "
+           "Integer differences wrap around (two's complement), as integer hardware does."),
+)
+
+
+@operator(ELEMENT_WISE_SUBTRACT)
+def element_wise_subtract(a, b, *, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> dmljax.element_wise_subtract(np.array([1.5, np.inf], np.float32), np.array([2.0, np.inf], np.float32))
+        Array([-0.5,  nan], dtype=float32)
+        >>> dmljax.element_wise_subtract(np.array([3], np.uint8), np.array([10], np.uint8))
+        Array([249], dtype=uint8)
+    """
+    return elementwise(lambda x, y: x - y, a, b, half=allow_half_precision_computation,
+                       slopes=lambda x, y: (1.0, -1.0), integer=lambda x, y: x - y)
+
+
+# --------------------------------------------------------------------------------------------
+# Integer division and remainder: DirectML leaves a zero divisor undefined; dmljax gives 0, and
+# INT_MIN / -1 wraps to INT_MIN (INT_MIN % -1 is 0). The divisor XLA sees is never 0 or -1 (XLA
+# raises SIGFPE for a constant zero divisor, or INT_MIN / -1, when it folds them under jit).
+
+def _safe_divisor(b, signed: bool):
+    guard = (b == 0) | (b == -1) if signed else (b == 0)
+    return jnp.where(guard, jnp.ones_like(b), b)
+
+
+def _divide_int(a, b, signed: bool):
+    q = lax.div(a, _safe_divisor(b, signed))  # truncates toward zero
+    if signed:
+        q = jnp.where(b == -1, -a, q)  # two's complement: -INT_MIN is INT_MIN
+    return jnp.where(b == 0, jnp.zeros_like(q), q)
+
+
+def _divide_slopes(x, y):
+    # d/da = 1 / b, d/db = -a / b^2 computed as -(a / b) / b: a / b overflows only where a / b^2
+    # does too, and b^2 alone would underflow (flushed to 0: -inf) for |b| < 1e-19 in FLOAT32.
+    # Where the quotient is NaN (0/0, inf/inf) both partials are NaN.
+    q = x / y
+    nan = is_nan(q)
+    return jnp.where(nan, q, 1 / y), -(q / y)
+
+
+ELEMENT_WISE_DIVIDE = binary_op(
+    "ELEMENT_WISE_DIVIDE",
+    summary=("Computes the quotient of each element of ATensor over the corresponding element of "
+             "BTensor, placing the result into the corresponding element of OutputTensor."),
+    formula="f(a, b) = a / b",
+    support=(
+        ("6.0", "1 to 8", FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8),
+        ("5.1", "1 to 8", FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8),
+        ("3.0", "1 to 8", FLOAT32_FLOAT16_INT32_UINT32),
+        ("2.1", "4", FLOAT32_FLOAT16_INT32_UINT32),
+        ("1.0", "4", FLOAT32_FLOAT16),
+    ),
+    ulp={F32: 1, F16: 1},
+    ulp_half=1,
+    gradient=("dA = dY / b, dB = -(a / b) / b * dY (no overflow or underflow that a / b^2 itself "
+              "avoids); at b = +-0: dA = +-inf, dB = -sign(a) * inf; where a / b is NaN (0/0, "
+              "inf/inf, a NaN operand) both are NaN. Integer inputs: no gradient."),
+    notes=("Floats: IEEE division, correctly rounded (x / +-0 = +-inf, 0/0 = NaN; a FLOAT32 "
+           "denormal divisor reads as a signed zero; a denormal quotient is flushed). The quotient "
+           "is correctly rounded (0 ULP measured); the 1 ULP budget is the gradient's, whose dB "
+           "rounds twice. "
+           "Integers truncate toward zero (\"for integer divisions, the result is truncated\"); a "
+           "zero divisor gives 0 and INT_MIN / -1 gives INT_MIN (dmljax's choices, as two's "
+           "complement wraps), never a crash, also under jit with constant operands."),
+)
+
+
+@operator(ELEMENT_WISE_DIVIDE)
+def element_wise_divide(a, b, *, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> dmljax.element_wise_divide(np.array([1.0, -1.0, 0.0], np.float32), np.array([4.0, 0.0, 0.0], np.float32))
+        Array([0.25, -inf,  nan], dtype=float32)
+        >>> dmljax.element_wise_divide(np.array([-7, 7, -128, 5], np.int8), np.array([2, -2, -1, 0], np.int8))
+        Array([  -3,   -3, -128,    0], dtype=int8)
+    """
+    dt = DataType.from_dtype(a.dtype)
+    return elementwise(lambda x, y: x / y, a, b, half=allow_half_precision_computation,
+                       slopes=_divide_slopes, integer=lambda x, y: _divide_int(x, y, dt.is_signed))
+
+
+# --------------------------------------------------------------------------------------------
+ELEMENT_WISE_RECIP = unary_op(
+    "ELEMENT_WISE_RECIP",
+    summary=("Computes the reciprocal for each element of the input tensor, placing the result "
+             "into the corresponding element of the output tensor."),
+    formula="f(x) = 1 / x",
+    params=(SCALE_BIAS,),
+    support=(
+        ("3.0", "1 to 8", FLOAT32_FLOAT16),
+        ("1.0", "4", FLOAT32_FLOAT16),
+    ),
+    ulp={F32: 1, F16: 1},
+    ulp_half=1,
+    gradient=("dX = Scale * -(1 / g) / g * dY, g = x * Scale + Bias: -inf at g = +-0 (the "
+              "limit from either side), -0 at g = +-inf, NaN for NaN."),
+    notes=("IEEE: RECIP(+-0) = +-inf, RECIP(+-inf) = +-0; a FLOAT32 denormal reads as a signed "
+           "zero (+-inf), a denormal result (|g| > 2^126) is flushed. The reciprocal itself is "
+           "correctly rounded (0 ULP measured); the 1 ULP budget is the gradient's, which rounds "
+           "twice."),
+)
+
+
+@operator(ELEMENT_WISE_RECIP)
+def element_wise_recip(input, *, scale_bias, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> dmljax.element_wise_recip(np.array([4.0, -0.0, np.inf, 0.5], np.float32))
+        Array([0.25, -inf, 0.  , 2.  ], dtype=float32)
+    """
+    return elementwise(lambda g: 1 / g, input, half=allow_half_precision_computation,
+                       slopes=lambda g: -((1 / g) / g), scale_bias=scale_bias)
+
+
+# --------------------------------------------------------------------------------------------
+ELEMENT_WISE_DIFFERENCE_SQUARE = binary_op(
+    "ELEMENT_WISE_DIFFERENCE_SQUARE",
+    summary=("Subtracts each element of BTensor from the corresponding element of ATensor, "
+             "multiplies the result by itself, and places the result into the corresponding "
+             "element of OutputTensor."),
+    formula="f(a, b) = (a - b) * (a - b)",
+    support=(("3.1", "1 to 8", FLOAT32_FLOAT16_INT32_UINT32),),
+    ulp={F32: 2, F16: 1},
+    ulp_half=2,
+    gradient="dA = 2 * (a - b) * dY, dB = -2 * (a - b) * dY (integer inputs: no gradient).",
+    notes=("Floats: the page's two operations, each rounded (a - b, then its square). Integers "
+           "wrap around (two's complement, modulo 2^32 for INT32 and UINT32), as the page's "
+           "integer subtraction and multiplication do on integer hardware."),
+)
+
+
+def _difference_square(x, y):
+    d = x - y
+    return d * d
+
+
+@operator(ELEMENT_WISE_DIFFERENCE_SQUARE)
+def element_wise_difference_square(a, b, *, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> dmljax.element_wise_difference_square(np.array([1.5, -2.0], np.float32), np.array([4.0, 1.0], np.float32))
+        Array([6.25, 9.  ], dtype=float32)
+        >>> dmljax.element_wise_difference_square(np.array([0], np.int32), np.array([65536], np.int32))
+        Array([0], dtype=int32)
+    """
+    def slopes(x, y):
+        d2 = (x - y) * 2
+        return d2, -d2
+
+    return elementwise(_difference_square, a, b, half=allow_half_precision_computation,
+                       slopes=slopes, integer=_difference_square)
+
+
+# --------------------------------------------------------------------------------------------
+# MAX and MIN: IEEE maxNum/minNum (one NaN operand gives the other one), exact. A tie between
+# zeros gives +0 for MAX and -0 for MIN whatever the order (their bits ANDed / ORed). B is
+# selected only where it wins strictly (or A alone is NaN): at a tie, and where both are NaN,
+# A is the result, and A gets the whole gradient.
+
+_UINT_OF = {np.dtype(np.float16): np.uint16, np.dtype(np.float32): np.uint32, np.dtype(np.float64): np.uint64}
+
+
+def _selects_b(x, y, larger: bool):
+    wins = (y > x) if larger else (y < x)
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        return wins
+    return (wins & ~is_nan(x)) | (is_nan(x) & ~is_nan(y))
+
+
+def _max_min(x, y, larger: bool):
+    r = jnp.where(_selects_b(x, y, larger), y, x)
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        return r
+    uint = _UINT_OF[np.dtype(x.dtype)]
+    bx, by = lax.bitcast_convert_type(x, uint), lax.bitcast_convert_type(y, uint)
+    zeros = lax.bitcast_convert_type((bx & by) if larger else (bx | by), x.dtype)  # equal: same bits but a zero's sign
+    return jnp.where((x == y) & ~is_nan(x), zeros, r)
+
+
+def _max_min_slopes(larger: bool):
+    def slopes(x, y):
+        b = _selects_b(x, y, larger)
+        one, zero = jnp.ones_like(x), jnp.zeros_like(x)
+        return jnp.where(b, zero, one), jnp.where(b, one, zero)
+    return slopes
+
+
+_MAX_MIN_SUPPORT = (
+    ("5.0", "1 to 8", FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8),
+    ("3.0", "1 to 8", FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8),
+    ("2.1", "4", FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8),
+    ("1.0", "4", FLOAT32_FLOAT16),
+)
+_MAX_MIN_NOTES = (
+    "IEEE {ieee}: one NaN operand gives the other operand, two give NaN (as THRESHOLD). A tie "
+    "of zeros gives {zero} whatever the operands' order (IEEE lets either be returned). Exact; "
+    "math, not data movement: a FLOAT32 denormal reads as a signed zero (as in CLIP). Integers "
+    "exact, 64-bit types included.")
+_MAX_MIN_GRADIENT = (
+    "The selected operand gets dY: dB = dY where b {cmp} a strictly, or a alone is NaN; "
+    "dA = dY everywhere else (ties, both NaN, b NaN). Integer inputs: no gradient.")
+
+ELEMENT_WISE_MAX = binary_op(
+    "ELEMENT_WISE_MAX",
+    summary=("Takes the greater of two corresponding elements from the input tensors, and places "
+             "the result into the corresponding element of the output tensor."),
+    formula="f(a, b) = max(a, b)",
+    support=_MAX_MIN_SUPPORT,
+    ulp={F32: 0, F16: 0},
+    ulp_half=0,
+    gradient=_MAX_MIN_GRADIENT.format(cmp=">"),
+    notes=_MAX_MIN_NOTES.format(ieee="maxNum", zero="+0 (max(-0, +0) = max(+0, -0) = +0)"),
+)
+
+
+@operator(ELEMENT_WISE_MAX)
+def element_wise_max(a, b, *, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> dmljax.element_wise_max(np.array([1.0, np.nan, -0.0], np.float32), np.array([2.0, 3.0, 0.0], np.float32))
+        Array([2., 3., 0.], dtype=float32)
+    """
+    return elementwise(lambda x, y: _max_min(x, y, True), a, b, half=allow_half_precision_computation,
+                       slopes=_max_min_slopes(True), integer=lambda x, y: _max_min(x, y, True))
+
+
+ELEMENT_WISE_MIN = binary_op(
+    "ELEMENT_WISE_MIN",
+    summary=("Takes the lesser of two corresponding elements from the input tensors, and places "
+             "the result into the corresponding element of OutputTensor."),
+    formula="f(a, b) = min(a, b)",
+    support=_MAX_MIN_SUPPORT,
+    ulp={F32: 0, F16: 0},
+    ulp_half=0,
+    gradient=_MAX_MIN_GRADIENT.format(cmp="<"),
+    notes=_MAX_MIN_NOTES.format(ieee="minNum", zero="-0 (min(-0, +0) = min(+0, -0) = -0)"),
+)
+
+
+@operator(ELEMENT_WISE_MIN)
+def element_wise_min(a, b, *, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> dmljax.element_wise_min(np.array([1.0, np.nan, 0.0], np.float32), np.array([2.0, 3.0, -0.0], np.float32))
+        Array([ 1.,  3., -0.], dtype=float32)
+    """
+    return elementwise(lambda x, y: _max_min(x, y, False), a, b, half=allow_half_precision_computation,
+                       slopes=_max_min_slopes(False), integer=lambda x, y: _max_min(x, y, False))
+
+
+# --------------------------------------------------------------------------------------------
+ELEMENT_WISE_MEAN = binary_op(
+    "ELEMENT_WISE_MEAN",
+    summary=("Averages each pair of corresponding elements of the input tensors, placing the "
+             "result into the corresponding element of OutputTensor."),
+    formula="f(a, b) = (a + b) / 2",
+    support=(
+        ("3.0", "1 to 8", FLOAT32_FLOAT16_INT32_UINT32),
+        ("2.1", "4", FLOAT32_FLOAT16_INT32_UINT32),
+        ("1.0", "4", FLOAT32_FLOAT16),
+    ),
+    ulp={F32: 0, F16: 0},
+    ulp_half=1,
+    gradient="dA = dY / 2, dB = dY / 2 (integer inputs: no gradient).",
+    notes=("Floats: the exact mean rounded once, and finite wherever the mean is (a + b may "
+           "overflow: then a / 2 + b / 2 is used; FLOAT32 3e38 and 3e38 average to 3e38). A "
+           "denormal FLOAT32 mean is flushed. Integers: the exact mean truncated toward zero "
+           "(the page is silent; truncation as DIVIDE's page says for integer division), "
+           "computed in the type without overflow (INT32 2^31-1 and 2^31-1 average to 2^31-1)."),
+)
+
+
+_MANTISSA_BITS = {np.dtype(np.float16): 10, np.dtype(np.float32): 23, np.dtype(np.float64): 52}
+
+
+def _half_of_large(x):
+    # x / 2 by the exponent field: exact for finite x far from the denormals. Not x * 0.5: XLA's
+    # simplifier turns x * 0.5 + y * 0.5 back into (x + y) * 0.5, which overflows.
+    uint = _UINT_OF[np.dtype(x.dtype)]
+    step = np.asarray(1 << _MANTISSA_BITS[np.dtype(x.dtype)], uint)
+    return lax.bitcast_convert_type(lax.bitcast_convert_type(x, uint) - step, x.dtype)
+
+
+def _mean_float(x, y):
+    s = x + y  # rounded once; halving is exact where the mean is not a denormal (flushed anyway)
+    # a + b overflows only where both are finite, of one sign and above half the type's ULP at its
+    # maximum (2^103 in FLOAT32): there, a / 2 + b / 2 is exact halves rounded once.
+    overflow = jnp.isinf(s) & jnp.isfinite(x) & jnp.isfinite(y)
+    return jnp.where(overflow, _half_of_large(x) + _half_of_large(y), s * np.asarray(0.5, x.dtype))
+
+
+def _mean_int(x, y, signed: bool):
+    one = jnp.ones_like(x)
+    floor = (x >> one) + (y >> one) + (x & y & one)  # floor((a + b) / 2), without overflow
+    if not signed:
+        return floor
+    odd = ((x ^ y) & one) != 0  # the exact sum is odd: floor and truncation differ below 0
+    return floor + ((floor < 0) & odd).astype(x.dtype)
+
+
+@operator(ELEMENT_WISE_MEAN)
+def element_wise_mean(a, b, *, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> dmljax.element_wise_mean(np.array([1.0, 3e38], np.float32), np.array([2.0, 3e38], np.float32))
+        Array([1.5e+00, 3.0e+38], dtype=float32)
+        >>> dmljax.element_wise_mean(np.array([-3, 2147483647], np.int32), np.array([0, 2147483647], np.int32))
+        Array([        -1, 2147483647], dtype=int32)
+    """
+    dt = DataType.from_dtype(a.dtype)
+    return elementwise(_mean_float, a, b, half=allow_half_precision_computation,
+                       slopes=lambda x, y: (0.5, 0.5), integer=lambda x, y: _mean_int(x, y, dt.is_signed))
+
+
+# --------------------------------------------------------------------------------------------
+ELEMENT_WISE_MODULUS_TRUNCATE = binary_op(
+    "ELEMENT_WISE_MODULUS_TRUNCATE",
+    summary=("Computes the C modulus operator for each pair of corresponding elements of the input "
+             "tensors, placing the result into the corresponding element of OutputTensor. Because "
+             "the quotient is rounded towards 0, the result will have the same sign as the "
+             "dividend."),
+    formula="f(a, b) = a - (b * trunc(a / b))",
+    support=(
+        ("6.0", "1 to 8", FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8),
+        ("3.0", "1 to 8", FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8),
+        ("2.1", "4", FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8),
+    ),
+    ulp={F32: 0, F16: 0},
+    ulp_half=0,
+    gradient=("dA = dY, dB = -trunc(a / b) * dY (trunc is flat between its jumps); where the "
+              "result is NaN (b = 0 or NaN, a infinite or NaN) both are NaN. Integer inputs: no "
+              "gradient."),
+    notes=("Floats: C's fmod, exact (the page's formula evaluated literally loses accuracy when "
+           "a / b is large), with the dividend's sign (also a zero result: fmod(-4, 2) = -0); a "
+           "zero divisor or an infinite dividend gives NaN, an infinite divisor gives a; a FLOAT32 "
+           "denormal remainder is flushed. Integers: exact; a zero divisor gives 0 and "
+           "INT_MIN % -1 gives 0 (dmljax's choices), never a crash, also under jit."),
+)
+
+
+def _modulus_truncate_int(a, b, signed: bool):
+    return lax.rem(a, _safe_divisor(b, signed))  # a % 1 = 0 for the guarded divisors
+
+
+def _modulus_truncate_slopes(x, y):
+    defined = jnp.isfinite(x) & (jnp.abs(y) > 0)  # False for NaN, a zero divisor, inf dividend
+    nan = jnp.full_like(x, np.nan)
+    return jnp.where(defined, jnp.ones_like(x), nan), jnp.where(defined, -jnp.trunc(x / y), nan)
+
+
+@operator(ELEMENT_WISE_MODULUS_TRUNCATE)
+def element_wise_modulus_truncate(a, b, *, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> dmljax.element_wise_modulus_truncate(np.array([-7.0, 7.0, -4.0, 1.0], np.float32),
+        ...                                      np.array([3.0, -3.0, 2.0, 0.0], np.float32))
+        Array([-1.,  1., -0., nan], dtype=float32)
+        >>> dmljax.element_wise_modulus_truncate(np.array([-7, 7, 5], np.int32), np.array([3, -3, 0], np.int32))
+        Array([-1,  1,  0], dtype=int32)
+    """
+    dt = DataType.from_dtype(a.dtype)
+    return elementwise(lax.rem, a, b, half=allow_half_precision_computation, slopes=_modulus_truncate_slopes,
+                       integer=lambda x, y: _modulus_truncate_int(x, y, dt.is_signed))
+
+
+# --------------------------------------------------------------------------------------------
+# CLIP_GRAD and CLIP_GRAD1: DirectML's backward operators of CLIP and CLIP1, public, computing
+# clip_grad_rule, the rule that jax.grad of CLIP and CLIP1 uses (one declaration serves both).
+
+_CLIP_GRAD_TENSORS = (
+    TensorSpec("InputTensor", "input"),
+    TensorSpec("InputGradientTensor", "input"),
+    TensorSpec("OutputGradientTensor", "output"),
+)
+# "InputGradientTensor, InputTensor, and OutputGradientTensor must have the same DataType,
+# DimensionCount, and Sizes."
+_CLIP_GRAD_CONSTRAINTS = (
+    SameDataType(("InputTensor", "InputGradientTensor", "OutputGradientTensor")),
+    SameSizes(("InputTensor", "InputGradientTensor", "OutputGradientTensor")),
+)
+
+
+def _clip_grad_table(level, types):
+    return table(level, InputTensor=("1 to 8", types), InputGradientTensor=("1 to 8", types),
+                 OutputGradientTensor=("1 to 8", types))
+
+
+_CLIP_GRAD_FORMULA = ("f(x, gradient) = if x <= Min then 0\n"
+                      "                 if x >= Max then 0\n"
+                      "                 else        then gradient")
+_CLIP_GRAD_GRADIENT = (
+    "Second order: d/dInputGradientTensor is the same mask (1 where the gradient passes, 0 where "
+    "it is blocked); d/dInputTensor is 0 (the output is piecewise constant in x). Integer "
+    "inputs: no gradient.")
+_CLIP_GRAD_NOTES = (
+    "The rule of jax.grad of {fwd} (with dY as InputGradientTensor, bit for bit). InputTensor "
+    "is compared as {fwd} compares it: FLOAT32 denormals flushed, FLOAT16 in FLOAT32 (in "
+    "FLOAT16 with allow_half_precision_computation); a NaN x compares false both times, so the "
+    "gradient passes; Min > Max blocks every number. The gradient itself passes unchanged (its "
+    "bits, denormals included); blocked elements are +0.")
+
+
+def _clip_grad(input, input_gradient, lo_attr, hi_attr, half):
+    dt = DataType.from_dtype(input.dtype)
+    if dt.is_integer:
+        return clip_grad_rule(input, input_gradient, lo_attr(None), hi_attr(None))
+    g = load(input, half)
+    return clip_grad_rule(g, input_gradient, lo_attr(g.dtype).item(), hi_attr(g.dtype).item())
+
+
+ELEMENT_WISE_CLIP_GRAD = OpSpec(
+    enum_name="DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD",
+    summary="Computes backpropagation gradients for element-wise clip.",
+    formula=_CLIP_GRAD_FORMULA,
+    tensors=_CLIP_GRAD_TENSORS,
+    params=(
+        ParamSpec("Min", "FLOAT", doc="The minimum value. If x is at or below this value, then the "
+                  "gradient result is 0.", converted_to="InputTensor"),
+        ParamSpec("Max", "FLOAT", doc="The maximum value. If x is at or above this value, then the "
+                  "gradient result is 0.", converted_to="InputTensor"),
+    ),
+    support=(
+        _clip_grad_table("5.0", FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8),
+        _clip_grad_table("3.1", FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8),
+    ),
+    constraints=_CLIP_GRAD_CONSTRAINTS,
+    ulp={F32: 0, F16: 0},
+    ulp_half=0,
+    gradient=_CLIP_GRAD_GRADIENT,
+    in_place=True,
+    notes=_CLIP_GRAD_NOTES.format(fwd="CLIP") + (
+        " On integer tensors Min and Max are truncated toward zero and saturated, as CLIP does."),
+)
+
+
+@operator(ELEMENT_WISE_CLIP_GRAD)
+def element_wise_clip_grad(input, input_gradient, *, min, max, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> x = np.array([-2.0, 0.0, 0.5, 1.0, np.nan], np.float32)
+        >>> dmljax.element_wise_clip_grad(x, np.full(5, 3.0, np.float32), min=0.0, max=1.0)
+        Array([0., 0., 3., 0., 3.], dtype=float32)
+    """
+    dt = DataType.from_dtype(input.dtype)
+    return _clip_grad(input, input_gradient, lambda cd: attr_as(min, dt, cd), lambda cd: attr_as(max, dt, cd),
+                      allow_half_precision_computation)
+
+
+ELEMENT_WISE_CLIP_GRAD1 = OpSpec(
+    enum_name="DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD1",
+    summary="Computes backpropagation gradients for DML_OPERATOR_ELEMENT_WISE_CLIP1.",
+    formula=_CLIP_GRAD_FORMULA,
+    tensors=_CLIP_GRAD_TENSORS,
+    params=(
+        ParamSpec("MinMaxDataType", "DML_TENSOR_DATA_TYPE", default=None,
+                  doc=("The data type of the Min and Max members, which must match "
+                       "OutputTensor.DataType (None: that DataType)."),
+                  converted_to="OutputGradientTensor"),
+        ParamSpec("Min", "DML_SCALAR_UNION", doc=("The minimum value. If x is at or below this "
+                  "value, then the gradient result is 0; read as the tensors' DataType and refused "
+                  "unless representable in it."), converted_to="OutputGradientTensor"),
+        ParamSpec("Max", "DML_SCALAR_UNION", doc=("The maximum value. If x is at or above this "
+                  "value, then the gradient result is 0; read as the tensors' DataType and refused "
+                  "unless representable in it."), converted_to="OutputGradientTensor"),
+    ),
+    support=(_clip_grad_table("5.0", FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8),),
+    constraints=_CLIP_GRAD_CONSTRAINTS,
+    ulp={F32: 0, F16: 0},
+    ulp_half=0,
+    gradient=_CLIP_GRAD_GRADIENT,
+    in_place=True,
+    notes=_CLIP_GRAD_NOTES.format(fwd="CLIP1") + (
+        " The page's MinMaxDataType must match \"OutputTensor.DataType\": the desc has no "
+        "OutputTensor, so OutputGradientTensor's DataType (all three are the same) is taken."),
+)
+
+
+@operator(ELEMENT_WISE_CLIP_GRAD1)
+def element_wise_clip_grad1(input, input_gradient, *, min_max_data_type, min, max,
+                            allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> x = np.array([0, 10, 50, 200], np.uint8)
+        >>> dmljax.element_wise_clip_grad1(x, np.full(4, 7, np.uint8), min=10, max=200)
+        Array([0, 0, 7, 0], dtype=uint8)
+    """
+    def bound(u):
+        return lambda cd: u.as_numpy() if cd is None else np.asarray(u.value, cd)[()]
+
+    return _clip_grad(input, input_gradient, bound(min), bound(max), allow_half_precision_computation)

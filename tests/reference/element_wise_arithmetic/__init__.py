@@ -20,6 +20,7 @@ from tests.reference.rules import (
 )
 
 SB = {"scale_bias": (0.75, -0.5)}
+EXACT_SB = {"scale_bias": (0.5, 0.25)}
 
 
 def _is_int(x):
@@ -312,6 +313,185 @@ def element_wise_negate(x):
 
 
 # ---------------------------------------------------------------------------------------------
+def _exact_ints(a_np, b_np, f):
+    """f on each pair as exact Python ints, in an object array of a's shape."""
+    return np.array([f(int(x), int(y)) for x, y in zip(a_np.ravel(), b_np.ravel())],
+                    dtype=object).reshape(a_np.shape)
+
+
+def _trunc_div(x, y):
+    # Integer division truncated toward zero, exactly ("the result is truncated").
+    q = abs(x) // abs(y)
+    return q if (x < 0) == (y < 0) else -q
+
+
+def element_wise_subtract(a, b):
+    # f(a, b) = a - b. Integer differences wrap around (two's complement) in the tensor's type.
+    a_np, b_np = np.asarray(a), np.asarray(b)
+    if _is_int(a_np):
+        return [wrap(_exact_ints(a_np, b_np, lambda x, y: x - y), a_np.dtype)]
+    with np.errstate(over="ignore", invalid="ignore"):
+        return [read(a_np) - read(b_np)]
+
+
+def element_wise_divide(a, b):
+    # f(a, b) = a / b. Integers: truncated; a zero divisor gives 0 (dmljax's choice; DirectML leaves
+    # it undefined); INT_MIN / -1 wraps to INT_MIN. Floats: IEEE (x / +-0 = +-inf, 0/0 = NaN).
+    a_np, b_np = np.asarray(a), np.asarray(b)
+    if _is_int(a_np):
+        q = _exact_ints(a_np, b_np, lambda x, y: 0 if y == 0 else _trunc_div(x, y))
+        return [wrap(q, a_np.dtype)]
+    with np.errstate(all="ignore"):  # float64 division, then one rounding: innocuous for 2p + 2 bits
+        return [read(a_np) / read(b_np)]
+
+
+def divide_slopes(a, b):
+    # d/da = 1 / b, d/db = -a / b^2 (b^2 cannot underflow in float64 for these types); NaN where
+    # a / b is NaN.
+    fa, fb = read(a), read(b)
+    with np.errstate(all="ignore"):
+        nan = np.isnan(fa / fb)
+        return np.where(nan, np.nan, 1.0 / fb), np.where(nan, np.nan, -fa / (fb * fb))
+
+
+def _divide_near_kink(a, b):
+    return np.abs(read(b)) < 1e-3
+
+
+def element_wise_recip(x, scale_bias=None, half=False):
+    # f(x) = 1 / g(x): IEEE, 1 / +-0 = +-inf.
+    with np.errstate(divide="ignore"):
+        return [1.0 / g for g in _float_g(np.asarray(x), scale_bias, half)]
+
+
+def recip_slope(x, scale_bias=None, half=False):
+    # d/dx = -Scale / g^2 at the g the forward pass computed (rounded once to FLOAT32, the
+    # compute type); -inf at g = +-0, the limit from either side.
+    g = ftz(_g64(x, scale_bias).astype(np.float32), np.float32)
+    with np.errstate(divide="ignore"):
+        return -_scale(scale_bias) / (g * g)
+
+
+def _recip_near_kink(x, scale_bias=None, half=False):
+    return np.abs(_g64(x, scale_bias)) < 1e-3
+
+
+def element_wise_difference_square(a, b):
+    # f(a, b) = (a - b) * (a - b): the true value (the float64 difference of two FLOAT32s is exact
+    # or nearly); integers wrap around in the tensor's type.
+    a_np, b_np = np.asarray(a), np.asarray(b)
+    if _is_int(a_np):
+        return [wrap(_exact_ints(a_np, b_np, lambda x, y: (x - y) * (x - y)), a_np.dtype)]
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = read(a_np) - read(b_np)
+        return [d * d]
+
+
+def difference_square_slopes(a, b):
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = read(a) - read(b)
+        return 2.0 * d, -2.0 * d
+
+
+def _max_min_ref(larger):
+    # Direct3D's max/min (IEEE maxNum/minNum): one NaN operand gives the other one, two give NaN.
+    # Ties give either operand (equal numbers; the sign of a zero is checked by hand in the tests).
+    def fn(a, b):
+        a_np, b_np = np.asarray(a), np.asarray(b)
+        if _is_int(a_np):
+            return [_exact_ints(a_np, b_np, max if larger else min)]
+        fa, fb = read(a_np), read(b_np)
+        with np.errstate(invalid="ignore"):
+            pick_b = (fb > fa) if larger else (fb < fa)
+        pick_b = pick_b | (np.isnan(fa) & ~np.isnan(fb))
+        return [np.where(pick_b, fb, fa)]
+    return fn
+
+
+def _max_min_slopes_ref(larger):
+    # The selected operand gets the gradient: B only where it wins strictly or A alone is NaN.
+    def slopes(a, b):
+        fa, fb = read(a), read(b)
+        with np.errstate(invalid="ignore"):
+            pick_b = ((fb > fa) if larger else (fb < fa)) | (np.isnan(fa) & ~np.isnan(fb))
+        return np.where(pick_b, 0.0, 1.0), np.where(pick_b, 1.0, 0.0)
+    return slopes
+
+
+def _max_min_near_kink(a, b):
+    return np.abs(read(a) - read(b)) < 1e-2
+
+
+def element_wise_mean(a, b):
+    # f(a, b) = (a + b) / 2. Integers: the exact mean truncated toward zero (the page is silent;
+    # dmljax's choice, as DIVIDE truncates). Floats: the exact mean (float64 a + b of two FLOAT32s
+    # or FLOAT16s is the correctly rounded sum, halving is exact), never overflowing.
+    a_np, b_np = np.asarray(a), np.asarray(b)
+    if _is_int(a_np):
+        return [_exact_ints(a_np, b_np, lambda x, y: _trunc_div(x + y, 2))]
+    with np.errstate(invalid="ignore"):
+        return [(read(a_np) + read(b_np)) * 0.5]
+
+
+def element_wise_modulus_truncate(a, b):
+    # f(a, b) = a - b * trunc(a / b), C's % and fmod: the dividend's sign. Integers exact; a zero
+    # divisor gives 0 (dmljax's choice). Floats: math.fmod (exact); NaN for a zero divisor or an
+    # infinite dividend; a FLOAT32 denormal remainder is flushed, keeping its sign.
+    a_np, b_np = np.asarray(a), np.asarray(b)
+    if _is_int(a_np):
+        return [_exact_ints(a_np, b_np, lambda x, y: 0 if y == 0 else x - y * _trunc_div(x, y))]
+    fa, fb = read(a_np), read(b_np)
+    flush = a_np.dtype == np.float32
+    out = []
+    for x, y in zip(fa.ravel(), fb.ravel()):
+        if y == 0 or math.isnan(x) or math.isnan(y) or math.isinf(x):
+            out.append(math.nan)
+            continue
+        r = math.fmod(x, y)
+        out.append(math.copysign(0.0, r) if flush and abs(r) < F32_TINY else r)
+    return [np.array(out, np.float64).reshape(fa.shape)]
+
+
+def modulus_truncate_slopes(a, b):
+    # d/da = 1, d/db = -trunc(a / b); NaN where the result is (b = 0 or NaN, a infinite or NaN).
+    fa, fb = read(a), read(b)
+    with np.errstate(all="ignore"):
+        defined = np.isfinite(fa) & (np.abs(fb) > 0)
+        return np.where(defined, 1.0, np.nan), np.where(defined, -np.trunc(fa / fb), np.nan)
+
+
+def _clip_grad_ref(which):
+    # CLIP_GRAD / CLIP_GRAD1: "if x <= Min then 0; if x >= Max then 0; else gradient". x is read
+    # as math reads it (FLOAT32 denormals flushed); the gradient passes with its bits (selection).
+    def fn(x, gradient, min, max, half=False):
+        x_np, dy = np.asarray(x), np.asarray(gradient)
+        if _is_int(x_np):
+            if which == "CLIP":
+                lo, hi = int_attr(min, x_np.dtype), int_attr(max, x_np.dtype)
+            else:
+                lo, hi = union_value(min, x_np.dtype), union_value(max, x_np.dtype)
+            passes = np.array([lo < int(v) < hi for v in x_np.ravel()], bool).reshape(x_np.shape)
+        else:
+            lo, hi = _clip_bounds(x_np, min, max, which)
+            passes = clip_grad(read(x_np), lo, hi) != 0
+        return [np.where(passes, dy, np.zeros_like(dy))]
+    return fn
+
+
+def _clip_grad_slopes(which):
+    # Second order: d/dgradient is the mask, d/dx is 0 (piecewise constant in x).
+    def slopes(x, gradient, min, max, half=False):
+        return np.zeros(np.shape(x)), (_clip_grad_ref(which)(x, np.ones(np.shape(x)), min, max)[0] != 0) * 1.0
+    return slopes
+
+
+def _clip_grad1_attrs(dt):
+    if dt.is_float:
+        return (Attrs({"min": -1.25, "max": 2.5}),)
+    return (Attrs({"min": -5, "max": 100} if dt.is_signed else {"min": 3, "max": 100}),)
+
+
+# ---------------------------------------------------------------------------------------------
 ARITHMETIC = {
     "DML_OPERATOR_ELEMENT_WISE_MULTIPLY": Reference(
         element_wise_multiply,
@@ -364,6 +544,57 @@ ARITHMETIC = {
     "DML_OPERATOR_ELEMENT_WISE_NEGATE": Reference(
         element_wise_negate,
         grad=elementwise_vjp(lambda x: np.full(np.shape(x), -1.0)),
+    ),
+    "DML_OPERATOR_ELEMENT_WISE_SUBTRACT": Reference(
+        element_wise_subtract,
+        grad=elementwise_vjp(lambda a, b: (np.ones(np.shape(a)), np.full(np.shape(b), -1.0))),
+    ),
+    "DML_OPERATOR_ELEMENT_WISE_DIVIDE": Reference(
+        element_wise_divide,
+        grad=elementwise_vjp(divide_slopes),
+        near_kink=_divide_near_kink,
+    ),
+    "DML_OPERATOR_ELEMENT_WISE_RECIP": Reference(
+        element_wise_recip,
+        # Scale 0.5 is exact: the fused and unfused g(x) are one value, where the gradient is taken.
+        attrs=(Attrs(), Attrs(EXACT_SB, half={**EXACT_SB, "half": True})),
+        grad=elementwise_vjp(recip_slope),
+        near_kink=_recip_near_kink,
+    ),
+    "DML_OPERATOR_ELEMENT_WISE_DIFFERENCE_SQUARE": Reference(
+        element_wise_difference_square,
+        grad=elementwise_vjp(difference_square_slopes),
+    ),
+    "DML_OPERATOR_ELEMENT_WISE_MAX": Reference(
+        _max_min_ref(True),
+        grad=elementwise_vjp(_max_min_slopes_ref(True)),
+        near_kink=_max_min_near_kink,
+    ),
+    "DML_OPERATOR_ELEMENT_WISE_MIN": Reference(
+        _max_min_ref(False),
+        grad=elementwise_vjp(_max_min_slopes_ref(False)),
+        near_kink=_max_min_near_kink,
+    ),
+    "DML_OPERATOR_ELEMENT_WISE_MEAN": Reference(
+        element_wise_mean,
+        grad=elementwise_vjp(lambda a, b: (np.full(np.shape(a), 0.5), np.full(np.shape(b), 0.5))),
+    ),
+    "DML_OPERATOR_ELEMENT_WISE_MODULUS_TRUNCATE": Reference(
+        element_wise_modulus_truncate,
+        grad=elementwise_vjp(modulus_truncate_slopes),
+        near_kink=_modulus_near_jump,
+    ),
+    "DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD": Reference(
+        _clip_grad_ref("CLIP"),
+        attrs=(Attrs({"min": -1.25, "max": 2.5}),),
+        selection=True,
+        grad=elementwise_vjp(_clip_grad_slopes("CLIP")),
+    ),
+    "DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD1": Reference(
+        _clip_grad_ref("CLIP1"),
+        attrs=_clip_grad1_attrs,
+        selection=True,
+        grad=elementwise_vjp(_clip_grad_slopes("CLIP1")),
     ),
 }
 
