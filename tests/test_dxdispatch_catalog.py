@@ -37,7 +37,7 @@ def _json_value(value):
     if isinstance(value, ScaleBias):
         return {"Scale": float(value.scale), "Bias": float(value.bias)}
     if isinstance(value, enum.Enum):
-        return value.name if isinstance(value, DataType) else getattr(value, "full_name", value.name)
+        return value.name if isinstance(value, DataType) else getattr(value, "dml_name", value.name)
     if isinstance(value, dict):
         return {k: _json_value(v) for k, v in value.items()}
     if isinstance(value, (tuple, list)):

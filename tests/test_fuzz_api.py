@@ -714,6 +714,9 @@ def compile_call(draw, name):
                                       {"Type": "DML_OPERATOR_ACTIVATION_SCALED_ELU", "Desc": {}}]))
             if v is not None and dt not in FUSED_OUTPUT_TYPES:
                 v = None
+        elif p.enum is not None:  # a desc names every enum member: full or short name, or value
+            member = draw(st.sampled_from(list(p.enum)))
+            v = draw(st.sampled_from([member.dml_name, member.name, int(member)]))
         elif p.default is not REQUIRED:
             continue
         else:
@@ -867,6 +870,8 @@ def _packed_desc(spec):
             desc[p.dml_name] = desc[spec.outputs[0].dml_name]["DataType"]
         elif p.default is REQUIRED:
             return None
+        elif p.enum is not None and p.default is not None:  # a desc names every enum member
+            desc[p.dml_name] = p.default.dml_name
     return desc
 
 
