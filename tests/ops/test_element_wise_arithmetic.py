@@ -7,6 +7,7 @@ patterns). The generated cases (tests/test_catalog.py) cover the support tables,
 eager/jit and the reference gradients away from the kinks. None of these pages has a worked
 example; the doctests in the formulas hold the examples."""
 
+import inspect
 import math
 
 import jax
@@ -677,3 +678,323 @@ def test_traced_once_per_attributes():
         dmljax.element_wise_clip(x, min=0, max=1.0)
     dmljax.element_wise_clip(x, min=0.0, max=1, scale_bias=None)
     assert TRACE_COUNTS["DML_OPERATOR_ELEMENT_WISE_CLIP"] - before == 1
+
+
+# ----------------------------------------------------------------------------------------------
+# ELEMENT_WISE_SUBTRACT, DIVIDE, RECIP, DIFFERENCE_SQUARE, MAX, MIN, MEAN, MODULUS_TRUNCATE,
+# CLIP_GRAD, CLIP_GRAD1: expected values from IEEE rules, Python's exact integers and C's fmod.
+
+F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _same_floats(got, want, dtype):
+    """Bit for bit (signed zeros included), NaN as "is NaN"."""
+    got, want = np.asarray(got), np.asarray(want, dtype)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    keep = ~np.isnan(want)
+    np.testing.assert_array_equal(bits(got[keep]), bits(want[keep]))
+
+
+def _int_pairs(dt):
+    info = np.iinfo(dt.dtype)
+    vals = sorted(v for v in {int(info.min), int(info.min) + 1, -7, -2, -1, 0, 1, 2, 7,
+                              int(info.max) - 1, int(info.max)} if info.min <= v <= info.max)
+    a = np.array([x for x in vals for _ in vals], dt.dtype)
+    b = np.array([y for _ in vals for y in vals], dt.dtype)
+    return a, b
+
+
+def _wrapped(values, dtype):
+    info = np.iinfo(dtype)
+    span = 1 << (8 * np.dtype(dtype).itemsize)
+    return np.array([(v - int(info.min)) % span + int(info.min) for v in values], dtype=object)
+
+
+def _c_div(x, y):
+    q = abs(x) // abs(y)
+    return q if (x < 0) == (y < 0) else -q
+
+
+def test_subtract_edges():
+    a = np.array([INF, -0.0, 0.0, 1.0, DENORM, 3e38], np.float32)
+    b = np.array([INF, 0.0, 0.0, 1.0, 0.0, -3e38], np.float32)
+    _same_floats(dmljax.element_wise_subtract(a, b), [NAN, -0.0, 0.0, 0.0, 0.0, INF], np.float32)
+    i = np.array([-2**31, 0], np.int32)
+    np.testing.assert_array_equal(dmljax.element_wise_subtract(i, np.array([1, -2**31], np.int32)),
+                                  [2**31 - 1, -2**31])  # wraps both ways
+    ga, gb = jax.grad(lambda p, q: dmljax.element_wise_subtract(p, q).sum(), argnums=(0, 1))(a, b)
+    np.testing.assert_array_equal(ga, np.ones(6, np.float32))
+    np.testing.assert_array_equal(gb, -np.ones(6, np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_divide_float_specials(dtype):
+    a = np.array([1.0, -1.0, 1.0, 0.0, INF, -INF, 6.0, NAN], dtype)
+    b = np.array([0.0, 0.0, -0.0, 0.0, INF, 2.0, -4.0, 1.0], dtype)
+    want = [INF, -INF, -INF, NAN, NAN, -INF, -1.5, NAN]
+    _same_floats(dmljax.element_wise_divide(a, b), want, dtype)
+    _same_floats(dmljax.element_wise_divide(a, b, allow_half_precision_computation=True), want, dtype)
+
+
+def test_divide_float32_denormals_flushed():
+    # A denormal divisor reads as a signed zero; a denormal quotient is written as one.
+    out = dmljax.element_wise_divide(np.array([1.0, 1.0, 1e-30, -1e-30], np.float32),
+                                     np.array([DENORM, -DENORM, 1e10, 1e10], np.float32))
+    _same_floats(out, [INF, -INF, 0.0, -0.0], np.float32)
+
+
+@pytest.mark.parametrize("dt", INT_TYPES, ids=str)
+def test_divide_and_modulus_truncate_integers_exact(dt, x64):
+    # Truncation toward zero (C), a zero divisor gives 0, INT_MIN / -1 wraps to INT_MIN and
+    # INT_MIN % -1 is 0; every pair of the type's edge values against Python's exact integers.
+    a, b = _int_pairs(dt)
+    pairs = list(zip(map(int, a), map(int, b)))
+    q = np.asarray(dmljax.element_wise_divide(a, b))
+    r = np.asarray(dmljax.element_wise_modulus_truncate(a, b))
+    assert q.dtype == r.dtype == dt.dtype
+    np.testing.assert_array_equal(q.astype(object), _wrapped([0 if y == 0 else _c_div(x, y) for x, y in pairs], dt.dtype))
+    np.testing.assert_array_equal(r.astype(object), np.array([0 if y == 0 else x - y * _c_div(x, y) for x, y in pairs],
+                                                             dtype=object))
+
+
+def test_integer_zero_divisor_and_int_min_by_minus_one_under_jit(x64):
+    # Constant operands: XLA folds the division at compile time, where a zero divisor or
+    # INT_MIN / -1 raises SIGFPE and kills the process unless the divisor is guarded.
+    for dtype in (np.int8, np.int32, np.int64):
+        lo = int(np.iinfo(dtype).min)
+        a, b = np.array([lo, 5, -5, 0, lo], dtype), np.array([-1, 0, 0, 0, 1], dtype)
+        q = jax.jit(lambda: dmljax.element_wise_divide(jnp.asarray(a), jnp.asarray(b)))()
+        r = jax.jit(lambda: dmljax.element_wise_modulus_truncate(jnp.asarray(a), jnp.asarray(b)))()
+        np.testing.assert_array_equal(q, np.array([lo, 0, 0, 0, lo], dtype))
+        np.testing.assert_array_equal(r, np.zeros(5, dtype))
+    u = jnp.array([5, 0], jnp.uint32), jnp.array([0, 0], jnp.uint32)
+    np.testing.assert_array_equal(jax.jit(lambda: dmljax.element_wise_divide(*u))(), [0, 0])
+    np.testing.assert_array_equal(jax.jit(lambda: dmljax.element_wise_modulus_truncate(*u))(), [0, 0])
+
+
+def test_divide_gradient_at_zero_and_without_needless_overflow():
+    a = np.array([1.0, -1.0, 0.0, 1e-30, 3.0, 0.0, INF], np.float32)
+    b = np.array([0.0, 0.0, 0.0, 1e-20, -2.0, 5.0, INF], np.float32)
+    da, db = jax.grad(lambda p, q: dmljax.element_wise_divide(p, q).sum(), argnums=(0, 1))(a, b)
+    np.testing.assert_allclose(da, [INF, INF, NAN, 1e20, -0.5, 0.2, NAN], rtol=1e-6)
+    # -a / b^2: b^2 = 1e-40 would underflow (flushed: -inf); -(a / b) / b is -1e10.
+    np.testing.assert_allclose(db, [-INF, INF, NAN, -1e10, -0.75, -0.0, NAN], rtol=1e-6)
+    assert np.signbit(db[5])
+
+
+def test_recip_specials_and_flushing():
+    x = np.array([0.0, -0.0, INF, -INF, DENORM, -DENORM, NAN, 2.0, 1e38], np.float32)
+    want = [INF, -INF, 0.0, -0.0, INF, -INF, NAN, 0.5, 0.0]  # 1e-38 is a denormal: flushed
+    _same_floats(dmljax.element_wise_recip(x), want, np.float32)
+    h = np.array([0.0, -0.0, INF, 6e-8, 4.0, NAN], np.float16)  # a FLOAT16 denormal is kept: 1/6e-8 overflows
+    for half in (False, True):
+        _same_floats(dmljax.element_wise_recip(h, allow_half_precision_computation=half),
+                     [INF, -INF, 0.0, INF, 0.25, NAN], np.float16)
+    _same_floats(dmljax.element_wise_recip(np.array([-0.5, 1.5], np.float32), scale_bias=(2.0, 1.0)),
+                 [INF, 0.25], np.float32)  # 1 / (2x + 1): g = +0 at x = -0.5
+
+
+def test_recip_gradient():
+    x = np.array([0.0, -0.0, INF, -INF, 2.0, 1e-19, NAN], np.float32)
+    g = _grad(dmljax.element_wise_recip, x)
+    _same_floats(g[:5], [-INF, -INF, -0.0, -0.0, -0.25], np.float32)  # recip'(+-0) = -inf
+    np.testing.assert_allclose(g[5], -1e38, rtol=1e-6)  # x * x would underflow: -(1/x)/x does not
+    assert np.isnan(g[6])
+    g = _grad(lambda v: dmljax.element_wise_recip(v, scale_bias=(2.0, 1.0)), np.array([-0.5, 0.5], np.float32))
+    np.testing.assert_array_equal(g, [-INF, -0.5])  # Scale * -1/g^2
+    assert _grad(dmljax.element_wise_recip, np.array([4.0], np.float16)).dtype == np.float16
+
+
+def _fmod_or_nan(a, b):
+    if b == 0 or math.isnan(a) or math.isnan(b) or math.isinf(a):
+        return math.nan
+    return math.fmod(a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_modulus_truncate_is_c_fmod(dtype):
+    a = np.array([p[0] for p in FLOAT_PAIRS] + [-4.0, 4.0, -0.0], dtype)
+    b = np.array([p[1] for p in FLOAT_PAIRS] + [2.0, -2.0, 3.0], dtype)
+    want = [_fmod_or_nan(float(x), float(y)) for x, y in zip(a, b)]  # exact: one rounding is none
+    _same_floats(dmljax.element_wise_modulus_truncate(a, b), want, dtype)
+    _same_floats(dmljax.element_wise_modulus_truncate(a, b, allow_half_precision_computation=True), want, dtype)
+
+
+def test_modulus_truncate_flushes_a_denormal_remainder_keeping_the_dividends_sign():
+    out = dmljax.element_wise_modulus_truncate(np.array([1.5, -1.5], np.float32),
+                                               np.array([-3.8577556e-38, 3.8577556e-38], np.float32))
+    _same_floats(out, [0.0, -0.0], np.float32)
+
+
+def test_modulus_truncate_gradients():
+    a = np.array([7.0, -7.0, 5.5, 1.0, INF, 2.0], np.float32)
+    b = np.array([3.0, 3.0, -2.0, 0.0, 2.0, INF], np.float32)
+    da, db = jax.grad(lambda p, q: dmljax.element_wise_modulus_truncate(p, q).sum(), argnums=(0, 1))(a, b)
+    np.testing.assert_array_equal(da, [1.0, 1.0, 1.0, NAN, NAN, 1.0])  # NaN where the result is
+    np.testing.assert_array_equal(db, [-2.0, 2.0, 2.0, NAN, NAN, -0.0])  # -trunc(a / b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("half", [False, True])
+def test_max_min_nan_and_signed_zeros(dtype, half):
+    a = np.array([NAN, 1.0, NAN, -0.0, 0.0, -0.0, 0.0, 2.0, -INF, 3.0], dtype)
+    b = np.array([1.0, NAN, NAN, 0.0, -0.0, -0.0, 0.0, 2.0, -2.0, INF], dtype)
+    kw = {"allow_half_precision_computation": half}
+    for f in (lambda p, q: dmljax.element_wise_max(p, q, **kw), jax.jit(lambda p, q: dmljax.element_wise_max(p, q, **kw))):
+        _same_floats(f(a, b), [1.0, 1.0, NAN, 0.0, 0.0, -0.0, 0.0, 2.0, -2.0, INF], dtype)
+    for f in (lambda p, q: dmljax.element_wise_min(p, q, **kw), jax.jit(lambda p, q: dmljax.element_wise_min(p, q, **kw))):
+        _same_floats(f(a, b), [1.0, 1.0, NAN, -0.0, -0.0, -0.0, 0.0, 2.0, -INF, 3.0], dtype)
+
+
+def test_max_min_float32_denormals_read_as_zeros():
+    a, b = np.array([DENORM, -DENORM], np.float32), np.array([-0.0, 0.0], np.float32)
+    _same_floats(dmljax.element_wise_max(a, b), [0.0, 0.0], np.float32)
+    _same_floats(dmljax.element_wise_min(a, b), [-0.0, -0.0], np.float32)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int64, np.uint64])
+def test_max_min_integers_exact(dtype, x64):
+    info = np.iinfo(dtype)
+    top = int(info.max)
+    a = np.array([top, top - 1, int(info.min), 0], dtype)  # 2**63 - 1 against 2**63 - 2: a float would tie
+    b = np.array([top - 1, top, int(info.min) + 1, 0], dtype)
+    np.testing.assert_array_equal(dmljax.element_wise_max(a, b), np.array([top, top, int(info.min) + 1, 0], dtype))
+    np.testing.assert_array_equal(dmljax.element_wise_min(a, b), np.array([top - 1, top - 1, int(info.min), 0], dtype))
+
+
+def test_max_min_gradient_goes_to_the_selected_operand():
+    a = np.array([1.0, 2.0, 2.0, NAN, 1.0, NAN, -0.0, 0.0], np.float32)
+    b = np.array([2.0, 1.0, 2.0, 1.0, NAN, NAN, 0.0, -0.0], np.float32)
+    grads = jax.grad(lambda p, q: dmljax.element_wise_max(p, q).sum(), argnums=(0, 1))
+    da, db = grads(a, b)
+    # B only where it wins strictly or A alone is NaN; ties (and both NaN) go to A.
+    np.testing.assert_array_equal(da, [0, 1, 1, 0, 1, 1, 1, 1])
+    np.testing.assert_array_equal(db, [1, 0, 0, 1, 0, 0, 0, 0])
+    da, db = jax.grad(lambda p, q: dmljax.element_wise_min(p, q).sum(), argnums=(0, 1))(a, b)
+    np.testing.assert_array_equal(da, [1, 0, 1, 0, 1, 1, 1, 1])
+    np.testing.assert_array_equal(db, [0, 1, 0, 1, 0, 0, 0, 0])
+
+
+def test_mean_never_overflows():
+    a = np.array([3e38, -3.4e38, F32_MAX, 1.0, INF, INF, 1e-38, 3.0], np.float32)
+    b = np.array([3e38, -3.4e38, 1e37, 2.0, -INF, 1.0, 1e-38, -3.0], np.float32)
+    exact = (a.astype(np.float64) + b.astype(np.float64)) / 2
+    want = np.where(np.abs(exact) < 1.1754944e-38, 0.0, exact)  # a denormal mean is flushed
+    _same_floats(dmljax.element_wise_mean(a, b), want, np.float32)
+    # Inside a caller's jit too (XLA's simplifier would turn a * 0.5 + b * 0.5 into (a + b) * 0.5).
+    _same_floats(jax.jit(lambda p, q: dmljax.element_wise_mean(p, q) * np.float32(1))(a, b), want, np.float32)
+    h = np.array([65504.0, -65504.0, 6e-8], np.float16)
+    for half in (False, True):
+        _same_floats(dmljax.element_wise_mean(h, h, allow_half_precision_computation=half), h, np.float16)
+    ga, gb = jax.grad(lambda p, q: dmljax.element_wise_mean(p, q).sum(), argnums=(0, 1))(a, b)
+    np.testing.assert_array_equal(ga, np.full(8, 0.5, np.float32))
+    np.testing.assert_array_equal(gb, ga)
+
+
+@pytest.mark.parametrize("dt", [DataType.INT32, DataType.UINT32], ids=str)
+def test_mean_integers_truncate_toward_zero_without_overflow(dt):
+    a, b = _int_pairs(dt)
+    out = np.asarray(dmljax.element_wise_mean(a, b))
+    want = [_c_div(int(x) + int(y), 2) for x, y in zip(a, b)]  # exact; -3 and 0 give -1
+    np.testing.assert_array_equal(out.astype(object), np.array(want, dtype=object))
+
+
+def test_difference_square_edges():
+    i = np.array([0, -2**31, 5], np.int32), np.array([65536, 2**31 - 1, 5], np.int32)
+    want = _wrapped([(int(x) - int(y)) ** 2 for x, y in zip(*i)], np.int32)
+    np.testing.assert_array_equal(np.asarray(dmljax.element_wise_difference_square(*i)).astype(object), want)
+    u = np.array([0, 7], np.uint32), np.array([1, 2**32 - 1], np.uint32)
+    np.testing.assert_array_equal(dmljax.element_wise_difference_square(*u), [1, 64])
+    a = np.array([INF, 1e20, 3.0, -0.0], np.float32)
+    b = np.array([INF, -1e20, 1.0, 0.0], np.float32)
+    _same_floats(dmljax.element_wise_difference_square(a, b), [NAN, INF, 4.0, 0.0], np.float32)
+    da, db = jax.grad(lambda p, q: dmljax.element_wise_difference_square(p, q).sum(), argnums=(0, 1))(a, b)
+    np.testing.assert_array_equal(da, np.array([NAN, 4e20, 4.0, -0.0], np.float32))  # 2 (a - b)
+    np.testing.assert_array_equal(db, -da)
+
+
+def test_new_binary_operators_finite_differences(rng):
+    a = rng.uniform(-4, 4, 16).astype(np.float32)
+    b = rng.uniform(0.5, 3, 16).astype(np.float32) * rng.choice([-1, 1], 16).astype(np.float32)
+    q = a / b
+    keep = (np.abs(q - np.round(q)) > 0.05) & (np.abs(a - b) > 0.05)  # away from the jumps and ties
+    a, b = jnp.asarray(a[keep]), jnp.asarray(b[keep])
+    tol = {"eps": 1e-3, "atol": 2e-2, "rtol": 2e-2}
+    # The operators whose derivative is not a constant or a selection (those the generated
+    # reference gradients pin down exactly).
+    for f in (dmljax.element_wise_divide, dmljax.element_wise_modulus_truncate):
+        check_grads(f, (a, b), order=1, modes=("rev",), **tol)
+    check_grads(lambda v: dmljax.element_wise_recip(v, scale_bias=(0.5, 0.25)), (b,), order=1, modes=("fwd",), **tol)
+
+
+# CLIP_GRAD / CLIP_GRAD1 and jax.grad of CLIP / CLIP1: one rule, bit for bit.
+
+def _clip_points(dtype, lo, hi):
+    lo_t, hi_t = np.asarray(lo, dtype), np.asarray(hi, dtype)
+    near = [np.nextafter(v, d) for v in (lo_t, hi_t) for d in (np.asarray(-INF, dtype), np.asarray(INF, dtype))]
+    special = [lo, hi, *near, NAN, INF, -INF, 0.0, -0.0, 6e-8, -3.0, 0.5, 4.0]
+    if dtype == np.float32:
+        special += [DENORM, -DENORM]
+    return np.array(special + list(np.linspace(-3, 3, 41)), dtype)
+
+
+@pytest.mark.parametrize("dtype,half,lo,hi", [
+    (np.float32, False, -1.0, 1.5), (np.float32, False, 0.0, 0.1), (np.float32, False, 1.0, -1.0),
+    (np.float16, False, 0.0, 0.1), (np.float16, True, 0.0, 0.1), (np.float16, True, -1.0, 1.5),
+])  # 0.1 is not a FLOAT16 number: CLIP's float32 bound and CLIP1's FLOAT16 one differ; Min > Max
+def test_clip_grad_is_jax_grad_of_clip(dtype, half, lo, hi, rng):
+    x = _clip_points(dtype, lo, hi)
+    dy = (rng.standard_normal(x.shape) * 2).astype(dtype)
+    dy[:4] = np.array([6e-8, -0.0, INF, NAN], dtype)  # the gradient passes with its bits
+    kw = {"allow_half_precision_computation": half}
+    # CLIP's FLOAT bounds are float32 values (FLOAT16 ones when computing in FLOAT16); CLIP1's
+    # are values of the tensor's type.
+    as_clip = np.float16 if half and dtype == np.float16 else np.float32
+    for clip, grad_op, extra, bound_type in (
+            (dmljax.element_wise_clip, dmljax.element_wise_clip_grad, {}, as_clip),
+            (dmljax.element_wise_clip1, dmljax.element_wise_clip_grad1, {"min_max_data_type": None}, dtype)):
+        _, vjp = jax.vjp(lambda v: clip(v, min=lo, max=hi, **kw), x)
+        got = np.asarray(grad_op(x, dy, min=lo, max=hi, **extra, **kw))
+        np.testing.assert_array_equal(bits(vjp(dy)[0]), bits(got), err_msg=str(grad_op))
+        ones = np.asarray(grad_op(x, np.ones_like(x), min=lo, max=hi, **extra, **kw))
+        # The page's rule, from the float64 reference: blocked at and beyond the bounds, NaN passes.
+        read = np.where(np.abs(x.astype(np.float64)) < 1.1754944e-38, 0.0, x)  # a denormal reads as 0
+        want = ref.clip_grad(read, float(bound_type(lo)), float(bound_type(hi)))
+        np.testing.assert_array_equal(ones, want.astype(dtype), err_msg=str(grad_op))
+
+
+def test_clip_grad_second_order_and_integers(x64):
+    x = np.array([-2.0, -1.0, 0.0, 1.5, 3.0, NAN], np.float32)
+    dy = np.full(6, 2.0, np.float32)
+    dx, ddy = jax.grad(lambda p, q: dmljax.element_wise_clip_grad(p, q, min=-1.0, max=1.5).sum(), argnums=(0, 1))(x, dy)
+    np.testing.assert_array_equal(dx, np.zeros(6, np.float32))  # piecewise constant in x
+    np.testing.assert_array_equal(ddy, [0, 0, 1, 0, 0, 1])  # the mask
+    # Integer tensors: CLIP_GRAD's FLOAT bounds truncated toward zero (-2.5 -> -2, 3.7 -> 3), as CLIP's.
+    i = np.array([-3, -2, -1, 0, 2, 3, 4], np.int8)
+    np.testing.assert_array_equal(dmljax.element_wise_clip_grad(i, np.full(7, 5, np.int8), min=-2.5, max=3.7),
+                                  [0, 0, 5, 5, 5, 0, 0])
+    # CLIP_GRAD1's bounds are exact values of the type, 64-bit included.
+    big = np.array([2**62, 2**62 + 1, 2**62 + 2], np.int64)
+    out = dmljax.element_wise_clip_grad1(big, np.array([7, 7, 7], np.int64), min=2**62, max=2**62 + 2)
+    np.testing.assert_array_equal(out, [0, 7, 0])
+    g = jax.grad(lambda v: dmljax.element_wise_clip_grad(v, v, min=0, max=1).astype(jnp.float32).sum(),
+                 allow_int=True)(i)
+    assert g.dtype == jax.dtypes.float0
+
+
+def test_clip_grad_signatures_and_refusals():
+    s = inspect.signature
+    assert str(s(dmljax.element_wise_clip_grad)) == (
+        "(input, input_gradient, *, min, max, allow_half_precision_computation=False, feature_level=None)")
+    assert str(s(dmljax.element_wise_clip_grad1)) == (
+        "(input, input_gradient, *, min_max_data_type=None, min, max, allow_half_precision_computation=False, "
+        "feature_level=None)")
+    assert dmljax.element_wise_clip.spec.grad_operator == dmljax.element_wise_clip_grad.spec.enum_name
+    f32 = np.ones(3, np.float32)
+    msg = _error(lambda: dmljax.element_wise_clip_grad(f32, f32.astype(np.float16), min=0, max=1))
+    assert "must have the same DataType" in msg
+    msg = _error(lambda: dmljax.element_wise_clip_grad(f32, f32, min=0, max=1, feature_level="3.0"))
+    assert "it was introduced in DML_FEATURE_LEVEL_3_1." in msg
+    msg = _error(lambda: dmljax.element_wise_clip_grad1(f32, f32, min_max_data_type="FLOAT16", min=0, max=1))
+    assert "it must match OutputGradientTensor.DataType, FLOAT32" in msg

@@ -549,11 +549,22 @@ def _divide_int(a, b, signed: bool):
 
 def _divide_slopes(x, y):
     # d/da = 1 / b, d/db = -a / b^2 computed as -(a / b) / b: a / b overflows only where a / b^2
-    # does too, and b^2 alone would underflow (flushed to 0: -inf) for |b| < 1e-19 in FLOAT32.
-    # Where the quotient is NaN (0/0, inf/inf) both partials are NaN.
+    # does too, where b^2 alone would underflow (flushed to 0: -inf) for |b| < 1e-19 in FLOAT32.
+    # Where the quotient is NaN (0/0, inf/inf) both partials are NaN. The select between the two
+    # divisions also keeps XLA's simplifier from rewriting (a / b) / b into a / (b * b).
     q = x / y
     nan = is_nan(q)
+    q = jnp.where(nan, jnp.full_like(q, np.nan), q)
     return jnp.where(nan, q, 1 / y), -(q / y)
+
+
+def _recip_slope(g):
+    # -1 / g^2 as -(1 / g) / g: g * g would underflow (flushed: -inf) for |g| < 1e-19 in FLOAT32,
+    # where 1 / g^2 is finite. XLA's simplifier rewrites (1 / g) / g into 1 / (g * g): the select
+    # between the divisions (a NaN g gives a NaN reciprocal either way) keeps it from doing so.
+    r = 1 / g
+    r = jnp.where(is_nan(g), g, r)
+    return -(r / g)
 
 
 ELEMENT_WISE_DIVIDE = binary_op(
@@ -627,7 +638,7 @@ def element_wise_recip(input, *, scale_bias, allow_half_precision_computation):
         Array([0.25, -inf, 0.  , 2.  ], dtype=float32)
     """
     return elementwise(lambda g: 1 / g, input, half=allow_half_precision_computation,
-                       slopes=lambda g: -((1 / g) / g), scale_bias=scale_bias)
+                       slopes=_recip_slope, scale_bias=scale_bias)
 
 
 # --------------------------------------------------------------------------------------------
