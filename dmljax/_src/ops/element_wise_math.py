@@ -9,19 +9,22 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from dmljax._src.dtypes import (
     FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8, DataType,
 )
+from dmljax._src.errors import Violation
 from dmljax._src.numerics import (
-    apply_scale_bias, flush_denormals, load, pow_c99, store,
+    apply_scale_bias, float_to_int, flush_denormals, load, pow_c99, store,
 )
+from dmljax._src.feature_level import FeatureLevel
 from dmljax._src.op import operator
 from dmljax._src.ops._families import (
     SUPPORT_FLOAT_MATH,
-    SCALE_BIAS, elementwise, unary_op,
+    SCALE_BIAS, elementwise, int_scale_bias, unary_op,
 )
-from dmljax._src.spec import ParamSpec
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, TensorSpec, table
 
 F32, F16, F64 = DataType.FLOAT32, DataType.FLOAT16, DataType.FLOAT64
 
@@ -224,3 +227,203 @@ def element_wise_erf(input, *, scale_bias, allow_half_precision_computation):
     """
     return elementwise(jax.lax.erf, input, half=allow_half_precision_computation, slopes=_erf_slope,
                        scale_bias=scale_bias)
+
+
+# --------------------------------------------------------------------------------------------
+def _exponent_type_before_3_0(tensors, attrs, level=None):
+    """"Until DML_FEATURE_LEVEL_3_0, ExponentTensor must match the type of InputTensor." Needs
+    the level, which validate.py passes to an extra check only if it takes three arguments."""
+    if level is None or level >= FeatureLevel.parse("3.0"):
+        return []
+    a, e = tensors.get("InputTensor"), tensors.get("ExponentTensor")
+    if a is None or e is None or a.data_type is e.data_type:
+        return []
+    return [Violation(
+        "InputTensor (argument `input`) and ExponentTensor (argument `exponent`)", "",
+        f"have DataTypes {a.data_type.name}, {e.data_type.name}",
+        "until DML_FEATURE_LEVEL_3_0 ExponentTensor must match the type of InputTensor",
+        "cast explicitly, or pass feature_level='3.0' or newer")]
+
+
+ELEMENT_WISE_POW = OpSpec(
+    enum_name="DML_OPERATOR_ELEMENT_WISE_POW",
+    summary=("Computes each element of InputTensor raised to the power of the corresponding "
+             "element of ExponentTensor, placing the result into the corresponding element of "
+             "OutputTensor. Negative bases are supported for exponents with integral values "
+             "(though datatype can still be float), otherwise this operator returns NaN. When the "
+             "input tensor and exponent tensor both have integral data type, this operator "
+             "guarantees exact results."),
+    formula="f(input, exponent) = pow(input, exponent)",
+    tensors=(TensorSpec("InputTensor", "input"), TensorSpec("ExponentTensor", "input"),
+             TensorSpec("OutputTensor", "output")),
+    # "ExponentTensor, InputTensor, and OutputTensor must have the same DimensionCount and Sizes."
+    # "InputTensor and OutputTensor must have the same DataType."
+    constraints=(SameSizes(("ExponentTensor", "InputTensor", "OutputTensor")),
+                 SameDataType(("InputTensor", "OutputTensor"))),
+    support=(
+        table("3.0", InputTensor=("1 to 8", FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8),
+              ExponentTensor=("1 to 8", FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8),
+              OutputTensor=("1 to 8", FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8)),
+        table("1.0", InputTensor=("4", FLOAT32_FLOAT16), ExponentTensor=("4", FLOAT32_FLOAT16),
+              OutputTensor=("4", FLOAT32_FLOAT16)),
+    ),
+    params=(SCALE_BIAS,),
+    extra_checks=(_exponent_type_before_3_0,),
+    in_place=True,
+    ulp={F32: 4, F16: 1},
+    ulp_half=4,
+    gradient=("dInput = e * g^(e - 1) * Scale * dY with the pow rules (g = input * Scale + Bias): "
+              "exactly 0 for e = 0; at g = 0: Scale*dY for e = 1, 0 for e > 1, +-inf for e < 1. "
+              "dExponent = pow(g, e) * ln|g| * dY, exactly 0 where g = 0 or pow(g, e) = 0 (no NaN "
+              "from 0 * -inf); for a negative base with an integral exponent this is the "
+              "derivative of the real part of the complex power. Integer input or exponent "
+              "tensors: no gradient (float0); an integer output passes none to a float exponent."),
+    notes=("Float base: C99 pow special values with a tensor exponent (pow(x, 0) = 1 also for NaN x, "
+           "pow(1, y) = 1 also for NaN y, pow(+-0, odd negative) = +-inf, pow(-1, +-inf) = 1, an "
+           "infinite exponent counts as even), and the page's rule that a negative base (-inf "
+           "included) with a non-integral exponent gives NaN. An integer exponent's exact value "
+           "decides parity (INT32/UINT32 exponents above 2^24 are split into two parts exact in "
+           "FLOAT32). Integer base and exponent: exact, wrapping (two's complement) like "
+           "MULTIPLY; a negative exponent gives 1 / b^|e| truncated toward zero: +-1 for |b| = 1, "
+           "0 for |b| > 1 and 0 for b = 0 (the family's integer division-by-zero choice). Integer "
+           "base with a float exponent: computed in FLOAT32, then truncated toward zero, "
+           "saturated, NaN to 0. ScaleBias applies to the input (base) only; on an integer base "
+           "it is computed in FLOAT32 and converted back first, as for the other integer "
+           "operators. Until feature level 3.0 ExponentTensor's DataType must be InputTensor's."),
+)
+
+
+def _split_exponent(e, cd):
+    """An exponent tensor as what pow needs: (hi, lo, split, integral, odd), with
+    e = hi + lo exactly in the compute dtype ``cd`` where ``split`` (lo is 0 elsewhere)."""
+    if jnp.issubdtype(e.dtype, jnp.integer):
+        odd = (e & np.asarray(1, e.dtype)) == 1
+        integral = jnp.ones(e.shape, bool)
+        if np.iinfo(e.dtype).bits < 32:  # every value is exact in FLOAT32
+            return e.astype(cd), None, None, integral, odd
+        big = (e >= 2**24) if not jnp.issubdtype(e.dtype, jnp.signedinteger) else (e >= 2**24) | (e <= -(2**24))
+        lo_i = e & np.asarray(0xFF, e.dtype)  # 0..255; e - lo has its low 8 bits clear: exact
+        hi_i = e - lo_i
+        hi = jnp.where(big, hi_i, e).astype(cd)
+        lo = jnp.where(big, lo_i, jnp.zeros_like(lo_i)).astype(cd)
+        return hi, lo, big, integral, odd
+    e = e.astype(cd)
+    finite = jnp.abs(e) < np.asarray(np.inf, cd)  # False for NaN
+    # C99: infinities are even integers; NaN is not integral
+    integral = (jnp.floor(e) == e) | (jnp.abs(e) == np.asarray(np.inf, cd))
+    # every float of magnitude 2^24 or more is even; below, rem is exact
+    odd = integral & finite & (lax.rem(jnp.abs(e), np.asarray(2, cd)) == 1)
+    return e, None, None, integral, odd
+
+
+def _pow_parts(g, hi, lo, split, integral, odd):
+    """pow(g, hi + lo) with the page's negative-base rule and C99's signs (no 0 and 1 rules)."""
+    a = jnp.abs(g)
+    mag = lax.pow(a, hi)
+    if lo is not None:
+        mag = jnp.where(split, mag * lax.pow(a, lo), mag)
+    out = jnp.where(odd, jnp.copysign(mag, g), mag)
+    return jnp.where((g < 0) & ~integral, jnp.full_like(g, np.nan), out)
+
+
+def _pow_float_value(g, e, parts):
+    hi, lo, split, integral, odd = parts
+    out = _pow_parts(g, hi, lo, split, integral, odd)
+    one = jnp.ones_like(g)
+    return jnp.where((e == 0) | (g == 1), one, out)  # pow(NaN, 0) = pow(1, NaN) = 1
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(2,))
+def _pow_float(x, e, scale_bias):
+    g = apply_scale_bias(x, scale_bias)
+    return _pow_float_value(g, e, _split_exponent(e, g.dtype))
+
+
+@_pow_float.defjvp
+def _pow_float_jvp(scale_bias, primals, tangents):
+    (x, e), (tx, te) = primals, tangents
+    g = apply_scale_bias(x, scale_bias)
+    cd = g.dtype
+    hi, lo, split, integral, odd = parts = _split_exponent(e, cd)
+    y = _pow_float_value(g, e, parts)
+    zero = jnp.zeros_like(g)
+    # d/dg: e * pow(g, e - 1); e - 1 has the other parity (an integer's exact e - 1)
+    if lo is None:
+        e1 = _pow_parts(g, hi - np.asarray(1, cd), None, None, integral, integral & ~odd)
+    else:
+        e1 = _pow_parts(g, jnp.where(split, hi, hi - np.asarray(1, cd)),
+                        lo - np.asarray(1, cd), split, integral, ~odd)
+    # pow(g, e - 1) as pow(g, e) / g where both are normal and finite: e - 1 rounded to the
+    # compute type would cost up to |ln g| * ulp(e) (17 FLOAT32 ULP measured at e = -7.4)
+    tiny = np.asarray(np.finfo(cd).tiny, cd)
+    plain = (jnp.abs(y) >= tiny) & (jnp.abs(y) < np.asarray(np.inf, cd)) & (jnp.abs(g) >= tiny) & (
+        jnp.abs(g) < np.asarray(np.inf, cd))
+    safe_g = jnp.where(plain, g, jnp.ones_like(g))
+    e1 = jnp.where(plain, y / safe_g, jnp.where(g == 1, jnp.ones_like(g), e1))
+    ef = e.astype(cd) if lo is None else hi + lo  # lo is 0 outside split: exact there
+    slope = jnp.where(e == 0, zero, ef * e1)
+    scale = np.asarray(1.0 if scale_bias is None else scale_bias.scale, np.float32).astype(cd)
+    tangent = flush_denormals(slope * scale) * tx.astype(cd)
+    if jnp.issubdtype(e.dtype, jnp.floating):
+        # d/de: pow(g, e) * ln|g|; exactly 0 where g = 0 or pow(g, e) = 0 (pow(0, e) does not
+        # vary with e), so 0 * -inf never makes a NaN.
+        a = jnp.abs(g)
+        safe = jnp.where(a == 0, jnp.ones_like(a), a)
+        de = jnp.where((g == 0) | (y == 0), zero, y * jnp.log(safe))
+        tangent = tangent + flush_denormals(de) * te.astype(cd)
+    return y, tangent
+
+
+def _pow_int(b, e, dt: DataType):
+    """b^e exactly in b's type, wrapping (repeated squaring over e's bits); e < 0 gives
+    1 / b^|e| truncated toward zero: +-1 for |b| = 1, 0 otherwise (0 also for b = 0)."""
+    one = jnp.ones_like(b)
+    result, base = one, b
+    # Modulo 2^n (b of n bits) only e's lowest n bits matter: an odd b has b^(2^(n-2)) = 1, and
+    # an even b has b^e = 0 once e >= n.
+    e_bits = np.iinfo(e.dtype).bits - (1 if jnp.issubdtype(e.dtype, jnp.signedinteger) else 0)
+    n_bits = min(e_bits, np.iinfo(b.dtype).bits)
+    for k in range(n_bits):
+        bit = ((e >> np.asarray(k, e.dtype)) & np.asarray(1, e.dtype)) == 1
+        result = jnp.where(bit, result * base, result)
+        base = base * base
+    if n_bits < e_bits:
+        high = (e >> np.asarray(n_bits, e.dtype)) != 0
+        even = (b & np.asarray(1, b.dtype)) == 0
+        result = jnp.where(high & even, jnp.zeros_like(b), result)
+    if not jnp.issubdtype(e.dtype, jnp.signedinteger):
+        return result
+    odd = (e & np.asarray(1, e.dtype)) == 1
+    if dt.is_signed:
+        neg = jnp.where(b == 1, one, jnp.where(b == -1, jnp.where(odd, -one, one), jnp.zeros_like(b)))
+    else:
+        neg = jnp.where(b == 1, one, jnp.zeros_like(b))
+    return jnp.where(e < 0, neg, result)
+
+
+@operator(ELEMENT_WISE_POW)
+def element_wise_pow(input, exponent, *, scale_bias, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> x = np.array([-2.0, 0.0, 4.0, -8.0], np.float32)
+        >>> dmljax.element_wise_pow(x, np.array([3.0, -1.0, 0.5, 1 / 3], np.float32))
+        Array([-8., inf,  2., nan], dtype=float32)
+        >>> dmljax.element_wise_pow(np.array([3, -2, 2, 0], np.int8), np.array([5, 3, -1, -2], np.int32))
+        Array([-13,  -8,   0,   0], dtype=int8)
+    """
+    dt = DataType.from_dtype(input.dtype)
+    et = DataType.from_dtype(exponent.dtype)
+    if dt.is_integer:
+        b = int_scale_bias(input, scale_bias, dt)
+        if et.is_integer:
+            return _pow_int(b, exponent, dt)
+        # computed in FLOAT32 (no gradient passes through an integer result)
+        g = lax.stop_gradient(b.astype(np.float32))
+        e = lax.stop_gradient(load(exponent))
+        return float_to_int(_pow_float_value(g, e, _split_exponent(e, np.float32)), dt)
+    half = allow_half_precision_computation and dt is DataType.FLOAT16 and et is DataType.FLOAT16
+    x = load(input, half)
+    e = load(exponent, half) if et.is_float else exponent
+    if et.is_float:
+        e = e.astype(x.dtype)
+    return store(_pow_float(x, e, scale_bias), dt)

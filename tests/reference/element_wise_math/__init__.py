@@ -10,7 +10,7 @@ import numpy as np
 
 from tests.reference.element_wise_math import trigonometry
 from tests.reference.record import Attrs, Reference
-from tests.reference.rules import c_float, elementwise_vjp, ftz, read, scale_bias_candidates
+from tests.reference.rules import c_float, elementwise_vjp, ftz, read, scale_bias_candidates, wrap
 
 
 # ---------------------------------------------------------------------------------------------
@@ -147,7 +147,113 @@ ROOTS_EXP_LOG = {
     ),
 }
 
+# ---------------------------------------------------------------------------------------------
+# POW with a tensor exponent. Float base: C99 pow (numpy's float64 power) on the exact exponent
+# value (an integer exponent's float64 value is exact, so its parity is too), with the page's
+# rule: a negative base with a non-integral exponent is NaN. Integer base and exponent: exact
+# Python ints, wrapped to the base's type. Integer base, float exponent: computed in FLOAT32
+# (the base rounded to FLOAT32, the true pow rounded to FLOAT32, within the FLOAT32 budget),
+# then truncated toward zero, saturated, NaN to 0.
+
+def _pow_tensor(g, e):
+    g, e = np.broadcast_arrays(np.asarray(g, np.float64), np.asarray(e, np.float64))
+    with np.errstate(all="ignore"):
+        out = np.power(g, e)
+        integral = np.isinf(e) | (np.floor(e) == e)  # C99: infinities are even integers
+        return np.where((g < 0) & ~integral, np.nan, out)
+
+
+def _is_int(a):
+    return np.issubdtype(np.asarray(a).dtype, np.integer)
+
+
+def _int_base(x_np, scale_bias):
+    """An integer base after ScaleBias: computed in FLOAT32, truncated toward zero, saturated,
+    NaN to 0 (the family's rule for integer tensors), as exact ints."""
+    info = np.iinfo(x_np.dtype)
+    if scale_bias is None:
+        return [np.array([int(v) for v in x_np.ravel()], dtype=object).reshape(x_np.shape)]
+    outs = []
+    xf = x_np.astype(np.float32).astype(np.float64)
+    for g in scale_bias_candidates(xf, scale_bias, np.float32):
+        with np.errstate(all="ignore"):
+            g = g.astype(np.float32).astype(np.float64)
+        outs.append(np.array([_trunc_sat(v, info) for v in g.ravel()], dtype=object).reshape(x_np.shape))
+    return outs
+
+
+def _trunc_sat(v, info):
+    if math.isnan(v):
+        return 0
+    if math.isinf(v):
+        return int(info.max) if v > 0 else int(info.min)
+    return min(max(math.trunc(v), int(info.min)), int(info.max))
+
+
+def _int_pow(b, e, dtype):
+    bits = np.dtype(dtype).itemsize * 8
+    if e >= 0:
+        return pow(b, e, 1 << bits)  # wrapped below
+    if b == 1:
+        return 1
+    if b == -1:
+        return -1 if e % 2 else 1
+    return 0  # |b| > 1: 1 / b^|e| truncates to 0; b = 0: the family's division-by-zero choice
+
+
+def element_wise_pow(x, e, scale_bias=None, half=False):
+    x_np, e_np = np.asarray(x), np.asarray(e)
+    if _is_int(x_np):
+        info = np.iinfo(x_np.dtype)
+        outs = []
+        for b in _int_base(x_np, scale_bias):
+            if _is_int(e_np):
+                vals = [_int_pow(int(bv), int(ev), x_np.dtype) for bv, ev in zip(b.ravel(), e_np.ravel())]
+                outs.append(wrap(np.array(vals, dtype=object).reshape(x_np.shape), x_np.dtype))
+                continue
+            gf = np.array([float(np.float32(int(v))) for v in b.ravel()]).reshape(x_np.shape)
+            r = _pow_tensor(gf, read(e_np)).astype(np.float32)
+            # the FLOAT32 pow may be any value within 2 ULP of the true one before truncation
+            cands = [r]
+            for direction in (np.inf, -np.inf):
+                c = r
+                for _ in range(2):
+                    c = np.nextafter(c, np.float32(direction))
+                    cands.append(c)
+            for c in cands:
+                vals = [_trunc_sat(float(v), info) for v in c.astype(np.float64).ravel()]
+                outs.append(np.array(vals, dtype=object).reshape(x_np.shape))
+        return outs
+    ev = e_np.astype(np.float64) if _is_int(e_np) else read(e_np)
+    return [_pow_tensor(g, ev) for g in _g(x_np, scale_bias, half)]
+
+
+def pow_slopes(x, e, scale_bias=None, half=False):
+    # d/dx = e * pow(g, e - 1) * Scale (exactly 0 for e = 0); d/de = pow(g, e) * ln|g|, exactly 0
+    # where g = 0 or pow(g, e) = 0; an integer exponent has no gradient.
+    x_np, e_np = np.asarray(x), np.asarray(e)
+    ev = e_np.astype(np.float64) if _is_int(e_np) else read(e_np)
+    s = 1.0 if scale_bias is None else c_float(scale_bias[0])
+    g = _g(x_np, scale_bias)[0]
+    with np.errstate(all="ignore"):
+        dx = np.where(ev == 0, 0.0, ev * _pow_tensor(g, ev - 1.0) * s)
+        y = _pow_tensor(g, ev)
+        de = np.where((g == 0) | (y == 0), 0.0, y * np.log(np.abs(np.where(g == 0, 1.0, g))))
+    return dx, (None if _is_int(e_np) else de)
+
+
+def _pow_tensor_near_kink(x, e, scale_bias=None, half=False):
+    return np.abs(_g(x, scale_bias)[0]) < 1e-2
+
+
 POWERS = {
+    "DML_OPERATOR_ELEMENT_WISE_POW": Reference(
+        element_wise_pow,
+        attrs=(Attrs(), _sb({"scale_bias": (0.5, 0.25)})),
+        roles={"InputTensor": "positive"},
+        grad=elementwise_vjp(pow_slopes),
+        near_kink=_pow_tensor_near_kink,
+    ),
     "DML_OPERATOR_ELEMENT_WISE_CONSTANT_POW": Reference(
         element_wise_constant_pow,
         attrs=(
