@@ -99,8 +99,8 @@ ELEMENT_WISE_SQRT = unary_op(
     gradient=("dX = Scale / (2 * sqrt(g(x))) * dY; at g(x) = +-0 the limit from the defined "
               "side, +inf (also for -0); NaN for g(x) < 0 (where the result is NaN)."),
     notes=("IEEE sqrt: sqrt(-0) = -0, sqrt(+inf) = +inf, NaN for g(x) < 0 (-inf included). "
-           "The result is correctly rounded on CPU (0 ULP measured); the FLOAT32 budget of 2 ULP "
-           "is the gradient's (a square root and a division)."),
+           "The result is correctly rounded on CPU (0 ULP measured), 1 ULP on an H100; the FLOAT32 "
+           "budget of 2 ULP is also the gradient's (a square root and a division)."),
 )
 
 
@@ -129,13 +129,14 @@ ELEMENT_WISE_EXP = unary_op(
     formula="f(x) = exp(x)",
     params=(SCALE_BIAS,),
     support=SUPPORT_FLOAT_MATH,
-    ulp={F32: 2, F16: 1},
+    ulp={F32: 3, F16: 1},
     ulp_half=2,
     gradient=("dX = exp(g(x)) * Scale * dY: +inf where exp overflows (g(x) > 88.72 in FLOAT32, "
               "11.09 in FLOAT16), 0 at g(x) = -inf."),
     notes=("exp(+inf) = +inf, exp(-inf) = 0; overflow gives +inf (FLOAT16 tensors: the FLOAT32 "
            "result rounded once, so g(x) above about 11.09 gives +inf); results below FLOAT32's "
-           "smallest normal are flushed to +0."),
+           "smallest normal are flushed to +0. Measured against the true value: 1 FLOAT32 ULP on "
+           "CPU, 2 on an H100 (4M samples); the budget is 3."),
 )
 
 
@@ -164,7 +165,8 @@ ELEMENT_WISE_LOG = unary_op(
     gradient=("dX = Scale / g(x) * dY; at g(x) = +-0 the limit from the defined side, +inf (also "
               "for -0); NaN for g(x) < 0 (where the result is NaN); 0 at g(x) = +inf."),
     notes=("ln(+-0) = -inf (the page: \"If x is 0\", so -0 too), ln(+inf) = +inf; the page's "
-           "\"indefinite\" for x < 0 (-inf included) is NaN."),
+           "\"indefinite\" for x < 0 (-inf included) is NaN. Measured: 1 FLOAT32 ULP on CPU and "
+           "on an H100."),
 )
 
 
@@ -202,7 +204,7 @@ ELEMENT_WISE_ERF = unary_op(
     notes=("erf(+-0) = +-0, erf(+-inf) = +-1. XLA's FLOAT32 erf is a rational approximation: "
            "checked against the true value (math.erf) on every FLOAT32 in [1e-3, 4.1] on CPU it "
            "is within 7 ULP (worst near x = 3.79, where erf(x) is just below 1; under 5 ULP "
-           "below 2), hence the FLOAT32 budget of 8 ULP."),
+           "below 2; 6 ULP on an H100 over the same range), hence the FLOAT32 budget of 8 ULP."),
 )
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -289,7 +291,8 @@ ELEMENT_WISE_POW = OpSpec(
            "base with a float exponent: computed in FLOAT32, then truncated toward zero, "
            "saturated, NaN to 0. ScaleBias applies to the input (base) only; on an integer base "
            "it is computed in FLOAT32 and converted back first, as for the other integer "
-           "operators. Until feature level 3.0 ExponentTensor's DataType must be InputTensor's."),
+           "operators. Until feature level 3.0 ExponentTensor's DataType must be InputTensor's. "
+           "Measured: 1 FLOAT32 ULP on CPU and on an H100 (values), 2 ULP (gradients, CPU)."),
 )
 
 
