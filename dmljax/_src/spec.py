@@ -156,8 +156,8 @@ class OpSpec:
         selection, data movement and comparisons.
     gradient: the gradient rule in words (a *_GRAD operator's, or the derivative on the branch
         the forward pass selects), or why there is none; grad_operator: the *_GRAD enum name.
-    extra_checks: functions ``(tensors, attrs) -> [Violation, ...]`` for what the page's
-        constraints say beyond same DataType / same Sizes.
+    extra_checks: functions ``(tensors, attrs, level) -> [Violation, ...]`` for what the page's
+        constraints say beyond same DataType / same Sizes (``level``: the FeatureLevel checked).
     infer_outputs: for operators whose outputs' Sizes or DataType no constraint gives (REDUCE's
         kept axes, GEMM's M x N, CAST's chosen type...): ``(tensors, attrs, problems) ->
         {output name: TensorInfo}`` from the validated inputs and attributes, appending

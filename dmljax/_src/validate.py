@@ -188,7 +188,7 @@ def _check_call(spec, level, inputs, attrs, output_types) -> CheckedCall:
     for p in spec.params:
         normalized[p.dml_name] = check_param(ctx, p, attrs.get(p.dml_name, p.default))
     for extra in spec.extra_checks:
-        problems += extra(tensors, normalized)
+        problems += extra(tensors, normalized, level)
     if spec.infer_outputs is not None and not problems:
         tensors = _inferred(spec, level, tensors, normalized, problems)
     if problems:
