@@ -43,8 +43,9 @@ def int_attr(v, dtype):
 
 
 def scale_bias_candidates(x64, scale_bias, dtype):
-    """g(x) = x * Scale + Bias: fused (exact, rounded once) and unfused (rounded after the multiply
-    in the compute type ``dtype``: float32 for FLOAT32 and FLOAT16 tensors, float64 for FLOAT64).
+    """g(x) = x * Scale + Bias: fused (exact, rounded once to FLOAT32) and unfused (rounded after the
+    multiply too), computed in float32 for FLOAT32 and FLOAT16 tensors (``dtype``: the tensor's
+    type) and in float64 for FLOAT64.
     Both are DirectML-legal."""
     if scale_bias is None:
         return [x64]
@@ -56,8 +57,10 @@ def scale_bias_candidates(x64, scale_bias, dtype):
                  for v in x64.ravel().tolist()]
         with np.errstate(over="ignore", invalid="ignore"):
             return [np.array(fused, np.float64).reshape(x64.shape), x64 * s + b]
-    fused = x64 * s + b
     with np.errstate(over="ignore", invalid="ignore"):
+        # fused: the exact x * s + b (the float32 product is exact in float64), rounded once to
+        # the FLOAT32 value math then reads (an amplifying function such as SINH sees that bit)
+        fused = (x64 * s + b).astype(np.float32).astype(np.float64)
         prod = (x64.astype(np.float32) * np.float32(s)).astype(np.float64)
         unfused = (prod.astype(np.float32) + np.float32(b)).astype(np.float64)
     return [ftz(fused, np.float32) if np.dtype(dtype) == np.float32 else fused,
