@@ -164,8 +164,8 @@ def chosen_output(spec: OpSpec):
 def tensor_types(spec: OpSpec, level: FeatureLevel, data_type: DataType,
                  out_type: DataType | None = None) -> dict[str, DataType]:
     """Each tensor's DataType in a case: the main tensor's and those the constraints tie to it
-    get ``data_type``; a caller-chosen output gets ``out_type``; any other tensor the first type
-    of its row (ConditionTensor: UINT8)."""
+    get ``data_type``; a caller-chosen output gets ``out_type``; any other tensor ``data_type``
+    too where its row lists it, else the first type of its row (ConditionTensor: UINT8)."""
     main = main_tensor(spec)
     tied = {main}
     for c in spec.constraints:
@@ -179,6 +179,8 @@ def tensor_types(spec: OpSpec, level: FeatureLevel, data_type: DataType,
             types[t.dml_name] = data_type
         elif chosen is not None and t is chosen:
             types[t.dml_name] = out_type or t.default_data_type
+        elif data_type in table.tensors[t.dml_name].data_types:  # POW's ExponentTensor: the same
+            types[t.dml_name] = data_type
         else:
             types[t.dml_name] = table.tensors[t.dml_name].data_types[0]
     return types

@@ -311,10 +311,6 @@ def test_pow_validation_of_exponent_types():
         dmljax.element_wise_pow(x, np.ones((1, 1, 1, 3), np.float32))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "validate.py calls a record's extra_checks with (tensors, attrs) only; the check that "
-    "ExponentTensor matches InputTensor's type before DML_FEATURE_LEVEL_3_0 needs the level "
-    "(it takes it as a third argument): reported for validate.py"))
 def test_pow_exponent_type_must_match_before_3_0():
     x = np.ones((1, 1, 1, 4), np.float32)
     with pytest.raises(dmljax.ValidationError, match="until DML_FEATURE_LEVEL_3_0 ExponentTensor must match"):
