@@ -500,6 +500,15 @@ def test_modulus_floor_gradients():
     da, db = jax.grad(lambda x, y: jnp.sum(dmljax.element_wise_modulus_floor(x, y)), argnums=(0, 1))(a, b)
     np.testing.assert_array_equal(da, [1.0, 1.0, 1.0])
     np.testing.assert_array_equal(db, [-2.0, 3.0, 3.0])  # -floor(a / b): floor(7/3)=2, floor(-7/3)=-3, floor(-2.75)=-3
+    # where the result is NaN (a zero divisor, an infinite dividend, a NaN), so is the gradient
+    a = jnp.array([1.0, INF, NAN, 1.0, 2.0], jnp.float32)
+    b = jnp.array([0.0, 2.0, 1.0, NAN, -INF], jnp.float32)
+    y, vjp = jax.vjp(dmljax.element_wise_modulus_floor, a, b)
+    da, db = vjp(jnp.ones(5, jnp.float32))
+    np.testing.assert_array_equal(np.isnan(y), [True, True, True, True, False])
+    np.testing.assert_array_equal(da, [NAN, NAN, NAN, NAN, 1.0])
+    # 2 % -inf = -inf = a + b: floor(2 / -inf) is -1 (a tiny negative quotient), not floor(-0.0)
+    np.testing.assert_array_equal(db, [NAN, NAN, NAN, NAN, 1.0])
 
 
 # ----------------------------------------------------------------------------------------------

@@ -159,10 +159,14 @@ def element_wise_modulus_floor(a, b):
 
 
 def modulus_floor_slopes(a, b):
-    # d/da (a - b * floor(a / b)) = 1; d/db = -floor(a / b) (floor is flat between its jumps).
+    # d/da (a - b * floor(a / b)) = 1; d/db = -floor(a / b) (floor is flat between its jumps);
+    # NaN where the result is NaN (a zero divisor, an infinite dividend, a NaN operand).
     fa, fb = read(a), read(b)
     with np.errstate(all="ignore"):
-        return np.ones(fa.shape), -np.floor(fa / fb)
+        defined = np.isfinite(fa) & (np.abs(fb) > 0)
+        # a / +-inf is a tiny number of a's sign over b's: its floor is -1 where they differ
+        q = np.where(np.isinf(fb) & (fa != 0), np.where((fa < 0) != (fb < 0), -1.0, 0.0), np.floor(fa / fb))
+        return np.where(defined, 1.0, np.nan), np.where(defined, -q, np.nan)
 
 
 def _modulus_near_jump(a, b):
