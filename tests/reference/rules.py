@@ -42,6 +42,23 @@ def int_attr(v, dtype):
     return min(max(math.trunc(f), int(info.min)), int(info.max))
 
 
+def _fma_to_float32(x64, s, b):
+    """x * s + b rounded once to float32, for float32 values x, s, b: the product is exact in
+    float64 (24 + 24 bits), the sum's rounding error is recovered exactly (TwoSum), and the
+    float64 sum is rounded to odd before it is rounded to float32, which makes the double
+    rounding correct (float64 has more than float32's 24 + 2 bits). A plain float64 x * s + b
+    rounds twice: a product on a float32 tie with a small Bias came out 1 ULP off."""
+    p = x64 * s
+    total = p + b
+    bb = total - p
+    err = (p - (total - bb)) + (b - bb)
+    inexact = np.isfinite(total) & (err != 0)
+    even = (total.view(np.uint64) & np.uint64(1)) == 0
+    toward = np.where(err > 0, np.inf, -np.inf)
+    odd = np.where(inexact & even, np.nextafter(total, toward), total)
+    return odd.astype(np.float32).astype(np.float64)
+
+
 def scale_bias_candidates(x64, scale_bias, dtype):
     """g(x) = x * Scale + Bias: fused (exact, rounded once to FLOAT32) and unfused (rounded after the
     multiply too), computed in float32 for FLOAT32 and FLOAT16 tensors (``dtype``: the tensor's
@@ -58,9 +75,9 @@ def scale_bias_candidates(x64, scale_bias, dtype):
         with np.errstate(over="ignore", invalid="ignore"):
             return [np.array(fused, np.float64).reshape(x64.shape), x64 * s + b]
     with np.errstate(over="ignore", invalid="ignore"):
-        # fused: the exact x * s + b (the float32 product is exact in float64), rounded once to
-        # the FLOAT32 value math then reads (an amplifying function such as SINH sees that bit)
-        fused = (x64 * s + b).astype(np.float32).astype(np.float64)
+        # fused: the exact x * s + b rounded once to the FLOAT32 value math then reads (an
+        # amplifying function such as SINH sees that bit)
+        fused = _fma_to_float32(np.asarray(x64, np.float64), s, b)
         prod = (x64.astype(np.float32) * np.float32(s)).astype(np.float64)
         unfused = (prod.astype(np.float32) + np.float32(b)).astype(np.float64)
     return [ftz(fused, np.float32) if np.dtype(dtype) == np.float32 else fused,
