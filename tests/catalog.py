@@ -304,8 +304,12 @@ def budget(spec: OpSpec, attrs: Attrs, data_type: DataType, half: bool = False) 
 
 
 def fusable(spec: OpSpec, attrs: Attrs) -> bool:
-    """Whether the call holds a multiply-add (a ScaleBias) that a backend may fuse into an FMA or
-    not (SEMANTICS.md 2): then results may differ by more than bits between jit and eager."""
+    """Whether the call holds a multiply-add (a ScaleBias, or a formula that is one, as its
+    reference says: ``Reference.multiply_add``) that a backend may fuse into an FMA or not
+    (SEMANTICS.md 2): then results may differ by more than bits between jit and eager."""
+    ref = references().get(spec.enum_name)
+    if ref is not None and ref.multiply_add:
+        return True
     return any(p.type == "DML_SCALE_BIAS" and attrs.dml.get(p.arg) is not None for p in spec.params)
 
 

@@ -216,7 +216,7 @@ def test_random_tensor_roles(rng):
 def test_matches_reference(case, rng):
     op = get_operator(case.op_name)
     spec, ref = op.spec, REFS[case.op_name]
-    shape = catalog.shape_of(case.ndim)
+    shape = ref.case_shape(catalog.shape_of(case.ndim))
     types = catalog.tensor_types(spec, case.level, case.data_type, case.out_type)
     out_dt = types[spec.outputs[0].dml_name]
     attrs = ref.attr_sets(case.data_type)[case.attrs]
@@ -241,7 +241,7 @@ def test_half_precision_computation(name, rng):
     op = get_operator(name)
     spec, ref = op.spec, REFS[name]
     types = catalog.tensor_types(spec, spec.support[0].level, F16)
-    shape = catalog.vector_shape(spec.support[0].tensors[catalog.main_tensor(spec)].dims)
+    shape = ref.case_shape(catalog.vector_shape(spec.support[0].tensors[catalog.main_tensor(spec)].dims))
     for attrs in ref.attr_sets(F16):
         args = catalog.inputs_for(spec, ref, types, shape, rng)
         out = op(*args, **attrs.dml, allow_half_precision_computation=True)
@@ -331,7 +331,7 @@ def test_eager_equals_jit(name, dt, rng):
     level = spec.support[0].level
     types = catalog.tensor_types(spec, level, dt)
     out_dt = types[spec.outputs[0].dml_name]
-    shape = catalog.vector_shape(spec.support[0].tensors[catalog.main_tensor(spec)].dims, 24)
+    shape = ref.case_shape(catalog.vector_shape(spec.support[0].tensors[catalog.main_tensor(spec)].dims, 24))
     with jax.enable_x64(catalog.needs_x64(types)):
         for attrs in ref.attr_sets(dt):
             args = catalog.inputs_for(spec, ref, types, shape, rng)
@@ -376,7 +376,7 @@ def test_gradient_matches_reference(name, dt, rng):
     op = get_operator(name)
     spec, ref = op.spec, REFS[name]
     types = catalog.tensor_types(spec, spec.support[0].level, dt)
-    shape = catalog.vector_shape(spec.support[0].tensors[catalog.main_tensor(spec)].dims)
+    shape = ref.case_shape(catalog.vector_shape(spec.support[0].tensors[catalog.main_tensor(spec)].dims))
     for attrs in ref.attr_sets(dt):
         args = catalog.inputs_for(spec, ref, types, shape, rng)
         grads = _grad_all(op, attrs.dml, args)
@@ -411,7 +411,7 @@ def test_integer_inputs_get_float0(name, rng):
     spec, ref = op.spec, REFS[name]
     dt = _int_type(name)
     types = catalog.tensor_types(spec, spec.support[0].level, dt)
-    shape = catalog.vector_shape(spec.support[0].tensors[catalog.main_tensor(spec)].dims, 8)
+    shape = ref.case_shape(catalog.vector_shape(spec.support[0].tensors[catalog.main_tensor(spec)].dims, 8))
     with jax.enable_x64(catalog.needs_x64(types)):
         for attrs in ref.attr_sets(dt):
             args = catalog.inputs_for(spec, ref, types, shape, rng)

@@ -86,6 +86,11 @@ class Reference:
     near_kink: ``near_kink(*inputs, **ref_kwargs)`` -> a boolean mask (output-shaped) of elements
         too close to a kink (a tie, a jump) for a derivative to be compared; gradients are
         compared everywhere else.
+    multiply_add: the formula itself is a multiply-add (VALUE_SCALE_2D's Scale * x + Bias), which
+        a backend may fuse into an FMA or not, as a ScaleBias (SEMANTICS.md 2).
+    shape: for an operator whose attributes fix a dimension (VALUE_SCALE_2D's Bias gives the
+        Channel dimension of NCHW), a function from each generated input shape to the one the
+        cases use; None: the generated shapes.
     """
 
     fn: Callable
@@ -96,6 +101,12 @@ class Reference:
     grad: Callable | None = None
     no_grad: str = ""
     near_kink: Callable | None = None
+    multiply_add: bool = False
+    shape: Callable[[tuple[int, ...]], tuple[int, ...]] | None = None
+
+    def case_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        """The input shape a generated case uses (``shape`` unless the reference maps it)."""
+        return tuple(shape) if self.shape is None else tuple(self.shape(tuple(shape)))
 
     def attr_sets(self, data_type: DataType) -> tuple[Attrs, ...]:
         sets = self.attrs(data_type) if callable(self.attrs) else self.attrs
