@@ -28,7 +28,7 @@ __all__ = [
     "UNARY_TENSORS", "UNARY_CONSTRAINTS", "unary_table", "unary_op", "activation_op",
     "BINARY_TENSORS", "BINARY_CONSTRAINTS", "binary_table", "binary_op", "comparison_op",
     "SUPPORT_ACTIVATION", "SUPPORT_FLOAT_MATH", "SUPPORT_ADD_MULTIPLY",
-    "SCALE_BIAS", "elementwise", "int_scale_bias", "scale_of", "apply_fused",
+    "SCALE_BIAS", "elementwise", "zero_slopes", "int_scale_bias", "scale_of", "apply_fused",
 ]
 
 UNARY_TENSORS = (TensorSpec("InputTensor", "input"), TensorSpec("OutputTensor", "output"))
@@ -139,6 +139,14 @@ def int_scale_bias(x: jnp.ndarray, scale_bias: ScaleBias | None, dt: DataType) -
     return float_to_int(apply_scale_bias(x.astype(cd), scale_bias), dt)
 
 
+def zero_slopes(*g):
+    """The slopes of a step function (CEIL, FLOOR, ROUND, SIGN): 0 everywhere, at the jumps and
+    for NaN too, as jax.numpy's. Given as ``elementwise(..., slopes=zero_slopes)``, the gradient
+    is a constant zero that reads neither the input nor dY (one pass less over memory than a
+    computed 0 * dY, which would also turn a NaN dY into NaN)."""
+    return tuple(jnp.zeros_like(x) for x in g)
+
+
 def elementwise(math: Callable, *arrays, half: bool, slopes: Callable | None = None,
                 integer: Callable | None = None, scale_bias: ScaleBias | None = None) -> jnp.ndarray:
     """An element-wise operator's result under DirectML's rules; the operator supplies the math.
@@ -165,6 +173,8 @@ def elementwise(math: Callable, *arrays, half: bool, slopes: Callable | None = N
 
     @run.defjvp
     def run_jvp(primals, tangents):
+        if slopes is zero_slopes:
+            return run(*primals), jnp.zeros_like(tangents[0])
         g = read(primals)
         partials = slopes(*g)
         partials = partials if isinstance(partials, tuple) else (partials,)

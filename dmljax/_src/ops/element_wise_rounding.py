@@ -19,27 +19,21 @@ from dmljax._src.dtypes import (
     DataType,
 )
 from dmljax._src.enums import RoundingMode
-from dmljax._src.numerics import is_nan
 from dmljax._src.op import operator
 from dmljax._src.ops._families import (
     SCALE_BIAS,
     SUPPORT_FLOAT_MATH,
     elementwise,
+    zero_slopes,
     unary_op,
 )
 from dmljax._src.spec import ParamSpec
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
 
-_STEP_GRADIENT = ("dX = 0 * dY: the derivative of a step function, 0 between the jumps and taken "
-                  "as 0 at them (where it does not exist); NaN for a NaN g(x) (the forward value is "
-                  "NaN)")
-
-
-def _step_slope(g):
-    """The slope of a step function (CEIL, FLOOR, ROUND): 0, and NaN where g is NaN (outside
-    the domain: the forward value is NaN, so is the gradient)."""
-    return jnp.where(is_nan(g), g, jnp.zeros_like(g))
+_STEP_GRADIENT = ("dX = 0: the derivative of a step function, 0 between the jumps and taken as 0 "
+                  "at them (where it does not exist) and for NaN, as jax.numpy's; a constant zero "
+                  "that reads neither x nor dY (ops._families.zero_slopes)")
 
 
 # --------------------------------------------------------------------------------------------
@@ -122,7 +116,7 @@ def element_wise_sign(input, *, allow_half_precision_computation):
         Array([0, 1, 1], dtype=uint8)
     """
     return elementwise(_sign, input, half=allow_half_precision_computation,
-                       slopes=lambda g: jnp.zeros_like(g), integer=_sign)
+                       slopes=zero_slopes, integer=_sign)
 
 
 # --------------------------------------------------------------------------------------------
@@ -136,7 +130,7 @@ ELEMENT_WISE_CEIL = unary_op(
     support=SUPPORT_FLOAT_MATH,
     ulp={F32: 0, F16: 0},
     ulp_half=0,
-    gradient=_STEP_GRADIENT.replace("dX = 0 * dY", "dX = Scale * 0 * dY") + ".",
+    gradient=_STEP_GRADIENT + ".",
     notes=("IEEE ceil: exact; the sign of a zero result is the input's (ceil(-0.5) is -0.0); "
            "+-inf and NaN pass through; values of magnitude 2^23 (FLOAT32) or 2^10 (FLOAT16) and "
            "above are already integers and are returned unchanged."),
@@ -150,7 +144,7 @@ def element_wise_ceil(input, *, scale_bias, allow_half_precision_computation):
         >>> dmljax.element_wise_ceil(np.array([-1.5, -0.5, 0.2, 2.0], np.float32))
         Array([-1., -0.,  1.,  2.], dtype=float32)
     """
-    return elementwise(jnp.ceil, input, half=allow_half_precision_computation, slopes=_step_slope,
+    return elementwise(jnp.ceil, input, half=allow_half_precision_computation, slopes=zero_slopes,
                        scale_bias=scale_bias)
 
 
@@ -165,7 +159,7 @@ ELEMENT_WISE_FLOOR = unary_op(
     support=SUPPORT_FLOAT_MATH,
     ulp={F32: 0, F16: 0},
     ulp_half=0,
-    gradient=_STEP_GRADIENT.replace("dX = 0 * dY", "dX = Scale * 0 * dY") + ".",
+    gradient=_STEP_GRADIENT + ".",
     notes=("IEEE floor: exact; the sign of a zero result is the input's (floor(-0.0) is -0.0, "
            "floor(0.5) is +0.0); +-inf and NaN pass through; values of magnitude 2^23 (FLOAT32) "
            "or 2^10 (FLOAT16) and above are already integers and are returned unchanged."),
@@ -179,7 +173,7 @@ def element_wise_floor(input, *, scale_bias, allow_half_precision_computation):
         >>> dmljax.element_wise_floor(np.array([-1.5, -0.5, 0.2, 2.0], np.float32))
         Array([-2., -1.,  0.,  2.], dtype=float32)
     """
-    return elementwise(jnp.floor, input, half=allow_half_precision_computation, slopes=_step_slope,
+    return elementwise(jnp.floor, input, half=allow_half_precision_computation, slopes=zero_slopes,
                        scale_bias=scale_bias)
 
 
@@ -243,5 +237,5 @@ def element_wise_round(input, *, rounding_mode, allow_half_precision_computation
         # copysign makes that hold whatever sequence a backend lowers the rounding to.
         return jnp.copysign(rounder(g), g)
 
-    return elementwise(math, input, half=allow_half_precision_computation, slopes=_step_slope)
+    return elementwise(math, input, half=allow_half_precision_computation, slopes=zero_slopes)
 
