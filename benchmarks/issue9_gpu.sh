@@ -1,0 +1,58 @@
+#!/bin/bash
+# Issue 9 on the device machine, in one call per part (see benchmarks/README.md, "Element-wise
+# family on the H100"). Usage: bash benchmarks/issue9_gpu.sh PART (check | bench-a | bench-b).
+# Runs from a `git archive` of HEAD (devrun_head.tar, its commit in devrun_head.txt) extracted to
+# /tmp/src, so that nothing uncommitted runs.
+set -u
+PART=${1:-check}
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+REPO=$(pwd)
+rm -rf /tmp/src && mkdir -p /tmp/src && tar -xf devrun_head.tar -C /tmp/src
+cd /tmp/src
+python -c "import jsonschema" 2>/dev/null || pip install -q --no-index --find-links "$REPO/.whl" jsonschema >/dev/null 2>&1
+export PYTHONPATH=/tmp/src XLA_PYTHON_CLIENT_PREALLOCATE=false
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv > "$OUT/env_$PART.txt"
+python -c "import jax, jaxlib, numpy; print('jax', jax.__version__, 'jaxlib', jaxlib.__version__, 'numpy', numpy.__version__)" >> "$OUT/env_$PART.txt"
+cat "$REPO/devrun_head.txt" >> "$OUT/env_$PART.txt" 2>/dev/null
+case "$PART" in
+  check)
+    timeout 540 python tests/gpu_check.py > "$OUT/gpu_check.txt" 2>&1; echo "gpu_check rc=$?"
+    tail -4 "$OUT/gpu_check.txt"; grep FAIL "$OUT/gpu_check.txt" | head -40 ;;
+  rerun)
+    timeout 240 python tests/gpu_check.py > "$OUT/gpu_check.txt" 2>&1; echo "gpu_check rc=$?"
+    tail -1 "$OUT/gpu_check.txt"; grep FAIL "$OUT/gpu_check.txt" | head -20
+    timeout 300 python -m dmljax.bench --ops ELEMENT_WISE_CEIL ELEMENT_WISE_FLOOR ELEMENT_WISE_ROUND ELEMENT_WISE_SIGN \
+      ELEMENT_WISE_SINH ELEMENT_WISE_COSH ELEMENT_WISE_TANH ELEMENT_WISE_POW ELEMENT_WISE_IF \
+      --sizes 28 --dtypes FLOAT32 FLOAT16 --no-torch --no-compile --no-overhead --out "$OUT/rerun" \
+      > "$OUT/rerun_log.txt" 2>&1; echo "bench rc=$?"
+    python - "$OUT/rerun/results.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+for t in r.get("targets", []):
+    print(("ok     " if t["met"] else "MISSED ") + f"{t['target']}: {t['value']:.3f} (limit {t['limit']})")
+PY
+    ;;
+  bench-a|bench-b)
+    OPS=$(python - "$PART" <<'PY'
+import sys, dmljax
+names = sorted(n.removeprefix("DML_OPERATOR_") for n in dmljax.registry())
+half = len(names) // 2
+print(" ".join("DML_OPERATOR_" + n for n in (names[:half] if sys.argv[1] == "bench-a" else names[half:])))
+PY
+)
+    EXTRA=""; [ "$PART" = bench-a ] && EXTRA="--no-chain"
+    timeout 560 python -m dmljax.bench --ops $OPS --sizes 28 --dtypes FLOAT32 FLOAT16 --no-torch --no-compile \
+      --no-overhead $EXTRA --out "$OUT/$PART" > "$OUT/${PART}_log.txt" 2>&1; echo "bench rc=$?"
+    tail -3 "$OUT/${PART}_log.txt"
+    python - "$OUT/$PART/results.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+missed = [t for t in r.get("targets", []) if not t["met"]]
+print(f"targets: {len(r.get('targets', []))}, missed {len(missed)}")
+for t in missed:
+    print(f"  MISSED {t['target']}: {t['value']:.3f} (limit {t['limit']}, {t['basis']})")
+print("wall_s", round(r["meta"].get("wall_s", 0)))
+PY
+    ;;
+esac
