@@ -402,6 +402,77 @@ def test_gradient_matches_reference(name, dt, rng):
                            catalog.budget(spec, attrs, dt), context=f"{context} d/d{spec.inputs[i].arg}")
 
 
+def _element_wise(name) -> bool:
+    spec = get_operator(name).spec
+    return all(t.kind for t in spec.tensors) and REFS[name].grad is not None
+
+
+FD = [(n, dt) for n, dt in GRADS if _element_wise(n)]
+FD_STEP = {F32: 1e-3, F16: 3e-2}  # relative steps: far above the type's rounding, small for curvature
+
+
+@pytest.mark.parametrize("name,dt", FD, ids=lambda v: _short(v) if isinstance(v, str) else v.name)
+def test_gradient_matches_finite_differences(name, dt, rng):
+    # An independent check of jax.grad (and of the reference derivative it is compared with
+    # above): central differences of the operator's own values, in the tensor's own type, one
+    # input at a time; each element's output depends on that element's inputs only, so one
+    # perturbed call gives every element's partial. The step is relative to |x| and to the
+    # ScaleBias's Scale (a step in g = x * Scale + Bias). Points with a kink anywhere in
+    # [x - h, x + h] (the reference's near_kink, sampled across it), and points where the
+    # differences at h, h/2 and h/4 disagree (curvature too high for the step, or a jump inside
+    # it), are left out; half the
+    # points inside the domain must remain. FLOAT32 differences resolve a slope to about 1%;
+    # FLOAT16's (3 significant digits) to about 10%: there they catch gross errors (a wrong sign,
+    # factor or branch, a NaN), and test_gradient_matches_reference the ULPs.
+    op = get_operator(name)
+    spec, ref = op.spec, REFS[name]
+    types = catalog.tensor_types(spec, spec.support[0].level, dt)
+    shape = ref.case_shape(catalog.vector_shape(spec.support[0].tensors[catalog.main_tensor(spec)].dims))
+    for attrs in ref.attr_sets(dt):
+        scale = abs(float((attrs.ref_kwargs.get("scale_bias") or (1.0,))[0]))
+        if scale * FD_STEP[dt] > 0.05:
+            continue  # a large Scale: too few representable steps of x for differences (the unscaled sets run)
+        args = catalog.inputs_for(spec, ref, types, shape, rng)
+        grads = _grad_all(op, attrs.dml, args)
+        f = jax.jit(lambda *a, kw=attrs.dml: op(*a, **kw))
+        context = f"{_short(name)} {dt.name} {attrs}"
+        for i, t in enumerate(spec.inputs):
+            if not types[t.dml_name].is_float:
+                continue
+            x = np.asarray(args[i], np.float64)
+            h = FD_STEP[dt] * np.maximum(1.0, np.abs(x)) / max(1.0, scale)
+
+            def at(v, i=i):
+                return [a if j != i else np.asarray(v).astype(args[i].dtype) for j, a in enumerate(args)]
+
+            def difference(step, at=at):
+                xp, xm = at(x + step)[i], at(x - step)[i]
+                width = xp.astype(np.float64) - xm.astype(np.float64)  # the steps actually taken
+                with np.errstate(all="ignore"):
+                    yp = np.asarray(f(*at(xp)), np.float64)
+                    ym = np.asarray(f(*at(xm)), np.float64)
+                    return (yp - ym) / width, (np.abs(yp) + np.abs(ym)) / width
+            fd, size = difference(h)
+            fd2, _ = difference(h / 2)
+            fd4, _ = difference(h / 4)
+            kink = np.zeros(x.shape, bool)
+            if ref.near_kink is not None:
+                for k in np.linspace(-1.0, 1.0, 9):
+                    with np.errstate(all="ignore"):
+                        kink |= np.asarray(ref.near_kink(*at(x + k * h), **attrs.ref_kwargs), bool)
+            g = np.asarray(grads[i], np.float64)
+            eps = float(np.finfo(args[i].dtype).eps)
+            with np.errstate(all="ignore"):
+                tol = 2e-2 * (np.abs(g) + np.abs(fd)) + 1.5 * eps * size  # + the values' rounding
+                inside = ~kink & np.isfinite(g) & np.isfinite(np.asarray(f(*args), np.float64))
+                ok = (inside & np.isfinite(fd) & np.isfinite(fd2) & np.isfinite(fd4)
+                      & (np.abs(fd - fd2) <= tol / 3) & (np.abs(fd2 - fd4) <= tol / 3))
+            assert ok.sum() >= max(4, inside.sum() // 2), f"{context} d/d{t.arg}: too few points to compare ({ok.sum()})"
+            bad = ok & ~(np.abs(g - fd) <= tol)
+            assert not bad.any(), (f"{context} d/d{t.arg}: jax.grad {g[bad][:4]} against finite differences "
+                                   f"{fd[bad][:4]} at {x[bad][:4]}")
+
+
 FLOAT0 = [n for n in _with_ref(OPS) if _int_type(n) is not None]
 
 
