@@ -1,10 +1,13 @@
-"""Operator families, one module each. Importing this package registers every operator;
+"""Operator families, one module or more each (a family's parts: element_wise_clamp.py,
+element_wise_rounding.py, value_scale.py of element_wise_arithmetic; element_wise_trigonometry.py of
+element_wise_math). Importing this package registers every operator;
 ``OPERATORS`` maps each registered operator's Python name to its function."""
 
 from dmljax._src.ops import (  # noqa: F401  (importing a family registers its operators)
     activation,
     element_wise_arithmetic,
     element_wise_bitwise,
+    element_wise_clamp,
     element_wise_logical,
     element_wise_math,
     element_wise_rounding,
