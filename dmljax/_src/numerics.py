@@ -57,7 +57,13 @@ def flush_denormals(x: jnp.ndarray) -> jnp.ndarray:
 
 @jax.custom_jvp
 def _flush_f32(x):
-    return jnp.where(jnp.abs(x) < F32_TINY, jnp.copysign(jnp.zeros_like(x), x), x)
+    # x * 0 is the zero of x's sign for every finite x (IEEE: the product's sign is the XOR of
+    # the signs): four instructions (abs, compare, multiply, select) where copysign(0, x) took
+    # seven (its sign test is a bitcast, a shift and a compare), once per operator input and
+    # output, which added up in fused chains of operators on the GPU.
+    # (jnp.asarray: op by op under jax.disable_jit a NumPy input would make NumPy warn at inf * 0)
+    x = jnp.asarray(x)
+    return jnp.where(jnp.abs(x) < F32_TINY, x * np.float32(0.0), x)
 
 
 @_flush_f32.defjvp
