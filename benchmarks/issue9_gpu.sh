@@ -22,11 +22,11 @@ case "$PART" in
   rerun)
     timeout 240 python tests/gpu_check.py > "$OUT/gpu_check.txt" 2>&1; echo "gpu_check rc=$?"
     tail -1 "$OUT/gpu_check.txt"; grep FAIL "$OUT/gpu_check.txt" | head -20
-    timeout 300 python -m dmljax.bench --ops ELEMENT_WISE_CEIL ELEMENT_WISE_FLOOR ELEMENT_WISE_ROUND ELEMENT_WISE_SIGN \
-      ELEMENT_WISE_SINH ELEMENT_WISE_COSH ELEMENT_WISE_TANH ELEMENT_WISE_POW ELEMENT_WISE_IF \
-      --sizes 28 --dtypes FLOAT32 FLOAT16 --no-torch --no-compile --no-overhead --out "$OUT/rerun" \
-      > "$OUT/rerun_log.txt" 2>&1; echo "bench rc=$?"
-    python - "$OUT/rerun/results.json" <<'PY'
+    RERUN_OPS=${RERUN_OPS:-"ELEMENT_WISE_CEIL ELEMENT_WISE_FLOOR ELEMENT_WISE_ROUND ELEMENT_WISE_SIGN ELEMENT_WISE_SINH ELEMENT_WISE_COSH ELEMENT_WISE_TANH ELEMENT_WISE_POW ELEMENT_WISE_IF"}
+    timeout 300 python -m dmljax.bench --ops $RERUN_OPS \
+      --sizes 28 --dtypes FLOAT32 FLOAT16 --no-torch --no-compile --no-overhead --out "$OUT/${RERUN_NAME:-rerun}" \
+      > "$OUT/${RERUN_NAME:-rerun}_log.txt" 2>&1; echo "bench rc=$?"
+    python - "$OUT/${RERUN_NAME:-rerun}/results.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 for t in r.get("targets", []):

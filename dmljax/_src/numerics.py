@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import math
+import weakref
 
 import jax
 import jax.numpy as jnp
@@ -71,14 +72,40 @@ def _flush_f32_jvp(primals, tangents):
     return _flush_f32(primals[0]), tangents[0]
 
 
-def load(x: jnp.ndarray, allow_half: bool = False) -> jnp.ndarray:
+# FLOAT32 values known to hold no denormal: the results of math that stored them (an operator's
+# output, by object identity, while it lives). Reading one again needs no flush: a chain of
+# operators then flushes each intermediate value once (at its store), not twice.
+_FLUSHED: dict[int, weakref.ref] = {}
+
+
+def mark_flushed(x) -> None:
+    """Record that ``x`` (an array or tracer) holds FLOAT32 values already flushed."""
+    key = id(x)
+
+    def forget(ref, key=key):
+        if _FLUSHED.get(key) is ref:
+            del _FLUSHED[key]
+    try:
+        _FLUSHED[key] = weakref.ref(x, forget)
+    except TypeError:  # not weakly referenceable: simply not recorded
+        pass
+
+
+def is_flushed(x) -> bool:
+    """Whether ``x`` is this very object that ``mark_flushed`` recorded (alive, not a reused id)."""
+    ref = _FLUSHED.get(id(x))
+    return ref is not None and ref() is x
+
+
+def load(x: jnp.ndarray, allow_half: bool = False, flush: bool = True) -> jnp.ndarray:
     """A float tensor as math reads it: in its compute dtype, FLOAT32 denormals flushed (only a
-    FLOAT32 tensor can hold one: FLOAT16 values widened to float32 never are)."""
+    FLOAT32 tensor can hold one: FLOAT16 values widened to float32 never are; ``flush=False``
+    for a value known to be flushed already, see ``is_flushed``)."""
     dt = DataType.from_dtype(x.dtype)
     if dt is None or not dt.is_float:
         return x
     if dt is DataType.FLOAT32:
-        return flush_denormals(x)
+        return flush_denormals(x) if flush else x
     return x.astype(compute_dtype(dt, allow_half))
 
 

@@ -14,10 +14,12 @@ import inspect
 from typing import Callable
 
 import jax
+import numpy as np
 
 from dmljax._src.docstrings import HALF_ARG, docstring
 from dmljax._src.errors import ValidationError, Violation, quote
 from dmljax._src.feature_level import ENV_VAR, resolve_feature_level
+from dmljax._src.numerics import is_flushed, mark_flushed
 from dmljax._src.registry import register
 from dmljax._src.spec import REQUIRED, OpSpec
 from dmljax._src.validate import CheckedCall, check_call, static_key
@@ -37,6 +39,11 @@ try:  # whether a call happens inside a caller's trace (jit, grad, vmap, ...)
 except ImportError:  # pragma: no cover  (a JAX without it: never pass compiler options)
     def _trace_state_clean() -> bool:
         return False
+
+
+def _avals(arrays) -> tuple:
+    """The shapes and dtypes of a call's arrays (what a trace depends on besides the statics)."""
+    return tuple((tuple(np.shape(x)), str(getattr(x, "dtype", type(x).__name__))) for x in arrays)
 
 
 def _signature(spec: OpSpec, math: bool) -> inspect.Signature:
@@ -74,22 +81,29 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
         attr_args = [p.arg for p in spec.params]
         type_args = [t for t in spec.outputs if t.default_data_type is not None]
 
-        def run(statics, *arrays):
+        out_flushed: dict[tuple, bool] = {}  # (statics key, flushed inputs, avals): output flushed
+
+        def run(statics, flushed, *arrays):
             TRACE_COUNTS[spec.enum_name] += 1
+            for x, f in zip(arrays, flushed):  # the caller's flushed inputs, as this trace sees them
+                if f:
+                    mark_flushed(x)
             with jax.named_scope(spec.enum_name):
-                return formula(*arrays, **dict(statics))
+                out = formula(*arrays, **dict(statics))
+            out_flushed[(static_key(statics), flushed, _avals(arrays))] = is_flushed(out)
+            return out
 
         # One jitted callable per static configuration (and per top-level / nested use: only a
         # top-level jit takes compiler options), called with the arrays alone, so that calls
         # after the first take JAX's fast dispatch path.
         executables: dict[tuple, Callable] = {}
 
-        def executable(statics: tuple, nested: bool) -> Callable:
-            key = (static_key(statics), nested)  # -0.0 and 0.0 are different attributes
+        def executable(statics: tuple, flushed: tuple, nested: bool) -> Callable:
+            key = (static_key(statics), flushed, nested)  # -0.0 and 0.0 are different attributes
             fn = executables.get(key)
             if fn is None:
                 options = None if nested else _STRICT_PRECISION
-                fn = executables[key] = jax.jit(functools.partial(run, statics), compiler_options=options)
+                fn = executables[key] = jax.jit(functools.partial(run, statics, flushed), compiler_options=options)
             return fn
 
         params = sig.parameters
@@ -153,7 +167,10 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
                     raise refuse(level.dml_name, HALF_ARG, HALF_ARG, f"is {quote(half)}", "expected True or False")
                 statics += ((HALF_ARG, half),)
             nested = not _trace_state_clean() or any(isinstance(x, jax.core.Tracer) for x in arrays)
-            out = executable(statics, nested)(*arrays)
+            flushed = tuple(is_flushed(x) for x in arrays)
+            out = executable(statics, flushed, nested)(*arrays)
+            if out_flushed.get((static_key(statics), flushed, _avals(arrays))):
+                mark_flushed(out)  # its formula stored it through store(): the next operator skips a flush
             for o, t in zip(out if isinstance(out, tuple) else (out,), spec.outputs):
                 info = call.tensors[t.dml_name]
                 if o.shape != info.shape or o.dtype != info.data_type.dtype:

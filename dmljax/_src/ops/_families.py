@@ -19,7 +19,9 @@ from dmljax._src.dtypes import (
     FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT32_UINT32, FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8,
     FLOAT32_FLOAT16_INT64_INT32_UINT64_UINT32, DataType,
 )
-from dmljax._src.numerics import apply_scale_bias, float_to_int, flush_denormals, load, store
+from dmljax._src.numerics import (
+    apply_scale_bias, float_to_int, flush_denormals, is_flushed, load, mark_flushed, store,
+)
 from dmljax._src.registry import get_operator
 from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, SupportTable, TensorSpec, table
 from dmljax._src.structs import ScaleBias
@@ -164,8 +166,10 @@ def elementwise(math: Callable, *arrays, half: bool, slopes: Callable | None = N
     if dt.is_integer:
         return integer(*(int_scale_bias(x, scale_bias, dt) for x in arrays))
 
+    flushed = tuple(is_flushed(x) for x in arrays)  # static: decided on the caller's objects
+
     def read(xs):
-        return [apply_scale_bias(load(x, half), scale_bias) for x in xs]
+        return [apply_scale_bias(load(x, half, flush=not f), scale_bias) for x, f in zip(xs, flushed)]
 
     @jax.custom_jvp
     def run(*xs):
@@ -186,7 +190,10 @@ def elementwise(math: Callable, *arrays, half: bool, slopes: Callable | None = N
             tangent = term if tangent is None else tangent + term
         return run(*primals), tangent.astype(tangents[0].dtype)
 
-    return run(*arrays)
+    out = run(*arrays)
+    if dt is DataType.FLOAT32:
+        mark_flushed(out)  # stored through store(): no denormal left
+    return out
 
 
 def apply_fused(fused, y, allow_half_precision_computation: bool = False):
