@@ -461,9 +461,13 @@ def test_gradient_matches_finite_differences(name, dt, rng):
                     with np.errstate(all="ignore"):
                         kink |= np.asarray(ref.near_kink(*at(x + k * h), **attrs.ref_kwargs), bool)
             g = np.asarray(grads[i], np.float64)
-            eps = float(np.finfo(args[i].dtype).eps)
+            info = np.finfo(args[i].dtype)
+            eps = float(info.eps)
+            quantum = float(info.tiny if dt is F32 else info.smallest_subnormal)
             with np.errstate(all="ignore"):
-                tol = 2e-2 * (np.abs(g) + np.abs(fd)) + 1.5 * eps * size  # + the values' rounding
+                # + the values' rounding: relative, and near zero the type's smallest step (FLOAT32's
+                # smallest normal, as denormals flush; FLOAT16's smallest denormal)
+                tol = 2e-2 * (np.abs(g) + np.abs(fd)) + 1.5 * eps * size + 2 * quantum / np.abs(h)
                 inside = ~kink & np.isfinite(g) & np.isfinite(np.asarray(f(*args), np.float64))
                 ok = (inside & np.isfinite(fd) & np.isfinite(fd2) & np.isfinite(fd4)
                       & (np.abs(fd - fd2) <= tol / 3) & (np.abs(fd2 - fd4) <= tol / 3))
