@@ -129,3 +129,57 @@ def elementwise_vjp(slopes):
         with np.errstate(invalid="ignore", over="ignore"):
             return tuple(None if p is None else np.asarray(p, np.float64) * dy for p in parts)
     return vjp
+
+
+# ---------------------------------------------------------------------------------------------
+# g(x) = x * Scale + Bias as the element-wise operators read their input (ScaleBias)
+def is_int(x):
+    """Whether ``x`` holds an integer type."""
+    return np.issubdtype(np.asarray(x).dtype, np.integer)
+
+
+def scale_value(scale_bias):
+    """ScaleBias's Scale as a C float (1 without one): what chains into a gradient."""
+    return 1.0 if scale_bias is None else c_float(scale_bias[0])
+
+
+def int_g(x_np, scale_bias):
+    """g(x) on an integer tensor as exact ints (candidates): dmljax's choice, shared by every
+    operator (the pages are silent), of computing x * Scale + Bias in FLOAT32 (FLOAT64 for the
+    64-bit types), then truncating toward zero, saturating, NaN to 0."""
+    if scale_bias is None:
+        return [np.array([int(v) for v in x_np.ravel()], dtype=object).reshape(x_np.shape)]
+    info = np.iinfo(x_np.dtype)
+    cd = np.float64 if x_np.dtype.itemsize == 8 else np.float32
+    outs = []
+    for g in scale_bias_candidates(x_np.astype(cd).astype(np.float64), scale_bias, cd):
+        with np.errstate(over="ignore", invalid="ignore"):
+            g = g.astype(cd).astype(np.float64)
+        vals = []
+        for v in g.ravel():
+            if math.isnan(v):
+                vals.append(0)
+            elif math.isinf(v):
+                vals.append(int(info.max) if v > 0 else int(info.min))
+            else:
+                vals.append(min(max(math.trunc(v), int(info.min)), int(info.max)))
+        outs.append(np.array(vals, dtype=object).reshape(x_np.shape))
+    return outs
+
+
+def float_g(x_np, scale_bias=None, half=False):
+    """g(x) candidates on a float tensor: FLOAT32 denormals read as zero; with a ScaleBias the
+    fused and unfused multiply-add, and with ``half`` (FLOAT16 computed in FLOAT16) the FLOAT16
+    one too."""
+    cands = scale_bias_candidates(read(x_np), scale_bias, x_np.dtype)
+    if half and scale_bias is not None:
+        s, b = np.float16(c_float(scale_bias[0])), np.float16(c_float(scale_bias[1]))
+        with np.errstate(over="ignore", invalid="ignore"):
+            cands.append((x_np.astype(np.float16) * s + b).astype(np.float64))
+    return cands
+
+
+def g64(x, scale_bias):
+    """g(x) in float64 (exact up to one rounding): where gradients are taken."""
+    x_np = np.asarray(x)
+    return scale_bias_candidates(read(x_np), scale_bias, x_np.dtype)[0]

@@ -15,71 +15,19 @@ from tests.reference import activation
 from tests.reference.element_wise_arithmetic import rounding, value_scale
 from tests.reference.record import Attrs, Reference
 from tests.reference.rules import (
-    F32_TINY, c_float, elementwise_vjp, ftz, int_attr, max_num, min_num, read, scale_bias_candidates,
-    wrap,
+    F32_TINY, c_float, elementwise_vjp, float_g, ftz, g64, int_attr, int_g, is_int, max_num, min_num, read,
+    scale_bias_candidates, scale_value, wrap,
 )
 
 SB = {"scale_bias": (0.75, -0.5)}
 EXACT_SB = {"scale_bias": (0.5, 0.25)}
 
 
-def _is_int(x):
-    return np.issubdtype(np.asarray(x).dtype, np.integer)
-
-
-def _scale(scale_bias):
-    return 1.0 if scale_bias is None else c_float(scale_bias[0])
-
-
-def _int_g(x_np, scale_bias):
-    """g(x) on an integer tensor, as exact ints: dmljax's choice (the pages are silent) of
-    computing in FLOAT32 (FLOAT64 for 64-bit types), then truncating toward zero, saturating,
-    NaN to 0."""
-    info = np.iinfo(x_np.dtype)
-    if scale_bias is None:
-        return [np.array([int(v) for v in x_np.ravel()], dtype=object).reshape(x_np.shape)]
-    wide = x_np.dtype.itemsize == 8
-    cd = np.float64 if wide else np.float32
-    xf = x_np.astype(cd).astype(np.float64)  # the input read in the compute type
-    outs = []
-    for g in scale_bias_candidates(xf, scale_bias, cd):
-        with np.errstate(over="ignore", invalid="ignore"):
-            g = g.astype(cd).astype(np.float64)  # the compute-type result
-        vals = []
-        for v in g.ravel():
-            if math.isnan(v):
-                vals.append(0)
-            elif math.isinf(v):
-                vals.append(int(info.max) if v > 0 else int(info.min))
-            else:
-                vals.append(min(max(math.trunc(v), int(info.min)), int(info.max)))
-        outs.append(np.array(vals, dtype=object).reshape(x_np.shape))
-    return outs
-
-
-def _float_g(x_np, scale_bias, half):
-    """g(x) candidates on a float tensor. ``half``: FLOAT16 computed in FLOAT16
-    (allow_half_precision_computation), which adds the unfused FLOAT16 multiply-add, with Scale
-    and Bias themselves rounded to FLOAT16."""
-    cands = scale_bias_candidates(read(x_np), scale_bias, x_np.dtype)
-    if half and scale_bias is not None:
-        s, b = np.float16(c_float(scale_bias[0])), np.float16(c_float(scale_bias[1]))
-        with np.errstate(over="ignore", invalid="ignore"):
-            cands.append((x_np.astype(np.float16) * s + b).astype(np.float64))
-    return cands
-
-
-def _g64(x, scale_bias):
-    """g(x) = x * Scale + Bias in float64 (exact up to one rounding): where gradients are taken."""
-    x_np = np.asarray(x)
-    return scale_bias_candidates(read(x_np), scale_bias, x_np.dtype)[0]
-
-
 # ---------------------------------------------------------------------------------------------
 def element_wise_multiply(a, b):
     # f(a, b) = a * b. Integer products wrap around (two's complement) in the tensor's type.
     a_np, b_np = np.asarray(a), np.asarray(b)
-    if _is_int(a_np):
+    if is_int(a_np):
         return [wrap([int(x) * int(y) for x, y in zip(a_np.ravel(), b_np.ravel())], a_np.dtype).reshape(a_np.shape)]
     with np.errstate(over="ignore", invalid="ignore"):
         return [read(a_np) * read(b_np)]
@@ -97,7 +45,7 @@ def _max_num_f(x, m):
 def element_wise_threshold(x, min, scale_bias=None, half=False):
     # f(x) = max(g(x), Min), g(x) = x * Scale + Bias when a ScaleBias is given.
     x_np = np.asarray(x)
-    if _is_int(x_np):
+    if is_int(x_np):
         m = int_attr(min, x_np.dtype)
         if scale_bias is None:
             return [np.maximum(x_np.astype(object), m)]
@@ -110,21 +58,21 @@ def element_wise_threshold(x, min, scale_bias=None, half=False):
             g = np.where(np.isnan(g), 0.0, np.clip(np.trunc(g), float(info.min), float(info.max)))
             outs.append(np.maximum(g.astype(np.int64).astype(object), m))
         return outs
-    return [_max_num_f(g, c_float(min)) for g in _float_g(x_np, scale_bias, half)]
+    return [_max_num_f(g, c_float(min)) for g in float_g(x_np, scale_bias, half)]
 
 
 def threshold_slope(x, min, scale_bias=None, half=False):
     # The gradient text: Scale where g(x) > Min (nothing at a tie or for NaN); a NaN Min passes
     # everything, as the forward pass returns g(x) then.
-    g = _g64(x, scale_bias)
+    g = g64(x, scale_bias)
     m = c_float(min)
     with np.errstate(invalid="ignore"):
         passes = np.ones(g.shape, bool) if math.isnan(m) else g > m
-    return np.where(passes, _scale(scale_bias), 0.0)
+    return np.where(passes, scale_value(scale_bias), 0.0)
 
 
 def _threshold_near_kink(x, min, scale_bias=None, half=False):
-    return np.abs(_g64(x, scale_bias) - c_float(min)) < 1e-2
+    return np.abs(g64(x, scale_bias) - c_float(min)) < 1e-2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -148,7 +96,7 @@ def _python_float_mod(a, b, flush=False):
 def element_wise_modulus_floor(a, b):
     # f(a, b) = a - (b * floor(a / b)), "the same results as the Python modulus".
     a_np, b_np = np.asarray(a), np.asarray(b)
-    if _is_int(a_np):
+    if is_int(a_np):
         # Python's int %, exact; DirectML leaves a zero divisor undefined: dmljax gives 0.
         out = [0 if int(y) == 0 else int(x) % int(y) for x, y in zip(a_np.ravel(), b_np.ravel())]
         return [np.array(out, dtype=object).reshape(a_np.shape)]
@@ -182,16 +130,16 @@ def element_wise_identity(x, scale_bias=None, half=False):
     x_np = np.asarray(x)
     if scale_bias is None:
         return [x_np]  # data movement: the very values, compared bit for bit
-    if _is_int(x_np):
-        return _int_g(x_np, scale_bias)
-    return _float_g(x_np, scale_bias, half)
+    if is_int(x_np):
+        return int_g(x_np, scale_bias)
+    return float_g(x_np, scale_bias, half)
 
 
 # ---------------------------------------------------------------------------------------------
 def element_wise_add(a, b):
     # f(a, b) = a + b. Integer sums wrap around (two's complement) in the tensor's type.
     a_np, b_np = np.asarray(a), np.asarray(b)
-    if _is_int(a_np):
+    if is_int(a_np):
         return [wrap([int(x) + int(y) for x, y in zip(a_np.ravel(), b_np.ravel())], a_np.dtype).reshape(a_np.shape)]
     with np.errstate(over="ignore", invalid="ignore"):
         return [read(a_np) + read(b_np)]
@@ -238,11 +186,11 @@ def element_wise_clip(x, min, max, scale_bias=None, half=False):
     # f(x) = min(Max, max(Min, x)); Min and Max are FLOATs (float32), truncated and saturated on
     # integer tensors.
     x_np = np.asarray(x)
-    if _is_int(x_np):
+    if is_int(x_np):
         lo, hi = int_attr(min, x_np.dtype), int_attr(max, x_np.dtype)
-        return [min_num(max_num(g, lo), hi) for g in _int_g(x_np, scale_bias)]
+        return [min_num(max_num(g, lo), hi) for g in int_g(x_np, scale_bias)]
     lo, hi = c_float(min), c_float(max)  # FLOAT16 is compared in FLOAT32, with these bounds
-    return [min_num(max_num(g, lo), hi) for g in _float_g(x_np, scale_bias, half)]
+    return [min_num(max_num(g, lo), hi) for g in float_g(x_np, scale_bias, half)]
 
 
 def union_value(v, dtype):
@@ -257,9 +205,9 @@ def element_wise_clip1(x, min, max, scale_bias=None, half=False):
     # f(x) = max(Min, min(x, Max)); Min and Max are DML_SCALAR_UNIONs read as the tensor's type.
     x_np = np.asarray(x)
     lo, hi = union_value(min, x_np.dtype), union_value(max, x_np.dtype)
-    if _is_int(x_np):
-        return [max_num(min_num(g, hi), lo) for g in _int_g(x_np, scale_bias)]
-    return [max_num(min_num(g, hi), lo) for g in _float_g(x_np, scale_bias, half)]
+    if is_int(x_np):
+        return [max_num(min_num(g, hi), lo) for g in int_g(x_np, scale_bias)]
+    return [max_num(min_num(g, hi), lo) for g in float_g(x_np, scale_bias, half)]
 
 
 def clip_grad(g, lo, hi, scale=1.0):
@@ -281,14 +229,14 @@ def _clip_bounds(x, min, max, which):
 def _clip_slope(which):
     def slope(x, min, max, scale_bias=None, half=False):
         lo, hi = _clip_bounds(x, min, max, which)
-        return clip_grad(_g64(x, scale_bias), lo, hi, _scale(scale_bias))
+        return clip_grad(g64(x, scale_bias), lo, hi, scale_value(scale_bias))
     return slope
 
 
 def _clip_near_kink(which):
     def near(x, min, max, scale_bias=None, half=False):
         lo, hi = _clip_bounds(x, min, max, which)
-        g = _g64(x, scale_bias)
+        g = g64(x, scale_bias)
         return (np.abs(g - lo) < 1e-2) | (np.abs(g - hi) < 1e-2)
     return near
 
@@ -311,7 +259,7 @@ def element_wise_negate(x):
     # f(x) = -x. Integers wrap around (two's complement): the most negative value is its own
     # negation. Floats: math, so a FLOAT32 denormal input reads as (signed) zero.
     x_np = np.asarray(x)
-    if _is_int(x_np):
+    if is_int(x_np):
         return [wrap([-int(v) for v in x_np.ravel()], x_np.dtype).reshape(x_np.shape)]
     return [-read(x_np)]
 
@@ -332,7 +280,7 @@ def _trunc_div(x, y):
 def element_wise_subtract(a, b):
     # f(a, b) = a - b. Integer differences wrap around (two's complement) in the tensor's type.
     a_np, b_np = np.asarray(a), np.asarray(b)
-    if _is_int(a_np):
+    if is_int(a_np):
         return [wrap(_exact_ints(a_np, b_np, lambda x, y: x - y), a_np.dtype)]
     with np.errstate(over="ignore", invalid="ignore"):
         return [read(a_np) - read(b_np)]
@@ -342,7 +290,7 @@ def element_wise_divide(a, b):
     # f(a, b) = a / b. Integers: truncated; a zero divisor gives 0 (dmljax's choice; DirectML leaves
     # it undefined); INT_MIN / -1 wraps to INT_MIN. Floats: IEEE (x / +-0 = +-inf, 0/0 = NaN).
     a_np, b_np = np.asarray(a), np.asarray(b)
-    if _is_int(a_np):
+    if is_int(a_np):
         q = _exact_ints(a_np, b_np, lambda x, y: 0 if y == 0 else _trunc_div(x, y))
         return [wrap(q, a_np.dtype)]
     with np.errstate(all="ignore"):  # float64 division, then one rounding: innocuous for 2p + 2 bits
@@ -365,26 +313,26 @@ def _divide_near_kink(a, b):
 def element_wise_recip(x, scale_bias=None, half=False):
     # f(x) = 1 / g(x): IEEE, 1 / +-0 = +-inf.
     with np.errstate(divide="ignore"):
-        return [1.0 / g for g in _float_g(np.asarray(x), scale_bias, half)]
+        return [1.0 / g for g in float_g(np.asarray(x), scale_bias, half)]
 
 
 def recip_slope(x, scale_bias=None, half=False):
     # d/dx = -Scale / g^2 at the g the forward pass computed (rounded once to FLOAT32, the
     # compute type); -inf at g = +-0, the limit from either side.
-    g = ftz(_g64(x, scale_bias).astype(np.float32), np.float32)
+    g = ftz(g64(x, scale_bias).astype(np.float32), np.float32)
     with np.errstate(divide="ignore"):
-        return -_scale(scale_bias) / (g * g)
+        return -scale_value(scale_bias) / (g * g)
 
 
 def _recip_near_kink(x, scale_bias=None, half=False):
-    return np.abs(_g64(x, scale_bias)) < 1e-3
+    return np.abs(g64(x, scale_bias)) < 1e-3
 
 
 def element_wise_difference_square(a, b):
     # f(a, b) = (a - b) * (a - b): the true value (the float64 difference of two FLOAT32s is exact
     # or nearly); integers wrap around in the tensor's type.
     a_np, b_np = np.asarray(a), np.asarray(b)
-    if _is_int(a_np):
+    if is_int(a_np):
         return [wrap(_exact_ints(a_np, b_np, lambda x, y: (x - y) * (x - y)), a_np.dtype)]
     with np.errstate(over="ignore", invalid="ignore"):
         d = read(a_np) - read(b_np)
@@ -402,7 +350,7 @@ def _max_min_ref(larger):
     # Ties give either operand (equal numbers; the sign of a zero is checked by hand in the tests).
     def fn(a, b):
         a_np, b_np = np.asarray(a), np.asarray(b)
-        if _is_int(a_np):
+        if is_int(a_np):
             return [_exact_ints(a_np, b_np, max if larger else min)]
         fa, fb = read(a_np), read(b_np)
         with np.errstate(invalid="ignore"):
@@ -431,7 +379,7 @@ def element_wise_mean(a, b):
     # dmljax's choice, as DIVIDE truncates). Floats: the exact mean (float64 a + b of two FLOAT32s
     # or FLOAT16s is the correctly rounded sum, halving is exact), never overflowing.
     a_np, b_np = np.asarray(a), np.asarray(b)
-    if _is_int(a_np):
+    if is_int(a_np):
         return [_exact_ints(a_np, b_np, lambda x, y: _trunc_div(x + y, 2))]
     with np.errstate(invalid="ignore"):
         return [(read(a_np) + read(b_np)) * 0.5]
@@ -442,7 +390,7 @@ def element_wise_modulus_truncate(a, b):
     # divisor gives 0 (dmljax's choice). Floats: math.fmod (exact); NaN for a zero divisor or an
     # infinite dividend; a FLOAT32 denormal remainder is flushed, keeping its sign.
     a_np, b_np = np.asarray(a), np.asarray(b)
-    if _is_int(a_np):
+    if is_int(a_np):
         return [_exact_ints(a_np, b_np, lambda x, y: 0 if y == 0 else x - y * _trunc_div(x, y))]
     fa, fb = read(a_np), read(b_np)
     flush = a_np.dtype == np.float32
@@ -469,7 +417,7 @@ def _clip_grad_ref(which):
     # as math reads it (FLOAT32 denormals flushed); the gradient passes with its bits (selection).
     def fn(x, gradient, min, max, half=False):
         x_np, dy = np.asarray(x), np.asarray(gradient)
-        if _is_int(x_np):
+        if is_int(x_np):
             if which == "CLIP":
                 lo, hi = int_attr(min, x_np.dtype), int_attr(max, x_np.dtype)
             else:
@@ -515,7 +463,7 @@ ARITHMETIC = {
     "DML_OPERATOR_ELEMENT_WISE_IDENTITY": Reference(
         element_wise_identity,
         attrs=(Attrs(selection=True), Attrs(SB, half={**SB, "half": True})),
-        grad=elementwise_vjp(lambda x, scale_bias=None, half=False: np.full(np.shape(x), _scale(scale_bias))),
+        grad=elementwise_vjp(lambda x, scale_bias=None, half=False: np.full(np.shape(x), scale_value(scale_bias))),
     ),
     "DML_OPERATOR_ELEMENT_WISE_ADD": Reference(
         element_wise_add,

@@ -14,65 +14,18 @@ import numpy as np
 
 from tests.reference.record import Attrs, Reference
 from tests.reference.rules import (
-    c_float,
+    float_g,
+    g64,
+    int_g,
+    is_int,
+    scale_value,
     elementwise_vjp,
     read,
-    scale_bias_candidates,
     wrap,
 )
 
 SB = {"scale_bias": (0.75, -0.5)}  # both exact in FLOAT16 too
 SB_ATTRS = (Attrs(), Attrs(SB, half={**SB, "half": True}))
-
-
-def _is_int(x):
-    return np.issubdtype(np.asarray(x).dtype, np.integer)
-
-
-def _scale(scale_bias):
-    return 1.0 if scale_bias is None else c_float(scale_bias[0])
-
-
-def _int_g(x_np, scale_bias):
-    """g(x) on an integer tensor as exact ints (candidates): dmljax's choice, shared by the whole
-    family (the pages are silent), of computing x * Scale + Bias in FLOAT32 (FLOAT64 for the
-    64-bit types), then truncating toward zero, saturating, NaN to 0."""
-    if scale_bias is None:
-        return [np.array([int(v) for v in x_np.ravel()], dtype=object).reshape(x_np.shape)]
-    info = np.iinfo(x_np.dtype)
-    cd = np.float64 if x_np.dtype.itemsize == 8 else np.float32
-    outs = []
-    for g in scale_bias_candidates(x_np.astype(cd).astype(np.float64), scale_bias, cd):
-        with np.errstate(over="ignore", invalid="ignore"):
-            g = g.astype(cd).astype(np.float64)
-        vals = []
-        for v in g.ravel():
-            if math.isnan(v):
-                vals.append(0)
-            elif math.isinf(v):
-                vals.append(int(info.max) if v > 0 else int(info.min))
-            else:
-                vals.append(min(max(math.trunc(v), int(info.min)), int(info.max)))
-        outs.append(np.array(vals, dtype=object).reshape(x_np.shape))
-    return outs
-
-
-def _float_g(x_np, scale_bias=None, half=False):
-    """g(x) candidates on a float tensor: FLOAT32 denormals read as zero; with a ScaleBias the
-    fused and unfused multiply-add, and with ``half`` (FLOAT16 computed in FLOAT16) the FLOAT16
-    one too."""
-    cands = scale_bias_candidates(read(x_np), scale_bias, x_np.dtype)
-    if half and scale_bias is not None:
-        s, b = np.float16(c_float(scale_bias[0])), np.float16(c_float(scale_bias[1]))
-        with np.errstate(over="ignore", invalid="ignore"):
-            cands.append((x_np.astype(np.float16) * s + b).astype(np.float64))
-    return cands
-
-
-def _g64(x, scale_bias):
-    """g(x) in float64 (exact up to one rounding): where gradients are taken."""
-    x_np = np.asarray(x)
-    return scale_bias_candidates(read(x_np), scale_bias, x_np.dtype)[0]
 
 
 def _each(fn, g):
@@ -90,21 +43,21 @@ def _abs(v):
 def element_wise_abs(x, scale_bias=None, half=False):
     # f(x) = abs(g(x)). Integers: exact, wrapped to the type (abs(INT_MIN) is INT_MIN).
     x_np = np.asarray(x)
-    if _is_int(x_np):
+    if is_int(x_np):
         return [wrap([abs(int(v)) for v in g.ravel()], x_np.dtype).reshape(x_np.shape)
-                for g in _int_g(x_np, scale_bias)]
-    return [np.abs(g) for g in _float_g(x_np, scale_bias, half)]
+                for g in int_g(x_np, scale_bias)]
+    return [np.abs(g) for g in float_g(x_np, scale_bias, half)]
 
 
 def abs_slope(x, scale_bias=None, half=False):
     # d/dg abs(g) = 1 for g > 0, -1 for g < 0, and 0 at the tie g = 0 (strict comparisons).
-    g = _g64(x, scale_bias)
+    g = g64(x, scale_bias)
     with np.errstate(invalid="ignore"):
-        return _scale(scale_bias) * ((g > 0).astype(np.float64) - (g < 0).astype(np.float64))
+        return scale_value(scale_bias) * ((g > 0).astype(np.float64) - (g < 0).astype(np.float64))
 
 
 def _near_zero(x, scale_bias=None, half=False):
-    return np.abs(_g64(x, scale_bias)) < 1e-2
+    return np.abs(g64(x, scale_bias)) < 1e-2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -112,7 +65,7 @@ def element_wise_sign(x, half=False):
     # f(x) = -1 if x < 0, 1 if x > 0, 0 otherwise (including -0, and NaN: both comparisons are
     # false). A FLOAT32 denormal is read as zero.
     x_np = np.asarray(x)
-    if _is_int(x_np):
+    if is_int(x_np):
         return [np.array([(int(v) > 0) - (int(v) < 0) for v in x_np.ravel()], dtype=object).reshape(x_np.shape)]
     g = read(x_np)
     with np.errstate(invalid="ignore"):
@@ -129,11 +82,11 @@ def _floor(v):
 
 
 def element_wise_ceil(x, scale_bias=None, half=False):
-    return [_each(_ceil, g) for g in _float_g(np.asarray(x), scale_bias, half)]
+    return [_each(_ceil, g) for g in float_g(np.asarray(x), scale_bias, half)]
 
 
 def element_wise_floor(x, scale_bias=None, half=False):
-    return [_each(_floor, g) for g in _float_g(np.asarray(x), scale_bias, half)]
+    return [_each(_floor, g) for g in float_g(np.asarray(x), scale_bias, half)]
 
 
 def step_slope(x, scale_bias=None, half=False, mode=None):
