@@ -109,3 +109,90 @@ def test_elu_family_on_every_float16_value(name):
     refs = (ref.activation_scaled_elu(x) if name.endswith("SCALED_ELU")
             else ref.activation_elu(x))
     assert_matches(op(x), refs, DataType.FLOAT16, op.spec.ulp[DataType.FLOAT16], name)
+
+
+# ----------------------------------------------------------------------------------------------
+# RELU, LEAKY_RELU, LINEAR, IDENTITY, THRESHOLDED_RELU, HARD_SIGMOID, SHRINK, SOFTSIGN
+
+
+def test_relu_values_and_gradient_at_zero():
+    x = np.array([-0.0, 0.0, DENORM, -DENORM, NAN, INF, -INF, 2.5, -2.5], np.float32)
+    out = np.asarray(jax.jit(dmljax.activation_relu)(x))
+    # maxNum(0, x): NaN -> 0; -0 -> +0; FLOAT32 denormals flushed first.
+    np.testing.assert_array_equal(bits(out), bits(np.array([0, 0, 0, 0, 0, INF, 0, 2.5, 0], np.float32)))
+    g = _grad(dmljax.activation_relu, x)
+    np.testing.assert_array_equal(g, [0, 0, 0, 0, 0, 1, 0, 1, 0])  # X > 0 ? dY : 0, nothing at 0
+    i8 = np.array([-128, -1, 0, 1, 127], np.int8)
+    np.testing.assert_array_equal(np.asarray(dmljax.activation_relu(i8)), [0, 0, 0, 1, 127])
+    gi = jax.grad(lambda v: dmljax.activation_relu(v).astype(jnp.float32).sum(), allow_int=True)(i8)
+    assert gi.dtype == jax.dtypes.float0
+
+
+def test_leaky_relu_signed_zero_nan_and_gradient():
+    x = np.array([-0.0, 0.0, -2.0, NAN, -INF], np.float32)
+    out = np.asarray(dmljax.activation_leaky_relu(x, alpha=0.5))
+    assert bits(out[0]) == bits(np.float32(-0.0)) and out[1] == 0 and out[2] == -1
+    assert np.isnan(out[3]) and out[4] == -INF
+    g = _grad(lambda v: dmljax.activation_leaky_relu(v, alpha=0.5), x[:3])
+    np.testing.assert_array_equal(g, [1, 1, 0.5])  # x >= 0 selects x, at -0 too
+
+
+def test_linear_and_identity():
+    x = np.array([1.0, -0.0, NAN, DENORM], np.float32)
+    out = np.asarray(dmljax.activation_linear(x, alpha=2.0, beta=-2.0))
+    assert out[0] == 0 and out[1] == -2 and np.isnan(out[2]) and out[3] == -2
+    np.testing.assert_array_equal(_grad(lambda v: dmljax.activation_linear(v, alpha=-3.0, beta=1.0), x[:2]), [-3, -3])
+    nan_payload = np.array([0x7FC01234, 0x80000000, 0x00000001], np.uint32).view(np.float32)
+    for fn in (dmljax.activation_identity, jax.jit(dmljax.activation_identity)):
+        np.testing.assert_array_equal(bits(np.asarray(fn(nan_payload))), bits(nan_payload))  # every bit kept
+
+
+def test_thresholded_relu_strict_at_alpha():
+    x = np.array([1.0, np.nextafter(np.float32(1), np.float32(2)), 0.5, NAN, INF], np.float32)
+    out = np.asarray(jax.jit(dmljax.activation_thresholded_relu)(x))
+    np.testing.assert_array_equal(out, [0, x[1], 0, 0, INF])  # x > Alpha: nothing at Alpha, NaN -> 0
+    np.testing.assert_array_equal(_grad(dmljax.activation_thresholded_relu, x), [0, 1, 0, 0, 1])
+    h = np.array([-0.5, -0.25], np.float16)
+    np.testing.assert_array_equal(np.asarray(dmljax.activation_thresholded_relu(h, alpha=-0.5)), [0, -0.25])
+
+
+def test_hard_sigmoid_bounds_nan_and_gradient():
+    # Alpha * x + Beta = 0 at x = -2.5 and 1 at x = 2.5 (defaults 0.2, 0.5 as float32).
+    x = np.array([-2.5, 2.5, 0.0, -10.0, 10.0, NAN], np.float32)
+    out = np.asarray(dmljax.activation_hard_sigmoid(x))
+    assert out[3] == 0 and out[4] == 1 and out[2] == 0.5 and out[5] == 1  # minNum(NaN, 1) = 1
+    assert bits(out[3]) == bits(np.float32(0.0))
+    g = _grad(dmljax.activation_hard_sigmoid, x)
+    assert g[2] == np.float32(0.2) and g[3] == 0 and g[4] == 0 and g[5] == 0
+    g0 = ref.hard_sigmoid_slope(x[:2])
+    np.testing.assert_array_equal(g[:2], g0.astype(np.float32))  # strictly inside only
+
+
+def test_shrink_strict_thresholds_and_integers():
+    t = np.float32(0.5)
+    x = np.array([t, -t, np.nextafter(t, np.float32(1)), -np.nextafter(t, np.float32(1)), NAN, -0.0], np.float32)
+    out = np.asarray(jax.jit(lambda v: dmljax.activation_shrink(v, bias=0.25, threshold=0.5))(x))
+    np.testing.assert_array_equal(out[:2], [0, 0])
+    assert out[2] == np.float32(x[2] - np.float32(0.25)) and out[3] == np.float32(x[3] + np.float32(0.25))
+    assert out[4] == 0 and out[5] == 0
+    np.testing.assert_array_equal(_grad(lambda v: dmljax.activation_shrink(v, threshold=0.5), x), [0, 0, 1, 1, 0, 0])
+    # Integers: Bias 1.9 -> 1, Threshold 2.7 -> 2 (truncation toward zero); sums wrap.
+    i8 = np.array([-128, -3, -2, 2, 3, 127], np.int8)
+    got = np.asarray(jax.jit(lambda v: dmljax.activation_shrink(v, bias=1.9, threshold=2.7))(i8))
+    np.testing.assert_array_equal(got, [-127, -2, 0, 0, 2, 126])
+    got = np.asarray(dmljax.activation_shrink(i8, bias=-2.0, threshold=1.0))
+    np.testing.assert_array_equal(got, [126, -5, -4, 4, 5, -127])  # wraps at both ends
+    u8 = np.array([0, 1, 255], np.uint8)
+    np.testing.assert_array_equal(np.asarray(dmljax.activation_shrink(u8, bias=2.0, threshold=0.0)), [0, 255, 253])
+
+
+def test_softsign_limits_and_gradient():
+    x = np.array([INF, -INF, 3e38, -0.0, NAN, DENORM], np.float32)
+    out = np.asarray(jax.jit(dmljax.activation_softsign)(x))
+    assert out[0] == 1 and out[1] == -1 and out[2] == 1 and bits(out[3]) == bits(np.float32(-0.0))
+    assert np.isnan(out[4]) and out[5] == 0
+    g = _grad(dmljax.activation_softsign, x[:4])
+    np.testing.assert_array_equal(g, [0, 0, 0, 1])
+    h = np.array([60000.0, -1.0], np.float16)
+    gh = _grad(dmljax.activation_softsign, h)
+    assert np.isfinite(gh).all() and gh[1] == np.float16(0.25)

@@ -5,8 +5,11 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from dmljax._src.dtypes import DataType
-from dmljax._src.numerics import expm1_nonpositive
+from dmljax._src.dtypes import (
+    FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT32_INT16_INT8, FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8,
+    DataType,
+)
+from dmljax._src.numerics import attr_as, expm1_nonpositive
 from dmljax._src.op import operator
 from dmljax._src.ops._families import activation_op, elementwise
 from dmljax._src.spec import ParamSpec
@@ -96,5 +99,327 @@ def activation_elu(input, *, alpha, allow_half_precision_computation):
 
     def slope(x):
         return jnp.where(x >= 0, jnp.ones_like(x), _f32(alpha, x.dtype) * jnp.exp(jnp.minimum(x, jnp.zeros_like(x))))
+
+    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
+
+
+# --------------------------------------------------------------------------------------------
+ACTIVATION_RELU = activation_op(
+    "RELU",
+    summary=("Performs a rectified linear unit (ReLU) activation function on every element in "
+             "InputTensor, placing the result into the corresponding element of OutputTensor."),
+    formula="f(x) = max(0, x)",
+    support=(
+        ("5.1", "1 to 8", FLOAT32_FLOAT16_INT32_INT16_INT8),
+        ("3.0", "1 to 8", FLOAT32_FLOAT16),
+        ("2.0", "4 to 5", FLOAT32_FLOAT16),
+        ("1.0", "4", FLOAT32_FLOAT16),
+    ),
+    ulp={F32: 0, F16: 0},
+    ulp_half=0,
+    gradient=("dX = X > 0 ? dY : 0 (DML_OPERATOR_ACTIVATION_RELU_GRAD's rule): nothing at 0, "
+              "-0 or NaN; integer inputs: no gradient."),
+    notes=("max is IEEE maxNum (SEMANTICS.md 2), so RELU(NaN) = 0; RELU(-0) = +0 (the page's "
+           "max of two equal zeros is silent: x > 0 ? x : +0). FLOAT32 denormal inputs are "
+           "flushed (math, as THRESHOLD). Integers are exact."),
+)
+
+
+@operator(ACTIVATION_RELU)
+def activation_relu(input, *, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> dmljax.activation_relu(np.array([-2.0, -0.0, 3.5, np.nan], np.float32))
+        Array([0. , 0. , 3.5, 0. ], dtype=float32)
+        >>> dmljax.activation_relu(np.array([-128, 0, 127], np.int8))
+        Array([  0,   0, 127], dtype=int8)
+    """
+    def f(x):
+        return jnp.where(x > 0, x, jnp.zeros_like(x))  # maxNum(0, x): NaN and -0 give +0
+
+    def slope(x):
+        return jnp.where(x > 0, jnp.ones_like(x), jnp.zeros_like(x))
+
+    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope, integer=f)
+
+
+# --------------------------------------------------------------------------------------------
+ACTIVATION_LEAKY_RELU = activation_op(
+    "LEAKY_RELU",
+    summary=("Performs a leaky rectified linear unit (ReLU) activation function on every element "
+             "in InputTensor, placing the result into the corresponding element of OutputTensor."),
+    formula=("f(x) = x,         if x >= 0\n"
+             "       Alpha * x, otherwise"),
+    params=(ParamSpec("Alpha", "FLOAT", default=0.01,
+                      doc="The alpha coefficient. A typical default for this value is 0.01."),),
+    ulp={F32: 1, F16: 1},
+    ulp_half=1,
+    gradient="dX = dY for x >= 0 (also at 0 and -0), Alpha * dY otherwise (NaN included).",
+    notes="x >= 0 keeps x itself, so LEAKY_RELU(-0) = -0; NaN gives Alpha * NaN = NaN.",
+)
+
+
+@operator(ACTIVATION_LEAKY_RELU)
+def activation_leaky_relu(input, *, alpha, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> dmljax.activation_leaky_relu(np.array([-2.0, -0.0, 3.5], np.float32))
+        Array([-0.02,  -0.  ,  3.5 ], dtype=float32)
+    """
+    def f(x):
+        return jnp.where(x >= 0, x, _f32(alpha, x.dtype) * x)
+
+    def slope(x):
+        return jnp.where(x >= 0, jnp.ones_like(x), jnp.full_like(x, _f32(alpha, x.dtype)))
+
+    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
+
+
+# --------------------------------------------------------------------------------------------
+ACTIVATION_LINEAR = activation_op(
+    "LINEAR",
+    summary=("Performs the linear activation function on every element in InputTensor, placing "
+             "the result into the corresponding element of OutputTensor."),
+    formula="f(x) = Alpha * x + Beta.",
+    params=(ParamSpec("Alpha", "FLOAT", doc="The alpha coefficient."),
+            ParamSpec("Beta", "FLOAT", doc="The beta coefficient.")),
+    ulp={F32: 1, F16: 1},
+    ulp_half=1,
+    gradient="dX = Alpha * dY.",
+    notes=("The page gives no default: Alpha and Beta are required. Alpha * x + Beta is a "
+           "multiply-add that a backend may fuse into one FMA or not (SEMANTICS.md 2): either "
+           "rounding is within budget."),
+)
+
+
+@operator(ACTIVATION_LINEAR)
+def activation_linear(input, *, alpha, beta, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> dmljax.activation_linear(np.array([-2.0, 0.0, 3.5], np.float32), alpha=2.0, beta=1.0)
+        Array([-3.,  1.,  8.], dtype=float32)
+    """
+    def f(x):
+        return _f32(alpha, x.dtype) * x + _f32(beta, x.dtype)
+
+    def slope(x):
+        return jnp.full_like(x, _f32(alpha, x.dtype))
+
+    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
+
+
+# --------------------------------------------------------------------------------------------
+ACTIVATION_IDENTITY = activation_op(
+    "IDENTITY",
+    summary=("Performs the identity activation, effectively copying every element of "
+             "InputTensor to the corresponding element of OutputTensor."),
+    formula="f(x) = x",
+    math=False,
+    gradient="dX = dY.",
+    notes=("A copy: every bit is kept (NaN payloads, -0, FLOAT32 denormals), as "
+           "ELEMENT_WISE_IDENTITY without a ScaleBias."),
+)
+
+
+@operator(ACTIVATION_IDENTITY)
+def activation_identity(input):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> dmljax.activation_identity(np.array([1.5, -0.0, np.nan], np.float32))
+        Array([ 1.5, -0. ,  nan], dtype=float32)
+    """
+    return input
+
+
+# --------------------------------------------------------------------------------------------
+ACTIVATION_THRESHOLDED_RELU = activation_op(
+    "THRESHOLDED_RELU",
+    summary=("Performs a thresholded rectified linear unit (ReLU) activation function on every "
+             "element in InputTensor, placing the result into the corresponding element of "
+             "OutputTensor."),
+    formula=("f(x) = x, if x > Alpha\n"
+             "       0, otherwise"),
+    params=(ParamSpec("Alpha", "FLOAT", default=1.0,
+                      doc="The threshold for the function. A typical default for this value is 1.0."),),
+    ulp={F32: 0, F16: 0},
+    ulp_half=0,
+    gradient="dX = x > Alpha ? dY : 0: nothing at x = Alpha or for NaN.",
+    notes=("The page's strict x > Alpha: x = Alpha gives +0, and so does NaN (the comparison is "
+           "false); a NaN Alpha gives 0 everywhere. FLOAT32 denormal inputs are flushed (math)."),
+)
+
+
+@operator(ACTIVATION_THRESHOLDED_RELU)
+def activation_thresholded_relu(input, *, alpha, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> dmljax.activation_thresholded_relu(np.array([0.5, 1.0, 1.5, np.nan], np.float32))
+        Array([0. , 0. , 1.5, 0. ], dtype=float32)
+    """
+    def passes(x):
+        return x > _f32(alpha, x.dtype)
+
+    def f(x):
+        return jnp.where(passes(x), x, jnp.zeros_like(x))
+
+    def slope(x):
+        return jnp.where(passes(x), jnp.ones_like(x), jnp.zeros_like(x))
+
+    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
+
+
+# --------------------------------------------------------------------------------------------
+ACTIVATION_HARD_SIGMOID = activation_op(
+    "HARD_SIGMOID",
+    summary=("Performs a hard sigmoid function on every element in InputTensor, placing the "
+             "result into the corresponding element of OutputTensor."),
+    formula="f(x) = max(0, min(Alpha * x + Beta, 1))",
+    params=(
+        ParamSpec("Alpha", "FLOAT", default=0.2,
+                  doc="The alpha coefficient. A typical default for this value is 0.2."),
+        ParamSpec("Beta", "FLOAT", default=0.5,
+                  doc="The beta coefficient. A typical default for this value is 0.5."),
+    ),
+    ulp={F32: 1, F16: 1},
+    ulp_half=1,
+    gradient=("dX = Alpha * dY where 0 < Alpha * x + Beta < 1 (strictly), 0 at and beyond the "
+              "bounds and for NaN."),
+    notes=("min and max are IEEE minNum/maxNum (SEMANTICS.md 2): a NaN Alpha * x + Beta gives "
+           "max(0, min(NaN, 1)) = 1. max(0, -0) is +0. Alpha * x + Beta is a multiply-add that a "
+           "backend may fuse or not (either rounding is within budget)."),
+)
+
+
+@operator(ACTIVATION_HARD_SIGMOID)
+def activation_hard_sigmoid(input, *, alpha, beta, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> dmljax.activation_hard_sigmoid(np.array([-5.0, 0.0, 1.0, 9.0], np.float32))
+        Array([0. , 0.5, 0.7, 1. ], dtype=float32)
+    """
+    def g(x):
+        return _f32(alpha, x.dtype) * x + _f32(beta, x.dtype)
+
+    def f(x):
+        y = g(x)
+        one, zero = jnp.ones_like(y), jnp.zeros_like(y)
+        upper = jnp.where(y < 1, y, one)  # minNum(y, 1): NaN gives 1
+        return jnp.where(upper > 0, upper, zero)  # maxNum(0, .): -0 gives +0
+
+    def slope(x):
+        y = g(x)
+        inside = (y > 0) & (y < 1)
+        return jnp.where(inside, jnp.full_like(y, _f32(alpha, x.dtype)), jnp.zeros_like(y))
+
+    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
+
+
+# --------------------------------------------------------------------------------------------
+ACTIVATION_SHRINK = activation_op(
+    "SHRINK",
+    summary=("Performs the shrink activation function on every element in InputTensor, placing "
+             "the result into the corresponding element of OutputTensor."),
+    formula=("f(x) = x - Bias, if x > Threshold\n"
+             "       x + Bias, if x < -Threshold\n"
+             "       0,        otherwise"),
+    params=(
+        ParamSpec("Bias", "FLOAT", default=0.0,
+                  doc="The value of the bias. A typical default for this value is 0.0.",
+                  converted_to="InputTensor"),
+        ParamSpec("Threshold", "FLOAT", default=0.5,
+                  doc="The value of the threshold. A typical default for this value is 0.5.",
+                  converted_to="InputTensor"),
+    ),
+    support=(
+        ("5.1", "1 to 8", FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8),
+        ("3.0", "1 to 8", FLOAT32_FLOAT16),
+        ("2.0", "4 to 5", FLOAT32_FLOAT16),
+    ),
+    ulp={F32: 1, F16: 1},
+    ulp_half=1,
+    gradient=("dX = dY where x > Threshold or x < -Threshold (strictly), 0 at the thresholds, "
+              "between them and for NaN; integer inputs: no gradient."),
+    notes=("The page's strict comparisons: x = +-Threshold gives +0, and so does NaN (both "
+           "comparisons false). A negative Threshold makes the first two cases overlap: x > "
+           "Threshold is tested first, as the page lists it. On integer tensors Bias and "
+           "Threshold are truncated toward zero and saturated to the type (SEMANTICS.md 3), "
+           "-Threshold is compared exactly (as a mathematical integer, so no unsigned x is ever "
+           "below a positive Threshold's negation), and x - Bias, x + Bias wrap around."),
+)
+
+
+def _shrink_int(x, bias, threshold, dt):
+    t = attr_as(threshold, dt)
+    b = attr_as(bias, dt)
+    zero = jnp.zeros_like(x)
+    above = x > t
+    neg_t = -int(t)  # exact, as a Python int
+    info = np.iinfo(dt.dtype)
+    if neg_t > int(info.max):
+        below = jnp.ones(x.shape, bool)
+    elif neg_t < int(info.min):
+        below = jnp.zeros(x.shape, bool)
+    else:
+        below = x < np.asarray(neg_t, dt.dtype)
+    return jnp.where(above, x - b, jnp.where(below, x + b, zero))
+
+
+@operator(ACTIVATION_SHRINK)
+def activation_shrink(input, *, bias, threshold, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> x = np.array([-2.0, -0.5, 0.25, 0.5, 3.0], np.float32)
+        >>> dmljax.activation_shrink(x, bias=0.5, threshold=0.5)
+        Array([-1.5,  0. ,  0. ,  0. ,  2.5], dtype=float32)
+    """
+    dt = DataType.from_dtype(input.dtype)
+    if dt.is_integer:
+        return _shrink_int(input, bias, threshold, dt)
+
+    def cases(x):
+        t = _f32(threshold, x.dtype)
+        return x > t, x < -t
+
+    def f(x):
+        above, below = cases(x)
+        b = _f32(bias, x.dtype)
+        return jnp.where(above, x - b, jnp.where(below, x + b, jnp.zeros_like(x)))
+
+    def slope(x):
+        above, below = cases(x)
+        return jnp.where(above | below, jnp.ones_like(x), jnp.zeros_like(x))
+
+    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
+
+
+# --------------------------------------------------------------------------------------------
+ACTIVATION_SOFTSIGN = activation_op(
+    "SOFTSIGN",
+    summary=("Performs the softsign function on every element in InputTensor, placing the result "
+             "into the corresponding element of OutputTensor."),
+    formula="f(x) = x / (1 + abs(x))",
+    ulp={F32: 2, F16: 1},
+    ulp_half=2,
+    gradient=("dX = dY / (1 + abs(x))^2, 0 at +-inf (the limit), never NaN for a number."),
+    notes=("The page's formula is inf / inf = NaN at +-inf; dmljax gives the limit, +-1 (only a "
+           "NaN input gives NaN). Elsewhere the formula as written (two roundings in FLOAT32)."),
+)
+
+
+@operator(ACTIVATION_SOFTSIGN)
+def activation_softsign(input, *, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> dmljax.activation_softsign(np.array([-3.0, -0.0, 1.0, np.inf], np.float32))
+        Array([-0.75, -0.  ,  0.5 ,  1.  ], dtype=float32)
+    """
+    def f(x):
+        infinite = jnp.isinf(x)
+        finite_x = jnp.where(infinite, jnp.zeros_like(x), x)  # inf / inf never computed
+        return jnp.where(infinite, jnp.sign(x), finite_x / (1 + jnp.abs(finite_x)))
+
+    def slope(x):
+        d = 1 + jnp.abs(x)
+        return 1 / (d * d)  # 0 at +-inf and wherever d * d overflows
 
     return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
