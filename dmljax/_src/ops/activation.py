@@ -164,7 +164,7 @@ def activation_leaky_relu(input, *, alpha, allow_half_precision_computation):
     """Example:
         >>> import numpy as np, dmljax
         >>> dmljax.activation_leaky_relu(np.array([-2.0, -0.0, 3.5], np.float32))
-        Array([-0.02,  -0.  ,  3.5 ], dtype=float32)
+        Array([-0.02, -0.  ,  3.5 ], dtype=float32)
     """
     def f(x):
         return jnp.where(x >= 0, x, _f32(alpha, x.dtype) * x)
