@@ -89,13 +89,15 @@ _ATTR_VALUES = {"Min": -0.5, "Max": 3.0, "Alpha": 0.75, "Gamma": 1.25, "Exponent
 
 def _attrs(spec):
     """Values for the desc's members: the table's, else the operator's default (a desc names
-    every member; an enum by its DML_* name)."""
+    every member; an enum by its DML_* name, a FLOAT by its value)."""
     out = {}
     for p in spec.params:
         if p.dml_name in _ATTR_VALUES and not p.nullable:
             out[p.dml_name] = _ATTR_VALUES[p.dml_name]
         elif p.enum is not None and p.default is not None:
             out[p.dml_name] = p.default.dml_name
+        elif p.default is not REQUIRED and p.default is not None and not p.nullable:
+            out[p.dml_name] = p.default  # a FLOAT with a documented default (HARD_SIGMOID's Beta)
     return out
 
 
