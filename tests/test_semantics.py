@@ -96,3 +96,27 @@ def test_chained_operators_flush_each_intermediate_once():
     linked = jax.jit(lambda v: dmljax.element_wise_sqrt(dmljax.element_wise_abs(v))).lower(x).as_text()
     broken = jax.jit(lambda v: dmljax.element_wise_sqrt(dmljax.element_wise_abs(v) + 0.0)).lower(x).as_text()
     assert linked.count("stablehlo.compare") < broken.count("stablehlo.compare")
+
+
+# ---------------------------------------------------------------------------------------------
+# "Fused activations produce the same result" as the operators in turn: every implemented
+# activation that DirectML lets ADD1 fuse, with its reference's first attribute set
+def _fusable_into_add1():
+    from dmljax._src.fused import FUSABLE
+    return [n for n, hosts in FUSABLE.items() if n in dmljax.registry() and hosts is None]
+
+
+@pytest.mark.parametrize("name", _fusable_into_add1(), ids=lambda n: n.removeprefix("DML_OPERATOR_"))
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_fused_activation_equals_the_separate_operator(name, dtype):
+    op = dmljax.get_operator(name)
+    attrs = dict(references()[name].attr_sets(DataType.from_dtype(np.dtype(dtype)))[0].dml)
+    rng = np.random.default_rng(5)
+    a = (rng.standard_normal(512) * 3).astype(dtype)
+    b = (rng.standard_normal(512) * 3).astype(dtype)
+    a[:6] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40 if dtype == np.float32 else 6e-8]
+    fused = dmljax.element_wise_add1(a, b, fused_activation=dmljax.FusedActivation(op.spec.short_name, **attrs))
+    separate = op(dmljax.element_wise_add(a, b), **attrs)
+    np.testing.assert_array_equal(np.isnan(fused), np.isnan(separate))
+    keep = ~np.isnan(np.asarray(separate))
+    assert np.asarray(fused)[keep].tobytes() == np.asarray(separate)[keep].tobytes()
