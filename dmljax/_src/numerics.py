@@ -31,6 +31,9 @@ __all__ = [
     "max_num",
     "min_num",
     "is_nan",
+    "bits_type",
+    "mark_flushed",
+    "is_flushed",
     "pow_c99",
     "float_to_int",
     "expm1_nonpositive",
@@ -149,6 +152,11 @@ _NAN_BITS = {  # dtype: (unsigned type, sign mask off, +inf bits)
     np.dtype(np.float32): (np.uint32, 0x7FFFFFFF, 0x7F800000),
     np.dtype(np.float64): (np.uint64, 0x7FFFFFFFFFFFFFFF, 0x7FF0000000000000),
 }
+
+
+def bits_type(dtype) -> type:
+    """The unsigned integer type as wide as a float dtype: what its bits are read as."""
+    return _NAN_BITS[np.dtype(dtype)][0]
 
 
 def is_nan(x: jnp.ndarray) -> jnp.ndarray:

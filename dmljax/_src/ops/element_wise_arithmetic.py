@@ -17,7 +17,7 @@ from dmljax._src.dtypes import (
     FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8, DataType,
 )
 from dmljax._src.numerics import (
-    apply_scale_bias, flush_denormals, is_nan, load, store,
+    apply_scale_bias, bits_type, flush_denormals, is_nan, load, store,
 )
 from dmljax._src.op import operator
 from dmljax._src.ops._families import (
@@ -102,12 +102,18 @@ def _modulus_floor_float_jvp(primals, tangents):
     return _modulus_floor_float(a, b), da * ta + db * tb
 
 
+def _safe_divisor(b, signed: bool):
+    """An integer divisor XLA may divide by: 0 (undefined in DirectML) and, for signed types, -1
+    (INT_MIN / -1 overflows) replaced by 1; callers fix those results up. XLA raises SIGFPE for a
+    constant zero divisor under jit, so it must never see one."""
+    guard = (b == 0) | (b == -1) if signed else (b == 0)
+    return jnp.where(guard, jnp.ones_like(b), b)
+
+
 def _modulus_floor_int(a, b, signed: bool):
     # b == 0 is undefined in DirectML and b == -1 overflows for INT_MIN; both give 0 here, and
     # the divisor XLA sees is never 0 (XLA raises SIGFPE for a constant zero divisor under jit).
-    one = jnp.ones_like(b)
-    guard = (b == 0) | (b == -1) if signed else (b == 0)
-    safe = jnp.where(guard, one, b)
+    safe = _safe_divisor(b, signed)
     r = lax.rem(a, safe)
     if signed:
         r = jnp.where((r != 0) & ((r < 0) != (safe < 0)), r + safe, r)
@@ -333,11 +339,6 @@ def element_wise_subtract(a, b, *, allow_half_precision_computation):
 # INT_MIN / -1 wraps to INT_MIN (INT_MIN % -1 is 0). The divisor XLA sees is never 0 or -1 (XLA
 # raises SIGFPE for a constant zero divisor, or INT_MIN / -1, when it folds them under jit).
 
-def _safe_divisor(b, signed: bool):
-    guard = (b == 0) | (b == -1) if signed else (b == 0)
-    return jnp.where(guard, jnp.ones_like(b), b)
-
-
 def _divide_int(a, b, signed: bool):
     q = lax.div(a, _safe_divisor(b, signed))  # truncates toward zero
     if signed:
@@ -501,14 +502,13 @@ ELEMENT_WISE_MEAN = binary_op(
 )
 
 
-_UINT_OF = {np.dtype(np.float16): np.uint16, np.dtype(np.float32): np.uint32, np.dtype(np.float64): np.uint64}
 _MANTISSA_BITS = {np.dtype(np.float16): 10, np.dtype(np.float32): 23, np.dtype(np.float64): 52}
 
 
 def _half_of_large(x):
     # x / 2 by the exponent field: exact for finite x far from the denormals. Not x * 0.5: XLA's
     # simplifier turns x * 0.5 + y * 0.5 back into (x + y) * 0.5, which overflows.
-    uint = _UINT_OF[np.dtype(x.dtype)]
+    uint = bits_type(x.dtype)
     step = np.asarray(1 << _MANTISSA_BITS[np.dtype(x.dtype)], uint)
     return lax.bitcast_convert_type(lax.bitcast_convert_type(x, uint) - step, x.dtype)
 

@@ -17,7 +17,7 @@ from dmljax._src.dtypes import (
     DataType,
 )
 from dmljax._src.numerics import (
-    apply_scale_bias, attr_as, float_to_int, is_nan, load, max_num, min_num, store,
+    apply_scale_bias, attr_as, bits_type, float_to_int, is_nan, load, max_num, min_num, store,
 )
 from dmljax._src.op import operator
 from dmljax._src.ops._families import (
@@ -246,8 +246,6 @@ def element_wise_clip1(input, *, scale_bias, min_max_data_type, min, max,
 # selected only where it wins strictly (or A alone is NaN): at a tie, and where both are NaN,
 # A is the result, and A gets the whole gradient.
 
-_UINT_OF = {np.dtype(np.float16): np.uint16, np.dtype(np.float32): np.uint32, np.dtype(np.float64): np.uint64}
-
 
 def _selects_b(x, y, larger: bool):
     wins = (y > x) if larger else (y < x)
@@ -260,7 +258,7 @@ def _max_min(x, y, larger: bool):
     r = jnp.where(_selects_b(x, y, larger), y, x)
     if not jnp.issubdtype(x.dtype, jnp.floating):
         return r
-    uint = _UINT_OF[np.dtype(x.dtype)]
+    uint = bits_type(x.dtype)
     bx, by = lax.bitcast_convert_type(x, uint), lax.bitcast_convert_type(y, uint)
     zeros = lax.bitcast_convert_type((bx & by) if larger else (bx | by), x.dtype)  # equal: same bits but a zero's sign
     return jnp.where((x == y) & ~is_nan(x), zeros, r)
