@@ -1,5 +1,8 @@
 """float64 references for the activation family, transcribed from the pages
-(dml_activation_*_operator_desc.md in ../shared/spec/operators/) and SEMANTICS.md."""
+(dml_activation_*_operator_desc.md in ../shared/spec/operators/) and SEMANTICS.md: the first
+point-wise activations here; smooth.py (sigmoid, tanh, softplus, CELU), gated.py (GELU, SWISH,
+HARD_SWISH, PARAMETERIZED_RELU, RELU_GRAD) and softmax.py (SOFTMAX, LOG_SOFTMAX, HARDMAX and their
+*1 forms) hold the rest. ``REFERENCES`` is the whole family's."""
 
 import numpy as np
 
@@ -166,7 +169,7 @@ def _near(*points):
     return near
 
 
-REFERENCES = {
+FIRST = {
     "DML_OPERATOR_ACTIVATION_SCALED_ELU": Reference(
         activation_scaled_elu,
         attrs=(Attrs(), Attrs({"alpha": 1.0, "gamma": 2.0})),
@@ -227,3 +230,8 @@ REFERENCES = {
         grad=elementwise_vjp(softsign_slope),
     ),
 }
+
+
+from tests.reference.activation import gated, smooth, softmax  # noqa: E402  (they import nothing from here)
+
+REFERENCES = {**FIRST, **smooth.REFERENCES, **gated.REFERENCES, **softmax.REFERENCES}
