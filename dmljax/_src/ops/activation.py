@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -9,9 +10,10 @@ from dmljax._src.dtypes import (
     FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT32_INT16_INT8, FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8,
     DataType,
 )
-from dmljax._src.numerics import attr_as, expm1_nonpositive
+from dmljax._src.numerics import attr_as, expm1_nonpositive, mark_flushed
 from dmljax._src.op import operator
 from dmljax._src.ops._families import activation_op, elementwise
+from dmljax._src.ops.activation_gated import relu_grad_rule, relu_passes
 from dmljax._src.spec import ParamSpec
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
@@ -117,12 +119,28 @@ ACTIVATION_RELU = activation_op(
     ),
     ulp={F32: 0, F16: 0},
     ulp_half=0,
-    gradient=("dX = X > 0 ? dY : 0 (DML_OPERATOR_ACTIVATION_RELU_GRAD's rule): nothing at 0, "
-              "-0 or NaN; integer inputs: no gradient."),
+    grad_operator="DML_OPERATOR_ACTIVATION_RELU_GRAD",
+    gradient=("As DML_OPERATOR_ACTIVATION_RELU_GRAD: dX = X > 0 ? dY : 0 (activation_gated."
+              "relu_grad_rule, the operator's own formula): nothing at 0, -0, NaN or a FLOAT32 "
+              "denormal, +0 there even for a NaN dY; where X > 0, dY's very bits. Integer inputs: "
+              "no gradient."),
     notes=("max is IEEE maxNum (SEMANTICS.md 2), so RELU(NaN) = 0; RELU(-0) = +0 (the page's "
            "max of two equal zeros is silent: x > 0 ? x : +0). FLOAT32 denormal inputs are "
            "flushed (math, as THRESHOLD). Integers are exact."),
 )
+
+
+@jax.custom_jvp
+def _relu_float(x):
+    # maxNum(0, x) as x > 0 ? x : +0 on x as math reads it (relu_passes): NaN, -0 and FLOAT32
+    # denormals give +0; what passes is a number above zero, normal, so nothing needs a flush.
+    return jnp.where(relu_passes(x), x, jnp.zeros_like(x))
+
+
+@_relu_float.defjvp
+def _relu_float_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _relu_float(x), relu_grad_rule(x, t)  # RELU_GRAD's formula, the tangent's bits kept
 
 
 @operator(ACTIVATION_RELU)
@@ -134,13 +152,13 @@ def activation_relu(input, *, allow_half_precision_computation):
         >>> dmljax.activation_relu(np.array([-128, 0, 127], np.int8))
         Array([  0,   0, 127], dtype=int8)
     """
-    def f(x):
-        return jnp.where(x > 0, x, jnp.zeros_like(x))  # maxNum(0, x): NaN and -0 give +0
-
-    def slope(x):
-        return jnp.where(x > 0, jnp.ones_like(x), jnp.zeros_like(x))
-
-    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope, integer=f)
+    dt = DataType.from_dtype(input.dtype)
+    if dt.is_integer:
+        return jnp.where(input > 0, input, jnp.zeros_like(input))
+    out = _relu_float(input)  # a comparison and a selection: the same bits in any precision
+    if dt is DataType.FLOAT32:
+        mark_flushed(out)  # no denormal can pass x >= the smallest normal
+    return out
 
 
 # --------------------------------------------------------------------------------------------
