@@ -101,3 +101,71 @@ def test_relu_grad_refused_before_5_1_for_integers_and_before_3_0():
 
 def test_relu_record_names_its_grad_operator():
     assert dmljax.activation_relu.spec.grad_operator == dmljax.activation_relu_grad.spec.enum_name
+
+
+# ----------------------------------------------------------------------------------------------
+# PARAMETERIZED_RELU
+
+
+def test_parameterized_relu_special_values():
+    x = np.array([-0.0, 0.0, -2.0, NAN, -INF, INF, DENORM, -DENORM, -3.0, -3.0], np.float32)
+    s = np.array([5.0, 5.0, 0.5, 0.5, 0.5, 0.5, 0.5, -2.0, DENORM, NAN], np.float32)
+    out = np.asarray(jax.jit(dmljax.activation_parameterized_relu)(x, s))
+    # x >= 0 keeps x (-0 included); NaN x takes slope * x; denormal x reads as a signed zero,
+    # so -DENORM keeps -0 whatever the slope; a denormal slope reads as +0.
+    want = np.array([-0.0, 0.0, -1.0, NAN, -INF, INF, 0.0, -0.0, -0.0, NAN], np.float32)
+    np.testing.assert_array_equal(bits(out), bits(want))
+    h = np.array([-65504.0, -TINY16, 3.0], np.float16)
+    sh = np.array([0.5, 0.5, 9.0], np.float16)
+    out = np.asarray(dmljax.activation_parameterized_relu(h, sh))
+    # FLOAT16 denormals are kept: -6e-8 * 0.5 is half the smallest denormal, rounded to even: -0
+    np.testing.assert_array_equal(bits(out), bits(np.array([-32752.0, -0.0, 3.0], np.float16)))
+
+
+def test_parameterized_relu_gradients_for_input_and_slope():
+    x = jnp.array([-2.0, -0.0, 0.0, 3.0, -INF, 1e-3, -1e-3], jnp.float32)
+    s = jnp.array([0.25, 0.25, 0.25, 0.25, 0.25, -4.0, -4.0], jnp.float32)
+    gx, gs = vjp(dmljax.activation_parameterized_relu, jnp.ones(7, jnp.float32), x, s)
+    np.testing.assert_array_equal(gx, [0.25, 1, 1, 1, 0.25, 1, -4])  # x >= 0: 1, also at -0
+    np.testing.assert_array_equal(gs, [-2, 0, 0, 0, -INF, 0, np.float32(-1e-3)])  # x where x < 0
+    h = jnp.array([-65504.0, 2.0], jnp.float16)
+    gx, gs = vjp(dmljax.activation_parameterized_relu, jnp.ones(2, jnp.float16), h, jnp.full(2, 0.5, jnp.float16))
+    assert gx.dtype == gs.dtype == np.float16
+    np.testing.assert_array_equal(gx, [0.5, 1]) and np.testing.assert_array_equal(gs, [-65504, 0])
+
+
+def test_parameterized_relu_integers_wrap():
+    info = np.iinfo(np.int32)
+    x = np.array([info.min, -3, -1, 0, info.max], np.int32)
+    s = np.array([-1, 1 << 30, info.min, info.min, -7], np.int32)
+    out = np.asarray(jax.jit(dmljax.activation_parameterized_relu)(x, s))
+    # -1 * INT_MIN wraps to INT_MIN; -3 * 2**30 wraps to 2**30; -1 * INT_MIN = INT_MIN; x >= 0 kept
+    np.testing.assert_array_equal(out, np.array([info.min, 1 << 30, info.min, 0, info.max], np.int32))
+    i8 = np.array([-128, -2, 100], np.int8)
+    np.testing.assert_array_equal(np.asarray(dmljax.activation_parameterized_relu(i8, np.array([-1, 100, -1], np.int8))),
+                                  np.array([-128, 56, 100], np.int8))
+
+
+def test_parameterized_relu_per_channel_slope_by_zero_strides():
+    # PReLU with one slope per channel of NCHW: the page wants SlopeTensor of the input's Sizes;
+    # a buffer of C slopes with strides (0, 1, 0, 0) repeats each along N, H and W.
+    rng = np.random.default_rng(7)
+    sizes = [2, 3, 2, 4]
+    x = (rng.standard_normal(sizes) * 3).astype(np.float32)
+    slopes = np.array([0.5, -2.0, 0.125], np.float32)
+    desc = {"InputTensor": {"DataType": "FLOAT32", "Sizes": sizes},
+            "SlopeTensor": {"DataType": "FLOAT32", "Sizes": sizes, "Strides": [0, 1, 0, 0]},
+            "OutputTensor": {"DataType": "FLOAT32", "Sizes": sizes}}
+    op = dmljax.compile_operator("ACTIVATION_PARAMETERIZED_RELU", desc)
+    got = np.asarray(op(InputTensor=x.ravel(), SlopeTensor=slopes,
+                        OutputTensor=np.zeros(x.size, np.float32))["OutputTensor"]).reshape(sizes)
+    c = slopes[None, :, None, None]
+    expected = np.where(x >= 0, x, c * x)  # NumPy's broadcast of the same C slopes
+    np.testing.assert_array_equal(got, expected)
+    assert (x < 0).any(axis=(0, 2, 3)).all()  # every channel's slope is used
+    # the array API: a broadcast array is the same tensor
+    broadcast = jnp.broadcast_to(jnp.asarray(c), sizes)
+    np.testing.assert_array_equal(np.asarray(dmljax.activation_parameterized_relu(x, broadcast)), expected)
+    # DirectML never broadcasts implicitly: a slope of other Sizes is refused
+    with pytest.raises(dmljax.ValidationError, match="SlopeTensor"):
+        dmljax.activation_parameterized_relu(x, c)

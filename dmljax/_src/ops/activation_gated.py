@@ -10,6 +10,7 @@ import numpy as np
 from dmljax._src.dtypes import FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT32_INT16_INT8, DataType
 from dmljax._src.numerics import F32_TINY
 from dmljax._src.op import operator
+from dmljax._src.ops._families import elementwise
 from dmljax._src.spec import OpSpec, SameDataType, SameSizes, TensorSpec, table
 
 __all__ = ["relu_passes", "relu_grad_rule"]
@@ -92,3 +93,73 @@ def activation_relu_grad(input, input_gradient):
         Array([ 0,  0, -9], dtype=int8)
     """
     return relu_grad_rule(input, input_gradient)
+
+
+# --------------------------------------------------------------------------------------------
+def _prelu_table(level, dims, types):
+    return table(level, InputTensor=(dims, types), SlopeTensor=(dims, types), OutputTensor=(dims, types))
+
+
+ACTIVATION_PARAMETERIZED_RELU = OpSpec(
+    enum_name="DML_OPERATOR_ACTIVATION_PARAMETERIZED_RELU",
+    summary=("Performs a parameterized rectified linear unit (ReLU) activation function on every "
+             "element in InputTensor, placing the result into the corresponding element of "
+             "OutputTensor."),
+    formula=("f(x, slope) = x,         if x >= 0\n"
+             "              slope * x, otherwise"),
+    tensors=(
+        TensorSpec("InputTensor", "input"),
+        TensorSpec("SlopeTensor", "input"),
+        TensorSpec("OutputTensor", "output"),
+    ),
+    support=(
+        _prelu_table("5.1", "1 to 8", FLOAT32_FLOAT16_INT32_INT16_INT8),
+        _prelu_table("3.0", "1 to 8", FLOAT32_FLOAT16),
+        _prelu_table("2.0", "4 to 5", FLOAT32_FLOAT16),
+        _prelu_table("1.0", "4", FLOAT32_FLOAT16),
+    ),
+    # "InputTensor, OutputTensor, and SlopeTensor must have the same DataType, DimensionCount,
+    # and Sizes."
+    constraints=(
+        SameDataType(("InputTensor", "OutputTensor", "SlopeTensor")),
+        SameSizes(("InputTensor", "OutputTensor", "SlopeTensor")),
+    ),
+    ulp={F32: 0, F16: 0},
+    ulp_half=0,
+    gradient=("The derivative on the branch the forward pass selects: dX = dY where x >= 0 (also "
+              "at 0 and -0), slope * dY otherwise (NaN x included); dSlope = x * dY where x < 0 "
+              "(and for NaN x, whose branch is slope * x), 0 * dY where x >= 0 (IEEE's product: "
+              "a NaN dY gives NaN). Integer inputs: no gradient."),
+    in_place=True,
+    notes=("x >= 0 keeps x itself, so f(-0, slope) = -0; a NaN x takes the page's otherwise "
+           "branch, slope * NaN = NaN. One product, rounded once: exact to the rounding in FLOAT32 "
+           "and in FLOAT16 (whose product is exact in FLOAT32). FLOAT32 denormals of either input "
+           "are flushed (math). The page's tensors are the same Sizes: a slope shared along an "
+           "axis (PReLU's per-channel slope) is a SlopeTensor with zero strides in its "
+           "DML_BUFFER_TENSOR_DESC (compile_operator), or a broadcast array (jnp.broadcast_to). "
+           "Integers (DML_FEATURE_LEVEL_5_1) exact: slope * x wraps around (two's complement)."),
+)
+
+
+def _prelu(x, s):
+    return jnp.where(x >= 0, x, s * x)
+
+
+def _prelu_slopes(x, s):
+    passes = x >= 0
+    return jnp.where(passes, jnp.ones_like(x), s), jnp.where(passes, jnp.zeros_like(x), x)
+
+
+@operator(ACTIVATION_PARAMETERIZED_RELU)
+def activation_parameterized_relu(input, slope, *, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> x = np.array([[-2.0, 3.0], [-2.0, -0.0]], np.float32)
+        >>> dmljax.activation_parameterized_relu(x, np.array([[0.5, 0.5], [0.25, 0.25]], np.float32))
+        Array([[-1. ,  3. ],
+               [-0.5, -0. ]], dtype=float32)
+        >>> dmljax.activation_parameterized_relu(np.array([-100, 5], np.int8), np.array([3, 3], np.int8))
+        Array([-44,   5], dtype=int8)
+    """
+    return elementwise(_prelu, input, slope, half=allow_half_precision_computation,
+                       slopes=_prelu_slopes, integer=_prelu)
