@@ -294,13 +294,13 @@ def _fused_specs(spec: OpSpec, attrs: Attrs):
             yield get_operator(FusedActivation.coerce(value).type).spec
 
 
-def budget(spec: OpSpec, attrs: Attrs, data_type: DataType, half: bool = False) -> float:
-    """The record's ULP budget for ``data_type`` (``ulp_half`` with half-precision computation);
-    with a fused activation, the larger of the host's and the activation's."""
+def budget(spec: OpSpec, attrs: Attrs, data_type: DataType, half: bool = False, sizes=None) -> float:
+    """The record's ULP budget for ``data_type`` (``ulp_half`` with half-precision computation)
+    for a call on inputs of ``sizes`` (``OpSpec.budget``: an accumulating operator's grows with
+    its terms); with a fused activation, the larger of the host's and the activation's."""
+    dml = {p.dml_name: attrs.dml.get(p.arg) for p in spec.params}
     specs = [spec, *_fused_specs(spec, attrs)]
-    if half:
-        return max(s.ulp_half or 0 for s in specs)
-    return max(s.ulp.get(data_type, 0) for s in specs)
+    return max(s.budget(data_type, sizes, dml, half) for s in specs)
 
 
 def fusable(spec: OpSpec, attrs: Attrs) -> bool:

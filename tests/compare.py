@@ -38,9 +38,11 @@ def round_to(ref, data_type: DataType, flush=True):
     return out
 
 
-def assert_matches(actual, candidates, data_type: DataType, ulp=0, context="", flush=True):
+def assert_matches(actual, candidates, data_type: DataType, ulp=0, context="", flush=True, magnitude=None):
     """Every element equals one of the candidates (exactly, or within ``ulp`` for floats).
-    ``flush=False`` for selection and data movement, which keep FLOAT32 denormals."""
+    ``flush=False`` for selection and data movement, which keep FLOAT32 denormals. ``magnitude``
+    (output-shaped, float64): the size of the terms whose difference the result is; a float
+    result also passes within ``ulp`` units in the last place of that size."""
     actual = np.asarray(actual)
     assert actual.dtype == data_type.dtype, (actual.dtype, data_type, context)
     ok = np.zeros(actual.shape, bool)
@@ -54,6 +56,11 @@ def assert_matches(actual, candidates, data_type: DataType, ulp=0, context="", f
             d = np.zeros(actual.shape, object)
             d[finite] = ulp_distance(actual[finite], c[finite])
             ok |= same_nan | inf_eq | (finite & (d <= ulp).astype(bool))
+            if magnitude is not None:
+                size = np.abs(np.broadcast_to(np.asarray(magnitude, np.float64), actual.shape)).astype(data_type.dtype)
+                with np.errstate(all="ignore"):
+                    err = np.abs(actual.astype(np.float64) - c.astype(np.float64))
+                    ok |= finite & (err <= ulp * np.spacing(size).astype(np.float64))
         else:
             c = np.asarray(cand, dtype=object)
             ok |= np.asarray(actual.astype(object) == c, bool)

@@ -229,7 +229,8 @@ def test_matches_reference(case, rng):
     if ref.selects(attrs):  # selection and data movement: the very bits
         assert np.asarray(want[0]).dtype == out.dtype, context
         np.testing.assert_array_equal(_bits(out), _bits(want[0]), err_msg=context)
-    assert_matches(out, want, out_dt, catalog.budget(spec, attrs, out_dt), context=context,
+    assert_matches(out, want, out_dt, catalog.budget(spec, attrs, out_dt, sizes=shape), context=context,
+                   magnitude=_magnitude(ref, args, attrs),
                    flush=not ref.selects(attrs))
 
 
@@ -246,8 +247,8 @@ def test_half_precision_computation(name, rng):
         args = catalog.inputs_for(spec, ref, types, shape, rng)
         out = op(*args, **attrs.dml, allow_half_precision_computation=True)
         want = ref.fn(*args, **attrs.half_kwargs)
-        assert_matches(out, want, F16, catalog.budget(spec, attrs, F16, half=True),
-                       context=f"{_short(name)} half {attrs}")
+        assert_matches(out, want, F16, catalog.budget(spec, attrs, F16, half=True, sizes=shape),
+                       context=f"{_short(name)} half {attrs}", magnitude=_magnitude(ref, args, attrs))
 
 
 # ---------------------------------------------------------------------------------- negative
@@ -344,8 +345,8 @@ def test_eager_equals_jit(name, dt, rng):
             if catalog.fusable(spec, attrs) or issue:
                 want = ref.fn(*args, **attrs.ref_kwargs)
                 for out in (own, jitted, eager):
-                    assert_matches(out, want, out_dt, catalog.budget(spec, attrs, out_dt), context,
-                                   flush=not ref.selects(attrs))
+                    assert_matches(out, want, out_dt, catalog.budget(spec, attrs, out_dt, sizes=shape), context,
+                                   flush=not ref.selects(attrs), magnitude=_magnitude(ref, args, attrs))
             if issue:  # the issue must still show, or its entry goes
                 np.testing.assert_array_equal(_bits(jitted), _bits(own), err_msg=context)
                 assert (_bits(eager) != _bits(own)).any(), f"{context}: fixed? {issue}"
@@ -358,12 +359,31 @@ def test_eager_equals_jit(name, dt, rng):
 GRADS = [(n, dt) for n in _with_ref(OPS) for dt in _grad_types(n)]
 
 
-def _grad_all(op, kwargs, args):
-    """jax.grad of sum(output) (so dY = 1) by every input, integer ones included (float0), under
-    one jax.jit: a compiled backward pass costs a fifth of one run primitive by primitive. Inside
-    a caller's jit the caller's compiler options apply (README): this one keeps every FLOAT16
-    rounding, as the operator's own compile does (XLA's GPU backend drops them otherwise)."""
-    loss = lambda *a: jnp.sum(op(*a, **kwargs).astype(jnp.float32))  # noqa: E731
+def _magnitude(ref, args, attrs):
+    return None if ref.magnitude is None else ref.magnitude(*args, **attrs.ref_kwargs)
+
+
+def cotangent(shape, pointwise: bool = True):
+    """dY for the generated gradient tests: 1 for a point-wise operator; otherwise a fixed
+    pattern of +-1/2, +-1 and +-2 (exact in every type), since dY = 1 is degenerate for an
+    operator whose row sums to a constant (softmax's gradient is then 0)."""
+    if pointwise:
+        return np.ones(shape)
+    n = int(np.prod(shape))
+    return np.resize(np.array([1.0, -0.5, 2.0, -1.0, 0.5, -2.0, 1.0]), n).reshape(shape)
+
+
+def _grad_all(op, kwargs, args, dy=None):
+    """jax.grad of sum(output * dY) (dY = 1 unless given) by every input, integer ones included
+    (float0), under one jax.jit: a compiled backward pass costs a fifth of one run primitive by
+    primitive. Inside a caller's jit the caller's compiler options apply (README): this one keeps
+    every FLOAT16 rounding, as the operator's own compile does (XLA's GPU backend drops them
+    otherwise)."""
+    if dy is None:
+        loss = lambda *a: jnp.sum(op(*a, **kwargs).astype(jnp.float32))  # noqa: E731
+    else:
+        w = jnp.asarray(dy, jnp.float32)
+        loss = lambda *a: jnp.sum(op(*a, **kwargs).astype(jnp.float32) * w)  # noqa: E731
     grad = jax.grad(loss, argnums=tuple(range(len(args))), allow_int=True)
     return jax.jit(grad, compiler_options={"xla_allow_excess_precision": False})(*args)
 
@@ -379,7 +399,9 @@ def test_gradient_matches_reference(name, dt, rng):
     shape = ref.case_shape(catalog.vector_shape(spec.support[0].tensors[catalog.main_tensor(spec)].dims))
     for attrs in ref.attr_sets(dt):
         args = catalog.inputs_for(spec, ref, types, shape, rng)
-        grads = _grad_all(op, attrs.dml, args)
+        out_shape = jax.eval_shape(lambda *a: op(*a, **attrs.dml), *args).shape
+        dy = cotangent(out_shape, ref.pointwise)
+        grads = _grad_all(op, attrs.dml, args, None if ref.pointwise else dy)
         context = f"{_short(name)} {dt.name} {attrs}"
         floats = [i for i, t in enumerate(spec.inputs) if types[t.dml_name].is_float]
         for i, g in enumerate(grads):
@@ -389,8 +411,8 @@ def test_gradient_matches_reference(name, dt, rng):
             for i in floats:
                 assert not np.asarray(grads[i]).any(), f"{context}: {ref.no_grad}, yet a gradient flows"
             continue
-        out_shape = jax.eval_shape(lambda *a: op(*a, **attrs.dml), *args).shape
-        want = ref.grad(np.ones(out_shape), *args, **attrs.ref_kwargs)
+        want = ref.grad(dy, *args, **attrs.ref_kwargs)
+        sizes = None if ref.grad_magnitude is None else ref.grad_magnitude(dy, *args, **attrs.ref_kwargs)
         keep = np.ones(out_shape, bool)
         if ref.near_kink is not None:
             keep = ~np.asarray(ref.near_kink(*args, **attrs.ref_kwargs), bool)
@@ -399,15 +421,17 @@ def test_gradient_matches_reference(name, dt, rng):
             g = np.asarray(grads[i])
             assert g.dtype == args[i].dtype and want[i] is not None, context
             assert_matches(g[keep], [np.asarray(want[i])[keep]], types[spec.inputs[i].dml_name],
-                           catalog.budget(spec, attrs, dt), context=f"{context} d/d{spec.inputs[i].arg}")
+                           catalog.budget(spec, attrs, dt, sizes=shape), context=f"{context} d/d{spec.inputs[i].arg}",
+                           magnitude=None if sizes is None or sizes[i] is None else np.asarray(sizes[i])[keep])
 
 
 def _element_wise(name) -> bool:
     spec = get_operator(name).spec
-    return all(t.kind for t in spec.tensors) and REFS[name].grad is not None
+    return all(t.kind for t in spec.tensors) and REFS[name].grad is not None and REFS[name].pointwise
 
 
 FD = [(n, dt) for n, dt in GRADS if _element_wise(n)]
+ROW_FD = [(n, dt) for n, dt in GRADS if REFS[n].grad is not None and not REFS[n].pointwise]
 FD_STEP = {F32: 1e-3, F16: 3e-2}  # relative steps: far above the type's rounding, small for curvature
 
 
@@ -475,6 +499,44 @@ def test_gradient_matches_finite_differences(name, dt, rng):
             bad = ok & ~(np.abs(g - fd) <= tol)
             assert not bad.any(), (f"{context} d/d{t.arg}: jax.grad {g[bad][:4]} against finite differences "
                                    f"{fd[bad][:4]} at {x[bad][:4]}")
+
+
+@pytest.mark.parametrize("name,dt", ROW_FD, ids=lambda v: _short(v) if isinstance(v, str) else v.name)
+def test_gradient_matches_directional_differences(name, dt, rng):
+    # For an operator whose outputs mix its inputs (a softmax's row): the derivative of
+    # L(x) = sum(f(x) * dY) along random directions v, by central differences of the operator's
+    # own values in FLOAT32 (FLOAT16 inputs widened only to take the steps), against
+    # sum(jax.grad(L) * v). Independent of the float64 reference derivative.
+    op = get_operator(name)
+    spec, ref = op.spec, REFS[name]
+    types = catalog.tensor_types(spec, spec.support[0].level, dt)
+    shape = ref.case_shape(catalog.vector_shape(spec.support[0].tensors[catalog.main_tensor(spec)].dims, 16))
+    for attrs in ref.attr_sets(dt):
+        args = catalog.inputs_for(spec, ref, types, shape, rng)
+        f = jax.jit(lambda *a, kw=attrs.dml: op(*a, **kw))
+        out_shape = jax.eval_shape(f, *args).shape
+        dy = cotangent(out_shape, False)
+        grads = _grad_all(op, attrs.dml, args, dy)
+        for i, t in enumerate(spec.inputs):
+            if not types[t.dml_name].is_float:
+                continue
+            for trial in range(3):
+                v = rng.standard_normal(args[i].shape)
+                h = FD_STEP[dt] * max(1.0, float(np.abs(np.asarray(args[i], np.float64)).max()))
+
+                def loss(step, i=i, v=v):
+                    a = list(args)
+                    a[i] = (np.asarray(args[i], np.float64) + step * v).astype(args[i].dtype)
+                    width = a[i].astype(np.float64) - np.asarray(args[i], np.float64)
+                    return float(np.sum(np.asarray(f(*a), np.float64) * dy)), width
+
+                (lp, wp), (lm, wm) = loss(h), loss(-h)
+                want = float(np.sum(np.asarray(grads[i], np.float64) * (wp - wm))) / (2 * h)
+                fd = (lp - lm) / (2 * h)
+                scale = float(np.sum(np.abs(np.asarray(grads[i], np.float64) * v))) + 1e-3
+                tol = (2e-2 if dt is F32 else 1.5e-1) * scale
+                assert abs(fd - want) <= tol, (f"{_short(name)} {dt.name} {attrs} d/d{t.arg} trial {trial}: "
+                                               f"differences {fd} against jax.grad {want} (tolerance {tol})")
 
 
 FLOAT0 = [n for n in _with_ref(OPS) if _int_type(n) is not None]

@@ -157,6 +157,16 @@ def _keys(fields) -> str:
     return quote(sorted(_key(k) for k in fields))
 
 
+def _count_problems(p, count: object, array: object) -> list[Violation]:
+    """A desc's count member (``AxisCount``) against the array it counts (``Axes``)."""
+    if isinstance(count, bool) or not isinstance(count, numbers.Integral):
+        return [Violation(p.count, "", f"is {quote(count)}", f"a whole number: the length of {p.dml_name}")]
+    if isinstance(array, (list, tuple)) and int(count) != len(array):
+        return [Violation(p.count, "", f"is {cap(int(count), 20)}, but {p.dml_name} has {len(array)} "
+                          f"entr{'y' if len(array) == 1 else 'ies'}", f"the length of {p.dml_name}")]
+    return []
+
+
 def _fused_activation_value(value):
     """A nested operator desc, flattened (``{"Type": "ACTIVATION_ELU", "Alpha": 0.5}``) or in long
     form (``{"Type": ..., "Desc": {...}}``), in the long form that ``fused.FusedActivation``
@@ -428,7 +438,8 @@ def compile_operator(type: str | int, desc: Mapping[str, Any], *, feature_level=
         problems.append(Violation(
             "", "", f"the desc is a {cap(_type_name(desc), 40)}", "a desc is a mapping of DML member names"))
         raise ValidationError(spec.python_name, spec.enum_name, level.dml_name, problems)
-    valid = [t.dml_name for t in spec.tensors] + [p.dml_name for p in spec.params]
+    valid = [t.dml_name for t in spec.tensors] + [p.dml_name for p in spec.params] + [
+        p.count for p in spec.params if p.count]
     unknown = [k for k in desc if k not in valid]
     for k in unknown[:8]:
         close = difflib.get_close_matches(_key(k), valid, n=1) if isinstance(k, str) else []
@@ -471,6 +482,8 @@ def compile_operator(type: str | int, desc: Mapping[str, Any], *, feature_level=
         elif p.type in _OPERATOR_DESC_TYPES or p.dml_name == "FusedActivation":
             v = _fused_activation_value(v)
         attrs[p.dml_name] = v
+        if p.count and p.count in desc:
+            problems += _count_problems(p, desc[p.count], v)
     output_types = {}
     for t in spec.outputs:
         d = descs.get(t.dml_name)

@@ -77,6 +77,9 @@ class ParamSpec:
     converted_to: for a FLOAT that meets a tensor's values (THRESHOLD's Min), that tensor: the
         value is converted to its DataType (truncation toward zero, saturated, for integers).
     enum: the DmlEnum class of an enum-typed member.
+    count: for an array member, the desc's member that holds its length (``AxisCount`` for
+        ``Axes``): a desc may give it, and it must then equal the array's length; the Python
+        function takes the array alone.
     """
 
     dml_name: str
@@ -86,6 +89,7 @@ class ParamSpec:
     doc: str = ""
     converted_to: str | None = None
     enum: type | None = None
+    count: str | None = None
 
     @property
     def arg(self) -> str:
@@ -151,6 +155,9 @@ class OpSpec:
     ulp: the float budget per output DataType against the float64 reference (SEMANTICS.md 1);
         types not listed are bit-exact.
     ulp_half: the FLOAT16 budget when allow_half_precision_computation=True.
+    ulp_growth: for an accumulating operator (SEMANTICS.md 8), ``(sizes, attrs) -> {DataType or
+        "half": extra ULP}``: what a call's descriptor adds to ``ulp`` / ``ulp_half`` (a softmax's
+        row length); ``budget()`` gives the total.
     math: whether the result depends on the compute precision, so that the operator offers
         allow_half_precision_computation (FLOAT16 is computed in FLOAT32 otherwise). False for
         selection, data movement and comparisons.
@@ -175,6 +182,7 @@ class OpSpec:
     constraints: tuple[SameDataType | SameSizes, ...] = ()
     ulp: Mapping[DataType, float] = dataclasses.field(default_factory=dict)
     ulp_half: float | None = None
+    ulp_growth: Callable | None = None
     grad_operator: str | None = None
     gradient: str = ""
     in_place: bool = False
@@ -196,6 +204,17 @@ class OpSpec:
         for t in self.support:
             if set(t.tensors) != names:
                 raise ValueError(f"{self.enum_name}: table {t.level} does not list {sorted(names)}")
+
+    def budget(self, data_type: DataType, sizes: tuple[int, ...] | None = None,
+               attrs: Mapping[str, object] | None = None, half: bool = False) -> float:
+        """The ULP budget of one call: ``ulp[data_type]`` (``ulp_half`` with half-precision
+        computation) plus what ``ulp_growth`` adds for the input ``sizes`` and the attributes
+        (DML names). Without ``sizes`` only the flat part (for a growing budget, a lower bound)."""
+        flat = (self.ulp_half or 0) if half else self.ulp.get(data_type, 0)
+        if self.ulp_growth is None or sizes is None:
+            return flat
+        extra = self.ulp_growth(tuple(sizes), dict(attrs or {}))
+        return flat + extra.get("half" if half else data_type, 0)
 
     def __hash__(self) -> int:  # records are compared by identity: one per operator
         return id(self)

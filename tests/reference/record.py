@@ -91,6 +91,14 @@ class Reference:
     shape: for an operator whose attributes fix a dimension (VALUE_SCALE_2D's Bias gives the
         Channel dimension of NCHW), a function from each generated input shape to the one the
         cases use; None: the generated shapes.
+    pointwise: each output element depends only on the input elements at its own coordinates
+        (element-wise operators); False for a softmax, whose row is one unit: the generated
+        gradient tests then use a random cotangent (dY) and directional finite differences.
+    magnitude: ``magnitude(*inputs, **ref_kwargs)`` -> output-shaped float64 sizes of the terms a
+        result is the difference of (LOG_SOFTMAX's |x - max| + |ln(sum)| + 1): the budget is
+        counted in ULP of the larger of it and the result. None: ULP of the result.
+    grad_magnitude: the same for the gradient, ``grad_magnitude(dy, *inputs, **ref_kwargs)`` ->
+        one array (or None) per input.
     """
 
     fn: Callable
@@ -103,6 +111,9 @@ class Reference:
     near_kink: Callable | None = None
     multiply_add: bool = False
     shape: Callable[[tuple[int, ...]], tuple[int, ...]] | None = None
+    pointwise: bool = True
+    magnitude: Callable | None = None
+    grad_magnitude: Callable | None = None
 
     def case_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """The input shape a generated case uses (``shape`` unless the reference maps it)."""
