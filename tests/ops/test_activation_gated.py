@@ -169,3 +169,40 @@ def test_parameterized_relu_per_channel_slope_by_zero_strides():
     # DirectML never broadcasts implicitly: a slope of other Sizes is refused
     with pytest.raises(dmljax.ValidationError, match="SlopeTensor"):
         dmljax.activation_parameterized_relu(x, c)
+
+
+# ----------------------------------------------------------------------------------------------
+# HARD_SWISH
+
+
+def test_hard_swish_special_values_and_limits():
+    # defaults Alpha = float32(1/6), Beta = 0.5: HardSigmoid is 0 at x = -3 and below, 1 at 3 and above
+    x = np.array([-INF, INF, NAN, -0.0, 0.0, -3.0, 3.0, -100.0, 3e38, -3e38, DENORM, -DENORM], np.float32)
+    for fn in (dmljax.activation_hard_swish, jax.jit(dmljax.activation_hard_swish)):
+        out = np.asarray(fn(x))
+        # -inf: the limit -0 (x * 0 would be NaN); -0 * 0.5 = -0; x * 0 keeps x's sign
+        want = np.array([-0.0, INF, NAN, -0.0, 0.0, -0.0, 3.0, -0.0, 3e38, -0.0, 0.0, -0.0], np.float32)
+        np.testing.assert_array_equal(bits(out), bits(want))
+    # a negative Alpha turns it around: HardSigmoid is 0 for large x, so +inf gives the limit +0
+    out = np.asarray(dmljax.activation_hard_swish(np.array([INF, -INF, 2.0], np.float32), alpha=-0.5, beta=0.5))
+    np.testing.assert_array_equal(bits(out), bits(np.array([0.0, -INF, 0.0], np.float32)))
+    h = np.array([65504.0, -65504.0, -1.5, -INF], np.float16)
+    out = np.asarray(dmljax.activation_hard_swish(h))
+    np.testing.assert_array_equal(bits(out), bits(np.array([65504.0, -0.0, -0.375, -0.0], np.float16)))
+
+
+def test_hard_swish_gradient_at_the_bounds_and_its_zero():
+    x = np.array([-3.0, 3.0, -1.5, -INF, INF, 10.0, -10.0, 0.0], np.float32)
+    g = np.asarray(jax.grad(lambda v: dmljax.activation_hard_swish(v).sum())(x))
+    # strict: HardSigmoid's clamped branch at g = 0 (x = -3) and g = 1 (x = 3): its constant
+    np.testing.assert_array_equal(g[[0, 1, 3, 4, 5, 6]], [0, 1, 0, 1, 1, 0])
+    assert abs(g[2]) < 1e-7 and g[7] == 0.5  # 2x/6 + 1/2 is zero at -1.5 (to float32(1/6)'s rounding)
+    # near its zero the derivative keeps its relative precision (x - x0 with x0 in two floats)
+    a = float(np.float32(1 / 6))
+    near = np.float32(-1.5) + np.float32(2.0**-20) * np.arange(1, 9, dtype=np.float32)
+    gn = np.asarray(jax.grad(lambda v: dmljax.activation_hard_swish(v).sum())(near))
+    exact = 2 * a * near.astype(np.float64) + 0.5
+    np.testing.assert_allclose(gn, exact, rtol=2.4e-7)
+    h = np.array([-2.0, 2.0, 60000.0], np.float16)
+    gh = np.asarray(jax.grad(lambda v: dmljax.activation_hard_swish(v).astype(jnp.float32).sum())(h))
+    np.testing.assert_array_equal(gh, np.array([2 * a * -2 + 0.5, 2 * a * 2 + 0.5, 1], np.float64).astype(np.float16))

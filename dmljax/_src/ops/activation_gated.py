@@ -10,8 +10,8 @@ import numpy as np
 from dmljax._src.dtypes import FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT32_INT16_INT8, DataType
 from dmljax._src.numerics import F32_TINY
 from dmljax._src.op import operator
-from dmljax._src.ops._families import elementwise
-from dmljax._src.spec import OpSpec, SameDataType, SameSizes, TensorSpec, table
+from dmljax._src.ops._families import activation_op, elementwise
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, TensorSpec, table
 
 __all__ = ["relu_passes", "relu_grad_rule"]
 
@@ -163,3 +163,81 @@ def activation_parameterized_relu(input, slope, *, allow_half_precision_computat
     """
     return elementwise(_prelu, input, slope, half=allow_half_precision_computation,
                        slopes=_prelu_slopes, integer=_prelu)
+
+
+# --------------------------------------------------------------------------------------------
+SUPPORT_6_2: tuple = (("6.2", "1 to 8", FLOAT32_FLOAT16),)
+"""The one table of the SWISH and HARD_SWISH pages (introduced in DML_FEATURE_LEVEL_6_2)."""
+
+
+def _f32(value, dtype):
+    return np.asarray(value, np.float32).astype(dtype)
+
+
+def _scaled_offset(x, scale: float, root: float):
+    """``scale * (x - root)`` for static float64 constants, with the relative precision of the
+    result where it crosses zero: root = hi + lo in two ``x.dtype`` values, x - hi is exact near
+    the root, and scale * lo is taken in float64. (Written as a product minus a constant: XLA
+    folds (x - hi) - lo into x - (hi + lo), which drops lo.)"""
+    hi = np.asarray(root, np.float64).astype(x.dtype)
+    lo = np.asarray(scale * (root - float(hi)), np.float64).astype(x.dtype)
+    return np.asarray(scale, np.float64).astype(x.dtype) * (x - hi) - lo
+
+
+ACTIVATION_HARD_SWISH = activation_op(
+    "HARD_SWISH",
+    summary=("Performs a hard swish activation function on every element in InputTensor, placing "
+             "the result into the corresponding element of OutputTensor."),
+    formula="f(x) = x * HardSigmoid(x, Alpha, Beta)",
+    params=(
+        ParamSpec("Alpha", "FLOAT", default=1 / 6,
+                  doc="The scale coefficient. A typical default for this value is 0.166667 (1/6)."),
+        ParamSpec("Beta", "FLOAT", default=0.5,
+                  doc="The bias coefficient. A typical default for this value is 0.5."),
+    ),
+    support=SUPPORT_6_2,
+    ulp={F32: 1, F16: 1},
+    ulp_half=1,
+    gradient=("dX = (HardSigmoid(x) + Alpha * x) * dY = (2 * Alpha * x + Beta) * dY where 0 < "
+              "Alpha * x + Beta < 1 (strictly), HardSigmoid(x) * dY (0 or 1) at and beyond the "
+              "bounds (the clamped branch, as HARD_SIGMOID's gradient) and for NaN. 2 * Alpha * x "
+              "+ Beta is evaluated as 2 * Alpha * (x - x0), x0 = -Beta / (2 * Alpha) held as two "
+              "floats, so that it keeps its relative precision where it crosses zero (x = -1.5 "
+              "for the defaults); never NaN for an infinite x."),
+    notes=("HardSigmoid(x, Alpha, Beta) is HARD_SIGMOID's max(0, min(Alpha * x + Beta, 1)) with "
+           "IEEE minNum/maxNum (a NaN Alpha * x + Beta gives 1, so NaN stays NaN); Alpha * x + "
+           "Beta is a multiply-add that a backend may fuse or not (either rounding is within "
+           "budget). Where HardSigmoid is 0, x * 0 is +-0 with x's sign, and at x = -inf (or +inf "
+           "for a negative Alpha) the limit -0 (+0), where the formula's inf * 0 would be NaN. "
+           "The default Alpha is the page's 1/6 (float32(1/6)), not the rounded 0.166667 it "
+           "prints beside it."),
+)
+
+
+def _hard_sigmoid(x, alpha, beta):
+    g = _f32(alpha, x.dtype) * x + _f32(beta, x.dtype)
+    upper = jnp.where(g < 1, g, jnp.ones_like(g))  # minNum(g, 1): NaN gives 1
+    return g, jnp.where(upper > 0, upper, jnp.zeros_like(upper))  # maxNum(0, .): -0 gives +0
+
+
+@operator(ACTIVATION_HARD_SWISH)
+def activation_hard_swish(input, *, alpha, beta, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> dmljax.activation_hard_swish(np.array([-4.0, -1.5, 0.0, 1.5, 3.0, -np.inf], np.float32))
+        Array([-0.   , -0.375,  0.   ,  1.125,  3.   , -0.   ], dtype=float32)
+    """
+    def f(x):
+        _, hs = _hard_sigmoid(x, alpha, beta)
+        # x * 0 keeps x's sign, and is its limit (not inf * 0 = NaN) at +-inf
+        return jnp.where(hs > 0, x * hs, jnp.sign(x) * jnp.zeros_like(x))
+
+    def slope(x):
+        g, hs = _hard_sigmoid(x, alpha, beta)
+        if alpha == 0.0:
+            return hs  # HardSigmoid is the constant clamp(Beta): d/dx (x * hs) = hs
+        a2 = float(np.float32(alpha)) * 2  # exact, as the float32 Alpha times 2
+        inside = (g > 0) & (g < 1)
+        return jnp.where(inside, _scaled_offset(x, a2, -float(np.float32(beta)) / a2), hs)
+
+    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)

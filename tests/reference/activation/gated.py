@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from tests.reference.record import Reference
-from tests.reference.rules import elementwise_vjp, is_int, read, wrap
+from tests.reference.record import Attrs, Reference
+from tests.reference.rules import c_float, elementwise_vjp, float_g, is_int, read, wrap
 
 
 def _near_zero(x, *_, **__):
@@ -50,7 +50,59 @@ def parameterized_relu_slopes(x, slope):
     return np.where(passes, 1.0, fs), np.where(passes, 0.0, fx)
 
 
+# ---------------------------------------------------------------------------------------------
+HARD_SWISH_ALPHA = 1 / 6  # the page: "0.166667 (1/6)"
+
+
+def _hard_sigmoid(g):
+    # max(0, min(g, 1)) with minNum/maxNum (NaN g: min gives 1).
+    with np.errstate(invalid="ignore"):
+        upper = np.where(np.isnan(g), 1.0, np.minimum(g, 1.0))
+        return np.where(upper > 0, upper, 0.0)
+
+
+def activation_hard_swish(x, alpha=HARD_SWISH_ALPHA, beta=0.5, half=False):
+    # f(x) = x * HardSigmoid(x, Alpha, Beta); Alpha * x + Beta is a multiply-add, fused or not
+    # (float_g's candidates; with half, FLOAT16 arithmetic too). Where HardSigmoid is 0 the
+    # product is x * 0: +-0 with x's sign, and its limit at +-inf (dmljax's choice).
+    x_np = np.asarray(x)
+    fx = read(x_np)
+    out = []
+    for g in float_g(x_np, (alpha, beta), half):
+        hs = _hard_sigmoid(g)
+        with np.errstate(invalid="ignore"):
+            out.append(np.where(hs > 0, fx * hs, np.copysign(0.0, fx)))
+    return out
+
+
+def hard_swish_slope(x, alpha=HARD_SWISH_ALPHA, beta=0.5, half=False):
+    # d/dx x * (Alpha * x + Beta) = 2 * Alpha * x + Beta strictly inside 0 < g < 1; outside,
+    # HardSigmoid is constant (0 or 1) and the derivative is that constant.
+    a, b = c_float(alpha), c_float(beta)
+    fx = read(x)
+    g = a * fx + b
+    with np.errstate(invalid="ignore"):
+        inside = (g > 0) & (g < 1)
+    return np.where(inside, 2 * a * fx + b, _hard_sigmoid(g))
+
+
+def hard_swish_near_kink(x, alpha=HARD_SWISH_ALPHA, beta=0.5, half=False):
+    g = c_float(alpha) * read(x) + c_float(beta)
+    return (np.abs(g) < 1e-2) | (np.abs(g - 1) < 1e-2)
+
+
+def _with_half(*sets):
+    return tuple(Attrs(a, half={**a, "half": True}) for a in sets)
+
+
 REFERENCES = {
+    "DML_OPERATOR_ACTIVATION_HARD_SWISH": Reference(
+        activation_hard_swish,
+        attrs=_with_half({}, {"alpha": 0.2, "beta": 0.5}, {"alpha": -0.7, "beta": 0.1}),
+        grad=elementwise_vjp(hard_swish_slope),
+        near_kink=hard_swish_near_kink,
+        multiply_add=True,
+    ),
     "DML_OPERATOR_ACTIVATION_PARAMETERIZED_RELU": Reference(
         activation_parameterized_relu,
         grad=elementwise_vjp(parameterized_relu_slopes),
