@@ -1,3 +1,256 @@
-"""Activation operators SIGMOID, TANH, SCALED_TANH, SOFTPLUS, PARAMETRIC_SOFTPLUS, CELU: each page's record, with its formula right below it."""
+"""Activation operators SIGMOID, TANH, SCALED_TANH, SOFTPLUS, PARAMETRIC_SOFTPLUS, CELU: each
+page's record, with its formula right below it.
+
+Every formula is stable over the whole float range: exp only ever sees a non-positive argument
+(or, for CELU with a negative Alpha, one whose overflow is the true value's), so nothing
+overflows where the result is finite, and no gradient is NaN where the value is finite.
+
+Where an attribute multiplies the input (SOFTPLUS's Steepness * x, PARAMETRIC_SOFTPLUS's and
+SCALED_TANH's Beta * x, CELU's x / Alpha) and the function amplifies that product's rounding
+error (exp(t) far in a tail has a relative error of |t| times t's), FLOAT32 tensors carry the
+product's exact rounding error (``_two_product``, Dekker's error-free product) into the result;
+for a power-of-two attribute the product is exact and nothing is added.
+"""
 
 from __future__ import annotations
+
+import math
+
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from dmljax._src.dtypes import DataType
+from dmljax._src.errors import Violation
+from dmljax._src.feature_level import FeatureLevel
+from dmljax._src.op import operator
+from dmljax._src.ops._families import activation_op, elementwise
+from dmljax._src.ops.element_wise_trigonometry import _sech2, _tanh, _xla_suffices
+from dmljax._src.spec import ParamSpec
+
+F32, F16 = DataType.FLOAT32, DataType.FLOAT16
+
+
+def _c(value, like):
+    """A FLOAT attribute (a float32 value) or constant as a scalar of ``like``'s dtype."""
+    return np.asarray(value, np.float32).astype(like.dtype)
+
+
+def _is_power_of_two(c: float) -> bool:
+    """Whether c * x is exact for every float x (barring overflow and underflow)."""
+    return math.isfinite(c) and c != 0 and math.frexp(abs(c))[0] == 0.5
+
+
+def _split_f32(x):
+    """x = hi + lo exactly, hi and lo of at most 12 significant bits each (hi: x's top 12 bits
+    by masking, so no rounding mode or FMA contraction can change it)."""
+    hi = lax.bitcast_convert_type(lax.bitcast_convert_type(x, np.uint32) & np.uint32(0xFFFFF000), np.float32)
+    return hi, x - hi
+
+
+def _two_product(c: float, x, tensor_dtype):
+    """(t, e) with t = fl(c * x) and, for a FLOAT32 tensor, t + e = c * x exactly (Dekker: every
+    partial product of the 12-bit halves is exact, so contraction into FMAs changes nothing);
+    e is None where t is exact (c a power of two) or where t's error does not matter (a FLOAT16
+    tensor computed in FLOAT32: 2^-24 |t| is far below FLOAT16's half ULP for any |t| where the
+    result is not already zero). e is 0 where |t| >= 2^100 (the tails are flat there) and for
+    +-inf and NaN."""
+    t = _c(c, x) * x
+    if np.dtype(tensor_dtype) != np.float32 or x.dtype != np.float32 or _is_power_of_two(c) or not math.isfinite(c):
+        return t, None
+    c_hi = float(np.asarray(np.asarray(c, np.float32).view(np.uint32) & np.uint32(0xFFFFF000)).view(np.float32))
+    c_lo = float(np.float32(c) - np.float32(c_hi))
+    x_hi, x_lo = _split_f32(x)
+    e = (_c(c_hi, x) * x_hi - t) + _c(c_hi, x) * x_lo
+    if c_lo != 0:
+        e = (e + _c(c_lo, x) * x_hi) + _c(c_lo, x) * x_lo
+    return t, jnp.where(jnp.abs(t) < _c(2.0**100, x), e, jnp.zeros_like(e))
+
+
+def _signed(e, t):
+    """sign(t) * e: how the rounding error e of t moves |t|."""
+    return jnp.where(t < 0, -e, e)
+
+
+def _exp_neg_abs(t, e):
+    """exp(-|t + e|) for the exact product t + e, from exp(-|t|) and the first-order term (e is
+    at most half an ULP of t: the second-order term is below 2^-48 relative)."""
+    u = jnp.exp(-jnp.abs(t))
+    if e is None:
+        return u
+    return u * (_c(1.0, t) - _signed(e, t))
+
+
+def _scaled_input(c: float, x):
+    """c * x as the product that a constant c gives at x = +-inf: a zero c (with which f is a
+    constant function of x) gives 0 there, not 0 * inf = NaN (the limit)."""
+    if c == 0:
+        x = jnp.where(jnp.isinf(x), jnp.sign(x), x)
+    return x
+
+
+def _steepness_rules(tensors, attrs, level=None):
+    """SOFTPLUS's Steepness: "This value cannot be less than 1" until DML_FEATURE_LEVEL_6_4
+    ("Updated DML_OPERATOR_ACTIVATION_SOFTPLUS to allow Steepness < 1", dml-feature-level-
+    history.md); at any level 0 divides by zero (dmljax refuses it)."""
+    s = attrs.get("Steepness")
+    if s is None:
+        return []
+    if level is not None and level < FeatureLevel.FL_6_4 and not s >= 1:
+        return [Violation("Steepness", "steepness", f"is {s!r}",
+                          f"cannot be less than 1 at {level.dml_name}",
+                          "Steepness < 1 is allowed from DML_FEATURE_LEVEL_6_4: pass feature_level='6.4' or newer")]
+    if s == 0:
+        return [Violation("Steepness", "steepness", f"is {s!r}",
+                          "a nonzero number: f(x) = ln(1 + exp(Steepness * x)) / Steepness divides by zero",
+                          "use Steepness = 1 for the plain softplus, or ACTIVATION_RELU for the limit of a large Steepness")]
+    return []
+
+
+# --------------------------------------------------------------------------------------------
+ACTIVATION_SIGMOID = activation_op(
+    "SIGMOID",
+    summary=("Performs the sigmoid function on every element in InputTensor, placing the result "
+             "into the corresponding element of OutputTensor."),
+    formula="f(x) = 1 / (1 + exp(-x))",
+    ulp={F32: 4, F16: 1},
+    ulp_half=2,
+    gradient=("dX = f(x) * (1 - f(x)) * dY, computed as e / (1 + e)^2 with e = exp(-|x|) <= 1: "
+              "accurate in both tails (1 - f(x) would cancel for large x), 0 at +-inf, never "
+              "NaN for a number."),
+    notes=("Evaluated as 1 / (1 + e) for x >= 0 and e / (1 + e) otherwise, e = exp(-|x|): exp "
+           "never overflows, so f(-inf) = 0, f(+inf) = 1, f(-0) = 0.5, and large negative x "
+           "keep their relative accuracy (down to FLOAT32's normal range; below it the result "
+           "is a denormal and flushed). Fusable (dmljax.FusedActivation)."),
+)
+
+
+def _sigmoid(x):
+    e = jnp.exp(-jnp.abs(x))  # in [0, 1]
+    return jnp.where(x >= 0, jnp.ones_like(x), e) / (_c(1.0, x) + e)
+
+
+def _sigmoid_slope(x):
+    e = jnp.exp(-jnp.abs(x))
+    d = _c(1.0, x) + e
+    return e / (d * d)
+
+
+@operator(ACTIVATION_SIGMOID)
+def activation_sigmoid(input, *, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> dmljax.activation_sigmoid(np.array([-1.0, 0.0, 2.0, np.inf], np.float32))
+        Array([0.26894143, 0.5       , 0.880797  , 1.        ], dtype=float32)
+    """
+    return elementwise(_sigmoid, input, half=allow_half_precision_computation, slopes=_sigmoid_slope)
+
+
+# --------------------------------------------------------------------------------------------
+ACTIVATION_TANH = activation_op(
+    "TANH",
+    summary=("Performs a hyperbolic tangent activation function on every element in InputTensor, "
+             "placing the result into the corresponding element of OutputTensor."),
+    formula="f(x) = (1 - exp(-2 * x)) / (1 + exp(-2 * x)).",
+    ulp={F32: 6, F16: 1},
+    ulp_half=4,
+    gradient=("dX = (1 - f(x)^2) * dY, computed as sech(x)^2 = 4e / (1 + e)^2 with e = "
+              "exp(-2|x|) (ELEMENT_WISE_TANH's rule): accurate where tanh is near +-1, 0 (not "
+              "NaN) far out and at +-inf."),
+    notes=("The page's expression is tanh(x); taken literally it overflows (exp(-2x) for x < "
+           "-44.4 in FLOAT32 gives inf / inf = NaN), so dmljax evaluates tanh itself: "
+           "ELEMENT_WISE_TANH's formula without a ScaleBias, bit for bit the same result "
+           "(-expm1(-2|x|) / (2 + expm1(-2|x|)) signed by x; FLOAT16 computed in FLOAT32 uses "
+           "XLA's tanh). tanh(+-inf) = +-1, tanh(-0) = -0. Fusable (dmljax.FusedActivation)."),
+)
+
+
+@operator(ACTIVATION_TANH)
+def activation_tanh(input, *, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> dmljax.activation_tanh(np.array([0.5, -np.inf, -0.0, 20.0], np.float32))
+        Array([ 0.46211717, -1.        , -0.        ,  1.        ], dtype=float32)
+    """
+    # The very call ELEMENT_WISE_TANH makes without a ScaleBias: the two agree bit for bit.
+    fast = _xla_suffices(input, allow_half_precision_computation)
+    return elementwise(jnp.tanh if fast else _tanh, input, half=allow_half_precision_computation,
+                       slopes=_sech2)
+
+
+# --------------------------------------------------------------------------------------------
+def _softplus_tail(x, s: float, tensor_dtype):
+    """(t, e, L): t = fl(s * x), its rounding error e (or None) and L = ln(1 + exp(-|s * x|)),
+    one exp of a non-positive argument and one log1p: never overflows, 0 far out."""
+    t, e = _two_product(s, _scaled_input(s, x), tensor_dtype)
+    return t, e, jnp.log1p(_exp_neg_abs(t, e))
+
+
+def _sigmoid_of(t, e):
+    """sigmoid(t + e) (e: t's rounding error, or None), as 1 / (1 + u) or u / (1 + u) with
+    u = exp(-|t + e|) <= 1."""
+    u = _exp_neg_abs(t, e)
+    return jnp.where(t >= 0, jnp.ones_like(u), u) / (_c(1.0, t) + u)
+
+
+ACTIVATION_SOFTPLUS = activation_op(
+    "SOFTPLUS",
+    summary=("Performs a parametric softplus activation function on every element in InputTensor, "
+             "placing the result into the corresponding element of OutputTensor."),
+    formula="f(x) = ln(1 + exp(Steepness * x)) / Steepness",
+    params=(ParamSpec("Steepness", "FLOAT", default=1.0,
+                      doc=("The steepness value. A typical default for this value is 1.0. This "
+                           "value cannot be less than 1 (until DML_FEATURE_LEVEL_6_4, which "
+                           "allows Steepness < 1).")),),
+    ulp={F32: 4, F16: 1},
+    ulp_half=2,
+    gradient=("dX = sigmoid(Steepness * x) * dY, computed from e = exp(-|Steepness * x|) <= 1: "
+              "never NaN for a number, 1 or 0 (the limits) at +-inf."),
+    notes=("Evaluated as x' + ln(1 + exp(-|Steepness * x|)) / Steepness, where x' is x where "
+           "Steepness * x > 0 and 0 elsewhere (the exact equal of max(Steepness * x, 0) / "
+           "Steepness): exp never overflows, so f(x) = x for large x in every type, f(+inf) = "
+           "+inf, f(-inf) = 0 (mirrored for a negative Steepness), and no precision is lost to "
+           "1 + exp(...) where f is small. A Steepness that is not a power of two carries the "
+           "product's rounding error into exp for FLOAT32 tensors (Dekker's exact product), so the "
+           "budget holds in the far negative tail too (without it: 64 ULP measured at Steepness "
+           "1.7). Other than 1, the division by Steepness is a multiplication by 1 / Steepness "
+           "(rounded once; XLA makes one of a division by a constant anyway), and x' + L * (1 / "
+           "Steepness) a multiply-add that a backend may fuse into one FMA or not. The page says that Steepness \\\"cannot be less than "
+           "1\\\", and DML_FEATURE_LEVEL_6_4 \\\"allow[s] Steepness < 1\\\" (feature level history): "
+           "below 6.4 a Steepness under 1 (or NaN) is a ValidationError. At any level Steepness = "
+           "0 (either sign) is refused (dmljax's choice: the formula divides by zero, its limit is "
+           "+-inf for every x). A negative Steepness follows the formula (f(x) = "
+           "-softplus(|Steepness| * (-x)) / |Steepness|, <= 0). Fusable (dmljax.FusedActivation)."),
+    extra_checks=(_steepness_rules,),
+)
+
+
+@operator(ACTIVATION_SOFTPLUS)
+def activation_softplus(input, *, steepness, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> dmljax.activation_softplus(np.array([-100.0, -1.0, 0.0, 2.0, 100.0], np.float32))
+        Array([  0.       ,   0.3132617,   0.6931472,   2.126928 , 100.       ],      dtype=float32)
+        >>> dmljax.activation_softplus(np.array([0.0, 1.0], np.float32), steepness=2.0)
+        Array([0.3465736, 1.063464 ], dtype=float32)
+    """
+    s = steepness
+
+    def f(x):
+        tail = _softplus_tail(x, s, input.dtype)[2]
+        # max(s * x, 0) / s, exactly: x itself where s * x > 0
+        passes = x > 0 if s > 0 else x < 0
+        head = jnp.where(passes, x, jnp.zeros_like(x))
+        if s == 1:
+            return head + tail
+        # times 1 / Steepness (rounded once): what XLA makes of a division by a constant under
+        # jit anyway; written so, op-by-op execution gives the same bits
+        # (x' + L * (1 / Steepness) is a multiply-add that a backend may fuse into one FMA or
+        # not, as SEMANTICS.md 2 allows: XLA's CPU backend does under jit)
+        return head + tail * _c(1.0 / s, x)
+
+    def slope(x):
+        t, e = _two_product(s, _scaled_input(s, x), input.dtype)
+        return _sigmoid_of(t, e)
+
+    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)

@@ -1,0 +1,184 @@
+"""Hand-written edges of SIGMOID, TANH, SCALED_TANH, SOFTPLUS, PARAMETRIC_SOFTPLUS and CELU: special
+values (NaN, +-inf, +-0, FLOAT32 denormals), large inputs that must not overflow (+-100, +-1e30,
+FLOAT16's +-65504) eager and under jax.jit, gradients saturated and at the kinks, every FLOAT16
+value, and the attribute rules (Steepness by feature level, a zero Alpha). Expected values come
+from Python's math module, by hand, or from the float64 references in
+tests/reference/activation/smooth.py. The generated cases (tests/test_catalog.py) cover the support
+tables, types, eager/jit and gradients by finite differences."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dmljax
+from dmljax import DataType
+from tests.compare import assert_matches
+from tests.reference.activation import smooth as ref
+
+NAN, INF = np.nan, np.inf
+DENORM = 1e-40  # a FLOAT32 denormal
+F32, F16 = DataType.FLOAT32, DataType.FLOAT16
+ALL_F16 = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+
+
+def bits(x):
+    x = np.asarray(x)
+    return x.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[x.dtype.itemsize])
+
+
+def _grad(fn, x):
+    return np.asarray(jax.jit(jax.grad(lambda v: fn(v).astype(jnp.float32).sum()))(x))
+
+
+def _both(fn, x):
+    """The operator's own call and the same inside a caller's jax.jit: the same bits."""
+    own = np.asarray(fn(x))
+    np.testing.assert_array_equal(bits(np.asarray(jax.jit(fn)(x))), bits(own))
+    return own
+
+
+def _budget(name, dt=F32):
+    return dmljax.get_operator(name).spec.ulp[dt]
+
+
+# ----------------------------------------------------------------------------------------------
+# SIGMOID
+
+
+def test_sigmoid_special_and_large_values():
+    x = np.array([NAN, INF, -INF, 0.0, -0.0, DENORM, 100.0, -100.0, 1e30, -1e30, -87.0, -88.0], np.float32)
+    out = _both(dmljax.activation_sigmoid, x)
+    assert np.isnan(out[0]) and list(out[1:10]) == [1, 0, 0.5, 0.5, 0.5, 1, 0, 1, 0]
+    assert out[10] == pytest.approx(math.exp(-87.0) / (1 + math.exp(-87.0)), rel=3e-7)  # normal: kept accurately
+    assert out[11] == 0  # 6.05e-39 is a FLOAT32 denormal: flushed
+    h = np.array([65504.0, -65504.0, 12.0, -12.0, -17.0, NAN], np.float16)
+    out = _both(dmljax.activation_sigmoid, h)
+    assert list(out[:2]) == [1, 0] and np.isnan(out[5])
+    np.testing.assert_array_equal(out[2:5], np.array([1 / (1 + math.exp(-12)), math.exp(-12) / (1 + math.exp(-12)),
+                                                      math.exp(-17)], np.float16))  # FLOAT16 denormal kept
+
+
+def test_sigmoid_gradient_saturated_and_at_zero():
+    x = np.array([0.0, -0.0, 100.0, -100.0, 1e30, -1e30, INF, -INF, -20.0, 20.0], np.float32)
+    g = _grad(dmljax.activation_sigmoid, x)
+    assert list(g[:8]) == [0.25, 0.25, 0, 0, 0, 0, 0, 0]  # never NaN where the value is finite
+    e = math.exp(-20.0)
+    np.testing.assert_allclose(g[8:], [e / (1 + e) ** 2] * 2, rtol=5e-7)  # no cancellation in 1 - f
+    h = np.array([65504.0, -65504.0, 12.0, -12.0], np.float16)
+    g = _grad(dmljax.activation_sigmoid, h)
+    assert np.isfinite(g).all() and list(g[:2]) == [0, 0]
+    assert g[2] == g[3] == np.float16(math.exp(-12) / (1 + math.exp(-12)) ** 2)
+
+
+# ----------------------------------------------------------------------------------------------
+# TANH: ELEMENT_WISE_TANH's formula without a ScaleBias, bit for bit
+
+
+@pytest.mark.parametrize("half", [False, True])
+def test_tanh_equals_element_wise_tanh_bit_for_bit(half, rng):
+    x32 = np.concatenate([rng.standard_normal(4096) * 4, rng.uniform(-50, 50, 4096),
+                          [NAN, INF, -INF, 0.0, -0.0, DENORM, -DENORM, 1e30, -1e30, 9.0, -44.5]]).astype(np.float32)
+    for x in (x32, ALL_F16):
+        a = np.asarray(dmljax.activation_tanh(x, allow_half_precision_computation=half))
+        b = np.asarray(dmljax.element_wise_tanh(x, allow_half_precision_computation=half))
+        np.testing.assert_array_equal(bits(a), bits(b))
+    for x in (x32[np.isfinite(x32)], ALL_F16[np.isfinite(ALL_F16)]):
+        np.testing.assert_array_equal(bits(_grad(dmljax.activation_tanh, x)), bits(_grad(dmljax.element_wise_tanh, x)))
+
+
+def test_tanh_special_values_and_saturated_gradient():
+    x = np.array([NAN, INF, -INF, -0.0, 0.0, DENORM, -DENORM, 100.0, -100.0, 1e30, -1e30], np.float32)
+    out = _both(dmljax.activation_tanh, x)
+    assert np.isnan(out[0]) and list(out[1:]) == [1, -1, 0, 0, 0, 0, 1, -1, 1, -1]
+    assert bits(out[3]) == bits(np.float32(-0.0)) and bits(out[6]) == bits(np.float32(-0.0))
+    g = _grad(dmljax.activation_tanh, x[1:])
+    assert list(g) == [0, 0, 1, 1, 1, 1, 0, 0, 0, 0]
+    h = np.array([65504.0, -65504.0, 5.0], np.float16)
+    assert list(_both(dmljax.activation_tanh, h)[:2]) == [1, -1]
+    g = _grad(dmljax.activation_tanh, h)
+    assert list(g[:2]) == [0, 0] and g[2] == np.float16(1 / math.cosh(5.0) ** 2)
+
+
+# ----------------------------------------------------------------------------------------------
+# SOFTPLUS
+
+
+def test_softplus_special_and_large_values():
+    x = np.array([NAN, INF, -INF, 0.0, -0.0, DENORM, 100.0, -100.0, 1e30, -1e30, 3e38, -80.0], np.float32)
+    out = _both(dmljax.activation_softplus, x)
+    ln2 = np.float32(math.log(2))
+    assert np.isnan(out[0]) and list(out[1:6]) == [INF, 0, ln2, ln2, ln2]
+    assert list(out[6:11]) == [100, 0, np.float32(1e30), 0, np.float32(3e38)]  # x itself: no overflow
+    assert out[11] == pytest.approx(math.log1p(math.exp(-80.0)), rel=3e-7)  # tiny, to full precision
+    h = np.array([65504.0, -65504.0, 12.0, -17.0], np.float16)
+    out = _both(dmljax.activation_softplus, h)
+    np.testing.assert_array_equal(out, np.array([65504.0, 0.0, 12.0 + math.log1p(math.exp(-12.0)),
+                                                 math.log1p(math.exp(-17.0))], np.float16))
+
+
+def test_softplus_gradient_saturated():
+    x = np.array([100.0, -100.0, 1e30, -1e30, INF, -INF, 0.0, -30.0], np.float32)
+    g = _grad(dmljax.activation_softplus, x)
+    assert list(g[:7]) == [1, 0, 1, 0, 1, 0, 0.5]  # sigmoid(x): never NaN
+    assert g[7] == pytest.approx(math.exp(-30.0), rel=3e-7)
+    g = _grad(lambda v: dmljax.activation_softplus(v, steepness=1.7), x)
+    assert list(g[:7]) == [1, 0, 1, 0, 1, 0, 0.5]
+    h = np.array([65504.0, -65504.0, 12.0], np.float16)
+    g = _grad(dmljax.activation_softplus, h)
+    assert list(g[:2]) == [1, 0] and g[2] == np.float16(1 / (1 + math.exp(-12.0)))
+
+
+def test_softplus_steepness_product_is_exact_in_the_far_tail():
+    # exp(Steepness * x) far out amplifies the rounding of the product by |Steepness * x|
+    # (64 ULP uncorrected at Steepness 1.7); the carried rounding error keeps the budget.
+    x = np.linspace(-55.0, -5.0, 4001).astype(np.float32)
+    for s in (1.7, 3.3, 0.3, -1.3):
+        kw = {"steepness": s}
+        got = dmljax.activation_softplus(x if s > 0 else -x, **kw)
+        want = ref.activation_softplus(x if s > 0 else -x, **kw)
+        assert_matches(got, want, F32, _budget("DML_OPERATOR_ACTIVATION_SOFTPLUS"), f"steepness {s}")
+        g = _grad(lambda v, kw=kw: dmljax.activation_softplus(v, **kw), x if s > 0 else -x)
+        assert_matches(g, [ref.softplus_slope(x if s > 0 else -x, **kw)], F32,
+                       _budget("DML_OPERATOR_ACTIVATION_SOFTPLUS"), f"gradient, steepness {s}")
+
+
+def test_softplus_steepness_below_one_from_feature_level_6_4():
+    x = np.array([-3.0, 0.0, 2.0], np.float32)
+    for s in (0.5, -1.0, NAN):
+        with pytest.raises(dmljax.ValidationError) as info:
+            dmljax.activation_softplus(x, steepness=s, feature_level="6.3")
+        msg = str(info.value)
+        assert "activation_softplus (DML_OPERATOR_ACTIVATION_SOFTPLUS) at DML_FEATURE_LEVEL_6_3:" in msg
+        assert "Steepness (argument `steepness`)" in msg and "cannot be less than 1 at DML_FEATURE_LEVEL_6_3" in msg
+        assert "pass feature_level='6.4' or newer" in msg
+    dmljax.activation_softplus(x.reshape(1, 1, 1, 3), steepness=1.0, feature_level="1.0")  # >= 1: every level
+    out = dmljax.activation_softplus(x, steepness=0.5, feature_level="6.4")
+    np.testing.assert_allclose(out, [math.log1p(math.exp(0.5 * v)) / 0.5 for v in x], rtol=3e-7)
+    # a negative Steepness follows the formula: f_s(x) = -f_|s|(-x) <= 0
+    out = np.asarray(dmljax.activation_softplus(x, steepness=-2.0))
+    np.testing.assert_allclose(out, [-math.log1p(math.exp(-2.0 * v)) / 2.0 for v in x], rtol=3e-7)
+    assert list(np.asarray(dmljax.activation_softplus(np.array([INF, -INF], np.float32), steepness=-2.0))) == [0, -INF]
+
+
+@pytest.mark.parametrize("s", [0.0, -0.0])
+def test_softplus_zero_steepness_refused(s):
+    with pytest.raises(dmljax.ValidationError, match="Steepness .argument `steepness`. is -?0.0; a nonzero number"):
+        dmljax.activation_softplus(np.ones(3, np.float32), steepness=s)
+
+
+# ----------------------------------------------------------------------------------------------
+# Every FLOAT16 value, computed in FLOAT32 and rounded once
+
+
+@pytest.mark.parametrize("name,attrs,fn", [
+    ("DML_OPERATOR_ACTIVATION_SIGMOID", {}, ref.activation_sigmoid),
+    ("DML_OPERATOR_ACTIVATION_TANH", {}, ref.activation_tanh),
+    ("DML_OPERATOR_ACTIVATION_SOFTPLUS", {}, ref.activation_softplus),
+    ("DML_OPERATOR_ACTIVATION_SOFTPLUS", {"steepness": 1.7}, ref.activation_softplus),
+])
+def test_every_float16_value(name, attrs, fn):
+    op = dmljax.get_operator(name)
+    assert_matches(op(ALL_F16, **attrs), fn(ALL_F16, **attrs), F16, op.spec.ulp[F16], f"{name} {attrs}")
