@@ -192,3 +192,31 @@ def test_axis_count_in_a_desc():
         dmljax.compile_operator("ACTIVATION_SOFTMAX1", _desc(AxisCount=2, Axes=[1]))
     with pytest.raises(dmljax.ValidationError, match="AxisCount is 'one'; a whole number"):
         dmljax.compile_operator("ACTIVATION_SOFTMAX1", _desc(AxisCount="one", Axes=[1]))
+
+
+# ---------------------------------------------------------------------------------- the GPU kernel
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_row_kernel_matches_the_reference(log, dtype, rng):
+    # Long rows on a GPU take a Pallas kernel (dmljax/_src/row_kernels.py); run here in Pallas's
+    # interpreter, it must give what the operator's reference gives, NaN rows included, and so
+    # must its gradient (the H100 run checks the compiled kernel: benchmarks/issue10_gpu.py).
+    from dmljax._src.row_kernels import MIN_ROW, softmax_rows, softmax_rows_grad, use_kernel
+    x = (rng.standard_normal((3, MIN_ROW)) * 6).astype(dtype)
+    x[0, :2] = [NAN, 1.0]
+    x[1, 5] = -INF
+    if dtype == np.float32:
+        x[2, :4] = [1e-40, -1e-40, 1e-39, 0.0]
+    assert use_kernel(x.shape, (1,), dtype, False) and not use_kernel(x.shape, (1,), dtype, True)
+    assert not use_kernel((4, 1024), (1,), dtype, False) and not use_kernel(x.shape, (0,), dtype, False)
+    out = softmax_rows(jnp.asarray(x), log, interpret=True)
+    dt = dmljax.DataType.from_dtype(np.dtype(dtype))
+    want = (ref._log_softmax if log else ref._softmax)(x)
+    budget = dmljax.get_operator("ACTIVATION_SOFTMAX").spec.budget(dt, x.shape)
+    assert_matches(out, want, dt, budget, magnitude=ref._log_magnitude(x) if log else None)
+    dy = rng.standard_normal(x.shape).astype(dtype)
+    y = (dmljax.activation_log_softmax if log else dmljax.activation_softmax)(x)
+    g = softmax_rows_grad(y, jnp.asarray(dy), log, interpret=True)
+    grad = ref._log_softmax_grad if log else ref._softmax_grad
+    size = ref._log_softmax_grad_size if log else ref._softmax_grad_size
+    assert_matches(g, [grad(dy, x)[0]], dt, budget + 2, magnitude=size(dy, x)[0])

@@ -21,6 +21,7 @@ from dmljax._src.errors import Violation
 from dmljax._src.numerics import flush_denormals, load, mark_flushed, store
 from dmljax._src.op import operator
 from dmljax._src.ops._families import SUPPORT_ACTIVATION, activation_op
+from dmljax._src.row_kernels import softmax_rows, softmax_rows_grad, use_kernel
 from dmljax._src.spec import ParamSpec
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
@@ -104,14 +105,28 @@ def normalize(x: jnp.ndarray, axes: tuple[int, ...], log: bool, half: bool) -> j
     row's maximum subtracted, exp summed, rounded once to the tensor's type. A row holding NaN
     or +inf, and a row of -inf only, is NaN (x - max is NaN there)."""
     dt = DataType.from_dtype(x.dtype)
+    kernel = use_kernel(x.shape, axes, x.dtype, half)  # long rows on a GPU: row_kernels.py
 
-    def forward(x):
+    def xla_forward(x):
         xf = load(x, half)
         m = jax.lax.stop_gradient(jnp.max(xf, axis=axes, keepdims=True))
         d = xf - m
         e = jnp.exp(d)
         s = jnp.sum(e, axis=axes, keepdims=True)
         return store(d - jnp.log(s) if log else e / s, dt)
+
+    def xla_backward(y, dy):
+        yf, g = load(y, half), load(dy, half)
+        if log:
+            dx = g - jnp.exp(yf) * jnp.sum(g, axis=axes, keepdims=True)
+        else:
+            dx = yf * (g - jnp.sum(g * yf, axis=axes, keepdims=True))
+        return store(dx, DataType.from_dtype(dy.dtype))
+
+    def forward(x):
+        if not kernel:
+            return xla_forward(x)
+        return jax.lax.platform_dependent(x, cuda=lambda v: softmax_rows(v, log), default=xla_forward)
 
     @jax.custom_vjp
     def run(x):
@@ -124,12 +139,10 @@ def normalize(x: jnp.ndarray, axes: tuple[int, ...], log: bool, half: bool) -> j
     def run_bwd(y, dy):
         # softmax: dX = y * (dY - sum(dY * y)); log-softmax: dX = dY - exp(y) * sum(dY), with y
         # the stored output, in the compute type, rounded once (FLOAT32 denormals flushed).
-        yf, g = load(y, half), load(dy, half)
-        if log:
-            dx = g - jnp.exp(yf) * jnp.sum(g, axis=axes, keepdims=True)
-        else:
-            dx = yf * (g - jnp.sum(g * yf, axis=axes, keepdims=True))
-        return (store(dx, DataType.from_dtype(dy.dtype)),)
+        if not kernel:
+            return (xla_backward(y, dy),)
+        return (jax.lax.platform_dependent(y, dy, cuda=lambda a, b: softmax_rows_grad(a, b, log),
+                                           default=xla_backward),)
 
     run.defvjp(run_fwd, run_bwd)
     out = run(x)

@@ -1,0 +1,110 @@
+"""Pallas kernels for operators that normalize rows (SOFTMAX, LOG_SOFTMAX and their gradients)
+on NVIDIA GPUs: one program per row, which reads the row once and writes it once.
+
+XLA computes a softmax over long rows in several passes over memory (the maximum, the sum of
+exponentials, the quotient: three reads and a write); a row of up to 64 Ki elements fits in one
+program's registers, so a kernel can read it once. The formula is the one the XLA path uses
+(``activation_softmax.normalize``): read in FLOAT32 (FLOAT32 denormals flushed), the row's
+maximum subtracted, exp summed, rounded once to the tensor's type (denormals flushed). Only the
+order of the sum differs, which DirectML leaves open (SEMANTICS.md 8): results agree within the
+operator's budget, not bit for bit.
+
+``use_kernel`` says whether a call takes this path on a GPU; ``jax.lax.platform_dependent``
+picks it at lowering time, so CPU (and TPU) programs never contain it.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import pallas as pl
+
+__all__ = ["use_kernel", "softmax_rows", "softmax_rows_grad", "MIN_ROW", "MAX_ROW"]
+
+MIN_ROW = 2048
+"""Shorter rows stay with XLA, which reaches a copy's bandwidth on them already (measured on the
+H100 for rows of 1,024)."""
+MAX_ROW = 65536
+"""A row of more than this many elements does not fit in one program's registers."""
+
+_TINY = np.float32(np.finfo(np.float32).tiny)
+
+ENABLED = True
+"""False sends every call to XLA's formula (benchmarks/softmax_gpu.py compares the two paths)."""
+WARPS = {4096: 4, 16384: 8, MAX_ROW: 16}
+"""Warps per program by row length (the smallest key >= n); tuned on the H100."""
+
+
+def use_kernel(shape: tuple[int, ...], axes: tuple[int, ...], dtype, half: bool) -> bool:
+    """Whether a row-wise call can take the kernel: over the last axis only, FLOAT32 or FLOAT16
+    computed in FLOAT32, a power-of-two row length from MIN_ROW to MAX_ROW."""
+    if not ENABLED or half or np.dtype(dtype) not in (np.float32, np.float16) or not shape:
+        return False
+    n = shape[-1]
+    return tuple(axes) == (len(shape) - 1,) and MIN_ROW <= n <= MAX_ROW and n & (n - 1) == 0
+
+
+def _flush(x):
+    return jnp.where(jnp.abs(x) < _TINY, x * 0.0, x)
+
+
+def _warps(n: int) -> int:
+    return WARPS[min(k for k in WARPS if k >= n)]
+
+
+def _forward_kernel(x_ref, o_ref, *, log: bool, flush: bool):
+    x = x_ref[...].astype(jnp.float32)
+    if flush:
+        x = _flush(x)
+    m = jnp.max(x, axis=-1, keepdims=True)
+    d = x - m
+    e = jnp.exp(d)
+    s = jnp.sum(e, axis=-1, keepdims=True)
+    y = d - jnp.log(s) if log else e / s
+    if flush:
+        y = _flush(y)
+    o_ref[...] = y.astype(o_ref.dtype)
+
+
+def _backward_kernel(y_ref, g_ref, o_ref, *, log: bool, flush: bool):
+    y = y_ref[...].astype(jnp.float32)
+    g = g_ref[...].astype(jnp.float32)
+    if log:
+        dx = g - jnp.exp(y) * jnp.sum(g, axis=-1, keepdims=True)
+    else:
+        dx = y * (g - jnp.sum(g * y, axis=-1, keepdims=True))
+    if flush:
+        dx = _flush(dx)
+    o_ref[...] = dx.astype(o_ref.dtype)
+
+
+def _call(kernel, rows: jnp.ndarray, *others, interpret: bool):
+    r, n = rows.shape
+    spec = pl.BlockSpec((1, n), lambda i: (i, 0))
+    params = None
+    if not interpret:
+        from jax.experimental.pallas import triton as pl_triton
+        params = pl_triton.CompilerParams(num_warps=_warps(n), num_stages=1)
+    return pl.pallas_call(
+        kernel, out_shape=jax.ShapeDtypeStruct(rows.shape, rows.dtype), grid=(r,),
+        in_specs=[spec] * (1 + len(others)), out_specs=spec, compiler_params=params,
+        interpret=interpret, name="dmljax_row_softmax")(rows, *others)
+
+
+def softmax_rows(x: jnp.ndarray, log: bool, interpret: bool = False) -> jnp.ndarray:
+    """Softmax (or log-softmax) of each row of ``x`` over its last axis, by the kernel
+    (``interpret=True`` runs it on any backend, for tests)."""
+    rows = x.reshape((-1, x.shape[-1]))
+    kernel = functools.partial(_forward_kernel, log=log, flush=x.dtype == np.float32)
+    return _call(kernel, rows, interpret=interpret).reshape(x.shape)
+
+
+def softmax_rows_grad(y: jnp.ndarray, dy: jnp.ndarray, log: bool, interpret: bool = False) -> jnp.ndarray:
+    """The gradient of ``softmax_rows`` from its stored output ``y`` and the cotangent ``dy``:
+    y * (dy - sum(dy * y)), or dy - exp(y) * sum(dy) for log-softmax, in FLOAT32, rounded once."""
+    rows = y.reshape((-1, y.shape[-1]))
+    kernel = functools.partial(_backward_kernel, log=log, flush=dy.dtype == np.float32)
+    return _call(kernel, rows, dy.reshape(rows.shape).astype(y.dtype), interpret=interpret).reshape(y.shape).astype(dy.dtype)
