@@ -1,0 +1,30 @@
+#!/bin/bash
+# Issue 10 on the device machine (see benchmarks/README.md, "Activations on the H100").
+# Usage: bash benchmarks/issue10_gpu.sh PART   (softmax | check | bench)
+# Runs from a `git archive` of HEAD (devrun_head.tar, its commit in devrun_head.txt) extracted to
+# /tmp/src, so that nothing uncommitted runs.
+set -u
+PART=${1:-softmax}
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+REPO=$(pwd)
+rm -rf /tmp/src && mkdir -p /tmp/src && tar -xf devrun_head.tar -C /tmp/src
+cd /tmp/src
+python -c "import jsonschema" 2>/dev/null || pip install -q --no-index --find-links "$REPO/.whl" jsonschema >/dev/null 2>&1
+export PYTHONPATH=/tmp/src XLA_PYTHON_CLIENT_PREALLOCATE=false
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv > "$OUT/env_$PART.txt"
+python -c "import jax, jaxlib, numpy; print('jax', jax.__version__, 'jaxlib', jaxlib.__version__, 'numpy', numpy.__version__)" >> "$OUT/env_$PART.txt"
+cat "$REPO/devrun_head.txt" >> "$OUT/env_$PART.txt" 2>/dev/null
+case "$PART" in
+  softmax)
+    timeout 560 python benchmarks/softmax_gpu.py "$OUT/softmax" > "$OUT/softmax_log.txt" 2>&1; echo "softmax rc=$?"
+    grep -v "^ok" "$OUT/softmax_log.txt" | tail -40 ;;
+  check)
+    timeout 560 python tests/gpu_check.py > "$OUT/gpu_check.txt" 2>&1; echo "gpu_check rc=$?"
+    tail -3 "$OUT/gpu_check.txt"; grep FAIL "$OUT/gpu_check.txt" | head -40 ;;
+  bench)
+    OPS=${OPS:-"ACTIVATION_RELU ACTIVATION_SIGMOID ACTIVATION_TANH"}
+    timeout 560 python -m dmljax.bench --ops $OPS --sizes 28 --dtypes FLOAT32 FLOAT16 --no-torch --no-compile \
+      --no-overhead --out "$OUT/${NAME:-bench}" > "$OUT/${NAME:-bench}_log.txt" 2>&1; echo "bench rc=$?"
+    tail -60 "$OUT/${NAME:-bench}_log.txt" ;;
+esac
