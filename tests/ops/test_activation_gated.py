@@ -206,3 +206,55 @@ def test_hard_swish_gradient_at_the_bounds_and_its_zero():
     h = np.array([-2.0, 2.0, 60000.0], np.float16)
     gh = np.asarray(jax.grad(lambda v: dmljax.activation_hard_swish(v).astype(jnp.float32).sum())(h))
     np.testing.assert_array_equal(gh, np.array([2 * a * -2 + 0.5, 2 * a * 2 + 0.5, 1], np.float64).astype(np.float16))
+
+
+# ----------------------------------------------------------------------------------------------
+# SWISH
+
+
+def _swish64(x, b=1.0):
+    # x * Sigmoid(b * x) in float64 for moderate arguments (by hand, not the operator's form)
+    x = np.asarray(x, np.float64)
+    return x / (1 + np.exp(-np.float64(np.float32(b)) * x))
+
+
+def test_swish_special_and_large_values():
+    x = np.array([-INF, INF, NAN, -0.0, 0.0, 100.0, -100.0, 1e30, -1e30, 3e38, -3e38, DENORM, -88.0, -1.0], np.float32)
+    for fn in (dmljax.activation_swish, jax.jit(dmljax.activation_swish)):
+        out = np.asarray(fn(x))
+        # -inf: the limit -0 (the formula's -inf * 0); -100: -3.7e-42 is a denormal, flushed
+        head = np.array([-0.0, INF, NAN, -0.0, 0.0, 100.0, -0.0, 1e30, -0.0, 3e38, -0.0, 0.0], np.float32)
+        np.testing.assert_array_equal(bits(out[:12]), bits(head))
+        # -88: exp(-88) is a FLOAT32 denormal, -88 * exp(-88) a normal number: kept on every backend
+        np.testing.assert_allclose(out[12:], _swish64(x[12:]), rtol=8 * 2.0**-23)
+        assert out[12] < -5e-37
+    h = np.array([65504.0, -65504.0, -20.0, 11.0], np.float16)
+    out = np.asarray(jax.jit(dmljax.activation_swish)(h))
+    np.testing.assert_array_equal(out, _swish64(h).astype(np.float16))  # -20: a FLOAT16 denormal, kept
+    assert out[2] != 0 and bits(out[1]) == bits(np.float16(-0.0))
+    # SigmoidInputScale: 0 gives x / 2 (also at +-inf); a negative one mirrors the saturation
+    out = np.asarray(dmljax.activation_swish(np.array([INF, -INF, 3.0], np.float32), sigmoid_input_scale=0.0))
+    np.testing.assert_array_equal(out, [INF, -INF, 1.5])
+    out = np.asarray(dmljax.activation_swish(np.array([INF, -INF, 2.0], np.float32), sigmoid_input_scale=-2.0))
+    np.testing.assert_array_equal(bits(out[:2]), bits(np.array([0.0, -INF], np.float32)))
+    np.testing.assert_allclose(out[2], _swish64(2.0, -2.0), rtol=8 * 2.0**-23)
+
+
+def test_swish_gradient_saturated_and_at_its_zero():
+    x = np.array([INF, -INF, 100.0, -100.0, 1e30, -1e30, 0.0, -88.0], np.float32)
+    g = np.asarray(jax.grad(lambda v: dmljax.activation_swish(v).sum())(x))
+    assert np.isfinite(g).all()
+    np.testing.assert_array_equal(g[:7], [1, 0, 1, 0, 1, 0, 0.5])  # the limits at +-inf
+    assert -6e-37 < g[7] < -5e-37  # exp(-88) (1 - 88): a normal gradient beyond exp's normal range
+    h = np.array([65504.0, -65504.0, 12.0, -12.0], np.float16)
+    gh = np.asarray(jax.grad(lambda v: dmljax.activation_swish(v).astype(jnp.float32).sum())(h))
+    assert np.isfinite(gh).all() and gh[0] == 1 and gh[1] == 0
+    # the derivative's zero z0 = -1.2784645...: relative precision kept on both sides of it
+    z0 = -1.2784645427610738
+    near = np.float32(z0) + np.float32(2.0**-22) * np.arange(-6, 7, dtype=np.float32)
+    gn = np.asarray(jax.grad(lambda v: dmljax.activation_swish(v).sum())(near))
+    d = near.astype(np.float64) - z0
+    e = np.exp(near.astype(np.float64))
+    exact = e * (d + np.exp(z0) * np.expm1(d)) / (1 + e) ** 2  # (1 + z + e^z) about its zero
+    np.testing.assert_allclose(gn, exact, rtol=8 * 2.0**-23)
+    assert (gn[:6] < 0).all() and (gn[7:] > 0).all()  # falling left of the minimum, rising right

@@ -4,6 +4,8 @@ that jax.grad of ACTIVATION_RELU uses (activation.py imports it from here)."""
 
 from __future__ import annotations
 
+import math
+
 import jax.numpy as jnp
 import numpy as np
 
@@ -239,5 +241,100 @@ def activation_hard_swish(input, *, alpha, beta, allow_half_precision_computatio
         a2 = float(np.float32(alpha)) * 2  # exact, as the float32 Alpha times 2
         inside = (g > 0) & (g < 1)
         return jnp.where(inside, _scaled_offset(x, a2, -float(np.float32(beta)) / a2), hs)
+
+    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
+
+
+# --------------------------------------------------------------------------------------------
+ACTIVATION_SWISH = activation_op(
+    "SWISH",
+    summary=("Performs a swish activation function on every element in InputTensor, placing the "
+             "result into the corresponding element of OutputTensor."),
+    formula="f(x) = x * Sigmoid(SigmoidInputScale * x)",
+    params=(ParamSpec("SigmoidInputScale", "FLOAT", default=1.0,
+                      doc="The constant coefficient. A typical default for this value is 1.0."),),
+    support=SUPPORT_6_2,
+    ulp={F32: 8, F16: 1},
+    ulp_half=4,
+    gradient=("dX = (s + z * s * (1 - s)) * dY with z = SigmoidInputScale * x, s = Sigmoid(z): "
+              "from exp(-|z| / 2) only (never overflowing), 1 at +inf and -0 at -inf (the limits), "
+              "never NaN for a number. Its zero (z = -1.27846..., where 1 + z + exp(z) = 0) is "
+              "taken from a Taylor polynomial around it, so that the gradient keeps its relative "
+              "precision there."),
+    notes=("Sigmoid(z) = 1 / (1 + exp(-z)), evaluated without overflow for any z as x / (1 + w) "
+           "for z >= 0 and x * w / (1 + w) for z < 0, w = exp(-|z|) (one exp; far out, where w "
+           "would be a FLOAT32 denormal that XLA's CPU flushes and its GPU keeps, x * w is taken "
+           "as x * u * u with u = exp(-|z| / 2), so that a normal result stays normal). z = SigmoidInputScale * x is "
+           "rounded to the compute type (exact for the default 1.0 and for powers of two), as "
+           "DirectML's float math computes it; the rest is within budget of the exact value for "
+           "that z. At x = -inf (the formula's -inf * 0) the limit -0; SigmoidInputScale 0 gives x "
+           "/ 2 (also at +-inf, where 0 * inf would be NaN)."),
+)
+
+_SWISH_Z0 = -1.2784645427610738  # the zero of 1 + z + exp(z): where swish's derivative is zero
+_SWISH_Z0_RADIUS = 0.5  # |z - z0| below which the Taylor polynomial of 1 + z + exp(z) is used
+_SWISH_Z0_DEGREE = 10  # its truncation: 0.28 * 0.5^11 / 11! / 0.6 below 1e-11 relative
+
+
+def _swish_taylor(hi: float) -> list[float]:
+    """1 + z + exp(z) around z = hi: coefficients c0..cN in float64 (c0 = h(hi) is tiny)."""
+    e = math.exp(hi)
+    return [1 + hi + e, 1 + e] + [e / math.factorial(k) for k in range(2, _SWISH_Z0_DEGREE + 1)]
+
+
+def _swish_parts(x, scale: float):
+    """z = SigmoidInputScale * x; w = exp(-|z|) = v * m and d = 1 + w, from one exp: v = exp(-|z|)
+    and m = 1 where |z| <= T, v = exp(-|z| / 2) = m beyond, so that x * v * m keeps a normal
+    result normal where exp(-|z|) alone would be a denormal (which XLA's CPU flushes in FLOAT32
+    and its GPU keeps; a FLOAT16 denormal has few bits): T = 64 in FLOAT32, 8 in FLOAT16 (half-
+    precision computation), where exp(-T) is still normal."""
+    cd = x.dtype
+    z = x if scale == 1.0 else _f32(scale, cd) * x
+    a = jnp.abs(z)
+    tail = a > np.asarray(8 if cd == np.float16 else 64, cd)
+    v = jnp.exp(jnp.where(tail, a * np.asarray(-0.5, cd), -a))
+    m = jnp.where(tail, v, jnp.ones_like(v))
+    w = v * m
+    return z, v, m, w, np.asarray(1, cd) + w
+
+
+@operator(ACTIVATION_SWISH)
+def activation_swish(input, *, sigmoid_input_scale, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> dmljax.activation_swish(np.array([-1.0, 0.0, 2.0, np.inf, -np.inf], np.float32))
+        Array([-0.26894143,  0.        ,  1.761594  ,         inf, -0.        ],      dtype=float32)
+    """
+    scale = sigmoid_input_scale
+
+    def f(x):
+        if scale == 0.0:
+            return x * np.asarray(0.5, x.dtype)  # Sigmoid(0) = 1/2, also for infinite x
+        z, v, m, _, d = _swish_parts(x, scale)
+        # z >= 0: x * Sigmoid(z) = x / (1 + exp(-z)); z < 0: x * exp(z) / (1 + exp(z)), where
+        # x * 0 at x = +-inf takes its limit (x's sign times 0: +-1 * v * m underflows)
+        finite_x = jnp.where(jnp.isinf(x), jnp.sign(x), x)
+        return jnp.where(z >= 0, x, (finite_x * v) * m) / d
+
+    def slope(x):
+        cd = x.dtype
+        if scale == 0.0:
+            return jnp.full_like(x, np.asarray(0.5, cd))
+        z, v, m, w, d = _swish_parts(x, scale)
+        big = np.asarray(200, cd)  # exp(-100) underflows: the limits, never inf * 0
+        zc = jnp.clip(z, -big, big)
+        # s + z s (1 - s) = (1 + w + z w) / d^2 for z >= 0 and w (1 + z + w) / d^2 for z < 0;
+        # 1 + z + w vanishes at z0: near it, its Taylor polynomial in z - hi (hi = z0 in cd,
+        # z - hi exact there), whose constant term h(hi) is added last.
+        hi = float(np.asarray(_SWISH_Z0, cd))
+        delta = zc - np.asarray(hi, cd)
+        coeffs = _swish_taylor(hi)
+        p = jnp.full_like(delta, np.asarray(coeffs[-1], cd))
+        for c in reversed(coeffs[1:-1]):
+            p = p * delta + np.asarray(c, cd)
+        near = p * delta + np.asarray(coeffs[0], cd)
+        h = jnp.where(jnp.abs(delta) < np.asarray(_SWISH_Z0_RADIUS, cd), near, (np.asarray(1, cd) + zc) + w)
+        num = jnp.where(z >= 0, d + zc * w, (h * v) * m)
+        return num / (d * d)
 
     return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)

@@ -95,7 +95,56 @@ def _with_half(*sets):
     return tuple(Attrs(a, half={**a, "half": True}) for a in sets)
 
 
+# ---------------------------------------------------------------------------------------------
+SWISH_Z0 = -1.2784645427610738  # the zero of 1 + z + exp(z) (mpmath.findroot), where f' = 0
+
+
+def _swish_z(x, scale, half=False):
+    # z = SigmoidInputScale * x rounded to the compute type (dmljax's choice: DirectML's float
+    # math computes the product; exact for 1.0 and powers of two): FLOAT32, or FLOAT16 with half.
+    x_np = np.asarray(x)
+    cd = np.float16 if half else np.float32
+    with np.errstate(over="ignore", invalid="ignore"):
+        z = (read(x_np).astype(cd) * cd(c_float(scale))).astype(np.float64)
+    return read(x_np), z
+
+
+def _sigmoid(z):
+    with np.errstate(over="ignore"):
+        e = np.exp(-np.abs(z))
+    return np.where(z >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def activation_swish(x, sigmoid_input_scale=1.0, half=False):
+    # f(x) = x * Sigmoid(SigmoidInputScale * x); at x = +-inf the limit (x * 0 gives x's signed
+    # zero where Sigmoid vanishes).
+    fx, z = _swish_z(x, sigmoid_input_scale, half)
+    s = _sigmoid(z)
+    with np.errstate(invalid="ignore"):
+        y = fx * s
+    return [np.where(np.isinf(fx) & (s == 0), np.copysign(0.0, fx), y)]
+
+
+def swish_slope(x, sigmoid_input_scale=1.0, half=False):
+    # d/dx x * Sigmoid(b * x) = s + z s (1 - s) with z = b * x (as the forward rounds it),
+    # s = Sigmoid(z): for z < 0 exp(z) (1 + z + exp(z)) / (1 + exp(z))^2, whose factor
+    # 1 + z + exp(z) is written around its zero z0 as (z - z0) + exp(z0) expm1(z - z0).
+    _, z = _swish_z(x, sigmoid_input_scale, half)
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(-np.abs(z))
+        d = z - SWISH_Z0
+        h = d + np.exp(SWISH_Z0) * np.expm1(d)
+        pos = (1 + e + z * e) / (1 + e) ** 2
+        neg = e * h / (1 + e) ** 2
+    return np.where(np.isinf(z), np.where(z > 0, 1.0, 0.0), np.where(z >= 0, pos, neg))
+
+
 REFERENCES = {
+    "DML_OPERATOR_ACTIVATION_SWISH": Reference(
+        activation_swish,
+        attrs=_with_half({}, {"sigmoid_input_scale": 1.702}, {"sigmoid_input_scale": -0.5}),
+        grad=elementwise_vjp(swish_slope),
+    ),
     "DML_OPERATOR_ACTIVATION_HARD_SWISH": Reference(
         activation_hard_swish,
         attrs=_with_half({}, {"alpha": 0.2, "beta": 0.5}, {"alpha": -0.7, "beta": 0.1}),
