@@ -5,9 +5,10 @@ XLA computes a softmax over long rows in several passes over memory (the maximum
 exponentials, the quotient: three reads and a write); a row of up to 64 Ki elements fits in one
 program's registers, so a kernel can read it once. The formula is the one the XLA path uses
 (``activation_softmax.normalize``): read in FLOAT32 (FLOAT32 denormals flushed), the row's
-maximum subtracted, exp summed, rounded once to the tensor's type (denormals flushed). Only the
-order of the sum differs, which DirectML leaves open (SEMANTICS.md 8): results agree within the
-operator's budget, not bit for bit.
+maximum subtracted, exp summed, rounded once to the tensor's type (denormals flushed). The order
+of the sum differs, which DirectML leaves open (SEMANTICS.md 8), and softmax's quotient is taken
+as a product with the row's reciprocal: results agree with XLA's within the operator's budget,
+not bit for bit.
 
 ``use_kernel`` says whether a call takes this path on a GPU; ``jax.lax.platform_dependent``
 picks it at lowering time, so CPU (and TPU) programs never contain it.
@@ -63,7 +64,10 @@ def _forward_kernel(x_ref, o_ref, *, log: bool, flush: bool):
     d = x - m
     e = jnp.exp(d)
     s = jnp.sum(e, axis=-1, keepdims=True)
-    y = d - jnp.log(s) if log else e / s
+    # softmax's quotient as e * (1 / s): one division per row instead of one per element (a
+    # FLOAT32 division is a long instruction sequence, and FLOAT16 rows are short of time
+    # otherwise); one rounding more, within the budget (1.5 ULP of FLOAT32 before the output's)
+    y = d - jnp.log(s) if log else e * (1.0 / s)
     if flush:
         y = _flush(y)
     o_ref[...] = y.astype(o_ref.dtype)
