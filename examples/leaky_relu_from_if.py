@@ -1,5 +1,6 @@
 """The ELEMENT_WISE_IF page's composition: LeakyRelu(x) = If(Less(x, 0), Mul(x, alpha), x),
-jitted, and its gradient (alpha where x < 0, 1 elsewhere).
+jitted, and its gradient (alpha where x < 0, 1 elsewhere); then DirectML's own
+ACTIVATION_LEAKY_RELU, which gives the same bits, and the same gradient.
 
 Run: python examples/leaky_relu_from_if.py
 """
@@ -18,7 +19,7 @@ def leaky_relu(x, alpha=0.1):
 
 
 def main():
-    x = jnp.asarray(np.array([-3.0, -1.0, -0.25, 0.0, 0.5, 2.0], np.float32))
+    x = jnp.asarray(np.array([-3.0, -1.0, -0.25, -0.0, 0.0, 0.5, 2.0], np.float32))
     y = jax.jit(leaky_relu)(x)
     dy = jax.grad(lambda v: jnp.sum(leaky_relu(v)))(x)
     print("x        ", np.asarray(x).tolist())
@@ -28,6 +29,12 @@ def main():
     print("matches x if x >= 0 else 0.1 * x:", bool(np.array_equal(np.asarray(y), expected)))
     print("gradient is 0.1 below zero and 1 from zero up:",
           bool(np.array_equal(np.asarray(dy), np.where(np.asarray(x) < 0, np.float32(0.1), np.float32(1.0)))))
+    # The same function as one DirectML operator: x if x >= 0 else Alpha * x.
+    y1 = jax.jit(lambda v: dmljax.activation_leaky_relu(v, alpha=0.1))(x)
+    dy1 = jax.grad(lambda v: jnp.sum(dmljax.activation_leaky_relu(v, alpha=0.1)))(x)
+    print("activation_leaky_relu", np.asarray(y1).tolist())
+    print("same bits as the composition:", np.asarray(y1).tobytes() == np.asarray(y).tobytes())
+    print("same gradient bits:", np.asarray(dy1).tobytes() == np.asarray(dy).tobytes())
 
 
 if __name__ == "__main__":

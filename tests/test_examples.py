@@ -32,6 +32,8 @@ def test_leaky_relu_from_if():
     out = run("leaky_relu_from_if.py")
     assert "matches x if x >= 0 else 0.1 * x: True" in out
     assert "gradient is 0.1 below zero and 1 from zero up: True" in out
+    assert "same bits as the composition: True" in out  # ACTIVATION_LEAKY_RELU, -0.0 included
+    assert "same gradient bits: True" in out
 
 
 def test_train_mlp_loss_goes_down():
