@@ -211,6 +211,50 @@ OPERATOR_RECIPES: dict[str, Recipe] = {
     "ELEMENT_WISE_CLIP_GRAD1": Recipe(
         attrs={"min": -0.5, "max": 0.5}, int_attrs={"min": 10, "max": 50},
         jnp=_clip_grad, torch=_clip_grad_torch),
+    # Activations with attributes: the formula a JAX user writes (jax.nn where it has one with
+    # the same meaning), with the pages' typical values.
+    "ACTIVATION_LEAKY_RELU": Recipe(
+        attrs={"alpha": 0.01}, jnp=lambda x, *, alpha, **_: jax.nn.leaky_relu(x, alpha),
+        torch=lambda t, x, *, alpha, **_: t.nn.functional.leaky_relu(x, alpha),
+        onnx=lambda alpha, **_: OnnxNode("LeakyRelu", {"alpha": alpha})),
+    "ACTIVATION_LINEAR": Recipe(
+        attrs={"alpha": 2.0, "beta": 0.5}, jnp=lambda x, *, alpha, beta, **_: alpha * x + beta),
+    "ACTIVATION_THRESHOLDED_RELU": Recipe(
+        attrs={"alpha": 1.0}, jnp=lambda x, *, alpha, **_: jnp.where(x > alpha, x, jnp.zeros_like(x)),
+        onnx=lambda alpha, **_: OnnxNode("ThresholdedRelu", {"alpha": alpha})),
+    "ACTIVATION_HARD_SIGMOID": Recipe(
+        attrs={"alpha": 0.2, "beta": 0.5}, jnp=lambda x, *, alpha, beta, **_: jnp.clip(alpha * x + beta, 0.0, 1.0),
+        onnx=lambda alpha, beta, **_: OnnxNode("HardSigmoid", {"alpha": alpha, "beta": beta})),
+    "ACTIVATION_SHRINK": Recipe(
+        attrs={"bias": 0.5, "threshold": 0.5}, int_attrs={"bias": 1.0, "threshold": 5.0},
+        jnp=lambda x, *, bias, threshold, **_: jnp.where(
+            x > _like(threshold, x), x - _like(bias, x),
+            jnp.where(x < -_like(threshold, x), x + _like(bias, x), jnp.zeros_like(x)))),
+    "ACTIVATION_CELU": Recipe(
+        attrs={"alpha": 1.0}, jnp=lambda x, *, alpha, **_: jax.nn.celu(x, alpha),
+        onnx=lambda alpha, **_: OnnxNode("Celu", {"alpha": alpha})),
+    "ACTIVATION_SCALED_TANH": Recipe(
+        attrs={"alpha": 1.7159, "beta": 0.6667}, jnp=lambda x, *, alpha, beta, **_: alpha * jnp.tanh(beta * x)),
+    "ACTIVATION_SOFTPLUS": Recipe(
+        attrs={"steepness": 1.0}, jnp=lambda x, *, steepness, **_: jax.nn.softplus(steepness * x) / steepness,
+        onnx=lambda **_: OnnxNode("Softplus")),
+    "ACTIVATION_PARAMETRIC_SOFTPLUS": Recipe(
+        attrs={"alpha": 2.0, "beta": 0.5}, jnp=lambda x, *, alpha, beta, **_: alpha * jax.nn.softplus(beta * x)),
+    "ACTIVATION_GELU": Recipe(
+        jnp=lambda x, **_: jax.nn.gelu(x, approximate=False),
+        torch=lambda t, x, **_: t.nn.functional.gelu(x), onnx=lambda **_: OnnxNode("Gelu")),
+    "ACTIVATION_SWISH": Recipe(
+        attrs={"sigmoid_input_scale": 1.0},
+        jnp=lambda x, *, sigmoid_input_scale, **_: x * jax.nn.sigmoid(sigmoid_input_scale * x)),
+    "ACTIVATION_HARD_SWISH": Recipe(
+        attrs={"alpha": 1 / 6, "beta": 0.5},
+        jnp=lambda x, *, alpha, beta, **_: x * jnp.clip(alpha * x + beta, 0.0, 1.0),
+        onnx=lambda **_: OnnxNode("HardSwish")),
+    "ACTIVATION_PARAMETERIZED_RELU": Recipe(
+        jnp=lambda x, slope, **_: jnp.where(x >= 0, x, slope * x),
+        onnx=lambda **_: OnnxNode("PRelu")),
+    "ACTIVATION_RELU_GRAD": Recipe(
+        jnp=lambda x, dy, **_: jnp.where(x > 0, dy, jnp.zeros_like(dy))),
     "VALUE_SCALE_2D": Recipe(
         attrs={"scale": 0.5, "channel_count": 1, "bias": (0.25,)},
         jnp=_value_scale),
