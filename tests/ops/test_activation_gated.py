@@ -4,6 +4,8 @@ gradients at the kinks and saturated, against values derived by hand or from the
 references (tests/reference/activation/gated.py). The generated cases (tests/test_catalog.py)
 cover the support tables, data types, eager/jit and gradients away from the kinks."""
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -19,6 +21,14 @@ TINY16 = 6e-8  # FLOAT16's smallest denormal (kept: only FLOAT32 denormals are f
 def bits(x):
     x = np.asarray(x)
     return x.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[x.dtype.itemsize])
+
+
+def assert_same(out, want):
+    """The same bits, except that a NaN is compared as "is NaN" (SEMANTICS.md 1), not by payload."""
+    out, want = np.asarray(out), np.asarray(want)
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(want))
+    keep = ~np.isnan(want)
+    np.testing.assert_array_equal(bits(out[keep]), bits(want[keep]))
 
 
 def vjp(fn, dy, *args):
@@ -114,12 +124,12 @@ def test_parameterized_relu_special_values():
     # x >= 0 keeps x (-0 included); NaN x takes slope * x; denormal x reads as a signed zero,
     # so -DENORM keeps -0 whatever the slope; a denormal slope reads as +0.
     want = np.array([-0.0, 0.0, -1.0, NAN, -INF, INF, 0.0, -0.0, -0.0, NAN], np.float32)
-    np.testing.assert_array_equal(bits(out), bits(want))
+    assert_same(out, want)
     h = np.array([-65504.0, -TINY16, 3.0], np.float16)
     sh = np.array([0.5, 0.5, 9.0], np.float16)
     out = np.asarray(dmljax.activation_parameterized_relu(h, sh))
     # FLOAT16 denormals are kept: -6e-8 * 0.5 is half the smallest denormal, rounded to even: -0
-    np.testing.assert_array_equal(bits(out), bits(np.array([-32752.0, -0.0, 3.0], np.float16)))
+    assert_same(out, np.array([-32752.0, -0.0, 3.0], np.float16))
 
 
 def test_parameterized_relu_gradients_for_input_and_slope():
@@ -182,13 +192,13 @@ def test_hard_swish_special_values_and_limits():
         out = np.asarray(fn(x))
         # -inf: the limit -0 (x * 0 would be NaN); -0 * 0.5 = -0; x * 0 keeps x's sign
         want = np.array([-0.0, INF, NAN, -0.0, 0.0, -0.0, 3.0, -0.0, 3e38, -0.0, 0.0, -0.0], np.float32)
-        np.testing.assert_array_equal(bits(out), bits(want))
+        assert_same(out, want)
     # a negative Alpha turns it around: HardSigmoid is 0 for large x, so +inf gives the limit +0
     out = np.asarray(dmljax.activation_hard_swish(np.array([INF, -INF, 2.0], np.float32), alpha=-0.5, beta=0.5))
-    np.testing.assert_array_equal(bits(out), bits(np.array([0.0, -INF, 0.0], np.float32)))
+    assert_same(out, np.array([0.0, -INF, 0.0], np.float32))
     h = np.array([65504.0, -65504.0, -1.5, -INF], np.float16)
     out = np.asarray(dmljax.activation_hard_swish(h))
-    np.testing.assert_array_equal(bits(out), bits(np.array([65504.0, -0.0, -0.375, -0.0], np.float16)))
+    assert_same(out, np.array([65504.0, -0.0, -0.375, -0.0], np.float16))
 
 
 def test_hard_swish_gradient_at_the_bounds_and_its_zero():
@@ -224,7 +234,7 @@ def test_swish_special_and_large_values():
         out = np.asarray(fn(x))
         # -inf: the limit -0 (the formula's -inf * 0); -100: -3.7e-42 is a denormal, flushed
         head = np.array([-0.0, INF, NAN, -0.0, 0.0, 100.0, -0.0, 1e30, -0.0, 3e38, -0.0, 0.0], np.float32)
-        np.testing.assert_array_equal(bits(out[:12]), bits(head))
+        assert_same(out[:12], head)
         # -88: exp(-88) is a FLOAT32 denormal, -88 * exp(-88) a normal number: kept on every backend
         np.testing.assert_allclose(out[12:], _swish64(x[12:]), rtol=8 * 2.0**-23)
         assert out[12] < -5e-37
@@ -236,7 +246,7 @@ def test_swish_special_and_large_values():
     out = np.asarray(dmljax.activation_swish(np.array([INF, -INF, 3.0], np.float32), sigmoid_input_scale=0.0))
     np.testing.assert_array_equal(out, [INF, -INF, 1.5])
     out = np.asarray(dmljax.activation_swish(np.array([INF, -INF, 2.0], np.float32), sigmoid_input_scale=-2.0))
-    np.testing.assert_array_equal(bits(out[:2]), bits(np.array([0.0, -INF], np.float32)))
+    assert_same(out[:2], np.array([0.0, -INF], np.float32))
     np.testing.assert_allclose(out[2], _swish64(2.0, -2.0), rtol=8 * 2.0**-23)
 
 
@@ -258,3 +268,59 @@ def test_swish_gradient_saturated_and_at_its_zero():
     exact = e * (d + np.exp(z0) * np.expm1(d)) / (1 + e) ** 2  # (1 + z + e^z) about its zero
     np.testing.assert_allclose(gn, exact, rtol=8 * 2.0**-23)
     assert (gn[:6] < 0).all() and (gn[7:] > 0).all()  # falling left of the minimum, rising right
+
+
+# ----------------------------------------------------------------------------------------------
+# GELU
+
+
+def _gelu64(x):
+    # 0.5 * x * (1 + erf(x / sqrt(2))) as 0.5 * x * erfc(-x / sqrt(2)) in float64 (by hand)
+    return np.array([0.5 * v * math.erfc(-v / math.sqrt(2)) for v in np.asarray(x, np.float64)])
+
+
+def _gelu_slope64(x):
+    return np.array([0.5 * math.erfc(-v / math.sqrt(2)) + v * math.exp(-v * v / 2) / math.sqrt(2 * math.pi)
+                     for v in np.asarray(x, np.float64)])
+
+
+F32_ULP = 2.0**-23
+
+
+def test_gelu_special_and_large_values():
+    x = np.array([-INF, INF, NAN, -0.0, 0.0, 100.0, -100.0, 1e30, -1e30, 3e38, -3e38, DENORM, -DENORM], np.float32)
+    for fn in (dmljax.activation_gelu, jax.jit(dmljax.activation_gelu)):
+        out = np.asarray(fn(x))
+        want = np.array([-0.0, INF, NAN, -0.0, 0.0, 100.0, -0.0, 1e30, -0.0, 3e38, -0.0, 0.0, -0.0], np.float32)
+        assert_same(out, want)  # the limits at +-inf, -0 kept
+    # The tail, where 1 + erf(x / sqrt(2)) cancels in FLOAT32 (the literal formula gives 0 or
+    # garbage below x = -5): every value within the budget of the float64 value, -13 included,
+    # whose result (-8e-38) is normal though its exp(-x^2 / 2) factor is near FLOAT32's smallest.
+    t = np.array([-13.0, -12.5, -10.0, -8.0, -6.0, -5.0, -4.0, -2.0, -0.5, 0.5, 2.0, 6.0], np.float32)
+    out = np.asarray(jax.jit(dmljax.activation_gelu)(t))
+    np.testing.assert_allclose(out, _gelu64(t), rtol=8 * F32_ULP, atol=0)
+    assert out[0] < -7e-38
+    h = np.array([65504.0, -65504.0, -5.5, -3.0, 3.0], np.float16)
+    out = np.asarray(dmljax.activation_gelu(h))
+    np.testing.assert_array_equal(out, _gelu64(h).astype(np.float16))  # -5.5: a FLOAT16 denormal, kept
+    assert out[2] != 0 and bits(out[1]) == bits(np.float16(-0.0))
+
+
+def test_gelu_gradient_saturated_and_at_its_zero():
+    x = np.array([INF, -INF, 100.0, -100.0, 1e30, -1e30, 3e38, -3e38], np.float32)
+    g = np.asarray(jax.jit(jax.grad(lambda v: dmljax.activation_gelu(v).sum()))(x))
+    np.testing.assert_array_equal(g, [1, 0, 1, 0, 1, 0, 1, 0])  # NaN-free, the limits
+    t = np.array([-13.25, -13.0, -8.0, -3.0, -1.0, 0.0, 1.0, 2.5, 5.0], np.float32)
+    g = np.asarray(jax.grad(lambda v: dmljax.activation_gelu(v).sum())(t))
+    np.testing.assert_allclose(g, _gelu_slope64(t), rtol=8 * F32_ULP, atol=0)
+    assert g[0] < -1.2e-38  # normal, though exp(-x^2 / 2) is a FLOAT32 denormal there
+    # GELU's minimum x0 = -0.75179...: relative precision on both sides of the zero
+    x0 = -0.7517915246935645
+    near = np.float32(x0) + np.float32(2.0**-23) * np.arange(-6, 7, dtype=np.float32)
+    gn = np.asarray(jax.grad(lambda v: dmljax.activation_gelu(v).sum())(near))
+    np.testing.assert_allclose(gn, _gelu_slope64(near), rtol=8 * F32_ULP, atol=0)
+    assert (gn[:6] < 0).all() and (gn[7:] > 0).all()
+    h = np.array([65504.0, -65504.0, -4.0, 0.5], np.float16)
+    gh = np.asarray(jax.grad(lambda v: dmljax.activation_gelu(v).astype(jnp.float32).sum())(h))
+    assert gh.dtype == np.float16
+    np.testing.assert_array_equal(gh, _gelu_slope64(h).astype(np.float16))

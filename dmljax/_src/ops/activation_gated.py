@@ -338,3 +338,133 @@ def activation_swish(input, *, sigmoid_input_scale, allow_half_precision_computa
         return num / (d * d)
 
     return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
+
+
+# --------------------------------------------------------------------------------------------
+ACTIVATION_GELU = activation_op(
+    "GELU",
+    summary=("Performs the gaussian error linear unit (GELU) activation function on every element "
+             "in InputTensor, placing the result into the corresponding element of OutputTensor."),
+    formula="f(x) = 0.5 * x * (1.0 + erf(x / sqrt(2)))",
+    support=(("5.1", "1 to 8", FLOAT32_FLOAT16),),
+    ulp={F32: 8, F16: 1},
+    ulp_half=4,
+    gradient=("dX = (0.5 * (1 + erf(x / sqrt(2))) + x * exp(-x^2 / 2) / sqrt(2 * pi)) * dY, from "
+              "the same exp(-x^2 / 2) as the forward pass: 1 at +inf and -0 at -inf (the limits), "
+              "never NaN for a number; its zero (x = -0.75179..., GELU's minimum) is factored out "
+              "of the polynomial, so the gradient keeps its relative precision there."),
+    notes=("The exact erf form, evaluated to FLOAT32 accuracy over the whole range: 0.5 * (1 + "
+           "erf(x / sqrt(2))) = Phi(x) cancels to nothing in FLOAT32 below x = -4 (1 + erf is "
+           "1e-6 there; the literal formula is millions of ULP off), so dmljax computes f(x) = "
+           "x * Phi(-|x|) for x <= 0 and x - x * Phi(-|x|) for x > 0, with Phi(-a) = F(a) * "
+           "exp(-a^2 / 2): F a polynomial in (a - 2) / (a + 2) over a / (a + 2) (relative error "
+           "3e-9 for a <= 16), exp(-a^2 / 2) from a^2 split exactly (n^2 / 2 with n a multiple "
+           "of 1/256, times a Taylor polynomial of the rest). One exp and one division per "
+           "element; FLOAT16 results use shorter polynomials and exp(-a^2 / 2) directly. "
+           "f(-0) = -0; f(-inf) = -0 and f(+inf) = +inf, the limits (the formula's -inf * 0 is "
+           "NaN). Fusable (dmljax.FusedActivation)."),
+)
+
+_GELU_K = 2.0  # q = (a - K) / (a + K) maps a in [0, inf) to [-1, 1)
+_GELU_A_MAX = 16.0  # exp(-a^2 / 2) underflows beyond: f(x) is x or -0 there
+_GELU_A0 = 0.7517915246935645  # where F(a) = a / sqrt(2 pi): the zero of GELU's derivative at -a0
+_GELU_INV_SQRT_2PI = 0.3989422804014327
+
+# Phi(-a) * exp(a^2 / 2) * (a + K) as a polynomial in q (least squares, relative weight, fitted
+# in float64 from mpmath's erfc): relative error 3.3e-9 for a in [0, 16] (FLOAT32 results).
+_GELU_F = (  # c0 .. c11
+    0.6724079847335815, -0.3314044773578644, 0.02879732847213745, 0.03671932965517044,
+    -0.00046917182044126093, -0.0067339506931602955, -0.0019542663358151913,
+    0.0008213906548917294, 0.0008417707867920399, 0.0001371577673126012,
+    -0.00015274033648893237, -6.853142258478329e-05,
+)
+# (Phi(-a) * exp(a^2 / 2) - a / sqrt(2 pi)) / (a - a0) as a polynomial in q: the derivative's
+# factor with its zero taken out; relative error 2.5e-9 for a in [0, 16].
+_GELU_M = (  # c0 .. c10
+    -0.5045492053031921, 0.13737647235393524, -0.029664890840649605, -0.005158608313649893,
+    0.0023388841655105352, 0.0010429322719573975, -9.387412865180522e-05,
+    -0.00021847314201295376, -5.5519441957585514e-05, 2.529414814489428e-05,
+    1.4205361367203295e-05,
+)
+# The same for FLOAT16 results (a in [0, 8]; beyond, f is below FLOAT16's smallest denormal):
+# relative errors 2e-5 and 1.3e-6, a twentieth of FLOAT16's ULP.
+_GELU_A_MAX_HALF = 8.0
+_GELU_F_HALF = (  # c0 .. c5
+    0.6724030375480652, -0.33129972219467163, 0.028916042298078537, 0.035648636519908905,
+    -0.0012610345147550106, -0.0043108812533319,
+)
+_GELU_M_HALF = (  # c0 .. c5
+    -0.5045494437217712, 0.13737304508686066, -0.0296517051756382, -0.005116832908242941,
+    0.002261461690068245, 0.0008829571888782084,
+)
+
+
+def _horner(coeffs, q):
+    cd = q.dtype
+    p = jnp.full_like(q, np.asarray(coeffs[-1], cd))
+    for c in reversed(coeffs[:-1]):
+        p = p * q + np.asarray(c, cd)
+    return p
+
+
+def _gelu_parts(x, result_dtype, scaled: bool = False):
+    """a = |x| (at most A_MAX), r = 1 / (a + K), q = (a - K) * r and E = exp(-a^2 / 2), for
+    FLOAT32 results from a^2 / 2 = n^2 / 2 + t exactly (n = a rounded to a multiple of 1/256:
+    n^2 is exact; t = (a - n) (a + n) / 2 is below 0.032 and exp(-t) its Taylor polynomial), so
+    that E keeps its relative precision where a^2 / 2 is large; for FLOAT16 results directly.
+
+    ``scaled``: E as (E * e^16, e^-16) beyond a = 12 (16 - n^2 / 2 is exact), for a product that
+    is normal where E is a FLOAT32 denormal (XLA's CPU flushes one, its GPU keeps it)."""
+    cd = x.dtype
+    full = np.dtype(result_dtype) == np.float32
+    a_max = _GELU_A_MAX if full else _GELU_A_MAX_HALF
+    a = jnp.minimum(jnp.abs(x), np.asarray(a_max, cd))  # NaN is kept by x itself, below
+    r = np.asarray(1, cd) / (a + np.asarray(_GELU_K, cd))
+    q = (a - np.asarray(_GELU_K, cd)) * r
+    half = np.asarray(0.5, cd)
+    if not full:
+        return a, r, q, jnp.exp(-(a * a) * half), None
+    n = jnp.round(a * np.asarray(256, cd)) * np.asarray(1 / 256, cd)
+    t = (a - n) * (a + n) * half
+    exp_t = _horner((1.0, -1.0, 1 / 2, -1 / 6, 1 / 24), t)  # exp(-t) within 3e-10
+    arg = -(n * n) * half
+    if not scaled:
+        return a, r, q, jnp.exp(arg) * exp_t, None
+    far = a > np.asarray(12, cd)
+    e = jnp.exp(jnp.where(far, arg + np.asarray(16, cd), arg)) * exp_t
+    return a, r, q, e, jnp.where(far, np.asarray(math.exp(-16), cd), np.asarray(1, cd))
+
+
+@operator(ACTIVATION_GELU)
+def activation_gelu(input, *, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> dmljax.activation_gelu(np.array([-3.0, -1.0, 0.0, 1.0, 3.0], np.float32))
+        Array([-0.00404969, -0.15865526,  0.        ,  0.8413447 ,  2.9959502 ],      dtype=float32)
+        >>> dmljax.activation_gelu(np.array([-10.0, -np.inf, np.inf], np.float32))
+        Array([-7.619853e-23, -0.000000e+00,           inf], dtype=float32)
+    """
+    full = input.dtype == np.float32
+
+    def f(x):
+        a, r, q, e, _ = _gelu_parts(x, input.dtype)
+        # x * Phi(-|x|), as ((x * P(q)) * r) * E: a normal result is never an intermediate
+        # denormal; x = +-inf counts as +-1 (E is 0 there: the limit, not inf * 0)
+        finite_x = jnp.where(jnp.isinf(x), jnp.sign(x), x)
+        hs = ((finite_x * _horner(_GELU_F if full else _GELU_F_HALF, q)) * r) * e
+        return jnp.where(x > 0, x - hs, hs)  # x Phi(x) = x - x Phi(-x) for x > 0
+
+    def slope(x):
+        cd = x.dtype
+        a, r, q, e, unscale = _gelu_parts(x, input.dtype, scaled=True)
+        # Phi(x) + x phi(x) = E * K(a) for x <= 0 and 1 - E * K(a) for x > 0, with K(a) = F(a) -
+        # a / sqrt(2 pi) = (a - a0) * M(q), a - a0 as (a - hi) - lo (exact near a0; M * lo is
+        # subtracted last, since XLA would fold the two constants of (a - hi) - lo into one)
+        m = _horner(_GELU_M if full else _GELU_M_HALF, q)
+        hi = np.asarray(_GELU_A0, cd)
+        lo = np.asarray(_GELU_A0 - float(hi), cd)
+        k = m * (a - hi) - m * lo
+        d = e * k if unscale is None else (e * k) * unscale
+        return jnp.where(x > 0, np.asarray(1, cd) - d, d)
+
+    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)

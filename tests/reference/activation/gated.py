@@ -1,5 +1,7 @@
 """float64 references for the activations GELU, SWISH, HARD_SWISH, PARAMETERIZED_RELU, RELU_GRAD, transcribed from their pages and SEMANTICS.md."""
 
+import math
+
 import numpy as np
 
 from tests.reference.record import Attrs, Reference
@@ -139,7 +141,36 @@ def swish_slope(x, sigmoid_input_scale=1.0, half=False):
     return np.where(np.isinf(z), np.where(z > 0, 1.0, 0.0), np.where(z >= 0, pos, neg))
 
 
+# ---------------------------------------------------------------------------------------------
+def _phi_cdf(x):
+    # 0.5 * (1 + erf(x / sqrt(2))) to float64 accuracy: 0.5 * erfc(-x / sqrt(2)) (math.erfc),
+    # which does not cancel for negative x as 1 + erf does.
+    return np.array([0.5 * math.erfc(-v / math.sqrt(2)) for v in np.ravel(x)], np.float64).reshape(np.shape(x))
+
+
+def activation_gelu(x, half=False):
+    # f(x) = 0.5 * x * (1 + erf(x / sqrt(2))) = x * Phi(x); at x = -inf the limit -0 (the
+    # formula's -inf * 0).
+    fx = read(x)
+    with np.errstate(invalid="ignore"):
+        y = fx * _phi_cdf(fx)
+    return [np.where(np.isneginf(fx), -0.0, y)]
+
+
+def gelu_slope(x, half=False):
+    # d/dx x Phi(x) = Phi(x) + x exp(-x^2 / 2) / sqrt(2 pi); the limits 1 and 0 at +-inf.
+    fx = read(x)
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = _phi_cdf(fx) + fx * np.exp(-0.5 * fx * fx) / math.sqrt(2 * math.pi)
+    return np.where(np.isinf(fx), np.where(fx > 0, 1.0, 0.0), d)
+
+
 REFERENCES = {
+    "DML_OPERATOR_ACTIVATION_GELU": Reference(
+        activation_gelu,
+        attrs=(Attrs(half={"half": True}),),
+        grad=elementwise_vjp(gelu_slope),
+    ),
     "DML_OPERATOR_ACTIVATION_SWISH": Reference(
         activation_swish,
         attrs=_with_half({}, {"sigmoid_input_scale": 1.702}, {"sigmoid_input_scale": -0.5}),
