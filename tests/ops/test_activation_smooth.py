@@ -170,6 +170,154 @@ def test_softplus_zero_steepness_refused(s):
 
 
 # ----------------------------------------------------------------------------------------------
+# SCALED_TANH
+
+
+def test_scaled_tanh_special_and_large_values():
+    x = np.array([NAN, INF, -INF, -0.0, 0.0, DENORM, 100.0, -100.0, 1e30, -1e30, 2.0], np.float32)
+    out = _both(lambda v: dmljax.activation_scaled_tanh(v, alpha=-2.5), x)  # Beta = 0.5
+    assert np.isnan(out[0]) and list(out[1:10]) == [-2.5, 2.5, 0, 0, 0, -2.5, 2.5, -2.5, 2.5]
+    assert bits(out[3]) == bits(np.float32(0.0)) and bits(out[4]) == bits(np.float32(-0.0))  # -2.5 * tanh(+-0)
+    assert out[10] == pytest.approx(-2.5 * math.tanh(1.0), rel=4e-7)
+    h = np.array([65504.0, -65504.0], np.float16)
+    assert list(_both(lambda v: dmljax.activation_scaled_tanh(v, alpha=1.7159, beta=2 / 3), h)) == [
+        np.float16(1.7159), np.float16(-1.7159)]
+    # a zero Beta: f is the constant 0, also at +-inf (the limit, not tanh(0 * inf) = NaN)
+    out = np.asarray(dmljax.activation_scaled_tanh(x[1:], alpha=3.0, beta=0.0))
+    assert not out.any() and not _grad(lambda v: dmljax.activation_scaled_tanh(v, alpha=3.0, beta=0.0), x[1:]).any()
+
+
+def test_scaled_tanh_with_unit_attributes_is_tanh_bit_for_bit(rng):
+    x = np.concatenate([rng.standard_normal(4096) * 4, [NAN, INF, -INF, -0.0, DENORM, 30.0]]).astype(np.float32)
+    for v in (x, ALL_F16):
+        np.testing.assert_array_equal(bits(np.asarray(dmljax.activation_scaled_tanh(v, alpha=1.0, beta=1.0))),
+                                      bits(np.asarray(dmljax.activation_tanh(v))))
+
+
+def test_scaled_tanh_gradient_saturated_and_in_the_tails():
+    x = np.array([100.0, -100.0, 1e30, -1e30, INF, -INF, 0.0], np.float32)
+    g = _grad(lambda v: dmljax.activation_scaled_tanh(v, alpha=1.7159, beta=2 / 3), x)
+    ab = np.float32(float(np.float32(1.7159)) * float(np.float32(2 / 3)))
+    assert list(g) == [0, 0, 0, 0, 0, 0, ab]  # 0, not NaN, where sech^2 underflows
+    # sech^2 amplifies the rounding of Beta * x by 2|Beta * x|: carried in, the budget holds
+    x = np.linspace(-60.0, 60.0, 6001).astype(np.float32)
+    kw = {"alpha": 1.7159, "beta": 2 / 3}
+    assert_matches(_grad(lambda v: dmljax.activation_scaled_tanh(v, **kw), x), [ref.scaled_tanh_slope(x, **kw)],
+                   F32, _budget("DML_OPERATOR_ACTIVATION_SCALED_TANH"), "gradient in the tails")
+    # Alpha * Beta = 8 lifts 4 exp(-89) = 8.9e-39 (a denormal) into the normal range: kept
+    g = _grad(lambda v: dmljax.activation_scaled_tanh(v, alpha=8.0, beta=1.0), np.array([44.5, -44.5], np.float32))
+    np.testing.assert_allclose(g, [32 * math.exp(-89.0)] * 2, rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------------------------
+# PARAMETRIC_SOFTPLUS
+
+
+def test_parametric_softplus_needs_both_attributes():
+    # the page gives no default: both are required keyword arguments
+    for kw in ({}, {"alpha": 1.0}, {"beta": 1.0}):
+        with pytest.raises(TypeError, match="missing a required argument"):
+            dmljax.activation_parametric_softplus(np.ones(3, np.float32), **kw)
+
+
+def test_parametric_softplus_special_and_large_values():
+    kw = {"alpha": 1.7, "beta": 2.3}
+    a, b = float(np.float32(1.7)), float(np.float32(2.3))
+    x = np.array([NAN, INF, -INF, 0.0, -0.0, DENORM, 100.0, -100.0, 1e30, -1e30, -20.0], np.float32)
+    out = _both(lambda v: dmljax.activation_parametric_softplus(v, **kw), x)
+    assert np.isnan(out[0]) and list(out[1:3]) == [INF, 0] and list(out[7:8]) == [0] and out[9] == 0
+    assert list(out[3:6]) == [np.float32(a * math.log(2))] * 3
+    np.testing.assert_allclose(out[[6, 8]], [a * b * 100, a * b * 1e30], rtol=3e-7)  # no overflow inside
+    assert out[10] == pytest.approx(a * math.log1p(math.exp(-20 * b)), rel=3e-7)  # tiny, to full precision
+    h = np.array([65504.0, -65504.0, 4.0], np.float16)
+    out = _both(lambda v: dmljax.activation_parametric_softplus(v, alpha=2.0, beta=0.5), h)
+    np.testing.assert_array_equal(out, np.array([65504.0, 0.0, 2 * math.log1p(math.exp(2.0))], np.float16))
+    # a zero Alpha or Beta makes f constant, also at +-inf (the limit, not 0 * inf = NaN)
+    assert not np.asarray(dmljax.activation_parametric_softplus(x[1:], alpha=0.0, beta=2.0)).any()
+    out = np.asarray(dmljax.activation_parametric_softplus(x[1:], alpha=3.0, beta=0.0))
+    assert (out == np.float32(3 * math.log(2))).all()
+
+
+def test_parametric_softplus_with_unit_attributes_is_softplus_bit_for_bit(rng):
+    x = np.concatenate([rng.standard_normal(4096) * 4, [NAN, INF, -INF, -0.0, DENORM, 1e30, -90.0]]).astype(np.float32)
+    for v in (x, ALL_F16):
+        np.testing.assert_array_equal(bits(np.asarray(dmljax.activation_parametric_softplus(v, alpha=1.0, beta=1.0))),
+                                      bits(np.asarray(dmljax.activation_softplus(v))))
+
+
+def test_parametric_softplus_gradient_saturated_and_in_the_tail():
+    x = np.array([100.0, -100.0, 1e30, -1e30, INF, -INF, 0.0], np.float32)
+    kw = {"alpha": -0.5, "beta": -1.3}
+    g = _grad(lambda v: dmljax.activation_parametric_softplus(v, **kw), x)
+    ab = float(np.float32(-0.5)) * float(np.float32(-1.3))
+    np.testing.assert_array_equal(g, np.array([0, ab, 0, ab, 0, ab, ab / 2], np.float32))  # never NaN
+    x = np.linspace(-55.0, 10.0, 4001).astype(np.float32)
+    kw = {"alpha": 0.7, "beta": 1.3}  # Alpha, Alpha * Beta < 1: no result between 2^-126 and a denormal's multiple
+    budget = _budget("DML_OPERATOR_ACTIVATION_PARAMETRIC_SOFTPLUS")
+    assert_matches(dmljax.activation_parametric_softplus(x, **kw), ref.activation_parametric_softplus(x, **kw),
+                   F32, budget, "far tail")
+    assert_matches(_grad(lambda v: dmljax.activation_parametric_softplus(v, **kw), x),
+                   [ref.parametric_softplus_slope(x, **kw)], F32, budget, "gradient in the far tail")
+
+
+# ----------------------------------------------------------------------------------------------
+# CELU
+
+
+def test_celu_special_and_large_values():
+    x = np.array([NAN, INF, -INF, -0.0, 0.0, DENORM, -DENORM, 100.0, -100.0, 1e30, -1e30, -1e-30, -1.0],
+                 np.float32)
+    out = _both(lambda v: dmljax.activation_celu(v, alpha=2.0), x)
+    # max(0, x) + min(0, ...) with maxNum/minNum: NaN gives 0 + 0; -0 gives +0 + +0
+    np.testing.assert_array_equal(bits(out[:11]), bits(np.array([0, INF, -2, 0, 0, 0, 0, 100, -2, 1e30, -2], np.float32)))
+    assert out[11] == np.float32(-1e-30)  # small x keep their full precision
+    assert out[12] == np.float32(2 * math.expm1(-0.5))
+    h = np.array([-65504.0, 65504.0, -1e-7, NAN], np.float16)
+    out = _both(dmljax.activation_celu, h)
+    np.testing.assert_array_equal(bits(out), bits(np.array([-1.0, 65504.0, h[2], 0.0], np.float16)))
+
+
+def test_celu_gradient_at_zero_nan_and_saturated():
+    x = np.array([0.0, -0.0, DENORM, NAN, 1.0, -1.0, -100.0, -1e30, -INF, INF, 1e30], np.float32)
+    g = _grad(lambda v: dmljax.activation_celu(v, alpha=0.5), x)
+    # continuously differentiable: 1 at 0 from both sides; NaN gives the constant 0: no gradient
+    np.testing.assert_array_equal(g, np.array([1, 1, 1, 0, 1, math.exp(-2.0), 0, 0, 0, 1, 1], np.float32))
+    h = np.array([-65504.0, -4.0, 0.0], np.float16)
+    g = _grad(dmljax.activation_celu, h)
+    assert list(g) == [0, np.float16(math.exp(-4.0)), 1]
+
+
+def test_celu_gradient_in_the_far_tail():
+    # exp(x / Alpha) amplifies the rounding of x / Alpha by |x / Alpha| (1 / 2.5 = 0.4 is inexact)
+    x = np.linspace(-215.0, -1.0, 4001).astype(np.float32)
+    g = _grad(lambda v: dmljax.activation_celu(v, alpha=2.5), x)
+    assert_matches(g, [ref.celu_slope(x, alpha=2.5)], F32, _budget("DML_OPERATOR_ACTIVATION_CELU"), "far tail")
+
+
+def test_celu_alpha_limits():
+    x = np.array([NAN, INF, -INF, -0.0, 0.0, 2.0, -2.0, -1e30], np.float32)
+    relu = np.asarray(dmljax.activation_relu(x))
+    for a in (0.0, -0.0, NAN):  # Alpha -> 0+ and min(0, NaN) = 0: max(0, x)
+        np.testing.assert_array_equal(bits(np.asarray(dmljax.activation_celu(x, alpha=a))), bits(relu))
+        np.testing.assert_array_equal(_grad(lambda v, a=a: dmljax.activation_celu(v, alpha=a), x),
+                                      [0, 1, 0, 0, 0, 1, 0, 0])  # a kink at 0: strict, nothing there
+    for a in (INF, -INF):  # Alpha -> +-inf: x (with CELU's +0 for -0 and 0 for NaN)
+        out = np.asarray(dmljax.activation_celu(x, alpha=a))
+        np.testing.assert_array_equal(bits(out), bits(np.array([0, INF, -INF, 0, 0, 2, -2, -1e30], np.float32)))
+        np.testing.assert_array_equal(_grad(lambda v, a=a: dmljax.activation_celu(v, alpha=a), x), [0, 1, 1, 1, 1, 1, 1, 1])
+
+
+def test_celu_negative_alpha_follows_the_formula():
+    x = np.array([-1.0, -10.0, -60.0, -140.0, 3.0], np.float32)
+    out = np.asarray(dmljax.activation_celu(x, alpha=-1.5))
+    a = float(np.float32(-1.5))
+    np.testing.assert_allclose(out[:3], [a * math.expm1(v / a) for v in x[:3]], rtol=5e-7)
+    assert out[3] == -INF and out[4] == 3  # -1.5 * exp(93.3) overflows, as the value does
+    g = _grad(lambda v: dmljax.activation_celu(v, alpha=-1.5), x[:3])
+    np.testing.assert_allclose(g, [math.exp(v / a) for v in x[:3]], rtol=5e-7)
+
+
+# ----------------------------------------------------------------------------------------------
 # Every FLOAT16 value, computed in FLOAT32 and rounded once
 
 
@@ -178,6 +326,11 @@ def test_softplus_zero_steepness_refused(s):
     ("DML_OPERATOR_ACTIVATION_TANH", {}, ref.activation_tanh),
     ("DML_OPERATOR_ACTIVATION_SOFTPLUS", {}, ref.activation_softplus),
     ("DML_OPERATOR_ACTIVATION_SOFTPLUS", {"steepness": 1.7}, ref.activation_softplus),
+    ("DML_OPERATOR_ACTIVATION_SCALED_TANH", {}, ref.activation_scaled_tanh),
+    ("DML_OPERATOR_ACTIVATION_SCALED_TANH", {"alpha": 1.7159, "beta": 2 / 3}, ref.activation_scaled_tanh),
+    ("DML_OPERATOR_ACTIVATION_PARAMETRIC_SOFTPLUS", {"alpha": -0.5, "beta": -1.3}, ref.activation_parametric_softplus),
+    ("DML_OPERATOR_ACTIVATION_CELU", {}, ref.activation_celu),
+    ("DML_OPERATOR_ACTIVATION_CELU", {"alpha": 0.3}, ref.activation_celu),
 ])
 def test_every_float16_value(name, attrs, fn):
     op = dmljax.get_operator(name)

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from dmljax._src.dtypes import DataType
+from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
 from dmljax._src.errors import Violation
 from dmljax._src.feature_level import FeatureLevel
 from dmljax._src.op import operator
@@ -48,22 +48,28 @@ def _split_f32(x):
     return hi, x - hi
 
 
-def _two_product(c: float, x, tensor_dtype):
+def _two_product(c: float, x, tensor_dtype, residual: float = 0.0):
     """(t, e) with t = fl(c * x) and, for a FLOAT32 tensor, t + e = c * x exactly (Dekker: every
     partial product of the 12-bit halves is exact, so contraction into FMAs changes nothing);
-    e is None where t is exact (c a power of two) or where t's error does not matter (a FLOAT16
-    tensor computed in FLOAT32: 2^-24 |t| is far below FLOAT16's half ULP for any |t| where the
-    result is not already zero). e is 0 where |t| >= 2^100 (the tails are flat there) and for
-    +-inf and NaN."""
+    with ``residual`` (a constant's own rounding: the product wanted is (c + residual) * x),
+    e also holds residual * x. e is None where t is exact (c a power of two or 0) or where t's
+    error does not matter (a FLOAT16 tensor computed in FLOAT32: 2^-24 |t| is far below
+    FLOAT16's half ULP for any |t| where the result is not already zero). e is 0 where |t| >=
+    2^100 (the tails are flat there) and for +-inf and NaN."""
     t = _c(c, x) * x
-    if np.dtype(tensor_dtype) != np.float32 or x.dtype != np.float32 or _is_power_of_two(c) or not math.isfinite(c):
+    exact = c == 0 or _is_power_of_two(c) or not math.isfinite(c)
+    if np.dtype(tensor_dtype) != np.float32 or x.dtype != np.float32 or (exact and residual == 0):
         return t, None
-    c_hi = float(np.asarray(np.asarray(c, np.float32).view(np.uint32) & np.uint32(0xFFFFF000)).view(np.float32))
-    c_lo = float(np.float32(c) - np.float32(c_hi))
-    x_hi, x_lo = _split_f32(x)
-    e = (_c(c_hi, x) * x_hi - t) + _c(c_hi, x) * x_lo
-    if c_lo != 0:
-        e = (e + _c(c_lo, x) * x_hi) + _c(c_lo, x) * x_lo
+    e = jnp.zeros_like(t)
+    if not exact:
+        c_hi = float(np.asarray(np.asarray(c, np.float32).view(np.uint32) & np.uint32(0xFFFFF000)).view(np.float32))
+        c_lo = float(np.float32(c) - np.float32(c_hi))
+        x_hi, x_lo = _split_f32(x)
+        e = (_c(c_hi, x) * x_hi - t) + _c(c_hi, x) * x_lo
+        if c_lo != 0:
+            e = (e + _c(c_lo, x) * x_hi) + _c(c_lo, x) * x_lo
+    if residual != 0:
+        e = e + _c(residual, x) * x
     return t, jnp.where(jnp.abs(t) < _c(2.0**100, x), e, jnp.zeros_like(e))
 
 
@@ -211,16 +217,20 @@ ACTIVATION_SOFTPLUS = activation_op(
            "Steepness): exp never overflows, so f(x) = x for large x in every type, f(+inf) = "
            "+inf, f(-inf) = 0 (mirrored for a negative Steepness), and no precision is lost to "
            "1 + exp(...) where f is small. A Steepness that is not a power of two carries the "
-           "product's rounding error into exp for FLOAT32 tensors (Dekker's exact product), so the "
-           "budget holds in the far negative tail too (without it: 64 ULP measured at Steepness "
-           "1.7). Other than 1, the division by Steepness is a multiplication by 1 / Steepness "
-           "(rounded once; XLA makes one of a division by a constant anyway), and x' + L * (1 / "
-           "Steepness) a multiply-add that a backend may fuse into one FMA or not. The page says that Steepness \\\"cannot be less than "
-           "1\\\", and DML_FEATURE_LEVEL_6_4 \\\"allow[s] Steepness < 1\\\" (feature level history): "
-           "below 6.4 a Steepness under 1 (or NaN) is a ValidationError. At any level Steepness = "
-           "0 (either sign) is refused (dmljax's choice: the formula divides by zero, its limit is "
-           "+-inf for every x). A negative Steepness follows the formula (f(x) = "
-           "-softplus(|Steepness| * (-x)) / |Steepness|, <= 0). Fusable (dmljax.FusedActivation)."),
+           "product's rounding error into exp for FLOAT32 tensors (Dekker's exact product), so "
+           "the budget holds in the far negative tail too (without it: 64 ULP measured at "
+           "Steepness 1.7). Other than 1, the division by Steepness is a multiplication by 1 / "
+           "Steepness (rounded once; XLA makes one of a division by a constant anyway), and x' + "
+           "L * (1 / Steepness) a multiply-add that a backend may fuse into one FMA or not. The "
+           "page says that Steepness 'cannot be less than 1', and DML_FEATURE_LEVEL_6_4 'allow[s] "
+           "Steepness < 1' (the feature level history): below 6.4 a Steepness under 1 (or NaN) is "
+           "a ValidationError. At any level Steepness = 0 (either sign) is refused (dmljax's "
+           "choice: the formula divides by zero; its limit is +-inf for every x). A negative "
+           "Steepness follows the formula (f(x) = -ln(1 + exp(|Steepness| * -x)) / |Steepness| "
+           "<= 0). Where exp(-|Steepness * x|) is a FLOAT32 denormal but 1 / Steepness > 1 "
+           "would bring f back above 2^-126, a backend that flushes intermediate denormals (XLA's "
+           "CPU backend; Direct3D's shader rules) gives 0 there, the GPU the value. Fusable "
+           "(dmljax.FusedActivation)."),
     extra_checks=(_steepness_rules,),
 )
 
@@ -252,5 +262,235 @@ def activation_softplus(input, *, steepness, allow_half_precision_computation):
     def slope(x):
         t, e = _two_product(s, _scaled_input(s, x), input.dtype)
         return _sigmoid_of(t, e)
+
+    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
+
+
+# --------------------------------------------------------------------------------------------
+ACTIVATION_SCALED_TANH = activation_op(
+    "SCALED_TANH",
+    summary=("Performs a scaled hyperbolic tangent activation function on every element in "
+             "InputTensor, placing the result into the corresponding element of OutputTensor."),
+    formula="f(x) = Alpha * tanh(Beta * x)",
+    params=(
+        ParamSpec("Alpha", "FLOAT", default=1.0, doc="The value of alpha. A typical default for this value is 1.0."),
+        ParamSpec("Beta", "FLOAT", default=0.5, doc="The value of beta. A typical default for this value is 0.5."),
+    ),
+    ulp={F32: 7, F16: 1},
+    ulp_half=4,
+    gradient=("dX = Alpha * Beta * sech(Beta * x)^2 * dY, sech^2 computed as TANH's (4e / (1 + "
+              "e)^2, e = exp(-2|Beta * x|)): 0 (not NaN) far out and at +-inf. sech^2 amplifies "
+              "the rounding of Beta * x by 2|Beta * x|: for FLOAT32 tensors its exact error is "
+              "carried in, so the budget holds in the tails."),
+    notes=("tanh as TANH evaluates it (no overflow; tanh(+-inf) = +-1, the sign of zero kept), "
+           "times Alpha. A zero Beta makes f constant: f(+-inf) is then 0 (the limit), not "
+           "tanh(0 * inf) = NaN. Infinite attributes give the formula's IEEE value (inf * 0 = "
+           "NaN at x = 0). Fusable (dmljax.FusedActivation)."),
+)
+
+
+def _scaled_sech2(t, k: float, e=None):
+    """k * sech(t + e)^2 (e: t's rounding error, or None) as TANH's sech^2 (4u / (1 + u)^2,
+    u = exp(-2|t|); from |t| = 20 on (2h)^2, h = exp(-|t|)), with k multiplied in before the
+    smallest factor: where k > 1 lifts a result that sech^2 alone would leave among the FLOAT32
+    denormals back into the normal range, no denormal appears on the way (XLA's CPU backend
+    would flush it). e enters to first order: sech^2(t + e) = sech^2(t) (1 - 2 tanh(t) e), with
+    |tanh(t)| taken as 1 (that errs by 2 (1 - tanh|t|) |e| <= 0.56 * 2^-24 relative, the most at
+    |t| = 0.6, and saves a division)."""
+    a = jnp.abs(t)
+    u = jnp.exp(_c(-2.0, t) * a)
+    d = _c(1.0, t) + u
+    near = (_c(4.0 * k, t) * u) / (d * d)
+    h = jnp.exp(-a)
+    out = jnp.where(a < _c(20.0, t), near, (_c(4.0 * k, t) * h) * h)
+    if e is None:
+        return out
+    return out * (_c(1.0, t) - _c(2.0, t) * _signed(e, t))
+
+
+@operator(ACTIVATION_SCALED_TANH)
+def activation_scaled_tanh(input, *, alpha, beta, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> dmljax.activation_scaled_tanh(np.array([-2.0, 0.0, 1.0, np.inf], np.float32))
+        Array([-0.76159424,  0.        ,  0.46211717,  1.        ], dtype=float32)
+        >>> dmljax.activation_scaled_tanh(np.array([1.0], np.float32), alpha=1.7159, beta=2 / 3)
+        Array([0.9999973], dtype=float32)
+    """
+    fast = _xla_suffices(input, allow_half_precision_computation)
+    tanh = jnp.tanh if fast else _tanh
+
+    def f(x):
+        return _c(alpha, x) * tanh(_c(beta, x) * _scaled_input(beta, x))
+
+    def slope(x):
+        t, e = _two_product(beta, _scaled_input(beta, x), input.dtype)
+        return _scaled_sech2(t, float(np.float32(alpha)) * float(np.float32(beta)), e)
+
+    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
+
+
+# --------------------------------------------------------------------------------------------
+ACTIVATION_PARAMETRIC_SOFTPLUS = activation_op(
+    "PARAMETRIC_SOFTPLUS",
+    summary=("Performs a parametric softplus activation function on every element in InputTensor, "
+             "placing the result into the corresponding element of OutputTensor."),
+    formula="f(x) = Alpha * ln(1 + exp(Beta * x))",
+    params=(ParamSpec("Alpha", "FLOAT", doc="The alpha coefficient."),
+            ParamSpec("Beta", "FLOAT", doc="The beta coefficient.")),
+    ulp={F32: 4, F16: 1},
+    ulp_half=2,
+    gradient=("dX = Alpha * Beta * sigmoid(Beta * x) * dY, computed from e = exp(-|Beta * x|) "
+              "<= 1 as SOFTPLUS's: never NaN for a number."),
+    notes=("The page gives no default: Alpha and Beta are required. Evaluated as Alpha * "
+           "(max(Beta * x, 0) + ln(1 + exp(-|Beta * x|))): exp never overflows, so f(x) = Alpha * "
+           "Beta * x for large Beta * x in every type. A Beta that is not a power of two carries "
+           "the product's rounding error into exp for FLOAT32 tensors (as SOFTPLUS). A zero "
+           "Alpha (or Beta) makes f constant: its value at +-inf is the limit (0, or Alpha * "
+           "ln 2), not 0 * inf = NaN. With allow_half_precision_computation, Beta * x is a "
+           "FLOAT16 product (it may overflow where f would not, as any FLOAT16 arithmetic). Where "
+           "exp(-|Beta * x|) is a FLOAT32 denormal but |Alpha| > 1 (|Alpha * Beta| > 1 for the "
+           "gradient) would bring the result back above 2^-126, a backend that flushes "
+           "intermediate denormals (XLA's CPU backend; Direct3D's shader rules) gives 0 there, "
+           "the GPU the value. Fusable (dmljax.FusedActivation)."),
+)
+
+
+@operator(ACTIVATION_PARAMETRIC_SOFTPLUS)
+def activation_parametric_softplus(input, *, alpha, beta, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> x = np.array([-4.0, -1.0, 0.0, 2.0, 100.0], np.float32)
+        >>> dmljax.activation_parametric_softplus(x, alpha=2.0, beta=0.5)
+        Array([  0.253856 ,   0.948154 ,   1.3862944,   2.6265235, 100.       ],      dtype=float32)
+    """
+    def f(x):
+        t, _, tail = _softplus_tail(x, beta, input.dtype)
+        return _c(alpha, x) * _scaled_input(alpha, jnp.where(t > 0, t, jnp.zeros_like(t)) + tail)
+
+    def slope(x):
+        t, e = _two_product(beta, _scaled_input(beta, x), input.dtype)
+        return _c(float(np.float32(alpha)) * float(np.float32(beta)), x) * _sigmoid_of(t, e)
+
+    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
+
+
+# --------------------------------------------------------------------------------------------
+ACTIVATION_CELU = activation_op(
+    "CELU",
+    summary=("Performs the continuously differentiable exponential linear unit (CELU) activation "
+             "function on every element in InputTensor, placing the result into the "
+             "corresponding element of OutputTensor."),
+    formula="f(x) = max(0, x) + min(0, Alpha * (exp(x / Alpha) - 1));",
+    params=(ParamSpec("Alpha", "FLOAT", default=1.0,
+                      doc="The alpha coefficient. A typical default for this value is 1.0."),),
+    support=(("3.0", "1 to 8", FLOAT32_FLOAT16),),
+    ulp={F32: 4, F16: 1},
+    ulp_half=4,
+    gradient=("dX = dY for x > 0, exp(x / Alpha) * dY for x < 0, and dY at x = 0 (CELU is "
+              "continuously differentiable: both one-sided derivatives are 1); 0 for NaN "
+              "(max and min give the constant 0 there). exp only ever sees x / Alpha <= 0 for a "
+              "positive Alpha. Alpha = 0 (the limit, RELU): dY for x > 0, 0 otherwise (a kink "
+              "at 0, strict: nothing at 0). x / Alpha's exact rounding error is carried into "
+              "exp for FLOAT32 tensors."),
+    notes=("For any nonzero Alpha the formula is x for x > 0 and Alpha * (exp(x / Alpha) - 1) "
+           "for x < 0 (the other term is 0 on each side), and max/min are maxNum/minNum "
+           "(SEMANTICS.md 2): CELU(NaN) = max(0, NaN) + min(0, NaN) = 0, and CELU(-0) = +0 (+0 "
+           "+ +0, as RELU). Alpha * (exp(u) - 1) is evaluated as x * (expm1(u) / u) (a series) "
+           "for |u| <= 0.35, u = x / Alpha, so small x keep their full precision, and as Alpha * "
+           "(exp(u) - 1) beyond; x / Alpha is x * (1 / Alpha) (rounded once; XLA makes one of "
+           "a division by a constant anyway). Where the page divides by zero, dmljax takes the "
+           "limit: Alpha = 0 (either sign) gives max(0, x), the limit Alpha -> 0+ (from below "
+           "it is -inf for every x < 0); an infinite Alpha gives x (the limit Alpha -> +-inf); "
+           "a NaN Alpha gives max(0, x) (min(0, NaN) = 0). A negative Alpha follows the formula "
+           "(Alpha * (exp(x / Alpha) - 1) for x < 0, which grows like -exp(-x / |Alpha|) and "
+           "overflows to -inf where exp(x / Alpha) does). Fusable (dmljax.FusedActivation)."),
+)
+
+# expm1(u) / u = 1 + u/2 + u^2/6 + ...: the coefficients of u^1 .. u^8 (truncation below 1e-9
+# relative for |u| <= 0.35)
+_PHI_TAYLOR = [1 / 2, 1 / 6, 1 / 24, 1 / 120, 1 / 720, 1 / 5040, 1 / 40320, 1 / 362880]
+
+
+def _celu_kind(alpha: float) -> str:
+    """How the formula reads for this Alpha: "relu" (0, NaN, or so small that 1 / Alpha
+    overflows FLOAT32), "identity" (+-inf) or "exp"."""
+    if math.isnan(alpha) or alpha == 0 or math.isinf(float(np.float32(1.0) / np.float32(alpha))):
+        return "relu"
+    if math.isinf(alpha):
+        return "identity"
+    return "exp"
+
+
+def _celu_u(x, alpha: float, tensor_dtype, with_error=False):
+    """u = x / Alpha as x * (1 / Alpha), and its error (x / Alpha - u, or None) for a FLOAT32
+    tensor. For |Alpha| > 2^100 as (x * 2^-100) * (2^100 / Alpha), so that the constant is no
+    FLOAT32 denormal (a tiny u is harmless: the series keeps x itself)."""
+    if abs(alpha) > 2.0**100:
+        u = (x * _c(2.0**-100, x)) * _c(2.0**100 / alpha, x)
+        return (u, None) if with_error else u
+    r = float(np.float32(1.0 / alpha))
+    if not with_error:
+        return _c(r, x) * x
+    return _two_product(r, x, tensor_dtype, residual=1.0 / alpha - r)
+
+
+def _celu_negative(x, u, e, alpha: float, tensor_dtype):
+    """Alpha * (exp(u) - 1) for u = x / Alpha (e: u's rounding error, or None): x * (expm1(u) / u)
+    for |u| <= 0.35 (or 2^-10 when a FLOAT16 result is computed in FLOAT32: x * (1 + u / 2) is
+    then within 2e-7 relative), and Alpha * (exp(u) - 1) beyond (no cancellation worth the name
+    there: |exp(u) - 1| > 0.29)."""
+    one = _c(1.0, x)
+    if np.dtype(tensor_dtype) == np.float16 and x.dtype == np.float32:
+        bound, small = _c(2.0**-10, x), x * (one + _c(0.5, x) * u)
+    else:
+        p = jnp.full_like(u, _PHI_TAYLOR[-1])
+        for c in reversed(_PHI_TAYLOR[:-1]):
+            p = p * u + _c(c, x)
+        bound, small = _c(0.35, x), x * (one + u * p)
+    big = jnp.abs(u) > bound
+    exp_u = jnp.exp(jnp.where(big, u, jnp.zeros_like(u)))
+    if e is not None:
+        exp_u = exp_u * (one + e)
+    return jnp.where(big, _c(alpha, x) * (exp_u - one), small)
+
+
+@operator(ACTIVATION_CELU)
+def activation_celu(input, *, alpha, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> dmljax.activation_celu(np.array([-2.0, -0.0, 1.5, np.nan], np.float32))
+        Array([-0.86466473,  0.        ,  1.5       ,  0.        ], dtype=float32)
+        >>> dmljax.activation_celu(np.array([-2.0], np.float32), alpha=0.5)
+        Array([-0.4908422], dtype=float32)
+    """
+    kind = _celu_kind(alpha)
+
+    def f(x):
+        zero = jnp.zeros_like(x)
+        if kind == "relu":
+            return jnp.where(x > 0, x, zero)
+        if kind == "identity":
+            return jnp.where((x > 0) | (x < 0), x, zero)
+        xn = jnp.where(x < 0, x, zero)  # x > 0, +-0 and NaN read as +0: their term is +0
+        if alpha > 0:  # u <= 0: exp(u) damps u's rounding error
+            u, e = _celu_u(xn, alpha, input.dtype), None
+        else:  # u >= 0: exp(u) amplifies u's rounding error by u: carry it (FLOAT32)
+            u, e = _celu_u(xn, alpha, input.dtype, with_error=True)
+        return jnp.where(x > 0, x, _celu_negative(xn, u, e, alpha, input.dtype))
+
+    def slope(x):
+        one, zero = jnp.ones_like(x), jnp.zeros_like(x)
+        if kind == "relu":
+            return jnp.where(x > 0, one, zero)
+        if kind == "identity":
+            return jnp.where(jnp.isnan(x), zero, one)  # 0 for NaN only
+        # exp(x / Alpha) for x <= 0; x > 0 and NaN read as -inf * sign(Alpha), whose exp is 0
+        xs = jnp.where(x <= 0, x, jnp.full_like(x, -math.copysign(np.inf, alpha)))
+        u, e = _celu_u(xs, alpha, input.dtype, with_error=True)
+        d = jnp.exp(u)
+        if e is not None:
+            d = d * (one + e)
+        return jnp.where(x > 0, one, d)
 
     return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)

@@ -84,6 +84,74 @@ def softplus_slope(x, steepness=1.0, half=False):
     return _sigmoid(s * read(x))
 
 
+# ---------------------------------------------------------------------------------------------
+def _constant_at_inf(c, x):
+    # c * x for an attribute c that multiplies x: with c = 0 the formula is constant in x, and
+    # its value at +-inf is the limit (dmljax's choice), not 0 * inf = NaN
+    if c == 0:
+        return np.where(np.isinf(x), 0.0, c * x)
+    with np.errstate(invalid="ignore"):
+        return c * x
+
+
+def activation_scaled_tanh(x, alpha=1.0, beta=0.5):
+    # f(x) = Alpha * tanh(Beta * x)
+    a, b = c_float(alpha), c_float(beta)
+    return [a * np.tanh(_constant_at_inf(b, read(x)))]
+
+
+def scaled_tanh_slope(x, alpha=1.0, beta=0.5):
+    # Alpha * Beta * (1 - tanh(Beta * x)^2)
+    a, b = c_float(alpha), c_float(beta)
+    return a * b * _sech2(_constant_at_inf(b, read(x)))
+
+
+# ---------------------------------------------------------------------------------------------
+def activation_parametric_softplus(x, alpha, beta, half=False):
+    # f(x) = Alpha * ln(1 + exp(Beta * x)); with half-precision computation Beta * x may also be a
+    # FLOAT16 rounding (a second candidate)
+    a, b, x = c_float(alpha), c_float(beta), read(x)
+    ts = [_constant_at_inf(b, x)] + ([_half_product(b, x)] if half else [])
+    out = []
+    for t in ts:
+        with np.errstate(invalid="ignore"):
+            v = np.logaddexp(0.0, t)
+        out.append(_constant_at_inf(a, v))
+    return out
+
+
+def parametric_softplus_slope(x, alpha, beta, half=False):
+    # Alpha * Beta * sigmoid(Beta * x)
+    a, b = c_float(alpha), c_float(beta)
+    return a * b * _sigmoid(_constant_at_inf(b, read(x)))
+
+
+# ---------------------------------------------------------------------------------------------
+def activation_celu(x, alpha=1.0):
+    # f(x) = max(0, x) + min(0, Alpha * (exp(x / Alpha) - 1)), max/min being maxNum/minNum:
+    # x for x > 0, Alpha * expm1(x / Alpha) for x < 0 (the other term is 0), 0 for +-0 and NaN
+    # (0 + 0). Alpha = 0 and NaN: max(0, x) (the limit Alpha -> 0+; min(0, NaN) = 0); an
+    # infinite Alpha: x (the limit). expm1 is exp(u) - 1 without float64's own cancellation.
+    a, x = c_float(alpha), read(x)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        if np.isnan(a) or a == 0:
+            neg = np.zeros_like(x)
+        elif np.isinf(a):
+            neg = x
+        else:
+            neg = a * np.expm1(np.where(x < 0, x, 0.0) / a)
+        return [np.where(x > 0, x, np.where(x < 0, neg, 0.0))]
+
+
+def celu_slope(x, alpha=1.0):
+    # 1 for x > 0, exp(x / Alpha) for x < 0, 1 at x = 0 (both one-sided derivatives are 1), 0 for
+    # NaN (the value is the constant 0 there)
+    a, x = c_float(alpha), read(x)
+    with np.errstate(invalid="ignore", over="ignore"):
+        neg = np.exp(np.where(x <= 0, x, 0.0) / a)
+        return np.where(x > 0, 1.0, np.where(x <= 0, neg, 0.0))
+
+
 REFERENCES = {
     "DML_OPERATOR_ACTIVATION_SIGMOID": Reference(
         activation_sigmoid,
@@ -103,5 +171,21 @@ REFERENCES = {
         # x' + ln(1 + exp(-|s x|)) * (1 / s): a multiply-add that XLA's CPU backend fuses into
         # an FMA under jit and not op by op (both roundings are within the budget)
         multiply_add=True,
+    ),
+    "DML_OPERATOR_ACTIVATION_SCALED_TANH": Reference(
+        activation_scaled_tanh,
+        attrs=(Attrs(), Attrs({"alpha": 1.7159, "beta": 2 / 3})),  # LeCun's scaled tanh
+        grad=elementwise_vjp(scaled_tanh_slope),
+    ),
+    "DML_OPERATOR_ACTIVATION_PARAMETRIC_SOFTPLUS": Reference(
+        activation_parametric_softplus,
+        attrs=tuple(Attrs(a, half={**a, "half": True})
+                    for a in ({"alpha": 1.7, "beta": 2.3}, {"alpha": -0.5, "beta": -1.3})),
+        grad=elementwise_vjp(parametric_softplus_slope),
+    ),
+    "DML_OPERATOR_ACTIVATION_CELU": Reference(
+        activation_celu,
+        attrs=(Attrs(), Attrs({"alpha": 0.5}), Attrs({"alpha": 2.5})),
+        grad=elementwise_vjp(celu_slope),
     ),
 }
