@@ -163,10 +163,16 @@ def test_softplus_steepness_below_one_from_feature_level_6_4():
     assert list(np.asarray(dmljax.activation_softplus(np.array([INF, -INF], np.float32), steepness=-2.0))) == [0, -INF]
 
 
-@pytest.mark.parametrize("s", [0.0, -0.0])
-def test_softplus_zero_steepness_refused(s):
-    with pytest.raises(dmljax.ValidationError, match="Steepness .argument `steepness`. is -?0.0; a nonzero number"):
-        dmljax.activation_softplus(np.ones(3, np.float32), steepness=s)
+def test_softplus_zero_steepness():
+    # ln(2) / +-0: +-inf for every x but NaN (at +-inf too: the limit, not 0 * inf = NaN); the
+    # gradient is the formula's, sigmoid(0 * x) = 0.5
+    x = np.array([-3.0, 0.0, 2.0, INF, -INF, -0.0, NAN], np.float32)
+    for s in (0.0, -0.0):
+        out = np.asarray(dmljax.activation_softplus(x, steepness=s))
+        assert list(out[:6]) == [math.copysign(INF, s)] * 6 and np.isnan(out[6])
+        with pytest.raises(dmljax.ValidationError, match="cannot be less than 1"):
+            dmljax.activation_softplus(x, steepness=s, feature_level="6.3")
+    assert list(_grad(lambda v: dmljax.activation_softplus(v, steepness=0.0), x[:6])) == [0.5] * 6
 
 
 # ----------------------------------------------------------------------------------------------

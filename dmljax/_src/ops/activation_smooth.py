@@ -98,19 +98,12 @@ def _scaled_input(c: float, x):
 def _steepness_rules(tensors, attrs, level=None):
     """SOFTPLUS's Steepness: "This value cannot be less than 1" until DML_FEATURE_LEVEL_6_4
     ("Updated DML_OPERATOR_ACTIVATION_SOFTPLUS to allow Steepness < 1", dml-feature-level-
-    history.md); at any level 0 divides by zero (dmljax refuses it)."""
+    history.md)."""
     s = attrs.get("Steepness")
-    if s is None:
+    if s is None or level is None or level >= FeatureLevel.FL_6_4 or s >= 1:
         return []
-    if level is not None and level < FeatureLevel.FL_6_4 and not s >= 1:
-        return [Violation("Steepness", "steepness", f"is {s!r}",
-                          f"cannot be less than 1 at {level.dml_name}",
-                          "Steepness < 1 is allowed from DML_FEATURE_LEVEL_6_4: pass feature_level='6.4' or newer")]
-    if s == 0:
-        return [Violation("Steepness", "steepness", f"is {s!r}",
-                          "a nonzero number: f(x) = ln(1 + exp(Steepness * x)) / Steepness divides by zero",
-                          "use Steepness = 1 for the plain softplus, or ACTIVATION_RELU for the limit of a large Steepness")]
-    return []
+    return [Violation("Steepness", "steepness", f"is {s!r}", f"cannot be less than 1 at {level.dml_name}",
+                      "Steepness < 1 is allowed from DML_FEATURE_LEVEL_6_4: pass feature_level='6.4' or newer")]
 
 
 # --------------------------------------------------------------------------------------------
@@ -224,8 +217,10 @@ ACTIVATION_SOFTPLUS = activation_op(
            "L * (1 / Steepness) a multiply-add that a backend may fuse into one FMA or not. The "
            "page says that Steepness 'cannot be less than 1', and DML_FEATURE_LEVEL_6_4 'allow[s] "
            "Steepness < 1' (the feature level history): below 6.4 a Steepness under 1 (or NaN) is "
-           "a ValidationError. At any level Steepness = 0 (either sign) is refused (dmljax's "
-           "choice: the formula divides by zero; its limit is +-inf for every x). A negative "
+           "a ValidationError. Steepness = +-0 (6.4 and up) divides by zero: f is +-inf for "
+           "every x but NaN (ln(2) / +-0, the formula's value and its limit for finite x, taken "
+           "at +-inf too, where 0 * inf would make it NaN), its gradient sigmoid(0) = 0.5 (the "
+           "formula's derivative, sigmoid(Steepness * x), at Steepness = 0). A negative "
            "Steepness follows the formula (f(x) = -ln(1 + exp(|Steepness| * -x)) / |Steepness| "
            "<= 0). Where exp(-|Steepness * x|) is a FLOAT32 denormal but 1 / Steepness > 1 "
            "would bring f back above 2^-126, a backend that flushes intermediate denormals (XLA's "
@@ -247,6 +242,8 @@ def activation_softplus(input, *, steepness, allow_half_precision_computation):
     s = steepness
 
     def f(x):
+        if s == 0:  # ln(2) / +-0, also at x = +-inf (the limit; 0 * inf would give NaN)
+            return jnp.where(jnp.isnan(x), x, jnp.full_like(x, math.copysign(np.inf, s)))
         tail = _softplus_tail(x, s, input.dtype)[2]
         # max(s * x, 0) / s, exactly: x itself where s * x > 0
         passes = x > 0 if s > 0 else x < 0
