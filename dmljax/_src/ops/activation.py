@@ -10,7 +10,7 @@ from dmljax._src.dtypes import (
     FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT32_INT16_INT8, FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8,
     DataType,
 )
-from dmljax._src.numerics import attr_as, expm1_nonpositive, mark_flushed
+from dmljax._src.numerics import attr_as, expm1_nonpositive, max_num, min_num, mark_flushed
 from dmljax._src.op import operator
 from dmljax._src.ops._families import activation_op, elementwise
 from dmljax._src.ops.activation_gated import relu_grad_rule, relu_passes
@@ -319,10 +319,9 @@ def activation_hard_sigmoid(input, *, alpha, beta, allow_half_precision_computat
         return _f32(alpha, x.dtype) * x + _f32(beta, x.dtype)
 
     def f(x):
-        y = g(x)
-        one, zero = jnp.ones_like(y), jnp.zeros_like(y)
-        upper = jnp.where(y < 1, y, one)  # minNum(y, 1): NaN gives 1
-        return jnp.where(upper > 0, upper, zero)  # maxNum(0, .): -0 gives +0
+        # minNum(y, 1) (NaN gives 1), then maxNum(0, .) (-0 gives +0), with explicit NaN tests:
+        # XLA's GPU backend turns where(y < 1, y, 1) into its NaN-propagating min (SEMANTICS.md 7)
+        return max_num(min_num(g(x), 1.0), 0.0)
 
     def slope(x):
         y = g(x)
