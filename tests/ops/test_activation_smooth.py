@@ -135,7 +135,7 @@ def test_softplus_steepness_product_is_exact_in_the_far_tail():
     # exp(Steepness * x) far out amplifies the rounding of the product by |Steepness * x|
     # (64 ULP uncorrected at Steepness 1.7); the carried rounding error keeps the budget.
     x = np.linspace(-55.0, -5.0, 4001).astype(np.float32)
-    for s in (1.7, 3.3, 0.3, -1.3):
+    for s in (1.7, 3.3, 0.3, -1.3, -0.45):
         kw = {"steepness": s}
         got = dmljax.activation_softplus(x if s > 0 else -x, **kw)
         want = ref.activation_softplus(x if s > 0 else -x, **kw)
@@ -143,6 +143,13 @@ def test_softplus_steepness_product_is_exact_in_the_far_tail():
         g = _grad(lambda v, kw=kw: dmljax.activation_softplus(v, **kw), x if s > 0 else -x)
         assert_matches(g, [ref.softplus_slope(x if s > 0 else -x, **kw)], F32,
                        _budget("DML_OPERATOR_ACTIVATION_SOFTPLUS"), f"gradient, steepness {s}")
+
+
+def test_softplus_small_steepness_lifts_denormal_exponentials():
+    # exp(0.25 * -352) = 6e-39 is a FLOAT32 denormal; 4 times it is not: kept, not flushed
+    x = np.array([-352.0, -349.0, -345.0], np.float32)
+    np.testing.assert_allclose(dmljax.activation_softplus(x, steepness=0.25),
+                               [4 * math.exp(0.25 * v) for v in x], rtol=1e-6)
 
 
 def test_softplus_steepness_below_one_from_feature_level_6_4():
@@ -257,13 +264,18 @@ def test_parametric_softplus_gradient_saturated_and_in_the_tail():
     g = _grad(lambda v: dmljax.activation_parametric_softplus(v, **kw), x)
     ab = float(np.float32(-0.5)) * float(np.float32(-1.3))
     np.testing.assert_array_equal(g, np.array([0, ab, 0, ab, 0, ab, ab / 2], np.float32))  # never NaN
-    x = np.linspace(-55.0, 10.0, 4001).astype(np.float32)
-    kw = {"alpha": 0.7, "beta": 1.3}  # Alpha, Alpha * Beta < 1: no result between 2^-126 and a denormal's multiple
+    # the far tail: Beta * x's rounding carried into exp, and Alpha = 3 lifting results whose
+    # exp(Beta * x) is a FLOAT32 denormal (down to x = -85: 3 * exp(-1.3 * 85) = 3.2e-48 * 3)
+    x = np.linspace(-84.0, 10.0, 4001).astype(np.float32)
+    kw = {"alpha": 3.0, "beta": 1.3}
     budget = _budget("DML_OPERATOR_ACTIVATION_PARAMETRIC_SOFTPLUS")
     assert_matches(dmljax.activation_parametric_softplus(x, **kw), ref.activation_parametric_softplus(x, **kw),
                    F32, budget, "far tail")
     assert_matches(_grad(lambda v: dmljax.activation_parametric_softplus(v, **kw), x),
                    [ref.parametric_softplus_slope(x, **kw)], F32, budget, "gradient in the far tail")
+    v = np.array([-68.0], np.float32)  # exp(-88.4) = 2.7e-39 is a denormal, 3 times it is not
+    np.testing.assert_allclose(dmljax.activation_parametric_softplus(v, **kw),
+                               [3 * math.exp(float(np.float32(1.3)) * -68.0)], rtol=1e-6)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -78,15 +78,6 @@ def _signed(e, t):
     return jnp.where(t < 0, -e, e)
 
 
-def _exp_neg_abs(t, e):
-    """exp(-|t + e|) for the exact product t + e, from exp(-|t|) and the first-order term (e is
-    at most half an ULP of t: the second-order term is below 2^-48 relative)."""
-    u = jnp.exp(-jnp.abs(t))
-    if e is None:
-        return u
-    return u * (_c(1.0, t) - _signed(e, t))
-
-
 def _scaled_input(c: float, x):
     """c * x as the product that a constant c gives at x = +-inf: a zero c (with which f is a
     constant function of x) gives 0 there, not 0 * inf = NaN (the limit)."""
@@ -178,18 +169,37 @@ def activation_tanh(input, *, allow_half_precision_computation):
 
 
 # --------------------------------------------------------------------------------------------
-def _softplus_tail(x, s: float, tensor_dtype):
-    """(t, e, L): t = fl(s * x), its rounding error e (or None) and L = ln(1 + exp(-|s * x|)),
-    one exp of a non-positive argument and one log1p: never overflows, 0 far out."""
-    t, e = _two_product(s, _scaled_input(s, x), tensor_dtype)
-    return t, e, jnp.log1p(_exp_neg_abs(t, e))
+_LIFT_FROM = 64.0
+"""|t| from which exp(-|t|) < 1.7e-28: in FLOAT32, 1 + u = 1 and log1p(u) = u there."""
 
 
-def _sigmoid_of(t, e):
-    """sigmoid(t + e) (e: t's rounding error, or None), as 1 / (1 + u) or u / (1 + u) with
-    u = exp(-|t + e|) <= 1."""
-    u = _exp_neg_abs(t, e)
-    return jnp.where(t >= 0, jnp.ones_like(u), u) / (_c(1.0, t) + u)
+def _exp_tail(t, e, k: float, tensor_dtype):
+    """(u, big, ku): u = exp(-|t + e|) (e: t's rounding error, or None), one exp of a
+    non-positive argument; and, where a static factor |k| > 1 could lift a FLOAT32 denormal u
+    back above 2^-126 (which XLA's CPU backend would have flushed), ``big`` (|t| >= 64) and
+    k * u computed there as (k * v) * v, v = exp(-|t| / 2) (the same one exp: its argument is
+    halved there, and u is then v, good only where u no longer counts: 1 + u = 1 and log1p(u)
+    = u). big and ku are None where no lifting is needed (|k| <= 1, or not a FLOAT32 tensor)."""
+    a = jnp.abs(t)
+    corr = None if e is None else _c(1.0, t) - _signed(e, t)  # exp(-|t + e|) = exp(-|t|) * corr
+    if abs(k) <= 1 or np.dtype(tensor_dtype) != np.float32 or t.dtype != np.float32:
+        u = jnp.exp(-a)
+        return (u if corr is None else u * corr), None, None
+    big = a >= _c(_LIFT_FROM, t)
+    w = jnp.exp(-jnp.where(big, a * _c(0.5, t), a))
+    ku = (_c(k, t) * w) * w
+    if corr is None:
+        return w, big, ku
+    return w * corr, big, ku * corr
+
+
+def _softplus_slope(t, e, k: float, tensor_dtype):
+    """k * sigmoid(t + e), as k / (1 + u) or k * u / (1 + u) with u = exp(-|t + e|) <= 1: never
+    NaN for a number (``_exp_tail`` keeps k * u normal where it is)."""
+    u, big, ku = _exp_tail(t, e, k, tensor_dtype)
+    kc = _c(k, t)
+    out = jnp.where(t >= 0, jnp.full_like(u, kc), kc * u) / (_c(1.0, t) + u)
+    return out if big is None else jnp.where(big & (t < 0), ku, out)
 
 
 ACTIVATION_SOFTPLUS = activation_op(
@@ -222,10 +232,10 @@ ACTIVATION_SOFTPLUS = activation_op(
            "at +-inf too, where 0 * inf would make it NaN), its gradient sigmoid(0) = 0.5 (the "
            "formula's derivative, sigmoid(Steepness * x), at Steepness = 0). A negative "
            "Steepness follows the formula (f(x) = -ln(1 + exp(|Steepness| * -x)) / |Steepness| "
-           "<= 0). Where exp(-|Steepness * x|) is a FLOAT32 denormal but 1 / Steepness > 1 "
-           "would bring f back above 2^-126, a backend that flushes intermediate denormals (XLA's "
-           "CPU backend; Direct3D's shader rules) gives 0 there, the GPU the value. Fusable "
-           "(dmljax.FusedActivation)."),
+           "<= 0). Where exp(-|Steepness * x|) is a FLOAT32 denormal but |1 / Steepness| > 1 "
+           "brings f back above 2^-126, f is computed as (v / Steepness) * v, v = "
+           "exp(-|Steepness * x| / 2), so that no backend's flushing of intermediate denormals "
+           "(XLA's CPU backend flushes them) loses it. Fusable (dmljax.FusedActivation)."),
     extra_checks=(_steepness_rules,),
 )
 
@@ -240,25 +250,27 @@ def activation_softplus(input, *, steepness, allow_half_precision_computation):
         Array([0.3465736, 1.063464 ], dtype=float32)
     """
     s = steepness
+    r = 1.0 / s if s != 0 else math.copysign(np.inf, s)
 
     def f(x):
         if s == 0:  # ln(2) / +-0, also at x = +-inf (the limit; 0 * inf would give NaN)
-            return jnp.where(jnp.isnan(x), x, jnp.full_like(x, math.copysign(np.inf, s)))
-        tail = _softplus_tail(x, s, input.dtype)[2]
+            return jnp.where(jnp.isnan(x), x, jnp.full_like(x, r))
+        t, e = _two_product(s, x, input.dtype)
+        u, big, ru = _exp_tail(t, e, r, input.dtype)
         # max(s * x, 0) / s, exactly: x itself where s * x > 0
-        passes = x > 0 if s > 0 else x < 0
-        head = jnp.where(passes, x, jnp.zeros_like(x))
+        head = jnp.where(x > 0 if s > 0 else x < 0, x, jnp.zeros_like(x))
         if s == 1:
-            return head + tail
+            return head + jnp.log1p(u)
         # times 1 / Steepness (rounded once): what XLA makes of a division by a constant under
-        # jit anyway; written so, op-by-op execution gives the same bits
-        # (x' + L * (1 / Steepness) is a multiply-add that a backend may fuse into one FMA or
-        # not, as SEMANTICS.md 2 allows: XLA's CPU backend does under jit)
-        return head + tail * _c(1.0 / s, x)
+        # jit anyway; written so, op-by-op execution gives the same bits. (x' + L * (1 /
+        # Steepness) is a multiply-add that a backend may fuse into one FMA or not, as
+        # SEMANTICS.md 2 allows: XLA's CPU backend does under jit.)
+        tail = jnp.log1p(u) * _c(r, x)
+        return head + (tail if big is None else jnp.where(big, ru, tail))
 
     def slope(x):
         t, e = _two_product(s, _scaled_input(s, x), input.dtype)
-        return _sigmoid_of(t, e)
+        return _softplus_slope(t, e, 1.0, input.dtype)
 
     return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
 
@@ -347,9 +359,9 @@ ACTIVATION_PARAMETRIC_SOFTPLUS = activation_op(
            "ln 2), not 0 * inf = NaN. With allow_half_precision_computation, Beta * x is a "
            "FLOAT16 product (it may overflow where f would not, as any FLOAT16 arithmetic). Where "
            "exp(-|Beta * x|) is a FLOAT32 denormal but |Alpha| > 1 (|Alpha * Beta| > 1 for the "
-           "gradient) would bring the result back above 2^-126, a backend that flushes "
-           "intermediate denormals (XLA's CPU backend; Direct3D's shader rules) gives 0 there, "
-           "the GPU the value. Fusable (dmljax.FusedActivation)."),
+           "gradient) brings the result back above 2^-126, it is computed as (Alpha * v) * v, v "
+           "= exp(-|Beta * x| / 2), so that no backend's flushing of intermediate denormals "
+           "(XLA's CPU backend flushes them) loses it. Fusable (dmljax.FusedActivation)."),
 )
 
 
@@ -362,12 +374,15 @@ def activation_parametric_softplus(input, *, alpha, beta, allow_half_precision_c
         Array([  0.253856 ,   0.948154 ,   1.3862944,   2.6265235, 100.       ],      dtype=float32)
     """
     def f(x):
-        t, _, tail = _softplus_tail(x, beta, input.dtype)
-        return _c(alpha, x) * _scaled_input(alpha, jnp.where(t > 0, t, jnp.zeros_like(t)) + tail)
+        t, e = _two_product(beta, _scaled_input(beta, x), input.dtype)
+        u, big, au = _exp_tail(t, e, alpha, input.dtype)
+        # Alpha * (max(t, 0) + ln(1 + exp(-|t|))), where t = Beta * x
+        out = _c(alpha, x) * _scaled_input(alpha, jnp.where(t > 0, t, jnp.zeros_like(t)) + jnp.log1p(u))
+        return out if big is None else jnp.where(big & (t < 0), au, out)
 
     def slope(x):
         t, e = _two_product(beta, _scaled_input(beta, x), input.dtype)
-        return _c(float(np.float32(alpha)) * float(np.float32(beta)), x) * _sigmoid_of(t, e)
+        return _softplus_slope(t, e, float(np.float32(alpha)) * float(np.float32(beta)), input.dtype)
 
     return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
 
