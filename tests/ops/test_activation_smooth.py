@@ -217,6 +217,9 @@ def test_scaled_tanh_gradient_saturated_and_in_the_tails():
     kw = {"alpha": 1.7159, "beta": 2 / 3}
     assert_matches(_grad(lambda v: dmljax.activation_scaled_tanh(v, **kw), x), [ref.scaled_tanh_slope(x, **kw)],
                    F32, _budget("DML_OPERATOR_ACTIVATION_SCALED_TANH"), "gradient in the tails")
+    # LeCun's attributes: 2/3 * x is a FLOAT32 denormal for x = 1.5e-38, 1.14 * x is not: kept
+    x = np.array([1.5e-38, -1.5e-38, 1e-5], np.float32)
+    np.testing.assert_allclose(dmljax.activation_scaled_tanh(x, **kw), float(ab) * x.astype(np.float64), rtol=3e-7)
     # Alpha * Beta = 8 lifts 4 exp(-89) = 8.9e-39 (a denormal) into the normal range: kept
     g = _grad(lambda v: dmljax.activation_scaled_tanh(v, alpha=8.0, beta=1.0), np.array([44.5, -44.5], np.float32))
     np.testing.assert_allclose(g, [32 * math.exp(-89.0)] * 2, rtol=1e-6)

@@ -292,7 +292,9 @@ ACTIVATION_SCALED_TANH = activation_op(
               "the rounding of Beta * x by 2|Beta * x|: for FLOAT32 tensors its exact error is "
               "carried in, so the budget holds in the tails."),
     notes=("tanh as TANH evaluates it (no overflow; tanh(+-inf) = +-1, the sign of zero kept), "
-           "times Alpha. A zero Beta makes f constant: f(+-inf) is then 0 (the limit), not "
+           "times Alpha (with |Beta| < 1 < |Alpha|, f = (Alpha * Beta) * x where |Beta * x| < "
+           "2^-12, tanh's own value there, so that a FLOAT32 denormal Beta * x is not flushed "
+           "where f is normal). A zero Beta makes f constant: f(+-inf) is then 0 (the limit), not "
            "tanh(0 * inf) = NaN. Infinite attributes give the formula's IEEE value (inf * 0 = "
            "NaN at x = 0). Fusable (dmljax.FusedActivation)."),
 )
@@ -329,8 +331,18 @@ def activation_scaled_tanh(input, *, alpha, beta, allow_half_precision_computati
     fast = _xla_suffices(input, allow_half_precision_computation)
     tanh = jnp.tanh if fast else _tanh
 
+    lift = abs(alpha) > 1 > abs(beta) and np.dtype(input.dtype) == np.float32 and not allow_half_precision_computation
+
     def f(x):
-        return _c(alpha, x) * tanh(_c(beta, x) * _scaled_input(beta, x))
+        xs = _scaled_input(beta, x)
+        t = _c(beta, x) * xs
+        out = _c(alpha, x) * tanh(t)
+        if not lift:
+            return out
+        # |Beta| < 1 < |Alpha|: Beta * x may be a FLOAT32 denormal (flushed by XLA's CPU backend)
+        # where Alpha * Beta * x is not; below 2^-12, tanh(t) = t in FLOAT32: (Alpha * Beta) * x
+        ab = _c(float(np.float32(alpha)) * float(np.float32(beta)), x)
+        return jnp.where(jnp.abs(t) < _c(2.0**-12, x), ab * xs, out)
 
     def slope(x):
         t, e = _two_product(beta, _scaled_input(beta, x), input.dtype)
