@@ -140,9 +140,9 @@ def test_completeness_reports_misfiled_and_duplicate_references():
     })
     assert problems == [
         "DML_OPERATOR_ACTIVATION_ELU: its reference is in tests/reference/element_wise_math/; its family "
-        "is activation (tests/reference/activation.py)",
+        "is activation (tests/reference/activation/)",
         "DML_OPERATOR_ACTIVATION_ELU: referenced twice",
-        "DML_OPERATOR_ACTIVATION_SCALED_ELU: its REFERENCES entry in tests/reference/activation.py is "
+        "DML_OPERATOR_ACTIVATION_SCALED_ELU: its REFERENCES entry in tests/reference/activation/ is "
         "builtin_function_or_method, not a Reference record",
         "tests/reference/reduction.py has no REFERENCES dict"]
     assert list(refs) == ["DML_OPERATOR_ACTIVATION_ELU"]

@@ -120,3 +120,22 @@ def test_fused_activation_equals_the_separate_operator(name, dtype):
     np.testing.assert_array_equal(np.isnan(fused), np.isnan(separate))
     keep = ~np.isnan(np.asarray(separate))
     assert np.asarray(fused)[keep].tobytes() == np.asarray(separate)[keep].tobytes()
+
+
+def test_fused_activation_meets_its_own_page_rules():
+    # A fused activation is checked as the separate operator would be: SOFTPLUS's Steepness
+    # "cannot be less than 1" before DML_FEATURE_LEVEL_6_4, fused into ADD1 too.
+    a = np.ones(3, np.float32)
+    fused = dmljax.FusedActivation("ACTIVATION_SOFTPLUS", Steepness=0.5)
+    with pytest.raises(dmljax.ValidationError, match=r"FusedActivation.Desc.Steepness .*cannot be less than 1"):
+        dmljax.element_wise_add1(a, a, fused_activation=fused, feature_level="6.3")
+    np.testing.assert_array_equal(dmljax.element_wise_add1(a, a, fused_activation=fused),
+                                  dmljax.activation_softplus(np.full(3, 2.0, np.float32), steepness=0.5))
+
+
+def test_every_fusable_activation_is_implemented():
+    # core/dml-fused-activations.md's whole list (CLIP for CONVOLUTION and GEMM only) exists, so
+    # every FusedActivation DirectML accepts is accepted (test_fused_activation_equals_the_separate
+    # _operator runs each one fused into ADD1).
+    from dmljax._src.fused import FUSABLE
+    assert [n for n in FUSABLE if n not in dmljax.registry()] == []

@@ -309,6 +309,14 @@ def _fused_activation(ctx: ParamContext, p: ParamSpec, value: object):
         problems += [dataclasses.replace(s, subject=f"{subject}.Desc.{s.subject}", argument=arg) for s in sub.problems]
     if len(problems) > n0:
         return None
+    # What the activation's page says beyond its tables (SOFTPLUS's Steepness before 6.4): its
+    # InputTensor and OutputTensor are the host's output.
+    seen = {} if out is None else {"InputTensor": out, "OutputTensor": out}
+    for check in act.extra_checks:
+        problems += [dataclasses.replace(s, subject=f"{subject}.Desc.{s.subject}", argument=arg)
+                     for s in check(seen, normalized, ctx.level)]
+    if len(problems) > n0:
+        return None
     return FusedActivation(fa.type, **normalized)
 
 
