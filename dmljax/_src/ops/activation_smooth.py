@@ -385,12 +385,21 @@ def activation_parametric_softplus(input, *, alpha, beta, allow_half_precision_c
         >>> dmljax.activation_parametric_softplus(x, alpha=2.0, beta=0.5)
         Array([  0.253856 ,   0.948154 ,   1.3862944,   2.6265235, 100.       ],      dtype=float32)
     """
+    ab = float(np.float32(alpha)) * float(np.float32(beta))  # exact in float64, rounded once below
+
     def f(x):
         t, e = _two_product(beta, _scaled_input(beta, x), input.dtype)
         u, big, au = _exp_tail(t, e, alpha, input.dtype)
         # Alpha * (max(t, 0) + ln(1 + exp(-|t|))), where t = Beta * x
         out = _c(alpha, x) * _scaled_input(alpha, jnp.where(t > 0, t, jnp.zeros_like(t)) + jnp.log1p(u))
-        return out if big is None else jnp.where(big & (t < 0), au, out)
+        out = out if big is None else jnp.where(big & (t < 0), au, out)
+        if ab == 0 or not math.isfinite(ab):
+            return out
+        # Far out (the tail is exactly 0) f = Alpha * Beta * x, taken as (Alpha * Beta) * x: Beta * x
+        # alone may overflow where f does not (Alpha -0.5, Beta -1.3 at x = -3e38 gave -inf, f is
+        # -1.95e38: tests/gpu_check.py on the H100).
+        far = t > _c(2.0 ** 100 if x.dtype == np.float32 else 2.0 ** 14, x)
+        return jnp.where(far, _c(ab, x) * x, out)
 
     def slope(x):
         t, e = _two_product(beta, _scaled_input(beta, x), input.dtype)
