@@ -1,6 +1,6 @@
 #!/bin/bash
 # Issue 10 on the device machine (see benchmarks/README.md, "Activations on the H100").
-# Usage: bash benchmarks/issue10_gpu.sh PART   (softmax | check | bench)
+# Usage: bash benchmarks/issue10_gpu.sh PART   (softmax | check | bench | all: the three in turn)
 # Runs from a `git archive` of HEAD (devrun_head.tar, its commit in devrun_head.txt) extracted to
 # /tmp/src, so that nothing uncommitted runs.
 set -u
@@ -15,6 +15,21 @@ export PYTHONPATH=/tmp/src XLA_PYTHON_CLIENT_PREALLOCATE=false
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv > "$OUT/env_$PART.txt"
 python -c "import jax, jaxlib, numpy; print('jax', jax.__version__, 'jaxlib', jaxlib.__version__, 'numpy', numpy.__version__)" >> "$OUT/env_$PART.txt"
 cat "$REPO/devrun_head.txt" >> "$OUT/env_$PART.txt" 2>/dev/null
+ACTS="ACTIVATION_CELU ACTIVATION_ELU ACTIVATION_GELU ACTIVATION_HARD_SIGMOID ACTIVATION_HARD_SWISH
+ ACTIVATION_IDENTITY ACTIVATION_LEAKY_RELU ACTIVATION_LINEAR ACTIVATION_PARAMETERIZED_RELU
+ ACTIVATION_PARAMETRIC_SOFTPLUS ACTIVATION_RELU ACTIVATION_RELU_GRAD ACTIVATION_SCALED_ELU
+ ACTIVATION_SCALED_TANH ACTIVATION_SHRINK ACTIVATION_SIGMOID ACTIVATION_SOFTPLUS ACTIVATION_SOFTSIGN
+ ACTIVATION_SWISH ACTIVATION_TANH ACTIVATION_THRESHOLDED_RELU"
+if [ "$PART" = all ]; then
+  timeout 200 python tests/gpu_check.py > "$OUT/gpu_check.txt" 2>&1; echo "gpu_check rc=$?"
+  tail -1 "$OUT/gpu_check.txt"; grep FAIL "$OUT/gpu_check.txt" | head -20
+  timeout 200 python -m dmljax.bench --ops $ACTS --sizes 28 --dtypes FLOAT32 FLOAT16 --no-torch --no-compile \
+    --no-overhead --out "$OUT/bench" > "$OUT/bench_log.txt" 2>&1; echo "bench rc=$?"
+  grep -E "\*\*no\*\*" "$OUT/bench/results.md" | head -40
+  timeout 170 python benchmarks/softmax_gpu.py "$OUT/softmax" > "$OUT/softmax_log.txt" 2>&1; echo "softmax rc=$?"
+  grep -v "^ok" "$OUT/softmax_log.txt" | tail -14
+  exit 0
+fi
 case "$PART" in
   softmax)
     timeout 560 python benchmarks/softmax_gpu.py "$OUT/softmax" > "$OUT/softmax_log.txt" 2>&1; echo "softmax rc=$?"
@@ -23,7 +38,7 @@ case "$PART" in
     timeout 560 python tests/gpu_check.py > "$OUT/gpu_check.txt" 2>&1; echo "gpu_check rc=$?"
     tail -3 "$OUT/gpu_check.txt"; grep FAIL "$OUT/gpu_check.txt" | head -40 ;;
   bench)
-    OPS=${OPS:-"ACTIVATION_RELU ACTIVATION_SIGMOID ACTIVATION_TANH"}
+    OPS=${OPS:-$ACTS}
     timeout 560 python -m dmljax.bench --ops $OPS --sizes 28 --dtypes FLOAT32 FLOAT16 --no-torch --no-compile \
       --no-overhead --out "$OUT/${NAME:-bench}" > "$OUT/${NAME:-bench}_log.txt" 2>&1; echo "bench rc=$?"
     tail -60 "$OUT/${NAME:-bench}_log.txt" ;;
