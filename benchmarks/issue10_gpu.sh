@@ -21,12 +21,12 @@ ACTS="ACTIVATION_CELU ACTIVATION_ELU ACTIVATION_GELU ACTIVATION_HARD_SIGMOID ACT
  ACTIVATION_SCALED_TANH ACTIVATION_SHRINK ACTIVATION_SIGMOID ACTIVATION_SOFTPLUS ACTIVATION_SOFTSIGN
  ACTIVATION_SWISH ACTIVATION_TANH ACTIVATION_THRESHOLDED_RELU"
 if [ "$PART" = all ]; then
-  timeout 200 python tests/gpu_check.py > "$OUT/gpu_check.txt" 2>&1; echo "gpu_check rc=$?"
+  timeout 170 python tests/gpu_check.py > "$OUT/gpu_check.txt" 2>&1; echo "gpu_check rc=$?"
   tail -1 "$OUT/gpu_check.txt"; grep FAIL "$OUT/gpu_check.txt" | head -20
   timeout 200 python -m dmljax.bench --ops $ACTS --sizes 28 --dtypes FLOAT32 FLOAT16 --no-torch --no-compile \
     --no-overhead --out "$OUT/bench" > "$OUT/bench_log.txt" 2>&1; echo "bench rc=$?"
   grep -E "\*\*no\*\*" "$OUT/bench/results.md" | head -40
-  timeout 170 python benchmarks/softmax_gpu.py "$OUT/softmax" > "$OUT/softmax_log.txt" 2>&1; echo "softmax rc=$?"
+  timeout 200 python benchmarks/softmax_gpu.py "$OUT/softmax" > "$OUT/softmax_log.txt" 2>&1; echo "softmax rc=$?"
   grep -v "^ok" "$OUT/softmax_log.txt" | tail -14
   exit 0
 fi
