@@ -324,3 +324,16 @@ def test_gelu_gradient_saturated_and_at_its_zero():
     gh = np.asarray(jax.grad(lambda v: dmljax.activation_gelu(v).astype(jnp.float32).sum())(h))
     assert gh.dtype == np.float16
     np.testing.assert_array_equal(gh, _gelu_slope64(h).astype(np.float16))
+
+
+@pytest.mark.parametrize("scale", [1.0, -2.0, 0.7, 300.0])
+def test_swish_every_float16_value_and_gradient(scale):
+    # FLOAT16 takes the plain formula in FLOAT32 (one exp): every FLOAT16 input, infinities and
+    # NaN included, within the 1 ULP budget of the float64 reference, value and derivative.
+    from tests.compare import assert_matches
+    from tests.reference.activation import gated as gref
+    x = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    y = dmljax.activation_swish(x, sigmoid_input_scale=scale)
+    assert_matches(y, gref.activation_swish(x, scale), dmljax.DataType.FLOAT16, 1)
+    g = jax.grad(lambda v: jnp.sum(dmljax.activation_swish(v, sigmoid_input_scale=scale).astype(jnp.float32)))(x)
+    assert_matches(g, [gref.swish_slope(x, scale)], dmljax.DataType.FLOAT16, 1)

