@@ -254,14 +254,27 @@ def _selects_b(x, y, larger: bool):
     return (wins & ~is_nan(x)) | (is_nan(x) & ~is_nan(y))
 
 
+def _order_key(x):
+    """The float's bits as a signed integer in the float's own order, -0 just below +0 (negative
+    values have their magnitude bits flipped); NaN keys lie beyond the infinities."""
+    sint = {np.dtype(np.float32): np.int32, np.dtype(np.float16): np.int16,
+            np.dtype(np.float64): np.int64}[np.dtype(x.dtype)]
+    bits = lax.bitcast_convert_type(x, sint)
+    width = np.dtype(sint).itemsize * 8
+    magnitude = np.asarray((1 << (width - 1)) - 1, sint)
+    return bits ^ (lax.shift_right_arithmetic(bits, np.asarray(width - 1, sint)) & magnitude)
+
+
 def _max_min(x, y, larger: bool):
-    r = jnp.where(_selects_b(x, y, larger), y, x)
     if not jnp.issubdtype(x.dtype, jnp.floating):
-        return r
-    uint = bits_type(x.dtype)
-    bx, by = lax.bitcast_convert_type(x, uint), lax.bitcast_convert_type(y, uint)
-    zeros = lax.bitcast_convert_type((bx & by) if larger else (bx | by), x.dtype)  # equal: same bits but a zero's sign
-    return jnp.where((x == y) & ~is_nan(x), zeros, r)
+        return jnp.where(_selects_b(x, y, larger), y, x)
+    # maxNum/minNum on order keys: one integer comparison orders the values and a tie of zeros
+    # (+0 above -0) at once; b is taken where it wins and is not NaN, or where a alone is NaN.
+    # About half the instructions of comparing values and fixing the zeros' sign afterwards.
+    kx, ky = _order_key(x), _order_key(y)
+    wins = (ky > kx) if larger else (ky < kx)
+    take_b = ~is_nan(y) & (wins | is_nan(x))
+    return jnp.where(take_b, y, x)
 
 
 def _max_min_slopes(larger: bool):
