@@ -1,6 +1,7 @@
 #!/bin/bash
 # Issue 10 on the device machine (see benchmarks/README.md, "Activations on the H100").
-# Usage: bash benchmarks/issue10_gpu.sh PART   (softmax | check | bench | all: the three in turn)
+# Usage: bash benchmarks/issue10_gpu.sh PART   (softmax | check | bench | all: the three in turn |
+# rerun: gpu_check and the bench of $OPS, chains included, after a change)
 # Runs from a `git archive` of HEAD (devrun_head.tar, its commit in devrun_head.txt) extracted to
 # /tmp/src, so that nothing uncommitted runs.
 set -u
@@ -31,6 +32,12 @@ if [ "$PART" = all ]; then
   exit 0
 fi
 case "$PART" in
+  rerun)
+    timeout 200 python tests/gpu_check.py > "$OUT/gpu_check.txt" 2>&1; echo "gpu_check rc=$?"
+    tail -1 "$OUT/gpu_check.txt"; grep FAIL "$OUT/gpu_check.txt" | head -20
+    timeout 300 python -m dmljax.bench --ops $OPS --sizes 28 --dtypes FLOAT32 FLOAT16 --no-torch --no-compile \
+      --no-overhead --out "$OUT/rerun" > "$OUT/rerun_log.txt" 2>&1; echo "bench rc=$?"
+    grep -E "^\| (ACTIV|ELEMENT|chain)" "$OUT/rerun/results.md" | head -60 ;;
   softmax)
     timeout 560 python benchmarks/softmax_gpu.py "$OUT/softmax" > "$OUT/softmax_log.txt" 2>&1; echo "softmax rc=$?"
     grep -v "^ok" "$OUT/softmax_log.txt" | tail -40 ;;
