@@ -321,6 +321,9 @@ def random_tensor(rng, data_type, shape, role="value"):
     if data_type.is_float:
         if role == "positive":
             return rng.uniform(0.25, 8.0, shape).astype(data_type.dtype)
+        if role == "factor":
+            sign = np.where(rng.random(shape) < 0.5, -1.0, 1.0)
+            return (sign * np.exp2(rng.uniform(-1.0, 1.0, shape))).astype(data_type.dtype)
         x = rng.standard_normal(shape) * 3.0
         if role == "nonzero":
             x = np.where(np.abs(x) < 0.5, np.copysign(0.5, x) + x, x)

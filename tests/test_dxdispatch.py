@@ -82,6 +82,17 @@ def reference(type_, desc, inputs):
     if t == "ELEMENT_WISE_IDENTITY":
         sb = desc.get("ScaleBias", {"Scale": 1, "Bias": 0})
         return inputs["InputTensor"] * sb["Scale"] + sb["Bias"]
+    if t in ("CUMULATIVE_SUMMATION", "CUMULATIVE_PRODUCT"):
+        # packed 1-D: the tallied axis is the last one whose size is not 1 in the models here
+        x = inputs["InputTensor"]
+        sizes = desc["InputTensor"]["Sizes"]
+        assert all(s == 1 for i, s in enumerate(sizes) if i != desc["Axis"]), "a model this reading cannot do"
+        if str(desc.get("AxisDirection", "")).endswith("DECREASING"):
+            x = x[::-1]
+        y = np.cumprod(x) if t == "CUMULATIVE_PRODUCT" else np.cumsum(x)
+        if desc.get("HasExclusiveProduct", desc.get("HasExclusiveSum", False)):
+            y = np.concatenate([[1.0 if t == "CUMULATIVE_PRODUCT" else 0.0], y[:-1]])
+        return y[::-1] if str(desc.get("AxisDirection", "")).endswith("DECREASING") else y
     raise KeyError(t)
 
 
@@ -152,6 +163,7 @@ def test_guide_examples_by_hand(tmp_path, capsys):
         "dml_element_wise_clip.json": ["Resource 'A': -2.5, -2.5, -2, -1, 0, 1, 2, 2.5, 2.5"],
         "dml_scalar_union_fp16.json": ["Resource 'output': 2, 2, 3, 4, 4"],
         "dml_element_wise_add1.json": ["Resource 'Out': 6, 10, -0.432332"],  # 0.5 * (e^-2 - 1)
+        "dml_cumulative_product.json": ["Resource 'Out': 2, 8, 64, 192"],  # 2, 2*4, 2*4*8, 2*4*8*3
     }
     for name, lines in expected.items():
         if not all(implemented(t) for t in model_ops(MODELS / name)):

@@ -22,6 +22,7 @@ ROLES = {
     "condition": "a UINT8 condition: 0, 1, 2 and 255",
     "nonzero": "values away from zero (floats: |x| >= 0.5; integers: never 0), e.g. a divisor",
     "positive": "values above zero (floats: 0.25 to 8; integers: 1 and up), e.g. a logarithm's input",
+    "factor": "floats of magnitude 1/2 to 2, either sign (integers: as 'value'): a product of many stays in range",
 }
 """What an input's values are drawn from, by role (tests/catalog.py draws them)."""
 

@@ -1,0 +1,105 @@
+"""Hand-written edges of CUMULATIVE_SUMMATION and CUMULATIVE_PRODUCT: the pages' examples, every
+direction and exclusivity, integers that wrap, FLOAT16 computed in FLOAT32, NaN and infinities,
+products with zeros (gradient without division), the Axis rule and the desc. Expected values are
+the pages' or worked out by hand."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dmljax
+
+PAGE_X = np.array([[[[2, 1, 3, 5], [3, 8, 7, 3], [9, 6, 2, 4]]]], np.float32)  # both pages' input
+
+
+@pytest.mark.parametrize("kwargs,want", [
+    ({"axis": 3}, [[2, 3, 6, 11], [3, 11, 18, 21], [9, 15, 17, 21]]),                       # Example 1
+    ({"axis": 3, "has_exclusive_sum": True}, [[0, 2, 3, 6], [0, 3, 11, 18], [0, 9, 15, 17]]),  # 2
+    ({"axis": 3, "axis_direction": "DECREASING"}, [[11, 9, 8, 5], [21, 18, 10, 3], [21, 12, 6, 4]]),  # 3
+    ({"axis": 2}, [[2, 1, 3, 5], [5, 9, 10, 8], [14, 15, 12, 12]]),                          # 4
+    ({"axis": 3, "axis_direction": "DECREASING", "has_exclusive_sum": True},
+     [[9, 8, 5, 0], [18, 10, 3, 0], [12, 6, 4, 0]]),
+])
+def test_summation_page_examples(kwargs, want):
+    for dtype in (np.float32, np.float16, np.int32, np.uint32):
+        out = dmljax.cumulative_summation(PAGE_X.astype(dtype), **kwargs)
+        assert out.dtype == dtype
+        np.testing.assert_array_equal(out[0, 0], np.array(want, dtype))
+
+
+@pytest.mark.parametrize("kwargs,want", [
+    ({"axis": 3}, [[2, 2, 6, 30], [3, 24, 168, 504], [9, 54, 108, 432]]),                      # Example 1
+    ({"axis": 3, "has_exclusive_product": True}, [[1, 2, 2, 6], [1, 3, 24, 168], [1, 9, 54, 108]]),  # 2
+    ({"axis": 3, "axis_direction": "DECREASING"}, [[30, 15, 15, 5], [504, 168, 21, 3], [432, 48, 8, 4]]),
+    ({"axis": 3, "axis_direction": "DECREASING", "has_exclusive_product": True},
+     [[15, 15, 5, 1], [168, 21, 3, 1], [48, 8, 4, 1]]),
+])
+def test_product_page_examples(kwargs, want):
+    for dtype in (np.float32, np.float16, np.int32):
+        out = dmljax.cumulative_product(PAGE_X.astype(dtype), **kwargs)
+        np.testing.assert_array_equal(out[0, 0], np.array(want, dtype))
+
+
+def test_integers_wrap_around():
+    x = np.array([2**31 - 1, 1, 1], np.int32)
+    np.testing.assert_array_equal(dmljax.cumulative_summation(x, axis=0), np.array([2**31 - 1, -2**31, -2**31 + 1], np.int32))
+    u = np.array([2**31, 2, 3], np.uint32)
+    np.testing.assert_array_equal(dmljax.cumulative_product(u, axis=0), np.array([2**31, 0, 0], np.uint32))
+
+
+def test_float16_is_tallied_in_float32_and_rounded_once():
+    # 4097 ones: a FLOAT16 running sum sticks at 2048 (2048 + 1 rounds back to 2048); in FLOAT32
+    # each partial sum is exact and rounded once to FLOAT16.
+    out = np.asarray(dmljax.cumulative_summation(np.ones(4097, np.float16), axis=0), np.float64)
+    np.testing.assert_array_equal(out, np.arange(1, 4098).astype(np.float16).astype(np.float64))
+    half = np.asarray(dmljax.cumulative_summation(np.ones(4097, np.float16), axis=0,
+                                                  allow_half_precision_computation=True), np.float64)
+    assert half[-1] <= 4096  # FLOAT16 arithmetic is allowed to lose it (its budget says how much)
+
+
+def test_nan_and_infinities_run_on():
+    x = np.array([1.0, np.nan, 2.0, np.inf, -np.inf], np.float32)
+    s = np.asarray(dmljax.cumulative_summation(x, axis=0))
+    assert s[0] == 1 and np.isnan(s[1:]).all()
+    y = np.array([1.0, np.inf, -2.0, 0.0, 3.0], np.float32)
+    np.testing.assert_array_equal(dmljax.cumulative_summation(y, axis=0), [1, np.inf, np.inf, np.inf, np.inf])
+    p = np.asarray(dmljax.cumulative_product(y, axis=0))
+    assert p[:3].tolist() == [1, np.inf, -np.inf] and np.isnan(p[3:]).all()  # inf * 0
+
+
+def test_product_gradient_with_zeros_has_no_division():
+    # d/dx_k of the running product: the product of the other factors, also where x_k = 0.
+    x = np.array([2.0, 0.0, 3.0, 0.5], np.float32)
+    g = np.asarray(jax.grad(lambda v: dmljax.cumulative_product(v, axis=0).sum())(x))
+    # outputs: 2, 0, 0, 0; d/dx0 = 1 + 0 + 0 + 0; d/dx1 = 2 + 2*3 + 2*3*0.5 = 11; d/dx2 = 0 + 0 = 0
+    np.testing.assert_array_equal(g, [1.0, 11.0, 0.0, 0.0])
+    ge = np.asarray(jax.grad(lambda v: dmljax.cumulative_product(v, axis=0, has_exclusive_product=True).sum())(x))
+    # exclusive outputs: 1, 2, 0, 0; d/dx0 = 1 + 0 + 0 = 1; d/dx1 = 2 + 2*3 = 8; d/dx2 = 0; d/dx3 = 0
+    np.testing.assert_array_equal(ge, [1.0, 8.0, 0.0, 0.0])
+
+
+def test_summation_gradient_is_the_other_way_tally():
+    x = np.zeros(4, np.float32)
+    w = np.array([1.0, 2.0, 4.0, 8.0], np.float32)
+    for kwargs, want in [({}, [15, 14, 12, 8]), ({"has_exclusive_sum": True}, [14, 12, 8, 0]),
+                         ({"axis_direction": "DECREASING"}, [1, 3, 7, 15]),
+                         ({"axis_direction": "DECREASING", "has_exclusive_sum": True}, [0, 1, 3, 7])]:
+        g = jax.grad(lambda v, kw=kwargs: jnp.sum(dmljax.cumulative_summation(v, axis=0, **kw) * w))(x)
+        np.testing.assert_array_equal(g, np.array(want, np.float32), err_msg=str(kwargs))
+
+
+def test_axis_out_of_range_is_refused():
+    with pytest.raises(dmljax.ValidationError, match=r"Axis \(argument `axis`\) is 2 for a 2-dimensional InputTensor"):
+        dmljax.cumulative_summation(np.zeros((2, 3), np.float32), axis=2)
+    with pytest.raises(dmljax.ValidationError, match="AxisDirection"):
+        dmljax.cumulative_product(np.zeros((2, 3), np.float32), axis=0, axis_direction="SIDEWAYS")
+
+
+def test_desc_with_the_pages_members():
+    t = {"DataType": "FLOAT32", "Sizes": [1, 1, 1, 4]}
+    op = dmljax.compile_operator("CUMULATIVE_PRODUCT", {
+        "InputTensor": t, "OutputTensor": t, "Axis": 3,
+        "AxisDirection": "DML_AXIS_DIRECTION_INCREASING", "HasExclusiveProduct": False})
+    out = op(InputTensor=np.array([2, 4, 8, 3], np.float32), OutputTensor=np.zeros(4, np.float32))["OutputTensor"]
+    np.testing.assert_array_equal(out, [2, 8, 64, 192])  # DxDispatch's dml_cumulative_product.json
