@@ -120,7 +120,7 @@ def test_completeness_reports_roles_and_output_choices():
                                                                  "ATensor": "bits"})}
     problems = _problems(refs)
     assert problems[0].startswith(f"{name}: role for CondTensor, which is not one of its inputs")
-    assert problems[1] == f"{name}: role 'bits' for ATensor; roles: value, condition, nonzero, positive"
+    assert problems[1] == f"{name}: role 'bits' for ATensor; roles: value, condition, nonzero, positive, factor"
     less = "DML_OPERATOR_ELEMENT_WISE_LOGICAL_LESS_THAN"
     refs = {**REFS, less: dataclasses.replace(REFS[less], output_types=None)}
     assert _problems(refs) == [f"{less}: OutputTensor's DataType is the caller's choice: say which ones "
