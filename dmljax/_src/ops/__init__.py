@@ -8,6 +8,7 @@ from dmljax._src.ops import (  # noqa: F401  (importing a family registers its o
     activation_gated,
     activation_smooth,
     activation_softmax,
+    arg_extreme,
     cumulative,
     element_wise_arithmetic,
     element_wise_bitwise,

@@ -1,0 +1,144 @@
+"""ARGMIN and ARGMAX (the index of the extreme value over one or more axes), of the reduction
+family: each page's record, with one formula for both below them."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from dmljax._src.catalog import PREFIX
+from dmljax._src.dtypes import (
+    FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8, FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8,
+    INT64_INT32_UINT64_UINT32, DataType,
+)
+from dmljax._src.enums import AxisDirection
+from dmljax._src.errors import Violation
+from dmljax._src.numerics import flush_denormals, is_nan
+from dmljax._src.op import operator
+from dmljax._src.spec import OpSpec, ParamSpec, TensorSpec, table
+from dmljax._src.validate import TensorInfo
+
+
+def _axes_valid(tensors, attrs, level) -> list[Violation]:
+    """Axes: "Values must be in the range [0, InputTensor.DimensionCount - 1]"; dmljax also
+    refuses an empty list and an axis named twice (the pages are silent)."""
+    axes, info = attrs.get("Axes"), tensors.get("InputTensor")
+    if axes is None or info is None:
+        return []
+    n = len(info.shape)
+    problems = []
+    if not axes:
+        problems.append(Violation("Axes", "axes", "is empty", "at least one axis (AxisCount >= 1)"))
+    bad = [a for a in axes if a >= n]
+    if bad:
+        problems.append(Violation("Axes", "axes", f"has {bad} for a {n}-dimensional InputTensor",
+                                  f"values in the range [0, {n - 1}]"))
+    twice = sorted({a for a in axes if axes.count(a) > 1})
+    if twice:
+        problems.append(Violation("Axes", "axes", f"names axis {twice[0]} more than once", "each axis at most once"))
+    return problems
+
+
+def _kept_dims(tensors, attrs, problems) -> dict:
+    """"Sizes must match InputTensor.Sizes, except for dimensions included in the reduced Axes,
+    which must be size 1"; the DataType is the caller's (output_data_type=)."""
+    x, out = tensors["InputTensor"], tensors["OutputTensor"]
+    axes = set(attrs["Axes"])
+    shape = tuple(1 if i in axes else s for i, s in enumerate(x.shape))
+    return {"OutputTensor": TensorInfo(shape, out.data_type)}
+
+
+def arg_extreme(x, axes, larger: bool, last: bool, out_dtype) -> jnp.ndarray:
+    """The index of the first (``last``: the last) maximum (``larger``) or minimum over ``axes``,
+    counted in row-major order of the reduced coordinates, as ``out_dtype``. Floats are compared
+    as math reads them (FLOAT32 denormals as zero); NaN is never the extreme (maxNum/minNum), and
+    a group of NaN only gives its first (last) index."""
+    axes = tuple(sorted(axes))
+    keep = tuple(a for a in range(x.ndim) if a not in axes)
+    moved = jnp.transpose(jax.lax.stop_gradient(x), keep + axes)
+    lead = moved.shape[:len(keep)]
+    flat = moved.reshape(lead + (-1,))
+    if jnp.issubdtype(flat.dtype, jnp.floating):
+        flat = flush_denormals(flat)
+        nan = is_nan(flat)
+        worst = jnp.array(-jnp.inf if larger else jnp.inf, flat.dtype)
+        filled = jnp.where(nan, worst, flat)
+        best = (jnp.max if larger else jnp.min)(filled, axis=-1, keepdims=True)
+        hit = (filled == best) & ~nan
+        hit = jnp.where(jnp.all(nan, axis=-1, keepdims=True), jnp.ones_like(hit), hit)
+    else:
+        best = (jnp.max if larger else jnp.min)(flat, axis=-1, keepdims=True)
+        hit = flat == best
+    n = flat.shape[-1]
+    index = (n - 1 - jnp.argmax(hit[..., ::-1], axis=-1)) if last else jnp.argmax(hit, axis=-1)
+    kept = tuple(1 if a in axes else x.shape[a] for a in range(x.ndim))
+    return index.reshape(kept).astype(out_dtype)
+
+
+def _record(short: str, word: str, example: str) -> OpSpec:
+    ins = (FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8, FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8)
+    return OpSpec(
+        enum_name=PREFIX + short,
+        summary=(f"Outputs the indices of the {word}-valued elements within one or more dimensions of the "
+                 "input tensor."),
+        formula=example,
+        tensors=(TensorSpec("InputTensor", "input"),
+                 TensorSpec("OutputTensor", "output", default_data_type=DataType.UINT32)),
+        support=(table("4.1", InputTensor=("1 to 8", ins[0]), OutputTensor=("1 to 8", INT64_INT32_UINT64_UINT32)),
+                 table("3.0", InputTensor=("1 to 8", ins[1]), OutputTensor=("1 to 8", INT64_INT32_UINT64_UINT32))),
+        params=(
+            ParamSpec("Axes", "UINT[]", count="AxisCount",
+                      doc=("The axes along which to reduce. Values must be in the range [0, "
+                           "InputTensor.DimensionCount - 1] (a tuple; a desc's AxisCount is its length).")),
+            ParamSpec("AxisDirection", "DML_AXIS_DIRECTION", default=AxisDirection.INCREASING, enum=AxisDirection,
+                      doc=(f"Which index to select when several elements have the {word} value: "
+                           "INCREASING the first, DECREASING the last (default INCREASING, the enum's 0).")),
+        ),
+        math=False,
+        gradient="None: the output is an integer tensor of indices.",
+        notes=(f"The index counts the reduced coordinates in row-major order of the tensor's own "
+               f"dimensions (the page's Example 3: all axes of a 3 x 3 tensor give 0 to 8), whatever "
+               f"the order Axes lists them in; the reduced axes are kept with size 1. NaN is never the "
+               f"{word} (maxNum/minNum, SEMANTICS.md 8); a group of NaN only gives its first index "
+               f"(DECREASING: its last). -0 ties with +0, and FLOAT32 denormals are read as zero, so "
+               f"they tie with it too; the tie goes to the first (DECREASING: last) index, as the page "
+               f"says. The OutputTensor's DataType is the caller's (output_data_type=, default UINT32 "
+               f"as in the page's examples; INT64/UINT64 need JAX's 64-bit mode). An empty Axes or an "
+               f"axis named twice is refused."),
+        extra_checks=(_axes_valid,),
+        infer_outputs=_kept_dims,
+    )
+
+
+ARGMAX = _record("ARGMAX", "maximum", "argmax({3,2,1,2,3}) = 0\n(DML_AXIS_DIRECTION_INCREASING: the first "
+                 "maximum; DECREASING: argmax({3,2,1,2,3}) = 4, the last)")
+ARGMIN = _record("ARGMIN", "minimum", "argmin({1,2,3,2,1}) = 0\n(DML_AXIS_DIRECTION_INCREASING: the first "
+                 "minimum; DECREASING: argmin({1,2,3,2,1}) = 4, the last)")
+
+
+@operator(ARGMAX)
+def argmax(input, *, axes, axis_direction, output_data_type):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> x = np.array([[1, 2, 3], [3, 0, 4], [2, 5, 2]], np.float32)  # the page's examples
+        >>> dmljax.argmax(x, axes=(0,))
+        Array([[1, 2, 1]], dtype=uint32)
+        >>> dmljax.argmax(x, axes=(0, 1))
+        Array([[7]], dtype=uint32)
+        >>> dmljax.argmax(np.array([3, 2, 1, 2, 3], np.int32), axes=(0,), axis_direction="DECREASING")
+        Array([4], dtype=uint32)
+    """
+    return arg_extreme(input, axes, True, axis_direction == AxisDirection.DECREASING, output_data_type.dtype)
+
+
+@operator(ARGMIN)
+def argmin(input, *, axes, axis_direction, output_data_type):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> x = np.array([[1, 2, 3], [3, 0, 4], [2, 5, 2]], np.float32)  # the page's examples
+        >>> dmljax.argmin(x, axes=(0,))
+        Array([[0, 1, 2]], dtype=uint32)
+        >>> dmljax.argmin(np.array([1, 2, 3, 2, 1], np.int8), axes=(0,), axis_direction="DECREASING")
+        Array([4], dtype=uint32)
+    """
+    return arg_extreme(input, axes, False, axis_direction == AxisDirection.DECREASING, output_data_type.dtype)
