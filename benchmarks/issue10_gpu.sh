@@ -1,7 +1,8 @@
 #!/bin/bash
 # Issue 10 on the device machine (see benchmarks/README.md, "Activations on the H100").
 # Usage: bash benchmarks/issue10_gpu.sh PART   (softmax | check | bench | all: the three in turn |
-# rerun: gpu_check and the bench of $OPS, chains included, after a change)
+# rerun: gpu_check and the bench of $OPS, chains included, after a change | reduction: issue 11's
+# first reductions and scans against jnp, benchmarks/reduction_gpu.py)
 # Runs from a `git archive` of HEAD (devrun_head.tar, its commit in devrun_head.txt) extracted to
 # /tmp/src, so that nothing uncommitted runs.
 set -u
@@ -32,6 +33,9 @@ if [ "$PART" = all ]; then
   exit 0
 fi
 case "$PART" in
+  reduction)
+    timeout 400 python benchmarks/reduction_gpu.py "$OUT/reduction" > "$OUT/reduction_log.txt" 2>&1; echo "reduction rc=$?"
+    tail -20 "$OUT/reduction_log.txt" ;;
   rerun)
     timeout 200 python tests/gpu_check.py > "$OUT/gpu_check.txt" 2>&1; echo "gpu_check rc=$?"
     tail -1 "$OUT/gpu_check.txt"; grep FAIL "$OUT/gpu_check.txt" | head -20
