@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax import lax
 
 from dmljax._src.catalog import PREFIX
 from dmljax._src.dtypes import (
@@ -48,29 +50,44 @@ def _kept_dims(tensors, attrs, problems) -> dict:
     return {"OutputTensor": TensorInfo(shape, out.data_type)}
 
 
+def _keys(x, larger: bool):
+    """Integers in the order of ``x``'s values, for an exact arg-extreme: floats flushed (a FLOAT32
+    denormal reads as zero) and -0 made +0 (they tie), their bits made order-preserving, and NaN
+    given the key that never wins (maxNum/minNum); integers as they are."""
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        return x
+    sint = {np.dtype(np.float32): np.int32, np.dtype(np.float16): np.int16,
+            np.dtype(np.float64): np.int64}[np.dtype(x.dtype)]
+    f = flush_denormals(x)
+    f = jnp.where(f == 0, jnp.zeros_like(f), f)  # -0 ties with +0
+    bits = lax.bitcast_convert_type(f, sint)
+    width = np.dtype(sint).itemsize * 8
+    key = bits ^ (lax.shift_right_arithmetic(bits, np.asarray(width - 1, sint)) & np.asarray((1 << (width - 1)) - 1, sint))
+    info = np.iinfo(sint)
+    return jnp.where(is_nan(x), np.asarray(info.min if larger else info.max, sint), key)
+
+
 def arg_extreme(x, axes, larger: bool, last: bool, out_dtype) -> jnp.ndarray:
     """The index of the first (``last``: the last) maximum (``larger``) or minimum over ``axes``,
     counted in row-major order of the reduced coordinates, as ``out_dtype``. Floats are compared
-    as math reads them (FLOAT32 denormals as zero); NaN is never the extreme (maxNum/minNum), and
-    a group of NaN only gives its first (last) index."""
+    as math reads them (FLOAT32 denormals as zero, -0 equal to +0); NaN is never the extreme
+    (maxNum/minNum), and a group of NaN only gives its first (last) index. One pass: XLA's
+    arg-reduction of order-preserving integer keys, whose ties go to the first index."""
     axes = tuple(sorted(axes))
     keep = tuple(a for a in range(x.ndim) if a not in axes)
-    moved = jnp.transpose(jax.lax.stop_gradient(x), keep + axes)
-    lead = moved.shape[:len(keep)]
-    flat = moved.reshape(lead + (-1,))
-    if jnp.issubdtype(flat.dtype, jnp.floating):
-        flat = flush_denormals(flat)
-        nan = is_nan(flat)
-        worst = jnp.array(-jnp.inf if larger else jnp.inf, flat.dtype)
-        filled = jnp.where(nan, worst, flat)
-        best = (jnp.max if larger else jnp.min)(filled, axis=-1, keepdims=True)
-        hit = (filled == best) & ~nan
-        hit = jnp.where(jnp.all(nan, axis=-1, keepdims=True), jnp.ones_like(hit), hit)
-    else:
-        best = (jnp.max if larger else jnp.min)(flat, axis=-1, keepdims=True)
-        hit = flat == best
-    n = flat.shape[-1]
-    index = (n - 1 - jnp.argmax(hit[..., ::-1], axis=-1)) if last else jnp.argmax(hit, axis=-1)
+    keys = _keys(jax.lax.stop_gradient(x), larger)
+    if len(axes) == 1:
+        axis = axes[0]
+        n = x.shape[axis]
+    else:  # the reduced coordinates flattened, in row-major order, last
+        moved = jnp.transpose(keys, keep + axes)
+        keys = moved.reshape(moved.shape[:len(keep)] + (-1,))
+        axis, n = keys.ndim - 1, keys.shape[-1]
+    if last:
+        keys = lax.rev(keys, (axis,))
+    index = (lax.argmax if larger else lax.argmin)(keys, axis, np.int32)
+    if last:
+        index = np.int32(n - 1) - index
     kept = tuple(1 if a in axes else x.shape[a] for a in range(x.ndim))
     return index.reshape(kept).astype(out_dtype)
 
