@@ -56,6 +56,8 @@ def _keys(x, larger: bool):
     given the key that never wins (maxNum/minNum); integers as they are."""
     if not jnp.issubdtype(x.dtype, jnp.floating):
         return x
+    if x.dtype == np.float16:  # exact and order-preserving; 32-bit keys (16-bit integer work is slow on GPUs)
+        x = x.astype(np.float32)
     sint = {np.dtype(np.float32): np.int32, np.dtype(np.float16): np.int16,
             np.dtype(np.float64): np.int64}[np.dtype(x.dtype)]
     f = flush_denormals(x)
