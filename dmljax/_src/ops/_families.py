@@ -19,6 +19,7 @@ from dmljax._src.dtypes import (
     FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT32_UINT32, FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8,
     FLOAT32_FLOAT16_INT64_INT32_UINT64_UINT32, DataType,
 )
+from dmljax._src.errors import Violation
 from dmljax._src.numerics import (
     apply_scale_bias, float_to_int, flush_denormals, is_flushed, load, mark_flushed, store,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "BINARY_TENSORS", "BINARY_CONSTRAINTS", "binary_table", "binary_op", "comparison_op",
     "SUPPORT_ACTIVATION", "SUPPORT_FLOAT_MATH", "SUPPORT_ADD_MULTIPLY",
     "SCALE_BIAS", "elementwise", "zero_slopes", "int_scale_bias", "scale_of", "apply_fused",
+    "check_axes",
 ]
 
 UNARY_TENSORS = (TensorSpec("InputTensor", "input"), TensorSpec("OutputTensor", "output"))
@@ -123,6 +125,28 @@ def comparison_op(short_name: str, *, support: Sequence[tuple[str, str, tuple, t
     return OpSpec(enum_name=PREFIX + short_name, tensors=tensors, support=tables, math=False,
                   constraints=(SameSizes(("ATensor", "BTensor", "OutputTensor")),
                                SameDataType(("ATensor", "BTensor"))), **fields)
+
+
+def check_axes(tensors, attrs, level) -> list:
+    """An ``Axes`` member (SOFTMAX1, ARGMIN, REDUCE, ...): "Values must be in the range [0,
+    InputTensor.DimensionCount - 1]"; dmljax also refuses an empty list and an axis named twice
+    (the pages are silent)."""
+    axes, info = attrs.get("Axes"), tensors.get("InputTensor")
+    if axes is None or info is None:
+        return []
+    n = len(info.shape)
+    problems = []
+    if not axes:
+        problems.append(Violation("Axes", "axes", "is empty", "at least one axis (AxisCount >= 1)",
+                                  f"name the dimensions to reduce over, e.g. axes=({n - 1},)"))
+    bad = [a for a in axes if a >= n]
+    if bad:
+        problems.append(Violation("Axes", "axes", f"has {bad} for a {n}-dimensional InputTensor",
+                                  f"values in the range [0, {n - 1}]"))
+    twice = sorted({a for a in axes if axes.count(a) > 1})
+    if twice:
+        problems.append(Violation("Axes", "axes", f"names axis {twice[0]} more than once", "each axis at most once"))
+    return problems
 
 
 # -------------------------------------------------------------------------------- formulas

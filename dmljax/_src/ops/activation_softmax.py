@@ -20,7 +20,7 @@ from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
 from dmljax._src.errors import Violation
 from dmljax._src.numerics import flush_denormals, load, mark_flushed, store
 from dmljax._src.op import operator
-from dmljax._src.ops._families import SUPPORT_ACTIVATION, activation_op
+from dmljax._src.ops._families import SUPPORT_ACTIVATION, activation_op, check_axes
 from dmljax._src.row_kernels import softmax_rows, softmax_rows_grad, use_kernel
 from dmljax._src.spec import ParamSpec
 
@@ -50,28 +50,6 @@ def _rank_at_most_2(short_name: str):
             "Axes=(DimensionCount - 1,) (feature level 5.1)")]
     check.max_effective_rank = 2
     return check
-
-
-def _axes_valid(tensors, attrs, level) -> list[Violation]:
-    """Axes: "Values must be in the range [0, InputTensor.DimensionCount - 1]"; dmljax also
-    refuses an empty list and an axis named twice (the pages are silent)."""
-    axes, info = attrs.get("Axes"), tensors.get("InputTensor")
-    if axes is None or info is None:
-        return []
-    n = len(info.shape)
-    problems = []
-    if not axes:
-        problems.append(Violation("Axes", "axes", "is empty", "at least one axis (AxisCount >= 1)",
-                                  "name the dimensions to normalize over, e.g. axes=(%d,)" % (n - 1)))
-    bad = [a for a in axes if a >= n]
-    if bad:
-        problems.append(Violation("Axes", "axes", f"has {bad} for a {n}-dimensional InputTensor",
-                                  f"values in the range [0, {n - 1}]"))
-    twice = sorted({a for a in axes if axes.count(a) > 1})
-    if twice:
-        problems.append(Violation("Axes", "axes", f"names axis {twice[0]} more than once",
-                                  "each axis at most once"))
-    return problems
 
 
 AXES = ParamSpec("Axes", "UINT[]", count="AxisCount",
@@ -233,7 +211,7 @@ def _record(short_name, *, one: bool, summary, formula, gradient, notes, **field
         support=SUPPORT_5_1 if one else SUPPORT_ACTIVATION, in_place=False,
         params=(AXES,) if one else (), gradient=gradient,
         notes=(_AXES if one else _ORIGINAL) + notes,
-        extra_checks=(_axes_valid,) if one else (_rank_at_most_2(short_name),), **fields)
+        extra_checks=(check_axes,) if one else (_rank_at_most_2(short_name),), **fields)
 
 
 def _soft(short_name, *, one, log):

@@ -14,31 +14,11 @@ from dmljax._src.dtypes import (
     INT64_INT32_UINT64_UINT32, DataType,
 )
 from dmljax._src.enums import AxisDirection
-from dmljax._src.errors import Violation
 from dmljax._src.numerics import flush_denormals, is_nan
 from dmljax._src.op import operator
+from dmljax._src.ops._families import check_axes
 from dmljax._src.spec import OpSpec, ParamSpec, TensorSpec, table
 from dmljax._src.validate import TensorInfo
-
-
-def _axes_valid(tensors, attrs, level) -> list[Violation]:
-    """Axes: "Values must be in the range [0, InputTensor.DimensionCount - 1]"; dmljax also
-    refuses an empty list and an axis named twice (the pages are silent)."""
-    axes, info = attrs.get("Axes"), tensors.get("InputTensor")
-    if axes is None or info is None:
-        return []
-    n = len(info.shape)
-    problems = []
-    if not axes:
-        problems.append(Violation("Axes", "axes", "is empty", "at least one axis (AxisCount >= 1)"))
-    bad = [a for a in axes if a >= n]
-    if bad:
-        problems.append(Violation("Axes", "axes", f"has {bad} for a {n}-dimensional InputTensor",
-                                  f"values in the range [0, {n - 1}]"))
-    twice = sorted({a for a in axes if axes.count(a) > 1})
-    if twice:
-        problems.append(Violation("Axes", "axes", f"names axis {twice[0]} more than once", "each axis at most once"))
-    return problems
 
 
 def _kept_dims(tensors, attrs, problems) -> dict:
@@ -124,7 +104,7 @@ def _record(short: str, word: str, example: str) -> OpSpec:
                f"says. The OutputTensor's DataType is the caller's (output_data_type=, default UINT32 "
                f"as in the page's examples; INT64/UINT64 need JAX's 64-bit mode). An empty Axes or an "
                f"axis named twice is refused."),
-        extra_checks=(_axes_valid,),
+        extra_checks=(check_axes,),
         infer_outputs=_kept_dims,
     )
 

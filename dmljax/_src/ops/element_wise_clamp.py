@@ -17,7 +17,7 @@ from dmljax._src.dtypes import (
     DataType,
 )
 from dmljax._src.numerics import (
-    apply_scale_bias, attr_as, bits_type, float_to_int, is_nan, load, max_num, min_num, store,
+    apply_scale_bias, attr_as, float_to_int, is_nan, load, max_num, min_num, store,
 )
 from dmljax._src.op import operator
 from dmljax._src.ops._families import (
