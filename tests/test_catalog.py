@@ -144,7 +144,7 @@ def test_completeness_reports_misfiled_and_duplicate_references():
         "DML_OPERATOR_ACTIVATION_ELU: referenced twice",
         "DML_OPERATOR_ACTIVATION_SCALED_ELU: its REFERENCES entry in tests/reference/activation/ is "
         "builtin_function_or_method, not a Reference record",
-        "tests/reference/reduction.py has no REFERENCES dict"]
+        "tests/reference/reduction/ has no REFERENCES dict"]
     assert list(refs) == ["DML_OPERATOR_ACTIVATION_ELU"]
     assert _problems(load_problems=problems) == problems
 

@@ -1,7 +1,9 @@
-"""Operator families, one module or more each (a family's parts: element_wise_clamp.py,
-element_wise_rounding.py, value_scale.py of element_wise_arithmetic; element_wise_trigonometry.py of
-element_wise_math; activation_gated.py, activation_smooth.py, activation_softmax.py of activation). Importing this package registers every operator;
-``OPERATORS`` maps each registered operator's Python name to its function."""
+"""Operator families, one module or more each, named after what they hold (the family of each
+operator is its catalog entry's: element_wise_clamp.py and value_scale.py are parts of
+element_wise_arithmetic; arg_extreme.py, cumulative.py, reduce.py and top_k.py of reduction;
+gather.py, scatter.py and one_hot.py of indexing; cast.py, join_split.py, padding.py,
+sequences.py, slicing.py and space_depth.py of data_movement). Importing this package registers
+every operator; ``OPERATORS`` maps each registered operator's Python name to its function."""
 
 from dmljax._src.ops import (  # noqa: F401  (importing a family registers its operators)
     activation,
@@ -9,6 +11,7 @@ from dmljax._src.ops import (  # noqa: F401  (importing a family registers its o
     activation_smooth,
     activation_softmax,
     arg_extreme,
+    cast,
     cumulative,
     element_wise_arithmetic,
     element_wise_bitwise,
@@ -17,6 +20,16 @@ from dmljax._src.ops import (  # noqa: F401  (importing a family registers its o
     element_wise_math,
     element_wise_rounding,
     element_wise_trigonometry,
+    gather,
+    join_split,
+    one_hot,
+    padding,
+    reduce,
+    scatter,
+    sequences,
+    slicing,
+    space_depth,
+    top_k,
     value_scale,
 )
 from dmljax._src.registry import registry

@@ -155,7 +155,7 @@ def _each(types):
 _ARG_SETS = (Attrs({"axes": (0,)}),
              Attrs({"axes": (0,), "axis_direction": "DECREASING"}, ref={"axes": (0,), "axis_direction": 1}))
 
-REFERENCES = {
+FIRST = {
     "DML_OPERATOR_ARGMAX": Reference(
         _arg_extreme(True), attrs=_ARG_SETS, output_types=_each, no_grad="integer output (indices)",
         pointwise=False, shape=_axis_first),
@@ -169,3 +169,8 @@ REFERENCES = {
         _cumulative(True), attrs=_PRODUCT_SETS, roles={"InputTensor": "factor"}, grad=_product_grad,
         grad_magnitude=_product_grad_size, pointwise=False, shape=_axis_first),
 }
+
+
+from tests.reference.reduction import reduce, top_k  # noqa: E402  (they import nothing from here)
+
+REFERENCES = {**FIRST, **reduce.REFERENCES, **top_k.REFERENCES}

@@ -1,0 +1,1 @@
+"""CAST, of the data_movement family."""

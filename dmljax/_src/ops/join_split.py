@@ -1,0 +1,1 @@
+"""JOIN and SPLIT, of the data_movement family."""

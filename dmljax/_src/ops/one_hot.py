@@ -1,0 +1,1 @@
+"""ONE_HOT and NONZERO_COORDINATES, of the indexing family."""

@@ -1,0 +1,1 @@
+"""PADDING, PADDING1 and TILE, of the data_movement family."""

@@ -1,0 +1,1 @@
+"""REDUCE (every DML_REDUCE_FUNCTION), of the reduction family."""

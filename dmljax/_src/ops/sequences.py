@@ -1,0 +1,1 @@
+"""REVERSE_SUBSEQUENCES, FOLD and UNFOLD, of the data_movement family."""

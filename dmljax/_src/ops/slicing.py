@@ -1,0 +1,1 @@
+"""SLICE, SLICE1 and SLICE_GRAD, of the data_movement family."""

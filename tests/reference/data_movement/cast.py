@@ -1,0 +1,3 @@
+"""References of CAST, of the data_movement family."""
+
+REFERENCES: dict = {}

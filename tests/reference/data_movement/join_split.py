@@ -1,0 +1,3 @@
+"""References of JOIN and SPLIT, of the data_movement family."""
+
+REFERENCES: dict = {}

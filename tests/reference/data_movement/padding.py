@@ -1,0 +1,3 @@
+"""References of PADDING, PADDING1 and TILE, of the data_movement family."""
+
+REFERENCES: dict = {}

@@ -1,0 +1,3 @@
+"""References of REVERSE_SUBSEQUENCES, FOLD and UNFOLD, of the data_movement family."""
+
+REFERENCES: dict = {}

@@ -1,0 +1,3 @@
+"""References of REDUCE (every DML_REDUCE_FUNCTION), of the reduction family."""
+
+REFERENCES: dict = {}

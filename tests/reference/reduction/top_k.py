@@ -1,0 +1,3 @@
+"""References of TOP_K and TOP_K1, of the reduction family."""
+
+REFERENCES: dict = {}
