@@ -341,9 +341,18 @@ def random_tensor(rng, data_type, shape, role="value"):
     return x
 
 
-def inputs_for(spec: OpSpec, ref: Reference, types: Mapping[str, DataType], shape, rng):
-    """Random inputs for every input tensor, each of its case type and its reference role."""
+def inputs_for(spec: OpSpec, ref: Reference, types: Mapping[str, DataType], shape, rng, attrs: Attrs | None = None):
+    """The inputs of a case: the reference's ``make_inputs`` (given the attribute set's
+    keywords), or random values of ``shape`` for every input tensor, each of its case type and
+    its reference role."""
+    if ref.make_inputs is not None:
+        return list(ref.make_inputs(rng, types, tuple(shape), **(attrs.dml if attrs is not None else {})))
     return [random_tensor(rng, types[t.dml_name], shape, ref.role(t.dml_name)) for t in spec.inputs]
+
+
+def first_output(out):
+    """The first output of an operator's result (an operator with several returns a tuple)."""
+    return out[0] if isinstance(out, tuple) else out
 
 
 def abstract_inputs(spec: OpSpec, types: Mapping[str, DataType], shape):

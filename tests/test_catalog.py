@@ -219,20 +219,38 @@ def test_matches_reference(case, rng):
     shape = ref.case_shape(catalog.shape_of(case.ndim))
     types = catalog.tensor_types(spec, case.level, case.data_type, case.out_type)
     out_dt = types[spec.outputs[0].dml_name]
-    attrs = ref.attr_sets(case.data_type)[case.attrs]
+    attrs = ref.attr_sets(case.data_type, shape)[case.attrs]
     with jax.enable_x64(catalog.needs_x64(types)):
-        args = catalog.inputs_for(spec, ref, types, shape, rng)
+        args = catalog.inputs_for(spec, ref, types, shape, rng, attrs)
         out = op(*args, **attrs.dml, **catalog.output_kwargs(spec, case), feature_level=case.level)
         want = ref.fn(*args, **attrs.ref_kwargs)
+    _check_outputs(spec, ref, attrs, out, want, out_dt, shape, args, f"{case.id} {attrs}")
+
+
+def _check_outputs(spec, ref, attrs, out, want, out_dt, shape, args, context):
+    """The operator's result against the reference's acceptable results: the first output by
+    the record's budget (bit for bit for selection and data movement), further outputs (TOP_K's
+    indices) bit for bit where the reference gives them in their own type."""
+    several = len(spec.outputs) > 1
+    outs = out if several else (out,)
+    wants = [w if several else (w,) for w in want]
+    assert isinstance(outs, tuple) and len(outs) == len(spec.outputs), context
+    for k, o in enumerate(outs):
+        ctx = f"{context} {spec.outputs[k].dml_name}" if several else context
+        w = [np.asarray(v[k]) if not isinstance(v[k], np.ndarray) else v[k] for v in wants]
         # the input's Sizes, or the reference's (a reduction keeps its reduced axes as 1)
-        assert out.shape == np.shape(want[0]) and out.dtype == out_dt.dtype, (case.id, attrs)
-    context = f"{case.id} {attrs}"
-    if ref.selects(attrs):  # selection and data movement: the very bits
-        assert np.asarray(want[0]).dtype == out.dtype, context
-        np.testing.assert_array_equal(_bits(out), _bits(want[0]), err_msg=context)
-    assert_matches(out, want, out_dt, catalog.budget(spec, attrs, out_dt, sizes=shape), context=context,
-                   magnitude=_magnitude(ref, args, attrs),
-                   flush=not ref.selects(attrs))
+        assert o.shape == np.shape(w[0]), (ctx, o.shape, np.shape(w[0]))
+        if k == 0:
+            assert o.dtype == out_dt.dtype, ctx
+        exact = ref.selects(attrs) if k == 0 else w[0].dtype != np.float64
+        if exact:  # selection, data movement, indices: the very bits
+            assert w[0].dtype == o.dtype, ctx
+            np.testing.assert_array_equal(_bits(o), _bits(w[0]), err_msg=ctx)
+            if k > 0:
+                continue
+        dt = out_dt if k == 0 else DataType.from_dtype(o.dtype)
+        assert_matches(o, w, dt, catalog.budget(spec, attrs, dt, sizes=shape), context=ctx,
+                       magnitude=_magnitude(ref, args, attrs) if k == 0 else None, flush=not exact)
 
 
 HALF = [n for n in _with_ref(OPS) if get_operator(n).spec.math and F16 in catalog.newest_types(get_operator(n).spec)]
@@ -244,10 +262,10 @@ def test_half_precision_computation(name, rng):
     spec, ref = op.spec, REFS[name]
     types = catalog.tensor_types(spec, spec.support[0].level, F16)
     shape = ref.case_shape(catalog.vector_shape(spec.support[0].tensors[catalog.main_tensor(spec)].dims))
-    for attrs in ref.attr_sets(F16):
-        args = catalog.inputs_for(spec, ref, types, shape, rng)
-        out = op(*args, **attrs.dml, allow_half_precision_computation=True)
-        want = ref.fn(*args, **attrs.half_kwargs)
+    for attrs in ref.attr_sets(F16, shape):
+        args = catalog.inputs_for(spec, ref, types, shape, rng, attrs)
+        out = catalog.first_output(op(*args, **attrs.dml, allow_half_precision_computation=True))
+        want = [catalog.first_output(w) if len(spec.outputs) > 1 else w for w in ref.fn(*args, **attrs.half_kwargs)]
         assert_matches(out, want, F16, catalog.budget(spec, attrs, F16, half=True, sizes=shape),
                        context=f"{_short(name)} half {attrs}", magnitude=_magnitude(ref, args, attrs))
 
@@ -260,7 +278,7 @@ def test_refused_outside_support(case, what):
     shape = catalog.shape_of(case.ndim)
     types = catalog.tensor_types(spec, case.level, case.data_type)
     ref = REFS.get(case.op_name)
-    attrs = ref.attr_sets(case.data_type)[0].dml if ref and ref.attr_sets(case.data_type) else {}
+    attrs = ref.attr_sets(case.data_type, shape)[0].dml if ref and ref.attr_sets(case.data_type) else {}
     with jax.enable_x64(True):
         args = catalog.abstract_inputs(spec, types, shape)
         with pytest.raises(dmljax.ValidationError) as info:
@@ -335,25 +353,34 @@ def test_eager_equals_jit(name, dt, rng):
     out_dt = types[spec.outputs[0].dml_name]
     shape = ref.case_shape(catalog.vector_shape(spec.support[0].tensors[catalog.main_tensor(spec)].dims, 24))
     with jax.enable_x64(catalog.needs_x64(types)):
-        for attrs in ref.attr_sets(dt):
-            args = catalog.inputs_for(spec, ref, types, shape, rng)
-            own = np.asarray(op(*args, **attrs.dml))
-            jitted = np.asarray(jax.jit(lambda *a: op(*a, **attrs.dml))(*args))
+        for attrs in ref.attr_sets(dt, shape):
+            args = catalog.inputs_for(spec, ref, types, shape, rng, attrs)
+            own = _numpy(op(*args, **attrs.dml))
+            jitted = _numpy(jax.jit(lambda *a: op(*a, **attrs.dml))(*args))
             with jax.disable_jit():
-                eager = np.asarray(op(*args, **attrs.dml))
+                eager = _numpy(op(*args, **attrs.dml))
             context = f"{_short(name)} {dt.name} {attrs}"
             issue = attrs.known_issues.get("eager_equals_jit")
             if catalog.fusable(spec, attrs) or issue:
                 want = ref.fn(*args, **attrs.ref_kwargs)
                 for out in (own, jitted, eager):
-                    assert_matches(out, want, out_dt, catalog.budget(spec, attrs, out_dt, sizes=shape), context,
-                                   flush=not ref.selects(attrs), magnitude=_magnitude(ref, args, attrs))
+                    _check_outputs(spec, ref, attrs, out, want, out_dt, shape, args, context)
             if issue:  # the issue must still show, or its entry goes
-                np.testing.assert_array_equal(_bits(jitted), _bits(own), err_msg=context)
-                assert (_bits(eager) != _bits(own)).any(), f"{context}: fixed? {issue}"
+                _same_bits(jitted, own, context)
+                assert (_bits(catalog.first_output(eager)) != _bits(catalog.first_output(own))).any(), \
+                    f"{context}: fixed? {issue}"
             elif not catalog.fusable(spec, attrs):
-                np.testing.assert_array_equal(_bits(jitted), _bits(own), err_msg=context)
-                np.testing.assert_array_equal(_bits(eager), _bits(own), err_msg=context)
+                _same_bits(jitted, own, context)
+                _same_bits(eager, own, context)
+
+
+def _numpy(out):
+    return tuple(np.asarray(o) for o in out) if isinstance(out, tuple) else np.asarray(out)
+
+
+def _same_bits(a, b, context):
+    for x, y in zip(a if isinstance(a, tuple) else (a,), b if isinstance(b, tuple) else (b,)):
+        np.testing.assert_array_equal(_bits(x), _bits(y), err_msg=context)
 
 
 # ---------------------------------------------------------------------------------- gradients
@@ -380,11 +407,12 @@ def _grad_all(op, kwargs, args, dy=None):
     primitive. Inside a caller's jit the caller's compiler options apply (README): this one keeps
     every FLOAT16 rounding, as the operator's own compile does (XLA's GPU backend drops them
     otherwise)."""
+    first = catalog.first_output
     if dy is None:
-        loss = lambda *a: jnp.sum(op(*a, **kwargs).astype(jnp.float32))  # noqa: E731
+        loss = lambda *a: jnp.sum(first(op(*a, **kwargs)).astype(jnp.float32))  # noqa: E731
     else:
         w = jnp.asarray(dy, jnp.float32)
-        loss = lambda *a: jnp.sum(op(*a, **kwargs).astype(jnp.float32) * w)  # noqa: E731
+        loss = lambda *a: jnp.sum(first(op(*a, **kwargs)).astype(jnp.float32) * w)  # noqa: E731
     grad = jax.grad(loss, argnums=tuple(range(len(args))), allow_int=True)
     return jax.jit(grad, compiler_options={"xla_allow_excess_precision": False})(*args)
 
@@ -398,9 +426,9 @@ def test_gradient_matches_reference(name, dt, rng):
     spec, ref = op.spec, REFS[name]
     types = catalog.tensor_types(spec, spec.support[0].level, dt)
     shape = ref.case_shape(catalog.vector_shape(spec.support[0].tensors[catalog.main_tensor(spec)].dims))
-    for attrs in ref.attr_sets(dt):
-        args = catalog.inputs_for(spec, ref, types, shape, rng)
-        out_shape = jax.eval_shape(lambda *a: op(*a, **attrs.dml), *args).shape
+    for attrs in ref.attr_sets(dt, shape):
+        args = catalog.inputs_for(spec, ref, types, shape, rng, attrs)
+        out_shape = catalog.first_output(jax.eval_shape(lambda *a: op(*a, **attrs.dml), *args)).shape
         dy = cotangent(out_shape, ref.pointwise)
         grads = _grad_all(op, attrs.dml, args, None if ref.pointwise else dy)
         context = f"{_short(name)} {dt.name} {attrs}"
@@ -453,13 +481,13 @@ def test_gradient_matches_finite_differences(name, dt, rng):
     spec, ref = op.spec, REFS[name]
     types = catalog.tensor_types(spec, spec.support[0].level, dt)
     shape = ref.case_shape(catalog.vector_shape(spec.support[0].tensors[catalog.main_tensor(spec)].dims))
-    for attrs in ref.attr_sets(dt):
+    for attrs in ref.attr_sets(dt, shape):
         scale = abs(float((attrs.ref_kwargs.get("scale_bias") or (1.0,))[0]))
         if scale * FD_STEP[dt] > 0.05:
             continue  # a large Scale: too few representable steps of x for differences (the unscaled sets run)
-        args = catalog.inputs_for(spec, ref, types, shape, rng)
+        args = catalog.inputs_for(spec, ref, types, shape, rng, attrs)
         grads = _grad_all(op, attrs.dml, args)
-        f = jax.jit(lambda *a, kw=attrs.dml: op(*a, **kw))
+        f = jax.jit(lambda *a, kw=attrs.dml: catalog.first_output(op(*a, **kw)))
         context = f"{_short(name)} {dt.name} {attrs}"
         for i, t in enumerate(spec.inputs):
             if not types[t.dml_name].is_float:
@@ -512,9 +540,9 @@ def test_gradient_matches_directional_differences(name, dt, rng):
     spec, ref = op.spec, REFS[name]
     types = catalog.tensor_types(spec, spec.support[0].level, dt)
     shape = ref.case_shape(catalog.vector_shape(spec.support[0].tensors[catalog.main_tensor(spec)].dims, 16))
-    for attrs in ref.attr_sets(dt):
-        args = catalog.inputs_for(spec, ref, types, shape, rng)
-        f = jax.jit(lambda *a, kw=attrs.dml: op(*a, **kw))
+    for attrs in ref.attr_sets(dt, shape):
+        args = catalog.inputs_for(spec, ref, types, shape, rng, attrs)
+        f = jax.jit(lambda *a, kw=attrs.dml: catalog.first_output(op(*a, **kw)))
         out_shape = jax.eval_shape(f, *args).shape
         dy = cotangent(out_shape, False)
         grads = _grad_all(op, attrs.dml, args, dy)
@@ -551,8 +579,8 @@ def test_integer_inputs_get_float0(name, rng):
     types = catalog.tensor_types(spec, spec.support[0].level, dt)
     shape = ref.case_shape(catalog.vector_shape(spec.support[0].tensors[catalog.main_tensor(spec)].dims, 8))
     with jax.enable_x64(catalog.needs_x64(types)):
-        for attrs in ref.attr_sets(dt):
-            args = catalog.inputs_for(spec, ref, types, shape, rng)
+        for attrs in ref.attr_sets(dt, shape):
+            args = catalog.inputs_for(spec, ref, types, shape, rng, attrs)
             grads = _grad_all(op, attrs.dml, args)
             for g, a in zip(grads, args):
                 assert g.shape == a.shape

@@ -74,11 +74,11 @@ def test_every_operator_runs_from_a_dxdispatch_model(name, tmp_path, capsys):
     types = catalog.tensor_types(spec, case.level, case.data_type, case.out_type)
     if catalog.needs_x64(types):
         pytest.skip("a tensor of this case needs 64-bit mode, which the suite leaves off")
-    attrs = ref.attr_sets(case.data_type)[case.attrs]
-    kwargs = {**attrs.dml, **catalog.output_kwargs(spec, case)}
     shape = ref.case_shape(catalog.shape_of(case.ndim))
+    attrs = ref.attr_sets(case.data_type, shape)[case.attrs]
+    kwargs = {**attrs.dml, **catalog.output_kwargs(spec, case)}
     rng = np.random.default_rng(7)
-    arrays = catalog.inputs_for(spec, ref, types, shape, rng)
+    arrays = catalog.inputs_for(spec, ref, types, shape, rng, attrs)
     expected = op(*arrays, **kwargs)
     expected = expected if isinstance(expected, (tuple, list)) else (expected,)
 
@@ -87,7 +87,7 @@ def test_every_operator_runs_from_a_dxdispatch_model(name, tmp_path, capsys):
     for t, a in zip(spec.inputs, arrays):
         np.save(tmp_path / f"{t.dml_name}.npy", np.asarray(a))
         resources[t.dml_name] = {"initialValues": {"sourcePath": f"{t.dml_name}.npy"}}
-        desc[t.dml_name] = {"DataType": types[t.dml_name].name, "Sizes": list(shape)}
+        desc[t.dml_name] = {"DataType": types[t.dml_name].name, "Sizes": list(np.shape(a))}
         bindings[t.dml_name] = t.dml_name
     for t, y in zip(spec.outputs, expected):
         dt = DataType.from_dtype(np.asarray(y).dtype)

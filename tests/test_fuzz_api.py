@@ -420,9 +420,12 @@ def op_call(draw, name):
                 dt = DataType.from_dtype(sigs[src][1])
         if t.default_data_type is not None:
             choice = draw(st.sampled_from([None, "name", "member", "dml", "dtype", "nasty"]))
-            allowed = list(row.tensors[t.dml_name].data_types) if row else [t.default_data_type]
+            allowed = list(row.tensors[t.dml_name].data_types) if row else [DataType.FLOAT32]
             choice_dt = draw(st.sampled_from(allowed))
-            if choice is None:
+            if choice is None and t.default_data_type is REQUIRED:
+                dt = None
+                spoil(SIGNATURE)  # CAST's output_data_type has no default
+            elif choice is None:
                 dt = t.default_data_type
             elif choice == "nasty":
                 raw = draw(nasty())
@@ -434,6 +437,11 @@ def op_call(draw, name):
                 kwargs[t.data_type_arg] = {"name": choice_dt.name, "member": choice_dt, "dml": choice_dt.dml_name,
                                            "dtype": choice_dt.dtype}[choice]
                 dt = choice_dt
+        if t.sizes_arg:  # the caller's Sizes (SLICE_GRAD's, ONE_HOT's): the record's checks judge them
+            kwargs[t.sizes_kwarg] = draw(st.one_of(
+                st.just(tuple(base)), st.lists(st.integers(-2, 5), max_size=9).map(tuple), nasty()))
+            shape = None
+            spoil(EITHER)
         if getattr(spec, "infer_outputs", None) is not None and (shape is None or dt is None):
             spoil(EITHER)  # the record computes this output (REDUCE's axes, GEMM's M x N): not judged here
         elif dt is None or row is None or dt not in row.tensors[t.dml_name].data_types or (dt.needs_x64 and not x64):

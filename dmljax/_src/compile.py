@@ -31,7 +31,7 @@ from dmljax._src.catalog import CATALOG
 from dmljax._src.errors import UnknownOperatorError, ValidationError, Violation, cap, quote
 from dmljax._src.feature_level import ENV_VAR, FeatureLevel, resolve_feature_level
 from dmljax._src.registry import canonical_name, entry, implemented, not_implemented_error
-from dmljax._src.spec import OpSpec
+from dmljax._src.spec import REQUIRED, OpSpec
 from dmljax._src.tensor_desc import TensorDesc, TensorFlags, whole_number
 from dmljax._src.validate import X64_TIP, check_call
 
@@ -367,6 +367,8 @@ class CompiledOperator:
         for t in spec.outputs:
             if t.default_data_type is not None:
                 kwargs[t.data_type_arg] = self._output_types[t.dml_name].name
+            if t.sizes_arg and descs.get(t.dml_name) is not None:
+                kwargs[t.sizes_kwarg] = tuple(descs[t.dml_name].sizes)
         if spec.math:
             kwargs["allow_half_precision_computation"] = self.allow_half_precision_computation
         kwargs["feature_level"] = self.feature_level
@@ -484,11 +486,13 @@ def compile_operator(type: str | int, desc: Mapping[str, Any], *, feature_level=
         attrs[p.dml_name] = v
         if p.count and p.count in desc:
             problems += _count_problems(p, desc[p.count], v)
-    output_types = {}
+    output_types, output_sizes = {}, {}
     for t in spec.outputs:
         d = descs.get(t.dml_name)
-        if t.default_data_type is not None:
+        if t.default_data_type is not None and (d is not None or t.default_data_type is not REQUIRED):
             output_types[t.dml_name] = d.data_type if d is not None else t.default_data_type
+        if t.sizes_arg and d is not None:
+            output_sizes[t.dml_name] = tuple(d.sizes)
     bad_inputs = any(descs.get(t.dml_name) is None and not t.optional for t in spec.inputs) or any(
         t.dml_name in desc and descs.get(t.dml_name) is None for t in spec.tensors)
     if not bad_inputs and not any(p.subject in [pp.dml_name for pp in spec.params] and p.found == "is missing"
@@ -496,7 +500,7 @@ def compile_operator(type: str | int, desc: Mapping[str, Any], *, feature_level=
         inputs = {t.dml_name: jax.ShapeDtypeStruct(descs[t.dml_name].sizes, descs[t.dml_name].data_type.dtype)
                   for t in spec.inputs if descs.get(t.dml_name) is not None}
         try:
-            call = check_call(spec, level, inputs, attrs, output_types)
+            call = check_call(spec, level, inputs, attrs, output_types, output_sizes)
         except ValidationError as e:
             problems += list(e.violations)
         except NotImplementedError as e:

@@ -45,8 +45,12 @@ def docstring(spec: OpSpec, extra: str) -> str:
         dflt = "required" if p.default is REQUIRED else f"default {p.default!r}"
         lines.append(f"    {p.arg}: {p.dml_name} ({p.type}, {dflt}, static). {p.doc}".rstrip())
     for t in spec.outputs:
-        if t.default_data_type is not None:
+        if t.default_data_type is REQUIRED:
+            lines.append(f"    {t.data_type_arg}: the DataType of {t.dml_name} (required).")
+        elif t.default_data_type is not None:
             lines.append(f"    {t.data_type_arg}: the DataType of {t.dml_name} (default {t.default_data_type.name}).")
+        if t.sizes_arg:
+            lines.append(f"    {t.sizes_kwarg}: the Sizes of {t.dml_name}, a tuple of positive ints (required).")
     if spec.math:
         lines.append(f"    {HALF_ARG}: compute FLOAT16 in FLOAT16, as"
                      " DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION (default: in FLOAT32).")

@@ -53,8 +53,11 @@ def _signature(spec: OpSpec, math: bool) -> inspect.Signature:
     for p in spec.params:
         params.append(P(p.arg, P.KEYWORD_ONLY, **({} if p.default is REQUIRED else {"default": p.default})))
     for t in spec.outputs:
-        if t.default_data_type is not None:
+        if t.default_data_type is REQUIRED:
+            params.append(P(t.data_type_arg, P.KEYWORD_ONLY))
+        elif t.default_data_type is not None:
             params.append(P(t.data_type_arg, P.KEYWORD_ONLY, default=t.default_data_type.name))
+    params += [P(t.sizes_kwarg, P.KEYWORD_ONLY) for t in spec.outputs if t.sizes_arg]
     if math:
         params.append(P(HALF_ARG, P.KEYWORD_ONLY, default=False))
     params.append(P("feature_level", P.KEYWORD_ONLY, default=None))
@@ -80,6 +83,7 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
             raise TypeError(f"{spec.enum_name}: formula parameters {fparams} != {expected}")
         attr_args = [p.arg for p in spec.params]
         type_args = [t for t in spec.outputs if t.default_data_type is not None]
+        sized_args = [t for t in spec.outputs if t.sizes_arg]
 
         out_flushed: dict[tuple, bool] = {}  # (statics key, flushed inputs, avals): output flushed
 
@@ -158,9 +162,11 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
                 spec, level, inputs,
                 {name: a[arg] for name, arg in param_names_args},
                 {t.dml_name: a[t.data_type_arg] for t in type_args},
+                {t.dml_name: a[t.sizes_kwarg] for t in sized_args},
             )
             statics = tuple((arg, call.attrs[p.dml_name]) for arg, p in zip(attr_args, spec.params))
             statics += tuple((t.data_type_arg, call.tensors[t.dml_name].data_type) for t in type_args)
+            statics += tuple((t.sizes_kwarg, call.tensors[t.dml_name].shape) for t in sized_args)
             if math:
                 half = a[HALF_ARG]
                 if not isinstance(half, bool):

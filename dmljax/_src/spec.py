@@ -49,13 +49,22 @@ def snake_case(name: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class TensorSpec:
-    """A tensor field of the desc. ``default_data_type`` is set for outputs whose DataType no
-    constraint fixes: the caller then chooses it with ``output_data_type=`` (or the like)."""
+    """A tensor field of the desc.
+
+    default_data_type: for an output whose DataType no constraint fixes, the caller chooses it
+        with ``<arg>_data_type=`` (``output_data_type=``), defaulting to this DataType, or
+        ``REQUIRED`` when the page gives none (CAST's OutputTensor).
+    sizes_arg: for an output whose Sizes only the desc gives (SLICE_GRAD's OutputGradientTensor,
+        ONE_HOT's depth, a generator's OutputTensor): the caller gives them as ``<arg>_sizes=``
+        (``output_sizes=``, a tuple of positive ints), checked against the support table's
+        dimension counts; the record's extra_checks check the rest.
+    """
 
     dml_name: str
     kind: str  # "input" | "output"
     optional: bool = False
-    default_data_type: DataType | None = None
+    default_data_type: DataType | _Required | None = None
+    sizes_arg: bool = False
 
     @property
     def arg(self) -> str:
@@ -64,6 +73,10 @@ class TensorSpec:
     @property
     def data_type_arg(self) -> str:
         return f"{self.arg}_data_type"
+
+    @property
+    def sizes_kwarg(self) -> str:
+        return f"{self.arg}_sizes"
 
 
 @dataclasses.dataclass(frozen=True)

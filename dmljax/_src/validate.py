@@ -121,10 +121,12 @@ def check_call(
     inputs: Mapping[str, object],
     attrs: Mapping[str, object],
     output_types: Mapping[str, object] = {},
+    output_sizes: Mapping[str, object] = {},
 ) -> CheckedCall:
     """Validate a call. ``inputs`` maps input DML names to arrays (or tracers, or
     ShapeDtypeStructs); ``attrs`` maps attribute DML names to raw Python values;
-    ``output_types`` maps the outputs whose DataType the caller chooses to raw values."""
+    ``output_types`` maps the outputs whose DataType the caller chooses to raw values, and
+    ``output_sizes`` those whose Sizes the caller gives (``TensorSpec.sizes_arg``)."""
     sigs = []
     for t in spec.inputs:
         value = inputs.get(t.dml_name)
@@ -139,23 +141,45 @@ def check_call(
         # 64-bit mode) has the same outcome. Unhashable attributes (a dict) skip the cache.
         try:
             key = (spec, level, tuple(sigs), static_key(tuple(attrs.items())),
-                   static_key(tuple(output_types.items())), x64_enabled())
+                   static_key(tuple(output_types.items())), static_key(tuple(output_sizes.items())),
+                   x64_enabled())
             hit = _CALLS.get(key)
         except Exception:  # noqa: BLE001  (TypeError for unhashable values; a user __hash__ or __eq__ may raise anything)
-            return _check_call(spec, level, inputs, attrs, output_types)
+            return _check_call(spec, level, inputs, attrs, output_types, output_sizes)
         if hit is None:
             if len(_CALLS) >= _CALLS_MAX:
                 _CALLS.clear()
-            hit = _CALLS[key] = _check_call(spec, level, inputs, attrs, output_types)
+            hit = _CALLS[key] = _check_call(spec, level, inputs, attrs, output_types, output_sizes)
         return hit
-    return _check_call(spec, level, inputs, attrs, output_types)
+    return _check_call(spec, level, inputs, attrs, output_types, output_sizes)
 
 
 _CALLS: dict = {}
 _CALLS_MAX = 4096
 
 
-def _check_call(spec, level, inputs, attrs, output_types) -> CheckedCall:
+def _parse_sizes(t, raw, problems: list[Violation]) -> tuple[int, ...] | None:
+    """The Sizes a caller gives for an output (``output_sizes=``): a tuple (or list) of
+    positive ints, at most 2^32 - 1 elements in all."""
+    fix = "a tuple of positive ints, one per dimension, e.g. (1, 3, 4, 4)"
+    if not isinstance(raw, (tuple, list)) or not all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in raw):
+        problems.append(Violation(t.dml_name, t.sizes_kwarg, f"Sizes {quote(raw)} are invalid", fix))
+        return None
+    sizes = tuple(int(v) for v in raw)
+    if not sizes or min(sizes) < 1:
+        problems.append(Violation(t.dml_name, t.sizes_kwarg, f"has Sizes {list(sizes)}",
+                                  "a DirectML tensor has at least one dimension and its sizes are at least 1 "
+                                  "(dml_buffer_tensor_desc.md)"))
+        return None
+    if math.prod(sizes) > MAX_ELEMENTS:
+        problems.append(Violation(t.dml_name, t.sizes_kwarg, f"has {math.prod(sizes)} elements (Sizes {list(sizes)})",
+                                  "a DirectML tensor holds at most 2^32 - 1 elements"))
+        return None
+    return sizes
+
+
+def _check_call(spec, level, inputs, attrs, output_types, output_sizes) -> CheckedCall:
     problems: list[Violation] = []
     sigs = []
     for t in spec.inputs:
@@ -181,7 +205,13 @@ def _check_call(spec, level, inputs, attrs, output_types) -> CheckedCall:
             chosen.append((t.dml_name, DataType.parse(raw)))
         except (ValueError, TypeError) as e:
             problems.append(Violation(t.dml_name, t.data_type_arg, f"DataType {quote(raw)} is invalid", str(e)))
-    tensor_problems, tensors = _check_tensors(spec, level, tuple(sigs), tuple(chosen), x64_enabled())
+    sized = []
+    for t in spec.outputs:
+        if t.sizes_arg:
+            sizes = _parse_sizes(t, output_sizes.get(t.dml_name), problems)
+            if sizes is not None:
+                sized.append((t.dml_name, sizes))
+    tensor_problems, tensors = _check_tensors(spec, level, tuple(sigs), tuple(chosen), tuple(sized), x64_enabled())
     problems += tensor_problems
     normalized = {}
     ctx = ParamContext(spec, level, tensors, problems)
@@ -216,7 +246,7 @@ def _inferred(spec: OpSpec, level: FeatureLevel, tensors, attrs, problems: list[
 
 
 @functools.lru_cache(maxsize=4096)
-def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, x64: bool):
+def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, sized, x64: bool):
     problems: list[Violation] = []
     tensors: dict[str, TensorInfo] = {}
     row = spec.support_at(level)
@@ -270,6 +300,11 @@ def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, x64: bool):
                 tensors[n] = TensorInfo(src.shape, cur.data_type if cur else src.data_type)
                 derived[(n, "dims")] = known[0]
 
+    for name, shape in sized:  # the caller's Sizes; the DataType as found above (or inferred later)
+        cur = tensors.get(name)
+        tensors[name] = TensorInfo(shape, cur.data_type if cur else None)
+    sized_names = {name for name, _ in sized}
+
     reported: set[tuple[str, str]] = set()
 
     def report(name: str, kind: str, violation: Violation) -> None:
@@ -279,8 +314,12 @@ def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, x64: bool):
         reported.add((name, kind))
         problems.append(violation)
 
-    for name, info in tensors.items():
+    for name, info in list(tensors.items()):
         tspec = spec.tensor(name)
+        if info.data_type is None:  # Sizes from the caller, DataType from infer_outputs
+            if spec.infer_outputs is None:
+                raise TypeError(f"{spec.enum_name}: {name}'s DataType comes from nothing")
+            continue
         arg = tspec.arg if tspec.kind == "input" else (
             tspec.data_type_arg if tspec.default_data_type else "")
         supported_here = row is not None and info.data_type in row.tensors[name].data_types
@@ -293,14 +332,14 @@ def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, x64: bool):
         sup = row.tensors[name]
         ndim = len(info.shape)
         lo, hi = sup.dims
-        sized = tspec.kind == "input" or (name, "dims") in derived  # an output's Sizes may come later
+        sized = tspec.kind == "input" or (name, "dims") in derived or name in sized_names  # or later
         if sized and not lo <= ndim <= hi:
             later = spec.lowest_level(name, lambda s: s.dims[0] <= ndim <= s.dims[1], level)
             tip = ""
             if later:
                 tip = f"{spec.support_at(later).tensors[name].dims_text()} dimensions are supported from {later.dml_name}"
             report(name, "dims", Violation(
-                name, tspec.arg if tspec.kind == "input" else "",
+                name, tspec.arg if tspec.kind == "input" else (tspec.sizes_kwarg if name in sized_names else ""),
                 f"has {ndim} dimension{'s' if ndim != 1 else ''} (Sizes {list(info.shape)})",
                 f"supported: {sup.dims_text()}", tip))
         if info.data_type not in sup.data_types:

@@ -45,6 +45,9 @@ class Attrs:
     known_issues: a library issue this set shows, by the check it breaks (``KNOWN_ISSUES``),
         with its description: the check then asserts that the issue still shows (so that a fix
         is noticed and the entry removed) and still checks everything else.
+    shaped: attribute values that depend on the case's input shape (an ``output_sizes``, axes
+        up to the rank): ``shaped(shape) -> {keyword: value}``, merged into ``dml``, ``ref`` and
+        ``half`` by ``at(shape)``.
     """
 
     dml: Mapping = dataclasses.field(default_factory=dict)
@@ -52,6 +55,16 @@ class Attrs:
     half: Mapping | None = None
     selection: bool | None = None
     known_issues: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    shaped: Callable[[tuple[int, ...]], Mapping] | None = None
+
+    def at(self, shape: tuple[int, ...]) -> "Attrs":
+        """This set for inputs of ``shape``: ``shaped``'s values merged into every kwargs."""
+        if self.shaped is None:
+            return self
+        extra = dict(self.shaped(tuple(shape)))
+        return dataclasses.replace(
+            self, dml={**self.dml, **extra}, ref=None if self.ref is None else {**self.ref, **extra},
+            half=None if self.half is None else {**self.half, **extra}, shaped=None)
 
     @property
     def ref_kwargs(self) -> Mapping:
@@ -72,7 +85,10 @@ class Reference:
     fn: ``fn(*inputs, **ref_kwargs)`` -> a list of acceptable results (float64 arrays, or exact
         Python ints in object arrays; for selection and data movement the selected values in
         their own type, compared bit for bit): one, or several where DirectML allows more than
-        one rounding (a ScaleBias multiply-add fused or not).
+        one rounding (a ScaleBias multiply-add fused or not). For an operator with several
+        outputs (TOP_K's values and indices) each result is a tuple, one array per output in the
+        page's order; an output whose reference array is not float64 is compared bit for bit.
+        The generated gradient tests differentiate the first output (the others hold indices).
     attrs: the attribute sets each generated case runs, or a function of the case's DataType
         giving them (CLIP1's bounds are values of the tensor's type).
     roles: input tensor (DML name) -> role (``ROLES``); others are "value".
@@ -100,6 +116,10 @@ class Reference:
         counted in ULP of the larger of it and the result. None: ULP of the result.
     grad_magnitude: the same for the gradient, ``grad_magnitude(dy, *inputs, **ref_kwargs)`` ->
         one array (or None) per input.
+    make_inputs: ``make_inputs(rng, types, shape, **dml_kwargs)`` -> one array per input, for an
+        operator whose inputs are not all random values of one shape (indices within range, a
+        second input of another shape): ``types`` maps each tensor's DML name to its DataType in
+        the case, ``shape`` is the case's shape. None: random values of ``shape`` by role.
     """
 
     fn: Callable
@@ -115,14 +135,17 @@ class Reference:
     pointwise: bool = True
     magnitude: Callable | None = None
     grad_magnitude: Callable | None = None
+    make_inputs: Callable | None = None
 
     def case_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """The input shape a generated case uses (``shape`` unless the reference maps it)."""
         return tuple(shape) if self.shape is None else tuple(self.shape(tuple(shape)))
 
-    def attr_sets(self, data_type: DataType) -> tuple[Attrs, ...]:
+    def attr_sets(self, data_type: DataType, shape: tuple[int, ...] | None = None) -> tuple[Attrs, ...]:
+        """The attribute sets of ``data_type``; with ``shape``, each resolved for inputs of that
+        shape (``Attrs.at``)."""
         sets = self.attrs(data_type) if callable(self.attrs) else self.attrs
-        return tuple(sets)
+        return tuple(sets) if shape is None else tuple(a.at(shape) for a in sets)
 
     def selects(self, attrs: Attrs) -> bool:
         return self.selection if attrs.selection is None else attrs.selection
