@@ -37,7 +37,7 @@ from dmljax._src.dtypes import DataType
 from dmljax._src.feature_level import FeatureLevel
 from dmljax._src.fused import FusedActivation
 from dmljax._src.registry import entry, get_operator, registry
-from dmljax._src.spec import OpSpec, SameDataType
+from dmljax._src.spec import INFERRED, OpSpec, SameDataType
 from tests.reference.record import KNOWN_ISSUES, ROLES, Attrs, Reference
 
 CAP = 12
@@ -136,6 +136,7 @@ class Case:
     out_type: DataType | None = None  # for an output whose DataType the caller chooses
     attrs: int = 0  # which of the reference's attribute sets (for this data type) the case runs
     n_attrs: int = 1  # how many the reference has
+    attrs_type: DataType | None = None  # whose attribute sets ``attrs`` indexes (None: data_type's)
 
     @property
     def id(self):
@@ -178,12 +179,20 @@ def tensor_types(spec: OpSpec, level: FeatureLevel, data_type: DataType,
         if t.dml_name in tied:
             types[t.dml_name] = data_type
         elif chosen is not None and t is chosen:
-            types[t.dml_name] = out_type or t.default_data_type
+            types[t.dml_name] = out_type or (data_type if t.default_data_type is INFERRED else t.default_data_type)
         elif data_type in table.tensors[t.dml_name].data_types:  # POW's ExponentTensor: the same
             types[t.dml_name] = data_type
         else:
             types[t.dml_name] = table.tensors[t.dml_name].data_types[0]
     return types
+
+
+def output_type(spec: OpSpec, types: Mapping[str, DataType], attrs: Attrs) -> DataType:
+    """The first output's DataType in a case: its attribute set's ``<arg>_data_type`` where the
+    set chooses it (REDUCE's ARGMAX sets), else the case's."""
+    t = spec.outputs[0]
+    chosen = attrs.dml.get(t.data_type_arg) if t.default_data_type is not None else None
+    return DataType.parse(chosen) if chosen is not None else types[t.dml_name]
 
 
 def needs_x64(types: Mapping[str, DataType]) -> bool:
@@ -195,27 +204,56 @@ def output_kwargs(spec: OpSpec, case: Case) -> dict:
     return {} if chosen is None or case.out_type is None else {chosen.data_type_arg: case.out_type}
 
 
+def groups(spec: OpSpec) -> list:
+    """The operator's support groups (REDUCE's per Function), or [None] for one set of tables."""
+    return list(spec.groups) or [None]
+
+
+def in_group(spec: OpSpec, attrs: Attrs, group) -> bool:
+    """Whether an attribute set selects ``group``'s tables (always, for one set of tables)."""
+    if group is None:
+        return True
+    param = next(p for p in spec.params if p.dml_name == spec.support_by)
+    return spec.group(attrs.dml.get(param.arg, param.default)) is group
+
+
+def newest_sets(spec: OpSpec, ref: Reference, data_type: DataType, shape=None) -> tuple[Attrs, ...]:
+    """The reference's attribute sets for ``data_type`` (resolved for ``shape`` if given) that the
+    newest table accepts it with: all of them, or, where the tables depend on an attribute
+    (REDUCE's Function), those whose group's newest table lists it."""
+    sets = ref.attr_sets(data_type, shape)
+    if not spec.groups:
+        return sets
+    main = main_tensor(spec)
+    return tuple(a for a, raw in zip(sets, ref.attr_sets(data_type))
+                 if any(in_group(spec, raw, g) and data_type in g.support[0].tensors[main].data_types
+                        for g in spec.groups))
+
+
 def all_positive_cases(name: str, ref: Reference | None = None) -> list[Case]:
     """Every table x data type x {fewest, most, 4} dimensions (x chosen output type) x attribute
-    set of one operator, in table order; data types whose attribute sets are empty are left
-    out."""
+    set of one operator, in table order (for an operator whose tables depend on an attribute,
+    each group's tables with the attribute sets that select it); data types whose attribute
+    sets are empty are left out."""
     spec = get_operator(name).spec
     ref = ref if ref is not None else references().get(name)
     main = main_tensor(spec)
     chosen = chosen_output(spec)
     cases = []
-    for table in spec.support:
-        sup = table.tensors[main]
-        lo, hi = sup.dims
-        outs = [None]
-        if chosen is not None:
-            row = table.tensors[chosen.dml_name].data_types
-            outs = list(ref.output_types(row)) if ref is not None and ref.output_types else [row[0]]
-        for dt in sup.data_types:
-            n_attrs = len(ref.attr_sets(dt)) if ref is not None else 1
-            for ndim in sorted({lo, hi, 4} & set(range(lo, hi + 1))):
-                for out in outs:
-                    cases += [Case(name, table.level, dt, ndim, out, i, n_attrs) for i in range(n_attrs)]
+    for group in groups(spec):
+        for table in (group.support if group else spec.support):
+            sup = table.tensors[main]
+            lo, hi = sup.dims
+            outs = [None]
+            if chosen is not None:
+                row = table.tensors[chosen.dml_name].data_types
+                outs = list(ref.output_types(row)) if ref is not None and ref.output_types else [row[0]]
+            for dt in sup.data_types:
+                sets = ref.attr_sets(dt) if ref is not None else (Attrs(),)
+                picked = [i for i, a in enumerate(sets) if in_group(spec, a, group)]
+                for ndim in sorted({lo, hi, 4} & set(range(lo, hi + 1))):
+                    for out in outs:
+                        cases += [Case(name, table.level, dt, ndim, out, i, len(sets)) for i in picked]
     return cases
 
 
@@ -248,6 +286,11 @@ def sample(cases: list[Case], cap: int, seed_key: str) -> list[Case]:
     return [cases[i] for i in sorted(chosen)]
 
 
+def cap_of(name: str, cap: int = CAP) -> int:
+    """An operator's cap: ``cap`` per group of support tables (REDUCE's five Function groups)."""
+    return cap * (len(get_operator(name).spec.groups) or 1)
+
+
 def positive_cases(names=None, full: bool | None = None, cap: int = CAP) -> list[Case]:
     """The positive cases the suite runs: for each operator (default: every registered one)
     its sample under ``cap``, or all of them in a full run (``DMLJAX_FULL_CASES=1``)."""
@@ -258,7 +301,7 @@ def positive_cases(names=None, full: bool | None = None, cap: int = CAP) -> list
         if name not in refs:
             continue  # completeness() reports it
         cases = all_positive_cases(name, refs[name])
-        out += cases if full else sample(cases, cap, name)
+        out += cases if full else sample(cases, cap_of(name, cap), name)
     return out
 
 
@@ -266,19 +309,28 @@ def negative_cases(names=None):
     """(case, what) pairs just outside a table: one dimension too few/many, and each data type
     the main tensor's row does not list; plus the level just below the operator's introduction."""
     out = []
+    refs = references()
     for name in names or registry():
         spec = get_operator(name).spec
         main = main_tensor(spec)
-        for table in spec.support:
-            sup = table.tensors[main]
-            lo, hi = sup.dims
-            dt0 = sup.data_types[0]
-            if lo - 1 >= 0:
-                out.append((Case(name, table.level, dt0, lo - 1), "dims"))
-            out.append((Case(name, table.level, dt0, hi + 1), "dims"))
-            for dt in ALL_TYPES:
-                if dt not in sup.data_types:
-                    out.append((Case(name, table.level, dt, lo), "type"))
+        ref = refs.get(name)
+        for group in groups(spec):
+            for table in (group.support if group else spec.support):
+                sup = table.tensors[main]
+                lo, hi = sup.dims
+                dt0 = sup.data_types[0]
+                # the first attribute set of the row's first type that selects this group
+                sets = ref.attr_sets(dt0) if ref is not None else (Attrs(),)
+                i = next((k for k, a in enumerate(sets) if in_group(spec, a, group)), None)
+                if i is None:
+                    continue
+                kw = dict(attrs=i, n_attrs=len(sets), attrs_type=dt0)
+                if lo - 1 >= 0:
+                    out.append((Case(name, table.level, dt0, lo - 1, **kw), "dims"))
+                out.append((Case(name, table.level, dt0, hi + 1, **kw), "dims"))
+                for dt in ALL_TYPES:
+                    if dt not in sup.data_types:
+                        out.append((Case(name, table.level, dt, lo, **kw), "type"))
         below = [lv for lv in FeatureLevel if lv < spec.introduced]
         if below:
             t = spec.support[-1].tensors[main]

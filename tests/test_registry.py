@@ -29,23 +29,31 @@ def page_levels(page: str) -> set[str]:
     return {f"{a}.{b}" for a, b in re.findall(r"This operator was introduced in [`*]*DML_FEATURE_LEVEL_(\d+)_(\d+)", text)}
 
 
-def page_tables(page: str):
+def page_tables(page: str, groups: bool = False):
     """{level version: {tensor: (dims text, [types])}} parsed from a page's Tensor support section.
-    A page with one table and no level heading has it from the introducing level."""
+    A page with one table and no level heading has it from the introducing level. With
+    ``groups``, for a page whose tables depend on an attribute ("### MIN and MAX" headings above
+    the level headings, as REDUCE's): {heading: {level version: ...}}."""
     text = (SPEC / "operators" / page).read_text()
     section = text.split("## Tensor support", 1)[1].split("\n## ", 1)[0]
     level = None if "### DML_FEATURE_LEVEL_" in section else page_level(page)
     tables = {level: {}} if level else {}
+    by_group = {}
     for line in section.splitlines():
-        m = re.match(r"###\s+DML_FEATURE_LEVEL_(\d+)_(\d+) and above", line)
+        m = re.match(r"#{3,}\s+DML_FEATURE_LEVEL_(\d+)_(\d+) and above", line)
         if m:
             level = f"{m.group(1)}.{m.group(2)}"
             tables[level] = {}
             continue
+        g = re.match(r"###\s+(?!DML_FEATURE_LEVEL_)(.+)", line)
+        if g and groups:
+            tables = by_group[g.group(1).strip()] = {}
+            level = None
+            continue
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if level and len(cells) == 4 and cells[0] not in ("Tensor", "") and not cells[0].startswith("-"):
             tables[level][cells[0]] = (cells[2], [t.strip() for t in cells[3].split(",")])
-    return tables
+    return by_group if groups else tables
 
 
 OPS = list(registry().values())
@@ -55,10 +63,18 @@ OPS = list(registry().values())
 @pytest.mark.parametrize("op", OPS, ids=lambda o: o.spec.short_name)
 def test_support_tables_match_the_page(op):
     spec = op.spec
-    expected = page_tables(spec.page)
-    got = {t.level.version: {n: (s.dims_text(), [d.name for d in s.data_types]) for n, s in t.tensors.items()}
-           for t in spec.support}
-    assert got == expected
+
+    def rows(tables):
+        return {t.level.version: {n: (s.dims_text(), [d.name for d in s.data_types]) for n, s in t.tensors.items()}
+                for t in tables}
+    if spec.groups:  # REDUCE: a group of tables per heading, each naming its Function values
+        expected = page_tables(spec.page, groups=True)
+        assert {g.title: rows(g.support) for g in spec.groups} == expected
+        for g in spec.groups:
+            named = re.findall(r"[A-Z][A-Z0-9_]+", g.title)
+            assert sorted(named) == sorted(m.name for m in g.members), g.title
+    else:
+        assert rows(spec.support) == page_tables(spec.page)
 
 
 @needs_spec

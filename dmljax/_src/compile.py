@@ -31,7 +31,7 @@ from dmljax._src.catalog import CATALOG
 from dmljax._src.errors import UnknownOperatorError, ValidationError, Violation, cap, quote
 from dmljax._src.feature_level import ENV_VAR, FeatureLevel, resolve_feature_level
 from dmljax._src.registry import canonical_name, entry, implemented, not_implemented_error
-from dmljax._src.spec import REQUIRED, OpSpec
+from dmljax._src.spec import INFERRED, REQUIRED, OpSpec
 from dmljax._src.tensor_desc import TensorDesc, TensorFlags, whole_number
 from dmljax._src.validate import X64_TIP, check_call
 
@@ -489,7 +489,7 @@ def compile_operator(type: str | int, desc: Mapping[str, Any], *, feature_level=
     output_types, output_sizes = {}, {}
     for t in spec.outputs:
         d = descs.get(t.dml_name)
-        if t.default_data_type is not None and (d is not None or t.default_data_type is not REQUIRED):
+        if t.default_data_type is not None and (d is not None or t.default_data_type not in (REQUIRED, INFERRED)):
             output_types[t.dml_name] = d.data_type if d is not None else t.default_data_type
         if t.sizes_arg and d is not None:
             output_sizes[t.dml_name] = tuple(d.sizes)

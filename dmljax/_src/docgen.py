@@ -50,24 +50,27 @@ def _v(level: FeatureLevel) -> str:
     return level.version
 
 
-def dims_history(spec: OpSpec, tensor: str) -> list[tuple[FeatureLevel, str]]:
-    """(level, dimension counts) each time the tensor's dimension counts change, oldest first."""
+def dims_history(spec: OpSpec, tensor: str, tables=None) -> list[tuple[FeatureLevel, str]]:
+    """(level, dimension counts) each time the tensor's dimension counts change, oldest first
+    (in ``tables``, default the record's ``support``)."""
     out: list[tuple[FeatureLevel, str]] = []
-    for t in reversed(spec.support):
+    for t in reversed(tables or spec.support):
         text = t.tensors[tensor].dims_text()
         if not out or out[-1][1] != text:
             out.append((t.level, text))
     return out
 
 
-def data_type_history(spec: OpSpec, tensor: str) -> list[tuple[FeatureLevel, list[str]]]:
+def data_type_history(spec: OpSpec, tensor: str, tables=None) -> list[tuple[FeatureLevel, list[str]]]:
     """The newest table's data types of ``tensor``, grouped by the level from which each has been
-    supported without a gap (oldest first; within a group, in the page's order)."""
-    newest = spec.support[0].tensors[tensor].data_types
+    supported without a gap (oldest first; within a group, in the page's order); in ``tables``,
+    default the record's ``support``."""
+    tables = tables or spec.support
+    newest = tables[0].tensors[tensor].data_types
     since: dict[str, FeatureLevel] = {}
     for dt in newest:
-        level = spec.support[0].level
-        for t in spec.support:  # newest first
+        level = tables[0].level
+        for t in tables:  # newest first
             if dt not in t.tensors[tensor].data_types:
                 break
             level = t.level
@@ -78,15 +81,15 @@ def data_type_history(spec: OpSpec, tensor: str) -> list[tuple[FeatureLevel, lis
     return sorted(groups.items())
 
 
-def _dims_cell(spec: OpSpec, tensor: str) -> str:
-    hist = dims_history(spec, tensor)
+def _dims_cell(spec: OpSpec, tensor: str, tables=None) -> str:
+    hist = dims_history(spec, tensor, tables)
     newest_level, newest = hist[-1]
     older = "; ".join(f"{d} from {_v(lv)}" for lv, d in reversed(hist[:-1]))
     return f"{newest} (from {_v(newest_level)}{'; ' + older if older else ''})"
 
 
-def _types_cell(spec: OpSpec, tensor: str) -> str:
-    return "; ".join(f"{', '.join(names)} (from {_v(lv)})" for lv, names in data_type_history(spec, tensor))
+def _types_cell(spec: OpSpec, tensor: str, tables=None) -> str:
+    return "; ".join(f"{', '.join(names)} (from {_v(lv)})" for lv, names in data_type_history(spec, tensor, tables))
 
 
 def _ulp_text(spec: OpSpec) -> str:
@@ -132,16 +135,25 @@ def _intro_lines(op: Callable) -> list[str]:
 
 
 def _support_history_lines(spec: OpSpec) -> list[str]:
+    if not spec.groups:
+        return _history_table(spec, spec.support, "")
+    lines = [f"The tables depend on {spec.support_by}, as on the page:", ""]
+    for g in spec.groups:
+        lines += _history_table(spec, g.support, f"With {spec.support_by} {g.title}: s")
+    return lines
+
+
+def _history_table(spec: OpSpec, tables, lead: str) -> list[str]:
     lines = [
-        f"Support from {spec.support[0].level.dml_name} on (the newest table), with the feature level "
+        f"{lead or 'S'}upport from {tables[0].level.dml_name} on (the newest table), with the feature level "
         "from which each dimension count and data type is supported:",
         "",
         "| Tensor | Kind | Dimension counts | Data types |",
         "| ------ | ---- | ---------------- | ---------- |",
     ]
     for t in spec.tensors:
-        lines.append(f"| {t.dml_name} | {t.kind.capitalize()} | {_dims_cell(spec, t.dml_name)} "
-                     f"| {_types_cell(spec, t.dml_name)} |")
+        lines.append(f"| {t.dml_name} | {t.kind.capitalize()} | {_dims_cell(spec, t.dml_name, tables)} "
+                     f"| {_types_cell(spec, t.dml_name, tables)} |")
     return lines + [""]
 
 

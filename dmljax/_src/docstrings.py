@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from dmljax._src.feature_level import FeatureLevel
-from dmljax._src.spec import REQUIRED, OpSpec
+from dmljax._src.spec import INFERRED, REQUIRED, OpSpec
 
 __all__ = ["support_table_text", "docstring", "HALF_ARG"]
 
@@ -13,8 +13,21 @@ HALF_ARG = "allow_half_precision_computation"
 
 
 def support_table_text(spec: OpSpec, level: FeatureLevel | None = None) -> str:
-    """The support tables as Markdown (only the one in force at ``level`` if given)."""
+    """The support tables as Markdown (only the one in force at ``level`` if given); for an
+    operator whose tables depend on an attribute (REDUCE's Function), each group's under its
+    page heading."""
+    if spec.groups:
+        parts = []
+        for g in spec.groups:
+            tables = g.support if level is None else [t for t in g.support if t.level <= level][:1]
+            if tables:
+                parts.append(f"With {spec.support_by} {g.title}:\n\n" + _tables_text(spec, tables))
+        return "\n\n".join(parts)
     tables = spec.support if level is None else [t for t in [spec.support_at(level)] if t]
+    return _tables_text(spec, tables)
+
+
+def _tables_text(spec: OpSpec, tables) -> str:
     out = []
     for t in tables:
         out.append(f"{t.level.dml_name} and above:\n")
@@ -47,6 +60,8 @@ def docstring(spec: OpSpec, extra: str) -> str:
     for t in spec.outputs:
         if t.default_data_type is REQUIRED:
             lines.append(f"    {t.data_type_arg}: the DataType of {t.dml_name} (required).")
+        elif t.default_data_type is INFERRED:
+            lines.append(f"    {t.data_type_arg}: the DataType of {t.dml_name} (default None: as the notes say).")
         elif t.default_data_type is not None:
             lines.append(f"    {t.data_type_arg}: the DataType of {t.dml_name} (default {t.default_data_type.name}).")
         if t.sizes_arg:

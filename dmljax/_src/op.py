@@ -21,7 +21,7 @@ from dmljax._src.errors import ValidationError, Violation, quote
 from dmljax._src.feature_level import ENV_VAR, resolve_feature_level
 from dmljax._src.numerics import is_flushed, mark_flushed
 from dmljax._src.registry import register
-from dmljax._src.spec import REQUIRED, OpSpec
+from dmljax._src.spec import INFERRED, REQUIRED, OpSpec
 from dmljax._src.validate import CheckedCall, check_call, static_key
 
 __all__ = ["operator", "TRACE_COUNTS"]
@@ -55,6 +55,8 @@ def _signature(spec: OpSpec, math: bool) -> inspect.Signature:
     for t in spec.outputs:
         if t.default_data_type is REQUIRED:
             params.append(P(t.data_type_arg, P.KEYWORD_ONLY))
+        elif t.default_data_type is INFERRED:
+            params.append(P(t.data_type_arg, P.KEYWORD_ONLY, default=None))
         elif t.default_data_type is not None:
             params.append(P(t.data_type_arg, P.KEYWORD_ONLY, default=t.default_data_type.name))
     params += [P(t.sizes_kwarg, P.KEYWORD_ONLY) for t in spec.outputs if t.sizes_arg]

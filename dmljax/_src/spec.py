@@ -17,10 +17,12 @@ from dmljax._src.feature_level import FeatureLevel
 
 __all__ = [
     "REQUIRED",
+    "INFERRED",
     "TensorSpec",
     "ParamSpec",
     "TensorSupport",
     "SupportTable",
+    "SupportGroup",
     "SameDataType",
     "SameSizes",
     "OpSpec",
@@ -35,6 +37,16 @@ class _Required:
 
 
 REQUIRED = _Required()
+
+
+class _Inferred:
+    def __repr__(self) -> str:
+        return "INFERRED"
+
+
+INFERRED = _Inferred()
+"""An output's ``default_data_type`` when the record's ``infer_outputs`` gives the DataType
+unless the caller chooses one (REDUCE: the input's, or UINT32 for ARGMAX/ARGMIN)."""
 
 
 @functools.lru_cache(maxsize=None)
@@ -53,7 +65,8 @@ class TensorSpec:
 
     default_data_type: for an output whose DataType no constraint fixes, the caller chooses it
         with ``<arg>_data_type=`` (``output_data_type=``), defaulting to this DataType, or
-        ``REQUIRED`` when the page gives none (CAST's OutputTensor).
+        ``REQUIRED`` when the page gives none (CAST's OutputTensor), or ``INFERRED`` when
+        ``infer_outputs`` gives it unless the caller chooses (the keyword's default is None).
     sizes_arg: for an output whose Sizes only the desc gives (SLICE_GRAD's OutputGradientTensor,
         ONE_HOT's depth, a generator's OutputTensor): the caller gives them as ``<arg>_sizes=``
         (``output_sizes=``, a tuple of positive ints), checked against the support table's
@@ -63,7 +76,7 @@ class TensorSpec:
     dml_name: str
     kind: str  # "input" | "output"
     optional: bool = False
-    default_data_type: DataType | _Required | None = None
+    default_data_type: DataType | _Required | _Inferred | None = None
     sizes_arg: bool = False
 
     @property
@@ -148,6 +161,38 @@ def table(level: str, **tensors: tuple[str, tuple[DataType, ...]]) -> SupportTab
 
 
 @dataclasses.dataclass(frozen=True)
+class SupportGroup:
+    """The tables a page gives for some values of one attribute (REDUCE's "Tensor support
+    according to function": a group per heading, e.g. "MIN and MAX")."""
+
+    title: str  # the page's heading
+    members: tuple  # the attribute's enum members the heading names
+    support: tuple[SupportTable, ...]  # newest first, as OpSpec.support
+
+
+def _union(groups: tuple[SupportGroup, ...]) -> tuple[SupportTable, ...]:
+    """Per level at which any group has a table, each tensor's widest support over the groups
+    (their tables in force there): what some value of the attribute allows."""
+    levels = sorted({t.level for g in groups for t in g.support}, reverse=True)
+    out = []
+    for level in levels:
+        rows = [next(t for t in g.support if t.level <= level) for g in groups
+                if any(t.level <= level for t in g.support)]
+        tensors = {}
+        for name in rows[0].tensors:
+            los, his, types = [], [], []
+            for r in rows:
+                sup = r.tensors[name]
+                los.append(sup.dims[0])
+                his.append(sup.dims[1])
+                types += [d for d in sup.data_types if d not in types]
+            order = list(DataType)
+            tensors[name] = TensorSupport((min(los), max(his)), tuple(sorted(types, key=order.index)))
+        out.append(SupportTable(level, tensors))
+    return tuple(out)
+
+
+@dataclasses.dataclass(frozen=True)
 class SameDataType:
     """"X and Y must have the same DataType"."""
 
@@ -183,6 +228,9 @@ class OpSpec:
         {output name: TensorInfo}`` from the validated inputs and attributes, appending
         Violations for what cannot be computed; the result is checked against the support table
         like any tensor.
+    support_by, groups: for a page whose tables depend on an attribute (REDUCE's Function):
+        that attribute's DML name and the page's groups; ``support`` is then their union (what
+        some value allows, computed), and ``support_at(level, value)`` gives the group's.
     The value, introducing level, page and family are the catalog's (``entry``), not repeated.
     """
 
@@ -190,7 +238,7 @@ class OpSpec:
     summary: str
     formula: str
     tensors: tuple[TensorSpec, ...]
-    support: tuple[SupportTable, ...]
+    support: tuple[SupportTable, ...] = ()
     params: tuple[ParamSpec, ...] = ()
     constraints: tuple[SameDataType | SameSizes, ...] = ()
     ulp: Mapping[DataType, float] = dataclasses.field(default_factory=dict)
@@ -203,20 +251,31 @@ class OpSpec:
     notes: str = ""
     extra_checks: tuple[Callable, ...] = ()
     infer_outputs: Callable | None = None
+    support_by: str | None = None
+    groups: tuple[SupportGroup, ...] = ()
 
     def __post_init__(self):
         e = BY_NAME.get(self.enum_name)
         if e is None or e.enum_name != self.enum_name:
             raise ValueError(f"{self.enum_name} is not a DirectML operator's enum name")
-        levels = [t.level for t in self.support]
-        if levels != sorted(levels, reverse=True):
-            raise ValueError(f"{self.enum_name}: support tables must be listed newest first")
-        if not self.support or min(levels) != self.introduced:
-            raise ValueError(f"{self.enum_name}: the oldest support table must be the introducing level")
+        if bool(self.support_by) != bool(self.groups) or (self.groups and self.support):
+            raise ValueError(f"{self.enum_name}: give either support, or support_by with groups")
+        if self.groups:
+            param = next((p for p in self.params if p.dml_name == self.support_by), None)
+            members = [m for g in self.groups for m in g.members]
+            if param is None or param.enum is None or sorted(members) != sorted(param.enum):
+                raise ValueError(f"{self.enum_name}: the groups must name each {self.support_by} value once")
+            object.__setattr__(self, "support", _union(self.groups))
         names = {t.dml_name for t in self.tensors}
-        for t in self.support:
-            if set(t.tensors) != names:
-                raise ValueError(f"{self.enum_name}: table {t.level} does not list {sorted(names)}")
+        for tables in [self.support] + [g.support for g in self.groups]:
+            levels = [t.level for t in tables]
+            if levels != sorted(levels, reverse=True):
+                raise ValueError(f"{self.enum_name}: support tables must be listed newest first")
+            if not tables or min(levels) != self.introduced:
+                raise ValueError(f"{self.enum_name}: the oldest support table must be the introducing level")
+            for t in tables:
+                if set(t.tensors) != names:
+                    raise ValueError(f"{self.enum_name}: table {t.level} does not list {sorted(names)}")
 
     def budget(self, data_type: DataType, sizes: tuple[int, ...] | None = None,
                attrs: Mapping[str, object] | None = None, half: bool = False) -> float:
@@ -279,18 +338,36 @@ class OpSpec:
                 return t
         raise KeyError(dml_name)
 
-    def support_at(self, level: FeatureLevel) -> SupportTable | None:
+    def group(self, value: object) -> SupportGroup | None:
+        """The group whose tables hold for ``value`` of the ``support_by`` attribute (a member,
+        or any spelling its enum parses), or None (no groups, or not a valid value)."""
+        if not self.groups:
+            return None
+        enum = next(p.enum for p in self.params if p.dml_name == self.support_by)
+        try:
+            member = enum.parse(value)
+        except (ValueError, TypeError):
+            return None
+        return next(g for g in self.groups if member in g.members)
+
+    def tables(self, value: object = None) -> tuple[SupportTable, ...]:
+        """The tables for ``value`` of the ``support_by`` attribute (its group's), or ``support``."""
+        g = self.group(value) if value is not None else None
+        return g.support if g is not None else self.support
+
+    def support_at(self, level: FeatureLevel, value: object = None) -> SupportTable | None:
         """The table in force at ``level``: the newest one at or below it (None before the
-        operator was introduced)."""
-        for t in self.support:
+        operator was introduced); with ``value`` of the ``support_by`` attribute, its group's."""
+        for t in self.tables(value):
             if t.level <= level:
                 return t
         return None
 
     def lowest_level(self, tensor: str, predicate: Callable[[TensorSupport], bool],
-                     above: FeatureLevel) -> FeatureLevel | None:
-        """The lowest table level above ``above`` whose row for ``tensor`` satisfies ``predicate``."""
-        for t in reversed(self.support):
+                     above: FeatureLevel, value: object = None) -> FeatureLevel | None:
+        """The lowest table level above ``above`` whose row for ``tensor`` satisfies ``predicate``
+        (with ``value``: in that value's group)."""
+        for t in reversed(self.tables(value)):
             if t.level > above and predicate(t.tensors[tensor]):
                 return t.level
         return None

@@ -20,7 +20,7 @@ from dmljax._src.dtypes import DataType, x64_enabled
 from dmljax._src.errors import ValidationError, Violation, quote
 from dmljax._src.feature_level import FeatureLevel
 from dmljax._src.params import ParamContext, check_param
-from dmljax._src.spec import OpSpec, SameDataType, SameSizes
+from dmljax._src.spec import INFERRED, OpSpec, SameDataType, SameSizes
 
 __all__ = ["TensorInfo", "CheckedCall", "check_call", "describe_tensor", "static_key", "MAX_ELEMENTS"]
 
@@ -201,6 +201,8 @@ def _check_call(spec, level, inputs, attrs, output_types, output_sizes) -> Check
         if t.default_data_type is None:
             continue
         raw = output_types.get(t.dml_name, t.default_data_type)
+        if raw is None and t.default_data_type is INFERRED:
+            continue  # infer_outputs gives it
         try:
             chosen.append((t.dml_name, DataType.parse(raw)))
         except (ValueError, TypeError) as e:
@@ -211,7 +213,9 @@ def _check_call(spec, level, inputs, attrs, output_types, output_sizes) -> Check
             sizes = _parse_sizes(t, output_sizes.get(t.dml_name), problems)
             if sizes is not None:
                 sized.append((t.dml_name, sizes))
-    tensor_problems, tensors = _check_tensors(spec, level, tuple(sigs), tuple(chosen), tuple(sized), x64_enabled())
+    member = _selector(spec, attrs)
+    tensor_problems, tensors = _check_tensors(spec, level, tuple(sigs), tuple(chosen), tuple(sized), member,
+                                              x64_enabled())
     problems += tensor_problems
     normalized = {}
     ctx = ParamContext(spec, level, tensors, problems)
@@ -226,30 +230,49 @@ def _check_call(spec, level, inputs, attrs, output_types, output_sizes) -> Check
     return CheckedCall(spec, level, tensors, normalized)
 
 
+def _selector(spec: OpSpec, attrs: Mapping[str, object]):
+    """The member of the attribute that selects the support tables (REDUCE's Function), or None
+    (no such attribute, or a value the attribute's own check refuses)."""
+    if not spec.support_by:
+        return None
+    param = next(p for p in spec.params if p.dml_name == spec.support_by)
+    try:
+        return param.enum.parse(attrs.get(spec.support_by, param.default))
+    except (ValueError, TypeError):
+        return None
+
+
+def _supported(spec: OpSpec, member) -> str:
+    """"supported", or "supported with Function SUM" where the tables depend on an attribute."""
+    return "supported" if member is None else f"supported with {spec.support_by} {member.name}"
+
+
 def _inferred(spec: OpSpec, level: FeatureLevel, tensors, attrs, problems: list[Violation]) -> dict:
     """``tensors`` with the outputs the record's ``infer_outputs`` computes (REDUCE's kept axes,
     GEMM's M x N, ...), each checked against the support table in force like any tensor."""
     inferred = spec.infer_outputs(tensors, attrs, problems)
-    row = spec.support_at(level)
+    member = _selector(spec, attrs)
+    row = spec.support_at(level, member)
     for name, info in inferred.items():
         tspec = spec.tensor(name)
         sup = row.tensors[name]
         ndim = len(info.shape)
         if not sup.dims[0] <= ndim <= sup.dims[1]:
             problems.append(Violation(name, "", f"would have {ndim} dimension{'s' if ndim != 1 else ''} "
-                                      f"(Sizes {list(info.shape)})", f"supported: {sup.dims_text()}"))
+                                      f"(Sizes {list(info.shape)})", f"{_supported(spec, member)}: {sup.dims_text()}"))
         if info.data_type not in sup.data_types:
             problems.append(Violation(name, tspec.data_type_arg if tspec.default_data_type else "",
                                       f"would have DataType {info.data_type.name}",
-                                      f"supported: {_types_text(sup.data_types)}"))
+                                      f"{_supported(spec, member)}: {_types_text(sup.data_types)}"))
     return {**tensors, **inferred}
 
 
 @functools.lru_cache(maxsize=4096)
-def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, sized, x64: bool):
+def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, sized, member, x64: bool):
     problems: list[Violation] = []
     tensors: dict[str, TensorInfo] = {}
-    row = spec.support_at(level)
+    row = spec.support_at(level, member)
+    supported = _supported(spec, member)
     if row is None:
         problems.append(Violation(
             "The operator", "", f"is not available at {level.dml_name}",
@@ -266,7 +289,7 @@ def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, sized, x64: 
         if dt is None:
             problems.append(Violation(
                 name, tspec.arg, f"has dtype {dtype}, which is not a DirectML data type",
-                f"supported: {allowed}" if allowed else "",
+                f"{supported}: {allowed}" if allowed else "",
                 "cast it explicitly to a supported type; dmljax never converts for you"))
             continue
         if any(d == 0 for d in shape):
@@ -334,16 +357,17 @@ def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, sized, x64: 
         lo, hi = sup.dims
         sized = tspec.kind == "input" or (name, "dims") in derived or name in sized_names  # or later
         if sized and not lo <= ndim <= hi:
-            later = spec.lowest_level(name, lambda s: s.dims[0] <= ndim <= s.dims[1], level)
+            later = spec.lowest_level(name, lambda s: s.dims[0] <= ndim <= s.dims[1], level, member)
             tip = ""
             if later:
-                tip = f"{spec.support_at(later).tensors[name].dims_text()} dimensions are supported from {later.dml_name}"
+                tip = (f"{spec.support_at(later, member).tensors[name].dims_text()} dimensions are supported "
+                       f"from {later.dml_name}")
             report(name, "dims", Violation(
                 name, tspec.arg if tspec.kind == "input" else (tspec.sizes_kwarg if name in sized_names else ""),
                 f"has {ndim} dimension{'s' if ndim != 1 else ''} (Sizes {list(info.shape)})",
-                f"supported: {sup.dims_text()}", tip))
+                f"{supported}: {sup.dims_text()}", tip))
         if info.data_type not in sup.data_types:
-            later = spec.lowest_level(name, lambda s: info.data_type in s.data_types, level)
+            later = spec.lowest_level(name, lambda s: info.data_type in s.data_types, level, member)
             tip = f"{info.data_type.name} is supported from {later.dml_name}" if later else ""
             if not later and tspec.kind == "input" and info.data_type.needs_x64:
                 narrower = [t for t in sup.data_types if t.is_float == info.data_type.is_float
@@ -354,7 +378,7 @@ def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, sized, x64: 
                 tip = (tip + "; or " if tip else "") + f"pass {tspec.data_type_arg}= one of {_types_text(sup.data_types)}"
             report(name, "type", Violation(
                 name, arg, f"has DataType {info.data_type.name}",
-                f"supported: {_types_text(sup.data_types)}", tip))
+                f"{supported}: {_types_text(sup.data_types)}", tip))
 
     for c in spec.constraints:
         present = [n for n in c.tensors if n in tensors and spec.tensor(n).kind == "input"]

@@ -362,7 +362,7 @@ def _suffix(spec) -> str:
 
 def _output_type(spec):
     out = spec.outputs[0].default_data_type if spec.outputs else None
-    return None if out is None else out.dtype
+    return out.dtype if isinstance(out, dmljax.DataType) else None  # not REQUIRED or INFERRED
 
 
 def _element_wise(spec) -> Recipe | None:

@@ -116,6 +116,9 @@ class Reference:
         counted in ULP of the larger of it and the result. None: ULP of the result.
     grad_magnitude: the same for the gradient, ``grad_magnitude(dy, *inputs, **ref_kwargs)`` ->
         one array (or None) per input.
+    accumulates: the operator sums (or multiplies) many terms in an order DirectML does not
+        document (SEMANTICS.md 8), which XLA may choose differently when compiled than op by op:
+        eager and jit are then each checked against the reference within budget, not for bits.
     make_inputs: ``make_inputs(rng, types, shape, **dml_kwargs)`` -> one array per input, for an
         operator whose inputs are not all random values of one shape (indices within range, a
         second input of another shape): ``types`` maps each tensor's DML name to its DataType in
@@ -136,6 +139,7 @@ class Reference:
     magnitude: Callable | None = None
     grad_magnitude: Callable | None = None
     make_inputs: Callable | None = None
+    accumulates: bool = False
 
     def case_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """The input shape a generated case uses (``shape`` unless the reference maps it)."""

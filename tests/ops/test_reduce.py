@@ -1,0 +1,208 @@
+"""REDUCE's edges, by hand: the page's examples (the docstring's doctest), the tables that depend on
+the Function, every function's edge values, exact integers, the accumulation of FLOAT16 in
+FLOAT32, and the gradients at ties and zeros."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dmljax
+
+X = np.array([[1, 2, 3], [3, 0, 4], [2, 4, 2]], np.float32)  # the page's input
+
+
+def _bits(x):
+    x = np.asarray(x)
+    return x.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[x.dtype.itemsize])
+
+
+def test_page_examples_every_function_and_axis_order():
+    assert np.asarray(dmljax.reduce(X, function="SUM", axes=(0,))).tolist() == [[6, 6, 9]]
+    assert np.asarray(dmljax.reduce(X, function="SUM", axes=(1,))).tolist() == [[6], [7], [8]]
+    assert np.asarray(dmljax.reduce(X, function="DML_REDUCE_FUNCTION_SUM", axes=(0, 1))).tolist() == [[21]]
+    # Axes in any order name the same reduction; the reduced axes are kept as 1
+    y = dmljax.reduce(X[None], function="MULTIPLY", axes=(2, 0))
+    assert y.shape == (1, 3, 1) and np.asarray(y).ravel().tolist() == [6, 0, 16]
+    cols = {"AVERAGE": [2, 2, 3], "L1": [6, 6, 9], "SUM_SQUARE": [14, 20, 29], "MAX": [3, 4, 4], "MIN": [1, 0, 2],
+            "MULTIPLY": [6, 0, 24], "ARGMAX": [1, 2, 1], "ARGMIN": [0, 1, 2]}
+    for f, want in cols.items():
+        assert np.asarray(dmljax.reduce(X, function=f, axes=(0,))).ravel().tolist() == want, f
+    np.testing.assert_allclose(dmljax.reduce(X, function="L2", axes=(0,)).ravel(), np.sqrt([14, 20, 29]), rtol=1e-7)
+    np.testing.assert_allclose(dmljax.reduce(X, function="LOG_SUM", axes=(0,)).ravel(), np.log([6, 6, 9]), rtol=1e-7)
+    lse = np.log(np.exp(X.astype(np.float64)).sum(0))
+    np.testing.assert_allclose(dmljax.reduce(X, function="LOG_SUM_EXP", axes=(0,)).ravel(), lse, rtol=1e-7)
+
+
+def test_tables_depend_on_the_function():
+    i8 = np.zeros((2, 2), np.int8)
+    assert dmljax.reduce(i8, function="MAX", axes=(0,)).dtype == np.int8  # MIN and MAX: INT8 from 3.0
+    with pytest.raises(dmljax.ValidationError) as e:
+        dmljax.reduce(i8, function="SUM", axes=(0,))
+    assert ("InputTensor (argument `input`) has DataType INT8; supported with Function SUM: FLOAT32, FLOAT16, "
+            "INT64, INT32, UINT64, UINT32.") in str(e.value)
+    i32 = np.zeros((2, 2), np.int32)
+    with pytest.raises(dmljax.ValidationError, match="supported with Function AVERAGE: FLOAT32, FLOAT16"):
+        dmljax.reduce(i32, function="AVERAGE", axes=(0,))
+    with pytest.raises(dmljax.ValidationError, match="INT32 is supported from DML_FEATURE_LEVEL_5_0"):
+        dmljax.reduce(i32, function="L1", axes=(0,), feature_level="4.1")
+    assert dmljax.reduce(i32, function="L1", axes=(0,), feature_level="5.0").dtype == np.int32
+    x4 = np.zeros((1, 1, 2, 2), np.float32)  # 4 dimensions only before 3.0
+    assert dmljax.reduce(x4, function="SUM", axes=(3,), feature_level="1.0").shape == (1, 1, 2, 1)
+    with pytest.raises(dmljax.ValidationError, match="supported with Function SUM: 4.\n    Tip: 1 to 8 dimensions"):
+        dmljax.reduce(np.zeros((2, 2), np.float32), function="SUM", axes=(0,), feature_level="2.1")
+    with pytest.raises(dmljax.ValidationError, match="Function \\(argument `function`\\) is 'MEAN'; valid: DML_REDUCE_FUNCTION_ARGMAX \\(0\\)"):
+        dmljax.reduce(X, function="MEAN", axes=(0,))
+    with pytest.raises(TypeError, match="function"):
+        dmljax.reduce(X, axes=(0,))  # the page gives no default
+
+
+def test_output_data_type():
+    # The input's DataType, except ARGMAX/ARGMIN: UINT32, or another index type from 3.0
+    assert dmljax.reduce(X, function="ARGMAX", axes=(0,)).dtype == np.uint32
+    assert dmljax.reduce(X, function="ARGMIN", axes=(0,), output_data_type="INT32").dtype == np.int32
+    with pytest.raises(dmljax.ValidationError, match="supported with Function ARGMAX: UINT32"):
+        dmljax.reduce(X[None, None], function="ARGMAX", axes=(3,), output_data_type="INT32", feature_level="2.1")
+    with pytest.raises(dmljax.ValidationError) as e:
+        dmljax.reduce(X, function="SUM", axes=(0,), output_data_type="FLOAT16")
+    assert ("OutputTensor (argument `output_data_type`) is FLOAT16; the InputTensor's DataType (FLOAT32) with "
+            "Function SUM.") in str(e.value)
+    assert dmljax.reduce(X, function="SUM", axes=(0,), output_data_type="FLOAT32").dtype == np.float32
+    with jax.enable_x64(False), pytest.raises(dmljax.ValidationError, match="64-bit mode"):
+        dmljax.reduce(X, function="ARGMAX", axes=(0,), output_data_type="INT64")
+
+
+def test_axes_are_checked():
+    with pytest.raises(dmljax.ValidationError, match="Axes \\(argument `axes`\\) is empty"):
+        dmljax.reduce(X, function="SUM", axes=())
+    with pytest.raises(dmljax.ValidationError, match=r"has \[2\] for a 2-dimensional InputTensor"):
+        dmljax.reduce(X, function="SUM", axes=(2,))
+    with pytest.raises(dmljax.ValidationError, match="names axis 0 more than once"):
+        dmljax.reduce(X, function="SUM", axes=(0, 0))
+    with pytest.raises(dmljax.ValidationError, match="AxisCount"):
+        dmljax.compile_operator("DML_OPERATOR_REDUCE", {
+            "Function": "SUM", "AxisCount": 2, "Axes": [0],
+            "InputTensor": {"DataType": "FLOAT32", "Sizes": [3, 3]},
+            "OutputTensor": {"DataType": "FLOAT32", "Sizes": [1, 3]}})
+
+
+def test_max_min_nan_zeros_and_denormals_like_element_wise_max():
+    nan, tiny = np.float32(np.nan), np.float32(1e-40)
+    x = np.array([[nan, 1.0, nan], [nan, nan, nan], [-0.0, 0.0, -0.0], [0.0, -0.0, 0.0], [-tiny, -0.0, -5.0]], np.float32)
+    mx = np.asarray(dmljax.reduce(x, function="MAX", axes=(1,))).ravel()
+    mn = np.asarray(dmljax.reduce(x, function="MIN", axes=(1,))).ravel()
+    assert mx[0] == 1.0 and math.isnan(mx[1]) and math.isnan(mn[1])  # maxNum; a group of NaN: NaN
+    assert _bits(mx[2:4]).tolist() == [0, 0]  # a tie of zeros: +0 for MAX, whatever the order
+    assert _bits(mn[2:4]).tolist() == [0x80000000] * 2  # -0 for MIN
+    # the denormal reads as -0 (its sign kept), so the row is {-0, -0, -5}: MAX gives -0
+    assert _bits(mx[4]) == 0x80000000 and mn[4] == -5
+    # each agrees with folding ELEMENT_WISE_MAX / MIN over the row
+    for row in x:
+        acc_max, acc_min = row[:1], row[:1]
+        for v in row[1:]:
+            acc_max = dmljax.element_wise_max(acc_max, np.array([v]))
+            acc_min = dmljax.element_wise_min(acc_min, np.array([v]))
+        got = dmljax.reduce(row[None], function="MAX", axes=(1,)).ravel()
+        assert _bits(got).tolist() == _bits(acc_max).tolist() or (np.isnan(got).all() and np.isnan(acc_max).all())
+        got = dmljax.reduce(row[None], function="MIN", axes=(1,)).ravel()
+        assert _bits(got).tolist() == _bits(acc_min).tolist() or (np.isnan(got).all() and np.isnan(acc_min).all())
+    h = np.array([[np.nan, -65504, 6e-8]], np.float16)  # FLOAT16 denormals are kept
+    assert _bits(dmljax.reduce(h, function="MAX", axes=(1,))).tolist() == [[_bits(np.float16(6e-8))]]
+    i = np.array([[-128, 127, 0]], np.int8)
+    assert np.asarray(dmljax.reduce(i, function="MIN", axes=(1,))).tolist() == [[-128]]
+
+
+def test_log_sum_exp_is_stable_and_log_sum_follows_log():
+    big = np.array([[1e30, 1e30, -1e30]], np.float32)
+    np.testing.assert_allclose(dmljax.reduce(big, function="LOG_SUM_EXP", axes=(1,)).ravel(), [1e30 + 0], rtol=1e-7)
+    lo = np.array([[-1000.0, -1000.0]], np.float32)  # exp underflows to 0 unless the max is subtracted
+    np.testing.assert_allclose(dmljax.reduce(lo, function="LOG_SUM_EXP", axes=(1,)).ravel(), [-1000 + math.log(2)],
+                               rtol=1e-7)
+    inf = np.float32(np.inf)
+    edge = np.array([[-inf, -inf], [inf, 1.0], [np.nan, 1.0], [-inf, 2.0]], np.float32)
+    got = np.asarray(dmljax.reduce(edge, function="LOG_SUM_EXP", axes=(1,))).ravel()
+    assert got[0] == -inf and got[1] == inf and math.isnan(got[2]) and got[3] == 2.0
+    ls = np.asarray(dmljax.reduce(np.array([[1.0, -1.0], [1.0, -3.0], [np.e, 0.0]], np.float32),
+                                  function="LOG_SUM", axes=(1,))).ravel()
+    assert ls[0] == -inf and math.isnan(ls[1]) and abs(ls[2] - 1) < 1e-7
+
+
+def test_float16_accumulates_in_float32():
+    ones = np.ones((1, 4096), np.float16)
+    assert float(dmljax.reduce(ones, function="SUM", axes=(1,))[0, 0]) == 4096.0  # FLOAT16 sums stall at 2048
+    big = np.full((1, 8), 60000, np.float16)
+    assert float(dmljax.reduce(big, function="AVERAGE", axes=(1,))[0, 0]) == 60000.0  # no overflow on the way
+    l2 = dmljax.reduce(np.full((1, 4), 30000, np.float16), function="L2", axes=(1,))
+    assert float(l2[0, 0]) == 60000.0  # the squares (9e8) overflow FLOAT16 but not the FLOAT32 accumulator
+    # with half-precision computation FLOAT16 arithmetic is allowed: the budget grows with N
+    half = dmljax.reduce(ones, function="SUM", axes=(1,), allow_half_precision_computation=True)
+    assert half.dtype == np.float16
+
+
+def test_long_float32_sum_within_its_growing_budget(rng):
+    x = rng.standard_normal((3, 1 << 15)).astype(np.float32)
+    got = np.asarray(dmljax.reduce(x, function="SUM", axes=(1,)), np.float64).ravel()
+    for g, row in zip(got, x):
+        exact = math.fsum(map(float, row))
+        size = math.fsum(abs(float(v)) for v in row)
+        assert abs(g - exact) <= (1 << 15) * np.spacing(np.float32(size)), (g, exact)
+
+
+def test_integers_are_exact_and_wrap():
+    i32 = np.array([[2**31 - 1, 1, 5], [-(2**31), -1, 0]], np.int32)
+    assert np.asarray(dmljax.reduce(i32, function="SUM", axes=(1,))).ravel().tolist() == [-(2**31) + 5, 2**31 - 1]
+    assert np.asarray(dmljax.reduce(i32, function="L1", axes=(1,))).ravel().tolist() == [-(2**31) + 5, -(2**31) + 1]
+    m = np.array([[65536, 65536, 3]], np.int32)
+    assert np.asarray(dmljax.reduce(m, function="MULTIPLY", axes=(1,))).tolist() == [[0]]  # 3 * 2^32 wraps to 0
+    u = np.array([[2**32 - 1, 2]], np.uint32)
+    assert np.asarray(dmljax.reduce(u, function="SUM_SQUARE", axes=(1,))).tolist() == [[(1 + 4) % 2**32]]
+    with jax.enable_x64(True):
+        i64 = np.array([[2**62, 2**62, 1]], np.int64)
+        assert np.asarray(dmljax.reduce(i64, function="SUM", axes=(1,))).tolist() == [[-(2**63) + 1]]
+    with jax.enable_x64(False), pytest.raises(dmljax.ValidationError, match="64-bit mode"):
+        dmljax.reduce(np.zeros((2, 2), np.uint64), function="MAX", axes=(0,))
+
+
+def test_argmax_function_equals_the_argmax_operator(rng):
+    x = rng.integers(-3, 4, (4, 5, 6)).astype(np.float32)  # many ties
+    for axes in [(0,), (2,), (0, 2), (0, 1, 2)]:
+        for f, op in [("ARGMAX", dmljax.argmax), ("ARGMIN", dmljax.argmin)]:
+            a = dmljax.reduce(x, function=f, axes=axes)
+            b = op(x, axes=axes)
+            assert np.array_equal(a, b), (f, axes)
+
+
+def test_gradients_at_ties_zeros_and_saturation():
+    g = jax.grad(lambda v: dmljax.reduce(v, function="MAX", axes=(1,)).sum())(np.array([[1, 4, 4], [0, -0.0, 0]],
+                                                                                       np.float32))
+    # dY to the element the fold keeps: the first 4; for zeros +0 beats -0 strictly, and a later +0
+    # ties with it, so the first +0 (index 0) keeps it
+    assert np.asarray(g).tolist() == [[0, 1, 0], [1, 0, 0]]
+    g = jax.grad(lambda v: dmljax.reduce(v, function="MIN", axes=(0, 1)).sum())(np.array([[3, 1], [1, np.nan]],
+                                                                                        np.float32))
+    assert np.asarray(g).tolist() == [[0, 1], [0, 0]]
+    z = np.zeros((2, 3), np.float32)
+    for f in ("L2", "L1", "LOG_SUM_EXP", "SUM_SQUARE"):
+        gz = np.asarray(jax.grad(lambda v, f=f: dmljax.reduce(v, function=f, axes=(1,)).sum())(z))
+        assert not np.isnan(gz).any(), f
+    gz = jax.grad(lambda v: dmljax.reduce(v, function="LOG_SUM_EXP", axes=(1,)).sum())(np.full((1, 2), -np.inf, np.float32))
+    assert np.asarray(gz).tolist() == [[0, 0]]
+    gp = jax.grad(lambda v: dmljax.reduce(v, function="MULTIPLY", axes=(1,)).sum())(np.array([[0, 2, 3], [0, 2, 0]],
+                                                                                            np.float32))
+    assert np.asarray(gp).tolist() == [[6, 0, 0], [0, 0, 0]]
+    ga = jax.grad(lambda v: dmljax.reduce(v, function="AVERAGE", axes=(0, 1)).sum())(np.ones((2, 2), np.float16))
+    assert ga.dtype == np.float16 and np.asarray(ga).tolist() == [[0.25, 0.25], [0.25, 0.25]]
+    gi = jax.grad(lambda v: dmljax.reduce(v, function="SUM", axes=(0,)).astype(jnp.float32).sum(),
+                  allow_int=True)(np.ones((2, 2), np.int32))
+    assert gi.dtype == jax.dtypes.float0
+
+
+def test_composes_under_jit_and_vmap(rng):
+    x = rng.standard_normal((4, 3, 5)).astype(np.float32)
+    f = jax.jit(lambda v: dmljax.reduce(v, function="LOG_SUM_EXP", axes=(1,)))
+    np.testing.assert_array_equal(f(x), dmljax.reduce(x, function="LOG_SUM_EXP", axes=(1,)))
+    v = jax.vmap(lambda r: dmljax.reduce(r, function="SUM", axes=(0,)))(x)
+    assert v.shape == (4, 1, 5)
+    np.testing.assert_allclose(v, x.sum(1, keepdims=True), rtol=1e-6)
