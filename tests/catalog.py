@@ -147,14 +147,15 @@ class Case:
 
 
 def main_tensor(spec: OpSpec) -> str:
-    """The input whose DataType a case varies: the first input that must share an output's
-    DataType, else the first input."""
+    """The tensor whose DataType a case varies: the first input that must share an output's
+    DataType, else the first input; for an operator without inputs (a generator), its first
+    output."""
     outputs = {t.dml_name for t in spec.outputs}
     for t in spec.inputs:
         for c in spec.constraints:
             if isinstance(c, SameDataType) and t.dml_name in c.tensors and outputs & set(c.tensors):
                 return t.dml_name
-    return spec.inputs[0].dml_name
+    return spec.inputs[0].dml_name if spec.inputs else spec.outputs[0].dml_name
 
 
 def chosen_output(spec: OpSpec):
@@ -200,7 +201,11 @@ def needs_x64(types: Mapping[str, DataType]) -> bool:
 
 
 def output_kwargs(spec: OpSpec, case: Case) -> dict:
+    """The case's ``<output>_data_type=``: its output type, or for a generator whose output is
+    the main tensor (DIAGONAL_MATRIX), the case's DataType."""
     chosen = chosen_output(spec)
+    if chosen is not None and chosen.dml_name == main_tensor(spec):
+        return {chosen.data_type_arg: case.data_type}
     return {} if chosen is None or case.out_type is None else {chosen.data_type_arg: case.out_type}
 
 
@@ -245,7 +250,7 @@ def all_positive_cases(name: str, ref: Reference | None = None) -> list[Case]:
             sup = table.tensors[main]
             lo, hi = sup.dims
             outs = [None]
-            if chosen is not None:
+            if chosen is not None and chosen.dml_name != main:  # a generator's output type is the case's
                 row = table.tensors[chosen.dml_name].data_types
                 outs = list(ref.output_types(row)) if ref is not None and ref.output_types else [row[0]]
             for dt in sup.data_types:
@@ -324,7 +329,7 @@ def negative_cases(names=None):
                 i = next((k for k, a in enumerate(sets) if in_group(spec, a, group)), None)
                 if i is None:
                     continue
-                kw = dict(attrs=i, n_attrs=len(sets), attrs_type=dt0)
+                kw = dict(attrs=i, n_attrs=len(sets), attrs_type=dt0 if group is not None else None)
                 if lo - 1 >= 0:
                     out.append((Case(name, table.level, dt0, lo - 1, **kw), "dims"))
                 out.append((Case(name, table.level, dt0, hi + 1, **kw), "dims"))

@@ -291,18 +291,24 @@ def test_refused_outside_support(case, what):
     with jax.enable_x64(True):
         args = catalog.abstract_inputs(spec, types, shape)
         with pytest.raises(dmljax.ValidationError) as info:
-            jax.eval_shape(lambda *a: op(*a, **attrs, feature_level=case.level), *args)
+            jax.eval_shape(lambda *a: op(*a, **attrs, **catalog.output_kwargs(spec, case),
+                                         feature_level=case.level), *args)
     msg = str(info.value)
     assert msg.startswith(f"{spec.python_name} ({spec.enum_name}) at {case.level.dml_name}:"), msg
     main = spec.tensor(catalog.main_tensor(spec))
+    # a generator's main tensor is its output: its Sizes and DataType are the caller's keywords
+    dims_arg = main.arg if main.kind == "input" else main.sizes_kwarg
+    type_arg = main.arg if main.kind == "input" else main.data_type_arg
     if what == "dims":
         sup = spec.support_at(case.level, member).tensors[main.dml_name]
-        assert f"{main.dml_name} (argument `{main.arg}`) has {case.ndim} dimension" in msg, msg
-        assert (f"  {main.dml_name} (argument `{main.arg}`) has {case.ndim} dimension{'s' if case.ndim != 1 else ''} "
+        assert f"{main.dml_name} (argument `{dims_arg}`) has {case.ndim} dimension" in msg, msg
+        assert (f"  {main.dml_name} (argument `{dims_arg}`) has {case.ndim} dimension{'s' if case.ndim != 1 else ''} "
                 f"(Sizes {list(shape)}); {supported}: {sup.dims_text()}.") in msg, msg
+    elif what == "type" and main.kind == "output" and main.default_data_type is None:
+        assert f"DataType {case.data_type.name}" in msg, msg  # FILL_VALUE_*: the ValueDataType's check
     elif what == "type":
         allowed = ", ".join(d.name for d in spec.support_at(case.level, member).tensors[main.dml_name].data_types)
-        assert (f"  {main.dml_name} (argument `{main.arg}`) has DataType {case.data_type.name}; "
+        assert (f"  {main.dml_name} (argument `{type_arg}`) has DataType {case.data_type.name}; "
                 f"{supported}: {allowed}.") in msg, msg
         later = spec.lowest_level(main.dml_name, lambda s: case.data_type in s.data_types, case.level, member)
         if later is not None:
@@ -396,7 +402,7 @@ def _same_bits(a, b, context):
 
 
 # ---------------------------------------------------------------------------------- gradients
-GRADS = [(n, dt) for n in _with_ref(OPS) for dt in _grad_types(n)]
+GRADS = [(n, dt) for n in _with_ref(OPS) for dt in _grad_types(n) if get_operator(n).spec.inputs]  # generators: none
 
 
 def _magnitude(ref, args, attrs):
@@ -583,7 +589,7 @@ def test_gradient_matches_directional_differences(name, dt, rng):
                                                f"differences {fd} against jax.grad {want} (tolerance {tol})")
 
 
-FLOAT0 = [n for n in _with_ref(OPS) if _int_type(n) is not None]
+FLOAT0 = [n for n in _with_ref(OPS) if _int_type(n) is not None and get_operator(n).spec.inputs]
 
 
 @pytest.mark.parametrize("name", FLOAT0, ids=_short)

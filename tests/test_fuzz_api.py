@@ -350,7 +350,7 @@ def op_call(draw, name):
     how = draw(st.sampled_from(["eval_shape", "eval_shape", "vmap", "direct", "jit"]))
 
     # Tensors: a base shape, per-group data types (the page's SameDataType groups), mismatches.
-    first = spec.inputs[0].dml_name
+    first = (spec.inputs or spec.outputs)[0].dml_name  # a generator: its output's dimension counts
     base = draw(shapes(row.tensors[first].dims if row else (1, 8)))
     groups: dict[str, int] = {}
     for c in spec.constraints:
@@ -705,7 +705,7 @@ def compile_call(draw, name):
     ndim = draw(st.integers(lo, hi))
     sizes = draw(st.lists(st.integers(1, 3), min_size=ndim, max_size=ndim))
     desc: dict[str, Any] = {t.dml_name: tensor_desc(draw, types[t.dml_name], sizes) for t in spec.tensors}
-    dt = types[spec.outputs[0].dml_name] if spec.outputs[0].default_data_type is None else types[spec.inputs[-1].dml_name]
+    dt = types[spec.outputs[0].dml_name] if spec.outputs[0].default_data_type is None else types[(spec.inputs or spec.outputs)[-1].dml_name]
     for p in spec.params:
         if p.type == "FLOAT":
             v = draw(st.one_of(st.floats(-1e6, 1e6, width=32), st.sampled_from(["nan", "inf", "-inf"])))

@@ -342,6 +342,15 @@ def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, sized, membe
         if info.data_type is None:  # Sizes from the caller, DataType from infer_outputs
             if spec.infer_outputs is None:
                 raise TypeError(f"{spec.enum_name}: {name}'s DataType comes from nothing")
+            sup = row.tensors[name] if row is not None else None
+            ndim = len(info.shape)
+            if sup is not None and not sup.dims[0] <= ndim <= sup.dims[1]:
+                later = spec.lowest_level(name, lambda s: s.dims[0] <= ndim <= s.dims[1], level, member)
+                report(name, "dims", Violation(
+                    name, tspec.sizes_kwarg, f"has {ndim} dimension{'s' if ndim != 1 else ''} (Sizes {list(info.shape)})",
+                    f"{supported}: {sup.dims_text()}",
+                    f"{spec.support_at(later, member).tensors[name].dims_text()} dimensions are supported from "
+                    f"{later.dml_name}" if later else ""))
             continue
         arg = tspec.arg if tspec.kind == "input" else (
             tspec.data_type_arg if tspec.default_data_type else "")
