@@ -37,7 +37,7 @@ from dmljax._src.dtypes import DataType
 from dmljax._src.feature_level import FeatureLevel
 from dmljax._src.fused import FusedActivation
 from dmljax._src.registry import entry, get_operator, registry
-from dmljax._src.spec import INFERRED, OpSpec, SameDataType
+from dmljax._src.spec import INFERRED, REQUIRED, OpSpec, SameDataType
 from tests.reference.record import KNOWN_ISSUES, ROLES, Attrs, Reference
 
 CAP = 12
@@ -180,7 +180,13 @@ def tensor_types(spec: OpSpec, level: FeatureLevel, data_type: DataType,
         if t.dml_name in tied:
             types[t.dml_name] = data_type
         elif chosen is not None and t is chosen:
-            types[t.dml_name] = out_type or (data_type if t.default_data_type is INFERRED else t.default_data_type)
+            row = table.tensors[t.dml_name].data_types
+            default = t.default_data_type
+            if default is INFERRED or (default is REQUIRED and data_type in row):
+                default = data_type
+            elif default is REQUIRED:
+                default = row[0]
+            types[t.dml_name] = out_type or default
         elif data_type in table.tensors[t.dml_name].data_types:  # POW's ExponentTensor: the same
             types[t.dml_name] = data_type
         else:
@@ -206,6 +212,8 @@ def output_kwargs(spec: OpSpec, case: Case) -> dict:
     chosen = chosen_output(spec)
     if chosen is not None and chosen.dml_name == main_tensor(spec):
         return {chosen.data_type_arg: case.data_type}
+    if chosen is not None and case.out_type is None and chosen.default_data_type is REQUIRED:
+        return {chosen.data_type_arg: tensor_types(spec, case.level, case.data_type)[chosen.dml_name]}
     return {} if chosen is None or case.out_type is None else {chosen.data_type_arg: case.out_type}
 
 
@@ -227,6 +235,10 @@ def newest_sets(spec: OpSpec, ref: Reference, data_type: DataType, shape=None) -
     newest table accepts it with: all of them, or, where the tables depend on an attribute
     (REDUCE's Function), those whose group's newest table lists it."""
     sets = ref.attr_sets(data_type, shape)
+    required = {t.data_type_arg: tensor_types(spec, spec.support[0].level, data_type)[t.dml_name].name
+                for t in spec.outputs if t.default_data_type is REQUIRED}
+    if required:  # CAST's output_data_type, which has no default: the case's type where the table allows
+        sets = tuple(dataclasses.replace(a, dml={**required, **a.dml}) for a in sets)
     if not spec.groups:
         return sets
     main = main_tensor(spec)

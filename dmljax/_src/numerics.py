@@ -221,7 +221,10 @@ def pow_c99(g: jnp.ndarray, exponent: float) -> jnp.ndarray:
 
 def float_to_int(g: jnp.ndarray, data_type: DataType) -> jnp.ndarray:
     """Float values to an integer type by truncation toward zero, saturated to the type's range;
-    NaN becomes 0 (dmljax's choice; C leaves it undefined)."""
+    NaN becomes 0 (dmljax's choice; C leaves it undefined). FLOAT16 values are compared in
+    FLOAT32 (exactly): the bounds of the wide types (2^31, 2^63) are infinite in FLOAT16."""
+    if g.dtype == np.float16:
+        g = g.astype(np.float32)
     info = np.iinfo(data_type.dtype)
     hi = np.asarray(float(info.max) + 1.0, g.dtype)  # 2**k: exact in any float type
     lo = np.asarray(float(info.min), g.dtype)  # -2**k or 0: exact

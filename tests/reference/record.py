@@ -116,6 +116,9 @@ class Reference:
         counted in ULP of the larger of it and the result. None: ULP of the result.
     grad_magnitude: the same for the gradient, ``grad_magnitude(dy, *inputs, **ref_kwargs)`` ->
         one array (or None) per input.
+    output_type_arg: the reference's values depend on the output DataType the case chooses
+        (CAST): ``fn`` and ``grad`` then take it as the keyword of that choice
+        (``output_data_type=``, a DataType name).
     accumulates: the operator sums (or multiplies) many terms in an order DirectML does not
         document (SEMANTICS.md 8), which XLA may choose differently when compiled than op by op:
         eager and jit are then each checked against the reference within budget, not for bits.
@@ -140,6 +143,7 @@ class Reference:
     grad_magnitude: Callable | None = None
     make_inputs: Callable | None = None
     accumulates: bool = False
+    output_type_arg: bool = False
 
     def case_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """The input shape a generated case uses (``shape`` unless the reference maps it)."""
