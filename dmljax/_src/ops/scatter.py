@@ -131,8 +131,8 @@ def scatter_elements(input, indices, updates, *, axis):
 # -------------------------------------------------------------------------------- SCATTER_ND
 def _nd_checks(tensors, attrs, level) -> list[Violation]:
     problems = nd_checks(tensors, attrs, updates=True)
-    upd = tensors.get("UpdatesTensor")
-    if problems or upd is None or tensors.get("InputTensor") is None or tensors.get("IndicesTensor") is None:
+    x, upd = tensors.get("InputTensor"), tensors.get("UpdatesTensor")
+    if problems or upd is None or x is None or not x.shape or tensors.get("IndicesTensor") is None:
         return problems
     if attrs.get("InputDimensionCount") is None or attrs.get("IndicesDimensionCount") is None:
         return problems
