@@ -416,7 +416,8 @@ def inputs_for(spec: OpSpec, ref: Reference, types: Mapping[str, DataType], shap
     its reference role."""
     if ref.make_inputs is not None:
         return list(ref.make_inputs(rng, types, tuple(shape), **(attrs.dml if attrs is not None else {})))
-    return [random_tensor(rng, types[t.dml_name], shape, ref.role(t.dml_name)) for t in spec.inputs]
+    return [[random_tensor(rng, types[t.dml_name], shape, ref.role(t.dml_name)) for _ in range(2)] if t.array
+            else random_tensor(rng, types[t.dml_name], shape, ref.role(t.dml_name)) for t in spec.inputs]
 
 
 def first_output(out):
@@ -425,7 +426,9 @@ def first_output(out):
 
 
 def abstract_inputs(spec: OpSpec, types: Mapping[str, DataType], shape):
-    return [jax.ShapeDtypeStruct(shape, types[t.dml_name].dtype) for t in spec.inputs]
+    """Shapes without values for every input (a tensor array: two of them)."""
+    return [[jax.ShapeDtypeStruct(shape, types[t.dml_name].dtype)] * 2 if t.array
+            else jax.ShapeDtypeStruct(shape, types[t.dml_name].dtype) for t in spec.inputs]
 
 
 def newest_types(spec: OpSpec) -> tuple[DataType, ...]:

@@ -93,7 +93,32 @@ def reference(type_, desc, inputs):
         if desc.get("HasExclusiveProduct", desc.get("HasExclusiveSum", False)):
             y = np.concatenate([[1.0 if t == "CUMULATIVE_PRODUCT" else 0.0], y[:-1]])
         return y[::-1] if str(desc.get("AxisDirection", "")).endswith("DECREASING") else y
+    if t == "REDUCE":
+        x = inputs["InputTensor"].reshape(desc["InputTensor"]["Sizes"])
+        f = str(desc["Function"]).replace("DML_REDUCE_FUNCTION_", "")
+        fn = {"SUM": np.sum, "MAX": np.max, "MIN": np.min, "MULTIPLY": np.prod, "AVERAGE": np.mean}[f]
+        return fn(x, axis=tuple(desc["Axes"]), keepdims=True).ravel()
+    if t == "JOIN":  # each input read with its own Sizes, joined along Axis
+        parts = [x.reshape(d["Sizes"]) for x, d in zip(inputs["InputTensors"], desc["InputTensors"])]
+        return np.concatenate(parts, axis=desc["Axis"]).ravel()
+    if t == "SPLIT":  # a list: one packed output per OutputTensors desc
+        x = inputs["InputTensor"].reshape(desc["InputTensor"]["Sizes"])
+        cuts = np.cumsum([d["Sizes"][desc["Axis"]] for d in desc["OutputTensors"]])[:-1]
+        return [p.ravel() for p in np.split(x, cuts, axis=desc["Axis"])]
     raise KeyError(t)
+
+
+def _bound(state, binding, count):
+    """The ``count`` elements a binding (a resource name, or an object with an elementOffset)
+    gives, as DxDispatch's guide describes bindings."""
+    if isinstance(binding, str):
+        return state[binding][:count]
+    start = binding.get("elementOffset", 0)
+    return state[binding["name"]][start:start + count]
+
+
+def _elements(tensor_desc):
+    return int(np.prod(tensor_desc["Sizes"]))
 
 
 def expected_prints(model_path):
@@ -105,10 +130,21 @@ def expected_prints(model_path):
             d = m["dispatchables"][cmd["dispatchable"]]
             desc = d.get("desc", d.get("Desc"))
             binds = {**d.get("bindings", {}), **cmd["bindings"]}
-            inputs = {k: state[v].astype(np.float64) for k, v in binds.items() if k != "OutputTensor"}
+            outputs = ("OutputTensor", "OutputTensors")
+            inputs = {}
+            for k, v in binds.items():
+                if k in outputs:
+                    continue
+                if isinstance(v, list) and isinstance(desc[k], list):  # an array bind point (JOIN's)
+                    inputs[k] = [_bound(state, b, _elements(td)).astype(np.float64) for b, td in zip(v, desc[k])]
+                else:
+                    inputs[k] = _bound(state, v[0] if isinstance(v, list) else v, _elements(desc[k])).astype(np.float64)
             y = reference(d["type"], desc, inputs)
-            out_dt = np_type(desc["OutputTensor"]["DataType"])
-            state[binds["OutputTensor"]] = y.astype(out_dt)
+            if "OutputTensors" in binds:
+                for name, part, td in zip(binds["OutputTensors"], y, desc["OutputTensors"]):
+                    state[name] = part.astype(np_type(td["DataType"]))
+            else:
+                state[binds["OutputTensor"]] = y.astype(np_type(desc["OutputTensor"]["DataType"]))
         elif cmd["type"] == "print":
             lines.append(f"Resource '{cmd['resource']}': " + ", ".join(c_format(v) for v in state[cmd["resource"]]))
     return lines
@@ -419,11 +455,11 @@ def test_malformed_model_messages(tmp_path, case, fragments):
 
 
 def test_unimplemented_operator_stops_before_anything_runs(tmp_path, capsys):
-    p = write_model(tmp_path, BASE_RES, {"id": identity([3]), "r": {"type": "DML_OPERATOR_REDUCE", "desc": {}}},
+    p = write_model(tmp_path, BASE_RES, {"id": identity([3]), "r": {"type": "DML_OPERATOR_GEMM", "desc": {}}},
                     [{"type": "print", "resource": "A"}])
     status, out, err = run_cli(["run", p], capsys)
     assert status == 1 and out == ""
-    assert err.count("not implemented yet") == 1 and "dispatchable 'r' (DML_OPERATOR_REDUCE)" in err
+    assert err.count("not implemented yet") == 1 and "dispatchable 'r' (DML_OPERATOR_GEMM)" in err
 
 
 # --------------------------------------------------------------- files, structure and memory

@@ -85,18 +85,37 @@ def test_every_operator_runs_from_a_dxdispatch_model(name, tmp_path, capsys):
     desc, resources, commands = {}, {}, []
     bindings = {}
     for t, a in zip(spec.inputs, arrays):
-        np.save(tmp_path / f"{t.dml_name}.npy", np.asarray(a))
-        resources[t.dml_name] = {"initialValues": {"sourcePath": f"{t.dml_name}.npy"}}
-        desc[t.dml_name] = {"DataType": types[t.dml_name].name, "Sizes": list(np.shape(a))}
-        bindings[t.dml_name] = t.dml_name
-    for t, y in zip(spec.outputs, expected):
-        dt = DataType.from_dtype(np.asarray(y).dtype)
-        desc[t.dml_name] = {"DataType": dt.name, "Sizes": list(np.shape(y))}
-        resources[t.dml_name] = {"initialValuesDataType": dt.name,
-                                 "initialValues": {"valueCount": int(np.size(y)), "value": 0}}
-        bindings[t.dml_name] = t.dml_name
-        commands.append({"type": "writeFile", "targetPath": f"out_{t.dml_name}.npy", "resource": t.dml_name,
-                         "dimensions": list(np.shape(y))})
+        items = list(a) if t.array else [a]  # a tensor array: one resource, desc and binding each
+        names = [f"{t.dml_name}{i}" for i in range(len(items))] if t.array else [t.dml_name]
+        descs = []
+        for n, item in zip(names, items):
+            np.save(tmp_path / f"{n}.npy", np.asarray(item))
+            resources[n] = {"initialValues": {"sourcePath": f"{n}.npy"}}
+            descs.append({"DataType": types[t.dml_name].name, "Sizes": list(np.shape(item))})
+        desc[t.dml_name] = descs if t.array else descs[0]
+        bindings[t.dml_name] = names if t.array else names[0]
+        if t.array:
+            desc[t.count] = len(items)
+    outs = []  # (field, resource name, value)
+    for t in spec.outputs:
+        if t.array:  # SPLIT: the function returned a tuple of its elements
+            outs += [(t, f"{t.dml_name}{i}", y) for i, y in enumerate(expected)]
+        else:
+            outs.append((t, t.dml_name, expected[len(outs)]))
+    for t in spec.outputs:
+        mine = [(n, y) for f, n, y in outs if f is t]
+        descs = []
+        for n, y in mine:
+            dt = DataType.from_dtype(np.asarray(y).dtype)
+            descs.append({"DataType": dt.name, "Sizes": list(np.shape(y))})
+            resources[n] = {"initialValuesDataType": dt.name,
+                            "initialValues": {"valueCount": int(np.size(y)), "value": 0}}
+            commands.append({"type": "writeFile", "targetPath": f"out_{n}.npy", "resource": n,
+                             "dimensions": list(np.shape(y))})
+        desc[t.dml_name] = descs if t.array else descs[0]
+        bindings[t.dml_name] = [n for n, _ in mine] if t.array else mine[0][0]
+        if t.array:
+            desc[t.count] = len(mine)
     for p in spec.params:  # every member a desc has, the function's defaults written out
         value = kwargs.get(p.arg, p.default)
         if value is None and p.type == "DML_TENSOR_DATA_TYPE":  # CLIP1's MinMaxDataType: the tensor's
@@ -115,8 +134,8 @@ def test_every_operator_runs_from_a_dxdispatch_model(name, tmp_path, capsys):
     status = main(["run", str(path), "--no-timing"])
     err = capsys.readouterr().err
     assert status == 0, err
-    for t, y in zip(spec.outputs, expected):
-        got = np.load(tmp_path / f"out_{t.dml_name}.npy")
+    for _, n, y in outs:
+        got = np.load(tmp_path / f"out_{n}.npy")
         want = np.asarray(y)
         assert got.dtype == want.dtype and got.shape == want.shape
-        assert got.tobytes() == want.tobytes(), f"{t.dml_name}: the model's bits differ from the function's"
+        assert got.tobytes() == want.tobytes(), f"{n}: the model's bits differ from the function's"

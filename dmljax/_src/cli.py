@@ -217,7 +217,10 @@ def _ops_named(names: Sequence[str], level_arg: FeatureLevel | None) -> int:
             print()
         op = implemented(e.enum_name)
         if op is not None:
-            print(f"{e.enum_name} (value {e.value}; introduced in {e.introduced.dml_name}; dmljax.{e.python_name})\n")
+            print(f"{e.enum_name} (value {e.value}; introduced in {e.introduced.dml_name}; dmljax.{e.python_name})")
+            if e.aliases:
+                print(f"  also named {', '.join('DML_OPERATOR_' + a for a in e.aliases)}")
+            print()
             print(docgen.operator_text(op, level))
             continue
         print(f"{e.enum_name} (value {e.value}; introduced in {e.introduced.dml_name}; family {e.family})")

@@ -33,7 +33,7 @@ from dmljax._src.feature_level import ENV_VAR, FeatureLevel, resolve_feature_lev
 from dmljax._src.registry import canonical_name, entry, implemented, not_implemented_error
 from dmljax._src.spec import INFERRED, REQUIRED, OpSpec
 from dmljax._src.tensor_desc import TensorDesc, TensorFlags, whole_number
-from dmljax._src.validate import X64_TIP, check_call
+from dmljax._src.validate import MAX_ARRAY, X64_TIP, check_call
 
 __all__ = ["compile_operator", "CompiledOperator",
            "parse_tensor_desc", "TENSOR_DESC_MEMBERS"]
@@ -167,6 +167,18 @@ def _count_problems(p, count: object, array: object) -> list[Violation]:
     return []
 
 
+def element_names(t, descs: Mapping[str, Any]) -> list[str]:
+    """The desc's tensors of field ``t`` that are present: ``[name]``, a tensor array's elements
+    ``name[0]``, ``name[1]``, ... in order, or none."""
+    if not t.array:
+        return [t.dml_name] if descs.get(t.dml_name) is not None else []
+    names, i = [], 0
+    while f"{t.dml_name}[{i}]" in descs:
+        names.append(f"{t.dml_name}[{i}]")
+        i += 1
+    return names if all(descs[n] is not None for n in names) else []
+
+
 def _fused_activation_value(value):
     """A nested operator desc, flattened (``{"Type": "ACTIVATION_ELU", "Alpha": 0.5}``) or in long
     form (``{"Type": ..., "Desc": {...}}``), in the long form that ``fused.FusedActivation``
@@ -227,6 +239,10 @@ class CompiledOperator:
                                          "bindings are a mapping from member name to buffer")])
         merged = dict(bindings or {})
         merged.update(kwargs)
+        for t in self.spec.tensors:  # a tensor array's bind point takes a list: InputTensors[i] each
+            if t.array and isinstance(merged.get(t.dml_name), list):
+                for i, b in enumerate(merged.pop(t.dml_name)):
+                    merged[f"{t.dml_name}[{i}]"] = b
         problems, resolved = [], {}
         for name, b in merged.items():
             if name not in allowed:
@@ -317,13 +333,18 @@ class CompiledOperator:
     def __call__(self, bindings: Mapping[str, Any] | None = None, /, **kwargs) -> dict[str, jax.Array]:
         exe, args = self._prepare(bindings, kwargs)
         results = exe(*args)
-        return dict(zip([t.dml_name for t in self.spec.outputs if self.tensor_descs.get(t.dml_name)], results))
+        return dict(zip(self._outputs, results))
+
+    @property
+    def _outputs(self) -> list[str]:
+        """The outputs the desc has, a tensor array's elements (OutputTensors[i]) in order."""
+        return [n for t in self.spec.outputs for n in element_names(t, self.tensor_descs)]
 
     def _aliasing(self, layout):
         problems, donate = [], set()
-        outs = [t.dml_name for t in self.spec.outputs if self.tensor_descs.get(t.dml_name) is not None]
-        ins = [t.dml_name for t in self.spec.inputs if self.tensor_descs.get(t.dml_name) is not None
-               and not self.tensor_descs[t.dml_name].owned_by_dml]
+        outs = self._outputs
+        ins = [n for t in self.spec.inputs for n in element_names(t, self.tensor_descs)
+               if not self.tensor_descs[n].owned_by_dml]
         where = {name: (bi, off) for name, bi, off in layout}
 
         def span(name):
@@ -367,29 +388,36 @@ class CompiledOperator:
         for t in spec.outputs:
             if t.default_data_type is not None:
                 kwargs[t.data_type_arg] = self._output_types[t.dml_name].name
-            if t.sizes_arg and descs.get(t.dml_name) is not None:
+            if t.sizes_arg and t.array:
+                kwargs[t.sizes_kwarg] = [tuple(descs[n].sizes) for n in element_names(t, descs)]
+            elif t.sizes_arg and descs.get(t.dml_name) is not None:
                 kwargs[t.sizes_kwarg] = tuple(descs[t.dml_name].sizes)
         if spec.math:
             kwargs["allow_half_precision_computation"] = self.allow_half_precision_computation
         kwargs["feature_level"] = self.feature_level
-        outputs = [t.dml_name for t in spec.outputs if descs.get(t.dml_name) is not None]
+        outputs = self._outputs
+
+        def read(name, owned_map, buffers):
+            if name in owned_map:
+                return owned_map[name]
+            bi, off = where[name]
+            return read_view(buffers[bi], descs[name], off)
 
         def run(owned, *buffers):
             self.trace_count += 1
             owned_map = dict(zip(owned_names, owned))
             args = {}
             for t in spec.inputs:
-                d = descs.get(t.dml_name)
-                if d is None:
+                names = element_names(t, descs)
+                if not names:
                     args[t.arg] = None
-                elif t.dml_name in owned_map:
-                    args[t.arg] = owned_map[t.dml_name]
+                elif t.array:
+                    args[t.arg] = [read(n, owned_map, buffers) for n in names]
                 else:
-                    bi, off = where[t.dml_name]
-                    args[t.arg] = read_view(buffers[bi], d, off)
+                    args[t.arg] = read(names[0], owned_map, buffers)
             result = op(**args, **kwargs)
             result = result if isinstance(result, tuple) else (result,)
-            by_name = dict(zip([t.dml_name for t in spec.outputs], result))
+            by_name = dict(zip(outputs, result))
             current = list(buffers)
             for name in outputs:
                 bi, off = where[name]
@@ -441,7 +469,7 @@ def compile_operator(type: str | int, desc: Mapping[str, Any], *, feature_level=
             "", "", f"the desc is a {cap(_type_name(desc), 40)}", "a desc is a mapping of DML member names"))
         raise ValidationError(spec.python_name, spec.enum_name, level.dml_name, problems)
     valid = [t.dml_name for t in spec.tensors] + [p.dml_name for p in spec.params] + [
-        p.count for p in spec.params if p.count]
+        p.count for p in spec.params if p.count] + [t.count for t in spec.tensors if t.count]
     unknown = [k for k in desc if k not in valid]
     for k in unknown[:8]:
         close = difflib.get_close_matches(_key(k), valid, n=1) if isinstance(k, str) else []
@@ -452,24 +480,40 @@ def compile_operator(type: str | int, desc: Mapping[str, Any], *, feature_level=
     if len(unknown) > 8:
         problems.append(Violation("", "", f"the desc has {len(unknown) - 8} more members that "
                                           f"{spec.enum_name[len('DML_OPERATOR_'):]}'s desc lacks"))
-    descs: dict[str, TensorDesc | None] = {}
+    descs: dict[str, TensorDesc | None] = {}  # a tensor array's elements as InputTensors[i]
+    bad_arrays = set()
     for t in spec.tensors:
         if t.dml_name not in desc or desc[t.dml_name] is None:
             if not t.optional:
                 problems.append(Violation(t.dml_name, "", "is missing", "a required member"))
             descs[t.dml_name] = None
             continue
-        d = parse_tensor_desc(t.dml_name, desc[t.dml_name], problems)
-        descs[t.dml_name] = d
-        if d is None:
-            continue
-        if t.kind == "output":
-            if d.owned_by_dml:
-                problems.append(Violation(f"{t.dml_name}.Flags", "", "is OWNED_BY_DML",
-                                          "the flag can only be used on input tensors"))
-            ov = d.overlap_violation()
-            if ov is not None:
-                problems.append(Violation(f"{t.dml_name}.Strides", "", ov.found, ov.allowed, ov.tip))
+        entries = [(t.dml_name, desc[t.dml_name])]
+        if t.array:
+            value = desc[t.dml_name]
+            if not isinstance(value, list) or not 1 <= len(value) <= MAX_ARRAY:
+                problems.append(Violation(t.dml_name, "", f"is {'a ' + _type_name(value) if not isinstance(value, list) else f'a list of {len(value)}'}",
+                                          f"a list of 1 to {MAX_ARRAY} tensor descs ({t.count} of them)"))
+                bad_arrays.add(t.dml_name)
+                continue
+            count = desc.get(t.count, len(value))
+            if isinstance(count, bool) or not isinstance(count, numbers.Integral) or int(count) != len(value):
+                problems.append(Violation(t.count, "", f"is {quote(count)}, but {t.dml_name} has {len(value)} descs",
+                                          f"the length of {t.dml_name}"))
+            entries = [(f"{t.dml_name}[{i}]", v) for i, v in enumerate(value)]
+        for name, value in entries:
+            d = parse_tensor_desc(name, value, problems)
+            descs[name] = d
+            if d is None:
+                bad_arrays.add(t.dml_name)
+                continue
+            if t.kind == "output":
+                if d.owned_by_dml:
+                    problems.append(Violation(f"{name}.Flags", "", "is OWNED_BY_DML",
+                                              "the flag can only be used on input tensors"))
+                ov = d.overlap_violation()
+                if ov is not None:
+                    problems.append(Violation(f"{name}.Strides", "", ov.found, ov.allowed, ov.tip))
     attrs = {}
     for p in spec.params:
         if p.dml_name not in desc or (desc[p.dml_name] is None and p.nullable):
@@ -489,16 +533,25 @@ def compile_operator(type: str | int, desc: Mapping[str, Any], *, feature_level=
     output_types, output_sizes = {}, {}
     for t in spec.outputs:
         d = descs.get(t.dml_name)
+        if t.array:
+            elements = [descs[n] for n in element_names(t, descs)]
+            if t.sizes_arg and elements and t.dml_name not in bad_arrays:
+                output_sizes[t.dml_name] = [tuple(e.sizes) for e in elements]
+            continue
         if t.default_data_type is not None and (d is not None or t.default_data_type not in (REQUIRED, INFERRED)):
             output_types[t.dml_name] = d.data_type if d is not None else t.default_data_type
         if t.sizes_arg and d is not None:
             output_sizes[t.dml_name] = tuple(d.sizes)
-    bad_inputs = any(descs.get(t.dml_name) is None and not t.optional for t in spec.inputs) or any(
-        t.dml_name in desc and descs.get(t.dml_name) is None for t in spec.tensors)
+    bad_inputs = bool(bad_arrays) or any(
+        not element_names(t, descs) and not t.optional for t in spec.inputs) or any(
+        t.dml_name in desc and not element_names(t, descs) for t in spec.tensors)
     if not bad_inputs and not any(p.subject in [pp.dml_name for pp in spec.params] and p.found == "is missing"
                                   for p in problems):
-        inputs = {t.dml_name: jax.ShapeDtypeStruct(descs[t.dml_name].sizes, descs[t.dml_name].data_type.dtype)
-                  for t in spec.inputs if descs.get(t.dml_name) is not None}
+        inputs = {}
+        for t in spec.inputs:
+            structs = [jax.ShapeDtypeStruct(descs[n].sizes, descs[n].data_type.dtype) for n in element_names(t, descs)]
+            if structs:
+                inputs[t.dml_name] = structs if t.array else structs[0]
         try:
             call = check_call(spec, level, inputs, attrs, output_types, output_sizes)
         except ValidationError as e:
@@ -507,18 +560,18 @@ def compile_operator(type: str | int, desc: Mapping[str, Any], *, feature_level=
             problems.append(Violation("", "", f"a member's type is not implemented yet in dmljax ({e})"))
         else:
             for t in spec.outputs:
-                d = descs.get(t.dml_name)
-                info = call.tensors.get(t.dml_name)
-                if d is None or info is None:
-                    continue
-                if d.data_type != info.data_type:
-                    problems.append(Violation(
-                        f"{t.dml_name}.DataType", "", f"is {d.data_type.name}",
-                        f"the operator produces {info.data_type.name} here"))
-                if d.sizes != tuple(info.shape):
-                    problems.append(Violation(
-                        f"{t.dml_name}.Sizes", "", f"are {list(d.sizes)}",
-                        f"the operator produces Sizes {list(info.shape)} here"))
+                for name in element_names(t, descs):
+                    d, info = descs[name], call.tensors.get(name)
+                    if info is None:
+                        continue
+                    if d.data_type != info.data_type:
+                        problems.append(Violation(
+                            f"{name}.DataType", "", f"is {d.data_type.name}",
+                            f"the operator produces {info.data_type.name} here"))
+                    if d.sizes != tuple(info.shape):
+                        problems.append(Violation(
+                            f"{name}.Sizes", "", f"are {list(d.sizes)}",
+                            f"the operator produces Sizes {list(info.shape)} here"))
     if problems:
         raise ValidationError(spec.python_name, spec.enum_name, level.dml_name, problems)
     return CompiledOperator(op, level, descs, attrs, output_types, allow_half_precision_computation)

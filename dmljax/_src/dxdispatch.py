@@ -598,7 +598,7 @@ class Model:
         init = {}
         for point, value in spec.get("bindings", {}).items():
             try:
-                init[point] = _parse_binding(value, resources)
+                init.update(_parse_bindings(point, value, resources))
             except ValueError as e:
                 raise ModelError(path, f"{where}, binding {_q(point)}", str(e)) from None
         return _Dispatchable(name, str(type_), compiled, init)
@@ -620,7 +620,7 @@ class Model:
             bindings = {}
             for point, value in spec.get("bindings", {}).items():
                 try:
-                    bindings[point] = _parse_binding(value, self.resources)
+                    bindings.update(_parse_bindings(point, value, self.resources))
                 except ValueError as e:
                     raise ModelError(path, f"{where}, binding {_q(point)}", str(e)) from None
             fields["bindings"] = bindings
@@ -836,13 +836,27 @@ def _median(samples) -> float:
     return s[len(s) // 2]
 
 
+def _parse_bindings(point: str, value, resources: Mapping[str, Resource]) -> dict[str, tuple[str, int]]:
+    """A bind point's bindings: one (a string, an object or a one-item list) as {point: (resource,
+    offset)}; several (a list: an array bind point such as JOIN's InputTensors) as
+    {"InputTensors[0]": ..., "InputTensors[1]": ...}, which the operator checks against its desc."""
+    if isinstance(value, list) and len(value) != 1:
+        if not value:
+            raise ValueError("binds no resource (an empty list)")
+        out = {}
+        for i, v in enumerate(value):
+            try:
+                out[f"{point}[{i}]"] = _parse_binding(v, resources)
+            except ValueError as e:
+                raise ValueError(f"item {i}: {e}") from None
+        return out
+    return {point: _parse_binding(value, resources)}
+
+
 def _parse_binding(value, resources: Mapping[str, Resource]) -> tuple[str, int]:
     """A binding (string, object, or a one-item list; the schema has checked which) as (resource
     name, byte offset)."""
     if isinstance(value, list):
-        if len(value) != 1:
-            raise ValueError(f"binds {len(value)} resources; the bind point holds one tensor (array bind points "
-                             "such as InputTensors belong to operators dmljax does not implement yet)")
         value = value[0]
     if isinstance(value, str):
         name, offset_el, el_size = value, 0, None

@@ -42,8 +42,15 @@ except ImportError:  # pragma: no cover  (a JAX without it: never pass compiler 
 
 
 def _avals(arrays) -> tuple:
-    """The shapes and dtypes of a call's arrays (what a trace depends on besides the statics)."""
-    return tuple((tuple(np.shape(x)), str(getattr(x, "dtype", type(x).__name__))) for x in arrays)
+    """The shapes and dtypes of a call's arrays (what a trace depends on besides the statics); a
+    tensor array's (JOIN's inputs) item by item."""
+    return tuple(_avals(x) if isinstance(x, (list, tuple)) else
+                 (tuple(np.shape(x)), str(getattr(x, "dtype", type(x).__name__))) for x in arrays)
+
+
+def _leaves(arrays) -> list:
+    """The arrays of a call, tensor arrays' items included."""
+    return [v for x in arrays for v in (x if isinstance(x, (list, tuple)) else (x,))]
 
 
 def _signature(spec: OpSpec, math: bool) -> inspect.Signature:
@@ -64,6 +71,26 @@ def _signature(spec: OpSpec, math: bool) -> inspect.Signature:
         params.append(P(HALF_ARG, P.KEYWORD_ONLY, default=False))
     params.append(P("feature_level", P.KEYWORD_ONLY, default=None))
     return inspect.Signature(params)
+
+
+def output_names(call: CheckedCall) -> list[str]:
+    """The outputs a call returns, in order: each output, a tensor array's elements (SPLIT's
+    ``OutputTensors[0]``, ...) in index order."""
+    names = []
+    for t in call.spec.outputs:
+        if t.array:
+            n = sum(1 for k in call.tensors if k.split("[", 1)[0] == t.dml_name)
+            names += [f"{t.dml_name}[{i}]" for i in range(n)]
+        else:
+            names.append(t.dml_name)
+    return names
+
+
+def _sizes_of(call: CheckedCall, t) -> tuple:
+    """A caller-sized output's validated Sizes (a tensor array's: one tuple per element)."""
+    if not t.array:
+        return call.tensors[t.dml_name].shape
+    return tuple(call.tensors[n].shape for n in output_names(call) if n.split("[", 1)[0] == t.dml_name)
 
 
 def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
@@ -154,7 +181,8 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
                              tip=f"set {ENV_VAR} to a valid level, unset it, or pass feature_level=") from None
             arrays = [a[arg] for arg in input_args]
             inputs = dict(zip(input_names, arrays))
-            abstract = [t for t, x in zip(spec.inputs, arrays) if isinstance(x, jax.ShapeDtypeStruct)]
+            abstract = [t for t, x in zip(spec.inputs, arrays)
+                        if any(isinstance(v, jax.ShapeDtypeStruct) for v in _leaves([x]))]
             if abstract:  # a shape without values: jax.eval_shape turns it into a tracer
                 raise ValidationError(spec.python_name, spec.enum_name, level.dml_name, [Violation(
                     t.dml_name, t.arg, "is a jax.ShapeDtypeStruct, which has a shape but no values",
@@ -168,19 +196,19 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
             )
             statics = tuple((arg, call.attrs[p.dml_name]) for arg, p in zip(attr_args, spec.params))
             statics += tuple((t.data_type_arg, call.tensors[t.dml_name].data_type) for t in type_args)
-            statics += tuple((t.sizes_kwarg, call.tensors[t.dml_name].shape) for t in sized_args)
+            statics += tuple((t.sizes_kwarg, _sizes_of(call, t)) for t in sized_args)
             if math:
                 half = a[HALF_ARG]
                 if not isinstance(half, bool):
                     raise refuse(level.dml_name, HALF_ARG, HALF_ARG, f"is {quote(half)}", "expected True or False")
                 statics += ((HALF_ARG, half),)
-            nested = not _trace_state_clean() or any(isinstance(x, jax.core.Tracer) for x in arrays)
-            flushed = tuple(is_flushed(x) for x in arrays)
+            nested = not _trace_state_clean() or any(isinstance(x, jax.core.Tracer) for x in _leaves(arrays))
+            flushed = tuple(False if isinstance(x, (list, tuple)) else is_flushed(x) for x in arrays)
             out = executable(statics, flushed, nested)(*arrays)
             if out_flushed.get((static_key(statics), flushed, _avals(arrays))):
                 mark_flushed(out)  # its formula stored it through store(): the next operator skips a flush
-            for o, t in zip(out if isinstance(out, tuple) else (out,), spec.outputs):
-                info = call.tensors[t.dml_name]
+            for o, name in zip(out if isinstance(out, tuple) else (out,), output_names(call)):
+                info = call.tensors[name]
                 if o.shape != info.shape or o.dtype != info.data_type.dtype:
                     raise AssertionError(f"dmljax bug: {spec.enum_name} made {o.shape} {o.dtype}, "
                                          f"validated {info.shape} {info.data_type.name}")

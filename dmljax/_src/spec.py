@@ -51,8 +51,11 @@ unless the caller chooses one (REDUCE: the input's, or UINT32 for ARGMAX/ARGMIN)
 
 @functools.lru_cache(maxsize=None)
 def snake_case(name: str) -> str:
-    """DirectML member spelling to Python: ``ScaleBias`` -> ``scale_bias``, ``ATensor`` -> ``a``."""
-    if name.endswith("Tensor"):
+    """DirectML member spelling to Python: ``ScaleBias`` -> ``scale_bias``, ``ATensor`` -> ``a``,
+    ``InputTensors`` -> ``inputs`` (a tensor array)."""
+    if name.endswith("Tensors"):
+        name = name[: -len("Tensors")] + "s"
+    elif name.endswith("Tensor"):
         name = name[: -len("Tensor")]
     s = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name)
     s = re.sub(r"(?<=[A-Z])([A-Z][a-z])", r"_\1", s)
@@ -71,6 +74,10 @@ class TensorSpec:
         ONE_HOT's depth, a generator's OutputTensor): the caller gives them as ``<arg>_sizes=``
         (``output_sizes=``, a tuple of positive ints), checked against the support table's
         dimension counts; the record's extra_checks check the rest.
+    count: for a tensor array (JOIN's InputTensors, SPLIT's OutputTensors), the desc's member that
+        holds its length (``InputCount``): the Python argument is a sequence of arrays (an array
+        output: a tuple returned, its Sizes a sequence given as ``<arg>_sizes=``); validation
+        names each element ``InputTensors[i]`` (argument ``inputs[i]``).
     """
 
     dml_name: str
@@ -78,6 +85,11 @@ class TensorSpec:
     optional: bool = False
     default_data_type: DataType | _Required | _Inferred | None = None
     sizes_arg: bool = False
+    count: str | None = None
+
+    @property
+    def array(self) -> bool:
+        return self.count is not None
 
     @property
     def arg(self) -> str:
@@ -333,8 +345,11 @@ class OpSpec:
         return tuple(t for t in self.tensors if t.kind == "output")
 
     def tensor(self, dml_name: str) -> TensorSpec:
+        """The tensor field named ``dml_name`` (an element of a tensor array, ``InputTensors[2]``,
+        gives its array's field)."""
+        base = dml_name.split("[", 1)[0]
         for t in self.tensors:
-            if t.dml_name == dml_name:
+            if t.dml_name == base:
                 return t
         raise KeyError(dml_name)
 

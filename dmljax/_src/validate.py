@@ -158,25 +158,54 @@ _CALLS: dict = {}
 _CALLS_MAX = 4096
 
 
-def _parse_sizes(t, raw, problems: list[Violation]) -> tuple[int, ...] | None:
-    """The Sizes a caller gives for an output (``output_sizes=``): a tuple (or list) of
-    positive ints, at most 2^32 - 1 elements in all."""
+def _parse_sizes(t, raw, problems: list[Violation], index: int | None = None) -> tuple[int, ...] | None:
+    """The Sizes a caller gives for an output (``output_sizes=``; ``index``: of a tensor array's
+    element): a tuple (or list) of positive ints, at most 2^32 - 1 elements in all."""
     fix = "a tuple of positive ints, one per dimension, e.g. (1, 3, 4, 4)"
+    name, arg = (t.dml_name, t.sizes_kwarg) if index is None else (f"{t.dml_name}[{index}]", f"{t.sizes_kwarg}[{index}]")
     if not isinstance(raw, (tuple, list)) or not all(
             isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in raw):
-        problems.append(Violation(t.dml_name, t.sizes_kwarg, f"Sizes {quote(raw)} are invalid", fix))
+        problems.append(Violation(name, arg, f"Sizes {quote(raw)} are invalid", fix))
         return None
     sizes = tuple(int(v) for v in raw)
     if not sizes or min(sizes) < 1:
-        problems.append(Violation(t.dml_name, t.sizes_kwarg, f"has Sizes {list(sizes)}",
+        problems.append(Violation(name, arg, f"has Sizes {list(sizes)}",
                                   "a DirectML tensor has at least one dimension and its sizes are at least 1 "
                                   "(dml_buffer_tensor_desc.md)"))
         return None
     if math.prod(sizes) > MAX_ELEMENTS:
-        problems.append(Violation(t.dml_name, t.sizes_kwarg, f"has {math.prod(sizes)} elements (Sizes {list(sizes)})",
+        problems.append(Violation(name, arg, f"has {math.prod(sizes)} elements (Sizes {list(sizes)})",
                                   "a DirectML tensor holds at most 2^32 - 1 elements"))
         return None
     return sizes
+
+
+def base_name(name: str) -> str:
+    """``InputTensors[2]`` -> ``InputTensors`` (a tensor array's element -> its field)."""
+    return name.split("[", 1)[0]
+
+
+def arg_name(spec: OpSpec, name: str) -> str:
+    """The Python argument of a tensor or of a tensor array's element (``inputs[2]``)."""
+    return spec.tensor(name).arg + name[len(base_name(name)):]
+
+
+MAX_ARRAY = 64  # elements of a tensor array dmljax accepts (a sanity bound: no page gives one)
+
+
+def _elements(t, value, what: str, problems: list[Violation]) -> list | None:
+    """A tensor array's value (a list or tuple of 1 to MAX_ARRAY items), or None with a
+    Violation."""
+    if not isinstance(value, (list, tuple)):
+        found = "is a single array" if _is_tensor(value) else f"is a {quote(type(value).__name__).strip(chr(39))}"
+        problems.append(Violation(t.dml_name, what, found, "a list or tuple, one item per element of the array",
+                                  f"{t.count} is its length"))
+        return None
+    if not 1 <= len(value) <= MAX_ARRAY:
+        problems.append(Violation(t.dml_name, what, f"has {len(value)} elements",
+                                  f"1 to {MAX_ARRAY} ({t.count} at least 1)"))
+        return None
+    return list(value)
 
 
 def _check_call(spec, level, inputs, attrs, output_types, output_sizes) -> CheckedCall:
@@ -187,15 +216,21 @@ def _check_call(spec, level, inputs, attrs, output_types, output_sizes) -> Check
         if value is None and t.optional:
             sigs.append((t.dml_name, None))
             continue
-        d = describe_tensor(value)
-        if isinstance(d, str):
-            problems.append(Violation(
-                t.dml_name, t.arg, d,
-                tip="DirectML tensors carry a DataType: pass a numpy or JAX array "
-                    "(e.g. np.asarray(x, np.float32))"))
-            sigs.append((t.dml_name, None))
+        if t.array:
+            items = _elements(t, value, t.arg, problems)
+            named = [] if items is None else [(f"{t.dml_name}[{i}]", v) for i, v in enumerate(items)]
         else:
-            sigs.append((t.dml_name, (d[0], np.dtype(d[1]))))
+            named = [(t.dml_name, value)]
+        for name, v in named:
+            d = describe_tensor(v)
+            if isinstance(d, str):
+                problems.append(Violation(
+                    name, arg_name(spec, name), d,
+                    tip="DirectML tensors carry a DataType: pass a numpy or JAX array "
+                        "(e.g. np.asarray(x, np.float32))"))
+                sigs.append((name, None))
+            else:
+                sigs.append((name, (d[0], np.dtype(d[1]))))
     chosen = []
     for t in spec.outputs:
         if t.default_data_type is None:
@@ -209,7 +244,13 @@ def _check_call(spec, level, inputs, attrs, output_types, output_sizes) -> Check
             problems.append(Violation(t.dml_name, t.data_type_arg, f"DataType {quote(raw)} is invalid", str(e)))
     sized = []
     for t in spec.outputs:
-        if t.sizes_arg:
+        if t.sizes_arg and t.array:  # SPLIT: one Sizes per output
+            items = _elements(t, output_sizes.get(t.dml_name), t.sizes_kwarg, problems) or []
+            for i, raw in enumerate(items):
+                sizes = _parse_sizes(t, raw, problems, i)
+                if sizes is not None:
+                    sized.append((f"{t.dml_name}[{i}]", sizes))
+        elif t.sizes_arg:
             sizes = _parse_sizes(t, output_sizes.get(t.dml_name), problems)
             if sizes is not None:
                 sized.append((t.dml_name, sizes))
@@ -255,7 +296,7 @@ def _inferred(spec: OpSpec, level: FeatureLevel, tensors, attrs, problems: list[
     row = spec.support_at(level, member)
     for name, info in inferred.items():
         tspec = spec.tensor(name)
-        sup = row.tensors[name]
+        sup = row.tensors[base_name(name)]
         ndim = len(info.shape)
         if not sup.dims[0] <= ndim <= sup.dims[1]:
             problems.append(Violation(name, "", f"would have {ndim} dimension{'s' if ndim != 1 else ''} "
@@ -285,20 +326,20 @@ def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, sized, membe
         shape, dtype = sig
         tspec = spec.tensor(name)
         dt = DataType.from_dtype(dtype)
-        allowed = _types_text(row.tensors[name].data_types) if row else ""
+        allowed = _types_text(row.tensors[base_name(name)].data_types) if row else ""
         if dt is None:
             problems.append(Violation(
-                name, tspec.arg, f"has dtype {dtype}, which is not a DirectML data type",
+                name, arg_name(spec, name), f"has dtype {dtype}, which is not a DirectML data type",
                 f"{supported}: {allowed}" if allowed else "",
                 "cast it explicitly to a supported type; dmljax never converts for you"))
             continue
         if any(d == 0 for d in shape):
             problems.append(Violation(
-                name, tspec.arg, f"has Sizes {list(shape)}, with a zero size",
+                name, arg_name(spec, name), f"has Sizes {list(shape)}, with a zero size",
                 "a DirectML tensor's sizes are at least 1 (dml_buffer_tensor_desc.md)"))
         elif math.prod(shape) > MAX_ELEMENTS:
             problems.append(Violation(
-                name, tspec.arg, f"has {math.prod(shape)} elements (Sizes {list(shape)})",
+                name, arg_name(spec, name), f"has {math.prod(shape)} elements (Sizes {list(shape)})",
                 "a DirectML tensor holds at most 2^32 - 1 elements"))
         tensors[name] = TensorInfo(shape, dt)
 
@@ -307,14 +348,18 @@ def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, sized, membe
     derived: dict[tuple[str, str], str] = {}
     for name, dt in chosen:
         tensors.setdefault(name, TensorInfo((), dt))
+    for name, shape in sized:  # the caller's Sizes; the DataType as chosen, constrained or inferred
+        cur = tensors.get(name)
+        tensors[name] = TensorInfo(shape, cur.data_type if cur else None)
+    sized_names = {name for name, _ in sized}
     for c in spec.constraints:
-        known = [n for n in c.tensors if n in tensors and spec.tensor(n).kind == "input"]
+        known = [n for n in _members(c, tensors) if spec.tensor(n).kind == "input"]
         if not known:
             continue
         src = tensors[known[0]]
-        for n in c.tensors:
-            if spec.tensor(n).kind != "output":
-                continue
+        outs = [n for n in _members(c, tensors) if spec.tensor(n).kind == "output"]
+        outs += [n for n in c.tensors if spec.tensor(n).kind == "output" and not spec.tensor(n).array and n not in outs]
+        for n in outs:
             cur = tensors.get(n)
             if isinstance(c, SameDataType):
                 tensors[n] = TensorInfo(cur.shape if cur else (), src.data_type)
@@ -322,11 +367,6 @@ def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, sized, membe
             else:
                 tensors[n] = TensorInfo(src.shape, cur.data_type if cur else src.data_type)
                 derived[(n, "dims")] = known[0]
-
-    for name, shape in sized:  # the caller's Sizes; the DataType as found above (or inferred later)
-        cur = tensors.get(name)
-        tensors[name] = TensorInfo(shape, cur.data_type if cur else None)
-    sized_names = {name for name, _ in sized}
 
     reported: set[tuple[str, str]] = set()
 
@@ -342,41 +382,42 @@ def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, sized, membe
         if info.data_type is None:  # Sizes from the caller, DataType from infer_outputs
             if spec.infer_outputs is None:
                 raise TypeError(f"{spec.enum_name}: {name}'s DataType comes from nothing")
-            sup = row.tensors[name] if row is not None else None
+            sup = row.tensors[base_name(name)] if row is not None else None
             ndim = len(info.shape)
             if sup is not None and not sup.dims[0] <= ndim <= sup.dims[1]:
-                later = spec.lowest_level(name, lambda s: s.dims[0] <= ndim <= s.dims[1], level, member)
+                later = spec.lowest_level(base_name(name), lambda s: s.dims[0] <= ndim <= s.dims[1], level, member)
                 report(name, "dims", Violation(
                     name, tspec.sizes_kwarg, f"has {ndim} dimension{'s' if ndim != 1 else ''} (Sizes {list(info.shape)})",
                     f"{supported}: {sup.dims_text()}",
-                    f"{spec.support_at(later, member).tensors[name].dims_text()} dimensions are supported from "
+                    f"{spec.support_at(later, member).tensors[base_name(name)].dims_text()} dimensions are supported from "
                     f"{later.dml_name}" if later else ""))
             continue
-        arg = tspec.arg if tspec.kind == "input" else (
+        arg = arg_name(spec, name) if tspec.kind == "input" else (
             tspec.data_type_arg if tspec.default_data_type else "")
-        supported_here = row is not None and info.data_type in row.tensors[name].data_types
+        supported_here = row is not None and info.data_type in row.tensors[base_name(name)].data_types
         if info.data_type.needs_x64 and not x64 and (supported_here or row is None):
             report(name, "type", Violation(
                 name, arg, f"has DataType {info.data_type.name}, which JAX holds only in its 64-bit mode",
                 tip=X64_TIP))
         if row is None:
             continue
-        sup = row.tensors[name]
+        sup = row.tensors[base_name(name)]
         ndim = len(info.shape)
         lo, hi = sup.dims
         sized = tspec.kind == "input" or (name, "dims") in derived or name in sized_names  # or later
         if sized and not lo <= ndim <= hi:
-            later = spec.lowest_level(name, lambda s: s.dims[0] <= ndim <= s.dims[1], level, member)
+            later = spec.lowest_level(base_name(name), lambda s: s.dims[0] <= ndim <= s.dims[1], level, member)
             tip = ""
             if later:
-                tip = (f"{spec.support_at(later, member).tensors[name].dims_text()} dimensions are supported "
+                tip = (f"{spec.support_at(later, member).tensors[base_name(name)].dims_text()} dimensions are supported "
                        f"from {later.dml_name}")
             report(name, "dims", Violation(
-                name, tspec.arg if tspec.kind == "input" else (tspec.sizes_kwarg if name in sized_names else ""),
+                name, arg_name(spec, name) if tspec.kind == "input" else (
+                    tspec.sizes_kwarg + name[len(base_name(name)):] if name in sized_names else ""),
                 f"has {ndim} dimension{'s' if ndim != 1 else ''} (Sizes {list(info.shape)})",
                 f"{supported}: {sup.dims_text()}", tip))
         if info.data_type not in sup.data_types:
-            later = spec.lowest_level(name, lambda s: info.data_type in s.data_types, level, member)
+            later = spec.lowest_level(base_name(name), lambda s: info.data_type in s.data_types, level, member)
             tip = f"{info.data_type.name} is supported from {later.dml_name}" if later else ""
             if not later and tspec.kind == "input" and info.data_type.needs_x64:
                 narrower = [t for t in sup.data_types if t.is_float == info.data_type.is_float
@@ -390,7 +431,7 @@ def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, sized, membe
                 f"{supported}: {_types_text(sup.data_types)}", tip))
 
     for c in spec.constraints:
-        present = [n for n in c.tensors if n in tensors and spec.tensor(n).kind == "input"]
+        present = [n for n in _members(c, tensors) if spec.tensor(n).kind == "input"]
         if len(present) < 2:
             continue
         if isinstance(c, SameDataType):
@@ -413,6 +454,11 @@ def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, sized, membe
     return tuple(problems), tensors
 
 
+def _members(c, tensors) -> list[str]:
+    """The tensors (and tensor arrays' elements) a constraint names, in the order found."""
+    return [n for n in tensors if base_name(n) in c.tensors]
+
+
 def _names(spec: OpSpec, names) -> str:
-    parts = [f"{n} (argument `{spec.tensor(n).arg}`)" for n in names]
+    parts = [f"{n} (argument `{arg_name(spec, n)}`)" for n in names]
     return ", ".join(parts[:-1]) + " and " + parts[-1]
