@@ -10,6 +10,7 @@ otherwise) and against the float64 (or exact integer) reference. Prints one line
 the pytest suite: CI has no GPU. Needs only this checkout (not ../shared).
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -41,19 +42,28 @@ CASES = [
 
 
 def cases():
-    """(operator, Attrs, numpy dtype) for every registered operator with a reference and every
-    float type its newest table lists, each attribute set of its record, then CASES."""
+    """(operator, Attrs, numpy dtype, shape) for every registered operator with a reference and
+    every checked type its newest table lists, each attribute set of its record (resolved for the
+    shape: REDUCE's every-axis sets, SPLIT's sizes, CAST's output type), then CASES."""
     out = []
     for name, op in dmljax.registry().items():
         ref = REFERENCES.get(name)
         if ref is None:
             continue
-        types = catalog.newest_types(op.spec)
+        spec = op.spec
+        shape = ref.case_shape(catalog.vector_shape(spec.support[0].tensors[catalog.main_tensor(spec)].dims, 1 << 16))
+        types = catalog.newest_types(spec)
         for dt in CHECKED_TYPES:
             if dt in types:
                 extra = [Attrs(kw) for n, kw in CASES if n == name]
-                out += [(name, attrs, dt.dtype) for attrs in (*ref.attr_sets(dt), *extra)]
+                out += [(name, attrs, dt.dtype, shape) for attrs in (*catalog.newest_sets(spec, ref, dt, shape), *extra)]
     return out
+
+
+def _plain(spec, ref) -> bool:
+    """Whether the inputs can be drawn here with specials: one array per input, all of one shape
+    (not indices, a tensor array or a generator's none)."""
+    return bool(spec.inputs) and ref.make_inputs is None and not any(t.array for t in spec.inputs)
 
 
 def inputs(spec, ref, dtype, rng, n=1 << 16):
@@ -94,8 +104,49 @@ def _flat_inputs(spec, ref, dtype, rng, n):
     return outs
 
 
+def _compare(spec, ref, attrs, args, on_gpu, on_cpu, candidates, exact, first, line):
+    """One output: GPU against the reference, then GPU against CPU (bit-identical where the
+    operator is exact; within the record's budget otherwise)."""
+    out_dt = DataType.from_dtype(on_gpu.dtype)
+    sizes = np.shape(args[0]) if args and not isinstance(args[0], list) else None
+    budget = catalog.budget(spec, attrs, out_dt, sizes=sizes) if first else 0
+    magnitude = None if ref.magnitude is None or not first else ref.magnitude(*args, **attrs.ref_kwargs)
+    assert_matches(on_gpu, candidates, out_dt, budget, "GPU vs reference", flush=not exact, magnitude=magnitude)
+    if out_dt.is_float:
+        both_nan = np.isnan(on_gpu) & np.isnan(on_cpu)
+        d = ulp_distance(np.where(both_nan, 0, on_gpu).astype(on_gpu.dtype),
+                         np.where(both_nan, 0, on_cpu).astype(on_cpu.dtype))
+        bits_equal = int((on_gpu.view(np.uint8) == on_cpu.view(np.uint8)).all())
+        same = int((d == 0).sum())
+        print(f"{line} ok: GPU==CPU on {same}/{d.size} elements (max {int(d.max())} ULP, budget {budget}); "
+              f"bit-identical arrays: {bool(bits_equal)}")
+        if magnitude is not None:
+            # a budget counted in ULP of the terms (LOG_SOFTMAX, REDUCE's SUM): GPU and CPU each
+            # within it of the reference (above), so within twice it of each other
+            assert_matches(on_gpu, [on_cpu.astype(np.float64)], out_dt, 2 * budget, "GPU vs CPU", magnitude=magnitude)
+        elif not catalog.fusable(spec, attrs):
+            # With a ScaleBias, x * Scale + Bias may be fused on one backend and not on the
+            # other (XLA's CPU backend fuses under jit, its GPU backend does not); DirectML
+            # allows both, and each was checked against both candidates above.
+            # each within budget of the reference; an accumulation's order may differ between them
+            limit = 2 * budget if ref.accumulates else budget
+            assert d.max() <= limit, f"GPU and CPU differ by {int(d.max())} ULP"
+    elif catalog.fusable(spec, attrs):
+        # An integer ScaleBias is x * Scale + Bias in FLOAT32, fused or not by the backend before
+        # it is truncated: both candidates were checked against the reference above.
+        same = int((on_gpu == on_cpu).sum())
+        print(f"{line} ok: GPU==CPU on {same}/{on_gpu.size} elements (a multiply-add, fused on one "
+              "backend: each checked against both candidates)")
+    else:
+        assert np.array_equal(on_gpu, on_cpu), f"GPU and CPU differ on {int((on_gpu != on_cpu).sum())} elements"
+        print(f"{line} ok: GPU and CPU bit-identical")
+
+
 def main():
+    only = set(sys.argv[1:])  # operator names (DML or short) to check; none: all
     gpu = [d for d in jax.devices() if d.platform != "cpu"]
+    if os.environ.get("GPU_CHECK_ON_CPU"):  # a dry run of this script's own code, CPU against CPU
+        gpu = jax.devices("cpu")
     cpu = jax.devices("cpu")[0]
     print(f"jax {jax.__version__}; devices: {jax.devices()}")
     if not gpu:
@@ -103,49 +154,30 @@ def main():
         return 0
     rng = np.random.default_rng(0)
     failures = 0
-    todo = cases()
-    for name, attrs, dtype in todo:
+    todo = [c for c in cases() if not only or c[0] in only or c[0][13:] in only]
+    for name, attrs, dtype, shape in todo:
         op = dmljax.get_operator(name)
-        ref = REFERENCES[name]
+        spec, ref = op.spec, REFERENCES[name]
         kwargs = dict(attrs.dml)
-        args = inputs(op.spec, ref, dtype, rng)
+        if _plain(spec, ref):
+            args = inputs(spec, ref, dtype, rng)
+        else:
+            types = catalog.tensor_types(spec, spec.support[0].level, DataType.from_dtype(np.dtype(dtype)))
+            args = catalog.inputs_for(spec, ref, types, shape, rng, attrs)
         f = jax.jit(lambda *a: op(*a, **kwargs))
-        on_gpu = np.asarray(f(*[jax.device_put(a, gpu[0]) for a in args]))
-        on_cpu = np.asarray(f(*[jax.device_put(a, cpu) for a in args]))
-        out_dt = DataType.from_dtype(on_gpu.dtype)
-        budget = catalog.budget(op.spec, attrs, out_dt, sizes=args[0].shape)
-        magnitude = None if ref.magnitude is None else ref.magnitude(*args, **attrs.ref_kwargs)
+        on_gpu = jax.tree.map(np.asarray, f(*jax.device_put(args, gpu[0])))
+        on_cpu = jax.tree.map(np.asarray, f(*jax.device_put(args, cpu)))
+        several = isinstance(on_gpu, tuple)
+        ref_kwargs = dict(attrs.ref_kwargs)
+        if ref.output_type_arg:  # CAST: the reference takes the chosen output type
+            ref_kwargs.update({k: v for k, v in kwargs.items() if k.endswith("_data_type")})
+        want = ref.fn(*args, **ref_kwargs)
         line = f"{name[13:]:28s} {str(kwargs)[:40]:40s} {np.dtype(dtype).name:8s}"
         try:
-            assert_matches(on_gpu, ref.fn(*args, **attrs.ref_kwargs), out_dt, budget, "GPU vs reference",
-                           flush=not ref.selects(attrs), magnitude=magnitude)
-            if out_dt.is_float:
-                both_nan = np.isnan(on_gpu) & np.isnan(on_cpu)
-                d = ulp_distance(np.where(both_nan, 0, on_gpu).astype(on_gpu.dtype),
-                                 np.where(both_nan, 0, on_cpu).astype(on_cpu.dtype))
-                bits_equal = int((on_gpu.view(np.uint8) == on_cpu.view(np.uint8)).all())
-                same = int((d == 0).sum())
-                print(f"{line} ok: GPU==CPU on {same}/{d.size} elements (max {int(d.max())} ULP, budget {budget}); "
-                      f"bit-identical arrays: {bool(bits_equal)}")
-                if magnitude is not None:
-                    # a budget counted in ULP of the terms (LOG_SOFTMAX): GPU and CPU each
-                    # within it of the reference (above), so within twice it of each other
-                    assert_matches(on_gpu, [on_cpu.astype(np.float64)], out_dt, 2 * budget,
-                                   "GPU vs CPU", magnitude=magnitude)
-                elif not catalog.fusable(op.spec, attrs):
-                    # With a ScaleBias, x * Scale + Bias may be fused on one backend and not on
-                    # the other (XLA's CPU backend fuses under jit, its GPU backend does not);
-                    # DirectML allows both, and each was checked against both candidates above.
-                    assert d.max() <= budget, f"GPU and CPU differ by {int(d.max())} ULP"
-            elif catalog.fusable(op.spec, attrs):
-                # An integer ScaleBias is x * Scale + Bias in FLOAT32, fused or not by the backend
-                # before it is truncated: both candidates were checked against the reference above.
-                same = int((on_gpu == on_cpu).sum())
-                print(f"{line} ok: GPU==CPU on {same}/{on_gpu.size} elements (a multiply-add, fused on "
-                      "one backend: each checked against both candidates)")
-            else:
-                assert np.array_equal(on_gpu, on_cpu), f"GPU and CPU differ on {int((on_gpu != on_cpu).sum())} elements"
-                print(f"{line} ok: GPU and CPU bit-identical")
+            for k, (g, c) in enumerate(zip(*((on_gpu, on_cpu) if several else ((on_gpu,), (on_cpu,))))):
+                cands = [np.asarray(w[k]) if several else w for w in want]
+                exact = ref.selects(attrs) if k == 0 else np.asarray(cands[0]).dtype != np.float64
+                _compare(spec, ref, attrs, args, g, c, cands, exact, k == 0, f"{line}{f' output {k}' if several else ''}")
         except AssertionError as e:
             failures += 1
             print(f"{line} FAIL: {str(e)[:400]}")
