@@ -1,0 +1,151 @@
+"""H100 figures for issue 11's operators against jax.numpy, side by side in one run.
+
+    python benchmarks/issue11_gpu.py OUT_DIR [GROUP ...]
+
+Groups: reduce, cast, join_split, gather_scatter, movement, top_k, scan (default: all that exist).
+Tensors of 2^28 elements (REDUCE_TOTAL overrides) in FLOAT32 and FLOAT16, or 2^24 rows for
+GATHER/SCATTER; device-side kernel time (CUPTI through jax.profiler, 20 calls, two input sets) of a
+copy of the input, dmljax's operator in jit and the jax.numpy formula a user would write, in jit.
+For each point: time(dmljax) / time(jnp), and dmljax's bandwidth as a fraction of the copy's
+(bytes read + written per second; a reduction writes almost nothing, so its figure is its read
+bandwidth against the copy's read + write bandwidth, the device's memory bandwidth). Writes
+results.json and results.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import dmljax
+from dmljax.bench.timing import jax_device_times
+
+TOTAL = int(os.environ.get("REDUCE_TOTAL", 2 ** 28))
+ROWS = int(os.environ.get("GATHER_ROWS", 2 ** 24))
+
+
+def _nbytes(tree) -> int:
+    return sum(int(np.prod(x.shape)) * np.dtype(x.dtype).itemsize for x in jax.tree.leaves(tree))
+
+
+def reduce_cases(rng):
+    for dtype in (np.float32, np.float16):
+        shape = (TOTAL // 1024, 1024)
+        xs = [jnp.asarray(rng.standard_normal(shape, dtype=np.float32).astype(dtype)) for _ in range(2)]
+        for axis in (1, 0):
+            for f, jf in (("SUM", jnp.sum), ("MAX", jnp.max), ("AVERAGE", jnp.mean), ("MIN", jnp.min),
+                          ("L2", lambda x, axis, keepdims: jnp.sqrt(jnp.sum(x * x, axis=axis, keepdims=keepdims)))):
+                yield (f"REDUCE {f} axis {axis}", dtype, xs,
+                       jax.jit(lambda x, f=f, a=axis: dmljax.reduce(x, function=f, axes=(a,))),
+                       jax.jit(lambda x, jf=jf, a=axis: jf(x, axis=a, keepdims=True)))
+
+
+def cast_cases(rng):
+    shape = (TOTAL // 1024, 1024)
+    for src, dst in ((np.float32, np.float16), (np.float16, np.float32), (np.float32, np.int32),
+                     (np.int32, np.float32), (np.uint8, np.float32)):
+        if np.issubdtype(src, np.floating):
+            xs = [jnp.asarray((rng.standard_normal(shape, dtype=np.float32) * 100).astype(src)) for _ in range(2)]
+        else:
+            xs = [jnp.asarray(rng.integers(0, 100, shape).astype(src)) for _ in range(2)]
+        name = dmljax.DataType.from_dtype(np.dtype(dst)).name
+        yield (f"CAST to {name}", src, xs, jax.jit(lambda x, n=name: dmljax.cast(x, output_data_type=n)),
+               jax.jit(lambda x, d=dst: x.astype(d)))
+
+
+def join_split_cases(rng):
+    for dtype in (np.float32, np.float16):
+        shape = (TOTAL // 2048, 1024)
+        pairs = [[jnp.asarray(rng.standard_normal(shape, dtype=np.float32).astype(dtype)) for _ in range(2)]
+                 for _ in range(2)]
+        for axis in (0, 1):
+            yield (f"JOIN of 2 on axis {axis}", dtype, pairs, jax.jit(lambda p, a=axis: dmljax.join(p, axis=a)),
+                   jax.jit(lambda p, a=axis: jnp.concatenate(p, axis=a)))
+        whole = [jnp.concatenate(p, axis=1) for p in pairs]
+        for axis in (0, 1):
+            n = whole[0].shape[axis]
+            sizes = [tuple(n // 2 if i == axis else s for i, s in enumerate(whole[0].shape))] * 2
+            yield (f"SPLIT in 2 on axis {axis}", dtype, whole,
+                   jax.jit(lambda x, a=axis, s=tuple(sizes): dmljax.split(x, axis=a, outputs_sizes=s)),
+                   jax.jit(lambda x, a=axis, h=n // 2: tuple(jnp.split(x, [h], axis=a))))
+
+
+def gather_scatter_cases(rng):
+    for dtype in (np.float32, np.float16):
+        table = [jnp.asarray(rng.standard_normal((ROWS, 4), dtype=np.float32).astype(dtype)) for _ in range(2)]
+        idx = [jnp.asarray(rng.integers(0, ROWS, (1, ROWS)).astype(np.int32)) for _ in range(2)]
+        args = [(t, i) for t, i in zip(table, idx)]
+        yield ("GATHER 2^24 rows of 4", dtype, args,
+               jax.jit(lambda a: dmljax.gather(a[0], a[1], axis=0, index_dimensions=1)),
+               jax.jit(lambda a: jnp.take(a[0], a[1][0], axis=0)))
+        perm = [jnp.asarray(rng.permutation(ROWS).astype(np.int32)) for _ in range(2)]
+        upd = [jnp.asarray(rng.standard_normal((ROWS, 4), dtype=np.float32).astype(dtype)) for _ in range(2)]
+        sargs = [(t, p, u) for t, p, u in zip(table, perm, upd)]
+        yield ("SCATTER_ND 2^24 rows of 4", dtype, sargs,
+               jax.jit(lambda a: dmljax.scatter_nd(a[0], a[1][:, None], a[2], input_dimension_count=2,
+                                                   indices_dimension_count=2)),
+               jax.jit(lambda a: a[0].at[a[1]].set(a[2])))
+        yield ("GATHER_ELEMENTS 2^24 x 4", dtype, [(t, jnp.broadcast_to(p[:, None], (ROWS, 4))) for t, p in zip(table, perm)],
+               jax.jit(lambda a: dmljax.gather_elements(a[0], a[1], axis=0)),
+               jax.jit(lambda a: jnp.take_along_axis(a[0], a[1], axis=0)))
+
+
+GROUPS = {"reduce": reduce_cases, "cast": cast_cases, "join_split": join_split_cases,
+          "gather_scatter": gather_scatter_cases}
+
+
+def main():
+    out_dir = sys.argv[1] if len(sys.argv) > 1 else "."
+    chosen = sys.argv[2:] or list(GROUPS)
+    os.makedirs(out_dir, exist_ok=True)
+    rng = np.random.default_rng(0)
+    copy = jax.jit(lambda x: jax.tree.map(lambda v: v.copy(), x))
+    lines = [f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}; jax {jax.__version__}; {jax.devices()[0]}"]
+    print(lines[0], flush=True)
+    points = []
+    for group in chosen:
+        try:
+            for name, dtype, inputs, f_dml, f_jnp in GROUPS[group](rng):
+                try:
+                    jax.block_until_ready((f_dml(inputs[0]), f_jnp(inputs[0])))  # compiles; an API slip shows here
+                    t = jax_device_times([("copy", lambda i: copy(inputs[i % 2])),
+                                          ("dmljax", lambda i, f=f_dml: f(inputs[i % 2])),
+                                          ("jnp", lambda i, f=f_jnp: f(inputs[i % 2]))], 2)
+                except Exception:  # noqa: BLE001  (one case's failure is reported, the run goes on)
+                    lines.append(f"{name}: FAILED {traceback.format_exc(limit=2)[-300:]}")
+                    print(lines[-1], flush=True)
+                    continue
+                if not t:
+                    continue
+                ms = {k: v["s"] * 1e3 for k, v in t.items()}
+                moved_in = _nbytes(inputs[0])
+                moved = moved_in + _nbytes(jax.eval_shape(f_dml, inputs[0]))
+                frac = (moved / ms["dmljax"]) / (2 * moved_in / ms["copy"])
+                rec = {"op": name, "group": group, "dtype": np.dtype(dtype).name, "ms": ms, "bytes_moved": moved,
+                       "copy_fraction": frac, "kernels": {k: v["kernels_per_call"] for k, v in t.items()}}
+                points.append(rec)
+                lines.append(f"{name:30s} {np.dtype(dtype).name:7s}: copy {ms['copy']:.3f} ms, dmljax {ms['dmljax']:.3f}, "
+                             f"jnp {ms['jnp']:.3f}: time(dmljax)/time(jnp) {ms['dmljax'] / ms['jnp']:.3f}, "
+                             f"bandwidth {frac:.2f} of copy's, kernels {rec['kernels']['dmljax']}/{rec['kernels']['jnp']}")
+                print(lines[-1], flush=True)
+        except Exception:  # noqa: BLE001
+            lines.append(f"group {group}: FAILED {traceback.format_exc(limit=3)[-400:]}")
+            print(lines[-1], flush=True)
+    with open(os.path.join(out_dir, "results.json"), "w") as fh:
+        json.dump({"points": points, "jax": jax.__version__, "device": str(jax.devices()[0]),
+                   "method": ("CUPTI kernel durations via jax.profiler, 20 calls, 2 input sets; 2^28 elements "
+                              "(2^24 rows for GATHER/SCATTER); bandwidth = (input + output bytes) / time against "
+                              "the copy's 2 x input bytes / time")}, fh, indent=1)
+    with open(os.path.join(out_dir, "results.md"), "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
