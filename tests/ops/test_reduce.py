@@ -206,3 +206,23 @@ def test_composes_under_jit_and_vmap(rng):
     v = jax.vmap(lambda r: dmljax.reduce(r, function="SUM", axes=(0,)))(x)
     assert v.shape == (4, 1, 5)
     np.testing.assert_allclose(v, x.sum(1, keepdims=True), rtol=1e-6)
+
+
+def test_multiply_has_no_intermediate_overflow(rng):
+    # 1e30 * 1e30 overflows FLOAT32 whatever comes after; the product's value, 1e30, does not
+    x = np.array([[1e30, 1e30, 1e-30], [1e-30, 1e-30, 1e30]], np.float32)
+    got = np.asarray(dmljax.reduce(x, function="MULTIPLY", axes=(1,))).ravel()
+    np.testing.assert_allclose(got, [1e30, 1e-30], rtol=1e-6)
+    # 2^16 terms of magnitude 1/2 to 2: the partial products wander far out of range
+    f = (np.where(rng.random(1 << 16) < 0.5, -1, 1) * np.exp2(rng.uniform(-1, 1, 1 << 16))).astype(np.float32)
+    exact = math.prod(map(float, f))
+    got = float(dmljax.reduce(f, function="MULTIPLY", axes=(0,))[0])
+    if abs(exact) > np.finfo(np.float32).max:
+        assert math.isinf(got) and np.sign(got) == np.sign(exact)
+    elif abs(exact) < np.finfo(np.float32).tiny:
+        assert got == 0
+    else:
+        assert abs(got - exact) <= (1 << 16) * np.spacing(np.float32(abs(exact)))
+    edge = np.array([[0.0, np.inf], [np.nan, 1.0], [-0.0, 2.0]], np.float32)
+    e = np.asarray(dmljax.reduce(edge, function="MULTIPLY", axes=(1,))).ravel()
+    assert math.isnan(e[0]) and math.isnan(e[1]) and e[2] == 0 and math.copysign(1, e[2]) == -1
