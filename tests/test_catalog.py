@@ -480,11 +480,11 @@ def test_gradient_matches_reference(name, dt, rng):
             assert keep.mean() > 0.5, f"{context}: most points are near a kink; widen the inputs"
         for i in floats:
             g = np.asarray(grads[i])
-            keep = np.ones(g.shape, bool) if keep is None else keep
+            mask = np.ones(g.shape, bool) if keep is None else keep  # per input: scatter's updates differ in shape
             assert g.dtype == args[i].dtype and want[i] is not None, context
-            assert_matches(g[keep], [np.asarray(want[i])[keep]], types[spec.inputs[i].dml_name],
+            assert_matches(g[mask], [np.asarray(want[i])[mask]], types[spec.inputs[i].dml_name],
                            catalog.budget(spec, attrs, dt, sizes=shape), context=f"{context} d/d{spec.inputs[i].arg}",
-                           magnitude=None if sizes is None or sizes[i] is None else np.asarray(sizes[i])[keep])
+                           magnitude=None if sizes is None or sizes[i] is None else np.asarray(sizes[i])[mask])
 
 
 def _element_wise(name) -> bool:

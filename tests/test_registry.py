@@ -58,6 +58,11 @@ def page_tables(page: str, groups: bool = False):
 
 OPS = list(registry().values())
 
+LEVEL_SLIPS = {"DML_OPERATOR_SCATTER_ELEMENTS": {"2.0": "1.0"}}
+"""Records' levels -> the page's, where a page gives another introducing level than DirectML.h
+(INDEX.md flags it): SCATTER's page says 1.0 in its Availability and oldest table; the header and
+the feature-level history say 2.0, which the record follows."""
+
 
 @needs_spec
 @pytest.mark.parametrize("op", OPS, ids=lambda o: o.spec.short_name)
@@ -74,7 +79,8 @@ def test_support_tables_match_the_page(op):
             named = re.findall(r"[A-Z][A-Z0-9_]+", g.title)
             assert sorted(named) == sorted(m.name for m in g.members), g.title
     else:
-        assert rows(spec.support) == page_tables(spec.page)
+        slips = LEVEL_SLIPS.get(spec.enum_name, {})
+        assert {slips.get(k, k): v for k, v in rows(spec.support).items()} == page_tables(spec.page)
 
 
 @needs_spec
@@ -82,11 +88,12 @@ def test_support_tables_match_the_page(op):
 def test_enum_value_and_level_match_the_index(op):
     spec = op.spec
     index = (SPEC / "INDEX.md").read_text()
-    m = re.search(rf"^\| {spec.enum_name} \| (\d+) \| [^|]+ \| ([\d.]+) \|", index, re.M)
+    m = re.search(rf"^\| {spec.enum_name}(?: \(alias: [A-Z0-9_]+\))? \| (\d+) \| [^|]+ \| ([\d.]+) \|", index, re.M)
     assert m, spec.enum_name
     assert int(m.group(1)) == spec.value
     assert m.group(2) == spec.introduced.version
-    assert spec.introduced.version in page_levels(spec.page)
+    page_level = LEVEL_SLIPS.get(spec.enum_name, {}).get(spec.introduced.version, spec.introduced.version)
+    assert page_level in page_levels(spec.page)
     page = (SPEC / "operators" / spec.page).read_text()
     assert spec.formula.split("\n")[0].strip() in page  # the formula is the page's
 
