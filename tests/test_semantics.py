@@ -139,3 +139,15 @@ def test_every_fusable_activation_is_implemented():
     # _operator runs each one fused into ADD1).
     from dmljax._src.fused import FUSABLE
     assert [n for n in FUSABLE if n not in dmljax.registry()] == []
+
+
+def test_denormal_scale_bias_members_read_as_zero():
+    # A FLOAT32 denormal Scale or Bias reads as zero of its sign, as any math input does: XLA's
+    # CPU backend flushed it and its GPU backend did not (2^23 * 2^-149 is the normal 2^-126)
+    x = np.array([-8388608.0, 3.0], np.float32)
+    got = dmljax.element_wise_identity(x, scale_bias=(-1.401298464324817e-45, 0.0))
+    assert np.asarray(got).tolist() == [0.0, 0.0]
+    # 0 + (-1e-40) would be the denormal -1e-40, written as -0; the Bias read as -0 gives 0 + -0 = +0
+    assert not np.signbit(np.asarray(dmljax.element_wise_identity(np.float32([0.0]), scale_bias=(1.0, -1e-40))))[0]
+    got = dmljax.element_wise_threshold(x, min=0.0, scale_bias=(-1.401298464324817e-45, 0.0))
+    assert np.asarray(got).tolist() == [0.0, 0.0]

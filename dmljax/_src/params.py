@@ -160,6 +160,9 @@ def _array(element: Callable, c_type: str):
     return check
 
 
+_F32_TINY = 2.0 ** -126  # FLOAT32's smallest normal
+
+
 def _scale_bias(ctx: ParamContext, p: ParamSpec, value: object):
     try:
         sb = ScaleBias.coerce(value)
@@ -171,6 +174,8 @@ def _scale_bias(ctx: ParamContext, p: ParamSpec, value: object):
         r, why = round_float_attr(v)
         if r is None:
             ctx.problems.append(Violation(f"{p.dml_name}.{member}", p.arg, why, "expected a FLOAT"))
+        elif r != 0 and abs(r) < _F32_TINY:
+            r = math.copysign(0.0, r)  # a FLOAT32 denormal reads as zero in math, on every backend
         out.append(r)
     return ScaleBias(*out) if None not in out else None
 

@@ -16,6 +16,13 @@ def c_float(v):
     return float(np.float32(v))
 
 
+def sb_float(v):
+    """A ScaleBias member: a C float, and a FLOAT32 denormal one reads as zero of its sign (math
+    reads FLOAT32 denormals as zero, SEMANTICS.md 2)."""
+    f = c_float(v)
+    return math.copysign(0.0, f) if f != 0 and abs(f) < F32_TINY else f
+
+
 def ftz(x, dtype):
     """FLOAT32 denormals (as float64 values) to sign-preserving zero; others unchanged."""
     x = np.asarray(x, np.float64)
@@ -66,7 +73,7 @@ def scale_bias_candidates(x64, scale_bias, dtype):
     Both are DirectML-legal."""
     if scale_bias is None:
         return [x64]
-    s, b = c_float(scale_bias[0]), c_float(scale_bias[1])
+    s, b = sb_float(scale_bias[0]), sb_float(scale_bias[1])
     if np.dtype(dtype) == np.float64:
         # Computed in FLOAT64: fused is the exact value rounded once, unfused numpy's two steps.
         x64 = np.asarray(x64, np.float64)
@@ -140,7 +147,7 @@ def is_int(x):
 
 def scale_value(scale_bias):
     """ScaleBias's Scale as a C float (1 without one): what chains into a gradient."""
-    return 1.0 if scale_bias is None else c_float(scale_bias[0])
+    return 1.0 if scale_bias is None else sb_float(scale_bias[0])
 
 
 def int_g(x_np, scale_bias):
@@ -173,7 +180,7 @@ def float_g(x_np, scale_bias=None, half=False):
     one too."""
     cands = scale_bias_candidates(read(x_np), scale_bias, x_np.dtype)
     if half and scale_bias is not None:
-        s, b = np.float16(c_float(scale_bias[0])), np.float16(c_float(scale_bias[1]))
+        s, b = np.float16(sb_float(scale_bias[0])), np.float16(sb_float(scale_bias[1]))
         with np.errstate(over="ignore", invalid="ignore"):
             cands.append((x_np.astype(np.float16) * s + b).astype(np.float64))
     return cands

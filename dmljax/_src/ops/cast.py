@@ -103,7 +103,7 @@ def cast(input, *, output_data_type):
     """Example:
         >>> import numpy as np, dmljax
         >>> dmljax.cast(np.array([2.7, -2.7, np.nan, 1e10], np.float32), output_data_type="INT32")
-        Array([          2,          -2,           0, 2147483647], dtype=int32)
+        Array([         2,         -2,          0, 2147483647], dtype=int32)
         >>> dmljax.cast(np.array([300, -1], np.int32), output_data_type="UINT8")
         Array([ 44, 255], dtype=uint8)
     """

@@ -10,7 +10,7 @@ import numpy as np
 
 from tests.reference.element_wise_math import trigonometry
 from tests.reference.record import Attrs, Reference
-from tests.reference.rules import c_float, elementwise_vjp, ftz, read, scale_bias_candidates, wrap
+from tests.reference.rules import c_float, elementwise_vjp, ftz, read, scale_bias_candidates, wrap, sb_float
 
 
 # ---------------------------------------------------------------------------------------------
@@ -36,7 +36,7 @@ def constant_pow_slope(x, exponent, scale_bias=None):
     # rules; exactly 0 for Exponent 0.
     x_np = np.asarray(x)
     e = c_float(exponent)
-    s = 1.0 if scale_bias is None else c_float(scale_bias[0])
+    s = 1.0 if scale_bias is None else sb_float(scale_bias[0])
     g = scale_bias_candidates(read(x_np), scale_bias, x_np.dtype)[0]
     if e == 0:
         return np.zeros(g.shape)
@@ -67,7 +67,7 @@ def _g(x, scale_bias, half=False):
         with np.errstate(all="ignore"):
             cands.insert(0, ftz(cands[0].astype(np.float32).astype(np.float64), np.float32))
     if half and scale_bias is not None and x_np.dtype == np.float16:
-        s, b = np.float16(c_float(scale_bias[0])), np.float16(c_float(scale_bias[1]))
+        s, b = np.float16(sb_float(scale_bias[0])), np.float16(sb_float(scale_bias[1]))
         with np.errstate(all="ignore"):
             x64 = x_np.astype(np.float64)
             cands.append((x64 * float(s) + float(b)).astype(np.float16).astype(np.float64))
@@ -84,7 +84,7 @@ def _unary(f):
 
 def _slope(df):
     def slope(x, scale_bias=None, half=False):
-        s = 1.0 if scale_bias is None else c_float(scale_bias[0])
+        s = 1.0 if scale_bias is None else sb_float(scale_bias[0])
         with np.errstate(all="ignore"):
             return df(_g(x, scale_bias)[0]) * s
     return slope
@@ -233,7 +233,7 @@ def pow_slopes(x, e, scale_bias=None, half=False):
     # where g = 0 or pow(g, e) = 0; an integer exponent has no gradient.
     x_np, e_np = np.asarray(x), np.asarray(e)
     ev = e_np.astype(np.float64) if _is_int(e_np) else read(e_np)
-    s = 1.0 if scale_bias is None else c_float(scale_bias[0])
+    s = 1.0 if scale_bias is None else sb_float(scale_bias[0])
     g = _g(x_np, scale_bias)[0]
     with np.errstate(all="ignore"):
         dx = np.where(ev == 0, 0.0, ev * _pow_tensor(g, ev - 1.0) * s)

@@ -13,7 +13,7 @@ outside it."""
 import numpy as np
 
 from tests.reference.record import Attrs, Reference
-from tests.reference.rules import c_float, elementwise_vjp, ftz, read, scale_bias_candidates
+from tests.reference.rules import elementwise_vjp, ftz, read, scale_bias_candidates, sb_float
 
 
 def _candidates(x, scale_bias, half):
@@ -30,7 +30,7 @@ def _candidates(x, scale_bias, half):
         with np.errstate(over="ignore", invalid="ignore"):
             cands = [ftz(c.astype(np.float32).astype(np.float64), np.float32) for c in cands]
     if half and scale_bias is not None:
-        s, b = np.float16(c_float(scale_bias[0])), np.float16(c_float(scale_bias[1]))
+        s, b = np.float16(sb_float(scale_bias[0])), np.float16(sb_float(scale_bias[1]))
         with np.errstate(over="ignore", invalid="ignore"):
             cands.append((x_np.astype(np.float16) * s + b).astype(np.float64))
     return cands
@@ -42,7 +42,7 @@ def _g(x, scale_bias):
 
 
 def _scale(scale_bias):
-    return 1.0 if scale_bias is None else c_float(scale_bias[0])
+    return 1.0 if scale_bias is None else sb_float(scale_bias[0])
 
 
 def unary(fn):
