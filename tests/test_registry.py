@@ -103,6 +103,8 @@ def test_all_is_sorted_and_exports_every_operator():
     for op in OPS:
         assert op.spec.python_name in dmljax.__all__
         assert getattr(dmljax, op.spec.python_name) is op
+        for alias in op.spec.entry.aliases:  # DML_OPERATOR_SCATTER: dmljax.scatter is scatter_elements
+            assert getattr(dmljax, alias.lower()) is op and alias.lower() in dmljax.__all__
     for name in dmljax.__all__:
         assert hasattr(dmljax, name)
 

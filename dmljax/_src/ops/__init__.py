@@ -3,7 +3,7 @@ operator is its catalog entry's: element_wise_clamp.py and value_scale.py are pa
 element_wise_arithmetic; arg_extreme.py, cumulative.py, reduce.py and top_k.py of reduction;
 gather.py, scatter.py and one_hot.py of indexing; cast.py, join_split.py, padding.py,
 sequences.py, slicing.py and space_depth.py of data_movement). Importing this package registers
-every operator; ``OPERATORS`` maps each registered operator's Python name to its function."""
+every operator; ``OPERATORS`` maps each registered operator's Python names (its aliases' too) to its function."""
 
 from dmljax._src.ops import (  # noqa: F401  (importing a family registers its operators)
     activation,
@@ -35,3 +35,6 @@ from dmljax._src.ops import (  # noqa: F401  (importing a family registers its o
 from dmljax._src.registry import registry
 
 OPERATORS = {op.__name__: op for op in registry().values()}
+OPERATORS.update({alias.lower(): op for op in registry().values() for alias in op.spec.entry.aliases})
+"""Each operator under its Python name, and under its DirectML aliases' (``scatter``, the
+alias of ``scatter_elements``): the same function."""
