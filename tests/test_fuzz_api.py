@@ -867,6 +867,8 @@ def _packed_desc(spec):
         if isinstance(c, SameDataType):
             for n in c.tensors:
                 group[n] = group[c.tensors[0]]
+    if spec.infer_outputs is not None or any(t.sizes_arg or t.array for t in spec.tensors):
+        return None  # outputs shaped otherwise than [1, 1, 2, 2], or tensor arrays: not this desc
     chosen, desc = {}, {}
     for t in spec.tensors:
         g = group[t.dml_name]

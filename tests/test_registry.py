@@ -51,8 +51,9 @@ def page_tables(page: str, groups: bool = False):
             level = None
             continue
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if level and len(cells) == 4 and cells[0] not in ("Tensor", "") and not cells[0].startswith("-"):
-            tables[level][cells[0]] = (cells[2], [t.strip() for t in cells[3].split(",")])
+        if level and len(cells) in (4, 5) and cells[0] not in ("Tensor", "") and not cells[0].startswith("-"):
+            # a fifth column (NONZERO_COORDINATES' "Dimensions", {1, M, N}) comes before the last two
+            tables[level][cells[0]] = (cells[-2], [t.strip() for t in cells[-1].split(",")])
     return by_group if groups else tables
 
 

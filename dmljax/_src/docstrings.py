@@ -65,7 +65,8 @@ def docstring(spec: OpSpec, extra: str) -> str:
         elif t.default_data_type is not None:
             lines.append(f"    {t.data_type_arg}: the DataType of {t.dml_name} (default {t.default_data_type.name}).")
         if t.sizes_arg:
-            lines.append(f"    {t.sizes_kwarg}: the Sizes of {t.dml_name}, a tuple of positive ints (required).")
+            when = "default None: as the notes say" if t.sizes_default else "required"
+            lines.append(f"    {t.sizes_kwarg}: the Sizes of {t.dml_name}, a tuple of positive ints ({when}).")
     if spec.math:
         lines.append(f"    {HALF_ARG}: compute FLOAT16 in FLOAT16, as"
                      " DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION (default: in FLOAT32).")

@@ -66,7 +66,8 @@ def _signature(spec: OpSpec, math: bool) -> inspect.Signature:
             params.append(P(t.data_type_arg, P.KEYWORD_ONLY, default=None))
         elif t.default_data_type is not None:
             params.append(P(t.data_type_arg, P.KEYWORD_ONLY, default=t.default_data_type.name))
-    params += [P(t.sizes_kwarg, P.KEYWORD_ONLY) for t in spec.outputs if t.sizes_arg]
+    params += [P(t.sizes_kwarg, P.KEYWORD_ONLY, **({"default": None} if t.sizes_default else {}))
+               for t in spec.outputs if t.sizes_arg]
     if math:
         params.append(P(HALF_ARG, P.KEYWORD_ONLY, default=False))
     params.append(P("feature_level", P.KEYWORD_ONLY, default=None))

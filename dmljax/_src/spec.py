@@ -74,6 +74,8 @@ class TensorSpec:
         ONE_HOT's depth, a generator's OutputTensor): the caller gives them as ``<arg>_sizes=``
         (``output_sizes=``, a tuple of positive ints), checked against the support table's
         dimension counts; the record's extra_checks check the rest.
+    sizes_default: with sizes_arg, the keyword may be left out (None): the record's infer_outputs
+        then gives the Sizes (NONZERO_COORDINATES' worst-case coordinates).
     count: for a tensor array (JOIN's InputTensors, SPLIT's OutputTensors), the desc's member that
         holds its length (``InputCount``): the Python argument is a sequence of arrays (an array
         output: a tuple returned, its Sizes a sequence given as ``<arg>_sizes=``); validation
@@ -85,6 +87,7 @@ class TensorSpec:
     optional: bool = False
     default_data_type: DataType | _Required | _Inferred | None = None
     sizes_arg: bool = False
+    sizes_default: bool = False
     count: str | None = None
 
     @property

@@ -250,6 +250,8 @@ def _check_call(spec, level, inputs, attrs, output_types, output_sizes) -> Check
                 sizes = _parse_sizes(t, raw, problems, i)
                 if sizes is not None:
                     sized.append((f"{t.dml_name}[{i}]", sizes))
+        elif t.sizes_arg and t.sizes_default and output_sizes.get(t.dml_name) is None:
+            continue  # infer_outputs gives them
         elif t.sizes_arg:
             sizes = _parse_sizes(t, output_sizes.get(t.dml_name), problems)
             if sizes is not None:
