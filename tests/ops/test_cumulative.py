@@ -103,3 +103,23 @@ def test_desc_with_the_pages_members():
         "AxisDirection": "DML_AXIS_DIRECTION_INCREASING", "HasExclusiveProduct": False})
     out = op(InputTensor=np.array([2, 4, 8, 3], np.float32), OutputTensor=np.zeros(4, np.float32))["OutputTensor"]
     np.testing.assert_array_equal(out, [2, 8, 64, 192])  # DxDispatch's dml_cumulative_product.json
+
+
+def test_product_partials_never_overflow_where_the_prefix_does_not():
+    # XLA's scan reassociates: on the H100 3e38 * (0.47 * ...) came out inf where the prefix
+    # product is 1.4e38. The result is redone with exponents apart when a 0, inf or NaN appears
+    # where no term is one; true overflow and underflow stay.
+    x = np.array([3e38, 0.47, 2.0, 0.5, 4.0, 0.25], np.float32)
+    want = np.cumprod(x.astype(np.float64))
+    got = np.asarray(dmljax.cumulative_product(x, axis=0), np.float64)
+    finite = want < np.finfo(np.float32).max
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-6)
+    assert np.isinf(got[~finite]).all()
+    big = np.array([[1e30, 1e30, 1e-30, 1e-30]], np.float32)
+    got = np.asarray(jax.jit(lambda v: dmljax.cumulative_product(v, axis=1))(big), np.float64).ravel()
+    assert got[0] == np.float32(1e30) and np.isinf(got[1]) and abs(got[2] / 1e30 - 1) < 1e-6 and abs(got[3] - 1) < 1e-6
+    rev = np.asarray(dmljax.cumulative_product(big, axis=1, axis_direction="DECREASING", has_exclusive_product=True))
+    assert rev.ravel()[1] == 0 and rev.ravel()[3] == 1  # 1e-60 underflows for real; the empty product is 1
+    with_zero = np.array([3e38, 0.47, 0.0, 2.0], np.float32)  # a zero term: zeros after it are true
+    got = np.asarray(dmljax.cumulative_product(with_zero, axis=0), np.float64)
+    assert abs(got[1] / 1.41e38 - 1) < 1e-2 and got[2] == 0 and got[3] == 0

@@ -7,6 +7,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from dmljax._src.dtypes import FLOAT32_FLOAT16_INT32_UINT32, FLOAT32_FLOAT16_INT64_INT32_UINT64_UINT32, DataType
@@ -62,10 +63,38 @@ _NOTES = (
     "and HasExclusive{exclusive} to False (a zero-initialized desc's values); Axis is required.")
 
 
+def _exponents_apart(v, axis: int, reverse: bool):
+    """The running product of FLOAT32 values with mantissas and exponents multiplied apart
+    (frexp, an associative scan of (mantissa, exponent) pairs, ldexp): no partial product can
+    overflow or vanish, whatever order the scan combines them in."""
+    m, e = jnp.frexp(v)
+
+    def combine(a, b):
+        mm, ee = jnp.frexp(a[0] * b[0])
+        return mm, jnp.clip(a[1] + b[1] + ee.astype(np.int32), -(1 << 20), 1 << 20)
+
+    mr, er = lax.associative_scan(combine, (m, e.astype(np.int32)), reverse=reverse, axis=axis)
+    return jnp.ldexp(mr, er)
+
+
+def _running_product(v, axis: int, reverse: bool):
+    """XLA's product scan, which reassociates: a partial product of terms whose prefix is in range
+    can overflow (the H100 gave inf for a prefix of 1.4e38 with a 3e38 among the terms) or vanish.
+    Such a result is inf, 0 or NaN where no term is: then (only then, a lax.cond) the whole scan
+    is redone with the exponents apart."""
+    y = lax.cumprod(v, axis=axis, reverse=reverse)
+    if v.dtype != np.float32:
+        return y
+    special = (v == 0) | ~jnp.isfinite(v)
+    clean = lax.cumsum(special.astype(np.int32), axis=axis, reverse=reverse) == 0  # no 0, inf or NaN so far
+    suspect = clean & ((y == 0) | ~jnp.isfinite(y))
+    return lax.cond(jnp.any(suspect), lambda t: _exponents_apart(t, axis, reverse), lambda t: y, v)
+
+
 def tally(x, axis: int, reverse: bool, exclusive: bool, product: bool, half: bool):
     """The running sum (or product) of ``x`` along ``axis`` under DirectML's rules."""
     dt = DataType.from_dtype(x.dtype)
-    scan = lax.cumprod if product else lax.cumsum
+    scan = (_running_product if not dt.is_integer else lax.cumprod) if product else lax.cumsum
 
     def core(v):
         y = scan(v, axis=axis, reverse=reverse)
@@ -159,7 +188,11 @@ CUMULATIVE_PRODUCT = unary_op(
     gradient=("dX[k] = sum over the outputs i whose tally holds x[k] of dY[i] times the product of "
               "that tally's other factors (no division, so exact zeros are fine); integer inputs: "
               "no gradient."),
-    notes=_NOTES.format(magnitude="", identity="1", exclusive="Product", op="a product"),
+    notes=_NOTES.format(magnitude="", identity="1", exclusive="Product", op="a product") + (
+        " A running product is finite wherever its prefix's value is: XLA's scan reassociates "
+        "the product, and a partial product can overflow or vanish where the prefix does not; when "
+        "a 0, inf or NaN appears where no term is one, the scan is redone with mantissas and "
+        "exponents multiplied apart (a check that costs a scan of integer flags on every call)."),
     extra_checks=(_axis_in_range,),
 )
 
