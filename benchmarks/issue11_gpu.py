@@ -97,7 +97,18 @@ def gather_scatter_cases(rng):
                jax.jit(lambda a: jnp.take_along_axis(a[0], a[1], axis=0)))
 
 
-GROUPS = {"reduce": reduce_cases, "cast": cast_cases, "join_split": join_split_cases,
+def scan_cases(rng):
+    for dtype in (np.float32, np.float16):
+        shape = (TOTAL // 1024, 1024)
+        xs = [jnp.asarray(rng.standard_normal(shape, dtype=np.float32).astype(dtype)) for _ in range(2)]
+        ps = [jnp.asarray(np.exp2(rng.uniform(-0.01, 0.01, shape)).astype(dtype)) for _ in range(2)]
+        yield ("CUMULATIVE_SUMMATION rows of 1024", dtype, xs, jax.jit(lambda x: dmljax.cumulative_summation(x, axis=1)),
+               jax.jit(lambda x: jnp.cumsum(x, axis=1)))
+        yield ("CUMULATIVE_PRODUCT rows of 1024", dtype, ps, jax.jit(lambda x: dmljax.cumulative_product(x, axis=1)),
+               jax.jit(lambda x: jnp.cumprod(x, axis=1)))
+
+
+GROUPS = {"scan": scan_cases, "reduce": reduce_cases, "cast": cast_cases, "join_split": join_split_cases,
           "gather_scatter": gather_scatter_cases}
 
 
