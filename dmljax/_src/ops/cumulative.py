@@ -85,10 +85,22 @@ def _running_product(v, axis: int, reverse: bool):
     y = lax.cumprod(v, axis=axis, reverse=reverse)
     if v.dtype != np.float32:
         return y
-    special = (v == 0) | ~jnp.isfinite(v)
-    clean = lax.cumsum(special.astype(np.int32), axis=axis, reverse=reverse) == 0  # no 0, inf or NaN so far
-    suspect = clean & ((y == 0) | ~jnp.isfinite(y))
-    return lax.cond(jnp.any(suspect), lambda t: _exponents_apart(t, axis, reverse), lambda t: y, v)
+    # The first wrong element of a row follows a right one, whose product with the next term is
+    # then finite and non-zero where the wrong one is 0, inf or NaN: one element-wise pass finds it.
+    n = v.shape[axis]
+    one = jnp.ones_like(lax.slice_in_dim(y, 0, 1, axis=axis))
+    if reverse:
+        prev = lax.concatenate([lax.slice_in_dim(y, 1, n, axis=axis), one], axis)
+    else:
+        prev = lax.concatenate([one, lax.slice_in_dim(y, 0, n - 1, axis=axis)], axis)
+    step = prev * v
+    odd = (y == 0) | ~jnp.isfinite(y)
+    first_wrong = odd & (step != 0) & jnp.isfinite(step)
+    # and after a true overflow (or underflow) a prefix can come back into range, which a plain
+    # product never does: a row without a 0, inf or NaN term but with such an output is redone
+    plain_row = ~jnp.any((v == 0) | ~jnp.isfinite(v), axis=axis) & jnp.any(odd, axis=axis)
+    suspect = jnp.any(first_wrong) | jnp.any(plain_row)
+    return lax.cond(suspect, lambda t: _exponents_apart(t, axis, reverse), lambda t: y, v)
 
 
 def tally(x, axis: int, reverse: bool, exclusive: bool, product: bool, half: bool):
@@ -191,8 +203,11 @@ CUMULATIVE_PRODUCT = unary_op(
     notes=_NOTES.format(magnitude="", identity="1", exclusive="Product", op="a product") + (
         " A running product is finite wherever its prefix's value is: XLA's scan reassociates "
         "the product, and a partial product can overflow or vanish where the prefix does not; when "
-        "a 0, inf or NaN appears where no term is one, the scan is redone with mantissas and "
-        "exponents multiplied apart (a check that costs a scan of integer flags on every call)."),
+        "an element is 0, inf or NaN where the previous one times its term is not, or in a row "
+        "without a 0, inf or NaN term, the scan is redone with mantissas and exponents multiplied "
+        "apart (the check is one element-wise pass; a row with a 0, inf or NaN term whose prefix "
+        "overflows for real and then comes back into range before that term keeps the plain "
+        "product's inf)."),
     extra_checks=(_axis_in_range,),
 )
 
