@@ -101,6 +101,14 @@ def reference(type_, desc, inputs):
     if t == "JOIN":  # each input read with its own Sizes, joined along Axis
         parts = [x.reshape(d["Sizes"]) for x, d in zip(inputs["InputTensors"], desc["InputTensors"])]
         return np.concatenate(parts, axis=desc["Axis"]).ravel()
+    if t in ("SLICE", "SLICE1"):  # input[offset + i * stride] (SLICE1: from the window's end if negative)
+        x = inputs["InputTensor"].reshape(desc["InputTensor"]["Sizes"])
+        if t == "SLICE":
+            idx = tuple(slice(o, o + (s - 1) * st + 1, st) for o, s, st in zip(desc["Offsets"], desc["Sizes"], desc["Strides"]))
+        else:
+            idx = tuple(slice(o, o + s, st) if st > 0 else slice(o + s - 1, o - 1 if o else None, st) for o, s, st in
+                        zip(desc["InputWindowOffsets"], desc["InputWindowSizes"], desc["InputWindowStrides"]))
+        return x[idx].ravel()
     if t == "SPLIT":  # a list: one packed output per OutputTensors desc
         x = inputs["InputTensor"].reshape(desc["InputTensor"]["Sizes"])
         cuts = np.cumsum([d["Sizes"][desc["Axis"]] for d in desc["OutputTensors"]])[:-1]
