@@ -493,7 +493,7 @@ def _element_wise(name) -> bool:
 
 
 FD = [(n, dt) for n, dt in GRADS if _element_wise(n)]
-ROW_FD = [(n, dt) for n, dt in GRADS if REFS[n].grad is not None and not REFS[n].pointwise]
+ROW_FD = [(n, dt) for n, dt in GRADS if REFS[n].grad is not None and not REFS[n].pointwise and not REFS[n].ranks]
 FD_STEP = {F32: 1e-3, F16: 3e-2}  # relative steps: far above the type's rounding, small for curvature
 
 

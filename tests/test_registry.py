@@ -59,10 +59,10 @@ def page_tables(page: str, groups: bool = False):
 
 OPS = list(registry().values())
 
-LEVEL_SLIPS = {"DML_OPERATOR_SCATTER_ELEMENTS": {"2.0": "1.0"}}
+LEVEL_SLIPS = {"DML_OPERATOR_SCATTER_ELEMENTS": {"2.0": "1.0"}, "DML_OPERATOR_TOP_K": {"1.0": "2.0"}}
 """Records' levels -> the page's, where a page gives another introducing level than DirectML.h
-(INDEX.md flags it): SCATTER's page says 1.0 in its Availability and oldest table; the header and
-the feature-level history say 2.0, which the record follows."""
+(INDEX.md flags it): SCATTER's page says 1.0 in its Availability and oldest table, TOP_K's 2.0;
+the header (and for SCATTER the feature-level history) say 2.0 and 1.0, which the records follow."""
 
 
 @needs_spec

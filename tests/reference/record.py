@@ -116,6 +116,8 @@ class Reference:
         counted in ULP of the larger of it and the result. None: ULP of the result.
     grad_magnitude: the same for the gradient, ``grad_magnitude(dy, *inputs, **ref_kwargs)`` ->
         one array (or None) per input.
+    ranks: the output is chosen by the inputs' order (TOP_K): any step can reorder close values, so
+        the generated finite-difference checks are left out (the reference gradient still runs).
     output_type_arg: the reference's values depend on the output DataType the case chooses
         (CAST): ``fn`` and ``grad`` then take it as the keyword of that choice
         (``output_data_type=``, a DataType name).
@@ -144,6 +146,7 @@ class Reference:
     make_inputs: Callable | None = None
     accumulates: bool = False
     output_type_arg: bool = False
+    ranks: bool = False
 
     def case_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """The input shape a generated case uses (``shape`` unless the reference maps it)."""

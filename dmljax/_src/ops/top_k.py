@@ -1,1 +1,163 @@
-"""TOP_K and TOP_K1 (the K largest or smallest elements along an axis, and their indices), of the reduction family."""
+"""TOP_K and TOP_K1 (the K largest or smallest elements along an axis, with their indices), of the
+reduction family: each page's record, with one formula for both below them."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from dmljax._src.catalog import PREFIX
+from dmljax._src.dtypes import (
+    FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8,
+    FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8, UINT32, UINT64_UINT32, DataType,
+)
+from dmljax._src.enums import AxisDirection
+from dmljax._src.errors import Violation
+from dmljax._src.op import operator
+from dmljax._src.ops.arg_extreme import _keys
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, table
+from dmljax._src.validate import TensorInfo
+
+_NEW = FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8
+_OLD = FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8
+
+
+def _tables(first: str, oldest_types):
+    rows = [
+        table("5.0", InputTensor=("1 to 8", _NEW), OutputValueTensor=("1 to 8", _NEW),
+              OutputIndexTensor=("1 to 8", UINT64_UINT32)),
+        table("3.1", InputTensor=("1 to 8", _OLD), OutputValueTensor=("1 to 8", _OLD),
+              OutputIndexTensor=("1 to 8", UINT32)),
+        table("2.1", InputTensor=("4", _OLD), OutputValueTensor=("4", _OLD), OutputIndexTensor=("4", UINT32)),
+    ]
+    if oldest_types is not None:
+        rows.append(table(first, InputTensor=("4", oldest_types), OutputValueTensor=("4", oldest_types),
+                          OutputIndexTensor=("4", UINT32)))
+    return tuple(rows)
+
+
+def _k_rules(tensors, attrs, level) -> list[Violation]:
+    """Axis "must be less than the DimensionCount of the InputTensor"; K "must be greater than
+    0, but less than the number of elements ... along the dimension specified by Axis" (dmljax
+    takes K up to that number: all of them, sorted)."""
+    x, axis, k = tensors.get("InputTensor"), attrs.get("Axis"), attrs.get("K")
+    if x is None or axis is None or k is None:
+        return []
+    n = len(x.shape)
+    if axis >= n:
+        return [Violation("Axis", "axis", f"is {axis} for a {n}-dimensional InputTensor",
+                          f"less than the DimensionCount ({n}): 0 to {n - 1}")]
+    size = x.shape[axis]
+    if not 1 <= k <= size:
+        return [Violation("K", "k", f"is {k}", f"1 to {size}, the InputTensor's size along Axis {axis}",
+                          "a K larger than the axis has no K elements to select")]
+    return []
+
+
+def _outputs(tensors, attrs, problems) -> dict:
+    x, chosen = tensors["InputTensor"], tensors.get("OutputIndexTensor")
+    shape = tuple(attrs["K"] if i == attrs["Axis"] else s for i, s in enumerate(x.shape))
+    return {"OutputValueTensor": TensorInfo(shape, x.data_type),
+            "OutputIndexTensor": TensorInfo(shape, chosen.data_type if chosen else DataType.UINT32)}
+
+
+def top_k_along(x, axis: int, k: int, largest: bool, index_dtype):
+    """The ``k`` largest (or smallest) elements along ``axis`` and their indices: ordered by value
+    (largest first, or smallest first), ties in ascending index; floats compared as math reads them
+    (FLOAT32 denormals as zero, -0 equal to +0) with NaN after every number; the values returned
+    are the input's own bits. One lax.top_k of order-preserving integer keys (its ties go to the
+    lower index)."""
+    keys = _keys(jax.lax.stop_gradient(x), largest)
+    if not largest:  # the smallest first: the keys' order reversed (~k never overflows)
+        keys = ~keys
+    keys = jnp.moveaxis(keys, axis, -1)
+    _, index = lax.top_k(keys, k)
+    index = jnp.moveaxis(index, -1, axis)
+    values = jnp.take_along_axis(x, index, axis=axis)
+    return values, index.astype(index_dtype)
+
+
+def _record(short: str, summary: str, formula: str, first: str, oldest_types, direction: bool) -> OpSpec:
+    params = (
+        ParamSpec("Axis", "UINT", doc="The dimension to select elements across; less than the InputTensor's "
+                                      "DimensionCount."),
+        ParamSpec("K", "UINT", doc="The number of elements to select: 1 to the InputTensor's size along Axis."),
+    )
+    if direction:
+        params += (ParamSpec("AxisDirection", "DML_AXIS_DIRECTION", enum=AxisDirection,
+                             doc=("INCREASING: the smallest K, in increasing order; DECREASING: the largest K, "
+                                  "in decreasing order (required: the page gives no default).")),)
+    return OpSpec(
+        enum_name=PREFIX + short,
+        summary=summary,
+        formula=formula,
+        tensors=(TensorSpec("InputTensor", "input"), TensorSpec("OutputValueTensor", "output"),
+                 TensorSpec("OutputIndexTensor", "output", default_data_type=DataType.UINT32)),
+        support=_tables(first, oldest_types),
+        params=params,
+        constraints=(SameDataType(("InputTensor", "OutputValueTensor")),),
+        math=False,
+        gradient=("OutputValueTensor: dInput = dY at the selected indices, 0 elsewhere (a scatter of the "
+                  "cotangent); OutputIndexTensor: none; integer inputs: none."),
+        notes=("Returns (values, indices), the page's order. Ties (equal values) come in ascending index, "
+               "as the page guarantees" + (", whatever the AxisDirection" if direction else "") + ". Values "
+               "are compared as math reads them: -0 equals +0 and FLOAT32 denormals equal zero (so they tie); "
+               "NaN is never selected before a number (maxNum/minNum, SEMANTICS.md 8): NaNs come after "
+               "every number, in ascending index. The values returned are the input's own bits (NaN "
+               "payloads, -0 and denormals kept). K may be 1 to the axis's size (the page says 'less than' "
+               "the number of elements, which would forbid selecting them all, a plain sort; dmljax allows "
+               "it). The indices are UINT32 unless output_index_data_type='UINT64' (from "
+               "DML_FEATURE_LEVEL_5_0, JAX's 64-bit mode)."),
+        extra_checks=(_k_rules,),
+        infer_outputs=_outputs,
+    )
+
+
+TOP_K = _record(
+    "TOP_K", "Selects the largest K elements from each sequence along an axis of the InputTensor, and "
+    "returns the values and indices of those elements in the OutputValueTensor and OutputIndexTensor, "
+    "respectively.",
+    "[[[[11, 10],\n(the page's Example 1: K 2 along Axis 3 of [[0, 1, 10, 11], [3, 2, 9, 8], [4, 5, 6, 7]] gives "
+    "the values [[11, 10], [9, 8], [7, 6]] and the indices [[3, 2], [2, 3], [3, 2]])",
+    "1.0", FLOAT32_FLOAT16, False)
+TOP_K1 = _record(
+    "TOP_K1", "Selects the largest or smallest K elements from each sequence along an axis of the "
+    "InputTensor, and returns the values and indices of those elements in the OutputValueTensor and "
+    "OutputIndexTensor, respectively.",
+    "[[[[11, 10],\n(the page's Example 1 with AxisDirection DECREASING; INCREASING selects the smallest K, "
+    "smallest first)", "2.1", None, True)
+
+
+@operator(TOP_K)
+def top_k(input, *, axis, k, output_index_data_type):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> x = np.array([[[[0, 1, 10, 11], [3, 2, 9, 8], [4, 5, 6, 7]]]], np.float32)  # the page's
+        >>> values, indices = dmljax.top_k(x, axis=3, k=2)
+        >>> values[0, 0], indices[0, 0]
+        (Array([[11., 10.],
+               [ 9.,  8.],
+               [ 7.,  6.]], dtype=float32), Array([[3, 2],
+               [2, 3],
+               [3, 2]], dtype=uint32))
+    """
+    return top_k_along(input, axis, k, True, output_index_data_type.dtype)
+
+
+@operator(TOP_K1)
+def top_k1(input, *, axis, k, axis_direction, output_index_data_type):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> x = np.array([[1, 2, 2, 3], [3, 4, 5, 5], [6, 6, 6, 6]], np.float32)  # the pages' ties
+        >>> dmljax.top_k1(x, axis=1, k=3, axis_direction="DECREASING")[1]
+        Array([[3, 1, 2],
+               [2, 3, 1],
+               [0, 1, 2]], dtype=uint32)
+        >>> dmljax.top_k1(x, axis=1, k=2, axis_direction="INCREASING")[0]
+        Array([[1., 2.],
+               [3., 4.],
+               [6., 6.]], dtype=float32)
+    """
+    return top_k_along(input, axis, k, axis_direction == AxisDirection.DECREASING, output_index_data_type.dtype)

@@ -1,0 +1,75 @@
+"""TOP_K and TOP_K1 by hand: the pages' three examples, the tie rule in both directions, NaN, -0
+and denormals, the K and Axis rules, index types, and the gradient of the values."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dmljax
+
+X = np.array([[[[0, 1, 10, 11], [3, 2, 9, 8], [4, 5, 6, 7]]]], np.float32)  # the pages' input
+T = np.array([[[[1, 2, 2, 3], [3, 4, 5, 5], [6, 6, 6, 6]]]], np.float32)  # Example 3's ties
+
+
+def _lists(pair):
+    return [np.asarray(a).tolist() for a in pair]
+
+
+def test_page_examples():
+    assert _lists(dmljax.top_k(X, axis=3, k=2)) == [[[[[11, 10], [9, 8], [7, 6]]]], [[[[3, 2], [2, 3], [3, 2]]]]]
+    assert _lists(dmljax.top_k(X, axis=2, k=2)) == [[[[[4, 5, 10, 11], [3, 2, 9, 8]]]], [[[[2, 2, 0, 0], [1, 1, 1, 1]]]]]
+    assert _lists(dmljax.top_k(T, axis=3, k=3)) == [[[[[3, 2, 2], [5, 5, 4], [6, 6, 6]]]],
+                                                    [[[[3, 1, 2], [2, 3, 1], [0, 1, 2]]]]]
+    for f in (lambda x, **kw: dmljax.top_k1(x, **kw, axis_direction="DECREASING"), dmljax.top_k):
+        assert _lists(f(X, axis=3, k=2)) == _lists(dmljax.top_k(X, axis=3, k=2))
+    # INCREASING: the smallest, smallest first; ties still in ascending index
+    assert _lists(dmljax.top_k1(T, axis=3, k=3, axis_direction="INCREASING")) == [
+        [[[[1, 2, 2], [3, 4, 5], [6, 6, 6]]]], [[[[0, 1, 2], [0, 1, 2], [0, 1, 2]]]]]
+
+
+def test_nan_zeros_and_denormals():
+    bits = np.array([0x7FC00123, 0x3F800000, 0x80000000, 0x00000000, 0x00000001, 0xBF800000], np.uint32)
+    x = bits.view(np.float32)  # NaN (a payload), 1, -0, +0, a denormal, -1
+    v, i = dmljax.top_k1(x, axis=0, k=6, axis_direction="DECREASING")
+    # 1; then -0, +0 and the denormal tie (all zero to math) in ascending index; -1; NaN last
+    assert np.asarray(i).tolist() == [1, 2, 3, 4, 5, 0]
+    assert np.asarray(v).view(np.uint32).tolist() == bits[[1, 2, 3, 4, 5, 0]].tolist()  # the input's own bits
+    v, i = dmljax.top_k1(x, axis=0, k=6, axis_direction="INCREASING")
+    assert np.asarray(i).tolist() == [5, 2, 3, 4, 1, 0]
+    assert np.asarray(dmljax.top_k(np.array([np.nan, np.nan, 2.0], np.float32), axis=0, k=3)[1]).tolist() == [2, 0, 1]
+
+
+def test_rules_and_index_types():
+    with pytest.raises(dmljax.ValidationError, match=r"K \(argument `k`\) is 5; 1 to 4, the InputTensor's size along Axis 3"):
+        dmljax.top_k(X, axis=3, k=5)
+    with pytest.raises(dmljax.ValidationError, match="K .* is 0; 1 to 4"):
+        dmljax.top_k(X, axis=3, k=0)
+    with pytest.raises(dmljax.ValidationError, match=r"Axis \(argument `axis`\) is 4 for a 4-dimensional InputTensor"):
+        dmljax.top_k(X, axis=4, k=1)
+    assert _lists(dmljax.top_k(X, axis=3, k=4))[1] == [[[[3, 2, 1, 0], [2, 3, 0, 1], [3, 2, 1, 0]]]]  # K = all: a sort
+    with pytest.raises(TypeError, match="axis_direction"):
+        dmljax.top_k1(X, axis=3, k=1)  # no documented default
+    with pytest.raises(dmljax.ValidationError, match="UINT64 is supported from DML_FEATURE_LEVEL_5_0"):
+        with jax.enable_x64(True):
+            dmljax.top_k(X, axis=3, k=1, output_index_data_type="UINT64", feature_level="4.1")
+    with jax.enable_x64(True):
+        assert dmljax.top_k(X, axis=3, k=1, output_index_data_type="UINT64")[1].dtype == np.uint64
+    with pytest.raises(dmljax.ValidationError, match="supported: 4"):
+        dmljax.top_k(X[0, 0], axis=1, k=1, feature_level="3.0")
+    i8 = np.array([[-128, 127, 0, -128]], np.int8)
+    assert _lists(dmljax.top_k1(i8, axis=1, k=3, axis_direction="INCREASING")) == [[[-128, -128, 0]], [[0, 3, 2]]]
+
+
+def test_gradient_goes_to_the_selected_elements(rng):
+    x = rng.permutation(12).astype(np.float32).reshape(3, 4)
+    dy = rng.standard_normal((3, 2)).astype(np.float32)
+    g = jax.grad(lambda v: jnp.sum(dmljax.top_k(v, axis=1, k=2)[0] * dy))(x)
+    idx = np.argsort(-x, axis=1)[:, :2]
+    want = np.zeros_like(x)
+    np.put_along_axis(want, idx, dy, axis=1)
+    assert np.array_equal(np.asarray(g), want)
+    gi = jax.grad(lambda v: jnp.sum(dmljax.top_k(v, axis=0, k=1)[0]).astype(jnp.float32), allow_int=True)(
+        np.ones(3, np.int32))
+    assert gi.dtype == jax.dtypes.float0
+    assert jax.jit(lambda v: dmljax.top_k(v, axis=1, k=2))(x)[1].shape == (3, 2)
