@@ -247,6 +247,11 @@ def newest_sets(spec: OpSpec, ref: Reference, data_type: DataType, shape=None) -
                         for g in spec.groups))
 
 
+def available(attrs: Attrs, level: FeatureLevel) -> bool:
+    """Whether an attribute set's values exist at ``level`` (``Attrs.since``)."""
+    return attrs.since is None or FeatureLevel.parse(attrs.since) <= level
+
+
 def all_positive_cases(name: str, ref: Reference | None = None) -> list[Case]:
     """Every table x data type x {fewest, most, 4} dimensions (x chosen output type) x attribute
     set of one operator, in table order (for an operator whose tables depend on an attribute,
@@ -267,7 +272,7 @@ def all_positive_cases(name: str, ref: Reference | None = None) -> list[Case]:
                 outs = list(ref.output_types(row)) if ref is not None and ref.output_types else [row[0]]
             for dt in sup.data_types:
                 sets = ref.attr_sets(dt) if ref is not None else (Attrs(),)
-                picked = [i for i, a in enumerate(sets) if in_group(spec, a, group)]
+                picked = [i for i, a in enumerate(sets) if in_group(spec, a, group) and available(a, table.level)]
                 for ndim in sorted({lo, hi, 4} & set(range(lo, hi + 1))):
                     for out in outs:
                         cases += [Case(name, table.level, dt, ndim, out, i, len(sets)) for i in picked]
@@ -338,7 +343,7 @@ def negative_cases(names=None):
                 dt0 = sup.data_types[0]
                 # the first attribute set of the row's first type that selects this group
                 sets = ref.attr_sets(dt0) if ref is not None else (Attrs(),)
-                i = next((k for k, a in enumerate(sets) if in_group(spec, a, group)), None)
+                i = next((k for k, a in enumerate(sets) if in_group(spec, a, group) and available(a, table.level)), None)
                 if i is None:
                     continue
                 kw = dict(attrs=i, n_attrs=len(sets), attrs_type=dt0 if group is not None else None)

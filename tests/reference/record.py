@@ -45,6 +45,8 @@ class Attrs:
     known_issues: a library issue this set shows, by the check it breaks (``KNOWN_ISSUES``),
         with its description: the check then asserts that the issue still shows (so that a fix
         is noticed and the entry removed) and still checks everything else.
+    since: the feature level an attribute value needs (PADDING's WRAP mode: "6.4"); the generated
+        cases at older tables leave the set out.
     shaped: attribute values that depend on the case's input shape (an ``output_sizes``, axes
         up to the rank): ``shaped(shape) -> {keyword: value}``, merged into ``dml``, ``ref`` and
         ``half`` by ``at(shape)``.
@@ -56,6 +58,7 @@ class Attrs:
     selection: bool | None = None
     known_issues: Mapping[str, str] = dataclasses.field(default_factory=dict)
     shaped: Callable[[tuple[int, ...]], Mapping] | None = None
+    since: str | None = None
 
     def at(self, shape: tuple[int, ...]) -> "Attrs":
         """This set for inputs of ``shape``: ``shaped``'s values merged into every kwargs."""

@@ -1,1 +1,269 @@
-"""PADDING, PADDING1 and TILE, of the data_movement family."""
+"""PADDING, PADDING1 and TILE, of the data_movement family: each page's record, with one index
+formula for every DML_PADDING_MODE below them."""
+
+from __future__ import annotations
+
+import math
+
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from dmljax._src.catalog import PREFIX
+from dmljax._src.dtypes import (
+    FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8,
+    FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8,
+    FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8, DataType,
+)
+from dmljax._src.enums import PaddingMode
+from dmljax._src.errors import Violation
+from dmljax._src.feature_level import FeatureLevel
+from dmljax._src.numerics import attr_as
+from dmljax._src.op import operator
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, table
+from dmljax._src.validate import MAX_ELEMENTS, TensorInfo
+
+_ALL = FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8
+_THREE = FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8
+_MODE_LEVELS = {PaddingMode.SYMMETRIC: FeatureLevel.parse("3.0"), PaddingMode.WRAP: FeatureLevel.parse("6.4")}
+
+
+def source_index(j: np.ndarray, n: int, mode: PaddingMode) -> np.ndarray:
+    """For output positions ``j`` counted from the input's first element (negative in the start
+    padding, n and beyond in the end padding), the input element each mode copies (CONSTANT: -1
+    where the PaddingValue goes). REFLECTION and SYMMETRIC fold periodically, as the page says pads
+    larger than the axis do: REFLECTION with period 2(n - 1) (the edges are not mirrored),
+    SYMMETRIC with period 2n (they are); WRAP repeats the axis."""
+    if mode is PaddingMode.CONSTANT:
+        return np.where((j >= 0) & (j < n), j, -1)
+    if mode is PaddingMode.EDGE:
+        return np.clip(j, 0, n - 1)
+    if mode is PaddingMode.WRAP:
+        return np.mod(j, n)
+    if mode is PaddingMode.REFLECTION:
+        if n == 1:
+            return np.zeros_like(j)  # unreachable: validation refuses padding a 1-long axis
+        t = np.mod(j, 2 * (n - 1))
+        return np.where(t < n, t, 2 * (n - 1) - t)
+    t = np.mod(j, 2 * n)  # SYMMETRIC
+    return np.where(t < n, t, 2 * n - 1 - t)
+
+
+def pad(x, mode: PaddingMode, value, start, end):
+    """``x`` padded by ``start``/``end`` elements per dimension in ``mode`` (value: a scalar of
+    x's type, for CONSTANT): lax.pad for CONSTANT, otherwise one gather per padded dimension
+    of indices fixed at trace time."""
+    if mode is PaddingMode.CONSTANT:
+        return lax.pad(x, jnp.asarray(value, x.dtype), [(s, e, 0) for s, e in zip(start, end)])
+    for axis, (s, e) in enumerate(zip(start, end)):
+        if s == 0 and e == 0:
+            continue
+        n = x.shape[axis]
+        idx = source_index(np.arange(-s, n + e), n, mode)
+        x = jnp.take(x, jnp.asarray(idx, np.int32), axis=axis)
+    return x
+
+
+def _padding_checks(tensors, attrs, level) -> list[Violation]:
+    """StartPadding and EndPadding have DimensionCount entries; a mode exists at the level
+    (SYMMETRIC from DML_FEATURE_LEVEL_3_0, WRAP from 6.4, the feature-level history says);
+    REFLECTION cannot pad an axis of one element (its period, 2(n - 1), is 0)."""
+    x, mode, start, end = (tensors.get("InputTensor"), attrs.get("PaddingMode"), attrs.get("StartPadding"),
+                           attrs.get("EndPadding"))
+    problems = []
+    if mode in _MODE_LEVELS and level < _MODE_LEVELS[mode]:
+        problems.append(Violation("PaddingMode", "padding_mode", f"is {mode.dml_name}",
+                                  f"a mode of {level.dml_name}: " + ", ".join(
+                                      m.name for m in PaddingMode if _MODE_LEVELS.get(m, level) <= level),
+                                  f"{mode.name} is accepted from {_MODE_LEVELS[mode].dml_name}"))
+    if x is None or start is None or end is None:
+        return problems
+    n = len(x.shape)
+    for name, arr in (("StartPadding", start), ("EndPadding", end)):
+        if len(arr) != n:
+            problems.append(Violation(name, "start_padding" if name == "StartPadding" else "end_padding",
+                                      f"has {len(arr)} entries", f"DimensionCount ({n}) entries, one per dimension"))
+    if problems:
+        return problems
+    if mode is PaddingMode.REFLECTION:
+        for i, (s, e) in enumerate(zip(start, end)):
+            if x.shape[i] == 1 and (s or e):
+                problems.append(Violation(
+                    "PaddingMode", "padding_mode", f"is REFLECTION and dimension {i} has one element, padded by "
+                    f"{s} and {e}", "an axis of at least 2 elements (a reflection of one element has no values "
+                    "to fold: its period, 2(n - 1), is 0)", "use EDGE or SYMMETRIC, which repeat it"))
+    return problems
+
+
+def _padded(tensors, attrs, problems) -> dict:
+    """"OutputTensor.Sizes[i] = InputTensor.Sizes[i] + StartPadding[i] + EndPadding[i]"."""
+    x = tensors["InputTensor"]
+    shape = tuple(s + a + b for s, a, b in zip(x.shape, attrs["StartPadding"], attrs["EndPadding"]))
+    if math.prod(shape) > MAX_ELEMENTS:
+        problems.append(Violation("OutputTensor", "", f"would have {math.prod(shape)} elements (Sizes {list(shape)})",
+                                  "a DirectML tensor holds at most 2^32 - 1 elements"))
+    return {"OutputTensor": TensorInfo(shape, x.data_type)}
+
+
+_PADS = (
+    ParamSpec("StartPadding", "UINT[]", count="DimensionCount",
+              doc="The sizes of the padding regions to add at the beginning of each dimension."),
+    ParamSpec("EndPadding", "UINT[]", count="DimensionCount",
+              doc="The sizes of the padding regions to add at the end of each dimension."),
+)
+_MODE = ParamSpec("PaddingMode", "DML_PADDING_MODE", enum=PaddingMode,
+                  doc=("CONSTANT, EDGE, REFLECTION, SYMMETRIC (from DML_FEATURE_LEVEL_3_0) or WRAP (from 6.4) "
+                       "(required: the page gives no default)."))
+_NOTES = (
+    "REFLECTION and SYMMETRIC fold the tensor periodically when a pad is as long as the axis or longer, "
+    "as the page says such pads are valid (REFLECTION's period is 2(n - 1), SYMMETRIC's 2n); REFLECTION "
+    "refuses to pad an axis of one element (period 0). WRAP (not described on the page; the feature-level "
+    "history adds it at 6.4) repeats the axis. {value} The output holds at most 2^32 - 1 elements. "
+    "Bit-exact data movement: the input's bits are copied, the PaddingValue's written.")
+_FORMULA = ("PaddingMode: DML_PADDING_MODE_CONSTANT\n(the page's Example 1: StartPadding {{0, 0, 1, 2}} and "
+            "EndPadding {{0, 0, 3, 4}} around a 4 x 4 input give 8 x 10, the padding 9; EDGE repeats the edges, "
+            "REFLECTION mirrors without them, SYMMETRIC with them{extra})")
+
+PADDING = OpSpec(
+    enum_name=PREFIX + "PADDING",
+    summary=("Inflates the input tensor with constant or mirrored values on the edges, and writes the result "
+             "to the output."),
+    formula=_FORMULA.format(extra=""),
+    tensors=(TensorSpec("InputTensor", "input"), TensorSpec("OutputTensor", "output")),
+    support=(
+        table("5.0", InputTensor=("1 to 8", _ALL), OutputTensor=("1 to 8", _ALL)),
+        table("3.1", InputTensor=("1 to 8", _THREE), OutputTensor=("1 to 8", _THREE)),
+        table("2.1", InputTensor=("4 to 5", _THREE), OutputTensor=("4 to 5", _THREE)),
+        table("1.0", InputTensor=("4 to 5", FLOAT32_FLOAT16), OutputTensor=("4 to 5", FLOAT32_FLOAT16)),
+    ),
+    params=(_MODE,
+            ParamSpec("PaddingValue", "FLOAT", default=0.0, converted_to="InputTensor",
+                      doc=("The value CONSTANT pads with (ignored otherwise; default 0, a zeroed desc's); "
+                           "for integer tensors truncated toward zero and saturated.")),
+            *_PADS),
+    constraints=(SameDataType(("InputTensor", "OutputTensor")),),
+    math=False,
+    gradient=("dInput = dY of the input's own region plus, for EDGE, REFLECTION, SYMMETRIC and WRAP, dY of every "
+              "padding element copied from it (the gathers' transpose); integer inputs: none."),
+    notes=_NOTES.format(value=("PaddingValue is a FLOAT: for integer tensors it is truncated toward zero and "
+                               "saturated (the page: 'might be truncated'); NaN is refused for them.")),
+    extra_checks=(_padding_checks,),
+    infer_outputs=_padded,
+)
+
+
+@operator(PADDING)
+def padding(input, *, padding_mode, padding_value, start_padding, end_padding):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> x = np.array([[1, 2, 3, 4], [5, 6, 7, 8]], np.float32)
+        >>> dmljax.padding(x, padding_mode="REFLECTION", start_padding=(0, 2), end_padding=(0, 4))
+        Array([[3., 2., 1., 2., 3., 4., 3., 2., 1., 2.],
+               [7., 6., 5., 6., 7., 8., 7., 6., 5., 6.]], dtype=float32)
+        >>> dmljax.padding(x.astype(np.int8), padding_mode="CONSTANT", padding_value=-9.7,
+        ...                start_padding=(0, 1), end_padding=(0, 0))
+        Array([[-9,  1,  2,  3,  4],
+               [-9,  5,  6,  7,  8]], dtype=int8)
+    """
+    value = attr_as(padding_value, DataType.from_dtype(input.dtype))
+    return pad(input, padding_mode, value, start_padding, end_padding)
+
+
+PADDING1 = OpSpec(
+    enum_name=PREFIX + "PADDING1",
+    summary=("Inflates the input tensor with constant or mirrored values on the edges, and writes the result "
+             "to the output."),
+    formula=_FORMULA.format(extra="; the PaddingValue a DML_SCALAR_UNION of PaddingValueDataType"),
+    tensors=(TensorSpec("InputTensor", "input"), TensorSpec("OutputTensor", "output")),
+    support=(table("5.0", InputTensor=("1 to 8", _ALL), OutputTensor=("1 to 8", _ALL)),),
+    params=(_MODE,
+            ParamSpec("PaddingValueDataType", "DML_TENSOR_DATA_TYPE", default=None, converted_to="OutputTensor",
+                      doc=("The data type of PaddingValue, which must match OutputTensor.DataType (None: that "
+                           "DataType).")),
+            ParamSpec("PaddingValue", "DML_SCALAR_UNION", default=0, converted_to="OutputTensor",
+                      doc=("The value CONSTANT pads with, read as OutputTensor's DataType and refused unless "
+                           "representable in it (ignored otherwise; default 0).")),
+            *_PADS),
+    constraints=(SameDataType(("InputTensor", "OutputTensor")),),
+    math=False,
+    gradient=PADDING.gradient,
+    notes=_NOTES.format(value=("PaddingValue is a DML_SCALAR_UNION of the tensor's own type: an integer "
+                               "tensor's full range (INT64 and UINT64 included) is exact.")),
+    extra_checks=(_padding_checks,),
+    infer_outputs=_padded,
+)
+
+
+@operator(PADDING1)
+def padding1(input, *, padding_mode, padding_value_data_type, padding_value, start_padding, end_padding):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> x = np.array([[1, 2, 3, 4], [5, 6, 7, 8]], np.uint8)
+        >>> dmljax.padding1(x, padding_mode="SYMMETRIC", start_padding=(0, 2), end_padding=(0, 4))
+        Array([[2, 1, 1, 2, 3, 4, 4, 3, 2, 1],
+               [6, 5, 5, 6, 7, 8, 8, 7, 6, 5]], dtype=uint8)
+        >>> dmljax.padding1(x, padding_mode="CONSTANT", padding_value=255, start_padding=(1, 0), end_padding=(0, 0))
+        Array([[255, 255, 255, 255],
+               [  1,   2,   3,   4],
+               [  5,   6,   7,   8]], dtype=uint8)
+    """
+    return pad(input, padding_mode, padding_value.as_numpy(), start_padding, end_padding)
+
+
+def _tiled(tensors, attrs, problems) -> dict:
+    """"OutputTensor.Sizes[i] = InputTensor.Sizes[i] * Repeats[i]"."""
+    x, repeats = tensors["InputTensor"], attrs["Repeats"]
+    shape = tuple(s * r for s, r in zip(x.shape, repeats))
+    if math.prod(shape) > MAX_ELEMENTS:
+        problems.append(Violation("OutputTensor", "", f"would have {math.prod(shape)} elements (Sizes {list(shape)})",
+                                  "a DirectML tensor holds at most 2^32 - 1 elements"))
+    return {"OutputTensor": TensorInfo(shape, x.data_type)}
+
+
+def _repeats_rules(tensors, attrs, level) -> list[Violation]:
+    """RepeatsCount "must be the same as the InputTensor.DimensionCount"; the values "must be
+    larger than 0"."""
+    x, repeats = tensors.get("InputTensor"), attrs.get("Repeats")
+    if x is None or repeats is None:
+        return []
+    if len(repeats) != len(x.shape):
+        return [Violation("Repeats", "repeats", f"has {len(repeats)} entries",
+                          f"the InputTensor's DimensionCount ({len(x.shape)}) entries")]
+    return [Violation(f"Repeats[{i}]", "repeats", f"is {r}", "larger than 0") for i, r in enumerate(repeats) if r < 1]
+
+
+TILE = OpSpec(
+    enum_name=PREFIX + "TILE",
+    summary="Constructs an output tensor by tiling the input tensor.",
+    formula=("Repeats: {1, 1, 3, 3}\n(the page's example: a {1, 1, 2, 3} input repeated 3 x 3 gives {1, 1, 6, 9}; "
+             "output[i] = input[i mod InputTensor.Sizes])"),
+    tensors=(TensorSpec("InputTensor", "input"), TensorSpec("OutputTensor", "output")),
+    support=(
+        table("4.1", InputTensor=("1 to 8", FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8),
+              OutputTensor=("1 to 8", FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8)),
+        table("3.1", InputTensor=("1 to 8", _THREE), OutputTensor=("1 to 8", _THREE)),
+        table("2.1", InputTensor=("4", _THREE), OutputTensor=("4", _THREE)),
+        table("1.0", InputTensor=("4", FLOAT32_FLOAT16), OutputTensor=("4", FLOAT32_FLOAT16)),
+    ),
+    params=(ParamSpec("Repeats", "UINT[]", count="RepeatsCount",
+                      doc="The number of tiled copies of each dimension, in order; each larger than 0."),),
+    constraints=(SameDataType(("InputTensor", "OutputTensor")),),
+    math=False,
+    gradient="dInput = the sum of dY over every copy (the tiling's transpose); integer inputs: none.",
+    notes="Bit-exact data movement; the output holds at most 2^32 - 1 elements.",
+    extra_checks=(_repeats_rules,),
+    infer_outputs=_tiled,
+)
+
+
+@operator(TILE)
+def tile(input, *, repeats):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> dmljax.tile(np.array([[1, 2, 3], [4, 5, 6]], np.float32), repeats=(2, 2))
+        Array([[1., 2., 3., 1., 2., 3.],
+               [4., 5., 6., 4., 5., 6.],
+               [1., 2., 3., 1., 2., 3.],
+               [4., 5., 6., 4., 5., 6.]], dtype=float32)
+    """
+    return jnp.tile(input, tuple(repeats))
