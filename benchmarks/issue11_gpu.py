@@ -108,7 +108,33 @@ def scan_cases(rng):
                jax.jit(lambda x: jnp.cumprod(x, axis=1)))
 
 
-GROUPS = {"scan": scan_cases, "reduce": reduce_cases, "cast": cast_cases, "join_split": join_split_cases,
+def movement_cases(rng):
+    for dtype in (np.float32, np.float16):
+        shape = (TOTAL // 1024 // 4, 1024)
+        xs = [jnp.asarray(rng.standard_normal(shape, dtype=np.float32).astype(dtype)) for _ in range(2)]
+        yield ("TILE 2 x 2", dtype, xs, jax.jit(lambda x: dmljax.tile(x, repeats=(2, 2))),
+               jax.jit(lambda x: jnp.tile(x, (2, 2))))
+        for mode, np_mode in (("CONSTANT", "constant"), ("EDGE", "edge"), ("REFLECTION", "reflect")):
+            yield (f"PADDING {mode} 64 each side", dtype, xs,
+                   jax.jit(lambda x, m=mode: dmljax.padding(x, padding_mode=m, start_padding=(64, 64), end_padding=(64, 64))),
+                   jax.jit(lambda x, m=np_mode: jnp.pad(x, ((64, 64), (64, 64)), mode=m)))
+        n = shape[0]
+        yield ("SLICE1 every other row, reversed", dtype, xs,
+               jax.jit(lambda x: dmljax.slice1(x, input_window_offsets=(0, 0), input_window_sizes=x.shape,
+                                               input_window_strides=(-2, 1))),
+               jax.jit(lambda x: x[::-1][::2]))
+
+
+def top_k_cases(rng):
+    for dtype in (np.float32, np.float16):
+        shape = (TOTAL // 32768 // 4, 32768)
+        xs = [jnp.asarray(rng.standard_normal(shape, dtype=np.float32).astype(dtype)) for _ in range(2)]
+        for k in (1, 8, 256):
+            yield (f"TOP_K rows of 32768, k {k}", dtype, xs, jax.jit(lambda x, k=k: dmljax.top_k(x, axis=1, k=k)),
+                   jax.jit(lambda x, k=k: jax.lax.top_k(x, k)))
+
+
+GROUPS = {"movement": movement_cases, "top_k": top_k_cases, "scan": scan_cases, "reduce": reduce_cases, "cast": cast_cases, "join_split": join_split_cases,
           "gather_scatter": gather_scatter_cases}
 
 
