@@ -73,3 +73,14 @@ def test_gradient_goes_to_the_selected_elements(rng):
         np.ones(3, np.int32))
     assert gi.dtype == jax.dtypes.float0
     assert jax.jit(lambda v: dmljax.top_k(v, axis=1, k=2))(x)[1].shape == (3, 2)
+
+
+def test_nan_after_infinities_on_the_fast_path_and_off_it():
+    # FLOAT32 keys make NaN -inf; a row holding both takes the integer keys, where NaN comes last
+    x = np.array([[np.nan, -np.inf, 1, np.nan, -np.inf], [3, 1, 2, 0, -1]], np.float32)
+    v, i = dmljax.top_k(x, axis=1, k=5)
+    assert np.asarray(i).tolist() == [[2, 1, 4, 0, 3], [0, 2, 1, 3, 4]]
+    v, i = jax.jit(lambda t: dmljax.top_k1(t, axis=1, k=5, axis_direction="INCREASING"))(-x)
+    assert np.asarray(i).tolist() == [[2, 1, 4, 0, 3], [0, 2, 1, 3, 4]]
+    h = np.array([np.inf, np.nan, 1, -0.0, 0.0], np.float16)
+    assert np.asarray(dmljax.top_k1(h, axis=0, k=5, axis_direction="INCREASING")[1]).tolist() == [3, 4, 2, 0, 1]
