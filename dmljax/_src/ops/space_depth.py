@@ -72,7 +72,6 @@ def _shape(to_space: bool):
 
 
 def _record(short: str, to_space: bool, formula: str, ordered: bool) -> OpSpec:
-    first = "2.1" if ordered else "1.0"
     support = [table("5.0", InputTensor=("4", _ALL), OutputTensor=("4", _ALL)),
                table("2.1", InputTensor=("4", _THREE), OutputTensor=("4", _THREE))]
     if not ordered:
