@@ -306,7 +306,9 @@ def test_refused_outside_support(case, what):
     if main.array:  # JOIN's InputTensors: its first element is reported
         main = dataclasses.replace(main, dml_name=main.dml_name + "[0]")
         dims_arg, type_arg = dims_arg + "[0]", type_arg + "[0]"
-    if what == "dims":
+    if what == "dims" and main.kind == "output" and case.ndim == 0:  # output_sizes=(): no tensor at all
+        assert f"{main.dml_name} (argument `{dims_arg}`) has Sizes []; a DirectML tensor has at least one" in msg, msg
+    elif what == "dims":
         sup = spec.support_at(case.level, member).tensors[field]
         assert f"{main.dml_name} (argument `{dims_arg}`) has {case.ndim} dimension" in msg, msg
         assert (f"  {main.dml_name} (argument `{dims_arg}`) has {case.ndim} dimension{'s' if case.ndim != 1 else ''} "
@@ -319,7 +321,8 @@ def test_refused_outside_support(case, what):
                 f"{supported}: {allowed}.") in msg, msg
         later = spec.lowest_level(field, lambda s: case.data_type in s.data_types, case.level, member)
         if later is not None:
-            assert f"Tip: {case.data_type.name} is supported from {later.dml_name}." in msg, msg
+            end = "." if main.kind == "input" else ""  # an output's tip goes on: "; or pass output_data_type= ..."
+            assert f"Tip: {case.data_type.name} is supported from {later.dml_name}{end}" in msg, msg
         else:
             assert "is supported from" not in msg.split(main.dml_name, 2)[1].split("\n  ")[0]
     else:

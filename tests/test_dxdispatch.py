@@ -109,6 +109,9 @@ def reference(type_, desc, inputs):
             idx = tuple(slice(o, o + s, st) if st > 0 else slice(o + s - 1, o - 1 if o else None, st) for o, s, st in
                         zip(desc["InputWindowOffsets"], desc["InputWindowSizes"], desc["InputWindowStrides"]))
         return x[idx].ravel()
+    if t == "FILL_VALUE_SEQUENCE":  # ValueStart + i * ValueDelta, element by element
+        n = int(np.prod(desc["OutputTensor"]["Sizes"]))
+        return np.array([desc["ValueStart"] + i * desc["ValueDelta"] for i in range(n)], np.float64)
     if t == "SPLIT":  # a list: one packed output per OutputTensors desc
         x = inputs["InputTensor"].reshape(desc["InputTensor"]["Sizes"])
         cuts = np.cumsum([d["Sizes"][desc["Axis"]] for d in desc["OutputTensors"]])[:-1]

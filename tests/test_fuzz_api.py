@@ -728,7 +728,7 @@ def compile_call(draw, name):
             member = draw(st.sampled_from(list(p.enum)))
             v = draw(st.sampled_from([member.dml_name, member.name, int(member)]))
         elif p.default is not REQUIRED:
-            continue
+            v = p.default  # a desc names every member: the documented default (DIAGONAL_MATRIX's Offset 0)
         else:
             outcome = EITHER
             v = draw(pick(JSON_NASTY))

@@ -117,7 +117,7 @@ def _float(ctx: ParamContext, p: ParamSpec, value: object):
     if r is None:
         ctx.refuse(p, why, "expected a FLOAT (a Python number)")
         return None
-    target = ctx.tensors.get(p.converted_to) if p.converted_to else None
+    target = _typed(ctx, p)
     if target is not None and target.data_type.is_integer and math.isnan(r):
         ctx.refuse(p, f"is NaN but {p.converted_to} is {target.data_type.name}",
                    "an integer tensor has no NaN to compare with", "pass a number, or use a float tensor")
@@ -163,6 +163,13 @@ def _array(element: Callable, c_type: str):
 _F32_TINY = 2.0 ** -126  # FLOAT32's smallest normal
 
 
+def _typed(ctx: ParamContext, p: ParamSpec):
+    """The tensor a member is read as (``converted_to``), when its DataType is known (not when the
+    caller's choice of it was refused: that is reported already)."""
+    target = ctx.tensors.get(p.converted_to) if p.converted_to else None
+    return target if target is not None and target.data_type is not None else None
+
+
 def _scale_bias(ctx: ParamContext, p: ParamSpec, value: object):
     try:
         sb = ScaleBias.coerce(value)
@@ -183,7 +190,7 @@ def _scale_bias(ctx: ParamContext, p: ParamSpec, value: object):
 def _scalar_union(ctx: ParamContext, p: ParamSpec, value: object):
     # Read as the DataType of the tensor named by converted_to (CLIP1: "MinMaxDataType ...
     # must match OutputTensor.DataType"); unknown while that tensor is invalid.
-    target = ctx.tensors.get(p.converted_to)
+    target = _typed(ctx, p)
     if target is None:
         return None
     try:
@@ -197,7 +204,7 @@ def _scalar_union(ctx: ParamContext, p: ParamSpec, value: object):
 
 def _tensor_data_type(ctx: ParamContext, p: ParamSpec, value: object):
     # A DataType field that must equal a tensor's (CLIP1's MinMaxDataType); None: that type.
-    target = ctx.tensors.get(p.converted_to)
+    target = _typed(ctx, p)
     if value is None:
         return target.data_type if target is not None else None
     try:

@@ -381,8 +381,8 @@ def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, sized, membe
 
     for name, info in list(tensors.items()):
         tspec = spec.tensor(name)
-        if info.data_type is None:  # Sizes from the caller, DataType from infer_outputs
-            if spec.infer_outputs is None:
+        if info.data_type is None:  # Sizes from the caller, DataType from infer_outputs (or a refused choice)
+            if spec.infer_outputs is None and tspec.default_data_type is None:
                 raise TypeError(f"{spec.enum_name}: {name}'s DataType comes from nothing")
             sup = row.tensors[base_name(name)] if row is not None else None
             ndim = len(info.shape)

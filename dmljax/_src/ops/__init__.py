@@ -2,7 +2,7 @@
 operator is its catalog entry's: element_wise_clamp.py and value_scale.py are parts of
 element_wise_arithmetic; arg_extreme.py, cumulative.py, reduce.py and top_k.py of reduction;
 gather.py, scatter.py and one_hot.py of indexing; cast.py, join_split.py, padding.py,
-sequences.py, slicing.py and space_depth.py of data_movement). Importing this package registers
+slicing.py and space_depth.py of data_movement). Importing this package registers
 every operator; ``OPERATORS`` maps each registered operator's Python names (its aliases' too) to its function."""
 
 from dmljax._src.ops import (  # noqa: F401  (importing a family registers its operators)
@@ -21,12 +21,12 @@ from dmljax._src.ops import (  # noqa: F401  (importing a family registers its o
     element_wise_rounding,
     element_wise_trigonometry,
     gather,
+    generator,
     join_split,
     one_hot,
     padding,
     reduce,
     scatter,
-    sequences,
     slicing,
     space_depth,
     top_k,

@@ -1,1 +1,0 @@
-"""REVERSE_SUBSEQUENCES, FOLD and UNFOLD, of the data_movement family."""

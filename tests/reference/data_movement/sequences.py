@@ -1,3 +1,0 @@
-"""References of REVERSE_SUBSEQUENCES, FOLD and UNFOLD, of the data_movement family."""
-
-REFERENCES: dict = {}
