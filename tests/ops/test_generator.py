@@ -59,3 +59,41 @@ def test_diagonal_matrix_page_examples():
         dmljax.diagonal_matrix(output_data_type="FLOAT32", output_sizes=(3,))
     with pytest.raises(dmljax.ValidationError, match="NaN"):
         dmljax.diagonal_matrix(value=float("nan"), output_data_type="INT32", output_sizes=(2, 2))
+
+
+# ------------------------------------------------------------------------------ RANDOM_GENERATOR
+def _state(counter, key):
+    return np.array([*counter, *key], np.uint32).reshape(1, 1, 1, 6)
+
+
+def test_philox_known_answers():
+    # Random123's known-answer vectors for philox4x32_10 (counter words, key words -> the 4 outputs)
+    kat = [((0, 0, 0, 0), (0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
+           ((0xFFFFFFFF,) * 4, (0xFFFFFFFF,) * 2, (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
+           ((0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344), (0xA4093822, 0x299F31D0),
+            (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1))]
+    for counter, key, want in kat:
+        bits, _ = dmljax.random_generator(_state(counter, key), output_sizes=(1, 1, 1, 4))
+        assert np.asarray(bits).ravel().tolist() == list(want)
+
+
+def test_counter_blocks_carries_and_the_output_state():
+    state = _state((0xFFFFFFFF, 0xFFFFFFFF, 0, 5), (1, 2))
+    bits, new = jax.jit(lambda s: dmljax.random_generator(s, output_sizes=(2, 5)))(state)
+    assert bits.shape == (2, 5) and bits.dtype == np.uint32
+    # the 128-bit counter + ceil(10 / 4) = + 3, carried into the third word; the key kept
+    assert np.asarray(new).ravel().tolist() == [2, 0, 1, 5, 1, 2]
+    # block 1 (elements 4 to 7) is block 0 of the counter + 1: the same bits
+    nxt, _ = dmljax.random_generator(_state((0, 0, 1, 5), (1, 2)), output_sizes=(4,))
+    assert np.asarray(bits).ravel()[4:8].tolist() == np.asarray(nxt).tolist()
+    again, _ = dmljax.random_generator(state, output_sizes=(2, 5))
+    assert np.array_equal(again, bits)  # deterministic: a pure function of the state
+    with pytest.raises(dmljax.ValidationError, match=r"InputStateTensor \(argument `input_state`\) has Sizes \[1, 1, 2, 6\]"):
+        dmljax.random_generator(np.zeros((1, 1, 2, 6), np.uint32), output_sizes=(4,))
+    with pytest.raises(dmljax.ValidationError, match="supported: UINT32"):
+        dmljax.random_generator(np.zeros((1, 1, 1, 6), np.int32), output_sizes=(4,))
+    op = dmljax.compile_operator("RANDOM_GENERATOR", {  # the optional OutputStateTensor left out
+        "InputStateTensor": {"DataType": "UINT32", "Sizes": [1, 1, 1, 6]},
+        "OutputTensor": {"DataType": "UINT32", "Sizes": [1, 1, 1, 4]}, "Type": "PHILOX_4X32_10"})
+    out = op(InputStateTensor=np.zeros(6, np.uint32), OutputTensor=np.zeros(4, np.uint32))
+    assert list(out) == ["OutputTensor"] and np.asarray(out["OutputTensor"]).tolist()[0] == 0x6627E8D5

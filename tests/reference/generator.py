@@ -63,6 +63,42 @@ def _diagonal_sets(dt):
             Attrs({"offset": 2, "value": 1e10}, shaped=_sized))  # saturated for integers, inf for FLOAT16
 
 
+def _philox(ctr, key):
+    """Philox 4x32-10 in Python integers, written from the Random123 paper (Salmon et al., SC'11):
+    ten rounds of two 32 x 32 -> 64-bit products, the key bumped by the Weyl constants between."""
+    mask = 0xFFFFFFFF
+    c, k = list(ctr), list(key)
+    for r in range(10):
+        if r:
+            k = [(k[0] + 0x9E3779B9) & mask, (k[1] + 0xBB67AE85) & mask]
+        p0, p1 = 0xD2511F53 * c[0], 0xCD9E8D57 * c[2]
+        c = [((p1 >> 32) ^ c[1] ^ k[0]) & mask, p1 & mask, ((p0 >> 32) ^ c[3] ^ k[1]) & mask, p0 & mask]
+    return c
+
+
+def random_generator(state, output_sizes, type=0):
+    words = [int(v) for v in np.asarray(state).ravel()]
+    counter = words[0] | words[1] << 32 | words[2] << 64 | words[3] << 96
+    n = math.prod(output_sizes)
+    out = []
+    for b in range(-(-n // 4)):
+        c = (counter + b) % (1 << 128)
+        out += _philox([(c >> (32 * i)) & 0xFFFFFFFF for i in range(4)], words[4:6])
+    new = (counter + -(-n // 4)) % (1 << 128)
+    new_state = [(new >> (32 * i)) & 0xFFFFFFFF for i in range(4)] + words[4:6]
+    return [(np.array(out[:n], np.uint32).reshape(output_sizes), np.array(new_state, np.uint32).reshape(np.shape(state)))]
+
+
+def _state_inputs(rng, types, shape, **_):
+    state = rng.integers(0, 2**32, 6, dtype=np.uint64).astype(np.uint32)
+    state[1:4] = [0xFFFFFFFF, 0xFFFFFFFF, 7]  # carries out of the low words
+    return [state.reshape((1,) * (len(shape) - 1) + (6,)) if shape else state]
+
+
+def _random_sizes(shape):
+    return {"output_sizes": tuple(shape) if shape else (5,)}
+
+
 _NONE = "no inputs"
 
 REFERENCES = {
@@ -71,6 +107,8 @@ REFERENCES = {
     "DML_OPERATOR_FILL_VALUE_SEQUENCE": Reference(fill_value_sequence, attrs=_sequence_sets, selection=False,
                                                   multiply_add=True, no_grad=_NONE, output_types=lambda row: (None,),
                                                   output_type_arg=True),
+    "DML_OPERATOR_RANDOM_GENERATOR": Reference(random_generator, attrs=(Attrs(shaped=_random_sizes),), selection=True,
+                                               make_inputs=_state_inputs, no_grad="random bits (UINT32)"),
     "DML_OPERATOR_DIAGONAL_MATRIX": Reference(diagonal_matrix, attrs=_diagonal_sets, selection=True, no_grad=_NONE,
                                               output_types=lambda row: (None,), output_type_arg=True),
 }

@@ -15,9 +15,12 @@ from dmljax._src.dtypes import (
     FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8,
     FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8, DataType,
 )
+from dmljax._src.enums import RandomGeneratorType
+from dmljax._src.errors import Violation
 from dmljax._src.numerics import attr_as
 from dmljax._src.op import operator
-from dmljax._src.spec import REQUIRED, OpSpec, ParamSpec, TensorSpec, table
+from dmljax._src.spec import REQUIRED, OpSpec, ParamSpec, SameSizes, TensorSpec, table
+from dmljax._src.validate import TensorInfo
 
 _THREE = FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8
 _OUT = (TensorSpec("OutputTensor", "output", default_data_type=REQUIRED, sizes_arg=True),)
@@ -155,3 +158,118 @@ def diagonal_matrix(*, offset, value, output_data_type, output_sizes):
     v = attr_as(value, output_data_type)
     m = jnp.where(x - y == offset, jnp.asarray(v, output_data_type.dtype), jnp.zeros((), output_data_type.dtype))
     return jnp.broadcast_to(m, tuple(output_sizes))
+
+
+# --------------------------------------------------------------------------------------------
+_PHILOX_M = (0xD2511F53, 0xCD9E8D57)  # Philox 4x32's multipliers
+_PHILOX_W = (0x9E3779B9, 0xBB67AE85)  # and key increments (Salmon et al., SC'11, "Random123")
+_U32 = np.uint32
+
+
+def _mulhilo(a: int, b):
+    """The high and low 32 bits of the 64-bit product of the constant ``a`` and the uint32 array
+    ``b``, from 16-bit limbs (no 64-bit type: JAX's 64-bit mode may be off)."""
+    a_lo, a_hi = _U32(a & 0xFFFF), _U32(a >> 16)
+    b_lo, b_hi = b & _U32(0xFFFF), b >> _U32(16)
+    p0, p1, p2, p3 = a_lo * b_lo, a_lo * b_hi, a_hi * b_lo, a_hi * b_hi
+    mid = (p0 >> _U32(16)) + (p1 & _U32(0xFFFF)) + (p2 & _U32(0xFFFF))
+    hi = p3 + (p1 >> _U32(16)) + (p2 >> _U32(16)) + (mid >> _U32(16))
+    return hi, _U32(a) * b
+
+
+def philox4x32_10(c0, c1, c2, c3, k0, k1):
+    """Philox 4x32 with 10 rounds: four counter words (uint32 arrays) and a two-word key to four
+    words of output."""
+    for r in range(10):
+        if r:
+            k0, k1 = k0 + _U32(_PHILOX_W[0]), k1 + _U32(_PHILOX_W[1])
+        hi0, lo0 = _mulhilo(_PHILOX_M[0], c0)
+        hi1, lo1 = _mulhilo(_PHILOX_M[1], c2)
+        c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
+    return c0, c1, c2, c3
+
+
+def _add_128(words, n):
+    """The 128-bit counter (four uint32 words, the first the lowest) plus ``n`` (uint32, an array
+    or a scalar), carrying across the words."""
+    c0, c1, c2, c3 = words
+    s0 = c0 + n
+    carry = s0 < c0
+    s1 = c1 + carry.astype(np.uint32)
+    carry = carry & (c1 == _U32(0xFFFFFFFF))
+    s2 = c2 + carry.astype(np.uint32)
+    carry = carry & (c2 == _U32(0xFFFFFFFF))
+    return s0, s1, s2, c3 + carry.astype(np.uint32)
+
+
+def _state_rules(tensors, attrs, level):
+    """The InputStateTensor is {1, ..., 1, 6}: four counter words, then two key words."""
+    s = tensors.get("InputStateTensor")
+    if s is None or not s.shape or (s.shape[-1] == 6 and all(d == 1 for d in s.shape[:-1])):
+        return []
+    return [Violation("InputStateTensor", "input_state", f"has Sizes {list(s.shape)}",
+                      "{1, ..., 1, 6}: the 128-bit counter's four words, then the 64-bit key's two")]
+
+
+def _random_out(tensors, attrs, problems):
+    return {"OutputTensor": TensorInfo(tensors["OutputTensor"].shape, DataType.UINT32),
+            "OutputStateTensor": TensorInfo(tensors["InputStateTensor"].shape, DataType.UINT32)}
+
+
+RANDOM_GENERATOR = OpSpec(
+    enum_name=PREFIX + "RANDOM_GENERATOR",
+    summary=("Fills an output tensor with deterministically-generated, pseudo-random, uniformly-distributed bits. "
+             "This operator optionally may also output an updated internal generator state, which can be used "
+             "during subsequent executions of the operator."),
+    formula=("For **DML_RANDOM_GENERATOR_TYPE_PHILOX_4X32_10**, the 128-bit counter should be incremented by "
+             "`ceil(outputSize / 4)` on each execution, where `outputSize` is the number of elements in the "
+             "*OutputTensor*.\n(element i of the OutputTensor, in row-major order, is word i mod 4 of Philox "
+             "4x32-10 of the counter + floor(i / 4) under the key)"),
+    tensors=(TensorSpec("InputStateTensor", "input"),
+             TensorSpec("OutputTensor", "output", sizes_arg=True),
+             TensorSpec("OutputStateTensor", "output", optional=True)),
+    support=(
+        table("4.0", InputStateTensor=("1 to 8", (DataType.UINT32,)), OutputTensor=("1 to 8", (DataType.UINT32,)),
+              OutputStateTensor=("1 to 8", (DataType.UINT32,))),
+        table("3.0", InputStateTensor=("4", (DataType.UINT32,)), OutputTensor=("4", (DataType.UINT32,)),
+              OutputStateTensor=("4", (DataType.UINT32,))),
+    ),
+    params=(ParamSpec("Type", "DML_RANDOM_GENERATOR_TYPE", default=RandomGeneratorType.PHILOX_4X32_10,
+                      enum=RandomGeneratorType,
+                      doc="The generator: PHILOX_4X32_10, the only one (default)."),),
+    constraints=(SameSizes(("InputStateTensor", "OutputStateTensor")),),
+    math=False,
+    gradient="None: the outputs are random bits (UINT32).",
+    notes=("Returns (output, output_state), the page's order. The InputStateTensor is {1, ..., 1, 6}: the "
+           "128-bit counter in its first four words, the lowest first, then the 64-bit key (the page's "
+           "layout). Block b of four outputs is Philox 4x32-10 (Salmon et al., the Random123 paper the page "
+           "cites: multipliers 0xD2511F53 and 0xCD9E8D57, key increments 0x9E3779B9 and 0xBB67AE85) of the "
+           "counter + b, carried across the words; element i of the OutputTensor, in row-major order, is word "
+           "i mod 4 of block floor(i / 4), which the page leaves to 'Philox 4x32-10'. The output state is the "
+           "counter + ceil(outputSize / 4) with the key unchanged. The page's worked example of that increment "
+           "(+324,855) shows a result whose last word reads 'town' in ASCII, not the sum: a joke, not "
+           "arithmetic."),
+    extra_checks=(_state_rules,),
+    infer_outputs=_random_out,
+)
+
+
+@operator(RANDOM_GENERATOR)
+def random_generator(input_state, *, type, output_sizes):  # noqa: A002  (DirectML's member name)
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> state = np.array([[[[0, 0, 0, 0, 0, 0]]]], np.uint32)  # counter 0, key 0
+        >>> bits, new_state = dmljax.random_generator(state, output_sizes=(1, 1, 1, 6))
+        >>> [hex(int(v)) for v in bits.ravel()[:4]], new_state.ravel().tolist()
+        (['0x6627e8d5', '0xe169c58d', '0xbc57ac4c', '0x9b00dbd8'], [2, 0, 0, 0, 0, 0])
+    """
+    n = int(np.prod(output_sizes))
+    blocks = -(-n // 4)
+    words = input_state.reshape(-1)
+    counter = tuple(words[i] for i in range(4))
+    b = lax.iota(np.uint32, blocks)
+    c = _add_128(counter, b)
+    out = jnp.stack(philox4x32_10(*c, words[4], words[5]), axis=-1).reshape(-1)[:n]
+    new = _add_128(counter, _U32(blocks))
+    state = jnp.stack([*new, words[4], words[5]]).reshape(input_state.shape)
+    return out.reshape(output_sizes), state
