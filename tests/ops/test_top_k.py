@@ -84,3 +84,29 @@ def test_nan_after_infinities_on_the_fast_path_and_off_it():
     assert np.asarray(i).tolist() == [[2, 1, 4, 0, 3], [0, 2, 1, 3, 4]]
     h = np.array([np.inf, np.nan, 1, -0.0, 0.0], np.float16)
     assert np.asarray(dmljax.top_k1(h, axis=0, k=5, axis_direction="INCREASING")[1]).tolist() == [3, 4, 2, 0, 1]
+
+
+def test_k_one_is_the_first_extreme():
+    # K = 1 takes ARGMAX/ARGMIN's one pass: the first of tied extremes, NaN only where a row holds nothing else
+    x = np.array([[2, 5, 5, 1], [np.nan, -np.inf, np.nan, -np.inf], [np.nan, np.nan, np.nan, np.nan],
+                  [-0.0, 0.0, np.float32(1e-40), -1]], np.float32)
+    assert np.asarray(dmljax.top_k(x, axis=1, k=1)[1]).ravel().tolist() == [1, 1, 0, 0]
+    assert np.asarray(dmljax.top_k1(x, axis=1, k=1, axis_direction="INCREASING")[1]).ravel().tolist() == [3, 1, 0, 3]
+    v, i = dmljax.top_k1(x.T, axis=0, k=1, axis_direction="DECREASING")
+    assert v.shape == (1, 4) and np.asarray(i).ravel().tolist() == [1, 1, 0, 0]
+    assert np.asarray(v).view(np.uint32).ravel().tolist() == x[[0, 1, 2, 3], [1, 1, 0, 0]].view(np.uint32).tolist()
+
+
+def test_staged_selection_is_exact(monkeypatch, rng):
+    # chunks of 8 over rows of 45 (a ragged last chunk; three stages for k = 2), ties, -0, NaN with and
+    # without -inf in the row (the FLOAT32 keys and the integer keys), integers
+    from dmljax._src.ops import top_k as module
+    from tests.reference.reduction.top_k import _select
+    pool = np.array([np.nan, -np.inf, np.inf, 0.0, -0.0, 1, -1, 2], np.float32)
+    rows = np.stack([rng.choice(pool, 45), rng.choice(pool[1:], 45), rng.integers(0, 5, 45).astype(np.float32)])
+    monkeypatch.setattr(module, "STAGE_CHUNK", 8)
+    for x, k, largest in ((rows, 2, True), (rows[1:], 3, False), (rows, 4, False), (rows.astype(np.int8)[1:], 2, True)):
+        got = jax.jit(lambda t: module.top_k_along(t, 1, k, largest, np.uint32))(x)  # a new trace: STAGE_CHUNK read
+        want = _select(x, 1, k, largest)  # the NumPy reference
+        assert np.array_equal(np.asarray(got[1]), want[1]), (x.dtype, k, largest)
+        assert np.asarray(got[0]).tobytes() == want[0].tobytes()

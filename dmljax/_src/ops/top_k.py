@@ -17,7 +17,7 @@ from dmljax._src.enums import AxisDirection
 from dmljax._src.errors import Violation
 from dmljax._src.numerics import flush_denormals
 from dmljax._src.op import operator
-from dmljax._src.ops.arg_extreme import _keys
+from dmljax._src.ops.arg_extreme import _keys, arg_extreme
 from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, table
 from dmljax._src.validate import TensorInfo
 
@@ -64,19 +64,55 @@ def _outputs(tensors, attrs, problems) -> dict:
             "OutputIndexTensor": TensorInfo(shape, chosen.data_type if chosen else DataType.UINT32)}
 
 
+# Rows longer than STAGE_CHUNK are cut into chunks of STAGE_CHUNK elements, a lax.top_k taken in
+# each, and a lax.top_k taken over the chunks' winners (repeated while that shrinks the row by half
+# or more). Exact: the winners stay in index order, so ties still go to the lower index. None (the
+# default): one lax.top_k over the whole row. An experiment for the GPU, where XLA's top_k runs
+# one thread block per row (k <= 16) or sorts the whole row (k > 16); on the CPU, whose float
+# top_k is one linear pass, staging only adds (rows of 32,768, FLOAT32 keys, chunks of 1,024:
+# 2.0x the unstaged time for k = 8, 10.4x for k = 256). To time it: set
+# ``dmljax._src.ops.top_k.STAGE_CHUNK = 1024`` before the first trace.
+STAGE_CHUNK = None
+
+
+def _top_k_index(keys, k: int, lowest):
+    """The indices (int32) of ``lax.top_k(keys, k)``, ties to the lower index, staged by
+    STAGE_CHUNK where set. ``lowest``: a key no element beats (pads a ragged last chunk; a pad
+    ties at most with real elements, all before it)."""
+    chunk, lead, n = STAGE_CHUNK, keys.shape[:-1], keys.shape[-1]
+    index = None
+    while chunk is not None and chunk >= 2 * k and keys.shape[-1] > chunk:
+        groups = -(-keys.shape[-1] // chunk)
+        extra = groups * chunk - keys.shape[-1]
+        if extra:
+            keys = jnp.concatenate([keys, jnp.full(lead + (extra,), lowest, keys.dtype)], -1)
+            if index is not None:
+                index = jnp.concatenate([index, jnp.full(lead + (extra,), n, np.int32)], -1)
+        pos = lax.top_k(keys.reshape(lead + (groups, chunk)), k)[1]
+        pos = (pos + (np.arange(groups, dtype=np.int32) * chunk)[:, None]).reshape(lead + (groups * k,))
+        keys = jnp.take_along_axis(keys, pos, axis=-1)
+        index = pos if index is None else jnp.take_along_axis(index, pos, axis=-1)
+    pos = lax.top_k(keys, k)[1]
+    return pos if index is None else jnp.take_along_axis(index, pos, axis=-1)
+
+
 def top_k_along(x, axis: int, k: int, largest: bool, index_dtype):
     """The ``k`` largest (or smallest) elements along ``axis`` and their indices: ordered by value
     (largest first, or smallest first), ties in ascending index; floats compared as math reads them
     (FLOAT32 denormals as zero, -0 equal to +0) with NaN after every number; the values returned
-    are the input's own bits. One lax.top_k of order-preserving integer keys (its ties go to the
-    lower index)."""
+    are the input's own bits. K = 1 is ARGMAX/ARGMIN's one pass (the first extreme, NaN never
+    before a number); otherwise one lax.top_k (its ties go to the lower index) of keys in the
+    wanted order."""
+    if k == 1:
+        index = arg_extreme(x, (axis,), largest, False, np.int32)
+        return jnp.take_along_axis(x, index, axis=axis), index.astype(index_dtype)
     v = jnp.moveaxis(jax.lax.stop_gradient(x), axis, -1)
 
     def by_integer_keys(t):
         keys = _keys(t, largest)
         if not largest:  # the smallest first: the keys' order reversed (~k never overflows)
             keys = ~keys
-        return lax.top_k(keys, k)[1]
+        return _top_k_index(keys, k, np.iinfo(keys.dtype).min)
 
     if jnp.issubdtype(x.dtype, jnp.floating):
         # XLA's top_k has a fast path for floats only (integers sort the whole row: 48x slower
@@ -90,7 +126,7 @@ def top_k_along(x, axis: int, k: int, largest: bool, index_dtype):
         nan = jnp.isnan(f)
         f = jnp.where(nan, jnp.full_like(f, -np.inf), f)
         clash = jnp.any(jnp.any(nan, axis=-1) & jnp.any(f == -np.inf, axis=-1) & jnp.any(~nan & (f == -np.inf), axis=-1))
-        index = lax.cond(clash, by_integer_keys, lambda t: lax.top_k(f, k)[1], v)
+        index = lax.cond(clash, by_integer_keys, lambda t: _top_k_index(f, k, -np.inf), v)
     else:
         index = by_integer_keys(v)
     index = jnp.moveaxis(index, -1, axis)
