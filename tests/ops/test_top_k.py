@@ -84,6 +84,10 @@ def test_nan_after_infinities_on_the_fast_path_and_off_it():
     assert np.asarray(i).tolist() == [[2, 1, 4, 0, 3], [0, 2, 1, 3, 4]]
     h = np.array([np.inf, np.nan, 1, -0.0, 0.0], np.float16)
     assert np.asarray(dmljax.top_k1(h, axis=0, k=5, axis_direction="INCREASING")[1]).tolist() == [3, 4, 2, 0, 1]
+    # FLOAT16's -inf becomes -FLT_MAX in its FLOAT32 keys (no clash with NaN there): below -65504, above NaN
+    h = np.array([np.nan, -np.inf, -65504, np.nan, -np.inf, 65504, np.inf], np.float16)
+    assert np.asarray(dmljax.top_k(h, axis=0, k=7)[1]).tolist() == [6, 5, 2, 1, 4, 0, 3]
+    assert np.asarray(dmljax.top_k1(h, axis=0, k=7, axis_direction="INCREASING")[1]).tolist() == [1, 4, 2, 5, 6, 0, 3]
 
 
 def test_k_one_is_the_first_extreme():

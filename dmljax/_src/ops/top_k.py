@@ -15,7 +15,7 @@ from dmljax._src.dtypes import (
 )
 from dmljax._src.enums import AxisDirection
 from dmljax._src.errors import Violation
-from dmljax._src.numerics import flush_denormals
+from dmljax._src.numerics import flush_denormals, is_nan
 from dmljax._src.op import operator
 from dmljax._src.ops.arg_extreme import _keys, arg_extreme
 from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, table
@@ -114,13 +114,21 @@ def top_k_along(x, axis: int, k: int, largest: bool, index_dtype):
             keys = ~keys
         return _top_k_index(keys, k, np.iinfo(keys.dtype).min)
 
-    if jnp.issubdtype(x.dtype, jnp.floating):
+    if x.dtype == np.float16:
+        # FLOAT32 keys with no clash: a FLOAT16 value is a normal FLOAT32 no larger than 65504 in
+        # size, so its -inf can become -FLT_MAX and NaN -inf, below every number (zeros made +0).
+        f = v.astype(np.float32)
+        f = f if largest else -f
+        f = jnp.where(f == 0, jnp.zeros_like(f), f)
+        f = jnp.where(f == -np.inf, jnp.full_like(f, -np.finfo(np.float32).max), f)
+        index = _top_k_index(jnp.where(is_nan(v), jnp.full_like(f, -np.inf), f), k, -np.inf)
+    elif jnp.issubdtype(x.dtype, jnp.floating):
         # XLA's top_k has a fast path for floats only (integers sort the whole row: 48x slower
         # for k = 1 on the H100). FLOAT32 keys: the values as math reads them, negated for the
         # smallest, zeros made +0 (XLA orders -0 below +0) and NaN made -inf. That is exact
         # unless a row holds a NaN and a -inf key both (NaN must come after every number): then
         # the integer keys decide, by lax.cond.
-        f = flush_denormals(v) if v.dtype == np.float32 else v.astype(np.float32)
+        f = flush_denormals(v)
         f = f if largest else -f
         f = jnp.where(f == 0, jnp.zeros_like(f), f)
         nan = jnp.isnan(f)
