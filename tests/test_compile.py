@@ -84,7 +84,7 @@ def _unary_float_ops():
     return out
 
 
-_ATTR_VALUES = {"Min": -0.5, "Max": 3.0, "Alpha": 0.75, "Gamma": 1.25, "Exponent": 2.0, "MinMaxDataType": "FLOAT32",
+_ATTR_VALUES = {"Min": -0.5, "Max": 3.0, "Alpha": 0.75, "Gamma": 1.25, "Exponent": 2.0, "MinMaxDataType": "FLOAT32", "ValueDataType": "FLOAT32",
                 "Axes": [0]}
 
 

@@ -37,7 +37,7 @@ import dmljax
 from dmljax import DataType, FeatureLevel, FusedActivation, ScalarUnion, ScaleBias
 from dmljax._src.fused import FUSABLE, FUSED_OUTPUT_TYPES
 from dmljax._src.errors import quote
-from dmljax._src.spec import REQUIRED, SameDataType, SameSizes
+from dmljax._src.spec import INFERRED, REQUIRED, SameDataType, SameSizes
 from tests.doubles import BadHash, BadRepr, FakeArray, RaisingArray
 
 EXAMPLES = int(os.environ.get("DMLJAX_FUZZ_EXAMPLES", "60"))
@@ -419,6 +419,7 @@ def op_call(draw, name):
             else:
                 dt = DataType.from_dtype(sigs[src][1])
         if t.default_data_type is not None:
+            constrained = dt  # the DataType a SameDataType constraint gives it (DIAGONAL_MATRIX1's), or None
             choice = draw(st.sampled_from([None, "name", "member", "dml", "dtype", "nasty"]))
             allowed = list(row.tensors[t.dml_name].data_types) if row else [DataType.FLOAT32]
             choice_dt = draw(st.sampled_from(allowed))
@@ -426,7 +427,7 @@ def op_call(draw, name):
                 dt = None
                 spoil(SIGNATURE)  # CAST's output_data_type has no default
             elif choice is None:
-                dt = t.default_data_type
+                dt = constrained if t.default_data_type is INFERRED else t.default_data_type
             elif choice == "nasty":
                 raw = draw(nasty())
                 kwargs[t.data_type_arg] = raw
@@ -437,6 +438,8 @@ def op_call(draw, name):
                 kwargs[t.data_type_arg] = {"name": choice_dt.name, "member": choice_dt, "dml": choice_dt.dml_name,
                                            "dtype": choice_dt.dtype}[choice]
                 dt = choice_dt
+            if choice is not None and constrained is not None and dt is not constrained:
+                spoil()  # the caller's DataType against the constraint's: refused, never overridden
         if t.sizes_arg:  # the caller's Sizes (SLICE_GRAD's, ONE_HOT's): the record's checks judge them
             kwargs[t.sizes_kwarg] = draw(st.one_of(
                 st.just(tuple(base)), st.lists(st.integers(-2, 5), max_size=9).map(tuple), nasty()))

@@ -65,6 +65,11 @@ LEVEL_SLIPS = {"DML_OPERATOR_SCATTER_ELEMENTS": {"2.0": "1.0"}, "DML_OPERATOR_TO
 the header (and for SCATTER the feature-level history) say 2.0 and 1.0, which the records follow."""
 
 
+TYPE_GAPS = {"DML_OPERATOR_FOLD", "DML_OPERATOR_UNFOLD"}
+"""Pages whose tables leave the data types blank: the records choose them (their notes and the
+README say which); the page's cells must still be blank, so that a filled-in page fails here."""
+
+
 @needs_spec
 @pytest.mark.parametrize("op", OPS, ids=lambda o: o.spec.short_name)
 def test_support_tables_match_the_page(op):
@@ -81,7 +86,10 @@ def test_support_tables_match_the_page(op):
             assert sorted(named) == sorted(m.name for m in g.members), g.title
     else:
         slips = LEVEL_SLIPS.get(spec.enum_name, {})
-        assert {slips.get(k, k): v for k, v in rows(spec.support).items()} == page_tables(spec.page)
+        ours = {slips.get(k, k): v for k, v in rows(spec.support).items()}
+        if spec.enum_name in TYPE_GAPS:
+            ours = {level: {n: (dims, [""]) for n, (dims, _) in row.items()} for level, row in ours.items()}
+        assert ours == page_tables(spec.page)
 
 
 @needs_spec

@@ -354,6 +354,7 @@ def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, sized, membe
         cur = tensors.get(name)
         tensors[name] = TensorInfo(shape, cur.data_type if cur else None)
     sized_names = {name for name, _ in sized}
+    chosen_names = {name for name, _ in chosen}
     for c in spec.constraints:
         known = [n for n in _members(c, tensors) if spec.tensor(n).kind == "input"]
         if not known:
@@ -363,10 +364,20 @@ def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, sized, membe
         outs += [n for n in c.tensors if spec.tensor(n).kind == "output" and not spec.tensor(n).array and n not in outs]
         for n in outs:
             cur = tensors.get(n)
+            tspec = spec.tensor(n)
             if isinstance(c, SameDataType):
+                if n in chosen_names and cur.data_type is not src.data_type:  # the caller's, differing
+                    problems.append(Violation(
+                        n, tspec.data_type_arg, f"is {cur.data_type.name}, but {known[0]} has DataType "
+                        f"{src.data_type.name}", f"the same DataType as {known[0]}",
+                        f"leave {tspec.data_type_arg} out (None) to take {known[0]}'s"))
                 tensors[n] = TensorInfo(cur.shape if cur else (), src.data_type)
                 derived[(n, "type")] = known[0]
             else:
+                if n in sized_names and cur.shape != src.shape:
+                    problems.append(Violation(
+                        n, tspec.sizes_kwarg, f"is {list(cur.shape)}, but {known[0]} has Sizes {list(src.shape)}",
+                        f"the same Sizes as {known[0]}", f"leave {tspec.sizes_kwarg} out (None) to take {known[0]}'s"))
                 tensors[n] = TensorInfo(src.shape, cur.data_type if cur else src.data_type)
                 derived[(n, "dims")] = known[0]
 

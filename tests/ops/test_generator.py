@@ -1,4 +1,4 @@
-"""FILL_VALUE_CONSTANT, FILL_VALUE_SEQUENCE and DIAGONAL_MATRIX by hand: the pages' examples, the
+"""FILL_VALUE_CONSTANT, FILL_VALUE_SEQUENCE, DIAGONAL_MATRIX(1) and RANDOM_GENERATOR by hand: the pages' examples, the
 union's values per type, integer wraparound, and the rules' messages."""
 
 import jax
@@ -59,6 +59,81 @@ def test_diagonal_matrix_page_examples():
         dmljax.diagonal_matrix(output_data_type="FLOAT32", output_sizes=(3,))
     with pytest.raises(dmljax.ValidationError, match="NaN"):
         dmljax.diagonal_matrix(value=float("nan"), output_data_type="INT32", output_sizes=(2, 2))
+
+
+# ------------------------------------------------------------------------------ DIAGONAL_MATRIX1
+_X = np.array([[4, 7, 3, 7, 9], [1, 2, 8, 6, 9], [9, 4, 1, 8, 7], [4, 3, 4, 2, 4]], np.float32)
+
+
+def test_diagonal_matrix1_page_examples():
+    def m(x=None, **kw):
+        return np.asarray(dmljax.diagonal_matrix1(x, **kw)).tolist()
+    sized = {"output_data_type": "FLOAT32", "output_sizes": (4, 5)}
+    # "Default identity matrix": the page writes Value 7 and shows ones; Value 1 gives what it shows
+    assert m(value=1.0, diagonal_fill_begin=0, diagonal_fill_end=1, **sized) == np.eye(4, 5).tolist()
+    assert m(**sized) == np.eye(4, 5).tolist()  # the defaults: the identity
+    assert m(value=7.0, diagonal_fill_begin=0, diagonal_fill_end=3, **sized) == [
+        [7, 7, 7, 0, 0], [0, 7, 7, 7, 0], [0, 0, 7, 7, 7], [0, 0, 0, 7, 7]]
+    assert m(_X, value=0.0, diagonal_fill_begin=-2**31, diagonal_fill_end=1) == [
+        [0, 7, 3, 7, 9], [0, 0, 8, 6, 9], [0, 0, 0, 8, 7], [0, 0, 0, 0, 4]]
+    assert m(_X, value=0.0, diagonal_fill_begin=1, diagonal_fill_end=0) == [
+        [4, 0, 0, 0, 0], [0, 2, 0, 0, 0], [0, 0, 1, 0, 0], [0, 0, 0, 2, 0]]
+
+
+def test_diagonal_matrix1_equals_diagonal_matrix_and_spans_past_the_matrix():
+    # The page's Remarks: DIAGONAL_MATRIX with Offset k is DiagonalFillBegin k, DiagonalFillEnd k + 1
+    for k in (-5, -1, 0, 2, 6):
+        want = dmljax.diagonal_matrix(offset=k, value=3.0, output_data_type="FLOAT16", output_sizes=(2, 3, 4))
+        got = dmljax.diagonal_matrix1(value=3.0, diagonal_fill_begin=k, diagonal_fill_end=k + 1,
+                                      output_data_type="FLOAT16", output_sizes=(2, 3, 4))
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    x = np.arange(24, dtype=np.int32).reshape(2, 3, 4)
+    full = dmljax.diagonal_matrix1(x, value=-1, diagonal_fill_begin=-2**31, diagonal_fill_end=2**31 - 1)
+    assert (np.asarray(full) == -1).all()  # every diagonal inside the span, batches included
+    none = dmljax.diagonal_matrix1(x, value=-1, diagonal_fill_begin=2**31 - 1, diagonal_fill_end=2**31 - 1)
+    np.testing.assert_array_equal(np.asarray(none), x)  # an empty span: the input
+    inverted = dmljax.diagonal_matrix1(x, value=-1, diagonal_fill_begin=2**31 - 1, diagonal_fill_end=-2**31)
+    np.testing.assert_array_equal(np.asarray(inverted), x)  # inverted: Value outside [INT32_MIN, INT32_MAX), none
+    inverted = dmljax.diagonal_matrix1(x, value=-1, diagonal_fill_begin=1, diagonal_fill_end=-1)
+    top_x = np.arange(4)[None, :] - np.arange(3)[:, None]
+    np.testing.assert_array_equal(np.asarray(inverted), np.where((top_x >= -1) & (top_x < 1), x, -1))
+
+
+def test_diagonal_matrix1_output_and_value_checks():
+    with pytest.raises(dmljax.ValidationError, match=r"has no DataType and no Sizes without an InputTensor"):
+        dmljax.diagonal_matrix1(value=1.0)
+    with pytest.raises(dmljax.ValidationError, match=r"`output_sizes`\) is \[2, 2\], but InputTensor has Sizes \[4, 5\]"):
+        dmljax.diagonal_matrix1(_X, output_sizes=(2, 2))
+    with pytest.raises(dmljax.ValidationError, match=r"is INT8, but InputTensor has DataType FLOAT32"):
+        dmljax.diagonal_matrix1(_X, output_data_type="INT8")
+    with pytest.raises(dmljax.ValidationError, match=r"Value \(argument `value`\) is 256, outside the range of UINT8"):
+        dmljax.diagonal_matrix1(_X.astype(np.uint8), value=256)
+    with pytest.raises(dmljax.ValidationError, match=r"has 1 dimension"):
+        dmljax.diagonal_matrix1(np.zeros(3, np.float32))
+    with pytest.raises(dmljax.ValidationError, match=r"introduced in DML_FEATURE_LEVEL_5_1"):
+        dmljax.diagonal_matrix1(_X, feature_level="5.0")
+    got = dmljax.diagonal_matrix1(_X, output_data_type="FLOAT32", output_sizes=(4, 5))  # the same: accepted
+    assert np.asarray(got).tolist() == np.where(np.eye(4, 5, dtype=bool), 1, _X).tolist()
+
+
+def test_diagonal_matrix1_gradient_passes_through_what_it_keeps():
+    g = jax.grad(lambda x: (dmljax.diagonal_matrix1(x, value=5.0, diagonal_fill_begin=-1, diagonal_fill_end=2)
+                            * np.arange(20, dtype=np.float32).reshape(4, 5)).sum())(_X)
+    top_x = np.arange(5)[None, :] - np.arange(4)[:, None]
+    want = np.where((top_x >= -1) & (top_x < 2), 0, np.arange(20).reshape(4, 5))
+    np.testing.assert_array_equal(np.asarray(g), want)
+
+
+def test_diagonal_matrix1_in_a_desc_with_and_without_its_input():
+    desc = {"OutputTensor": {"DataType": "FLOAT32", "Sizes": [2, 3]}, "ValueDataType": "FLOAT32",
+            "Value": 2.0, "DiagonalFillBegin": 0, "DiagonalFillEnd": 2}
+    op = dmljax.compile_operator("DIAGONAL_MATRIX1", desc)
+    got = op(OutputTensor=np.zeros(6, np.float32))["OutputTensor"]
+    assert np.asarray(got).reshape(2, 3).tolist() == [[2, 2, 0], [0, 2, 2]]
+    desc["InputTensor"] = {"DataType": "FLOAT32", "Sizes": [2, 3]}
+    op = dmljax.compile_operator("DIAGONAL_MATRIX1", desc)
+    got = op(InputTensor=np.full(6, 9, np.float32), OutputTensor=np.zeros(6, np.float32))["OutputTensor"]
+    assert np.asarray(got).reshape(2, 3).tolist() == [[2, 2, 9], [9, 2, 2]]
 
 
 # ------------------------------------------------------------------------------ RANDOM_GENERATOR

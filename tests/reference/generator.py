@@ -1,6 +1,7 @@
-"""Exact references of FILL_VALUE_CONSTANT, FILL_VALUE_SEQUENCE and DIAGONAL_MATRIX, from their
-pages: a constant; ValueStart + i * ValueDelta in row-major order (integers exact and wrapped; floats
-the FLOAT32 multiply-add, fused or not, rounded to the type); Value where x - y = Offset."""
+"""Exact references of FILL_VALUE_CONSTANT, FILL_VALUE_SEQUENCE, DIAGONAL_MATRIX(1) and
+RANDOM_GENERATOR, from their pages: a constant; ValueStart + i * ValueDelta in row-major order
+(integers exact and wrapped; floats the FLOAT32 multiply-add, fused or not, rounded to the type);
+Value where x - y = Offset; DIAGONAL_MATRIX1's pseudocode coordinate by coordinate; Philox."""
 
 import math
 
@@ -39,6 +40,42 @@ def diagonal_matrix(output_data_type, output_sizes, offset=0, value=1.0):
             if x - y == offset:
                 m[y, x] = v
     return [np.broadcast_to(m, output_sizes).copy()]
+
+
+def diagonal_matrix1(x=None, value=1, diagonal_fill_begin=0, diagonal_fill_end=1, output_data_type=None,
+                     output_sizes=None, value_data_type=None):
+    """The page's pseudocode, coordinate by coordinate, in Python integers."""
+    if x is not None:
+        x = np.asarray(x)
+    dt = np.dtype(x.dtype) if x is not None else DataType.parse(output_data_type).dtype
+    sizes = x.shape if x is not None else tuple(output_sizes)
+    out = np.zeros(sizes, dt) if x is None else x.copy()
+    for index in np.ndindex(*sizes):
+        top_x = index[-1] - index[-2]
+        use = (diagonal_fill_end >= diagonal_fill_begin) ^ (top_x >= diagonal_fill_begin) ^ (top_x < diagonal_fill_end)
+        if use:
+            out[index] = value
+    return [out]
+
+
+def _diagonal1_grad(dy, x=None, value=1, diagonal_fill_begin=0, diagonal_fill_end=1, **_):
+    kept = diagonal_matrix1(np.ones(np.shape(dy)), 0.0, diagonal_fill_begin, diagonal_fill_end)[0]
+    return [np.asarray(dy, np.float64) * kept]
+
+
+def _diagonal1_inputs(rng, types, shape, output_sizes=None, **_):
+    """None where the set sizes the output itself (no InputTensor), else a random matrix stack."""
+    from tests.catalog import random_tensor
+    return [None] if output_sizes is not None else [random_tensor(rng, types["InputTensor"], shape)]
+
+
+def _diagonal1_sets(dt):
+    v = (lambda f, i: f if dt.is_float else i)
+    return (Attrs({"value": v(2.5, 7), "diagonal_fill_begin": 0, "diagonal_fill_end": 3}),
+            Attrs({"value": v(-1.5, 0), "diagonal_fill_begin": -2**31, "diagonal_fill_end": 1}),  # lower half
+            Attrs({"value": 0, "diagonal_fill_begin": 1, "diagonal_fill_end": 0}),  # keeps the diagonal only
+            Attrs({"value": v(3.0, 5), "diagonal_fill_begin": -1, "diagonal_fill_end": 2**31 - 1,
+                   "output_data_type": dt.name}, shaped=_sized))  # no InputTensor: zeros and Value
 
 
 def _sized(shape):
@@ -109,6 +146,9 @@ REFERENCES = {
                                                   output_type_arg=True),
     "DML_OPERATOR_RANDOM_GENERATOR": Reference(random_generator, attrs=(Attrs(shaped=_random_sizes),), selection=True,
                                                make_inputs=_state_inputs, no_grad="random bits (UINT32)"),
+    "DML_OPERATOR_DIAGONAL_MATRIX1": Reference(diagonal_matrix1, attrs=_diagonal1_sets, selection=True,
+                                               output_types=lambda row: (None,),
+                                               make_inputs=_diagonal1_inputs, grad=_diagonal1_grad),
     "DML_OPERATOR_DIAGONAL_MATRIX": Reference(diagonal_matrix, attrs=_diagonal_sets, selection=True, no_grad=_NONE,
                                               output_types=lambda row: (None,), output_type_arg=True),
 }

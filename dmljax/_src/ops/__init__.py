@@ -1,8 +1,8 @@
 """Operator families, one module or more each, named after what they hold (the family of each
 operator is its catalog entry's: element_wise_clamp.py and value_scale.py are parts of
 element_wise_arithmetic; arg_extreme.py, cumulative.py, reduce.py and top_k.py of reduction;
-gather.py, scatter.py and one_hot.py of indexing; cast.py, join_split.py, padding.py,
-sequences.py, slicing.py and space_depth.py of data_movement; generator.py of generator). Importing this package registers
+gather.py, scatter.py and one_hot.py of indexing; cast.py, fold.py, join_split.py,
+padding.py, sequences.py, slicing.py and space_depth.py of data_movement; generator.py of generator). Importing this package registers
 every operator; ``OPERATORS`` maps each registered operator's Python names (its aliases' too) to its function."""
 
 from dmljax._src.ops import (  # noqa: F401  (importing a family registers its operators)
@@ -20,6 +20,7 @@ from dmljax._src.ops import (  # noqa: F401  (importing a family registers its o
     element_wise_math,
     element_wise_rounding,
     element_wise_trigonometry,
+    fold,
     gather,
     generator,
     join_split,

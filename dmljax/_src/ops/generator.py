@@ -1,7 +1,7 @@
-"""FILL_VALUE_CONSTANT, FILL_VALUE_SEQUENCE and DIAGONAL_MATRIX (operators without inputs), of the
-generator family: each page's record, with its formula below it. The OutputTensor's Sizes and
-DataType are the caller's (``output_sizes=``, ``output_data_type=``), as a desc's OutputTensor
-gives them."""
+"""FILL_VALUE_CONSTANT, FILL_VALUE_SEQUENCE, DIAGONAL_MATRIX, DIAGONAL_MATRIX1 and RANDOM_GENERATOR,
+of the generator family: each page's record, with its formula below it. The OutputTensor's Sizes
+and DataType are the caller's (``output_sizes=``, ``output_data_type=``), as a desc's OutputTensor
+gives them (DIAGONAL_MATRIX1's optional InputTensor gives them too)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from dmljax._src.enums import RandomGeneratorType
 from dmljax._src.errors import Violation
 from dmljax._src.numerics import attr_as
 from dmljax._src.op import operator
-from dmljax._src.spec import REQUIRED, OpSpec, ParamSpec, SameSizes, TensorSpec, table
+from dmljax._src.spec import INFERRED, REQUIRED, OpSpec, ParamSpec, SameDataType, SameSizes, TensorSpec, table
 from dmljax._src.validate import TensorInfo
 
 _THREE = FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8
@@ -158,6 +158,100 @@ def diagonal_matrix(*, offset, value, output_data_type, output_sizes):
     v = attr_as(value, output_data_type)
     m = jnp.where(x - y == offset, jnp.asarray(v, output_data_type.dtype), jnp.zeros((), output_data_type.dtype))
     return jnp.broadcast_to(m, tuple(output_sizes))
+
+
+def _matrix_below_2_31(tensors, attrs, level) -> list[Violation]:
+    """x - y is computed in INT32: a matrix's height and width stay below 2^31 (a 1 x 2^31
+    matrix is the only kind within 2^32 - 1 elements that this refuses)."""
+    out = tensors.get("OutputTensor")
+    if out is None or len(out.shape) < 2 or max(out.shape[-2:]) < 2**31:
+        return []
+    return [Violation("OutputTensor", "", f"has Sizes {list(out.shape)}", "a height and width below 2^31 each",
+                      "put the long run in a batch dimension")]
+
+
+def _diagonal1_output(tensors, attrs, problems) -> dict:
+    """Without an InputTensor the OutputTensor's DataType and Sizes are the caller's, both
+    required (the desc's OutputTensor gives them); with one, its constraints give them."""
+    if tensors.get("InputTensor") is not None:
+        return {}
+    out = tensors.get("OutputTensor")
+    missing = [arg for arg, known in (("output_data_type", out is not None and out.data_type is not None),
+                                      ("output_sizes", out is not None and out.shape != ())) if not known]
+    if missing:
+        problems.append(Violation("OutputTensor", missing[0], "has no " + " and no ".join(
+            "DataType" if m == "output_data_type" else "Sizes" for m in missing) + " without an InputTensor",
+            "an InputTensor to take them from, or " + " and ".join(f"{m}=" for m in missing),
+            "e.g. output_data_type='FLOAT32', output_sizes=(4, 5)"))
+    return {}
+
+
+DIAGONAL_MATRIX1 = OpSpec(
+    enum_name=PREFIX + "DIAGONAL_MATRIX1",
+    summary=("Generates an identity-like matrix with ones (or other explicit value) along the given diagonal "
+             "span, with other elements being filled with either the input values or zeros (if no InputTensor "
+             "is passed). The diagonal values may be shifted anywhere between DiagonalFillBegin and "
+             "DiagonalFillEnd, where a value greater than zero shifts all values to the right, and less than "
+             "zero shifts them to the left."),
+    formula=("topX = coordinate.x - coordinate.y\n"
+             "useValue = (DiagonalFillEnd >= DiagonalFillBegin) ^ (topX >= DiagonalFillBegin) ^ (topX < "
+             "DiagonalFillEnd)\nOutputTensor[coordinate] = useValue ? Value : (InputTensor ? "
+             "InputTensor[coordinate] : 0)"),
+    tensors=(TensorSpec("InputTensor", "input", optional=True),
+             TensorSpec("OutputTensor", "output", default_data_type=INFERRED, sizes_arg=True, sizes_default=True)),
+    support=(table("5.1", InputTensor=("2 to 4", FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8),
+                   OutputTensor=("2 to 4", FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8)),),
+    params=(_VALUE_TYPE,
+            _union("Value", "The value inside the fill span, read as the OutputTensor's DataType (default 1, "
+                   "the identity's ones).", default=1),
+            ParamSpec("DiagonalFillBegin", "INT", default=0,
+                      doc="The span's first diagonal, inclusive (x - y; default 0, the main diagonal)."),
+            ParamSpec("DiagonalFillEnd", "INT", default=1,
+                      doc="The span's end, exclusive (default 1); below DiagonalFillBegin the fill is reversed: "
+                          "Value everywhere outside [DiagonalFillEnd, DiagonalFillBegin).")),
+    constraints=(SameDataType(("InputTensor", "OutputTensor")), SameSizes(("InputTensor", "OutputTensor"))),
+    math=False,
+    gradient=("dInputTensor = dOutputTensor where useValue is false, 0 where Value is written; integer "
+              "inputs and a left-out InputTensor: none."),
+    notes=("InputTensor is optional (None): without it the rest is 0, and output_data_type= and output_sizes= "
+           "are required, as the desc's OutputTensor gives them; with it, the OutputTensor has its DataType and "
+           "Sizes (the page asks for the same DimensionCount; OutputTensor[coordinate] = "
+           "InputTensor[coordinate] makes it the same Sizes). Leading dimensions before the last two are a batch "
+           "of matrices. Value is a DML_SCALAR_UNION of the OutputTensor's DataType, exact (a value the type "
+           "cannot hold is refused). Value, DiagonalFillBegin and DiagonalFillEnd default to 1, 0 and 1, the "
+           "identity (the page gives no defaults; its first example writes Value 7 but shows ones). Equal to "
+           "DIAGONAL_MATRIX with DiagonalFillBegin = Offset and DiagonalFillEnd = Offset + 1. Bit-exact."),
+    extra_checks=(_matrix_below_2_31,),
+    infer_outputs=_diagonal1_output,
+)
+
+
+@operator(DIAGONAL_MATRIX1)
+def diagonal_matrix1(input=None, *, value_data_type, value, diagonal_fill_begin, diagonal_fill_end,
+                     output_data_type, output_sizes):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> dmljax.diagonal_matrix1(value=7.0, diagonal_fill_begin=0, diagonal_fill_end=3,
+        ...                         output_data_type="FLOAT32", output_sizes=(3, 5))
+        Array([[7., 7., 7., 0., 0.],
+               [0., 7., 7., 7., 0.],
+               [0., 0., 7., 7., 7.]], dtype=float32)
+        >>> x = np.arange(1, 13, dtype=np.int32).reshape(3, 4)
+        >>> dmljax.diagonal_matrix1(x, value=0, diagonal_fill_begin=-2**31, diagonal_fill_end=1)  # strictly upper
+        Array([[ 0,  2,  3,  4],
+               [ 0,  0,  7,  8],
+               [ 0,  0,  0, 12]], dtype=int32)
+    """
+    h, w = output_sizes[-2], output_sizes[-1]
+    top_x = lax.broadcasted_iota(np.int32, (h, w), 1) - lax.broadcasted_iota(np.int32, (h, w), 0)
+    begin, end = diagonal_fill_begin, diagonal_fill_end
+    # Compared as Python ints against the iota: topX spans [-(h - 1), w - 1], so the bounds clamp
+    # to that range (+-1) first, keeping INT32_MIN and INT32_MAX exact in int32 arithmetic.
+    lo, hi = -h, w
+    use = (end >= begin) ^ (top_x >= max(lo, min(hi, begin))) ^ (top_x < max(lo, min(hi, end)))
+    v = jnp.asarray(value.as_numpy(), output_data_type.dtype)
+    rest = jnp.zeros((), output_data_type.dtype) if input is None else input
+    return jnp.where(use, v, rest) if input is not None else jnp.broadcast_to(jnp.where(use, v, rest), output_sizes)
 
 
 # --------------------------------------------------------------------------------------------
