@@ -25,6 +25,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import dmljax
+from dmljax._src import scan_kernels
+from dmljax._src.ops.cumulative import tally
 from dmljax.bench.timing import jax_device_times
 
 TOTAL = int(os.environ.get("REDUCE_TOTAL", 2 ** 28))
@@ -104,6 +106,21 @@ def scan_cases(rng):
         ps = [jnp.asarray(np.exp2(rng.uniform(-0.01, 0.01, shape)).astype(dtype)) for _ in range(2)]
         yield ("CUMULATIVE_SUMMATION rows of 1024", dtype, xs, jax.jit(lambda x: dmljax.cumulative_summation(x, axis=1)),
                jax.jit(lambda x: jnp.cumsum(x, axis=1)))
+        for direction, exclusive in ((1, False), (0, True), (1, True)):
+            yield (f"CUMULATIVE_SUMMATION rows of 1024 {'reverse' if direction else 'forward'}"
+                   f"{' exclusive' if exclusive else ''}", dtype, xs,
+                   jax.jit(lambda x, d=direction, e=exclusive: dmljax.cumulative_summation(
+                       x, axis=1, axis_direction=d, has_exclusive_sum=e)),
+                   jax.jit(lambda x, d=direction: jnp.cumsum(x[:, ::-1], axis=1)[:, ::-1] if d else jnp.cumsum(x, axis=1)))
+        scan_kernels.ENABLED = False  # the XLA formula, compiled now (jit keeps it) for the side-by-side
+        xla = jax.jit(lambda x: tally(x, 1, False, False, False, False))
+        jax.block_until_ready(xla(xs[0]))
+        scan_kernels.ENABLED = True
+        yield ("CUMULATIVE_SUMMATION rows of 1024 (XLA path)", dtype, xs, xla, jax.jit(lambda x: jnp.cumsum(x, axis=1)))
+        for n in (128, 8192):
+            ys = [x.reshape(-1, n) for x in xs]
+            yield (f"CUMULATIVE_SUMMATION rows of {n}", dtype, ys, jax.jit(lambda x: dmljax.cumulative_summation(x, axis=1)),
+                   jax.jit(lambda x: jnp.cumsum(x, axis=1)))
         yield ("CUMULATIVE_PRODUCT rows of 1024", dtype, ps, jax.jit(lambda x: dmljax.cumulative_product(x, axis=1)),
                jax.jit(lambda x: jnp.cumprod(x, axis=1)))
 
@@ -118,7 +135,6 @@ def movement_cases(rng):
             yield (f"PADDING {mode} 64 each side", dtype, xs,
                    jax.jit(lambda x, m=mode: dmljax.padding(x, padding_mode=m, start_padding=(64, 64), end_padding=(64, 64))),
                    jax.jit(lambda x, m=np_mode: jnp.pad(x, ((64, 64), (64, 64)), mode=m)))
-        n = shape[0]
         yield ("SLICE1 every other row, reversed", dtype, xs,
                jax.jit(lambda x: dmljax.slice1(x, input_window_offsets=(0, 0), input_window_sizes=x.shape,
                                                input_window_strides=(-2, 1))),

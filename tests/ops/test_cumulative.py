@@ -123,3 +123,29 @@ def test_product_partials_never_overflow_where_the_prefix_does_not():
     with_zero = np.array([3e38, 0.47, 0.0, 2.0], np.float32)  # a zero term: zeros after it are true
     got = np.asarray(dmljax.cumulative_product(with_zero, axis=0), np.float64)
     assert abs(got[1] / 1.41e38 - 1) < 1e-2 and got[2] == 0 and got[3] == 0
+
+
+# ---------------------------------------------------------------------------------- the GPU kernel
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("reverse, exclusive", [(False, False), (False, True), (True, False), (True, True)])
+def test_row_kernel_matches_the_reference(dtype, reverse, exclusive):
+    # Rows on a GPU take a Pallas kernel (dmljax/_src/scan_kernels.py); run here in Pallas's
+    # interpreter, it must give what the operator's reference gives within the operator's budget,
+    # NaN, infinities and FLOAT32 denormals included (the H100 run checks the compiled kernel:
+    # benchmarks/issue11_gpu.py, gpu_check).
+    from dmljax._src.scan_kernels import scan_rows, use_kernel
+    from tests.compare import assert_matches
+    from tests.reference.reduction import _cumulative, _sum_magnitude
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((4, 3, 256)) * 4).astype(dtype)
+    x[0, 0, 3], x[1, 2, 9], x[2, 1, 0] = np.nan, np.inf, -np.inf
+    if dtype == np.float32:
+        x[3, 0, :4] = [1e-40, -1e-40, 1e-39, 0.0]
+    assert use_kernel(x.shape, 2, dtype, False) and not use_kernel(x.shape, 2, dtype, True)
+    assert not use_kernel(x.shape, 1, dtype, False) and not use_kernel((4, 3, 200), 2, dtype, False)
+    assert not use_kernel((3, 64), 1, dtype, False)  # 64 elements a program: XLA
+    kwargs = {"axis": 2, "axis_direction": int(reverse), "has_exclusive_sum": exclusive}
+    got = scan_rows(jnp.asarray(x), reverse, exclusive, interpret=True)
+    dt = dmljax.DataType.from_dtype(np.dtype(dtype))
+    budget = dmljax.get_operator("CUMULATIVE_SUMMATION").spec.budget(dt, x.shape, {"Axis": 2})
+    assert_matches(got, _cumulative(False)(x, **kwargs), dt, budget, magnitude=_sum_magnitude(x, **kwargs))

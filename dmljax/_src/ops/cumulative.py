@@ -16,6 +16,7 @@ from dmljax._src.errors import Violation
 from dmljax._src.numerics import load, mark_flushed, store
 from dmljax._src.op import operator
 from dmljax._src.ops._families import unary_op
+from dmljax._src.scan_kernels import scan_rows, use_kernel
 from dmljax._src.spec import ParamSpec
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
@@ -108,22 +109,31 @@ def tally(x, axis: int, reverse: bool, exclusive: bool, product: bool, half: boo
     dt = DataType.from_dtype(x.dtype)
     scan = (_running_product if not dt.is_integer else lax.cumprod) if product else lax.cumsum
 
-    def core(v):
-        y = scan(v, axis=axis, reverse=reverse)
+    def core(v, rev=reverse):
+        y = scan(v, axis=axis, reverse=rev)
         if not exclusive:
             return y
         n = v.shape[axis]
         first = jnp.full_like(lax.slice_in_dim(y, 0, 1, axis=axis), 1 if product else 0)
-        if reverse:  # out[i] = tally of i+1 .. n-1
+        if rev:  # out[i] = tally of i+1 .. n-1
             return lax.concatenate([lax.slice_in_dim(y, 1, n, axis=axis), first], axis)
         return lax.concatenate([first, lax.slice_in_dim(y, 0, n - 1, axis=axis)], axis)
 
     if dt.is_integer:
         return core(x)
+    kernel = not product and use_kernel(x.shape, axis, x.dtype, half)  # rows on a GPU: scan_kernels.py
+
+    def summed(v, rev):
+        """The tally of v (the tensor's type), read, summed and rounded as the rules say."""
+        def xla(u):
+            return store(core(load(u, half), rev), DataType.from_dtype(u.dtype))
+        if not kernel:
+            return xla(v)
+        return lax.platform_dependent(v, cuda=lambda u: scan_rows(u, rev, exclusive), default=xla)
 
     @jax.custom_vjp
     def run(v):
-        return store(core(load(v, half)), dt)
+        return summed(v, reverse) if not product else store(core(load(v, half)), dt)
 
     def run_fwd(v):
         return run(v), v
@@ -131,6 +141,8 @@ def tally(x, axis: int, reverse: bool, exclusive: bool, product: bool, half: boo
     def run_bwd(v, dy):
         # The transpose of the tally (a tally of dY the other way, shifted), from the same
         # compute type, rounded once; products by jax.vjp of the product scan (zeros included).
+        if not product:
+            return (summed(dy, not reverse),)
         _, vjp = jax.vjp(core, load(v, half))
         return (store(vjp(load(dy, half).astype(load(v, half).dtype))[0], DataType.from_dtype(dy.dtype)),)
 
