@@ -60,15 +60,16 @@ def _flush(x):
     return jnp.where(jnp.abs(x) < _TINY, x * 0.0, x)
 
 
-def _kernel(x_ref, o_ref, *, n: int, reverse: bool, exclusive: bool, flush: bool):
-    col = jnp.arange(n, dtype=jnp.int32)
+def _kernel(x_ref, o_ref, *, b: int, n: int, reverse: bool, exclusive: bool, flush: bool):
+    # Index vectors as full (rows, n) grids: Triton's loads and stores take one offset per element
+    col = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32)[None, :], (b, n))
+    row = jnp.broadcast_to(jnp.arange(b, dtype=jnp.int32)[:, None], (b, n))
     at = n - 1 - col if reverse else col  # where scan position j lives in the row
     if exclusive:  # position j reads the element before it (in scan order); position 0 reads a 0
-        src = at + 1 if reverse else at - 1
-        valid = (col > 0)[None, :]
-        x = jnp.where(valid, x_ref[:, jnp.clip(src, 0, n - 1)].astype(jnp.float32), 0.0)
+        src = jnp.clip(at + 1 if reverse else at - 1, 0, n - 1)
+        x = jnp.where(col > 0, x_ref[row, src].astype(jnp.float32), 0.0)
     elif reverse:
-        x = x_ref[:, at].astype(jnp.float32)
+        x = x_ref[row, at].astype(jnp.float32)
     else:
         x = x_ref[...].astype(jnp.float32)
     if flush:
@@ -78,7 +79,7 @@ def _kernel(x_ref, o_ref, *, n: int, reverse: bool, exclusive: bool, flush: bool
         y = _flush(y)
     y = y.astype(o_ref.dtype)
     if reverse:
-        o_ref[:, at] = y
+        o_ref[row, at] = y
     else:
         o_ref[...] = y
 
@@ -96,7 +97,7 @@ def scan_rows(x: jnp.ndarray, reverse: bool, exclusive: bool, interpret: bool = 
     if not interpret:
         from jax.experimental.pallas import triton as pl_triton
         params = pl_triton.CompilerParams(num_warps=4 if b * n <= 2048 else 8, num_stages=1)
-    kernel = functools.partial(_kernel, n=n, reverse=reverse, exclusive=exclusive, flush=x.dtype == np.float32)
+    kernel = functools.partial(_kernel, b=b, n=n, reverse=reverse, exclusive=exclusive, flush=x.dtype == np.float32)
     out = pl.pallas_call(
         kernel, out_shape=jax.ShapeDtypeStruct(rows.shape, rows.dtype), grid=(rows.shape[0] // b,),
         in_specs=[spec], out_specs=spec, compiler_params=params, interpret=interpret,
