@@ -25,8 +25,9 @@ import jax.numpy as jnp
 import numpy as np
 
 import dmljax
-from dmljax._src import scan_kernels
+from dmljax._src import scan_kernels, select_kernels
 from dmljax._src.ops.cumulative import tally
+from dmljax._src.ops.top_k import top_k_along
 from dmljax.bench.timing import jax_device_times
 
 TOTAL = int(os.environ.get("REDUCE_TOTAL", 2 ** 28))
@@ -145,9 +146,17 @@ def top_k_cases(rng):
     for dtype in (np.float32, np.float16):
         shape = (TOTAL // 32768 // 4, 32768)
         xs = [jnp.asarray(rng.standard_normal(shape, dtype=np.float32).astype(dtype)) for _ in range(2)]
-        for k in (1, 8, 256):
+        for k in (1, 8, 16, 256):
             yield (f"TOP_K rows of 32768, k {k}", dtype, xs, jax.jit(lambda x, k=k: dmljax.top_k(x, axis=1, k=k)),
                    jax.jit(lambda x, k=k: jax.lax.top_k(x, k)))
+        select_kernels.ENABLED = False  # the XLA formula, compiled now (jit keeps it) for the side-by-side
+        xla = jax.jit(lambda x: top_k_along(x, 1, 8, True, np.uint32))
+        jax.block_until_ready(xla(xs[0]))
+        select_kernels.ENABLED = True
+        yield ("TOP_K rows of 32768, k 8 (XLA path)", dtype, xs, xla, jax.jit(lambda x: jax.lax.top_k(x, 8)))
+        ys = [x.reshape(-1, 1024) for x in xs]
+        yield ("TOP_K rows of 1024, k 8", dtype, ys, jax.jit(lambda x: dmljax.top_k(x, axis=1, k=8)),
+               jax.jit(lambda x: jax.lax.top_k(x, 8)))
 
 
 GROUPS = {"movement": movement_cases, "top_k": top_k_cases, "scan": scan_cases, "reduce": reduce_cases, "cast": cast_cases, "join_split": join_split_cases,

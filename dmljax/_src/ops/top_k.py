@@ -18,6 +18,7 @@ from dmljax._src.errors import Violation
 from dmljax._src.numerics import flush_denormals, is_nan
 from dmljax._src.op import operator
 from dmljax._src.ops.arg_extreme import _keys, arg_extreme
+from dmljax._src.select_kernels import top_k_rows, use_kernel
 from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, table
 from dmljax._src.validate import TensorInfo
 
@@ -101,8 +102,9 @@ def top_k_along(x, axis: int, k: int, largest: bool, index_dtype):
     (largest first, or smallest first), ties in ascending index; floats compared as math reads them
     (FLOAT32 denormals as zero, -0 equal to +0) with NaN after every number; the values returned
     are the input's own bits. K = 1 is ARGMAX/ARGMIN's one pass (the first extreme, NaN never
-    before a number); otherwise one lax.top_k (its ties go to the lower index) of keys in the
-    wanted order."""
+    before a number); K up to select_kernels.MAX_K over rows on a GPU, a Pallas kernel of the same
+    integer keys (the same indices); otherwise one lax.top_k (its ties go to the lower index) of
+    keys in the wanted order."""
     if k == 1:
         index = arg_extreme(x, (axis,), largest, False, np.int32)
         return jnp.take_along_axis(x, index, axis=axis), index.astype(index_dtype)
@@ -114,29 +116,34 @@ def top_k_along(x, axis: int, k: int, largest: bool, index_dtype):
             keys = ~keys
         return _top_k_index(keys, k, np.iinfo(keys.dtype).min)
 
-    if x.dtype == np.float16:
-        # FLOAT32 keys with no clash: a FLOAT16 value is a normal FLOAT32 no larger than 65504 in
-        # size, so its -inf can become -FLT_MAX and NaN -inf, below every number (zeros made +0).
-        f = v.astype(np.float32)
-        f = f if largest else -f
-        f = jnp.where(f == 0, jnp.zeros_like(f), f)
-        f = jnp.where(f == -np.inf, jnp.full_like(f, -np.finfo(np.float32).max), f)
-        index = _top_k_index(jnp.where(is_nan(v), jnp.full_like(f, -np.inf), f), k, -np.inf)
-    elif jnp.issubdtype(x.dtype, jnp.floating):
-        # XLA's top_k has a fast path for floats only (integers sort the whole row: 48x slower
-        # for k = 1 on the H100). FLOAT32 keys: the values as math reads them, negated for the
-        # smallest, zeros made +0 (XLA orders -0 below +0) and NaN made -inf. That is exact
-        # unless a row holds a NaN and a -inf key both (NaN must come after every number): then
-        # the integer keys decide, by lax.cond.
-        f = flush_denormals(v)
-        f = f if largest else -f
-        f = jnp.where(f == 0, jnp.zeros_like(f), f)
-        nan = jnp.isnan(f)
-        f = jnp.where(nan, jnp.full_like(f, -np.inf), f)
-        clash = jnp.any(jnp.any(nan, axis=-1) & jnp.any(f == -np.inf, axis=-1) & jnp.any(~nan & (f == -np.inf), axis=-1))
-        index = lax.cond(clash, by_integer_keys, lambda t: _top_k_index(f, k, -np.inf), v)
+    def xla_index(v):
+        if x.dtype == np.float16:
+            # FLOAT32 keys with no clash: a FLOAT16 value is a normal FLOAT32 no larger than 65504
+            # in size, so its -inf can become -FLT_MAX and NaN -inf, below every number (zeros +0).
+            f = v.astype(np.float32)
+            f = f if largest else -f
+            f = jnp.where(f == 0, jnp.zeros_like(f), f)
+            f = jnp.where(f == -np.inf, jnp.full_like(f, -np.finfo(np.float32).max), f)
+            return _top_k_index(jnp.where(is_nan(v), jnp.full_like(f, -np.inf), f), k, -np.inf)
+        if jnp.issubdtype(x.dtype, jnp.floating):
+            # XLA's top_k has a fast path for floats only (integers sort the whole row: 48x slower
+            # for k = 1 on the H100). FLOAT32 keys: the values as math reads them, negated for the
+            # smallest, zeros made +0 (XLA orders -0 below +0) and NaN made -inf. That is exact
+            # unless a row holds a NaN and a -inf key both (NaN must come after every number): then
+            # the integer keys decide, by lax.cond.
+            f = flush_denormals(v)
+            f = f if largest else -f
+            f = jnp.where(f == 0, jnp.zeros_like(f), f)
+            nan = jnp.isnan(f)
+            f = jnp.where(nan, jnp.full_like(f, -np.inf), f)
+            clash = jnp.any(jnp.any(nan, axis=-1) & jnp.any(f == -np.inf, axis=-1) & jnp.any(~nan & (f == -np.inf), axis=-1))
+            return lax.cond(clash, by_integer_keys, lambda t: _top_k_index(f, k, -np.inf), v)
+        return by_integer_keys(v)
+
+    if use_kernel(x.shape, axis, k, x.dtype):  # short selections of rows on a GPU: select_kernels.py
+        index = lax.platform_dependent(v, cuda=lambda t: top_k_rows(t, k, largest), default=xla_index)
     else:
-        index = by_integer_keys(v)
+        index = xla_index(v)
     index = jnp.moveaxis(index, -1, axis)
     values = jnp.take_along_axis(x, index, axis=axis)
     return values, index.astype(index_dtype)

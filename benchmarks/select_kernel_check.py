@@ -1,0 +1,70 @@
+"""The compiled TOP_K row kernel (dmljax/_src/select_kernels.py) on a GPU against the XLA path
+(select_kernels.ENABLED = False, which tests/gpu_check.py checks against the float64 reference):
+the same indices and values bit for bit, TOP_K and TOP_K1 (both directions), FLOAT32 and FLOAT16,
+rows of 1,024 to 32,768, K of 2 to 16, on rows with many ties, NaN, infinities, signed zeros and
+FLOAT32 denormals. Prints one line per case and a summary; exits 1 on any failure.
+
+    python benchmarks/select_kernel_check.py   (SELECT_CHECK_ON_CPU=1: a dry run on the CPU, where
+                                                 both paths are XLA's and the kernel is not looked for)
+"""
+
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+import dmljax  # noqa: E402
+from dmljax._src import select_kernels  # noqa: E402
+from dmljax._src.ops.top_k import top_k_along  # noqa: E402
+
+
+def _call(largest, k):
+    if largest:
+        return jax.jit(lambda v: dmljax.top_k(v, axis=1, k=k))
+    return jax.jit(lambda v: dmljax.top_k1(v, axis=1, k=k, axis_direction="INCREASING"))
+
+
+def main() -> int:
+    rng = np.random.default_rng(13)
+    failed = passed = 0
+    for n, rows in ((1024, 64), (8192, 8), (32768, 4)):
+        for dtype in (np.float32, np.float16):
+            x = (rng.integers(-200, 200, (rows, n)) * 0.25).astype(dtype)
+            x[0, :5] = [np.nan, -np.inf, np.nan, 0.0, -0.0]
+            x[1, 10:14] = [np.inf, -np.inf, np.nan, -np.nan]
+            x[2, :], x[2, 100] = np.nan, -np.inf
+            x[3, :] = -0.0
+            if dtype == np.float32:
+                x[-1, :6] = [1e-40, -1e-40, 0.0, -0.0, 1e-39, 5.0]
+            x[-2] = rng.standard_normal(n).astype(dtype)
+            for largest in (True, False):
+                for k in (2, 8, 16):
+                    name = f"rows of {n:5d} {np.dtype(dtype).name} {'largest' if largest else 'smallest'} k={k:2d}"
+                    try:
+                        f = _call(largest, k)
+                        assert os.environ.get("SELECT_CHECK_ON_CPU") or "dmljax_row_top_k" in f.lower(x).as_text(), \
+                            "the kernel is not in the program"
+                        got = jax.device_get(f(x))
+                        select_kernels.ENABLED = False
+                        # the formula itself, traced afresh (dmljax's own jit would reuse the kernel's trace)
+                        want = jax.device_get(jax.jit(lambda v, k=k, g=largest: top_k_along(v, 1, k, g, np.uint32))(x))
+                        select_kernels.ENABLED = True
+                        np.testing.assert_array_equal(got[1], want[1])
+                        np.testing.assert_array_equal(got[0].view(np.uint16 if dtype == np.float16 else np.uint32),
+                                                      want[0].view(np.uint16 if dtype == np.float16 else np.uint32))
+                        passed += 1
+                        print(f"{name}: ok", flush=True)
+                    except Exception as e:  # noqa: BLE001  (every case is reported)
+                        select_kernels.ENABLED = True
+                        failed += 1
+                        print(f"{name}: FAIL {str(e)[:600]}", flush=True)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""A Pallas kernel for TOP_K / TOP_K1 with a small K over FLOAT32 and FLOAT16 rows on NVIDIA GPUs:
+each program holds whole rows in registers and takes the extreme K times, so the row is read once.
+
+XLA's top_k over rows of 32,768 ran at 0.07 of a copy's bandwidth for k = 8 on the H100 (it runs
+one thread block per row and a sort network), and lax.top_k of FLOAT16 sorts the whole row. The
+kernel orders elements by the same integer keys as ARGMAX (``arg_extreme._keys``): FLOAT32
+denormals read as zero, -0 equal to +0, the bits made order-preserving, NaN below every number
+(and taken, after every number, in ascending index); for the smallest K the keys are
+complemented. Each of the K steps takes the row's largest key and the lowest index holding it,
+then retires that element, so ties go to the lower index and the order is the page's. Exact: the
+same indices as the XLA path, bit for bit. It returns the indices; the caller gathers the values.
+
+``use_kernel`` says whether a call takes this path on a GPU; ``jax.lax.platform_dependent``
+picks it at lowering time, so CPU (and TPU) programs never contain it.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = ["use_kernel", "top_k_rows", "MIN_ROW", "MAX_ROW", "MAX_K"]
+
+MIN_ROW = 1024
+MAX_ROW = 32768
+MAX_K = 16
+"""Rows of a power-of-two length from MIN_ROW to MAX_ROW and K from 2 to MAX_K take the kernel
+(K steps over the row each: a larger K is XLA's, whose sort amortizes)."""
+BLOCK = 32768
+"""Elements per program: rows of n are taken BLOCK / n at a time."""
+
+ENABLED = True
+"""False sends every call to the XLA formula (benchmarks/issue11_gpu.py times the two paths)."""
+
+_TINY = np.float32(np.finfo(np.float32).tiny)
+_INT_MIN = np.int32(np.iinfo(np.int32).min)
+_NAN_KEY = np.int32(np.iinfo(np.int32).min + 1)  # below every number's key (INT_MIN + 1 is a NaN's bits)
+
+
+def use_kernel(shape: tuple[int, ...], axis: int, k: int, dtype) -> bool:
+    """Whether a selection can take the kernel: along the last axis of a FLOAT32 or FLOAT16 tensor,
+    a power-of-two row length from MIN_ROW to MAX_ROW, K from 2 to MAX_K."""
+    if not ENABLED or np.dtype(dtype) not in (np.float32, np.float16) or not shape:
+        return False
+    n = shape[-1]
+    return axis == len(shape) - 1 and MIN_ROW <= n <= MAX_ROW and n & (n - 1) == 0 and 2 <= k <= MAX_K
+
+
+def _rows_per_program(r: int, n: int) -> int:
+    b = max(1, BLOCK // n)
+    while r % b:
+        b //= 2
+    return b
+
+
+def _kernel(x_ref, o_ref, *, b: int, n: int, k: int, k2: int, largest: bool, flush: bool):
+    f = x_ref[...].astype(jnp.float32)
+    nan = f != f
+    f = jnp.where(jnp.abs(f) < _TINY, 0.0, f) if flush else jnp.where(f == 0, 0.0, f)  # -0 ties with +0
+    bits = jax.lax.bitcast_convert_type(f, jnp.int32)
+    key = jnp.where(bits < 0, bits ^ np.int32(0x7FFFFFFF), bits)  # order-preserving
+    if not largest:
+        key = ~key
+    key = jnp.where(nan, _NAN_KEY, key)
+    col = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32)[None, :], (b, n))
+    slot = jnp.broadcast_to(jnp.arange(k2, dtype=jnp.int32)[None, :], (b, k2))
+    out = jnp.zeros((b, k2), jnp.int32)
+    for j in range(k):
+        best = jnp.max(key, axis=1, keepdims=True)
+        at = jnp.min(jnp.where(key == best, col, n), axis=1, keepdims=True)
+        out = jnp.where(slot == j, at, out)
+        key = jnp.where(col == at, _INT_MIN, key)  # retired: below NaN
+    o_ref[...] = out
+
+
+def top_k_rows(x: jnp.ndarray, k: int, largest: bool, interpret: bool = False) -> jnp.ndarray:
+    """The indices (int32) of the ``k`` largest (or smallest) elements of each row of ``x`` along
+    its last axis, in the selection's order, by the kernel (``interpret=True`` runs it on any
+    backend, for tests); ``use_kernel`` must allow the call."""
+    from jax.experimental import pallas as pl  # imported where a kernel is built: dmljax's import stays light
+
+    n = x.shape[-1]
+    rows = x.reshape((-1, n))
+    r = rows.shape[0]
+    b = _rows_per_program(r, n)
+    k2 = 1 << (k - 1).bit_length()  # a power of two wide (Triton's blocks), cut to k after
+    params = None
+    if not interpret:
+        from jax.experimental.pallas import triton as pl_triton
+        params = pl_triton.CompilerParams(num_warps=16 if b * n >= 16384 else 8, num_stages=1)
+    kernel = functools.partial(_kernel, b=b, n=n, k=k, k2=k2, largest=largest, flush=x.dtype == np.float32)
+    out = pl.pallas_call(
+        kernel, out_shape=jax.ShapeDtypeStruct((r, k2), jnp.int32), grid=(r // b,),
+        in_specs=[pl.BlockSpec((b, n), lambda i: (i, 0))], out_specs=pl.BlockSpec((b, k2), lambda i: (i, 0)),
+        compiler_params=params, interpret=interpret, name="dmljax_row_top_k")(rows)
+    return out[:, :k].reshape(x.shape[:-1] + (k,))
