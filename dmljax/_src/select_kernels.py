@@ -7,8 +7,9 @@ kernel orders elements by the same integer keys as ARGMAX (``arg_extreme._keys``
 denormals read as zero, -0 equal to +0, the bits made order-preserving, NaN below every number
 (and taken, after every number, in ascending index); for the smallest K the keys are
 complemented. Each of the K steps takes the row's largest key and the lowest index holding it,
-then retires that element, so ties go to the lower index and the order is the page's (one
-argmax reduction per step: Triton's combines (key, index) pairs, the lower index on a tie). Exact: the
+then retires that element, so ties go to the lower index and the order is the page's (a maximum
+and a minimum of indices per step: Triton's argmax, one reduction of (key, index) pairs, took as
+long over rows of 32,768 and 2.6 times as long over rows of 1,024 on the H100). Exact: the
 same indices as the XLA path, bit for bit. It returns the indices; the caller gathers the values.
 
 ``use_kernel`` says whether a call takes this path on a GPU; ``jax.lax.platform_dependent``
@@ -34,7 +35,9 @@ BLOCK = 32768
 """Elements per program: rows of n are taken BLOCK / n at a time."""
 
 WARPS_LONG = 16
-"""Warps per program of 16,384 elements or more (benchmarks/issue11_gpu.py times 32 beside it)."""
+"""Warps per program for rows of 16,384 elements or more (32 was no faster on the H100)."""
+WARPS = 8
+"""Warps per program for shorter rows (benchmarks/select_kernel_sweep.py times the choices)."""
 
 ENABLED = True
 """False sends every call to the XLA formula (benchmarks/issue11_gpu.py times the two paths)."""
@@ -73,7 +76,8 @@ def _kernel(x_ref, o_ref, *, b: int, n: int, k: int, k2: int, largest: bool, flu
     slot = jnp.broadcast_to(jnp.arange(k2, dtype=jnp.int32)[None, :], (b, k2))
     out = jnp.zeros((b, k2), jnp.int32)
     for j in range(k):
-        at = jnp.argmax(key, axis=1).astype(jnp.int32)[:, None]  # one reduction of (key, index): ties to the lower
+        best = jnp.max(key, axis=1, keepdims=True)
+        at = jnp.min(jnp.where(key == best, col, n), axis=1, keepdims=True)  # the lowest index of a tie
         out = jnp.where(slot == j, at, out)
         key = jnp.where(col == at, _INT_MIN, key)  # retired: below NaN
     o_ref[...] = out
@@ -93,7 +97,7 @@ def top_k_rows(x: jnp.ndarray, k: int, largest: bool, interpret: bool = False) -
     params = None
     if not interpret:
         from jax.experimental.pallas import triton as pl_triton
-        params = pl_triton.CompilerParams(num_warps=WARPS_LONG if b * n >= 16384 else 8, num_stages=1)
+        params = pl_triton.CompilerParams(num_warps=WARPS_LONG if n >= 16384 else WARPS, num_stages=1)
     kernel = functools.partial(_kernel, b=b, n=n, k=k, k2=k2, largest=largest, flush=x.dtype == np.float32)
     out = pl.pallas_call(
         kernel, out_shape=jax.ShapeDtypeStruct((r, k2), jnp.int32), grid=(r // b,),
