@@ -31,13 +31,12 @@ MAX_ROW = 32768
 MAX_K = 16
 """Rows of a power-of-two length from MIN_ROW to MAX_ROW and K from 2 to MAX_K take the kernel
 (K steps over the row each: a larger K is XLA's, whose sort amortizes)."""
-BLOCK = 32768
-"""Elements per program: rows of n are taken BLOCK / n at a time."""
-
-WARPS_LONG = 16
-"""Warps per program for rows of 16,384 elements or more (32 was no faster on the H100)."""
-WARPS = 8
-"""Warps per program for shorter rows (benchmarks/select_kernel_sweep.py times the choices)."""
+WARPS_PER_1024 = 1
+"""One row per program, with a warp for each 1,024 elements up to MAX_WARPS: on the H100 (k = 8,
+FLOAT32, benchmarks/select_kernel_sweep.py, select_sweep_8.txt) rows of 1,024 took 0.104 ms per
+2^25 elements with one warp a row, against 0.407 ms with 32 rows and 8 warps a program; rows of
+32,768 0.140 ms with 8 or 16 warps, 0.593 ms with 4."""
+MAX_WARPS = 16
 
 ENABLED = True
 """False sends every call to the XLA formula (benchmarks/issue11_gpu.py times the two paths)."""
@@ -56,11 +55,8 @@ def use_kernel(shape: tuple[int, ...], axis: int, k: int, dtype) -> bool:
     return axis == len(shape) - 1 and MIN_ROW <= n <= MAX_ROW and n & (n - 1) == 0 and 2 <= k <= MAX_K
 
 
-def _rows_per_program(r: int, n: int) -> int:
-    b = max(1, BLOCK // n)
-    while r % b:
-        b //= 2
-    return b
+def _warps(n: int) -> int:
+    return min(MAX_WARPS, max(1, WARPS_PER_1024 * n // 1024))
 
 
 def _kernel(x_ref, o_ref, *, b: int, n: int, k: int, k2: int, largest: bool, flush: bool):
@@ -91,13 +87,12 @@ def top_k_rows(x: jnp.ndarray, k: int, largest: bool, interpret: bool = False) -
 
     n = x.shape[-1]
     rows = x.reshape((-1, n))
-    r = rows.shape[0]
-    b = _rows_per_program(r, n)
+    r, b = rows.shape[0], 1
     k2 = 1 << (k - 1).bit_length()  # a power of two wide (Triton's blocks), cut to k after
     params = None
     if not interpret:
         from jax.experimental.pallas import triton as pl_triton
-        params = pl_triton.CompilerParams(num_warps=WARPS_LONG if n >= 16384 else WARPS, num_stages=1)
+        params = pl_triton.CompilerParams(num_warps=_warps(n), num_stages=1)
     kernel = functools.partial(_kernel, b=b, n=n, k=k, k2=k2, largest=largest, flush=x.dtype == np.float32)
     out = pl.pallas_call(
         kernel, out_shape=jax.ShapeDtypeStruct((r, k2), jnp.int32), grid=(r // b,),
