@@ -2,7 +2,7 @@
 
     python benchmarks/issue11_gpu.py OUT_DIR [GROUP ...]
 
-Groups: reduce, cast, join_split, gather_scatter, movement, top_k, scan (default: all that exist).
+Groups: arg, reduce, cast, join_split, gather_scatter, movement, top_k, scan (default: all that exist).
 Tensors of 2^28 elements (REDUCE_TOTAL overrides) in FLOAT32 and FLOAT16, or 2^24 rows for
 GATHER/SCATTER; device-side kernel time (CUPTI through jax.profiler, 20 calls, two input sets) of a
 copy of the input, dmljax's operator in jit and the jax.numpy formula a user would write, in jit.
@@ -26,6 +26,7 @@ import numpy as np
 
 import dmljax
 from dmljax._src import scan_kernels, select_kernels
+from dmljax._src.ops.arg_extreme import arg_extreme
 from dmljax._src.ops.cumulative import tally
 from dmljax._src.ops.top_k import top_k_along
 from dmljax.bench.timing import jax_device_times
@@ -159,7 +160,23 @@ def top_k_cases(rng):
                jax.jit(lambda x: jax.lax.top_k(x, 8)))
 
 
-GROUPS = {"movement": movement_cases, "top_k": top_k_cases, "scan": scan_cases, "reduce": reduce_cases, "cast": cast_cases, "join_split": join_split_cases,
+def arg_cases(rng):
+    for dtype in (np.float32, np.float16):
+        shape = (TOTAL // 1024, 1024)
+        xs = [jnp.asarray(rng.standard_normal(shape, dtype=np.float32).astype(dtype)) for _ in range(2)]
+        yield ("ARGMAX rows of 1024", dtype, xs, jax.jit(lambda x: dmljax.argmax(x, axes=(1,))),
+               jax.jit(lambda x: jnp.argmax(x, axis=1, keepdims=True).astype(jnp.uint32)))
+        keep = select_kernels.ARG_TYPES
+        for name, types in (("XLA path", ()), ("kernel", (np.dtype(np.float32), np.dtype(np.float16)))):
+            select_kernels.ARG_TYPES = types  # compiled now (jit keeps it) for the side-by-side
+            f = jax.jit(lambda x: arg_extreme(x, (1,), True, False, np.uint32))
+            jax.block_until_ready(f(xs[0]))
+            select_kernels.ARG_TYPES = keep
+            yield (f"ARGMAX rows of 1024 ({name})", dtype, xs, f,
+                   jax.jit(lambda x: jnp.argmax(x, axis=1, keepdims=True).astype(jnp.uint32)))
+
+
+GROUPS = {"arg": arg_cases, "movement": movement_cases, "top_k": top_k_cases, "scan": scan_cases, "reduce": reduce_cases, "cast": cast_cases, "join_split": join_split_cases,
           "gather_scatter": gather_scatter_cases}
 
 

@@ -1,4 +1,4 @@
-"""The compiled TOP_K row kernel (dmljax/_src/select_kernels.py) on a GPU against the XLA path
+"""The compiled TOP_K row kernel (and ARGMAX/ARGMIN of FLOAT16 rows, which take it with K = 1) (dmljax/_src/select_kernels.py) on a GPU against the XLA path
 (select_kernels.ENABLED = False, which tests/gpu_check.py checks against the float64 reference):
 the same indices and values bit for bit, TOP_K and TOP_K1 (both directions), FLOAT32 and FLOAT16,
 rows of 1,024 to 32,768, K of 2 to 16, on rows with many ties, NaN, infinities, signed zeros and
@@ -19,6 +19,7 @@ import numpy as np  # noqa: E402
 
 import dmljax  # noqa: E402
 from dmljax._src import select_kernels  # noqa: E402
+from dmljax._src.ops.arg_extreme import arg_extreme  # noqa: E402
 from dmljax._src.ops.top_k import top_k_along  # noqa: E402
 
 
@@ -62,6 +63,30 @@ def main() -> int:
                         select_kernels.ENABLED = True
                         failed += 1
                         print(f"{name}: FAIL {str(e)[:600]}", flush=True)
+    for n in (1024, 32768):  # ARGMAX/ARGMIN of FLOAT16 rows: the kernel with K = 1, both directions
+        x = (rng.integers(-200, 200, (64, n)) * 0.25).astype(np.float16)
+        x[0, :5] = [np.nan, -np.inf, np.nan, 0.0, -0.0]
+        x[2, :], x[3, :] = np.nan, -0.0
+        for larger in (True, False):
+            for direction in ("INCREASING", "DECREASING"):
+                name = f"rows of {n:5d} float16 {'ARGMAX' if larger else 'ARGMIN'} {direction}"
+                op = dmljax.argmax if larger else dmljax.argmin
+                try:
+                    f = jax.jit(lambda v, op=op, d=direction: op(v, axes=(1,), axis_direction=d))
+                    assert os.environ.get("SELECT_CHECK_ON_CPU") or "dmljax_row_top_k" in f.lower(x).as_text(), \
+                        "the kernel is not in the program"
+                    got = jax.device_get(f(x))
+                    select_kernels.ENABLED = False
+                    want = jax.device_get(jax.jit(lambda v, g=larger, d=direction: arg_extreme(
+                        v, (1,), g, d == "DECREASING", np.uint32))(x))
+                    select_kernels.ENABLED = True
+                    np.testing.assert_array_equal(got, want)
+                    passed += 1
+                    print(f"{name}: ok", flush=True)
+                except Exception as e:  # noqa: BLE001
+                    select_kernels.ENABLED = True
+                    failed += 1
+                    print(f"{name}: FAIL {str(e)[:600]}", flush=True)
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["use_kernel", "top_k_rows", "MIN_ROW", "MAX_ROW", "MAX_K"]
+__all__ = ["use_kernel", "use_arg_kernel", "top_k_rows", "MIN_ROW", "MAX_ROW", "MAX_K"]
 
 MIN_ROW = 1024
 MAX_ROW = 32768
@@ -37,6 +37,9 @@ FLOAT32, benchmarks/select_kernel_sweep.py, select_sweep_8.txt) rows of 1,024 to
 2^25 elements with one warp a row, against 0.407 ms with 32 rows and 8 warps a program; rows of
 32,768 0.140 ms with 8 or 16 warps, 0.593 ms with 4."""
 MAX_WARPS = 16
+
+ARG_TYPES = (np.dtype(np.float16),)
+"""The types ARGMAX/ARGMIN take the kernel for (benchmarks/issue11_gpu.py times FLOAT32's too)."""
 
 ENABLED = True
 """False sends every call to the XLA formula (benchmarks/issue11_gpu.py times the two paths)."""
@@ -55,11 +58,21 @@ def use_kernel(shape: tuple[int, ...], axis: int, k: int, dtype) -> bool:
     return axis == len(shape) - 1 and MIN_ROW <= n <= MAX_ROW and n & (n - 1) == 0 and 2 <= k <= MAX_K
 
 
+def use_arg_kernel(shape: tuple[int, ...], axes: tuple[int, ...], dtype) -> bool:
+    """Whether ARGMAX/ARGMIN (and TOP_K's K = 1) can take the kernel with K = 1: one axis, the
+    last, of a FLOAT16 tensor (FLOAT32's XLA arg-reduction of keys already reads at jnp.argmax's
+    speed: 1.000x on the H100), a power-of-two row length from MIN_ROW to MAX_ROW."""
+    if not ENABLED or np.dtype(dtype) not in ARG_TYPES or not shape:
+        return False
+    n = shape[-1]
+    return tuple(axes) == (len(shape) - 1,) and MIN_ROW <= n <= MAX_ROW and n & (n - 1) == 0
+
+
 def _warps(n: int) -> int:
     return min(MAX_WARPS, max(1, WARPS_PER_1024 * n // 1024))
 
 
-def _kernel(x_ref, o_ref, *, b: int, n: int, k: int, k2: int, largest: bool, flush: bool):
+def _kernel(x_ref, o_ref, *, b: int, n: int, k: int, k2: int, largest: bool, last: bool, flush: bool):
     f = x_ref[...].astype(jnp.float32)
     nan = f != f
     f = jnp.where(jnp.abs(f) < _TINY, 0.0, f) if flush else jnp.where(f == 0, 0.0, f)  # -0 ties with +0
@@ -73,16 +86,20 @@ def _kernel(x_ref, o_ref, *, b: int, n: int, k: int, k2: int, largest: bool, flu
     out = jnp.zeros((b, k2), jnp.int32)
     for j in range(k):
         best = jnp.max(key, axis=1, keepdims=True)
-        at = jnp.min(jnp.where(key == best, col, n), axis=1, keepdims=True)  # the lowest index of a tie
+        if last:  # ARGMAX/ARGMIN's DECREASING direction: the highest index of a tie
+            at = jnp.max(jnp.where(key == best, col, -1), axis=1, keepdims=True)
+        else:
+            at = jnp.min(jnp.where(key == best, col, n), axis=1, keepdims=True)  # the lowest index of a tie
         out = jnp.where(slot == j, at, out)
         key = jnp.where(col == at, _INT_MIN, key)  # retired: below NaN
     o_ref[...] = out
 
 
-def top_k_rows(x: jnp.ndarray, k: int, largest: bool, interpret: bool = False) -> jnp.ndarray:
+def top_k_rows(x: jnp.ndarray, k: int, largest: bool, last: bool = False, interpret: bool = False) -> jnp.ndarray:
     """The indices (int32) of the ``k`` largest (or smallest) elements of each row of ``x`` along
     its last axis, in the selection's order, by the kernel (``interpret=True`` runs it on any
-    backend, for tests); ``use_kernel`` must allow the call."""
+    backend, for tests); ``use_kernel`` (``use_arg_kernel`` for K = 1) must allow the call.
+    ``last``: ties go to the higher index (ARGMAX/ARGMIN's DECREASING; K = 1 only)."""
     from jax.experimental import pallas as pl  # imported where a kernel is built: dmljax's import stays light
 
     n = x.shape[-1]
@@ -93,7 +110,8 @@ def top_k_rows(x: jnp.ndarray, k: int, largest: bool, interpret: bool = False) -
     if not interpret:
         from jax.experimental.pallas import triton as pl_triton
         params = pl_triton.CompilerParams(num_warps=_warps(n), num_stages=1)
-    kernel = functools.partial(_kernel, b=b, n=n, k=k, k2=k2, largest=largest, flush=x.dtype == np.float32)
+    kernel = functools.partial(_kernel, b=b, n=n, k=k, k2=k2, largest=largest, last=last and k == 1,
+                               flush=x.dtype == np.float32)
     out = pl.pallas_call(
         kernel, out_shape=jax.ShapeDtypeStruct((r, k2), jnp.int32), grid=(r // b,),
         in_specs=[pl.BlockSpec((b, n), lambda i: (i, 0))], out_specs=pl.BlockSpec((b, k2), lambda i: (i, 0)),

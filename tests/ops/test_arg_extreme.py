@@ -83,3 +83,23 @@ def test_desc_output_sizes_and_axis_count():
     with pytest.raises(dmljax.ValidationError, match=r"OutputTensor.Sizes .*are \[3, 3\].*produces Sizes \[1, 3\]"):
         dmljax.compile_operator("ARGMAX", {"InputTensor": t, "OutputTensor": {"DataType": "UINT32", "Sizes": [3, 3]},
                                            "AxisCount": 1, "Axes": [0], "AxisDirection": "DML_AXIS_DIRECTION_INCREASING"})
+
+
+# ---------------------------------------------------------------------------------- the GPU kernel
+@pytest.mark.parametrize("larger", [True, False])
+@pytest.mark.parametrize("last", [False, True])
+def test_float16_rows_take_the_top_k_kernel_with_the_xla_paths_index(larger, last):
+    # FLOAT16 rows on a GPU take the TOP_K kernel with K = 1 (dmljax/_src/select_kernels.py); run
+    # in Pallas's interpreter, it must give the XLA path's index bit for bit, in both directions:
+    # ties, -0 tied with +0, a row of NaN (its first or last index), NaN beside -inf.
+    from dmljax._src.ops.arg_extreme import _arg_extreme_xla
+    from dmljax._src.select_kernels import top_k_rows, use_arg_kernel
+    rng = np.random.default_rng(3)
+    x = (rng.integers(-20, 20, (8, 1024)) * 0.5).astype(np.float16)
+    x[0, :5] = [np.nan, -np.inf, np.nan, 0.0, -0.0]
+    x[2, :], x[3, :] = np.nan, -0.0
+    x[4, :], x[4, 7] = np.nan, -np.inf
+    assert use_arg_kernel(x.shape, (1,), np.float16) and not use_arg_kernel(x.shape, (1,), np.float32)
+    assert not use_arg_kernel(x.shape, (0,), np.float16) and not use_arg_kernel(x.shape, (0, 1), np.float16)
+    got = top_k_rows(jnp.asarray(x), 1, larger, last, interpret=True)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(_arg_extreme_xla(jnp.asarray(x), (1,), larger, last)))

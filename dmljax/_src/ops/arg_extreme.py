@@ -17,6 +17,7 @@ from dmljax._src.enums import AxisDirection
 from dmljax._src.numerics import flush_denormals, is_nan
 from dmljax._src.op import operator
 from dmljax._src.ops._families import check_axes
+from dmljax._src.select_kernels import top_k_rows, use_arg_kernel
 from dmljax._src.spec import OpSpec, ParamSpec, TensorSpec, table
 from dmljax._src.validate import TensorInfo
 
@@ -54,8 +55,18 @@ def arg_extreme(x, axes, larger: bool, last: bool, out_dtype) -> jnp.ndarray:
     counted in row-major order of the reduced coordinates, as ``out_dtype``. Floats are compared
     as math reads them (FLOAT32 denormals as zero, -0 equal to +0); NaN is never the extreme
     (maxNum/minNum), and a group of NaN only gives its first (last) index. One pass: XLA's
-    arg-reduction of order-preserving integer keys, whose ties go to the first index."""
+    arg-reduction of order-preserving integer keys, whose ties go to the first index; FLOAT16
+    rows on a GPU, the TOP_K kernel with K = 1 (the same keys, the same index)."""
     axes = tuple(sorted(axes))
+    if use_arg_kernel(x.shape, axes, x.dtype):  # FLOAT16 rows on a GPU: select_kernels.py, K = 1
+        return lax.platform_dependent(
+            jax.lax.stop_gradient(x), cuda=lambda v: top_k_rows(v, 1, larger, last),
+            default=lambda v: _arg_extreme_xla(v, axes, larger, last)).astype(out_dtype)
+    return _arg_extreme_xla(x, axes, larger, last).astype(out_dtype)
+
+
+def _arg_extreme_xla(x, axes, larger: bool, last: bool) -> jnp.ndarray:
+    """arg_extreme by XLA's arg-reduction of the keys, as int32 (kept dimensions of 1)."""
     keep = tuple(a for a in range(x.ndim) if a not in axes)
     keys = _keys(jax.lax.stop_gradient(x), larger)
     if len(axes) == 1:
@@ -71,7 +82,7 @@ def arg_extreme(x, axes, larger: bool, last: bool, out_dtype) -> jnp.ndarray:
     if last:
         index = np.int32(n - 1) - index
     kept = tuple(1 if a in axes else x.shape[a] for a in range(x.ndim))
-    return index.reshape(kept).astype(out_dtype)
+    return index.reshape(kept)
 
 
 def _record(short: str, word: str, example: str) -> OpSpec:
