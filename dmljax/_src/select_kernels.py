@@ -38,6 +38,10 @@ FLOAT32, benchmarks/select_kernel_sweep.py, select_sweep_8.txt) rows of 1,024 to
 32,768 0.140 ms with 8 or 16 warps, 0.593 ms with 4."""
 MAX_WARPS = 16
 
+GROUP = 8
+"""K > 1 over rows of 1,024 or more: the row is ranked in groups of GROUP elements first (see
+_grouped_kernel); 0 takes the extreme K times over the whole row."""
+
 ARG_TYPES = (np.dtype(np.float16),)
 """The types ARGMAX/ARGMIN take the kernel for (benchmarks/issue11_gpu.py times FLOAT32's too)."""
 
@@ -72,27 +76,56 @@ def _warps(n: int) -> int:
     return min(MAX_WARPS, max(1, WARPS_PER_1024 * n // 1024))
 
 
-def _kernel(x_ref, o_ref, *, b: int, n: int, k: int, k2: int, largest: bool, last: bool, flush: bool):
-    f = x_ref[...].astype(jnp.float32)
+def _keys_of(v, largest: bool, flush: bool):
+    """ARGMAX's integer keys of float values (any shape): larger key, earlier in the selection."""
+    f = v.astype(jnp.float32)
     nan = f != f
     f = jnp.where(jnp.abs(f) < _TINY, 0.0, f) if flush else jnp.where(f == 0, 0.0, f)  # -0 ties with +0
     bits = jax.lax.bitcast_convert_type(f, jnp.int32)
     key = jnp.where(bits < 0, bits ^ np.int32(0x7FFFFFFF), bits)  # order-preserving
     if not largest:
         key = ~key
-    key = jnp.where(nan, _NAN_KEY, key)
-    col = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32)[None, :], (b, n))
+    return jnp.where(nan, _NAN_KEY, key)
+
+
+def _select(key, index, k: int, k2: int, limit: int, last: bool = False):
+    """The ``index`` values of the ``k`` largest keys of each row, ties to the lowest index (the
+    highest with ``last``), as a (rows, k2) block (slots from k on: 0)."""
+    b = key.shape[0]
     slot = jnp.broadcast_to(jnp.arange(k2, dtype=jnp.int32)[None, :], (b, k2))
     out = jnp.zeros((b, k2), jnp.int32)
     for j in range(k):
         best = jnp.max(key, axis=1, keepdims=True)
         if last:  # ARGMAX/ARGMIN's DECREASING direction: the highest index of a tie
-            at = jnp.max(jnp.where(key == best, col, -1), axis=1, keepdims=True)
+            at = jnp.max(jnp.where(key == best, index, -1), axis=1, keepdims=True)
         else:
-            at = jnp.min(jnp.where(key == best, col, n), axis=1, keepdims=True)  # the lowest index of a tie
+            at = jnp.min(jnp.where(key == best, index, limit), axis=1, keepdims=True)
         out = jnp.where(slot == j, at, out)
-        key = jnp.where(col == at, _INT_MIN, key)  # retired: below NaN
-    o_ref[...] = out
+        key = jnp.where(index == at, _INT_MIN, key)  # retired: below NaN
+    return out
+
+
+def _kernel(x_ref, o_ref, *, b: int, n: int, k: int, k2: int, largest: bool, last: bool, flush: bool):
+    key = _keys_of(x_ref[...], largest, flush)
+    col = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32)[None, :], (b, n))
+    o_ref[...] = _select(key, col, k, k2, n, last)
+
+
+def _grouped_kernel(x_ref, o_ref, *, n: int, k: int, k2: int, g: int, largest: bool, flush: bool):
+    # The row in groups of g: the K best elements lie in the K best groups by their best key
+    # (ranked by key, then by group index), since each of K better groups holds an element
+    # better than any element of a worse group. Selecting groups costs K passes over n / g
+    # keys; the K groups' K * g elements, read again (from cache), give the K best.
+    key = _keys_of(x_ref[...], largest, flush)
+    groups = jnp.max(key.reshape(1, n // g, g), axis=2)
+    gcol = jnp.broadcast_to(jnp.arange(n // g, dtype=jnp.int32)[None, :], (1, n // g))
+    chosen = _select(groups, gcol, k, k2, n // g)  # (1, k2): group numbers, slots from k on 0
+    m = k2 * g
+    cand = (chosen[:, :, None] * g + jnp.arange(g, dtype=jnp.int32)[None, None, :]).reshape(1, m)
+    real = (jnp.arange(m, dtype=jnp.int32) < k * g)[None, :]  # the padding slots repeat group 0: out
+    row = jnp.zeros((1, m), jnp.int32)
+    ckey = jnp.where(real, _keys_of(x_ref[row, cand], largest, flush), _INT_MIN)
+    o_ref[...] = _select(ckey, jnp.where(real, cand, n), k, k2, n)
 
 
 def top_k_rows(x: jnp.ndarray, k: int, largest: bool, last: bool = False, interpret: bool = False) -> jnp.ndarray:
@@ -110,8 +143,11 @@ def top_k_rows(x: jnp.ndarray, k: int, largest: bool, last: bool = False, interp
     if not interpret:
         from jax.experimental.pallas import triton as pl_triton
         params = pl_triton.CompilerParams(num_warps=_warps(n), num_stages=1)
-    kernel = functools.partial(_kernel, b=b, n=n, k=k, k2=k2, largest=largest, last=last and k == 1,
-                               flush=x.dtype == np.float32)
+    flush = x.dtype == np.float32
+    if GROUP and k > 1 and n // GROUP >= 128:
+        kernel = functools.partial(_grouped_kernel, n=n, k=k, k2=k2, g=GROUP, largest=largest, flush=flush)
+    else:
+        kernel = functools.partial(_kernel, b=b, n=n, k=k, k2=k2, largest=largest, last=last and k == 1, flush=flush)
     out = pl.pallas_call(
         kernel, out_shape=jax.ShapeDtypeStruct((r, k2), jnp.int32), grid=(r // b,),
         in_specs=[pl.BlockSpec((b, n), lambda i: (i, 0))], out_specs=pl.BlockSpec((b, k2), lambda i: (i, 0)),

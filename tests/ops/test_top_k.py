@@ -117,14 +117,18 @@ def test_staged_selection_is_exact(monkeypatch, rng):
 
 
 # ---------------------------------------------------------------------------------- the GPU kernel
+@pytest.mark.parametrize("group", [0, 8, 32])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("largest", [True, False])
-def test_row_kernel_gives_the_xla_paths_indices(dtype, largest):
+def test_row_kernel_gives_the_xla_paths_indices(dtype, largest, group, monkeypatch):
     # Short selections of rows on a GPU take a Pallas kernel (dmljax/_src/select_kernels.py); run
-    # here in Pallas's interpreter, it must give the XLA path's indices bit for bit: ties (half
-    # the row repeats a value) to the lower index, -0 tied with +0, FLOAT32 denormals with zero,
+    # here in Pallas's interpreter, in both forms (with and without ranking groups first), it
+    # must give the XLA path's indices bit for bit: ties (half the row repeats a value) to the
+    # lower index, -0 tied with +0, FLOAT32 denormals with zero,
     # NaN after every number (a row of NaN with one -inf, a row of -0 only).
+    from dmljax._src import select_kernels
     from dmljax._src.select_kernels import top_k_rows, use_kernel
+    monkeypatch.setattr(select_kernels, "GROUP", group)  # 0: K passes over the row; else groups first
     rng = np.random.default_rng(5)
     x = (rng.integers(-20, 20, (8, 1024)) * 0.5).astype(dtype)
     x[0, :5] = [np.nan, -np.inf, np.nan, 0.0, -0.0]
