@@ -155,12 +155,13 @@ def top_k_cases(rng):
         jax.block_until_ready(xla(xs[0]))
         select_kernels.ENABLED = True
         yield ("TOP_K rows of 32768, k 8 (XLA path)", dtype, xs, xla, jax.jit(lambda x: jax.lax.top_k(x, 8)))
-        for group in (0, 32):  # the kernel without ranking groups first, and with groups of 32
-            keep, select_kernels.GROUP = select_kernels.GROUP, group
+        for label, segment, group in (("one program a row", 0, 8), ("one program a row, no groups", 0, 0)):
+            keep = select_kernels.SEGMENT, select_kernels.GROUP
+            select_kernels.SEGMENT, select_kernels.GROUP = segment, group
             f = jax.jit(lambda x: top_k_along(x, 1, 8, True, np.uint32))
-            jax.block_until_ready(f(xs[0]))
-            select_kernels.GROUP = keep
-            yield (f"TOP_K rows of 32768, k 8 (groups of {group})", dtype, xs, f, jax.jit(lambda x: jax.lax.top_k(x, 8)))
+            jax.block_until_ready(f(xs[0]))  # compiled now with these settings (jit keeps it)
+            select_kernels.SEGMENT, select_kernels.GROUP = keep
+            yield (f"TOP_K rows of 32768, k 8 ({label})", dtype, xs, f, jax.jit(lambda x: jax.lax.top_k(x, 8)))
         ys = [x.reshape(-1, 1024) for x in xs]
         yield ("TOP_K rows of 1024, k 8", dtype, ys, jax.jit(lambda x: dmljax.top_k(x, axis=1, k=8)),
                jax.jit(lambda x: jax.lax.top_k(x, 8)))

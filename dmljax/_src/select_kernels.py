@@ -38,6 +38,10 @@ FLOAT32, benchmarks/select_kernel_sweep.py, select_sweep_8.txt) rows of 1,024 to
 32,768 0.140 ms with 8 or 16 warps, 0.593 ms with 4."""
 MAX_WARPS = 16
 
+SEGMENT = 1024
+"""K > 1 over rows longer than this: the row in segments of SEGMENT first, one program each (see
+top_k_rows); 0: one program a row."""
+
 GROUP = 8
 """K > 1 over rows of 1,024 or more: the row is ranked in groups of GROUP elements first (see
 _grouped_kernel); 0 takes the extreme K times over the whole row."""
@@ -128,28 +132,49 @@ def _grouped_kernel(x_ref, o_ref, *, n: int, k: int, k2: int, g: int, largest: b
     o_ref[...] = _select(ckey, jnp.where(real, cand, n), k, k2, n)
 
 
-def top_k_rows(x: jnp.ndarray, k: int, largest: bool, last: bool = False, interpret: bool = False) -> jnp.ndarray:
-    """The indices (int32) of the ``k`` largest (or smallest) elements of each row of ``x`` along
-    its last axis, in the selection's order, by the kernel (``interpret=True`` runs it on any
-    backend, for tests); ``use_kernel`` (``use_arg_kernel`` for K = 1) must allow the call.
-    ``last``: ties go to the higher index (ARGMAX/ARGMIN's DECREASING; K = 1 only)."""
+def _run(rows: jnp.ndarray, k: int, largest: bool, last: bool, interpret: bool) -> jnp.ndarray:
+    """One kernel launch over ``rows`` (r, n): the (r, k) selected positions."""
     from jax.experimental import pallas as pl  # imported where a kernel is built: dmljax's import stays light
 
-    n = x.shape[-1]
-    rows = x.reshape((-1, n))
-    r, b = rows.shape[0], 1
+    r, n = rows.shape
     k2 = 1 << (k - 1).bit_length()  # a power of two wide (Triton's blocks), cut to k after
     params = None
     if not interpret:
         from jax.experimental.pallas import triton as pl_triton
         params = pl_triton.CompilerParams(num_warps=_warps(n), num_stages=1)
-    flush = x.dtype == np.float32
+    flush = rows.dtype == np.float32
     if GROUP and k > 1 and n // GROUP >= 128:
         kernel = functools.partial(_grouped_kernel, n=n, k=k, k2=k2, g=GROUP, largest=largest, flush=flush)
     else:
-        kernel = functools.partial(_kernel, b=b, n=n, k=k, k2=k2, largest=largest, last=last and k == 1, flush=flush)
+        kernel = functools.partial(_kernel, b=1, n=n, k=k, k2=k2, largest=largest, last=last and k == 1, flush=flush)
     out = pl.pallas_call(
-        kernel, out_shape=jax.ShapeDtypeStruct((r, k2), jnp.int32), grid=(r // b,),
-        in_specs=[pl.BlockSpec((b, n), lambda i: (i, 0))], out_specs=pl.BlockSpec((b, k2), lambda i: (i, 0)),
+        kernel, out_shape=jax.ShapeDtypeStruct((r, k2), jnp.int32), grid=(r,),
+        in_specs=[pl.BlockSpec((1, n), lambda i: (i, 0))], out_specs=pl.BlockSpec((1, k2), lambda i: (i, 0)),
         compiler_params=params, interpret=interpret, name="dmljax_row_top_k")(rows)
-    return out[:, :k].reshape(x.shape[:-1] + (k,))
+    return out[:, :k]
+
+
+def top_k_rows(x: jnp.ndarray, k: int, largest: bool, last: bool = False, interpret: bool = False) -> jnp.ndarray:
+    """The indices (int32) of the ``k`` largest (or smallest) elements of each row of ``x`` along
+    its last axis, in the selection's order, by the kernel (``interpret=True`` runs it on any
+    backend, for tests); ``use_kernel`` (``use_arg_kernel`` for K = 1) must allow the call.
+    ``last``: ties go to the higher index (ARGMAX/ARGMIN's DECREASING; K = 1 only).
+
+    Rows longer than SEGMENT (K > 1) are cut into segments of SEGMENT, whose K best each are the
+    candidates; a second launch takes the K best of the candidates. Exact: the K best of a row
+    are among its segments' K best, and the candidates of equal keys stand in index order
+    (segment by segment, each segment's in index order), so ties still go to the lower index;
+    the candidates are padded to a power of two with NaN, which comes after them all."""
+    n = x.shape[-1]
+    rows = x.reshape((-1, n))
+    if not SEGMENT or k == 1 or n <= SEGMENT:
+        return _run(rows, k, largest, last, interpret).reshape(x.shape[:-1] + (k,))
+    r, s = rows.shape[0], n // SEGMENT
+    local = _run(rows.reshape(r * s, SEGMENT), k, largest, False, interpret).reshape(r, s, k)
+    index = (local + (jnp.arange(s, dtype=jnp.int32) * SEGMENT)[None, :, None]).reshape(r, s * k)
+    m = 1 << (s * k - 1).bit_length()
+    values = jnp.take_along_axis(rows, index, axis=1)
+    if m > s * k:
+        values = jnp.concatenate([values, jnp.full((r, m - s * k), jnp.nan, rows.dtype)], axis=1)
+    best = _run(values, k, largest, False, interpret)
+    return jnp.take_along_axis(index, best, axis=1).reshape(x.shape[:-1] + (k,))
