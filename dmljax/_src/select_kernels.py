@@ -1,16 +1,23 @@
-"""A Pallas kernel for TOP_K / TOP_K1 with a small K over FLOAT32 and FLOAT16 rows on NVIDIA GPUs:
-each program holds whole rows in registers and takes the extreme K times, so the row is read once.
+"""A Pallas kernel for TOP_K / TOP_K1 with a small K (and ARGMAX/ARGMIN of FLOAT16 rows, K = 1)
+over FLOAT32 and FLOAT16 rows on NVIDIA GPUs, which reads each row once.
 
-XLA's top_k over rows of 32,768 ran at 0.07 of a copy's bandwidth for k = 8 on the H100 (it runs
-one thread block per row and a sort network), and lax.top_k of FLOAT16 sorts the whole row. The
+XLA's top_k over rows of 32,768 ran at 0.07 of the read bandwidth for k = 8 on the H100 (one
+thread block per row and a sort network), and lax.top_k of FLOAT16 sorts the whole row. The
 kernel orders elements by the same integer keys as ARGMAX (``arg_extreme._keys``): FLOAT32
 denormals read as zero, -0 equal to +0, the bits made order-preserving, NaN below every number
 (and taken, after every number, in ascending index); for the smallest K the keys are
-complemented. Each of the K steps takes the row's largest key and the lowest index holding it,
-then retires that element, so ties go to the lower index and the order is the page's (a maximum
-and a minimum of indices per step: Triton's argmax, one reduction of (key, index) pairs, took as
-long over rows of 32,768 and 2.6 times as long over rows of 1,024 on the H100). Exact: the
-same indices as the XLA path, bit for bit. It returns the indices; the caller gathers the values.
+complemented. A selection step takes the largest key and the lowest index holding it, then
+retires that element, so ties go to the lower index and the order is the page's (a maximum and a
+minimum of indices per step: Triton's argmax, one reduction of (key, index) pairs, took as long
+over rows of 32,768 and 2.6 times as long over rows of 1,024 on the H100).
+
+Three levels keep the K steps cheap (benchmarks/README.md, "The TOP_K kernel"): a row longer than
+SEGMENT is cut into segments, one program (one warp per 1,024 elements) each, and a second launch
+selects among the segments' candidates; within a program the row is ranked in groups of GROUP by
+their best key, K groups are selected, then K elements among theirs. Each level is exact (the K
+best lie among the K best groups, and among the segments' K best; equal keys keep index order):
+the same indices as the XLA path, bit for bit. It returns the indices; the caller gathers the
+values.
 
 ``use_kernel`` says whether a call takes this path on a GPU; ``jax.lax.platform_dependent``
 picks it at lowering time, so CPU (and TPU) programs never contain it.
@@ -30,7 +37,7 @@ MIN_ROW = 1024
 MAX_ROW = 32768
 MAX_K = 16
 """Rows of a power-of-two length from MIN_ROW to MAX_ROW and K from 2 to MAX_K take the kernel
-(K steps over the row each: a larger K is XLA's, whose sort amortizes)."""
+(K steps each: a larger K is XLA's, whose sort amortizes)."""
 WARPS_PER_1024 = 1
 """One row per program, with a warp for each 1,024 elements up to MAX_WARPS: on the H100 (k = 8,
 FLOAT32, benchmarks/select_kernel_sweep.py, select_sweep_8.txt) rows of 1,024 took 0.104 ms per
