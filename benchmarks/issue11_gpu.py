@@ -133,6 +133,13 @@ def movement_cases(rng):
         xs = [jnp.asarray(rng.standard_normal(shape, dtype=np.float32).astype(dtype)) for _ in range(2)]
         yield ("TILE 2 x 2", dtype, xs, jax.jit(lambda x: dmljax.tile(x, repeats=(2, 2))),
                jax.jit(lambda x: jnp.tile(x, (2, 2))))
+        yield ("TILE 2 x 2 as concatenations", dtype, xs,  # another formulation, for the record
+               jax.jit(lambda x: jnp.concatenate([jnp.concatenate([x, x], axis=1)] * 2, axis=0)),
+               jax.jit(lambda x: jnp.tile(x, (2, 2))))
+        yield ("TILE 2 x 2 as a broadcast", dtype, xs,
+               jax.jit(lambda x: jnp.broadcast_to(x[None, :, None, :], (2, x.shape[0], 2, x.shape[1])).reshape(
+                   2 * x.shape[0], 2 * x.shape[1])),
+               jax.jit(lambda x: jnp.tile(x, (2, 2))))
         for mode, np_mode in (("CONSTANT", "constant"), ("EDGE", "edge"), ("REFLECTION", "reflect")):
             yield (f"PADDING {mode} 64 each side", dtype, xs,
                    jax.jit(lambda x, m=mode: dmljax.padding(x, padding_mode=m, start_padding=(64, 64), end_padding=(64, 64))),

@@ -49,18 +49,45 @@ def source_index(j: np.ndarray, n: int, mode: PaddingMode) -> np.ndarray:
     return np.where(t < n, t, 2 * n - 1 - t)
 
 
+def _sliced(x, axis: int, s: int, e: int, mode: PaddingMode):
+    """The padded axis as slices of x (reversed for the mirrors) around it, as jnp.pad builds
+    it, or None where a pad reaches past what one fold gives (REFLECTION: n - 1 elements,
+    SYMMETRIC and WRAP: n), which the periodic gather takes."""
+    n = x.shape[axis]
+    reach = {PaddingMode.REFLECTION: n - 1, PaddingMode.SYMMETRIC: n, PaddingMode.WRAP: n}.get(mode)
+    if reach is not None and (s > reach or e > reach):
+        return None
+
+    def part(lo, hi, rev=False):
+        piece = lax.slice_in_dim(x, lo, hi, axis=axis)
+        return lax.rev(piece, (axis,)) if rev else piece
+
+    def edge(i, count):
+        piece = lax.slice_in_dim(x, i, i + 1, axis=axis)
+        return jnp.repeat(piece, count, axis=axis)
+
+    left = {PaddingMode.EDGE: lambda: edge(0, s), PaddingMode.REFLECTION: lambda: part(1, s + 1, True),
+            PaddingMode.SYMMETRIC: lambda: part(0, s, True), PaddingMode.WRAP: lambda: part(n - s, n)}[mode]
+    right = {PaddingMode.EDGE: lambda: edge(n - 1, e), PaddingMode.REFLECTION: lambda: part(n - 1 - e, n - 1, True),
+             PaddingMode.SYMMETRIC: lambda: part(n - e, n, True), PaddingMode.WRAP: lambda: part(0, e)}[mode]
+    return lax.concatenate(([left()] if s else []) + [x] + ([right()] if e else []), axis)
+
+
 def pad(x, mode: PaddingMode, value, start, end):
     """``x`` padded by ``start``/``end`` elements per dimension in ``mode`` (value: a scalar of
-    x's type, for CONSTANT): lax.pad for CONSTANT, otherwise one gather per padded dimension
-    of indices fixed at trace time."""
+    x's type, for CONSTANT): lax.pad for CONSTANT; otherwise, per padded dimension, slices of x
+    around it (mirrored where the mode mirrors), or for a pad longer than one fold a gather of
+    indices fixed at trace time (source_index)."""
     if mode is PaddingMode.CONSTANT:
         return lax.pad(x, jnp.asarray(value, x.dtype), [(s, e, 0) for s, e in zip(start, end)])
     for axis, (s, e) in enumerate(zip(start, end)):
         if s == 0 and e == 0:
             continue
-        n = x.shape[axis]
-        idx = source_index(np.arange(-s, n + e), n, mode)
-        x = jnp.take(x, jnp.asarray(idx, np.int32), axis=axis)
+        y = _sliced(x, axis, s, e, mode)
+        if y is None:
+            n = x.shape[axis]
+            y = jnp.take(x, jnp.asarray(source_index(np.arange(-s, n + e), n, mode), np.int32), axis=axis)
+        x = y
     return x
 
 
