@@ -304,8 +304,11 @@ not grow with the count."""
 
 
 def tiled(x, repeats: tuple[int, ...]):
-    """``x`` repeated ``repeats[i]`` times along each dimension i (np.tile's result)."""
-    for axis, r in enumerate(repeats):
+    """``x`` repeated ``repeats[i]`` times along each dimension i (np.tile's result), the last
+    dimension first (the outer concatenations then copy whole rows: on the H100 the other order
+    wrote at jnp.tile's rate)."""
+    for axis in reversed(range(len(repeats))):
+        r = repeats[axis]
         if r == 1:
             continue
         if r <= CONCATENATED:
