@@ -65,29 +65,10 @@ def arg_extreme(x, axes, larger: bool, last: bool, out_dtype) -> jnp.ndarray:
     return _arg_extreme_xla(x, axes, larger, last).astype(out_dtype)
 
 
-FLOAT16_FLOAT_KEYS = False
-"""FLOAT16 by FLOAT32 keys (_float16_keys) instead of integer ones: timed on the H100 beside them
-(benchmarks/issue11_gpu.py, group 'arg')."""
-
-
-def _float16_keys(x, larger: bool):
-    """FLOAT32 keys of FLOAT16 values in the arg-extreme's order, no NaN among them: negated for
-    the smallest, zeros made +0 (they tie), -inf made -FLT_MAX and NaN -inf (a FLOAT16 value is a
-    normal FLOAT32 within 65504, so NaN stays below every number and ties only with NaN)."""
-    f = x.astype(np.float32)
-    f = f if larger else -f
-    f = jnp.where(f == 0, jnp.zeros_like(f), f)
-    f = jnp.where(f == -np.inf, jnp.full_like(f, -np.finfo(np.float32).max), f)
-    return jnp.where(is_nan(x), jnp.full_like(f, -np.inf), f)
-
-
 def _arg_extreme_xla(x, axes, larger: bool, last: bool) -> jnp.ndarray:
     """arg_extreme by XLA's arg-reduction of the keys, as int32 (kept dimensions of 1)."""
     keep = tuple(a for a in range(x.ndim) if a not in axes)
-    float_keys = FLOAT16_FLOAT_KEYS and x.dtype == np.float16
-    keys = _float16_keys(jax.lax.stop_gradient(x), larger) if float_keys else _keys(jax.lax.stop_gradient(x), larger)
-    if float_keys:
-        larger = True  # the smallest are negated into the largest
+    keys = _keys(jax.lax.stop_gradient(x), larger)
     if len(axes) == 1:
         axis = axes[0]
         n = x.shape[axis]
