@@ -1,7 +1,8 @@
-"""Warp choices of the TOP_K row kernel (dmljax/_src/select_kernels.py) on a GPU, k = 8,
-2^25 elements as rows of 32,768 and of 1,024, FLOAT32: device time (CUPTI) of each variant beside a
-copy and lax.top_k, each variant traced afresh from the formula (top_k_along). (select_sweep_8.txt
-came from the commit before this form, which also varied the rows per program: one row is best.)
+"""Segment and group sizes of the TOP_K row kernel (dmljax/_src/select_kernels.py) on a GPU, k = 8
+and 16, 2^26 elements as rows of 32,768, FLOAT32 and FLOAT16: device time (CUPTI) of each variant
+beside a copy and lax.top_k, each traced afresh from the formula (top_k_along).
+(select_sweep_8.txt came from an earlier form, which varied rows and warps per program: one row,
+a warp per 1,024 elements, is best.)
 
     python benchmarks/select_kernel_sweep.py
 """
@@ -23,18 +24,21 @@ from dmljax.bench.timing import jax_device_times  # noqa: E402
 def main():
     rng = np.random.default_rng(0)
     print(f"jax {jax.__version__}; {jax.devices()[0]}", flush=True)
-    for n, variants in ((32768, [(1, 8), (1, 16)]), (1024, [(1, 16), (2, 16)])):
-        xs = [jnp.asarray(rng.standard_normal((2 ** 25 // n, n), dtype=np.float32)) for _ in range(2)]
-        fns = [("copy", jax.jit(lambda x: x.copy())), ("lax.top_k", jax.jit(lambda x: jax.lax.top_k(x, 8)))]
-        for per_1024, most in variants:
-            sk.WARPS_PER_1024, sk.MAX_WARPS = per_1024, most
-            f = jax.jit(lambda x: top_k_along(x, 1, 8, True, np.uint32))
-            jax.block_until_ready(f(xs[0]))  # traced and compiled with these settings
-            fns.append((f"{sk._warps(n)} warps a row", f))
-        sk.WARPS_PER_1024, sk.MAX_WARPS = 1, 16
-        t = jax_device_times([(name, lambda i, f=f: f(xs[i % 2])) for name, f in fns], 2)
-        for name, v in t.items():
-            print(f"rows of {n:5d}: {name:24s} {v['s'] * 1e3:.3f} ms", flush=True)
+    n = 32768
+    for dtype in (np.float32, np.float16):
+        xs = [jnp.asarray(rng.standard_normal((2 ** 26 // n, n), dtype=np.float32).astype(dtype)) for _ in range(2)]
+        for k in (8, 16):
+            fns = [("copy", jax.jit(lambda x: x.copy())), ("lax.top_k", jax.jit(lambda x, k=k: jax.lax.top_k(x, k)))]
+            for segment, group in ((1024, 8), (1024, 16), (2048, 8), (2048, 16), (4096, 16), (4096, 32)):
+                keep = sk.SEGMENT, sk.GROUP
+                sk.SEGMENT, sk.GROUP = segment, group
+                f = jax.jit(lambda x, k=k: top_k_along(x, 1, k, True, np.uint32))
+                jax.block_until_ready(f(xs[0]))  # traced and compiled with these settings
+                sk.SEGMENT, sk.GROUP = keep
+                fns.append((f"segments of {segment}, groups of {group}", f))
+            t = jax_device_times([(name, lambda i, f=f: f(xs[i % 2])) for name, f in fns], 2)
+            for name, v in t.items():
+                print(f"{np.dtype(dtype).name} rows of {n} k={k:2d}: {name:30s} {v['s'] * 1e3:.3f} ms", flush=True)
 
 
 if __name__ == "__main__":
