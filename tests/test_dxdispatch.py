@@ -116,6 +116,14 @@ def reference(type_, desc, inputs):
         x = inputs["InputTensor"].reshape(desc["InputTensor"]["Sizes"])
         cuts = np.cumsum([d["Sizes"][desc["Axis"]] for d in desc["OutputTensors"]])[:-1]
         return [p.ravel() for p in np.split(x, cuts, axis=desc["Axis"])]
+    if t == "GEMM":  # Alpha * TransA(A) x TransB(B) + Beta * C, over the batch dimensions
+        def mat(name, trans=""):
+            m = inputs[name].reshape(desc[name]["Sizes"])
+            return np.swapaxes(m, -1, -2) if str(desc.get(trans, "")).endswith("TRANSPOSE") else m
+        y = desc.get("Alpha", 1.0) * (mat("ATensor", "TransA") @ mat("BTensor", "TransB"))
+        if desc.get("CTensor") is not None and inputs.get("CTensor") is not None:
+            y = y + desc.get("Beta", 1.0) * mat("CTensor")
+        return y.ravel()
     raise KeyError(t)
 
 
@@ -405,7 +413,7 @@ def _bad(tmp_path, resources=None, dispatchables=None, commands=None):
     ("buffer too small", ["command 0 (dispatch of 'id')", "OutputTensor is bound to a range of 4 bytes",
                           "it must hold TotalTensorSizeInBytes: 12 bytes"]),
     ("unknown member", ["dispatchable 'id' (ELEMENT_WISE_IDENTITY)", "Scale is not a member of ELEMENT_WISE_IDENTITY's desc"]),
-    ("unimplemented operator", ["dispatchable 'g' (GEMM)", "DML_OPERATOR_GEMM is not implemented yet in dmljax"]),
+    ("unimplemented operator", ["dispatchable 'g' (CONVOLUTION)", "DML_OPERATOR_CONVOLUTION is not implemented yet in dmljax"]),
     ("wrong type", ["dispatchable 'id' (ACTIVATION_ELU)", "InputTensor (argument `input`) has DataType INT32",
                     "supported: "]),
     ("wrong value", ["resource 'A'", "initialValues has 'one', not a number"]),
@@ -430,7 +438,7 @@ def test_malformed_model_messages(tmp_path, case, fragments):
     elif case == "unknown member":
         disp = {"id": identity([3], Scale=2)}
     elif case == "unimplemented operator":
-        disp = {"id": identity([3]), "g": {"type": "GEMM", "desc": {}}}
+        disp = {"id": identity([3]), "g": {"type": "CONVOLUTION", "desc": {}}}
     elif case == "wrong type":
         disp = {"id": {"type": "ACTIVATION_ELU", "desc": {"InputTensor": {"DataType": "INT32", "Sizes": [3]},
                                                           "OutputTensor": {"DataType": "INT32", "Sizes": [3]},
@@ -466,11 +474,11 @@ def test_malformed_model_messages(tmp_path, case, fragments):
 
 
 def test_unimplemented_operator_stops_before_anything_runs(tmp_path, capsys):
-    p = write_model(tmp_path, BASE_RES, {"id": identity([3]), "r": {"type": "DML_OPERATOR_GEMM", "desc": {}}},
+    p = write_model(tmp_path, BASE_RES, {"id": identity([3]), "r": {"type": "DML_OPERATOR_CONVOLUTION", "desc": {}}},
                     [{"type": "print", "resource": "A"}])
     status, out, err = run_cli(["run", p], capsys)
     assert status == 1 and out == ""
-    assert err.count("not implemented yet") == 1 and "dispatchable 'r' (DML_OPERATOR_GEMM)" in err
+    assert err.count("not implemented yet") == 1 and "dispatchable 'r' (DML_OPERATOR_CONVOLUTION)" in err
 
 
 # --------------------------------------------------------------- files, structure and memory

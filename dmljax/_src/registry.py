@@ -120,8 +120,8 @@ def catalog() -> tuple[CatalogEntry, ...]:
     introducing feature level, family, reference page, and whether dmljax implements it.
 
     >>> import dmljax
-    >>> gemm = [e for e in dmljax.catalog() if e.short_name == "GEMM"][0]
-    >>> gemm.value, gemm.introduced.version, gemm.family, gemm.implemented
-    (54, '1.0', 'matrix', False)
+    >>> conv = [e for e in dmljax.catalog() if e.short_name == "CONVOLUTION"][0]
+    >>> conv.value, conv.introduced.version, conv.family, conv.implemented
+    (53, '1.0', 'convolution', False)
     """
     return tuple(dataclasses.replace(e, implemented=e.enum_name in _REGISTRY) for e in CATALOG)

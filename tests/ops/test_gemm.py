@@ -1,0 +1,81 @@
+"""GEMM by hand: the DxDispatch example model's values, transposes, batch dimensions, no CTensor,
+a fused activation, FLOAT16 accumulated in FLOAT32, FLOAT32 products that TF32 would round, the
+gradient against the products transposed, and the shape rules' messages."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dmljax
+
+A = np.array([[1], [2], [3]], np.float32)
+B = np.array([[4, 5, 6]], np.float32)
+
+
+def test_the_example_model_and_its_variants():
+    c = np.full((3, 3), 2, np.float32)
+    want = A @ B + 2
+    np.testing.assert_array_equal(np.asarray(dmljax.gemm(A, B, c)), want)  # dml_gemm.json's values
+    np.testing.assert_array_equal(np.asarray(dmljax.gemm(A, B)), A @ B)  # no C: Beta ignored
+    np.testing.assert_array_equal(np.asarray(dmljax.gemm(A, B, c, alpha=2.0, beta=-0.5)), 2 * (A @ B) - 1)
+    np.testing.assert_array_equal(np.asarray(dmljax.gemm(B, A, trans_a="TRANSPOSE", trans_b="TRANSPOSE")), (A @ B).T)
+    np.testing.assert_array_equal(np.asarray(dmljax.gemm(A, A, trans_b="DML_MATRIX_TRANSFORM_TRANSPOSE")), A @ A.T)
+
+
+def test_batch_dimensions_and_feature_levels():
+    rng = np.random.default_rng(0)
+    a = rng.integers(-4, 5, (2, 3, 4, 5)).astype(np.float32)
+    b = rng.integers(-4, 5, (2, 3, 5, 6)).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(dmljax.gemm(a, b, feature_level="1.0")), a @ b)
+    np.testing.assert_array_equal(np.asarray(dmljax.gemm(a[0], b[0])), a[0] @ b[0])  # 3-D from 4.0
+    with pytest.raises(dmljax.ValidationError, match=r"ATensor \(argument `a`\) has 3 dimensions \(Sizes \[3, 4, 5\]\); supported: 4"):
+        dmljax.gemm(a[0], b[0], feature_level="3.0")
+
+
+def test_fused_activation():
+    relu = dmljax.gemm(A, B, alpha=-1.0, fused_activation=dmljax.FusedActivation("ACTIVATION_RELU"))
+    assert not np.asarray(relu).any()
+    clip = dmljax.gemm(A, B, fused_activation={"Type": "ELEMENT_WISE_CLIP", "Desc": {"Min": 5.0, "Max": 10.0}})
+    np.testing.assert_array_equal(np.asarray(clip), np.clip(A @ B, 5, 10))  # CLIP: "for Convolution and GEMM only"
+    g = jax.grad(lambda a: dmljax.gemm(a, B, fused_activation=dmljax.FusedActivation("ACTIVATION_RELU")).sum())(-A)
+    assert not np.asarray(g).any()  # every output below zero: the ReLU passes no gradient
+
+
+def test_float16_accumulates_in_float32_and_float32_is_not_tf32():
+    a = np.array([[2048, 1, 1]], np.float16)
+    b = np.ones((3, 1), np.float16)
+    assert float(dmljax.gemm(a, b)[0, 0]) == 2050.0  # FLOAT16 sums after 2048 would lose each 1
+    x = np.float32(1 + 2 ** -20)  # TF32 keeps 10 mantissa bits: x * x would round to 1
+    got = dmljax.gemm(np.array([[x]], np.float32), np.array([[x]], np.float32))
+    assert float(got[0, 0]) == float(np.float32(x) * np.float32(x))
+
+
+def test_gradient_is_the_products_transposed():
+    rng = np.random.default_rng(1)
+    a = rng.integers(-3, 4, (2, 3, 4)).astype(np.float32)
+    b = rng.integers(-3, 4, (2, 5, 4)).astype(np.float32)  # with TransB: (2, 4, 5) as read
+    c = rng.integers(-3, 4, (2, 3, 5)).astype(np.float32)
+    dy = rng.integers(-3, 4, (2, 3, 5)).astype(np.float32)
+    f = lambda a, b, c: (dmljax.gemm(a, b, c, trans_b="TRANSPOSE", alpha=2.0, beta=3.0) * dy).sum()  # noqa: E731
+    da, db, dc = jax.grad(f, argnums=(0, 1, 2))(a, b, c)
+    np.testing.assert_array_equal(np.asarray(da), 2 * dy @ b)
+    np.testing.assert_array_equal(np.asarray(db), 2 * np.swapaxes(dy, -1, -2) @ a)
+    np.testing.assert_array_equal(np.asarray(dc), 3 * dy)
+
+
+def test_shape_rules():
+    x = np.zeros((2, 3, 4), np.float32)
+    with pytest.raises(dmljax.ValidationError, match=r"BTensor \(argument `b`\) has Sizes \[2, 5, 6\]: K = 5.*K = 4"):
+        dmljax.gemm(x, np.zeros((2, 5, 6), np.float32))
+    with pytest.raises(dmljax.ValidationError, match=r"has batch dimensions \[3\]; ATensor's, \[2\]"):
+        dmljax.gemm(x, np.zeros((3, 4, 6), np.float32))
+    with pytest.raises(dmljax.ValidationError, match=r"CTensor \(argument `c`\) has Sizes \[3, 5\]; the OutputTensor's"):
+        dmljax.gemm(x[0], np.zeros((4, 6), np.float32), np.zeros((3, 5), np.float32))
+    with pytest.raises(dmljax.ValidationError, match=r"with the same DimensionCount"):
+        dmljax.gemm(x, np.zeros((4, 6), np.float32))
+    with pytest.raises(dmljax.ValidationError, match=r"have DataTypes FLOAT32, FLOAT16; they must have the same DataType"):
+        dmljax.gemm(x, np.zeros((2, 4, 6), np.float16))
+    with pytest.raises(dmljax.ValidationError, match=r"ELEMENT_WISE_CLIP"):
+        dmljax.element_wise_add1(x, x, fused_activation={"Type": "ELEMENT_WISE_CLIP", "Desc": {"Min": 0.0, "Max": 1.0}})
+    assert jnp.asarray(dmljax.gemm(x, np.zeros((2, 4, 6), np.float32))).shape == (2, 3, 6)
