@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["use_kernel", "softmax_rows", "softmax_rows_grad", "MIN_ROW", "MAX_ROW"]
+__all__ = ["use_kernel", "softmax_rows", "softmax_rows_grad", "flush_values", "MIN_ROW", "MAX_ROW"]
 
 MIN_ROW = 2048
 """Shorter rows stay with XLA, which reaches a copy's bandwidth on them already (measured on the
@@ -47,7 +47,9 @@ def use_kernel(shape: tuple[int, ...], axes: tuple[int, ...], dtype, half: bool)
     return tuple(axes) == (len(shape) - 1,) and MIN_ROW <= n <= MAX_ROW and n & (n - 1) == 0
 
 
-def _flush(x):
+def flush_values(x):
+    """FLOAT32 denormals to sign-preserving zero inside a kernel (numerics.flush_denormals's rule
+    in operations Triton lowers)."""
     return jnp.where(jnp.abs(x) < _TINY, x * 0.0, x)
 
 
@@ -58,7 +60,7 @@ def _warps(n: int) -> int:
 def _forward_kernel(x_ref, o_ref, *, log: bool, flush: bool):
     x = x_ref[...].astype(jnp.float32)
     if flush:
-        x = _flush(x)
+        x = flush_values(x)
     m = jnp.max(x, axis=-1, keepdims=True)
     d = x - m
     e = jnp.exp(d)
@@ -68,7 +70,7 @@ def _forward_kernel(x_ref, o_ref, *, log: bool, flush: bool):
     # otherwise); one rounding more, within the budget (1.5 ULP of FLOAT32 before the output's)
     y = d - jnp.log(s) if log else e * (1.0 / s)
     if flush:
-        y = _flush(y)
+        y = flush_values(y)
     o_ref[...] = y.astype(o_ref.dtype)
 
 
@@ -80,7 +82,7 @@ def _backward_kernel(y_ref, g_ref, o_ref, *, log: bool, flush: bool):
     else:
         dx = y * (g - jnp.sum(g * y, axis=-1, keepdims=True))
     if flush:
-        dx = _flush(dx)
+        dx = flush_values(dx)
     o_ref[...] = dx.astype(o_ref.dtype)
 
 

@@ -21,6 +21,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dmljax._src.row_kernels import flush_values
+
 __all__ = ["use_kernel", "scan_rows", "MIN_ROW", "MAX_ROW", "BLOCK"]
 
 MIN_ROW = 16
@@ -32,9 +34,6 @@ BLOCK = 8192
 
 ENABLED = True
 """False sends every call to XLA's formula (benchmarks/issue11_gpu.py times the two paths)."""
-
-_TINY = np.float32(np.finfo(np.float32).tiny)
-
 
 def _rows_per_program(r: int, n: int) -> int:
     """The largest power of two up to BLOCK / n that divides the row count."""
@@ -56,10 +55,6 @@ def use_kernel(shape: tuple[int, ...], axis: int, dtype, half: bool) -> bool:
     return _rows_per_program(r, n) * n >= 1024
 
 
-def _flush(x):
-    return jnp.where(jnp.abs(x) < _TINY, x * 0.0, x)
-
-
 def _kernel(x_ref, o_ref, *, b: int, n: int, reverse: bool, exclusive: bool, flush: bool):
     # Index vectors as full (rows, n) grids: Triton's loads and stores take one offset per element
     col = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32)[None, :], (b, n))
@@ -73,10 +68,10 @@ def _kernel(x_ref, o_ref, *, b: int, n: int, reverse: bool, exclusive: bool, flu
     else:
         x = x_ref[...].astype(jnp.float32)
     if flush:
-        x = _flush(x)
+        x = flush_values(x)
     y = jnp.cumsum(x, axis=1)
     if flush:
-        y = _flush(y)
+        y = flush_values(y)
     y = y.astype(o_ref.dtype)
     if reverse:
         o_ref[row, at] = y

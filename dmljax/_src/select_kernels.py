@@ -116,8 +116,9 @@ def _select(key, index, k: int, k2: int, limit: int, last: bool = False):
     return out
 
 
-def _kernel(x_ref, o_ref, *, b: int, n: int, k: int, k2: int, largest: bool, last: bool, flush: bool):
+def _kernel(x_ref, o_ref, *, n: int, k: int, k2: int, largest: bool, last: bool, flush: bool):
     key = _keys_of(x_ref[...], largest, flush)
+    b = key.shape[0]
     col = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32)[None, :], (b, n))
     o_ref[...] = _select(key, col, k, k2, n, last)
 
@@ -153,7 +154,7 @@ def _run(rows: jnp.ndarray, k: int, largest: bool, last: bool, interpret: bool) 
     if GROUP and k > 1 and n // GROUP >= 128:
         kernel = functools.partial(_grouped_kernel, n=n, k=k, k2=k2, g=GROUP, largest=largest, flush=flush)
     else:
-        kernel = functools.partial(_kernel, b=1, n=n, k=k, k2=k2, largest=largest, last=last and k == 1, flush=flush)
+        kernel = functools.partial(_kernel, n=n, k=k, k2=k2, largest=largest, last=last and k == 1, flush=flush)
     out = pl.pallas_call(
         kernel, out_shape=jax.ShapeDtypeStruct((r, k2), jnp.int32), grid=(r,),
         in_specs=[pl.BlockSpec((1, n), lambda i: (i, 0))], out_specs=pl.BlockSpec((1, k2), lambda i: (i, 0)),

@@ -19,7 +19,7 @@ from dmljax._src.dtypes import FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UI
 from dmljax._src.errors import Violation
 from dmljax._src.numerics import load, mark_flushed, store
 from dmljax._src.op import operator
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, table
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, snake_case, table
 from dmljax._src.validate import MAX_ELEMENTS, TensorInfo
 
 _ALL = FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8
@@ -91,11 +91,6 @@ def places(cols, spatial, window, strides, dilations, start, end):
 
 
 # ------------------------------------------------------------------------------ validation
-def _arg(name: str) -> str:
-    return {"WindowSizes": "window_sizes", "Strides": "strides", "Dilations": "dilations",
-            "StartPadding": "start_padding", "EndPadding": "end_padding"}[name]
-
-
 def _geometry_checks(spatial_tensor: str, columns_tensor: str):
     """The five arrays have DimensionCount entries, the spatial tensor's dimensions past N and C
     (1 to 6); window sizes, strides and dilations are at least 1; every dimension holds at least
@@ -114,7 +109,7 @@ def _geometry_checks(spatial_tensor: str, columns_tensor: str):
                               "N, C and 1 to 6 spatial dimensions (DimensionCount 1 to 6)")]
         for name, arr in arrays.items():
             if len(arr) != dims:
-                problems.append(Violation(name, _arg(name), f"has {len(arr)} entries",
+                problems.append(Violation(name, snake_case(name), f"has {len(arr)} entries",
                                           f"DimensionCount ({dims}) entries, one per spatial dimension of the "
                                           f"{spatial_tensor} (Sizes {list(sp.shape)})"))
         if problems:
@@ -122,7 +117,7 @@ def _geometry_checks(spatial_tensor: str, columns_tensor: str):
         for name in ("WindowSizes", "Strides", "Dilations"):
             for i, v in enumerate(arrays[name]):
                 if v < 1:
-                    problems.append(Violation(f"{name}[{i}]", _arg(name), f"is {v}", "at least 1"))
+                    problems.append(Violation(f"{name}[{i}]", snake_case(name), f"is {v}", "at least 1"))
         if problems:
             return problems
         spatial = sp.shape[2:]

@@ -17,7 +17,7 @@ from dmljax._src.catalog import PREFIX
 from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
 from dmljax._src.enums import MatrixTransform
 from dmljax._src.errors import Violation
-from dmljax._src.numerics import load, store
+from dmljax._src.numerics import compute_dtype, load, store
 from dmljax._src.op import operator
 from dmljax._src.ops._families import apply_fused
 from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, table
@@ -155,7 +155,7 @@ def gemm(a, b, c=None, *, trans_a, trans_b, alpha, beta, fused_activation, allow
     """
     half = allow_half_precision_computation
     dt = DataType.from_dtype(a.dtype)
-    ct = load(jnp.zeros((), a.dtype), half).dtype  # the compute type: FLOAT32 unless half FLOAT16
+    ct = compute_dtype(dt, half)  # FLOAT32, or FLOAT16 with half-precision computation
     # FLOAT16 operands go to the product as they are, with FLOAT32 accumulation (a FLOAT16 x
     # FLOAT16 product is exact in FLOAT32: the same as widening them first, which made XLA run a
     # FLOAT32 matrix product at 51 TFLOP/s instead of the tensor cores' 700 on the H100)

@@ -251,7 +251,7 @@ def diagonal_matrix1(input=None, *, value_data_type, value, diagonal_fill_begin,
     use = (end >= begin) ^ (top_x >= max(lo, min(hi, begin))) ^ (top_x < max(lo, min(hi, end)))
     v = jnp.asarray(value.as_numpy(), output_data_type.dtype)
     rest = jnp.zeros((), output_data_type.dtype) if input is None else input
-    return jnp.where(use, v, rest) if input is not None else jnp.broadcast_to(jnp.where(use, v, rest), output_sizes)
+    return jnp.broadcast_to(jnp.where(use, v, rest), tuple(output_sizes))  # the matrix over the batch
 
 
 # --------------------------------------------------------------------------------------------
