@@ -19,17 +19,21 @@ import os
 import sys
 import time
 import traceback
+from pathlib import Path
 
-import jax
-import jax.numpy as jnp
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import dmljax
-from dmljax._src import scan_kernels, select_kernels
-from dmljax._src.ops.arg_extreme import arg_extreme
-from dmljax._src.ops.cumulative import tally
-from dmljax._src.ops.top_k import top_k_along
-from dmljax.bench.timing import jax_device_times
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import dmljax  # noqa: E402
+from benchmarks.kernel_checks import compiled_with  # noqa: E402
+from dmljax._src import scan_kernels, select_kernels  # noqa: E402
+from dmljax._src.ops.arg_extreme import arg_extreme  # noqa: E402
+from dmljax._src.ops.cumulative import tally  # noqa: E402
+from dmljax._src.ops.top_k import top_k_along  # noqa: E402
+from dmljax.bench.timing import jax_device_times  # noqa: E402
 
 TOTAL = int(os.environ.get("REDUCE_TOTAL", 2 ** 28))
 ROWS = int(os.environ.get("GATHER_ROWS", 2 ** 24))
@@ -114,10 +118,7 @@ def scan_cases(rng):
                    jax.jit(lambda x, d=direction, e=exclusive: dmljax.cumulative_summation(
                        x, axis=1, axis_direction=d, has_exclusive_sum=e)),
                    jax.jit(lambda x, d=direction: jnp.cumsum(x[:, ::-1], axis=1)[:, ::-1] if d else jnp.cumsum(x, axis=1)))
-        scan_kernels.ENABLED = False  # the XLA formula, compiled now (jit keeps it) for the side-by-side
-        xla = jax.jit(lambda x: tally(x, 1, False, False, False, False))
-        jax.block_until_ready(xla(xs[0]))
-        scan_kernels.ENABLED = True
+        xla = compiled_with(scan_kernels, lambda x: tally(x, 1, False, False, False, False), xs[0], ENABLED=False)
         yield ("CUMULATIVE_SUMMATION rows of 1024 (XLA path)", dtype, xs, xla, jax.jit(lambda x: jnp.cumsum(x, axis=1)))
         for n in (128, 8192):
             ys = [x.reshape(-1, n) for x in xs]
@@ -157,17 +158,11 @@ def top_k_cases(rng):
         for k in (1, 8, 16, 256):
             yield (f"TOP_K rows of 32768, k {k}", dtype, xs, jax.jit(lambda x, k=k: dmljax.top_k(x, axis=1, k=k)),
                    jax.jit(lambda x, k=k: jax.lax.top_k(x, k)))
-        select_kernels.ENABLED = False  # the XLA formula, compiled now (jit keeps it) for the side-by-side
-        xla = jax.jit(lambda x: top_k_along(x, 1, 8, True, np.uint32))
-        jax.block_until_ready(xla(xs[0]))
-        select_kernels.ENABLED = True
+        xla = compiled_with(select_kernels, lambda x: top_k_along(x, 1, 8, True, np.uint32), xs[0], ENABLED=False)
         yield ("TOP_K rows of 32768, k 8 (XLA path)", dtype, xs, xla, jax.jit(lambda x: jax.lax.top_k(x, 8)))
         for label, segment, group in (("one program a row", 0, 8), ("one program a row, no groups", 0, 0)):
-            keep = select_kernels.SEGMENT, select_kernels.GROUP
-            select_kernels.SEGMENT, select_kernels.GROUP = segment, group
-            f = jax.jit(lambda x: top_k_along(x, 1, 8, True, np.uint32))
-            jax.block_until_ready(f(xs[0]))  # compiled now with these settings (jit keeps it)
-            select_kernels.SEGMENT, select_kernels.GROUP = keep
+            f = compiled_with(select_kernels, lambda x: top_k_along(x, 1, 8, True, np.uint32), xs[0],
+                              SEGMENT=segment, GROUP=group)
             yield (f"TOP_K rows of 32768, k 8 ({label})", dtype, xs, f, jax.jit(lambda x: jax.lax.top_k(x, 8)))
         ys = [x.reshape(-1, 1024) for x in xs]
         yield ("TOP_K rows of 1024, k 8", dtype, ys, jax.jit(lambda x: dmljax.top_k(x, axis=1, k=8)),
@@ -180,12 +175,9 @@ def arg_cases(rng):
         xs = [jnp.asarray(rng.standard_normal(shape, dtype=np.float32).astype(dtype)) for _ in range(2)]
         yield ("ARGMAX rows of 1024", dtype, xs, jax.jit(lambda x: dmljax.argmax(x, axes=(1,))),
                jax.jit(lambda x: jnp.argmax(x, axis=1, keepdims=True).astype(jnp.uint32)))
-        keep = select_kernels.ARG_TYPES
         for name, types in (("XLA path", ()), ("kernel", (np.dtype(np.float32), np.dtype(np.float16)))):
-            select_kernels.ARG_TYPES = types  # compiled now (jit keeps it) for the side-by-side
-            f = jax.jit(lambda x: arg_extreme(x, (1,), True, False, np.uint32))
-            jax.block_until_ready(f(xs[0]))
-            select_kernels.ARG_TYPES = keep
+            f = compiled_with(select_kernels, lambda x: arg_extreme(x, (1,), True, False, np.uint32), xs[0],
+                              ARG_TYPES=types)
             yield (f"ARGMAX rows of 1024 ({name})", dtype, xs, f,
                    jax.jit(lambda x: jnp.argmax(x, axis=1, keepdims=True).astype(jnp.uint32)))
         yield ("ARGMAX first axis", dtype, xs, jax.jit(lambda x: dmljax.argmax(x, axes=(0,))),

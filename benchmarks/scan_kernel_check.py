@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 import dmljax  # noqa: E402
 from dmljax._src import scan_kernels  # noqa: E402
 from dmljax._src.ops.cumulative import tally  # noqa: E402
+from benchmarks.kernel_checks import Cases, with_settings  # noqa: E402
 from tests.compare import assert_matches  # noqa: E402
 from tests.reference.rules import read  # noqa: E402
 
@@ -48,7 +49,7 @@ def _grad64(dy, **kw):  # the transpose: the tally of dY the other way
 
 def main() -> int:
     rng = np.random.default_rng(11)
-    failed = passed = 0
+    cases = Cases()
     spec = dmljax.get_operator("CUMULATIVE_SUMMATION").spec
     for n, rows in ((16, 256), (256, 40), (1024, 24), (8192, 3)):
         for dtype in (np.float32, np.float16):
@@ -61,17 +62,16 @@ def main() -> int:
             for reverse in (False, True):
                 for exclusive in (False, True):
                     kw = {"axis": 1, "axis_direction": int(reverse), "has_exclusive_sum": exclusive}
-                    name = f"rows of {n:5d} {np.dtype(dtype).name} reverse={reverse} exclusive={exclusive}"
-                    try:
+                    with cases.case(f"rows of {n:5d} {np.dtype(dtype).name} reverse={reverse} exclusive={exclusive}"):
+                        name = f"rows of {n} reverse={reverse} exclusive={exclusive}"
                         got = jax.jit(lambda v, kw=kw: dmljax.cumulative_summation(v, **kw))(x)
                         hlo = jax.jit(lambda v, kw=kw: dmljax.cumulative_summation(v, **kw)).lower(x).as_text()
                         assert os.environ.get("SCAN_CHECK_ON_CPU") or "dmljax_row_cumsum" in hlo or "__gpu$xla.gpu.triton" in hlo, "the kernel is not in the program"
                         budget = spec.budget(dt, x.shape, {"Axis": 1})
                         assert_matches(got, [_tally64(x, **kw)], dt, budget, magnitude=_magnitude(x, **kw),
                                        context=name)
-                        scan_kernels.ENABLED = False
-                        xla = jax.jit(lambda v, r=reverse, e=exclusive: tally(v, 1, r, e, False, False))(x)
-                        scan_kernels.ENABLED = True
+                        xla = with_settings(scan_kernels, jax.jit(lambda v, r=reverse, e=exclusive: tally(
+                            v, 1, r, e, False, False)), x, ENABLED=False)
                         assert_matches(got, [np.asarray(xla, np.float64)], dt, 2 * budget,
                                        magnitude=_magnitude(x, **kw), context=name + " against XLA")
                         clean = np.nan_to_num(x, nan=0.5, posinf=1.0, neginf=-1.0)
@@ -80,14 +80,7 @@ def main() -> int:
                                                                .astype(jnp.float32) * dy).sum()))(clean)
                         assert_matches(g, [_grad64(dy, **kw)], dt, budget,
                                        magnitude=_grad64(np.abs(dy), **kw), context=name + " gradient")
-                        passed += 1
-                        print(f"{name}: ok", flush=True)
-                    except Exception as e:  # noqa: BLE001  (every case is reported)
-                        scan_kernels.ENABLED = True
-                        failed += 1
-                        print(f"{name}: FAIL {str(e)[:600]}", flush=True)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return cases.summary()
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 import dmljax  # noqa: E402
+from benchmarks.kernel_checks import Cases, with_settings  # noqa: E402
 from dmljax._src import select_kernels  # noqa: E402
 from dmljax._src.ops.arg_extreme import arg_extreme  # noqa: E402
 from dmljax._src.ops.top_k import top_k_along  # noqa: E402
@@ -29,9 +30,14 @@ def _call(largest, k):
     return jax.jit(lambda v: dmljax.top_k1(v, axis=1, k=k, axis_direction="INCREASING"))
 
 
+def _kernel_in(f, x) -> None:
+    assert os.environ.get("SELECT_CHECK_ON_CPU") or "dmljax_row_top_k" in f.lower(x).as_text(), \
+        "the kernel is not in the program"
+
+
 def main() -> int:
     rng = np.random.default_rng(13)
-    failed = passed = 0
+    cases = Cases()
     for n, rows in ((1024, 64), (8192, 8), (32768, 4)):
         for dtype in (np.float32, np.float16):
             x = (rng.integers(-200, 200, (rows, n)) * 0.25).astype(dtype)
@@ -44,51 +50,31 @@ def main() -> int:
             x[-2] = rng.standard_normal(n).astype(dtype)
             for largest in (True, False):
                 for k in (2, 8, 16):
-                    name = f"rows of {n:5d} {np.dtype(dtype).name} {'largest' if largest else 'smallest'} k={k:2d}"
-                    try:
+                    with cases.case(f"rows of {n:5d} {np.dtype(dtype).name} {'largest' if largest else 'smallest'} k={k:2d}"):
                         f = _call(largest, k)
-                        assert os.environ.get("SELECT_CHECK_ON_CPU") or "dmljax_row_top_k" in f.lower(x).as_text(), \
-                            "the kernel is not in the program"
+                        _kernel_in(f, x)
                         got = jax.device_get(f(x))
-                        select_kernels.ENABLED = False
                         # the formula itself, traced afresh (dmljax's own jit would reuse the kernel's trace)
-                        want = jax.device_get(jax.jit(lambda v, k=k, g=largest: top_k_along(v, 1, k, g, np.uint32))(x))
-                        select_kernels.ENABLED = True
+                        want = jax.device_get(with_settings(select_kernels, jax.jit(
+                            lambda v, k=k, g=largest: top_k_along(v, 1, k, g, np.uint32)), x, ENABLED=False))
                         np.testing.assert_array_equal(got[1], want[1])
                         np.testing.assert_array_equal(got[0].view(np.uint16 if dtype == np.float16 else np.uint32),
                                                       want[0].view(np.uint16 if dtype == np.float16 else np.uint32))
-                        passed += 1
-                        print(f"{name}: ok", flush=True)
-                    except Exception as e:  # noqa: BLE001  (every case is reported)
-                        select_kernels.ENABLED = True
-                        failed += 1
-                        print(f"{name}: FAIL {str(e)[:600]}", flush=True)
     for n in (1024, 32768):  # ARGMAX/ARGMIN of FLOAT16 rows: the kernel with K = 1, both directions
         x = (rng.integers(-200, 200, (64, n)) * 0.25).astype(np.float16)
         x[0, :5] = [np.nan, -np.inf, np.nan, 0.0, -0.0]
         x[2, :], x[3, :] = np.nan, -0.0
         for larger in (True, False):
             for direction in ("INCREASING", "DECREASING"):
-                name = f"rows of {n:5d} float16 {'ARGMAX' if larger else 'ARGMIN'} {direction}"
                 op = dmljax.argmax if larger else dmljax.argmin
-                try:
+                with cases.case(f"rows of {n:5d} float16 {'ARGMAX' if larger else 'ARGMIN'} {direction}"):
                     f = jax.jit(lambda v, op=op, d=direction: op(v, axes=(1,), axis_direction=d))
-                    assert os.environ.get("SELECT_CHECK_ON_CPU") or "dmljax_row_top_k" in f.lower(x).as_text(), \
-                        "the kernel is not in the program"
+                    _kernel_in(f, x)
                     got = jax.device_get(f(x))
-                    select_kernels.ENABLED = False
-                    want = jax.device_get(jax.jit(lambda v, g=larger, d=direction: arg_extreme(
-                        v, (1,), g, d == "DECREASING", np.uint32))(x))
-                    select_kernels.ENABLED = True
+                    want = jax.device_get(with_settings(select_kernels, jax.jit(lambda v, g=larger, d=direction: arg_extreme(
+                        v, (1,), g, d == "DECREASING", np.uint32)), x, ENABLED=False))
                     np.testing.assert_array_equal(got, want)
-                    passed += 1
-                    print(f"{name}: ok", flush=True)
-                except Exception as e:  # noqa: BLE001
-                    select_kernels.ENABLED = True
-                    failed += 1
-                    print(f"{name}: FAIL {str(e)[:600]}", flush=True)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return cases.summary()
 
 
 if __name__ == "__main__":

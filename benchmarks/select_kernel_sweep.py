@@ -16,6 +16,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
+from benchmarks.kernel_checks import compiled_with  # noqa: E402
 from dmljax._src import select_kernels as sk  # noqa: E402
 from dmljax._src.ops.top_k import top_k_along  # noqa: E402
 from dmljax.bench.timing import jax_device_times  # noqa: E402
@@ -30,11 +31,8 @@ def main():
         for k in (8, 16):
             fns = [("copy", jax.jit(lambda x: x.copy())), ("lax.top_k", jax.jit(lambda x, k=k: jax.lax.top_k(x, k)))]
             for segment, group in ((1024, 8), (1024, 16), (2048, 8), (2048, 16), (4096, 16), (4096, 32)):
-                keep = sk.SEGMENT, sk.GROUP
-                sk.SEGMENT, sk.GROUP = segment, group
-                f = jax.jit(lambda x, k=k: top_k_along(x, 1, k, True, np.uint32))
-                jax.block_until_ready(f(xs[0]))  # traced and compiled with these settings
-                sk.SEGMENT, sk.GROUP = keep
+                f = compiled_with(sk, lambda x, k=k: top_k_along(x, 1, k, True, np.uint32), xs[0],
+                                  SEGMENT=segment, GROUP=group)
                 fns.append((f"segments of {segment}, groups of {group}", f))
             t = jax_device_times([(name, lambda i, f=f: f(xs[i % 2])) for name, f in fns], 2)
             for name, v in t.items():
