@@ -368,11 +368,15 @@ def _fused_specs(spec: OpSpec, attrs: Attrs):
             yield get_operator(FusedActivation.coerce(value).type).spec
 
 
-def budget(spec: OpSpec, attrs: Attrs, data_type: DataType, half: bool = False, sizes=None) -> float:
+def budget(spec: OpSpec, attrs: Attrs, data_type: DataType, half: bool = False, sizes=None, args=None) -> float:
     """The record's ULP budget for ``data_type`` (``ulp_half`` with half-precision computation)
     for a call on inputs of ``sizes`` (``OpSpec.budget``: an accumulating operator's grows with
-    its terms); with a fused activation, the larger of the host's and the activation's."""
+    its terms; ``args``, the call's inputs, give it every input's Sizes by tensor name, as
+    CONVOLUTION's filter); with a fused activation, the larger of the host's and the activation's."""
     dml = {p.dml_name: attrs.dml.get(p.arg) for p in spec.params}
+    for t, a in zip(spec.inputs, args or ()):
+        if a is not None and not t.array:
+            dml[t.dml_name] = tuple(np.shape(a))
     specs = [spec, *_fused_specs(spec, attrs)]
     return max(s.budget(data_type, sizes, dml, half) for s in specs)
 

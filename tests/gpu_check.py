@@ -109,7 +109,7 @@ def _compare(spec, ref, attrs, args, on_gpu, on_cpu, candidates, exact, first, l
     operator is exact; within the record's budget otherwise)."""
     out_dt = DataType.from_dtype(on_gpu.dtype)
     sizes = np.shape(args[0]) if args and not isinstance(args[0], list) else None
-    budget = catalog.budget(spec, attrs, out_dt, sizes=sizes) if first else 0
+    budget = catalog.budget(spec, attrs, out_dt, sizes=sizes, args=args) if first else 0
     magnitude = None if ref.magnitude is None or not first else ref.magnitude(*args, **attrs.ref_kwargs)
     assert_matches(on_gpu, candidates, out_dt, budget, "GPU vs reference", flush=not exact, magnitude=magnitude)
     if out_dt.is_float:

@@ -253,7 +253,7 @@ def _check_outputs(spec, ref, attrs, out, want, out_dt, shape, args, context):
             if k > 0:
                 continue
         dt = out_dt if k == 0 else DataType.from_dtype(o.dtype)
-        assert_matches(o, w, dt, catalog.budget(spec, attrs, dt, sizes=shape), context=ctx,
+        assert_matches(o, w, dt, catalog.budget(spec, attrs, dt, sizes=shape, args=args), context=ctx,
                        magnitude=_magnitude(ref, args, attrs) if k == 0 else None, flush=not exact)
 
 
@@ -272,7 +272,7 @@ def test_half_precision_computation(name, rng):
         args = catalog.inputs_for(spec, ref, types, shape, rng, attrs)
         out = catalog.first_output(op(*args, **attrs.dml, allow_half_precision_computation=True))
         want = [catalog.first_output(w) if len(spec.outputs) > 1 else w for w in ref.fn(*args, **attrs.half_kwargs)]
-        assert_matches(out, want, F16, catalog.budget(spec, attrs, F16, half=True, sizes=shape),
+        assert_matches(out, want, F16, catalog.budget(spec, attrs, F16, half=True, sizes=shape, args=args),
                        context=f"{_short(name)} half {attrs}", magnitude=_magnitude(ref, args, attrs))
 
 
@@ -488,7 +488,7 @@ def test_gradient_matches_reference(name, dt, rng):
             mask = np.ones(g.shape, bool) if keep is None else keep  # per input: scatter's updates differ in shape
             assert g.dtype == args[i].dtype and want[i] is not None, context
             assert_matches(g[mask], [np.asarray(want[i])[mask]], types[spec.inputs[i].dml_name],
-                           catalog.budget(spec, attrs, dt, sizes=shape), context=f"{context} d/d{spec.inputs[i].arg}",
+                           catalog.budget(spec, attrs, dt, sizes=shape, args=args), context=f"{context} d/d{spec.inputs[i].arg}",
                            magnitude=None if sizes is None or sizes[i] is None else np.asarray(sizes[i])[mask])
 
 

@@ -246,7 +246,7 @@ def operators_markdown() -> str:
         "",
         "## Summary",
         "",
-        *_count_table("Family", [(f"[{f}](#{f})", es) for f, es in by_family]),
+        *_count_table("Family", [(f"[{f}](#{f}-family)", es) for f, es in by_family]),
         "",
         *_count_table("Introduced in", [(_v(lv), es) for lv, es in by_level]),
         "",
@@ -254,7 +254,7 @@ def operators_markdown() -> str:
         "",
     ]
     for family, es in by_family:
-        lines += [f"### {family}", "",
+        lines += [f"### {family} family", "",
                   "| Value | Operator | dmljax | Introduced | Reference page |",
                   "| ---: | --- | --- | --- | --- |",
                   *(_row(e) for e in es), ""]

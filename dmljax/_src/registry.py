@@ -120,8 +120,8 @@ def catalog() -> tuple[CatalogEntry, ...]:
     introducing feature level, family, reference page, and whether dmljax implements it.
 
     >>> import dmljax
-    >>> conv = [e for e in dmljax.catalog() if e.short_name == "CONVOLUTION"][0]
-    >>> conv.value, conv.introduced.version, conv.family, conv.implemented
-    (53, '1.0', 'convolution', False)
+    >>> lstm = [e for e in dmljax.catalog() if e.short_name == "LSTM"][0]
+    >>> lstm.value, lstm.introduced.version, lstm.family, lstm.implemented
+    (77, '1.0', 'recurrent', False)
     """
     return tuple(dataclasses.replace(e, implemented=e.enum_name in _REGISTRY) for e in CATALOG)

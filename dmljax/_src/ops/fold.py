@@ -19,20 +19,14 @@ from dmljax._src.dtypes import FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UI
 from dmljax._src.errors import Violation
 from dmljax._src.numerics import load, mark_flushed, store
 from dmljax._src.op import operator
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, snake_case, table
+from dmljax._src.ops._window import array_violations, fit_violations
+from dmljax._src.ops._window import windows_per_dimension as blocks_per_dimension
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, table
 from dmljax._src.validate import MAX_ELEMENTS, TensorInfo
 
 _ALL = FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8
 _WINDOW = ("WindowSizes", "Strides", "Dilations", "StartPadding", "EndPadding")
 _SLICED = 64  # windows of up to this many positions: one strided slice (or pad) each; more: one gather
-
-
-def blocks_per_dimension(spatial, window, strides, dilations, start, end) -> tuple[int, ...]:
-    """The page's "BlocksPerDimension[d] = ((SpatialSize[d] + StartPadding[d] + EndPadding[d] -
-    Dilations[d] * (WindowSizes[d] - 1) - 1) / stride[d]) + 1" (floor division; a window wider
-    than the padded axis gives 0 or less)."""
-    return tuple((s + a + b - d * (w - 1) - 1) // t + 1 if s + a + b - d * (w - 1) - 1 >= 0 else 0
-                 for s, w, t, d, a, b in zip(spatial, window, strides, dilations, start, end))
 
 
 def _window_offsets(window, dilations) -> list[tuple[int, ...]]:
@@ -103,34 +97,15 @@ def _geometry_checks(spatial_tensor: str, columns_tensor: str):
         if sp is None or not sp.shape or any(v is None for v in arrays.values()):
             return []
         dims = len(sp.shape) - 2
-        problems = []
         if not 1 <= dims <= 6:
             return [Violation(spatial_tensor, "", f"has {len(sp.shape)} dimensions (Sizes {list(sp.shape)})",
                               "N, C and 1 to 6 spatial dimensions (DimensionCount 1 to 6)")]
-        for name, arr in arrays.items():
-            if len(arr) != dims:
-                problems.append(Violation(name, snake_case(name), f"has {len(arr)} entries",
-                                          f"DimensionCount ({dims}) entries, one per spatial dimension of the "
-                                          f"{spatial_tensor} (Sizes {list(sp.shape)})"))
-        if problems:
-            return problems
-        for name in ("WindowSizes", "Strides", "Dilations"):
-            for i, v in enumerate(arrays[name]):
-                if v < 1:
-                    problems.append(Violation(f"{name}[{i}]", snake_case(name), f"is {v}", "at least 1"))
+        problems = array_violations(spatial_tensor, sp.shape, arrays)
         if problems:
             return problems
         spatial = sp.shape[2:]
         blocks = blocks_per_dimension(spatial, *(arrays[n] for n in _WINDOW))
-        for i, b in enumerate(blocks):
-            if b < 1:
-                w, d = arrays["WindowSizes"][i], arrays["Dilations"][i]
-                problems.append(Violation(
-                    f"WindowSizes[{i}]", "window_sizes",
-                    f"is {w} with Dilations {d}: the window spans {d * (w - 1) + 1} elements",
-                    f"at most the padded size of spatial dimension {i}, {spatial[i]} + StartPadding "
-                    f"{arrays['StartPadding'][i]} + EndPadding {arrays['EndPadding'][i]}",
-                    "a dimension must hold at least one block"))
+        problems = fit_violations(spatial, *(arrays[n] for n in _WINDOW), what="a dimension must hold at least one block")
         if problems or cols is None or not cols.shape:
             return problems
         want = (sp.shape[0], sp.shape[1] * math.prod(arrays["WindowSizes"]), math.prod(blocks))
