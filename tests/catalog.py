@@ -381,6 +381,17 @@ def budget(spec: OpSpec, attrs: Attrs, data_type: DataType, half: bool = False, 
     return max(s.budget(data_type, sizes, dml, half) for s in specs)
 
 
+def output_magnitude(ref, args, attrs: Attrs, output: int = 0):
+    """``ref.magnitude`` for output ``output``: its array for the first output (None for the
+    others), or its entry where it gives a tuple, one per output."""
+    if ref.magnitude is None:
+        return None
+    size = ref.magnitude(*args, **attrs.ref_kwargs)
+    if isinstance(size, tuple):
+        return size[output]
+    return size if output == 0 else None
+
+
 def fusable(spec: OpSpec, attrs: Attrs) -> bool:
     """Whether the call holds a multiply-add (a ScaleBias, or a formula that is one, as its
     reference says: ``Reference.multiply_add``) that a backend may fuse into an FMA or not

@@ -116,7 +116,8 @@ class Reference:
         gradient tests then use a random cotangent (dY) and directional finite differences.
     magnitude: ``magnitude(*inputs, **ref_kwargs)`` -> output-shaped float64 sizes of the terms a
         result is the difference of (LOG_SOFTMAX's |x - max| + |ln(sum)| + 1): the budget is
-        counted in ULP of the larger of it and the result. None: ULP of the result.
+        counted in ULP of the larger of it and the result. None: ULP of the result. For an
+        operator with several float outputs, a tuple of one such array (or None) per output.
     grad_magnitude: the same for the gradient, ``grad_magnitude(dy, *inputs, **ref_kwargs)`` ->
         one array (or None) per input.
     ranks: the output is chosen by the inputs' order (TOP_K): any step can reorder close values, so

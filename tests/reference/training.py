@@ -19,19 +19,27 @@ def adam_optimizer(x, m, v, g, t, learning_rate, beta1=0.9, beta2=0.999, epsilon
 
 
 def _magnitude(x, m, v, g, t, learning_rate, beta1=0.9, beta2=0.999, epsilon=1e-8, half=False):
-    """X's terms: |X| and the step's size (a difference of the two may cancel)."""
-    new_x, _, _ = adam_optimizer(x, m, v, g, t, learning_rate, beta1, beta2, epsilon)[0]
-    return np.abs(read(x)) + np.abs(read(x) - new_x)
+    """The sizes of each output's terms, before they cancel: |Beta1 M| + |(1 - Beta1) G| for M,
+    the same for V, |X| + LearningRate |Alpha| (M's terms) / (sqrt(V) + Epsilon) for X."""
+    lr, b1, b2, eps = (float(np.float32(a)) for a in (learning_rate, beta1, beta2, epsilon))
+    x, m, v, g = (read(a) for a in (x, m, v, g))
+    step = float(np.asarray(t).reshape(()))
+    m_size = np.abs(b1 * m) + np.abs((1.0 - b1) * g)
+    v_size = np.abs(b2 * v) + np.abs((1.0 - b2) * g * g)
+    with np.errstate(all="ignore"):
+        alpha = np.sqrt(1.0 - b2 ** step) / (1.0 - b1 ** step)
+        v_new = b2 * v + (1.0 - b2) * g * g
+        x_size = np.abs(x) + lr * abs(alpha) * m_size / (np.sqrt(np.abs(v_new)) + eps)
+    return x_size, m_size, v_size
 
 
 def _inputs(rng, types, shape, **_):
-    """Parameters and gradients of either sign; moments whose first has the gradient's sign (so
-    that Beta1 * M + (1 - Beta1) * G does not cancel, which no ULP budget of the result could
-    bound) and a second moment of at least 0; steps 1 to 9."""
+    """Parameters, gradients and first moments of either sign (the budgets count the terms
+    before they cancel), a second moment of at least 0 (a square's average); steps 1 to 9."""
     from tests.catalog import random_tensor
     dt = types["InputParametersTensor"]
     x, g = random_tensor(rng, dt, shape), random_tensor(rng, dt, shape)
-    m = (np.abs(random_tensor(rng, dt, shape)) * np.sign(g)).astype(g.dtype)
+    m = random_tensor(rng, dt, shape)
     v = np.abs(random_tensor(rng, dt, shape))
     step = np.full((1,) * len(shape), rng.integers(1, 10), np.uint32)
     return [x, m, v, g, step]

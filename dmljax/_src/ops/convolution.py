@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import math
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from dmljax._src.catalog import PREFIX
@@ -256,6 +258,48 @@ def convolve(x, w, direction, mode, groups, g, precision, accumulate):
                                     preferred_element_type=accumulate)
 
 
+def _half_operands(x, w, geometry_):
+    """FLOAT16 operands to the product as they are, accumulated in FLOAT32 (FLOAT16 products are
+    exact in FLOAT32; widening them first would make XLA skip the tensor cores, as with GEMM).
+
+    Its gradient is written out because autodiff's is slow: the cotangent of the FLOAT32 result
+    is FLOAT32, so JAX's transposed convolutions widened the filter and the input and ran FLOAT32
+    convolutions (1.75x lax's forward+backward time on the H100, run 7). The cotangent holds
+    FLOAT16 values (it is the cotangent of the FLOAT16 output, widened by the rounding's
+    transpose), so it goes back to FLOAT16 exactly, and the transposed convolutions take FLOAT16
+    operands: on a GPU with FLOAT16 results, which cuDNN accumulates in FLOAT32 and rounds once;
+    elsewhere (the CPU's FLOAT16 convolution may accumulate in FLOAT16) widened to FLOAT32
+    products at HIGHEST, rounded once to each input's type."""
+
+    def conv(a, b, accumulate):
+        return convolve(a, b, *geometry_, None, accumulate)
+
+    @jax.custom_vjp
+    def run(a, b):
+        return conv(a, b, np.float32)
+
+    def run_fwd(a, b):
+        return run(a, b), (a, b)
+
+    def run_bwd(res, dy):
+        a, b = res
+        dy16 = dy.astype(np.float16)
+
+        def narrow(a, b, dy16):
+            return jax.vjp(lambda p, q: conv(p, q, None), a, b)[1](dy16)
+
+        def wide(a, b, dy16):
+            def widened(p, q):
+                return convolve(p.astype(np.float32), q.astype(np.float32), *geometry_, lax.Precision.HIGHEST,
+                                np.float32)
+            return jax.vjp(widened, a, b)[1](dy16.astype(np.float32))
+
+        return tuple(lax.platform_dependent(a, b, dy16, cpu=wide, default=narrow))
+
+    run.defvjp(run_fwd, run_bwd)
+    return run(x, w)
+
+
 @operator(CONVOLUTION)
 def convolution(input, filter, bias=None, *, mode, direction, strides, dilations, start_padding, end_padding,
                 output_padding, group_count, fused_activation, allow_half_precision_computation):
@@ -279,11 +323,12 @@ def convolution(input, filter, bias=None, *, mode, direction, strides, dilations
     attrs = {"Strides": strides, "Dilations": dilations, "StartPadding": start_padding, "EndPadding": end_padding,
              "OutputPadding": output_padding}
     g = geometry(input.ndim - 2, attrs)
-    # FLOAT16 operands go to the product as they are, accumulated in FLOAT32 (FLOAT16 products are
-    # exact in FLOAT32; widening them first would make XLA skip the tensor cores, as with GEMM)
-    x, w = (input, filter) if dt is F16 else (load(input, half), load(filter, half))
-    out = convolve(x, w, direction, mode, group_count, g,
-                   lax.Precision.HIGHEST if dt is F32 else None, ct)
+    geometry_ = (direction, mode, group_count, g)
+    if dt is F16 and not half:
+        out = _half_operands(input, filter, geometry_)
+    else:
+        out = convolve(load(input, half), load(filter, half), *geometry_,
+                       lax.Precision.HIGHEST if dt is F32 else None, ct)
     if bias is not None:
         out = out + load(bias, half)
     return apply_fused(fused_activation, store(out, dt), half)
