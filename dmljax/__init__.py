@@ -31,7 +31,7 @@ from dmljax._src.feature_level import FeatureLevel, feature_level
 from dmljax._src.fused import FusedActivation
 from dmljax._src.ops import OPERATORS as _OPERATORS
 from dmljax._src.registry import canonical_name, catalog, get_operator, registry
-from dmljax._src.structs import ScalarUnion, ScaleBias
+from dmljax._src.structs import ScalarUnion, ScaleBias, Size2D
 from dmljax._src.tensor_desc import TensorDesc, TensorFlags, calc_buffer_tensor_size
 from dmljax._src.version import __version__
 
@@ -61,6 +61,7 @@ _CORE = [
     "RoundingMode",
     "ScalarUnion",
     "ScaleBias",
+    "Size2D",
     "TensorDesc",
     "TensorFlags",
     "UnknownOperatorError",

@@ -137,6 +137,18 @@ def reference(type_, desc, inputs):
         if desc.get("CTensor") is not None and inputs.get("CTensor") is not None:
             y = y + desc.get("Beta", 1.0) * mat("CTensor")
         return y.ravel()
+    if t == "UPSAMPLE_2D":  # height, then width: sampled at the pixel centers, x = (o + 0.5) / scale - 0.5
+        x = inputs["InputTensor"].reshape(desc["InputTensor"]["Sizes"])
+        for axis, s in ((-2, desc["ScaleSize"]["Height"]), (-1, desc["ScaleSize"]["Width"])):
+            n, o = x.shape[axis], np.arange(x.shape[axis] * s)
+            if not str(desc["InterpolationMode"]).endswith("LINEAR"):
+                x = np.take(x, o // s, axis)  # nearest: each element s times
+                continue
+            c = np.clip((o + 0.5) / s - 0.5, 0, n - 1)  # the edges clamped
+            i0 = np.floor(c).astype(int)
+            f = (c - i0).reshape([-1 if d == x.ndim + axis else 1 for d in range(x.ndim)])
+            x = np.take(x, i0, axis) * (1 - f) + np.take(x, np.minimum(i0 + 1, n - 1), axis) * f
+        return x.ravel()
     raise KeyError(t)
 
 

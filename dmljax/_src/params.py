@@ -6,7 +6,7 @@ mapping from a DxDispatch model, anything at all) and either returns the normali
 appends Violations and returns None. None of them raises for a bad value: a call with a bad
 attribute always ends in one ValidationError naming the operator.
 
-Kinds: FLOAT, UINT, INT, BOOL, UINT[], INT[], FLOAT[], DML_SCALE_BIAS, DML_SCALAR_UNION,
+Kinds: FLOAT, UINT, INT, BOOL, UINT[], INT[], FLOAT[], DML_SCALE_BIAS, DML_SIZE_2D, DML_SCALAR_UNION,
 DML_TENSOR_DATA_TYPE, DML_OPERATOR_DESC* (a fused activation), and every DirectML enum
 (``ParamSpec(..., type="DML_ROUNDING_MODE", enum=RoundingMode)``).
 """
@@ -27,7 +27,7 @@ from dmljax._src.feature_level import FeatureLevel
 from dmljax._src.fused import FUSABLE, FUSED_OUTPUT_TYPES, FUSION_HOSTS, NULL_TENSORS, FusedActivation
 from dmljax._src.registry import implemented
 from dmljax._src.spec import REQUIRED, OpSpec, ParamSpec
-from dmljax._src.structs import ScalarUnion, ScaleBias
+from dmljax._src.structs import ScalarUnion, ScaleBias, Size2D
 
 __all__ = ["ParamContext", "PARAM_KINDS", "check_param", "round_float_attr", "F32_MAX"]
 
@@ -187,6 +187,22 @@ def _scale_bias(ctx: ParamContext, p: ParamSpec, value: object):
     return ScaleBias(*out) if None not in out else None
 
 
+def _size_2d(ctx: ParamContext, p: ParamSpec, value: object):
+    try:
+        size = Size2D.coerce(value)
+    except (TypeError, ValueError) as e:
+        ctx.refuse(p, f"is {quote(value)}", str(e))
+        return None
+    out = []
+    for member, v in zip(("Width", "Height"), size):
+        i = _exact_int(v)
+        if i is None or not 0 <= i <= _UINT32_MAX:
+            found = f"is {quote(v)} ({_kind(v)})" if i is None else f"is {quote(i)}"
+            ctx.problems.append(Violation(f"{p.dml_name}.{member}", p.arg, found, f"a UINT, 0 to {_UINT32_MAX}"))
+        out.append(i)
+    return Size2D(*out) if all(i is not None and 0 <= i <= _UINT32_MAX for i in out) else None
+
+
 def _scalar_union(ctx: ParamContext, p: ParamSpec, value: object):
     # Read as the DataType of the tensor named by converted_to (CLIP1: "MinMaxDataType ...
     # must match OutputTensor.DataType"); unknown while that tensor is invalid.
@@ -341,6 +357,7 @@ PARAM_KINDS: dict[str, Callable[[ParamContext, ParamSpec, object], object]] = {
     "INT[]": _array(_integer(*_INT32, "INT"), "INT"),
     "FLOAT[]": _array(_float, "FLOAT"),
     "DML_SCALE_BIAS": _scale_bias,
+    "DML_SIZE_2D": _size_2d,
     "DML_SCALAR_UNION": _scalar_union,
     "DML_TENSOR_DATA_TYPE": _tensor_data_type,
     "DML_OPERATOR_DESC*": _fused_activation,

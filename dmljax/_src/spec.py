@@ -112,7 +112,7 @@ class ParamSpec:
     """A non-tensor field of the desc.
 
     type: DirectML's C type, which selects the checker (params.PARAM_KINDS): ``FLOAT``,
-        ``UINT``, ``INT``, ``BOOL``, ``UINT[]``, ``INT[]``, ``FLOAT[]``, ``DML_SCALE_BIAS``,
+        ``UINT``, ``INT``, ``BOOL``, ``UINT[]``, ``INT[]``, ``FLOAT[]``, ``DML_SCALE_BIAS``, ``DML_SIZE_2D``,
         ``DML_SCALAR_UNION``, ``DML_TENSOR_DATA_TYPE``, ``DML_OPERATOR_DESC*`` (a fused
         activation), or an enum's name (``DML_ROUNDING_MODE``) with ``enum`` set.
     converted_to: for a FLOAT that meets a tensor's values (THRESHOLD's Min), that tensor: the

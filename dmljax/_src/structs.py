@@ -11,7 +11,7 @@ import numpy as _np
 from dmljax._src.dtypes import DataType as _DataType, round_to_float as _round_to_float
 from dmljax._src.errors import quote as _quote
 
-__all__ = ["ScaleBias", "ScalarUnion"]
+__all__ = ["ScaleBias", "ScalarUnion", "Size2D"]
 
 
 class ScaleBias(NamedTuple):
@@ -42,6 +42,38 @@ class ScaleBias(NamedTuple):
         raise TypeError(
             "expected dmljax.ScaleBias(scale, bias), a (scale, bias) pair or "
             f"{{'Scale': ..., 'Bias': ...}}; got {type(value).__name__}"
+        )
+
+
+class Size2D(NamedTuple):
+    """DML_SIZE_2D: a width and a height, two UINTs (UPSAMPLE_2D's ScaleSize, ROI_POOLING's
+    PooledSize), in the struct's member order.
+
+    Also accepted wherever a Size2D is: a mapping with DML's member names, ``{"Width": 2,
+    "Height": 3}`` (as a DxDispatch desc writes it), or a ``(width, height)`` pair.
+    """
+
+    width: int
+    height: int
+
+    @classmethod
+    def coerce(cls, value: object) -> "Size2D":
+        """A Size2D from any accepted spelling (its members unchecked); TypeError otherwise."""
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, Mapping):
+            keys = set(value)
+            if keys != {"Width", "Height"}:
+                raise TypeError(
+                    "a DML_SIZE_2D mapping has exactly the members Width and Height; got "
+                    f"{_quote(sorted(map(_quote, keys)))}"
+                )
+            return cls(value["Width"], value["Height"])
+        if isinstance(value, (tuple, list)) and len(value) == 2:
+            return cls(*value)
+        raise TypeError(
+            "expected dmljax.Size2D(width, height), a (width, height) pair or "
+            f"{{'Width': ..., 'Height': ...}}; got {type(value).__name__}"
         )
 
 
