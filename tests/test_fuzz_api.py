@@ -861,6 +861,10 @@ def test_fuzz_compile_operator_any_type_and_desc(type_name, desc):
 
 
 # ------------------------------------------------------------------ CompiledOperator bindings
+SCALARS = {"TrainingStepTensor": [1, 1, 1, 1]}
+"""Tensors a page asks to be scalars (ADAM_OPTIMIZER's step: "all Sizes equal to 1")."""
+
+
 def _packed_desc(spec):
     """A small valid desc of every tensor (the first supported non-64-bit DataType, Sizes [1, 1,
     2, 2]) with the attributes every operator here accepts, or None."""
@@ -877,7 +881,7 @@ def _packed_desc(spec):
         g = group[t.dml_name]
         if g not in chosen:
             chosen[g] = next(d for d in row.tensors[t.dml_name].data_types if not d.needs_x64)
-        desc[t.dml_name] = {"DataType": chosen[g].name, "Sizes": [1, 1, 2, 2]}
+        desc[t.dml_name] = {"DataType": chosen[g].name, "Sizes": SCALARS.get(t.dml_name, [1, 1, 2, 2])}
     for p in spec.params:
         if p.type in ("FLOAT", "DML_SCALAR_UNION"):
             desc[p.dml_name] = {"Max": 1}.get(p.dml_name, 0)
