@@ -34,7 +34,7 @@ OPS = sorted(dmljax.registry())
 def _json_value(value):
     """A Python attribute value in the JSON spelling a DxDispatch desc uses."""
     if isinstance(value, FusedActivation):
-        return {"Type": value.type, "Desc": {k: _json_value(v) for k, v in value.attrs.items()}}
+        return {"Type": value.type, "Desc": {k: _json_value(v) for k, v in dict(value.attrs).items()}}
     if isinstance(value, ScaleBias):
         return {"Scale": float(value.scale), "Bias": float(value.bias)}
     if isinstance(value, enum.Enum):

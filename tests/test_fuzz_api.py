@@ -889,6 +889,8 @@ def _packed_desc(spec):
             desc[p.dml_name] = desc[spec.outputs[0].dml_name]["DataType"]
         elif p.default is REQUIRED:
             return None
+        elif p.type in ("BOOL", "UINT") and p.default is not None:  # a desc names every such member
+            desc[p.dml_name] = p.default
         elif p.enum is not None and p.default is not None:  # a desc names every enum member
             desc[p.dml_name] = p.default.dml_name
     return desc

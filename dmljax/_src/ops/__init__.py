@@ -2,7 +2,7 @@
 operator is its catalog entry's: element_wise_clamp.py and value_scale.py are parts of
 element_wise_arithmetic; arg_extreme.py, cumulative.py, reduce.py and top_k.py of reduction;
 gather.py, scatter.py and one_hot.py of indexing; cast.py, fold.py, join_split.py,
-padding.py, sequences.py, slicing.py and space_depth.py of data_movement; generator.py of generator; gemm.py of matrix; resample.py of resample; convolution.py of convolution; training.py of training; roi.py of pooling). Importing this package registers
+padding.py, sequences.py, slicing.py and space_depth.py of data_movement; generator.py of generator; gemm.py of matrix; resample.py of resample; convolution.py of convolution; training.py of training; normalization.py and normalization_batch.py of normalization; pooling.py, pooling_average.py and roi.py of pooling). Importing this package registers
 every operator; ``OPERATORS`` maps each registered operator's Python names (its aliases' too) to its function."""
 
 from dmljax._src.ops import (  # noqa: F401  (importing a family registers its operators)
@@ -26,8 +26,12 @@ from dmljax._src.ops import (  # noqa: F401  (importing a family registers its o
     gemm,
     generator,
     join_split,
+    normalization,
+    normalization_batch,
     one_hot,
     padding,
+    pooling,
+    pooling_average,
     reduce,
     resample,
     roi,
