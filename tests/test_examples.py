@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jax
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 
@@ -40,3 +42,19 @@ def test_train_mlp_loss_goes_down():
     mod = runpy.run_path(str(EXAMPLES / "train_mlp.py"))
     first, last = mod["main"](["--steps", "150"])
     assert last < first / 10, (first, last)
+
+
+def test_train_cnn_short_run_and_its_twin(tmp_path):
+    """Two epochs on 320 images: the dmljax network and its jax.numpy + optax twin start from the
+    same weights on the same batches, so their losses must agree closely (a gradient rule that
+    strayed from autodiff's, or an ADAM step off the textbook's, would part them), the loss must
+    fall, and the plot must be written."""
+    mod = runpy.run_path(str(EXAMPLES / "train_cnn.py"))
+    png = tmp_path / "curves.png"
+    with jax.numpy_dtype_promotion("standard"):  # optax's bias correction mixes Python floats and int32
+        history = mod["main"](["--epochs", "2", "--limit", "320", "--plot", str(png), "--no-progress"])
+    assert png.stat().st_size > 10_000 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for dml, twin in zip(history["dml_loss"], history["jnp_loss"]):
+        assert abs(dml - twin) <= 1e-3 * abs(twin), history
+    assert history["dml_loss"][1] < history["dml_loss"][0] * 0.7, history
+    assert history["dml_acc"][-1] > 0.6 and abs(history["dml_acc"][-1] - history["jnp_acc"][-1]) <= 0.02, history
