@@ -198,7 +198,45 @@ def train_points(rng):
     return points
 
 
-GROUPS = {"conv": conv_points, "norm": norm_points, "pool": pool_points, "train": train_points}
+def torch_points(rng):
+    """The same convolutions in torch (cuDNN, channels_last and NCHW, benchmark mode), where the
+    device has torch: CUDA-event time per call over 50 calls after 10 warm-up calls (an event span,
+    not CUPTI kernel sums: a little above the kernels' own time)."""
+    import torch
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    points = []
+    for dtype, tdtype in ((np.float16, torch.float16), (np.float32, torch.float32)):
+        for label, cin, cout, hw, k in CONV_SHAPES:
+            flops = 2 * BATCH * cout * hw * hw * cin * k * k
+            for layout, fmt in (("NCHW", torch.contiguous_format), ("channels_last", torch.channels_last)):
+                x = torch.randn(BATCH, cin, hw, hw, device="cuda", dtype=tdtype).to(memory_format=fmt)
+                conv = torch.nn.Conv2d(cin, cout, k, padding=k // 2, bias=False).to("cuda", tdtype).to(
+                    memory_format=fmt)
+                for mode in ("fwd", "fwd+bwd"):
+                    xx = x.clone().requires_grad_(mode == "fwd+bwd")
+
+                    def call():
+                        y = conv(xx)
+                        if mode == "fwd+bwd":
+                            y.backward(torch.ones_like(y))
+                    for _ in range(10):
+                        call()
+                    torch.cuda.synchronize()
+                    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    start.record()
+                    for _ in range(50):
+                        call()
+                    end.record()
+                    torch.cuda.synchronize()
+                    ms = start.elapsed_time(end) / 50
+                    mult = 3 if mode == "fwd+bwd" else 1
+                    points.append({"group": "torch", "dtype": np.dtype(dtype).name, "shape": label,
+                                   "variant": f"{mode} torch {layout}", "ms": ms, "tflops": mult * flops / ms / 1e9})
+    return points
+
+
+GROUPS = {"conv": conv_points, "norm": norm_points, "pool": pool_points, "train": train_points, "torch": torch_points}
 
 
 def main():

@@ -27,18 +27,12 @@ import time
 
 import jax
 import jax.numpy as jnp
-import matplotlib
 import numpy as np
 import optax
 from jax import lax
-from sklearn.datasets import load_digits
-from sklearn.model_selection import train_test_split
 from tqdm import tqdm
 
 import dmljax
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 
 CHANNELS = (1, 16, 32)
 CLASSES = 10
@@ -51,6 +45,9 @@ POOL = dict(strides=(2, 2), window_size=(2, 2), start_padding=(0, 0), end_paddin
 # ------------------------------------------------------------------------------------ data
 def digits(seed=0):
     """(train x, train y, test x, test y): images as {N, 1, 8, 8} FLOAT32 in [0, 1]."""
+    from sklearn.datasets import load_digits  # the network and its step need neither (benchmarks import them)
+    from sklearn.model_selection import train_test_split
+
     data = load_digits()
     x = (data.images / 16.0).astype(np.float32)[:, None]
     y = data.target.astype(np.int32)
@@ -216,6 +213,11 @@ def train(epochs=12, batch=32, lr=3e-3, limit=None, seed=0, progress=True):
 
 
 def plot(history, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     epochs = np.arange(1, len(history["dml_loss"]) + 1)
     left.plot(epochs, history["dml_loss"], "o-", label="dmljax")
