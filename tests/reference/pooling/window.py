@@ -199,6 +199,28 @@ def _sums(x64, kw, of=lambda v: v):
     return out, _pooled(x64.shape[2:], *geometry)
 
 
+F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _reach(x64, kw, of):
+    """Each output's sum of of(x) over its window: how far a tally of the terms can reach."""
+    sums, pooled = _sums(x64, kw, of)
+    out = np.empty(x64.shape[:2] + pooled)
+    for where, (total, _) in sums.items():
+        out[where] = total
+    return out
+
+
+def _or_overflow(value, reach):
+    """The value, and where the terms' sizes add up past FLOAT32's range, the infinity of its
+    sign too: a FLOAT32 tally may pass the range before the division (AVERAGE) or the root (LP)
+    brings it back, in an order of additions that is the library's (SEMANTICS.md 8)."""
+    over = reach > F32_MAX
+    if not over.any():
+        return [value]
+    return [value, np.where(over, np.copysign(np.inf, value), value)]
+
+
 def _average64(x64, kw, include_padding):
     sums, pooled = _sums(x64, kw)
     out = np.empty(x64.shape[:2] + pooled)
@@ -213,7 +235,8 @@ def average_pooling(x, strides, window_size, start_padding, end_padding, dilatio
                     half=False):
     kw = dict(strides=strides, window_size=window_size, start_padding=start_padding, end_padding=end_padding,
               dilations=dilations)
-    return [_average64(read(x), kw, include_padding)]
+    x64 = read(x)
+    return _or_overflow(_average64(x64, kw, include_padding), _reach(x64, kw, abs))
 
 
 def _average_magnitude(x, strides, window_size, start_padding, end_padding, dilations=None, include_padding=False,
@@ -288,7 +311,8 @@ def _lp64(x64, kw, p):
 def lp_pooling(x, strides, window_size, start_padding, end_padding, dilations=None, p=2, half=False):
     kw = dict(strides=strides, window_size=window_size, start_padding=start_padding, end_padding=end_padding,
               dilations=dilations)
-    return [_lp64(read(x), kw, p)]
+    x64 = read(x)
+    return _or_overflow(_lp64(x64, kw, p), _reach(x64, kw, lambda v: abs(v) ** p))
 
 
 def _lp_grad(dy, x, strides, window_size, start_padding, end_padding, dilations=None, p=2, half=False,
