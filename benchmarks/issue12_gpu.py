@@ -113,7 +113,7 @@ def conv_points(rng):
                 mult = 3 if name.startswith("fwd+bwd") else 1
                 points.append({"group": "conv", "dtype": np.dtype(dtype).name, "shape": label, "variant": name,
                                "ms": v["s"] * 1e3, "tflops": mult * flops / v["s"] / 1e12,
-                               "kernels": v.get("kernels")})
+                               "kernels": v.get("kernels_per_call")})
     return points
 
 
@@ -186,15 +186,20 @@ def train_points(rng):
     optimizer = optax.adam(3e-3)
     jnp_step = cnn.make_jnp_step(optimizer)
     opt_state = optimizer.init(params)
+    # every argument on the device first, as a training loop's state is (host arrays would be
+    # copied over at each call: run 20 timed the copies of the NumPy moments with the dmljax step)
+    params, stats, moments, opt_state = jax.device_put((params, stats, moments, opt_state))
     for batch in (32, 512) if BATCH == 32 else (4,):
         x = [jnp.asarray(rng.random((batch, 1, 8, 8), dtype=np.float32)) for _ in range(2)]
+        step = jnp.asarray(1, jnp.int32)
         onehot = jnp.asarray(np.eye(10, dtype=np.float32)[rng.integers(0, 10, batch)])
-        groups = [("dmljax step", lambda i: cnn.dml_step(params, stats, moments, 1, x[i], onehot, 3e-3)),
+        groups = [("dmljax step", lambda i: cnn.dml_step(params, stats, moments, step, x[i], onehot, 3e-3)),
                   ("jnp + optax step", lambda i: jnp_step(params, stats, opt_state, x[i], onehot))]
         t = jax_device_times(groups, 2)
         for name, v in t.items():
             points.append({"group": "train", "dtype": "float32", "shape": f"batch {batch}", "variant": name,
-                           "ms": v["s"] * 1e3, "span_ms": v.get("span_s", 0) * 1e3, "kernels": v.get("kernels")})
+                           "ms": v["s"] * 1e3, "span_ms": v.get("span_s", 0) * 1e3,
+                           "kernels": v.get("kernels_per_call")})
     return points
 
 
@@ -256,7 +261,8 @@ def main():
             continue
         points += got
         for p in got:
-            extra = "".join(f"  {k} {p[k]:.1f}" for k in ("tflops", "gbps_in_out", "span_ms") if k in p)
+            extra = "".join(f"  {k} {p[k]:.1f}" for k in ("tflops", "gbps_in_out", "span_ms", "kernels")
+                            if p.get(k) is not None)
             lines.append(f"{p['group']:5s} {p['dtype']:7s} {p['shape']:20s} {p['variant']:30s} {p['ms']:8.3f} ms{extra}")
             print(lines[-1], flush=True)
     with open(os.path.join(out_dir, "results.json"), "w") as fh:
