@@ -247,43 +247,34 @@ GEOMETRY_NOTE = (
 
 
 # ------------------------------------------------------------------------------ max: keys
-_KEY_TYPES = {np.dtype(np.float32): (np.int32, 31, 0x7FFFFFFF), np.dtype(np.float16): (np.int16, 15, 0x7FFF)}
-
-
-def _key_constants(key_type):
-    """(the padding's key, NaN's key) in ``key_type``: the two lowest integers."""
-    lo = np.iinfo(key_type).min
-    return key_type(lo), key_type(lo + 1)
+_ABSENT = np.int32(np.iinfo(np.int32).min)  # the padding: below everything
+_NAN_KEY = np.int32(np.iinfo(np.int32).min + 1)  # NaN: above the padding, below every number
 
 
 def _keys(x, flush: bool = True):
     """(keys, the padding's key): integers in the order the maximum reads the values. Floats: the
-    value as math reads it (FLOAT32 denormals flushed), its bits made order-preserving (-0 just
-    below +0), NaN above the padding and below -inf; FLOAT16 keyed in 16 bits (half the bytes of
-    widening it: XLA's reduce_window over INT32 keys of FLOAT16 ran at 0.84x lax's float max on
-    the H100, run 20). Integers: the values themselves, the padding the type's minimum (which a
-    padding position never wins at a tie: its position is past every element's). ``flush=False``
-    keys FLOAT32 denormals as they are: the flush is monotone, so it commutes with the maximum and
-    the values' path flushes the (smaller) result instead."""
+    value as math reads it (FLOAT32 denormals flushed; FLOAT16 through its exact FLOAT32 value), its
+    bits made order-preserving (-0 just below +0), NaN above the padding and below -inf.
+    Integers: the values themselves, the padding the type's minimum (which a padding position
+    never wins at a tie: its position is past every element's). ``flush=False`` keys FLOAT32
+    denormals as they are: the flush is monotone, so it commutes with the maximum and the values'
+    path flushes the (smaller) result instead."""
     if not jnp.issubdtype(x.dtype, jnp.floating):
         return x, np.asarray(np.iinfo(x.dtype).min, x.dtype)
-    key_type, sign, rest = _KEY_TYPES[np.dtype(x.dtype)]
-    f = flush_denormals(x) if flush else x
-    bits = lax.bitcast_convert_type(f, key_type)
-    key = bits ^ (lax.shift_right_arithmetic(bits, key_type(sign)) & key_type(rest))
-    absent, nan_key = _key_constants(key_type)
-    return jnp.where(is_nan(f), nan_key, key), absent
+    f = (flush_denormals(x) if flush else x) if x.dtype == np.float32 else x.astype(np.float32)
+    bits = lax.bitcast_convert_type(f, np.int32)
+    key = bits ^ (lax.shift_right_arithmetic(bits, np.int32(31)) & np.int32(0x7FFFFFFF))
+    return jnp.where(is_nan(f), _NAN_KEY, key), _ABSENT
 
 
 def _from_keys(m, dtype):
     """The values of maximum keys (the padding's key: -inf; integers: the keys)."""
     if not jnp.issubdtype(dtype, jnp.floating):
         return m
-    key_type, sign, rest = _KEY_TYPES[np.dtype(dtype)]
-    absent, nan_key = _key_constants(key_type)
-    bits = m ^ (lax.shift_right_arithmetic(m, key_type(sign)) & key_type(rest))  # its own inverse
-    f = lax.bitcast_convert_type(bits, dtype)
-    return jnp.where(m == nan_key, np.asarray(np.nan, dtype), jnp.where(m == absent, np.asarray(-np.inf, dtype), f))
+    bits = m ^ (lax.shift_right_arithmetic(m, np.int32(31)) & np.int32(0x7FFFFFFF))  # its own inverse
+    f = lax.bitcast_convert_type(bits, np.float32)
+    f = jnp.where(m == _NAN_KEY, np.float32(np.nan), jnp.where(m == _ABSENT, np.float32(-np.inf), f))
+    return f.astype(dtype)
 
 
 def _max_and_position(x, w: Window):
