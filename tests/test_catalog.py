@@ -371,6 +371,7 @@ def test_eager_equals_jit(name, dt, rng):
     # The operator's own call, the same inside a caller's jax.jit, and op by op under
     # jax.disable_jit: the same bits, except that a ScaleBias multiply-add may be fused into an
     # FMA by one and not another (SEMANTICS.md 2): then each is checked against the reference.
+    # An accumulating operator: its own call and the caller's jit, the same bits, within budget.
     op = get_operator(name)
     spec, ref = op.spec, REFS[name]
     level = spec.support[0].level
@@ -382,17 +383,21 @@ def test_eager_equals_jit(name, dt, rng):
             args = catalog.inputs_for(spec, ref, types, shape, rng, attrs)
             own = _numpy(op(*args, **attrs.dml))
             jitted = _numpy(jax.jit(lambda *a: op(*a, **attrs.dml))(*args))
+            context = f"{_short(name)} {dt.name} {attrs}"
+            if ref.accumulates:
+                # the order of a sum is XLA's, compiled or op by op (SEMANTICS.md 8): op by op would
+                # only be held to the budget test_matches_reference holds the compiled call to, at
+                # a compilation per primitive (a quarter of this test's time at 160 operators)
+                _check_outputs(spec, ref, attrs, own, ref.fn(*args, **attrs.ref_kwargs), out_dt, shape, args, context)
+                _same_bits(jitted, own, context)
+                continue
             with jax.disable_jit():
                 eager = _numpy(op(*args, **attrs.dml))
-            context = f"{_short(name)} {dt.name} {attrs}"
             issue = attrs.known_issues.get("eager_equals_jit")
-            if catalog.fusable(spec, attrs) or issue or ref.accumulates:
+            if catalog.fusable(spec, attrs) or issue:
                 want = ref.fn(*args, **attrs.ref_kwargs)
                 for out in (own, jitted, eager):
                     _check_outputs(spec, ref, attrs, out, want, out_dt, shape, args, context)
-            if ref.accumulates:  # the order of a sum is XLA's, compiled or op by op (SEMANTICS.md 8)
-                _same_bits(jitted, own, context)
-                continue
             if issue:  # the issue must still show, or its entry goes
                 _same_bits(jitted, own, context)
                 assert (_bits(catalog.first_output(eager)) != _bits(catalog.first_output(own))).any(), \
