@@ -7,16 +7,7 @@
 # /tmp/src, so that nothing uncommitted runs.
 set -u
 PART=${1:-softmax}
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-REPO=$(pwd)
-rm -rf /tmp/src && mkdir -p /tmp/src && tar -xf devrun_head.tar -C /tmp/src
-cd /tmp/src
-python -c "import jsonschema" 2>/dev/null || pip install -q --no-index --find-links "$REPO/.whl" jsonschema >/dev/null 2>&1
-export PYTHONPATH=/tmp/src XLA_PYTHON_CLIENT_PREALLOCATE=false
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv > "$OUT/env_$PART.txt"
-python -c "import jax, jaxlib, numpy; print('jax', jax.__version__, 'jaxlib', jaxlib.__version__, 'numpy', numpy.__version__)" >> "$OUT/env_$PART.txt"
-cat "$REPO/devrun_head.txt" >> "$OUT/env_$PART.txt" 2>/dev/null
+source benchmarks/devrun_setup.sh "env_$PART.txt"
 ACTS="ACTIVATION_CELU ACTIVATION_ELU ACTIVATION_GELU ACTIVATION_HARD_SIGMOID ACTIVATION_HARD_SWISH
  ACTIVATION_IDENTITY ACTIVATION_LEAKY_RELU ACTIVATION_LINEAR ACTIVATION_PARAMETERIZED_RELU
  ACTIVATION_PARAMETRIC_SOFTPLUS ACTIVATION_RELU ACTIVATION_RELU_GRAD ACTIVATION_SCALED_ELU

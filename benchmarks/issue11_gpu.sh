@@ -7,16 +7,7 @@
 # Runs from a `git archive` of HEAD (devrun_head.tar, its commit in devrun_head.txt) extracted to
 # /tmp/src, so that nothing uncommitted runs.
 set -u
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-REPO=$(pwd)
-rm -rf /tmp/src && mkdir -p /tmp/src && tar -xf devrun_head.tar -C /tmp/src
-cd /tmp/src
-python -c "import jsonschema" 2>/dev/null || pip install -q --no-index --find-links "$REPO/.whl" jsonschema >/dev/null 2>&1
-export PYTHONPATH=/tmp/src XLA_PYTHON_CLIENT_PREALLOCATE=false
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv > "$OUT/env.txt"
-python -c "import jax, jaxlib, numpy; print('jax', jax.__version__, 'jaxlib', jaxlib.__version__, 'numpy', numpy.__version__)" >> "$OUT/env.txt"
-cat "$REPO/devrun_head.txt" >> "$OUT/env.txt" 2>/dev/null
+source benchmarks/devrun_setup.sh "env.txt"
 OPS=${*:-"REDUCE CAST JOIN SPLIT GATHER GATHER_ELEMENTS GATHER_ND GATHER_ND1 SCATTER_ELEMENTS SCATTER_ND ONE_HOT ARGMAX ARGMIN CUMULATIVE_SUMMATION CUMULATIVE_PRODUCT"}
 timeout ${CHECK_S:-200} python tests/gpu_check.py $OPS > "$OUT/gpu_check.txt" 2>&1; echo "gpu_check rc=$?"
 tail -1 "$OUT/gpu_check.txt"; grep FAIL "$OUT/gpu_check.txt" | head -20

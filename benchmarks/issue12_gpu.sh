@@ -5,18 +5,8 @@
 # Runs from a `git archive` of HEAD (devrun_head.tar, its commit in devrun_head.txt) extracted to
 # /tmp/src, so that nothing uncommitted runs.
 set -u
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-REPO=$(pwd)
-rm -rf /tmp/src && mkdir -p /tmp/src && tar -xf devrun_head.tar -C /tmp/src
-cd /tmp/src
-python -c "import jsonschema" 2>/dev/null || pip install -q --no-index --find-links "$REPO/.whl" jsonschema >/dev/null 2>&1
-python -c "import optax, tqdm" 2>/dev/null || pip install -q --no-index --find-links "$REPO/.whl" optax tqdm >/dev/null 2>&1
-export PYTHONPATH=/tmp/src XLA_PYTHON_CLIENT_PREALLOCATE=false
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv > "$OUT/env.txt"
-python -c "import jax, jaxlib, numpy; print('jax', jax.__version__, 'jaxlib', jaxlib.__version__, 'numpy', numpy.__version__)" >> "$OUT/env.txt"
-cat "$REPO/devrun_head.txt" >> "$OUT/env.txt" 2>/dev/null
-python -c "import torch; print('torch', torch.__version__, 'cudnn', torch.backends.cudnn.version())" >> "$OUT/env.txt" 2>&1 || true
+source benchmarks/devrun_setup.sh "env.txt" optax tqdm
+python -c "import torch; print('torch', torch.__version__, 'cudnn', torch.backends.cudnn.version())" >> "$DEVRUN_ENV" 2>&1 || true
 if [ "${CHECK_S:-200}" != 0 ]; then
   OPS=${*:-$(python -c "import dmljax; print(' '.join(n.removeprefix('DML_OPERATOR_') for n, op in dmljax.registry().items() if op.spec.family in ('convolution', 'matrix', 'pooling', 'normalization', 'resample', 'training')))")}
   timeout ${CHECK_S:-200} python tests/gpu_check.py $OPS > "$OUT/gpu_check.txt" 2>&1; echo "gpu_check rc=$?"

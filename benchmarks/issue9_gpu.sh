@@ -5,16 +5,7 @@
 # /tmp/src, so that nothing uncommitted runs.
 set -u
 PART=${1:-check}
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-REPO=$(pwd)
-rm -rf /tmp/src && mkdir -p /tmp/src && tar -xf devrun_head.tar -C /tmp/src
-cd /tmp/src
-python -c "import jsonschema" 2>/dev/null || pip install -q --no-index --find-links "$REPO/.whl" jsonschema >/dev/null 2>&1
-export PYTHONPATH=/tmp/src XLA_PYTHON_CLIENT_PREALLOCATE=false
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv > "$OUT/env_$PART.txt"
-python -c "import jax, jaxlib, numpy; print('jax', jax.__version__, 'jaxlib', jaxlib.__version__, 'numpy', numpy.__version__)" >> "$OUT/env_$PART.txt"
-cat "$REPO/devrun_head.txt" >> "$OUT/env_$PART.txt" 2>/dev/null
+source benchmarks/devrun_setup.sh "env_$PART.txt"
 case "$PART" in
   check)
     timeout 540 python tests/gpu_check.py > "$OUT/gpu_check.txt" 2>&1; echo "gpu_check rc=$?"

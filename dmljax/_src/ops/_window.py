@@ -5,7 +5,11 @@ Dilations, StartPadding, EndPadding, a window's sizes) that every such page decl
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+import itertools
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+from jax import lax
 
 from dmljax._src.errors import Violation
 from dmljax._src.spec import snake_case
@@ -17,6 +21,29 @@ def windows_per_dimension(spatial, window, strides, dilations, start, end) -> tu
     axis gives 0)."""
     return tuple((s + a + b - d * (w - 1) - 1) // t + 1 if s + a + b - d * (w - 1) - 1 >= 0 else 0
                  for s, w, t, d, a, b in zip(spatial, window, strides, dilations, start, end))
+
+
+def window_offsets(window, dilations) -> list[tuple[int, ...]]:
+    """Each window position's offset in the padded input, in row-major order of the window."""
+    return [tuple(k * d for k, d in zip(ks, dilations)) for ks in itertools.product(*(range(w) for w in window))]
+
+
+def spread_windows(part: Callable, spatial, window, strides, dilations, start, end):
+    """An input-shaped (N, C) + ``spatial`` sum over the window positions k (row-major) of
+    ``part(k, offset)``: a windows-shaped (N, C, windows...) array for position k, at ``offset``
+    in the padded input, each window's value placed at its element k (a pad with Strides - 1
+    between); what lands in the padding is dropped. FOLD's columns put back, and the poolings'
+    gradients for small windows: XLA fuses the copies into one pass."""
+    padded = tuple(s + a + b for s, a, b in zip(spatial, start, end))
+    total = None
+    for k, off in enumerate(window_offsets(window, dilations)):
+        g = part(k, off)
+        config = [(0, 0, 0), (0, 0, 0)] + [(o, p - o - (q - 1) * t - 1, t - 1)
+                                           for o, p, q, t in zip(off, padded, g.shape[2:], strides)]
+        placed = lax.pad(g, np.zeros((), g.dtype), config)
+        total = placed if total is None else total + placed
+    n, c = total.shape[:2]
+    return lax.slice(total, (0, 0, *start), (n, c, *(a + s for a, s in zip(start, spatial))))
 
 
 def array_violations(tensor: str, shape: Sequence[int], arrays: Mapping[str, Sequence[int] | None],
@@ -42,14 +69,19 @@ def array_violations(tensor: str, shape: Sequence[int], arrays: Mapping[str, Seq
 
 
 def fit_violations(spatial, window, strides, dilations, start, end, window_name: str = "WindowSizes",
-                   what: str = "a dimension must hold at least one window") -> list[Violation]:
-    """A window (dilated) wider than its padded axis: no output position."""
+                   what: str = "a dimension must hold at least one window", arg: str | None = None,
+                   first_index: int = 0) -> list[Violation]:
+    """A window (dilated) wider than its padded axis: no output position. The window's entries
+    are named ``window_name[first_index + i]`` (CONVOLUTION's FilterTensor.Sizes[2 + i]), the
+    argument ``arg`` (default: the snake_case of a member's name)."""
     problems = []
+    if arg is None:
+        arg = snake_case(window_name) if window_name[0].isupper() else ""
     for i, n in enumerate(windows_per_dimension(spatial, window, strides, dilations, start, end)):
         if n < 1:
             w, d = window[i], dilations[i]
             problems.append(Violation(
-                f"{window_name}[{i}]", snake_case(window_name) if window_name[0].isupper() else "",
+                f"{window_name}[{first_index + i}]", arg,
                 f"is {w} with Dilations {d}: the window spans {d * (w - 1) + 1} elements",
                 f"at most the padded size of spatial dimension {i}, {spatial[i]} + StartPadding {start[i]} + "
                 f"EndPadding {end[i]}", what))

@@ -24,7 +24,7 @@ from dmljax._src.errors import Violation
 from dmljax._src.numerics import compute_dtype, load, store
 from dmljax._src.op import operator
 from dmljax._src.ops._families import apply_fused
-from dmljax._src.ops._window import array_violations, windows_per_dimension
+from dmljax._src.ops._window import array_violations, fit_violations, windows_per_dimension
 from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, snake_case, table
 from dmljax._src.validate import MAX_ELEMENTS, TensorInfo
 
@@ -106,17 +106,18 @@ def _checks(tensors, attrs, level) -> list[Violation]:
                                   f"{{1, OutputChannelCount, 1...}} = {[1, out_c] + [1] * (len(x.shape) - 2)}"))
     g = geometry(len(x.shape) - 2, attrs)
     window, spatial = f.shape[2:], x.shape[2:]
+    what = "a spatial dimension must hold at least one output"
+    if forward:
+        return problems + fit_violations(spatial, window, *(g[n] for n in _ARRAYS[:4]), what=what,
+                                         window_name="FilterTensor.Sizes", arg="filter", first_index=2)
     for i, size in enumerate(output_spatial(spatial, window, direction, g)):
-        if size < 1 or (forward and windows_per_dimension(
-                spatial[i:i + 1], window[i:i + 1], *((g[n][i],) for n in _ARRAYS[:4]))[0] < 1):
+        if size < 1:
             span = g["Dilations"][i] * (window[i] - 1) + 1
             problems.append(Violation(
                 f"FilterTensor.Sizes[{i + 2}]", "filter",
                 f"is {window[i]} with Dilations {g['Dilations'][i]}: the window spans {span} elements",
-                (f"at most the padded size of spatial dimension {i}, {spatial[i]} + StartPadding "
-                 f"{g['StartPadding'][i]} + EndPadding {g['EndPadding'][i]}" if forward else
-                 f"an output size of at least 1: (Input - 1) * Strides + span - StartPadding - EndPadding + "
-                 f"OutputPadding = {size}"), "a spatial dimension must hold at least one output"))
+                f"an output size of at least 1: (Input - 1) * Strides + span - StartPadding - EndPadding + "
+                f"OutputPadding = {size}", what))
     return problems
 
 

@@ -6,7 +6,6 @@ BlockCount) tensor; FOLD adds such columns back into place, summing where window
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import jax
@@ -19,7 +18,7 @@ from dmljax._src.dtypes import FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UI
 from dmljax._src.errors import Violation
 from dmljax._src.numerics import load, mark_flushed, store
 from dmljax._src.op import operator
-from dmljax._src.ops._window import array_violations, fit_violations
+from dmljax._src.ops._window import array_violations, fit_violations, spread_windows, window_offsets
 from dmljax._src.ops._window import windows_per_dimension as blocks_per_dimension
 from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, table
 from dmljax._src.validate import MAX_ELEMENTS, TensorInfo
@@ -29,16 +28,11 @@ _WINDOW = ("WindowSizes", "Strides", "Dilations", "StartPadding", "EndPadding")
 _SLICED = 64  # windows of up to this many positions: one strided slice (or pad) each; more: one gather
 
 
-def _window_offsets(window, dilations) -> list[tuple[int, ...]]:
-    """Each window position's offset in the padded input, in row-major order of the window."""
-    return [tuple(k * d for k, d in zip(ks, dilations)) for ks in itertools.product(*(range(w) for w in window))]
-
-
 def _gather_index(padded, window, strides, dilations, blocks) -> np.ndarray:
     """The flat index (into the padded spatial block) of window position k of block l: (K, L)."""
     grids = np.meshgrid(*[np.arange(b) * t for b, t in zip(blocks, strides)], indexing="ij")
     starts = np.ravel_multi_index([g.ravel() for g in grids], padded) if grids else np.zeros(1, np.int64)
-    offs = np.array([np.ravel_multi_index(o, padded) for o in _window_offsets(window, dilations)], np.int64)
+    offs = np.array([np.ravel_multi_index(o, padded) for o in window_offsets(window, dilations)], np.int64)
     return offs[:, None] + starts[None, :]
 
 
@@ -50,7 +44,7 @@ def columns(x, window, strides, dilations, start, end):
     k, count = math.prod(window), math.prod(blocks)
     if k <= _SLICED:
         parts = [lax.slice(xp, (0, 0, *o), (n, c, *(oi + (b - 1) * t + 1 for oi, b, t in zip(o, blocks, strides))),
-                           (1, 1, *strides)) for o in _window_offsets(window, dilations)]
+                           (1, 1, *strides)) for o in window_offsets(window, dilations)]
         cols = jnp.stack(parts, axis=2)  # (N, C, K, blocks...)
     else:
         idx = _gather_index(xp.shape[2:], window, strides, dilations, blocks)
@@ -65,22 +59,14 @@ def places(cols, spatial, window, strides, dilations, start, end):
     k = math.prod(window)
     c = ck // k
     blocks = blocks_per_dimension(spatial, window, strides, dilations, start, end)
-    padded = tuple(s + a + b for s, a, b in zip(spatial, start, end))
-    zero = jnp.zeros((), cols.dtype)
     if k <= _SLICED:
         parts = cols.reshape(n, c, k, *blocks)
-        total = None
-        for i, o in enumerate(_window_offsets(window, dilations)):
-            # block l of window position i lands at o + l * stride: a pad with stride - 1 between
-            config = [(0, 0, 0), (0, 0, 0)] + [(oi, p - oi - (b - 1) * t - 1, t - 1)
-                                               for oi, p, b, t in zip(o, padded, blocks, strides)]
-            placed = lax.pad(parts[:, :, i], zero, config)
-            total = placed if total is None else total + placed
-    else:
-        idx = _gather_index(padded, window, strides, dilations, blocks)
-        flat = jnp.zeros((n, c, math.prod(padded)), cols.dtype)
-        total = flat.at[:, :, jnp.asarray(idx.ravel(), np.int32)].add(cols.reshape(n, c, -1), mode="promise_in_bounds")
-        total = total.reshape(n, c, *padded)
+        return spread_windows(lambda i, _: parts[:, :, i], spatial, window, strides, dilations, start, end)
+    padded = tuple(s + a + b for s, a, b in zip(spatial, start, end))
+    idx = _gather_index(padded, window, strides, dilations, blocks)
+    flat = jnp.zeros((n, c, math.prod(padded)), cols.dtype)
+    total = flat.at[:, :, jnp.asarray(idx.ravel(), np.int32)].add(cols.reshape(n, c, -1), mode="promise_in_bounds")
+    total = total.reshape(n, c, *padded)
     return lax.slice(total, (0, 0, *start), (n, c, *(a + s for a, s in zip(start, spatial))))
 
 

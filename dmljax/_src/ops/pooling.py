@@ -11,7 +11,6 @@ in Python."""
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import NamedTuple
 
@@ -28,7 +27,7 @@ from dmljax._src.dtypes import (
 from dmljax._src.errors import Violation
 from dmljax._src.numerics import flush_denormals, is_nan, load, mark_flushed, store
 from dmljax._src.op import operator
-from dmljax._src.ops._window import array_violations, fit_violations, windows_per_dimension
+from dmljax._src.ops._window import array_violations, fit_violations, spread_windows, windows_per_dimension
 from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, TensorSpec, table
 from dmljax._src.validate import MAX_ELEMENTS, TensorInfo
 
@@ -74,29 +73,11 @@ def window_sum(x, w: Window):
 SPREAD = 64
 """Gradients go back to the input elements as one broadcast where the windows tile the input
 (``tiles``), else, for windows of up to SPREAD positions, as one padded copy per window position,
-summed (window_spread): XLA fuses either into one pass, where the windowed sum's transpose (a
+summed (_window.spread_windows): XLA fuses either into one pass, where the windowed sum's transpose (a
 reduce_window over the dilated gradient) first wrote the flushed gradient out and a scatter-add
 ran atomics (measured on an H100, 3 x 3 windows every 2: jax.grad of AVERAGE_POOLING 0.84x its jnp
 twin's by the transpose, 1.56x by the copies; of MAX_POOLING 1.0x by a scatter-add, 1.3x by the
 copies). Larger windows: the transpose (AVERAGE, LP) or one scatter-add (MAX)."""
-
-
-def window_spread(part, spatial, w: Window):
-    """An input-shaped (N, C) + ``spatial`` sum over the window positions k (row-major) of
-    ``part(offset)`` (a pooled-shaped array for the position at ``offset`` in the padded input),
-    each output's value placed at its window's element k; what lands in the padding is dropped."""
-    padded = tuple(s + a + b for s, a, b in zip(spatial, w.start, w.end))
-    total = None
-    for ks in itertools.product(*(range(size) for size in w.size)):
-        off = tuple(k * d for k, d in zip(ks, w.dilations))
-        g = part(off)
-        pooled = g.shape[2:]
-        config = [(0, 0, 0), (0, 0, 0)] + [(o, p - o - (q - 1) * t - 1, t - 1)
-                                           for o, p, q, t in zip(off, padded, pooled, w.strides)]
-        placed = lax.pad(g, np.zeros((), g.dtype), config)
-        total = placed if total is None else total + placed
-    n, c = total.shape[:2]
-    return lax.slice(total, (0, 0, *w.start), (n, c, *(a + s for a, s in zip(w.start, spatial))))
 
 
 def tiles(w: Window) -> bool:
@@ -144,7 +125,7 @@ def window_sum_transpose(g, spatial, w: Window):
         shape = g.shape[:2] + tuple(v for p, size in zip(g.shape[2:], w.size) for v in (p, size))
         return untile(jnp.broadcast_to(expand(g), shape), spatial, w)
     if math.prod(w.size) <= SPREAD:
-        return window_spread(lambda off: g, spatial, w)
+        return spread_windows(lambda k, off: g, spatial, *w)
     like = jax.ShapeDtypeStruct(g.shape[:2] + tuple(spatial), g.dtype)
     return jax.linear_transpose(lambda z: window_sum(z, w), like)(g)[0]
 
@@ -310,7 +291,7 @@ def _flat_indices(at, spatial, index_dtype):
 # ------------------------------------------------------------------------------ max: formulas
 def _to_positions(at, g, spatial, w: Window):
     """Each output's ``g`` added to the input element at its within-plane position ``at`` (-1: to
-    none), overlaps summed in g's dtype: window_spread of g where ``at`` names each window position
+    none), overlaps summed in g's dtype: spread_windows of g where ``at`` names each window position
     (small windows), else one scatter-add (XLA's order of the additions)."""
     n, c = g.shape[:2]
     size = math.prod(spatial)
@@ -327,8 +308,9 @@ def _to_positions(at, g, spatial, w: Window):
         base = sum((lax.broadcasted_iota(np.int32, tuple(pooled), d) * np.int32(t) - np.int32(a)) * np.int32(f)
                    for d, (t, a, f) in enumerate(zip(w.strides, w.start, flat)))
         zero = np.zeros((), g.dtype)
-        return window_spread(
-            lambda off: jnp.where(at == base + np.int32(sum(o * f for o, f in zip(off, flat))), g, zero), spatial, w)
+        return spread_windows(
+            lambda k, off: jnp.where(at == base + np.int32(sum(o * f for o, f in zip(off, flat))), g, zero),
+            spatial, *w)
     rows = jnp.arange(n * c, dtype=np.int32)[:, None]
     where = jnp.where(at < 0, np.int32(size), at).reshape(n * c, -1)
     out = jnp.zeros((n * c, size), g.dtype).at[rows, where].add(g.reshape(n * c, -1), mode="drop")
