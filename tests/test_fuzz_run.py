@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED_MODELS = ROOT.parent / "shared" / "dxdispatch" / "models"
 EXAMPLE_FILES = sorted((ROOT / "examples").glob("*.json"))
 SHARED_FILES = sorted(SHARED_MODELS.glob("*.json")) if SHARED_MODELS.is_dir() else []
-DATA_FILES = [p for p in SHARED_MODELS.glob("*") if p.suffix in (".npy", ".dat")] if SHARED_MODELS.is_dir() else []
+DATA_FILES = [p for p in SHARED_MODELS.glob("*") if p.suffix in (".npy", ".dat", ".jpg")] if SHARED_MODELS.is_dir() else []
 MEMORY = 64 << 20
 MAX_STDERR_LINES = 40
 
@@ -264,6 +264,43 @@ def test_fuzz_npy_sources(content, data_type, capsys):
         model = Path(work) / "model.json"
         model.write_text(json.dumps({"resources": {"r": resource}, "dispatchables": {},
                                      "commands": [{"type": "print", "resource": "r"}]}))
+        run_checked(["run", model], capsys)
+
+
+def picture_bytes(fmt: str) -> bytes:
+    from PIL import Image
+    f = io.BytesIO()
+    Image.fromarray(np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)).save(f, format=fmt)
+    return f.getvalue()
+
+
+@st.composite
+def picture_contents(draw):
+    """A small PNG or JPEG with some of its bytes replaced, inserted or cut."""
+    content = bytearray(picture_bytes(draw(st.sampled_from(["PNG", "JPEG"]))))
+    for _ in range(draw(st.integers(1, 3))):
+        i = draw(st.integers(0, len(content)))
+        kind = draw(st.sampled_from(["replace", "insert", "cut"]))
+        if kind == "cut":
+            del content[i:]
+        else:
+            chunk = draw(st.binary(min_size=1, max_size=8))
+            content[i:i + (len(chunk) if kind == "replace" else 0)] = chunk
+    return bytes(content)
+
+
+@fuzz_settings(60)
+@given(content=picture_contents(), suffix=st.sampled_from([".png", ".jpg"]),
+       size=st.lists(st.integers(0, 9), min_size=3, max_size=5), data_type=st.sampled_from(["FLOAT32", "FLOAT16", "UINT8"]))
+def test_fuzz_image_sources(content, suffix, size, data_type, capsys):
+    with tempfile.TemporaryDirectory() as work:
+        (Path(work) / f"x{suffix}").write_bytes(content)
+        resource = {"initialValuesDataType": data_type, "initialValues": {"sourcePath": f"x{suffix}"},
+                    "resampleSize": size}
+        model = Path(work) / "model.json"
+        model.write_text(json.dumps({"resources": {"r": resource}, "dispatchables": {}, "commands": [
+            {"type": "print", "resource": "r"},
+            {"type": "writeFile", "resource": "r", "targetPath": f"y{suffix}", "dimensions": size[:4]}]}))
         run_checked(["run", model], capsys)
 
 

@@ -41,6 +41,7 @@ from dmljax._src.compile import CompiledOperator, _get_op, compile_operator
 from dmljax._src.dtypes import DataType
 from dmljax._src.errors import ValidationError
 from dmljax._src.feature_level import resolve_feature_level
+from dmljax._src import images
 from dmljax._src.memory import device_available, host_available
 from dmljax._src.model_schema import describe, structure_problems
 
@@ -53,7 +54,7 @@ _COMMAND_TYPES = ("dispatch", "print", "writeFile")
 _NON_DML = {"hlsl": "an HLSL compute shader", "onnx": "an ONNX model",
             "dmlserializedgraph": "a DML serialized graph", "dml_graph_desc": "a DML_GRAPH_DESC graph"}
 _FLOAT_WORDS = {"nan": math.nan, "inf": math.inf, "+inf": math.inf, "-inf": -math.inf}
-_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
+_JPEG_SPELLING = ".jpeg"  # not an image to DxDispatch (it reads .png and .jpg only): refused
 # Memory per byte of model file while it is read, parsed and its arrays converted (measured: 6.4
 # to parse an array of floats, and up to as much again, for a moment, to convert it).
 _PARSE_FACTOR = 12
@@ -342,9 +343,13 @@ def _plan_resource(name: str, spec: Mapping, base: Path) -> tuple[Resource, _Fil
     elif isinstance(init, Mapping) and "sourcePath" in init:
         source = init["sourcePath"]
         what = f"initialValues.sourcePath {source!r}"
-        if Path(source).suffix.lower() in _IMAGE_SUFFIXES:
-            raise ValueError(f"{what} is an image; image initializers are not implemented yet in dmljax")
+        suffix = Path(source).suffix.lower()
+        if suffix == _JPEG_SPELLING:
+            raise ValueError(f"{what}: DxDispatch reads only .png and .jpg files as images (it would read a .jpeg "
+                             "file's raw bytes); name the picture .jpg")
         path, file_size = _source_file(base, source)
+        if suffix in images.READ_SUFFIXES:
+            return _plan_image(name, spec, path, need_type("image"), what)
         if path.suffix.lower() == ".npy":
             dtype, dt, shape, fortran, data_offset = _npy_header(path, file_size, what)
             nbytes = math.prod(shape) * dtype.itemsize
@@ -392,7 +397,12 @@ def _plan_resource(name: str, spec: Mapping, base: Path) -> tuple[Resource, _Fil
         raise ValueError(f"initialValues is {describe(init)}; expected an array, a constant, sequence or file "
                          "initializer object, or a list initializer")
     if "resampleSize" in spec or "resampleMode" in spec:
-        raise ValueError("resampleSize/resampleMode apply to image initializers, which dmljax does not implement yet")
+        raise ValueError("resampleSize/resampleMode apply only to image initializers (a .png or .jpg sourcePath)")
+    return _sized(name, spec, dt, nbytes, fill)
+
+
+def _sized(name: str, spec: Mapping, dt: DataType | None, nbytes: int, fill: _Fill) -> tuple[Resource, _Fill]:
+    """The resource of ``nbytes`` initial bytes, with its offset, sizeInBytes and alignment."""
     offset = spec.get("initialValuesOffsetInBytes", 0)
     needed = offset + nbytes
     size = spec.get("sizeInBytes")
@@ -404,6 +414,37 @@ def _plan_resource(name: str, spec: Mapping, base: Path) -> tuple[Resource, _Fil
     size = (size + 3) & ~3  # inflated to DirectML's 4-byte alignment
     fill.offset, fill.nbytes = offset, nbytes
     return Resource(name, None, dt, needed, size), fill
+
+
+def _plan_image(name: str, spec: Mapping, path: Path, dt: DataType, what: str) -> tuple[Resource, _Fill]:
+    """An image initializer (``images``): its shape from ``resampleSize`` [1, C, H, W], C 3 (RGB)
+    or 4 (RGBA), FLOAT32 or FLOAT16 elements, planar; the file's header is read now, the picture
+    when the buffer is filled."""
+    if dt not in (DataType.FLOAT32, DataType.FLOAT16):
+        raise ValueError(f"{what} is an image; its initialValuesDataType must be FLOAT32 or FLOAT16 (DxDispatch "
+                         f"converts pixels to those two), not {dt.name}")
+    size = spec.get("resampleSize")
+    if size is None:
+        raise ValueError(f"{what} is an image: give resampleSize [1, C, H, W], the tensor it fills (C 3 for RGB, "
+                         "4 for RGBA; the picture is scaled to H x W)")
+    if len(size) != 4 or size[0] != 1:
+        raise ValueError(f"resampleSize is {describe(size)}; it must have four dimensions in N,C,H,W order, N being 1")
+    _, channels, height, width = size
+    if channels not in (3, 4):
+        raise ValueError(f"resampleSize's C is {channels}; an image initializer gives 3 channels (RGB) or 4 (RGBA)")
+    if height < 1 or width < 1:
+        raise ValueError(f"resampleSize {describe(size)} has an empty picture; H and W must be at least 1")
+    mode = spec.get("resampleMode", "scale")
+    if mode != "scale":
+        raise ValueError(f"resampleMode is {describe(mode)}; it must be \"scale\" for image files (DxDispatch's only mode)")
+    src_width, src_height = images.image_size(path, what)
+    elements = channels * height * width
+
+    def write(target, path=path, c=channels, h=height, w=width, dt=dt, what=what):
+        target[:] = images.read_image(path, c, h, w, dt, what).reshape(-1).view(np.uint8)
+    # decoded picture, its scaled bytes and their float32 values
+    fill = _Fill(write, extra=images.pixel_bytes(src_width, src_height) + 5 * elements)
+    return _sized(name, spec, dt, elements * (dt.bits // 8), fill)
 
 
 def _build(res: Resource, fill: _Fill) -> jax.Array:
@@ -555,7 +596,10 @@ class Model:
             model.commands.append(model._load_command(i, spec))
         model._check_memory(fills)
         for name, res in resources.items():
-            res.data = _build(res, fills.pop(name))
+            try:
+                res.data = _build(res, fills.pop(name))
+            except ValueError as e:  # a source file that changed since, or a picture that does not decode
+                raise ModelError(path, f"resource {_q(name)}", str(e)) from None
         model._check_bindings()
         return model
 
@@ -637,9 +681,10 @@ class Model:
             problem = _path_problem(target)
             if problem:
                 raise ModelError(path, where, f"targetPath {target!r} {problem}")
-            if Path(target).suffix.lower() in _IMAGE_SUFFIXES:
-                raise ModelError(path, where, f"writes an image ({target}); image output is not implemented yet "
-                                 "in dmljax")
+            suffix = Path(target).suffix.lower()
+            if suffix == _JPEG_SPELLING:
+                raise ModelError(path, where, f"targetPath {target!r}: DxDispatch writes images only to .png and .jpg "
+                                 "files (a .jpeg file would get the raw bytes); name it .jpg")
             dest = path.parent / target  # relative to the model file, as DxDispatch resolves it
             if not dest.parent.is_dir():
                 raise ModelError(path, where, f"targetPath {target!r}: the folder {str(dest.parent)!r} does not exist "
@@ -651,7 +696,11 @@ class Model:
             if mode is not None and (stat.S_ISDIR(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
                 raise ModelError(path, where, f"targetPath {target!r} is {_file_kind(mode)}; expected a file")
             dims = spec.get("dimensions")
-            if dims is not None:
+            if suffix in images.READ_SUFFIXES:
+                problem = _image_output_problem(dims or [], res, suffix)
+                if problem:
+                    raise ModelError(path, where, f"writes the image {target!r}: {problem}")
+            elif dims is not None:
                 need = math.prod(dims) * (res.data_type.bits // 8)
                 if need > res.size_in_bytes:
                     raise ModelError(path, where, f"dimensions {describe(dims)} need {need} bytes; resource "
@@ -815,7 +864,11 @@ class Model:
         dest = self.path.parent / target  # relative to the model file, as DxDispatch resolves it
         try:
             with open(dest, "wb") as f:
-                if dest.suffix.lower() == ".npy":
+                if dest.suffix.lower() in images.READ_SUFFIXES:
+                    c, h, w = _image_shape(cmd.fields.get("dimensions") or [])
+                    values = self._elements(name, state, c * h * w * (res.data_type.bits // 8))
+                    images.write_image(f, dest.suffix.lower(), values, c, h, w)
+                elif dest.suffix.lower() == ".npy":
                     values = self._elements(name, state, res.size_in_bytes)
                     dims = cmd.fields.get("dimensions")
                     if dims:
@@ -823,9 +876,35 @@ class Model:
                     np.save(f, values, allow_pickle=False)
                 else:
                     f.write(memoryview(np.asarray(jax.device_get(state[name]))))
-        except OSError as e:
-            raise ModelError(self.path, cmd.where, f"cannot write {target!r} ({e.strerror or e})") from None
+        except (OSError, ValueError) as e:  # ValueError: Pillow's encoders
+            raise ModelError(self.path, cmd.where, f"cannot write {target!r} ({getattr(e, 'strerror', None) or e})") from None
         print(f"Resource '{name}' written to '{target}'", file=out)
+
+
+def _image_shape(dims) -> tuple[int, int, int]:
+    """(C, H, W) of the first picture of writeFile's ``dimensions`` [N, C, H, W] (DxDispatch's
+    Executor: a missing dimension is 1)."""
+    return tuple(int(dims[i]) if len(dims) > i else 1 for i in (1, 2, 3))
+
+
+def _image_output_problem(dims, res: Resource, suffix: str) -> str | None:
+    try:
+        images.require_pillow()
+    except ValueError as e:
+        return str(e)
+    if res.data_type not in (DataType.FLOAT32, DataType.FLOAT16):
+        return f"the resource holds {res.data_type.name}; pictures are written from FLOAT32 or FLOAT16 values"
+    if len(dims) > 4:
+        return f"dimensions {describe(dims)} has {len(dims)} entries; a picture's are [N, C, H, W]"
+    c, h, w = _image_shape(dims)
+    if c not in (1, 3, 4):
+        return f"dimensions {describe(dims)} gives {c} channels; a picture has 1 (grey), 3 (RGB) or 4 (RGBA)"
+    need = c * h * w * (res.data_type.bits // 8)
+    if need > res.size_in_bytes:
+        return f"a {c} x {h} x {w} picture needs {need} bytes; the resource has {res.size_in_bytes}"
+    if suffix == ".jpg" and max(h, w) > images.JPEG_MAX_SIDE:
+        return f"a {h} x {w} picture is larger than a JPEG holds ({images.JPEG_MAX_SIDE} a side); write a .png"
+    return None
 
 
 def _median(samples) -> float:
