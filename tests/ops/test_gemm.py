@@ -64,6 +64,39 @@ def test_gradient_is_the_products_transposed():
     np.testing.assert_array_equal(np.asarray(dc), 3 * dy)
 
 
+@pytest.mark.parametrize("trans_a, trans_b, alpha", [("NONE", "NONE", 1.0), ("TRANSPOSE", "NONE", -0.75),
+                                                      ("NONE", "TRANSPOSE", 3.0), ("TRANSPOSE", "TRANSPOSE", 0.5)])
+def test_float16_gradient_accumulates_in_float32_from_float16_operands(trans_a, trans_b, alpha):
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((2, 6, 40)).astype(np.float16)  # as read, with TransA: (2, 40, 6)
+    b = rng.standard_normal((2, 40, 5)).astype(np.float16)
+    if trans_a == "TRANSPOSE":
+        a = np.swapaxes(a, -1, -2).copy()
+    if trans_b == "TRANSPOSE":
+        b = np.swapaxes(b, -1, -2).copy()
+    ta = (lambda m: np.swapaxes(m, -1, -2)) if trans_a == "TRANSPOSE" else (lambda m: m)
+    tb = (lambda m: np.swapaxes(m, -1, -2)) if trans_b == "TRANSPOSE" else (lambda m: m)
+    dy = rng.standard_normal(np.broadcast_shapes(ta(a).shape[:-1] + (1,), (1, 1, tb(b).shape[-1]))).astype(np.float16)
+
+    def f(a, b):
+        return jnp.vdot(dmljax.gemm(a, b, trans_a=trans_a, trans_b=trans_b, alpha=alpha).astype(jnp.float32),
+                        dy.astype(np.float32))
+    da, db = jax.grad(f, argnums=(0, 1))(a, b)
+    assert da.dtype == db.dtype == np.float16
+    a64, b64, dy64 = (v.astype(np.float64) for v in (a, b, dy))
+    want_a = ta(alpha * dy64 @ np.swapaxes(tb(b64), -1, -2))  # the products transposed, in float64
+    want_b = tb(alpha * np.swapaxes(ta(a64), -1, -2) @ dy64)
+    for got, want in ((da, want_a), (db, want_b)):
+        # one rounding to FLOAT16 of a FLOAT32 sum of exact products: within half an ulp, plus
+        # FLOAT32's share (40 terms), of the float64 value
+        ulp = np.spacing(np.abs(want).astype(np.float16)).astype(np.float64)
+        assert np.all(np.abs(np.asarray(got, np.float64) - want) <= 0.5 * ulp + 1e-5 * np.abs(want) + 1e-7)
+    # and the backward products take FLOAT16 operands (autodiff's transpose widened them to FLOAT32)
+    text = jax.jit(jax.grad(f, argnums=(0, 1))).lower(a, b).as_text()
+    dots = [ln for ln in text.splitlines() if "dot_general" in ln]
+    assert len(dots) == 3 and all("xf32>, tensor" not in ln.split(":")[-1].split("->")[0] for ln in dots), dots
+
+
 def test_shape_rules():
     x = np.zeros((2, 3, 4), np.float32)
     with pytest.raises(dmljax.ValidationError, match=r"BTensor \(argument `b`\) has Sizes \[2, 5, 6\]: K = 5.*K = 4"):
