@@ -126,6 +126,18 @@ def scan_cases(rng):
                    jax.jit(lambda x: jnp.cumsum(x, axis=1)))
         yield ("CUMULATIVE_PRODUCT rows of 1024", dtype, ps, jax.jit(lambda x: dmljax.cumulative_product(x, axis=1)),
                jax.jit(lambda x: jnp.cumprod(x, axis=1)))
+        for direction, exclusive in ((1, False), (0, True), (1, True)):
+            yield (f"CUMULATIVE_PRODUCT rows of 1024 {'reverse' if direction else 'forward'}"
+                   f"{' exclusive' if exclusive else ''}", dtype, ps,
+                   jax.jit(lambda x, d=direction, e=exclusive: dmljax.cumulative_product(
+                       x, axis=1, axis_direction=d, has_exclusive_product=e)),
+                   jax.jit(lambda x, d=direction: jnp.cumprod(x[:, ::-1], axis=1)[:, ::-1] if d else jnp.cumprod(x, axis=1)))
+        xla = compiled_with(scan_kernels, lambda x: tally(x, 1, False, False, True, False), ps[0], PRODUCT_ENABLED=False)
+        yield ("CUMULATIVE_PRODUCT rows of 1024 (XLA path)", dtype, ps, xla, jax.jit(lambda x: jnp.cumprod(x, axis=1)))
+        for n in (128, 8192):
+            qs = [p.reshape(-1, n) for p in ps]
+            yield (f"CUMULATIVE_PRODUCT rows of {n}", dtype, qs, jax.jit(lambda x: dmljax.cumulative_product(x, axis=1)),
+                   jax.jit(lambda x: jnp.cumprod(x, axis=1)))
 
 
 def movement_cases(rng):

@@ -1,4 +1,4 @@
-"""The compiled CUMULATIVE_SUMMATION row kernel (dmljax/_src/scan_kernels.py) on a GPU against the
+"""The compiled CUMULATIVE_SUMMATION and CUMULATIVE_PRODUCT row kernels (dmljax/_src/scan_kernels.py) on a GPU against the
 float64 reference, within the operator's budget, and against the XLA path: every direction and
 exclusivity, FLOAT32 and FLOAT16, rows of 16 to 8,192, with NaN, infinities and FLOAT32 denormals,
 and the gradient (the tally the other way) through jax.grad. tests/gpu_check.py's shapes (rows of
@@ -80,7 +80,51 @@ def main() -> int:
                                                                .astype(jnp.float32) * dy).sum()))(clean)
                         assert_matches(g, [_grad64(dy, **kw)], dt, budget,
                                        magnitude=_grad64(np.abs(dy), **kw), context=name + " gradient")
+    product_rows_check(rng, cases)
     return cases.summary()
+
+
+def _product64(x, axis, axis_direction, has_exclusive_product):
+    """The float64 running product (an overflow past float64 is far beyond FLOAT32's range)."""
+    v = read(np.asarray(x))
+    v = v[:, ::-1] if axis_direction else v
+    with np.errstate(all="ignore"):
+        y = np.cumprod(v, axis=1)
+    if has_exclusive_product:
+        y = np.concatenate([np.ones((y.shape[0], 1)), y[:, :-1]], axis=1)
+    return y[:, ::-1] if axis_direction else y
+
+
+def product_rows_check(rng, cases):
+    """CUMULATIVE_PRODUCT's pair scan kernel, compiled: the reference within the budget, the XLA
+    path (PRODUCT_ENABLED off), partial products past FLOAT32's range with prefixes inside it,
+    true overflow coming back into range, zeros, NaN, infinities and denormals."""
+    spec = dmljax.get_operator("CUMULATIVE_PRODUCT").spec
+    for n, rows in ((16, 256), (1024, 24), (8192, 3)):
+        for dtype in (np.float32, np.float16):
+            x = np.exp(rng.standard_normal((rows, n)) * 0.3) * rng.choice([-1, 1], (rows, n))
+            x[0, 3], x[1, n // 2], x[2, 0] = np.nan, np.inf, 0.0
+            if dtype == np.float32:
+                x[-1, :6] = [3e38, 0.47, 2.0, 0.5, 4.0, 0.25]
+                x[-2, :4] = [1e30, 1e30, 1e-30, 1e-30]
+                x[-3, :4] = [1e-40, 2.0, -1e-39, 3.0]
+            x = x.astype(dtype)
+            assert scan_kernels.use_product_kernel(x.shape, 1, dtype, False), (n, rows)
+            dt = dmljax.DataType.from_dtype(np.dtype(dtype))
+            for reverse in (False, True):
+                for exclusive in (False, True):
+                    kw = {"axis": 1, "axis_direction": int(reverse), "has_exclusive_product": exclusive}
+                    name = f"CUMULATIVE_PRODUCT rows of {n:5d} {np.dtype(dtype).name} reverse={reverse} exclusive={exclusive}"
+                    with cases.case(name):
+                        f = jax.jit(lambda v, kw=kw: dmljax.cumulative_product(v, **kw))
+                        hlo = f.lower(x).as_text()
+                        assert os.environ.get("SCAN_CHECK_ON_CPU") or "dmljax_row_cumprod" in hlo, "the kernel is not in the program"
+                        got = f(x)
+                        budget = spec.budget(dt, x.shape, {"Axis": 1})
+                        assert_matches(got, [_product64(x, **kw)], dt, budget, context=name)
+                        xla = with_settings(scan_kernels, jax.jit(lambda v, r=reverse, e=exclusive: tally(
+                            v, 1, r, e, True, False)), x, PRODUCT_ENABLED=False)
+                        assert_matches(got, [np.asarray(xla, np.float64)], dt, 2 * budget, context=name + " against XLA")
 
 
 if __name__ == "__main__":

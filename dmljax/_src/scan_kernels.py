@@ -1,5 +1,6 @@
-"""A Pallas kernel for CUMULATIVE_SUMMATION of FLOAT32 and FLOAT16 rows on NVIDIA GPUs: each
-program reads a block of whole rows once, scans them in registers and writes them once.
+"""Pallas kernels for CUMULATIVE_SUMMATION and CUMULATIVE_PRODUCT of FLOAT32 and FLOAT16 rows on
+NVIDIA GPUs: each program reads a block of whole rows once, scans them in registers and writes
+them once. (The product's kernel is described with it, below.)
 
 XLA's cumsum over rows of 1,024 moved 1.18 TB/s in FLOAT32 and 0.67 TB/s in FLOAT16 on the H100,
 where a copy moves about 2.9 (issue 11). The kernel's formula is the XLA path's: read in FLOAT32
@@ -23,7 +24,7 @@ import numpy as np
 
 from dmljax._src.row_kernels import flush_values
 
-__all__ = ["use_kernel", "scan_rows", "MIN_ROW", "MAX_ROW", "BLOCK"]
+__all__ = ["use_kernel", "use_product_kernel", "scan_rows", "product_rows", "MIN_ROW", "MAX_ROW", "BLOCK"]
 
 MIN_ROW = 16
 MAX_ROW = 8192
@@ -82,6 +83,10 @@ def _kernel(x_ref, o_ref, *, b: int, n: int, reverse: bool, exclusive: bool, flu
 def scan_rows(x: jnp.ndarray, reverse: bool, exclusive: bool, interpret: bool = False) -> jnp.ndarray:
     """The running sum of ``x`` along its last axis (reversed and/or exclusive), by the kernel
     (``interpret=True`` runs it on any backend, for tests); ``use_kernel`` must allow the shape."""
+    return _rows_call(_kernel, "dmljax_row_cumsum", x, reverse, exclusive, interpret)
+
+
+def _rows_call(body, name, x, reverse, exclusive, interpret):
     from jax.experimental import pallas as pl  # imported where a kernel is built: dmljax's import stays light
 
     n = x.shape[-1]
@@ -92,9 +97,132 @@ def scan_rows(x: jnp.ndarray, reverse: bool, exclusive: bool, interpret: bool = 
     if not interpret:
         from jax.experimental.pallas import triton as pl_triton
         params = pl_triton.CompilerParams(num_warps=4 if b * n <= 2048 else 8, num_stages=1)
-    kernel = functools.partial(_kernel, b=b, n=n, reverse=reverse, exclusive=exclusive, flush=x.dtype == np.float32)
+    kernel = functools.partial(body, b=b, n=n, reverse=reverse, exclusive=exclusive, flush=x.dtype == np.float32)
     out = pl.pallas_call(
         kernel, out_shape=jax.ShapeDtypeStruct(rows.shape, rows.dtype), grid=(rows.shape[0] // b,),
-        in_specs=[spec], out_specs=spec, compiler_params=params, interpret=interpret,
-        name="dmljax_row_cumsum")(rows)
+        in_specs=[spec], out_specs=spec, compiler_params=params, interpret=interpret, name=name)(rows)
     return out.reshape(x.shape)
+
+
+# ------------------------------------------------------------------ CUMULATIVE_PRODUCT's rows
+# A product scan combines (mantissa, exponent) pairs, so that no partial product overflows or
+# vanishes whatever order Triton's scan tree combines them in (the XLA path's rule, done there by
+# a rescan: ops/cumulative.py). Pallas lowers only cumsum to Triton's scan, so the pair scan is a
+# primitive of its own: Triton's scan with this combine on a GPU, lax.associative_scan elsewhere
+# (Pallas's interpreter in the tests).
+_EXP_MASK = np.int32(0x7F800000)
+_ONE_EXP = np.int32(127 << 23)
+
+
+def _normalized(v):
+    """(m, k): ``v``'s mantissa scaled into [1, 2) with its sign, and its unbiased exponent; zero,
+    infinity and NaN as they are, with exponent 0 (FLOAT32 denormals are flushed before)."""
+    bits = jax.lax.bitcast_convert_type(v, jnp.int32)
+    field = jax.lax.shift_right_logical(bits & _EXP_MASK, np.int32(23))
+    normal = (field != 0) & (field != 255)
+    m = jnp.where(normal, jax.lax.bitcast_convert_type((bits & ~_EXP_MASK) | _ONE_EXP, jnp.float32), v)
+    return m, jnp.where(normal, field - 127, 0)
+
+
+def _pair_product(a, b):
+    """(ma, ea) x (mb, eb): the mantissas' product renormalized into [1, 2), exponents added."""
+    m, k = _normalized(a[0] * b[0])
+    return m, a[1] + b[1] + k
+
+
+def _pairs_to_value(m, e):
+    """m x 2^e as FLOAT32: infinity above FLOAT32's range, a signed zero below its normal range
+    (the flush of the output); zero, infinity and NaN mantissas as they are."""
+    bits = jax.lax.bitcast_convert_type(m, jnp.int32)
+    field = jax.lax.shift_right_logical(bits & _EXP_MASK, np.int32(23))
+    special = (field == 0) | (field == 255)
+    clamped = jnp.clip(e, -127, 128)  # beyond the range: the exponent field's 0 and 255
+    value = jax.lax.bitcast_convert_type((bits & ~_EXP_MASK) | ((clamped + 127) << 23), jnp.float32)
+    huge = jnp.where(m < 0, -np.inf, np.inf).astype(jnp.float32)
+    tiny = m * 0.0  # a zero with m's sign
+    return jnp.where(special, m, jnp.where(e > 127, huge, jnp.where(e < -126, tiny, value)))
+
+
+def _pair_scan_impl(m, e, *, axis):
+    return jax.lax.associative_scan(_pair_product, (m, e), axis=axis)
+
+
+@functools.cache
+def _pair_scan() -> tuple:
+    """(the primitive, whether it lowers to Triton's scan): defined at first use, so that
+    importing dmljax does not import Pallas; the Triton lowering is registered where this JAX's
+    Pallas Triton lowering has the pieces it is built from."""
+    from jax.extend.core import Primitive
+    from jax.interpreters import mlir
+
+    prim = Primitive("dmljax_pair_product_scan")
+    prim.multiple_results = True
+    prim.def_impl(lambda m, e, *, axis: _pair_scan_impl(m, e, axis=axis))
+    prim.def_abstract_eval(lambda m, e, *, axis: (m, e))
+    mlir.register_lowering(prim, mlir.lower_fun(_pair_scan_impl, multiple_results=True))
+    try:
+        from jax._src import api_util
+        from jax._src import linear_util as lu
+        from jax._src.interpreters import partial_eval as pe
+        from jax._src.lib.triton import dialect as tt_dialect
+        from jax._src.pallas.triton import lowering as tl
+        from jax._src.lib.mlir import ir
+    except ImportError:
+        return prim, False
+
+    def rule(ctx, m, e, *, axis):
+        scalars = [jax.core.ShapedArray((), a.dtype) for a in ctx.avals_in] * 2
+
+        def combine(ma, ea, mb, eb):
+            return list(_pair_product((ma, ea), (mb, eb)))
+        traced = lu.wrap_init(combine, debug_info=api_util.debug_info("dmljax pair scan", combine, (0,) * 4, {}))
+        jaxpr, _, consts = pe.trace_to_jaxpr_dynamic(traced, scalars)
+        if consts:
+            raise NotImplementedError("the pair product closes over constants")
+        scan = tt_dialect.ScanOp([m, e], axis)
+        types = [tl._element_type(v.type) for v in (m, e)]
+        block = scan.regions[0].blocks.append(*(types * 2))
+        with ir.InsertionPoint.at_block_begin(block):
+            tt_dialect.scan_return(tl.lower_jaxpr_to_triton_ir(ctx.context, jaxpr, None, *block.arguments))
+        scan.verify()
+        return list(scan.result)
+
+    tl.register_lowering(prim)(rule)
+    return prim, True
+
+
+def use_product_kernel(shape: tuple[int, ...], axis: int, dtype, half: bool) -> bool:
+    """use_kernel's rule, for CUMULATIVE_PRODUCT (where this JAX's Triton lowering has the scan)."""
+    return PRODUCT_ENABLED and use_kernel(shape, axis, dtype, half) and _pair_scan()[1]
+
+
+PRODUCT_ENABLED = True
+"""False sends every CUMULATIVE_PRODUCT to XLA's formula (benchmarks time the two paths)."""
+
+
+def _product_kernel(x_ref, o_ref, *, b: int, n: int, reverse: bool, exclusive: bool, flush: bool):
+    col = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32)[None, :], (b, n))
+    row = jnp.broadcast_to(jnp.arange(b, dtype=jnp.int32)[:, None], (b, n))
+    at = n - 1 - col if reverse else col
+    if exclusive:  # position j reads the element before it (in scan order); position 0 reads a 1
+        src = jnp.clip(at + 1 if reverse else at - 1, 0, n - 1)
+        x = jnp.where(col > 0, x_ref[row, src].astype(jnp.float32), 1.0)
+    elif reverse:
+        x = x_ref[row, at].astype(jnp.float32)
+    else:
+        x = x_ref[...].astype(jnp.float32)
+    if flush:
+        x = flush_values(x)
+    m, e = _normalized(x)
+    m, e = _pair_scan()[0].bind(m, e, axis=1)
+    y = _pairs_to_value(m, e).astype(o_ref.dtype)
+    if reverse:
+        o_ref[row, at] = y
+    else:
+        o_ref[...] = y
+
+
+def product_rows(x: jnp.ndarray, reverse: bool, exclusive: bool, interpret: bool = False) -> jnp.ndarray:
+    """The running product of ``x`` along its last axis (reversed and/or exclusive), by the pair
+    scan kernel; ``use_product_kernel`` must allow the shape (``interpret=True``: any backend)."""
+    return _rows_call(_product_kernel, "dmljax_row_cumprod", x, reverse, exclusive, interpret)
