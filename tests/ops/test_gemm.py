@@ -112,3 +112,21 @@ def test_shape_rules():
     with pytest.raises(dmljax.ValidationError, match=r"ELEMENT_WISE_CLIP"):
         dmljax.element_wise_add1(x, x, fused_activation={"Type": "ELEMENT_WISE_CLIP", "Desc": {"Min": 0.0, "Max": 1.0}})
     assert jnp.asarray(dmljax.gemm(x, np.zeros((2, 4, 6), np.float32))).shape == (2, 3, 6)
+
+
+def test_float16_products_on_nvidia_gpus_have_float16_results_without_alpha():
+    # Lowered for CUDA here (no GPU needed): without Alpha the forward and backward products give
+    # FLOAT16 results, which cuBLAS and XLA's Triton GEMMs accumulate in FLOAT32 and round once
+    # (gpu_check holds the H100 to the reference); with Alpha, or on the CPU, FLOAT32 results
+    # are scaled, then rounded.
+    a = jax.ShapeDtypeStruct((2, 64, 32), jnp.float16)
+    b = jax.ShapeDtypeStruct((2, 32, 16), jnp.float16)
+
+    def results(platform, **kw):
+        g = jax.grad(lambda a, b: dmljax.gemm(a, b, **kw).astype(jnp.float32).sum(), argnums=(0, 1))
+        text = "\n".join(jax.jit(f).trace(a, b).lower(lowering_platforms=(platform,)).as_text()
+                         for f in (lambda a, b: dmljax.gemm(a, b, **kw), g))
+        return [ln.split("->")[-1].strip() for ln in text.splitlines() if "dot_general" in ln]
+    assert results("cuda") and all(r.endswith("xf16>") for r in results("cuda"))
+    assert results("cpu") and all(r.endswith("xf32>") for r in results("cpu"))
+    assert all(r.endswith("xf32>") for r in results("cuda", alpha=2.0))
