@@ -5,8 +5,11 @@
 8192^3 in FLOAT32 (dmljax: true FLOAT32 products, precision HIGHEST) against jnp.matmul with
 precision=HIGHEST and with jnp's default precision (TF32 passes on the GPU, which dmljax never
 takes), and in FLOAT16 (dmljax: FLOAT32 accumulation) against jnp.matmul of FLOAT16 (its default
-accumulation) and with preferred_element_type=float32 then a cast. Device-side kernel time (CUPTI),
-20 calls over two input sets; TFLOP/s = 2 M N K / time. Writes results.json and results.md.
+accumulation) and with preferred_element_type=float32 then a cast; then forward+backward (the product
+and both gradients through jax.vjp, 3 GEMMs), a check that FLOAT16 accumulates in FLOAT32 on the
+device, and torch.matmul of FLOAT16 where torch is installed. Device-side kernel time (CUPTI),
+20 calls over two input sets; TFLOP/s = 2 M N K / time (x 3 with the gradients). Writes
+results.json and results.md.
 """
 
 import json
@@ -61,11 +64,86 @@ def main():
             err = np.linalg.norm(np.asarray(f(*sets[0])[:rows], np.float64) - ref) / np.linalg.norm(ref)
             lines.append(f"{np.dtype(dtype).name:7s} {name:34s} relative error {err:.2e} against float64")
             print(lines[-1], flush=True)
+    points += forward_backward(rng, lines)
+    lines.append(accumulation_check())
+    print(lines[-1], flush=True)
+    torch_line = torch_float16(rng)
+    if torch_line:
+        lines.append(torch_line)
+        print(lines[-1], flush=True)
     with open(os.path.join(out_dir, "results.json"), "w") as fh:
         json.dump({"points": points, "jax": jax.__version__, "device": str(jax.devices()[0]), "n": N,
                    "method": "CUPTI kernel durations via jax.profiler, 20 calls, 2 input sets"}, fh, indent=1)
     with open(os.path.join(out_dir, "results.md"), "w") as fh:
         fh.write("\n".join(lines) + "\n")
+
+
+def forward_backward(rng, lines):
+    """The product and both gradients (jax.vjp, a cotangent of the output's type), jitted: 3 GEMMs."""
+    hi = jax.lax.Precision.HIGHEST
+    points = []
+    for dtype, variants in (
+            (np.float32, [("dmljax.gemm", lambda a, b: dmljax.gemm(a, b)),
+                          ("jnp.matmul HIGHEST", lambda a, b: jnp.matmul(a, b, precision=hi))]),
+            (np.float16, [("dmljax.gemm", lambda a, b: dmljax.gemm(a, b)),
+                          ("dmljax.gemm alpha 0.5", lambda a, b: dmljax.gemm(a, b, alpha=0.5)),
+                          ("jnp.matmul", lambda a, b: jnp.matmul(a, b)),
+                          ("jnp.matmul FLOAT32 accumulation", lambda a, b: jnp.matmul(
+                              a, b, preferred_element_type=jnp.float32).astype(jnp.float16))])):
+        sets = [tuple(jnp.asarray(rng.standard_normal((N, N), dtype=np.float32).astype(dtype)) for _ in range(3))
+                for _ in range(2)]
+
+        def both(f):
+            def run(a, b, dy):
+                y, vjp = jax.vjp(f, a, b)
+                return y, vjp(dy)
+            return jax.jit(run)
+        fns = [(name, both(f)) for name, f in variants]
+        for _, f in fns:
+            jax.block_until_ready(f(*sets[0]))
+        t = jax_device_times([(name, lambda i, f=f: f(*sets[i % 2])) for name, f in fns], 2)
+        for name, v in t.items():
+            tflops = 3 * 2 * N ** 3 / v["s"] / 1e12
+            points.append({"dtype": np.dtype(dtype).name, "variant": name + " forward+backward", "ms": v["s"] * 1e3,
+                           "tflops": tflops, "kernels": v["kernels_per_call"]})
+            lines.append(f"{np.dtype(dtype).name:7s} {name + ' fwd+bwd':44s} {v['s'] * 1e3:8.3f} ms  {tflops:6.1f} "
+                         f"TFLOP/s (3 products), {v['kernels_per_call']} kernels")
+            print(lines[-1], flush=True)
+    return points
+
+
+def accumulation_check() -> str:
+    """FLOAT16 GEMM accumulates in FLOAT32 on this device: 2048 then 4,095 ones sum to 6,143,
+    rounded once to FLOAT16's 6,144; a FLOAT16 accumulator stays at 2048 (2048 + 1 rounds back)."""
+    a = np.ones((8, 4096), np.float16)
+    a[:, 0] = 2048
+    b = np.ones((4096, 8), np.float16)
+    y = np.asarray(jax.jit(lambda a, b: dmljax.gemm(a, b))(a, b))
+    da, _ = jax.jit(jax.grad(lambda a, b: dmljax.gemm(a, b).astype(jnp.float32).sum(), argnums=(0, 1)))(
+        np.ones((8, 8), np.float16), np.ones((8, 4096), np.float16) * 0.25)
+    ok = bool((y == 6144).all())
+    return (f"FLOAT16 accumulation check: {'ok' if ok else 'FAILED'} (sum of 2048 and 4095 ones: "
+            f"{sorted(set(y.ravel().tolist()))}; expected [6144.0]); gradient {float(np.asarray(da)[0, 0])} (expected 1024.0)")
+
+
+def torch_float16(rng) -> str | None:
+    """torch.matmul of FLOAT16 on this GPU (CUDA events over 50 calls), for the issue's 754 TFLOP/s."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    a = torch.randn(N, N, device="cuda", dtype=torch.float16)
+    b = torch.randn(N, N, device="cuda", dtype=torch.float16)
+    for _ in range(5):
+        torch.matmul(a, b)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(50):
+        torch.matmul(a, b)
+    end.record()
+    torch.cuda.synchronize()
+    ms = start.elapsed_time(end) / 50
+    return f"float16 torch.matmul {torch.__version__:26s} {ms:8.3f} ms  {2 * N ** 3 / ms / 1e9:6.1f} TFLOP/s (CUDA events, 50 calls)"
 
 
 if __name__ == "__main__":
