@@ -36,9 +36,9 @@ BLOCK = 8192
 ENABLED = True
 """False sends every call to XLA's formula (benchmarks/issue11_gpu.py times the two paths)."""
 
-def _rows_per_program(r: int, n: int) -> int:
-    """The largest power of two up to BLOCK / n that divides the row count."""
-    b = max(1, BLOCK // n)
+def _rows_per_program(r: int, n: int, block: int = BLOCK) -> int:
+    """The largest power of two up to block / n that divides the row count."""
+    b = max(1, block // n)
     while r % b:
         b //= 2
     return b
@@ -86,17 +86,17 @@ def scan_rows(x: jnp.ndarray, reverse: bool, exclusive: bool, interpret: bool = 
     return _rows_call(_kernel, "dmljax_row_cumsum", x, reverse, exclusive, interpret)
 
 
-def _rows_call(body, name, x, reverse, exclusive, interpret):
+def _rows_call(body, name, x, reverse, exclusive, interpret, block=None, warps=None):
     from jax.experimental import pallas as pl  # imported where a kernel is built: dmljax's import stays light
 
     n = x.shape[-1]
     rows = x.reshape((-1, n))
-    b = _rows_per_program(rows.shape[0], n)
+    b = _rows_per_program(rows.shape[0], n, block or BLOCK)
     spec = pl.BlockSpec((b, n), lambda i: (i, 0))
     params = None
     if not interpret:
         from jax.experimental.pallas import triton as pl_triton
-        params = pl_triton.CompilerParams(num_warps=4 if b * n <= 2048 else 8, num_stages=1)
+        params = pl_triton.CompilerParams(num_warps=warps or (4 if b * n <= 2048 else 8), num_stages=1)
     kernel = functools.partial(body, b=b, n=n, reverse=reverse, exclusive=exclusive, flush=x.dtype == np.float32)
     out = pl.pallas_call(
         kernel, out_shape=jax.ShapeDtypeStruct(rows.shape, rows.dtype), grid=(rows.shape[0] // b,),
@@ -125,9 +125,12 @@ def _normalized(v):
 
 
 def _pair_product(a, b):
-    """(ma, ea) x (mb, eb): the mantissas' product renormalized into [1, 2), exponents added."""
-    m, k = _normalized(a[0] * b[0])
-    return m, a[1] + b[1] + k
+    """(ma, ea) x (mb, eb): the mantissas' product renormalized into [1, 2), exponents added. Two
+    mantissas in [1, 2) give a product in [1, 4): halved (its exponent field lowered by one) when
+    that field is 128; zero, infinity and NaN products keep their field and stay as they are."""
+    p = jax.lax.bitcast_convert_type(a[0] * b[0], jnp.int32)
+    k = ((p & _EXP_MASK) == np.int32(128 << 23)).astype(jnp.int32)
+    return jax.lax.bitcast_convert_type(p - (k << 23), jnp.float32), a[1] + b[1] + k
 
 
 def _pairs_to_value(m, e):
@@ -198,6 +201,10 @@ def use_product_kernel(shape: tuple[int, ...], axis: int, dtype, half: bool) -> 
 
 PRODUCT_ENABLED = True
 """False sends every CUMULATIVE_PRODUCT to XLA's formula (benchmarks time the two paths)."""
+PRODUCT_BLOCK = BLOCK
+"""Elements per program of the product's kernel (a pair per element: twice the sum's registers)."""
+PRODUCT_WARPS = None
+"""Warps per program of the product's kernel (None: the sum's rule)."""
 
 
 def _product_kernel(x_ref, o_ref, *, b: int, n: int, reverse: bool, exclusive: bool, flush: bool):
@@ -225,4 +232,5 @@ def _product_kernel(x_ref, o_ref, *, b: int, n: int, reverse: bool, exclusive: b
 def product_rows(x: jnp.ndarray, reverse: bool, exclusive: bool, interpret: bool = False) -> jnp.ndarray:
     """The running product of ``x`` along its last axis (reversed and/or exclusive), by the pair
     scan kernel; ``use_product_kernel`` must allow the shape (``interpret=True``: any backend)."""
-    return _rows_call(_product_kernel, "dmljax_row_cumprod", x, reverse, exclusive, interpret)
+    return _rows_call(_product_kernel, "dmljax_row_cumprod", x, reverse, exclusive, interpret,
+                      PRODUCT_BLOCK, PRODUCT_WARPS)

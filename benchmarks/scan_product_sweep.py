@@ -1,0 +1,55 @@
+"""CUMULATIVE_PRODUCT's row kernel on a GPU over elements per program (PRODUCT_BLOCK) and warps
+(PRODUCT_WARPS): device time of each setting against a copy, forward and reverse, FLOAT32 and
+FLOAT16, rows of 1,024 (2^26 elements unless SWEEP_TOTAL says). Prints one line per setting,
+then the best setting per case.
+
+    python benchmarks/scan_product_sweep.py
+"""
+
+import itertools
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import dmljax  # noqa: E402
+from benchmarks.kernel_checks import compiled_with  # noqa: E402
+from dmljax._src import scan_kernels  # noqa: E402
+from dmljax.bench.timing import jax_device_times  # noqa: E402
+
+TOTAL = int(os.environ.get("SWEEP_TOTAL", 2 ** 26))
+
+
+def main():
+    rng = np.random.default_rng(0)
+    copy = jax.jit(lambda x: x.copy())
+    best = {}
+    print(f"jax {jax.__version__}; {jax.devices()[0]}; {TOTAL} elements, rows of 1024", flush=True)
+    for dtype in (np.float32, np.float16):
+        xs = [jnp.asarray(np.exp2(rng.uniform(-0.01, 0.01, (TOTAL // 1024, 1024))).astype(dtype)) for _ in range(2)]
+        for reverse in (False, True):
+            fns = [("copy", copy)]
+            for block, warps in itertools.product((1024, 2048, 4096, 8192), (1, 2, 4, 8)):
+                if warps * 32 * 2 > block:  # fewer than two elements a thread
+                    continue
+                f = compiled_with(scan_kernels, lambda x, r=reverse: dmljax.cumulative_product(
+                    x, axis=1, axis_direction=int(r)), xs[0], PRODUCT_BLOCK=block, PRODUCT_WARPS=warps)
+                fns.append((f"block {block:4d} warps {warps}", f))
+            t = jax_device_times([(name, lambda i, f=f: f(xs[i % 2])) for name, f in fns], 2)
+            case = f"{np.dtype(dtype).name} {'reverse' if reverse else 'forward'}"
+            for name, v in t.items():
+                frac = t["copy"]["s"] / v["s"]
+                print(f"{case:16s} {name:22s} {v['s'] * 1e3:7.3f} ms  {frac:.2f} of copy", flush=True)
+                if name != "copy" and frac > best.get(case, ("", 0))[1]:
+                    best[case] = (name, frac)
+    for case, (name, frac) in best.items():
+        print(f"best {case:16s} {name}: {frac:.2f} of copy")
+
+
+if __name__ == "__main__":
+    main()
