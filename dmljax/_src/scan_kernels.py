@@ -146,8 +146,8 @@ def _pairs_to_value(m, e):
     return jnp.where(special, m, jnp.where(e > 127, huge, jnp.where(e < -126, tiny, value)))
 
 
-def _pair_scan_impl(m, e, *, axis):
-    return jax.lax.associative_scan(_pair_product, (m, e), axis=axis)
+def _pair_scan_impl(m, e, *, axis, reverse):
+    return jax.lax.associative_scan(_pair_product, (m, e), axis=axis, reverse=reverse)
 
 
 @functools.cache
@@ -160,8 +160,8 @@ def _pair_scan() -> tuple:
 
     prim = Primitive("dmljax_pair_product_scan")
     prim.multiple_results = True
-    prim.def_impl(lambda m, e, *, axis: _pair_scan_impl(m, e, axis=axis))
-    prim.def_abstract_eval(lambda m, e, *, axis: (m, e))
+    prim.def_impl(lambda m, e, *, axis, reverse: _pair_scan_impl(m, e, axis=axis, reverse=reverse))
+    prim.def_abstract_eval(lambda m, e, *, axis, reverse: (m, e))
     mlir.register_lowering(prim, mlir.lower_fun(_pair_scan_impl, multiple_results=True))
     try:
         from jax._src import api_util
@@ -173,7 +173,7 @@ def _pair_scan() -> tuple:
     except ImportError:
         return prim, False
 
-    def rule(ctx, m, e, *, axis):
+    def rule(ctx, m, e, *, axis, reverse):
         scalars = [jax.core.ShapedArray((), a.dtype) for a in ctx.avals_in] * 2
 
         def combine(ma, ea, mb, eb):
@@ -182,7 +182,7 @@ def _pair_scan() -> tuple:
         jaxpr, _, consts = pe.trace_to_jaxpr_dynamic(traced, scalars)
         if consts:
             raise NotImplementedError("the pair product closes over constants")
-        scan = tt_dialect.ScanOp([m, e], axis)
+        scan = tt_dialect.ScanOp([m, e], axis, reverse)
         types = [tl._element_type(v.type) for v in (m, e)]
         block = scan.regions[0].blocks.append(*(types * 2))
         with ir.InsertionPoint.at_block_begin(block):
@@ -208,25 +208,22 @@ PRODUCT_WARPS = None
 
 
 def _product_kernel(x_ref, o_ref, *, b: int, n: int, reverse: bool, exclusive: bool, flush: bool):
-    col = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32)[None, :], (b, n))
-    row = jnp.broadcast_to(jnp.arange(b, dtype=jnp.int32)[:, None], (b, n))
-    at = n - 1 - col if reverse else col
-    if exclusive:  # position j reads the element before it (in scan order); position 0 reads a 1
-        src = jnp.clip(at + 1 if reverse else at - 1, 0, n - 1)
-        x = jnp.where(col > 0, x_ref[row, src].astype(jnp.float32), 1.0)
-    elif reverse:
-        x = x_ref[row, at].astype(jnp.float32)
+    # Triton's scan runs either way along the row (reverse), so only the exclusive tallies read
+    # through an index grid: each position reads its neighbour before it in scan order, and the
+    # first position a 1.
+    if exclusive:
+        col = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32)[None, :], (b, n))
+        row = jnp.broadcast_to(jnp.arange(b, dtype=jnp.int32)[:, None], (b, n))
+        src = jnp.clip(col + 1 if reverse else col - 1, 0, n - 1)
+        first = col == (n - 1 if reverse else 0)
+        x = jnp.where(first, 1.0, x_ref[row, src].astype(jnp.float32))
     else:
         x = x_ref[...].astype(jnp.float32)
     if flush:
         x = flush_values(x)
     m, e = _normalized(x)
-    m, e = _pair_scan()[0].bind(m, e, axis=1)
-    y = _pairs_to_value(m, e).astype(o_ref.dtype)
-    if reverse:
-        o_ref[row, at] = y
-    else:
-        o_ref[...] = y
+    m, e = _pair_scan()[0].bind(m, e, axis=1, reverse=reverse)
+    o_ref[...] = _pairs_to_value(m, e).astype(o_ref.dtype)
 
 
 def product_rows(x: jnp.ndarray, reverse: bool, exclusive: bool, interpret: bool = False) -> jnp.ndarray:
