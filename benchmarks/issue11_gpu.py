@@ -31,10 +31,7 @@ import dmljax  # noqa: E402
 from benchmarks.kernel_checks import compiled_with  # noqa: E402
 from dmljax._src import scan_kernels, select_kernels  # noqa: E402
 from dmljax._src.ops.arg_extreme import arg_extreme  # noqa: E402
-from dmljax._src.enums import PaddingMode  # noqa: E402
-from dmljax._src.ops import padding as padding_ops  # noqa: E402
 from dmljax._src.ops.cumulative import tally  # noqa: E402
-from dmljax._src.ops.padding import pad  # noqa: E402
 from dmljax._src.ops.top_k import top_k_along  # noqa: E402
 from dmljax.bench.timing import jax_device_times  # noqa: E402
 
@@ -160,10 +157,6 @@ def movement_cases(rng):
             yield (f"PADDING {mode} 64 each side", dtype, xs,
                    jax.jit(lambda x, m=mode: dmljax.padding(x, padding_mode=m, start_padding=(64, 64), end_padding=(64, 64))),
                    jax.jit(lambda x, m=np_mode: jnp.pad(x, ((64, 64), (64, 64)), mode=m)))
-        concatenated = compiled_with(padding_ops, lambda x: pad(x, PaddingMode.EDGE, None, (64, 64), (64, 64)), xs[0],
-                                     EDGE_SELECT=False)
-        yield ("PADDING EDGE 64 each side (concatenation)", dtype, xs, concatenated,
-               jax.jit(lambda x: jnp.pad(x, ((64, 64), (64, 64)), mode="edge")))
         yield ("SLICE1 every other row, reversed", dtype, xs,
                jax.jit(lambda x: dmljax.slice1(x, input_window_offsets=(0, 0), input_window_sizes=x.shape,
                                                input_window_strides=(-2, 1))),

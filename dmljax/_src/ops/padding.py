@@ -73,36 +73,17 @@ def _sliced(x, axis: int, s: int, e: int, mode: PaddingMode):
     return lax.concatenate(([left()] if s else []) + [x] + ([right()] if e else []), axis)
 
 
-EDGE_SELECT = True
-"""EDGE pads as lax.pad and a select of the edge elements (one fusion), rather than the edges'
-broadcasts concatenated around x (two kernels for FLOAT16 on the H100, as jnp.pad's);
-benchmarks/issue11_gpu.py times both."""
-
-
-def _edge_selected(x, axis: int, s: int, e: int):
-    """x padded by s and e along ``axis`` with copies of its first and last elements there: a
-    select between the edges (broadcast) and x padded with zeros, by position along the axis."""
-    n = x.shape[axis]
-    padded = lax.pad(x, jnp.zeros((), x.dtype), [(s, e, 0) if d == axis else (0, 0, 0) for d in range(x.ndim)])
-    where = lax.broadcasted_iota(np.int32, padded.shape, axis)
-
-    def edge(i):
-        return jnp.broadcast_to(lax.slice_in_dim(x, i, i + 1, axis=axis), padded.shape)
-    return jnp.where(where < s, edge(0), jnp.where(where >= s + n, edge(n - 1), padded))
-
-
 def pad(x, mode: PaddingMode, value, start, end):
     """``x`` padded by ``start``/``end`` elements per dimension in ``mode`` (value: a scalar of
-    x's type, for CONSTANT): lax.pad for CONSTANT; EDGE, per padded dimension, a select of the
-    edge elements around x padded; the others, per padded dimension, slices of x around it
-    (mirrored where the mode mirrors), or for a pad longer than one fold a gather of indices fixed
-    at trace time (source_index)."""
+    x's type, for CONSTANT): lax.pad for CONSTANT; otherwise, per padded dimension, slices of x
+    around it (mirrored where the mode mirrors), or for a pad longer than one fold a gather of
+    indices fixed at trace time (source_index)."""
     if mode is PaddingMode.CONSTANT:
         return lax.pad(x, jnp.asarray(value, x.dtype), [(s, e, 0) for s, e in zip(start, end)])
     for axis, (s, e) in enumerate(zip(start, end)):
         if s == 0 and e == 0:
             continue
-        y = _edge_selected(x, axis, s, e) if mode is PaddingMode.EDGE and EDGE_SELECT else _sliced(x, axis, s, e, mode)
+        y = _sliced(x, axis, s, e, mode)
         if y is None:
             n = x.shape[axis]
             y = jnp.take(x, jnp.asarray(source_index(np.arange(-s, n + e), n, mode), np.int32), axis=axis)
