@@ -194,6 +194,17 @@ def arg_cases(rng):
                    jax.jit(lambda x: jnp.argmax(x, axis=1, keepdims=True).astype(jnp.uint32)))
         yield ("ARGMAX first axis", dtype, xs, jax.jit(lambda x: dmljax.argmax(x, axes=(0,))),
                jax.jit(lambda x: jnp.argmax(x, axis=0, keepdims=True).astype(jnp.uint32)))
+        yield ("ARGMIN first axis, DECREASING", dtype, xs,
+               jax.jit(lambda x: dmljax.argmin(x, axes=(0,), axis_direction="DECREASING")),
+               jax.jit(lambda x: (x.shape[0] - 1 - jnp.argmin(x[::-1], axis=0, keepdims=True)).astype(jnp.uint32)))
+        xla = compiled_with(select_kernels, lambda x: arg_extreme(x, (0,), True, False, np.uint32), xs[0], ENABLED=False)
+        yield ("ARGMAX first axis (XLA path)", dtype, xs, xla,
+               jax.jit(lambda x: jnp.argmax(x, axis=0, keepdims=True).astype(jnp.uint32)))
+        for width, rows, warps in ((128, 32, 4), (256, 16, 4), (256, 64, 4), (512, 32, 8), (256, 32, 8)):
+            f = compiled_with(select_kernels, lambda x: arg_extreme(x, (0,), True, False, np.uint32), xs[0],
+                              COLUMN_WIDTH=width, COLUMN_ROWS=rows, COLUMN_WARPS=warps)
+            yield (f"ARGMAX first axis (columns {width}, rows {rows}, warps {warps})", dtype, xs, f,
+                   jax.jit(lambda x: jnp.argmax(x, axis=0, keepdims=True).astype(jnp.uint32)))
 
 
 GROUPS = {"arg": arg_cases, "movement": movement_cases, "top_k": top_k_cases, "scan": scan_cases, "reduce": reduce_cases, "cast": cast_cases, "join_split": join_split_cases,

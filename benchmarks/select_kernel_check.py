@@ -1,4 +1,4 @@
-"""The compiled TOP_K row kernel (and ARGMAX/ARGMIN of FLOAT16 rows, which take it with K = 1) (dmljax/_src/select_kernels.py) on a GPU against the XLA path
+"""The compiled TOP_K row kernel (and ARGMAX/ARGMIN of FLOAT16 rows, which take it with K = 1, and of FLOAT16 columns, the column kernel) (dmljax/_src/select_kernels.py) on a GPU against the XLA path
 (select_kernels.ENABLED = False, which tests/gpu_check.py checks against the float64 reference):
 the same indices and values bit for bit, TOP_K and TOP_K1 (both directions), FLOAT32 and FLOAT16,
 rows of 1,024 to 32,768, K of 2 to 16, on rows with many ties, NaN, infinities, signed zeros and
@@ -73,6 +73,22 @@ def main() -> int:
                     got = jax.device_get(f(x))
                     want = jax.device_get(with_settings(select_kernels, jax.jit(lambda v, g=larger, d=direction: arg_extreme(
                         v, (1,), g, d == "DECREASING", np.uint32)), x, ENABLED=False))
+                    np.testing.assert_array_equal(got, want)
+    for shape, axis in (((256, 1024), 0), ((4, 96, 512), 1), ((32, 2, 256), 0)):  # FLOAT16 columns: the column kernel
+        x = (rng.integers(-6, 6, shape) * 0.5).astype(np.float16)  # many ties
+        flat = x.reshape(-1, x.shape[-1])
+        flat[:, 0], flat[:, 1] = np.nan, -0.0
+        flat[5, 2], flat[:, 3] = -np.inf, np.nan
+        for larger in (True, False):
+            for direction in ("INCREASING", "DECREASING"):
+                op = dmljax.argmax if larger else dmljax.argmin
+                with cases.case(f"columns {shape} axis {axis} float16 {'ARGMAX' if larger else 'ARGMIN'} {direction}"):
+                    f = jax.jit(lambda v, op=op, d=direction, a=axis: op(v, axes=(a,), axis_direction=d))
+                    assert os.environ.get("SELECT_CHECK_ON_CPU") or "dmljax_column_arg" in f.lower(x).as_text(), \
+                        "the kernel is not in the program"
+                    got = jax.device_get(f(x))
+                    want = jax.device_get(with_settings(select_kernels, jax.jit(lambda v, g=larger, d=direction, a=axis: arg_extreme(
+                        v, (a,), g, d == "DECREASING", np.uint32)), x, ENABLED=False))
                     np.testing.assert_array_equal(got, want)
     return cases.summary()
 

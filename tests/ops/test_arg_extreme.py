@@ -103,3 +103,29 @@ def test_float16_rows_take_the_top_k_kernel_with_the_xla_paths_index(larger, las
     assert not use_arg_kernel(x.shape, (0,), np.float16) and not use_arg_kernel(x.shape, (0, 1), np.float16)
     got = top_k_rows(jnp.asarray(x), 1, larger, last, interpret=True)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(_arg_extreme_xla(jnp.asarray(x), (1,), larger, last)))
+
+
+@pytest.mark.parametrize("larger", [True, False])
+@pytest.mark.parametrize("last", [False, True])
+def test_float16_columns_take_the_column_kernel_with_the_xla_paths_index(larger, last):
+    # FLOAT16 over an axis with elements after it takes the column kernel on a GPU
+    # (select_kernels.arg_columns); in Pallas's interpreter it must give the XLA path's index bit
+    # for bit: ties across the row blocks it walks, -0 tied with +0, a column of NaN, NaN beside
+    # -inf, and a leading axis kept.
+    from dmljax._src.ops.arg_extreme import _arg_extreme_xla
+    from dmljax._src.select_kernels import arg_columns, use_column_arg_kernel
+    rng = np.random.default_rng(4)
+    x = (rng.integers(-3, 3, (2, 96, 2, 256)) * 0.5).astype(np.float16)  # many ties
+    x[0, :, 0, 0], x[1, :, 1, 5] = np.nan, -0.0
+    x[0, :, 1, 3], x[0, 70, 1, 3] = np.nan, -np.inf
+    x[1, 40:, 0, 9] = 7.0  # a tie spanning row blocks
+    assert use_column_arg_kernel(x.shape, (1,), np.float16) and not use_column_arg_kernel(x.shape, (1,), np.float32)
+    assert not use_column_arg_kernel(x.shape, (3,), np.float16) and not use_column_arg_kernel((2, 90, 512), (1,), np.float16)
+    got = arg_columns(jnp.asarray(x), 1, larger, last, interpret=True)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(_arg_extreme_xla(jnp.asarray(x), (1,), larger, last)))
+
+
+def test_float16_first_axis_lowers_to_the_column_kernel():
+    f = jax.jit(lambda v: dmljax.argmax(v, axes=(0,)))
+    text = f.trace(jax.ShapeDtypeStruct((512, 1024), jnp.float16)).lower(lowering_platforms=("cuda",)).as_text()
+    assert 'name = "dmljax_column_arg"' in text and "stablehlo.reduce" not in text

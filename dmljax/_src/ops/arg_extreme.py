@@ -17,7 +17,7 @@ from dmljax._src.enums import AxisDirection
 from dmljax._src.numerics import flush_denormals, is_nan
 from dmljax._src.op import operator
 from dmljax._src.ops._families import check_axes
-from dmljax._src.select_kernels import top_k_rows, use_arg_kernel
+from dmljax._src.select_kernels import arg_columns, top_k_rows, use_arg_kernel, use_column_arg_kernel
 from dmljax._src.spec import OpSpec, ParamSpec, TensorSpec, table
 from dmljax._src.validate import TensorInfo
 
@@ -56,11 +56,16 @@ def arg_extreme(x, axes, larger: bool, last: bool, out_dtype) -> jnp.ndarray:
     as math reads them (FLOAT32 denormals as zero, -0 equal to +0); NaN is never the extreme
     (maxNum/minNum), and a group of NaN only gives its first (last) index. One pass: XLA's
     arg-reduction of order-preserving integer keys, whose ties go to the first index; FLOAT16
-    rows on a GPU, the TOP_K kernel with K = 1 (the same keys, the same index)."""
+    rows on a GPU, the TOP_K kernel with K = 1, and FLOAT16 columns (an axis with elements after
+    it) the column kernel (the same keys, the same index)."""
     axes = tuple(sorted(axes))
     if use_arg_kernel(x.shape, axes, x.dtype):  # FLOAT16 rows on a GPU: select_kernels.py, K = 1
         return lax.platform_dependent(
             jax.lax.stop_gradient(x), cuda=lambda v: top_k_rows(v, 1, larger, last),
+            default=lambda v: _arg_extreme_xla(v, axes, larger, last)).astype(out_dtype)
+    if use_column_arg_kernel(x.shape, axes, x.dtype):  # FLOAT16 columns on a GPU: select_kernels.py
+        return lax.platform_dependent(
+            jax.lax.stop_gradient(x), cuda=lambda v: arg_columns(v, axes[0], larger, last),
             default=lambda v: _arg_extreme_xla(v, axes, larger, last)).astype(out_dtype)
     return _arg_extreme_xla(x, axes, larger, last).astype(out_dtype)
 
