@@ -191,10 +191,12 @@ def top_k_rows(x: jnp.ndarray, k: int, largest: bool, last: bool = False, interp
 # ----------------------------------------------------------------------- ARGMAX/ARGMIN by columns
 COLUMN_WIDTH = 256
 """ARGMAX/ARGMIN over an axis with elements after it (the first axis of a matrix): one program per
-COLUMN_WIDTH adjacent columns, walking down the reduced axis COLUMN_ROWS rows at a time, keeping
-each column's best key and its index. XLA's arg-reduction of FLOAT16 over the first axis took
+COLUMN_WIDTH adjacent columns and COLUMN_SEGMENT elements of the reduced axis, walking down its
+segment COLUMN_ROWS rows at a time, keeping each column's best key and its index; XLA then picks
+among the segments' (a small reduction). XLA's arg-reduction of FLOAT16 over the first axis took
 1.43x jnp.argmax's time on the H100 (issue 11)."""
 COLUMN_ROWS = 32
+COLUMN_SEGMENT = 1024
 COLUMN_WARPS = 4
 
 
@@ -208,27 +210,39 @@ def use_column_arg_kernel(shape: tuple[int, ...], axes: tuple[int, ...], dtype) 
     return after >= COLUMN_WIDTH and after % COLUMN_WIDTH == 0 and shape[a] % COLUMN_ROWS == 0
 
 
-def _column_kernel(x_ref, o_ref, *, r: int, largest: bool, last: bool):
+def _segment(r: int) -> int:
+    """The rows a program walks: the largest power of two up to COLUMN_SEGMENT dividing r (r is a
+    multiple of COLUMN_ROWS, a power of two)."""
+    seg = COLUMN_SEGMENT
+    while r % seg:
+        seg //= 2
+    return max(seg, COLUMN_ROWS)
+
+
+def _column_kernel(x_ref, key_ref, at_ref, *, seg: int, largest: bool, last: bool):
     from jax.experimental import pallas as pl
 
     w = x_ref.shape[-1]
+    first = pl.program_id(1) * seg  # the segment's first row along the reduced axis
 
     def step(i, carry):
         best, at = carry
         key = _keys_of(x_ref[0, pl.ds(i * COLUMN_ROWS, COLUMN_ROWS), :], largest, False)
-        row = i * COLUMN_ROWS + jnp.broadcast_to(jnp.arange(COLUMN_ROWS, dtype=jnp.int32)[:, None], (COLUMN_ROWS, w))
+        row = first + i * COLUMN_ROWS + jnp.broadcast_to(jnp.arange(COLUMN_ROWS, dtype=jnp.int32)[:, None],
+                                                         (COLUMN_ROWS, w))
         top = jnp.max(key, axis=0, keepdims=True)
         if last:
             where = jnp.max(jnp.where(key == top, row, -1), axis=0, keepdims=True)
             take = top >= best  # a later row's tie wins
         else:
-            where = jnp.min(jnp.where(key == top, row, r), axis=0, keepdims=True)
+            where = jnp.min(jnp.where(key == top, row, np.int32(np.iinfo(np.int32).max)), axis=0, keepdims=True)
             take = top > best  # an earlier row's tie stays
         return jnp.where(take, top, best), jnp.where(take, where, at)
 
     start = (jnp.full((1, w), _INT_MIN, jnp.int32), jnp.zeros((1, w), jnp.int32))
-    _, at = jax.lax.fori_loop(0, r // COLUMN_ROWS, step, start)
-    o_ref[...] = at.reshape(o_ref.shape)
+    best, at = jax.lax.fori_loop(0, seg // COLUMN_ROWS, step, start)
+    key_ref[...] = best.reshape(key_ref.shape)
+    at_ref[...] = at.reshape(at_ref.shape)
 
 
 def arg_columns(x: jnp.ndarray, axis: int, largest: bool, last: bool, interpret: bool = False) -> jnp.ndarray:
@@ -240,15 +254,23 @@ def arg_columns(x: jnp.ndarray, axis: int, largest: bool, last: bool, interpret:
     shape = x.shape
     p = int(np.prod(shape[:axis], dtype=np.int64))
     r, c = shape[axis], int(np.prod(shape[axis + 1:], dtype=np.int64))
+    seg = _segment(r)
     cube = x.reshape(p, r, c)
     params = None
     if not interpret:
         from jax.experimental.pallas import triton as pl_triton
         params = pl_triton.CompilerParams(num_warps=COLUMN_WARPS, num_stages=1)
-    out = pl.pallas_call(
-        functools.partial(_column_kernel, r=r, largest=largest, last=last),
-        out_shape=jax.ShapeDtypeStruct((p, 1, c), jnp.int32), grid=(p, c // COLUMN_WIDTH),
-        in_specs=[pl.BlockSpec((1, r, COLUMN_WIDTH), lambda i, j: (i, 0, j))],
-        out_specs=pl.BlockSpec((1, 1, COLUMN_WIDTH), lambda i, j: (i, 0, j)),
-        compiler_params=params, interpret=interpret, name="dmljax_column_arg")(cube)
-    return out.reshape(shape[:axis] + (1,) + shape[axis + 1:])
+    part = jax.ShapeDtypeStruct((p, r // seg, c), jnp.int32)
+    out_spec = pl.BlockSpec((1, 1, COLUMN_WIDTH), lambda i, s, j: (i, s, j))
+    keys, at = pl.pallas_call(
+        functools.partial(_column_kernel, seg=seg, largest=largest, last=last),
+        out_shape=(part, part), grid=(p, r // seg, c // COLUMN_WIDTH),
+        in_specs=[pl.BlockSpec((1, seg, COLUMN_WIDTH), lambda i, s, j: (i, s, j))],
+        out_specs=(out_spec, out_spec), compiler_params=params, interpret=interpret, name="dmljax_column_arg")(cube)
+    # the segments' winners: the best key, then the first (last) index holding it
+    best = jnp.max(keys, axis=1, keepdims=True)
+    if last:
+        index = jnp.max(jnp.where(keys == best, at, -1), axis=1)
+    else:
+        index = jnp.min(jnp.where(keys == best, at, np.int32(np.iinfo(np.int32).max)), axis=1)
+    return index.reshape(shape[:axis] + (1,) + shape[axis + 1:])
