@@ -189,15 +189,18 @@ def top_k_rows(x: jnp.ndarray, k: int, largest: bool, last: bool = False, interp
 
 
 # ----------------------------------------------------------------------- ARGMAX/ARGMIN by columns
-COLUMN_WIDTH = 256
+COLUMN_WIDTH = 128
 """ARGMAX/ARGMIN over an axis with elements after it (the first axis of a matrix): one program per
 COLUMN_WIDTH adjacent columns and COLUMN_SEGMENT elements of the reduced axis, walking down its
 segment COLUMN_ROWS rows at a time, keeping each column's best key and its index; XLA then picks
 among the segments' (a small reduction). XLA's arg-reduction of FLOAT16 over the first axis took
 1.43x jnp.argmax's time on the H100 (issue 11)."""
-COLUMN_ROWS = 32
-COLUMN_SEGMENT = 1024
-COLUMN_WARPS = 4
+COLUMN_ROWS = 16
+COLUMN_SEGMENT = 512
+COLUMN_WARPS = 2
+"""Settings from the H100 (benchmarks/issue11_gpu.py's arg group, FLOAT16 262,144 x 1,024 over the
+first axis): 128 columns, 16 rows a step, segments of 512 and 2 warps took 1.003x jnp.argmax's
+time; 256 columns, 32 rows, 1,024 and 4 warps 1.059x; 256, 32, 4,096, 4: 1.228x."""
 
 
 def use_column_arg_kernel(shape: tuple[int, ...], axes: tuple[int, ...], dtype) -> bool:
