@@ -200,8 +200,8 @@ def arg_cases(rng):
         xla = compiled_with(select_kernels, lambda x: arg_extreme(x, (0,), True, False, np.uint32), xs[0], ENABLED=False)
         yield ("ARGMAX first axis (XLA path)", dtype, xs, xla,
                jax.jit(lambda x: jnp.argmax(x, axis=0, keepdims=True).astype(jnp.uint32)))
-        for width, rows, seg, warps in ((64, 16, 512, 1), (128, 16, 256, 2), (128, 8, 512, 1), (64, 32, 512, 2),
-                                        (128, 16, 1024, 2), (256, 16, 512, 4), (128, 32, 512, 2), (256, 32, 1024, 4)):
+        for width, rows, seg, warps in ((128, 8, 256, 1), (256, 8, 512, 2), (128, 4, 512, 1), (64, 8, 512, 1),
+                                        (128, 8, 1024, 1), (128, 16, 512, 2)):
             f = compiled_with(select_kernels, lambda x: arg_extreme(x, (0,), True, False, np.uint32), xs[0],
                               COLUMN_WIDTH=width, COLUMN_ROWS=rows, COLUMN_SEGMENT=seg, COLUMN_WARPS=warps)
             yield (f"ARGMAX first axis (columns {width}, rows {rows}, segment {seg}, warps {warps})", dtype, xs, f,

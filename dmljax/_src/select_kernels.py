@@ -195,12 +195,13 @@ COLUMN_WIDTH adjacent columns and COLUMN_SEGMENT elements of the reduced axis, w
 segment COLUMN_ROWS rows at a time, keeping each column's best key and its index; XLA then picks
 among the segments' (a small reduction). XLA's arg-reduction of FLOAT16 over the first axis took
 1.43x jnp.argmax's time on the H100 (issue 11)."""
-COLUMN_ROWS = 16
+COLUMN_ROWS = 8
 COLUMN_SEGMENT = 512
-COLUMN_WARPS = 2
+COLUMN_WARPS = 1
 """Settings from the H100 (benchmarks/issue11_gpu.py's arg group, FLOAT16 262,144 x 1,024 over the
-first axis): 128 columns, 16 rows a step, segments of 512 and 2 warps took 1.003x jnp.argmax's
-time; 256 columns, 32 rows, 1,024 and 4 warps 1.059x; 256, 32, 4,096, 4: 1.228x."""
+first axis; results/h100_remeasure/arg_columns_*): 128 columns, 8 rows a step, segments of 512
+and 1 warp took 0.910x jnp.argmax's time; 128, 16, 512, 2: 1.002-1.007x; 256, 32, 1,024, 4:
+1.059x; 256, 32, 4,096, 4: 1.228x (fewer, longer programs hide less of each step's latency)."""
 
 
 def use_column_arg_kernel(shape: tuple[int, ...], axes: tuple[int, ...], dtype) -> bool:
