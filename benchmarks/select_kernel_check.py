@@ -21,6 +21,7 @@ import dmljax  # noqa: E402
 from benchmarks.kernel_checks import Cases, with_settings  # noqa: E402
 from dmljax._src import select_kernels  # noqa: E402
 from dmljax._src.ops.arg_extreme import arg_extreme  # noqa: E402
+from dmljax._src.ops.reduce import _max_min  # noqa: E402
 from dmljax._src.ops.top_k import top_k_along  # noqa: E402
 
 
@@ -90,6 +91,15 @@ def main() -> int:
                     want = jax.device_get(with_settings(select_kernels, jax.jit(lambda v, g=larger, d=direction, a=axis: arg_extreme(
                         v, (a,), g, d == "DECREASING", np.uint32)), x, ENABLED=False))
                     np.testing.assert_array_equal(got, want)
+        for function in ("MAX", "MIN"):  # REDUCE over the same columns: the column kernel's keys
+            with cases.case(f"columns {shape} axis {axis} float16 REDUCE {function}"):
+                f = jax.jit(lambda v, fn=function, a=axis: dmljax.reduce(v, function=fn, axes=(a,)))
+                assert os.environ.get("SELECT_CHECK_ON_CPU") or "dmljax_column_max" in f.lower(x).as_text(), \
+                    "the kernel is not in the program"
+                got = np.asarray(jax.device_get(f(x)))
+                want = np.asarray(jax.device_get(with_settings(select_kernels, jax.jit(
+                    lambda v, g=function == "MAX", a=axis: _max_min(v, (a,), g)), x, ENABLED=False)))
+                np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
     return cases.summary()
 
 

@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["use_kernel", "use_arg_kernel", "use_column_arg_kernel", "top_k_rows", "arg_columns", "MIN_ROW", "MAX_ROW", "MAX_K"]
+__all__ = ["use_kernel", "use_arg_kernel", "use_column_arg_kernel", "top_k_rows", "arg_columns", "max_key_columns", "MIN_ROW", "MAX_ROW", "MAX_K"]
 
 MIN_ROW = 1024
 MAX_ROW = 32768
@@ -223,7 +223,9 @@ def _segment(r: int) -> int:
     return max(seg, COLUMN_ROWS)
 
 
-def _column_kernel(x_ref, key_ref, at_ref, *, seg: int, largest: bool, last: bool):
+def _column_kernel(x_ref, key_ref, at_ref=None, *, seg: int, keys, last: bool):
+    """Each column's largest key over the program's segment and (with ``at_ref``) the first (or
+    ``last``) row holding it; ``keys`` maps a block of values to int32 keys."""
     from jax.experimental import pallas as pl
 
     w = x_ref.shape[-1]
@@ -231,7 +233,9 @@ def _column_kernel(x_ref, key_ref, at_ref, *, seg: int, largest: bool, last: boo
 
     def step(i, carry):
         best, at = carry
-        key = _keys_of(x_ref[0, pl.ds(i * COLUMN_ROWS, COLUMN_ROWS), :], largest, False)
+        key = keys(x_ref[0, pl.ds(i * COLUMN_ROWS, COLUMN_ROWS), :])
+        if at_ref is None:
+            return jnp.maximum(best, jnp.max(key, axis=0, keepdims=True)), at
         row = first + i * COLUMN_ROWS + jnp.broadcast_to(jnp.arange(COLUMN_ROWS, dtype=jnp.int32)[:, None],
                                                          (COLUMN_ROWS, w))
         top = jnp.max(key, axis=0, keepdims=True)
@@ -246,31 +250,47 @@ def _column_kernel(x_ref, key_ref, at_ref, *, seg: int, largest: bool, last: boo
     start = (jnp.full((1, w), _INT_MIN, jnp.int32), jnp.zeros((1, w), jnp.int32))
     best, at = jax.lax.fori_loop(0, seg // COLUMN_ROWS, step, start)
     key_ref[...] = best.reshape(key_ref.shape)
-    at_ref[...] = at.reshape(at_ref.shape)
+    if at_ref is not None:
+        at_ref[...] = at.reshape(at_ref.shape)
 
 
-def arg_columns(x: jnp.ndarray, axis: int, largest: bool, last: bool, interpret: bool = False) -> jnp.ndarray:
-    """The index (int32) of the largest (smallest) element along ``axis`` of FLOAT16 ``x``, ties to
-    the first (``last``: the last), NaN never chosen unless alone (ARGMAX's keys), with the axis
-    kept as 1; ``use_column_arg_kernel`` must allow the call (``interpret=True``: any backend)."""
+def _columns_call(x: jnp.ndarray, axis: int, keys, index: bool, last: bool, interpret: bool, name: str):
+    """The column kernel over ``x`` viewed as (before, axis, after): each segment's largest keys
+    (p, segments, after), and with ``index`` the rows holding them."""
     from jax.experimental import pallas as pl
 
     shape = x.shape
     p = int(np.prod(shape[:axis], dtype=np.int64))
     r, c = shape[axis], int(np.prod(shape[axis + 1:], dtype=np.int64))
     seg = _segment(r)
-    cube = x.reshape(p, r, c)
     params = None
     if not interpret:
         from jax.experimental.pallas import triton as pl_triton
         params = pl_triton.CompilerParams(num_warps=COLUMN_WARPS, num_stages=1)
     part = jax.ShapeDtypeStruct((p, r // seg, c), jnp.int32)
     out_spec = pl.BlockSpec((1, 1, COLUMN_WIDTH), lambda i, s, j: (i, s, j))
-    keys, at = pl.pallas_call(
-        functools.partial(_column_kernel, seg=seg, largest=largest, last=last),
-        out_shape=(part, part), grid=(p, r // seg, c // COLUMN_WIDTH),
+    return pl.pallas_call(
+        functools.partial(_column_kernel, seg=seg, keys=keys, last=last),
+        out_shape=(part, part) if index else part, grid=(p, r // seg, c // COLUMN_WIDTH),
         in_specs=[pl.BlockSpec((1, seg, COLUMN_WIDTH), lambda i, s, j: (i, s, j))],
-        out_specs=(out_spec, out_spec), compiler_params=params, interpret=interpret, name="dmljax_column_arg")(cube)
+        out_specs=(out_spec, out_spec) if index else out_spec, compiler_params=params, interpret=interpret,
+        name=name)(x.reshape(p, r, c))
+
+
+def max_key_columns(x: jnp.ndarray, axis: int, keys, interpret: bool = False) -> jnp.ndarray:
+    """The largest of ``keys(x)`` (int32) along ``axis`` of FLOAT16 ``x``, the axis kept as 1, by the
+    column kernel (REDUCE's MAX and MIN); ``use_column_arg_kernel`` must allow the shape."""
+    best = jnp.max(_columns_call(x, axis, keys, False, False, interpret, "dmljax_column_max"), axis=1)
+    return best.reshape(x.shape[:axis] + (1,) + x.shape[axis + 1:])
+
+
+def arg_columns(x: jnp.ndarray, axis: int, largest: bool, last: bool, interpret: bool = False) -> jnp.ndarray:
+    """The index (int32) of the largest (smallest) element along ``axis`` of FLOAT16 ``x``, ties to
+    the first (``last``: the last), NaN never chosen unless alone (ARGMAX's keys), with the axis
+    kept as 1; ``use_column_arg_kernel`` must allow the call (``interpret=True``: any backend)."""
+    shape = x.shape
+    keys, at = _columns_call(x, axis, lambda v: _keys_of(v, largest, False), True, last, interpret,
+                             "dmljax_column_arg")
     # the segments' winners: the best key, then the first (last) index holding it
     best = jnp.max(keys, axis=1, keepdims=True)
     if last:

@@ -226,3 +226,35 @@ def test_multiply_has_no_intermediate_overflow(rng):
     edge = np.array([[0.0, np.inf], [np.nan, 1.0], [-0.0, 2.0]], np.float32)
     e = np.asarray(dmljax.reduce(edge, function="MULTIPLY", axes=(1,))).ravel()
     assert math.isnan(e[0]) and math.isnan(e[1]) and e[2] == 0 and math.copysign(1, e[2]) == -1
+
+
+@pytest.mark.parametrize("larger", [True, False])
+def test_float16_columns_take_the_column_kernel_with_the_xla_paths_keys(larger):
+    # REDUCE MAX/MIN of FLOAT16 over an axis with elements after it take the column kernel on a
+    # GPU (select_kernels.max_key_columns, MIN's keys complemented); in Pallas's interpreter the
+    # keys must be the XLA path's bit for bit: NaN columns, NaN beside -inf, -0 and +0 (+0 above),
+    # a column of -0, ties across the row blocks.
+    from dmljax._src.numerics import is_nan
+    from dmljax._src.ops.reduce import _order_keys
+    from dmljax._src.select_kernels import max_key_columns, use_column_arg_kernel
+    rng = np.random.default_rng(5)
+    x = (rng.integers(-3, 3, (2, 96, 2, 256)) * 0.5).astype(np.float16)
+    x[0, :, 0, 0], x[0, :, 1, 3], x[0, 70, 1, 3] = np.nan, np.nan, -np.inf
+    x[1, :, 1, 5], x[1, 3, 1, 5], x[1, :, 0, 7] = -0.0, 0.0, -0.0
+    assert use_column_arg_kernel(x.shape, (1,), np.float16)
+    never = np.int32(np.iinfo(np.int32).min if larger else np.iinfo(np.int32).max)
+
+    def keys(v):
+        return jnp.where(is_nan(v), never, _order_keys(v))
+    got = max_key_columns(jnp.asarray(x), 1, keys if larger else (lambda v: ~keys(v)), interpret=True)
+    got = got if larger else ~got
+    want = (jnp.max if larger else jnp.min)(keys(jnp.asarray(x)), axis=1, keepdims=True)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+@pytest.mark.parametrize("function", ["MAX", "MIN"])
+def test_float16_first_axis_max_min_lower_to_the_column_kernel(function):
+    f = jax.jit(lambda v: dmljax.reduce(v, function=function, axes=(0,)))
+    text = f.trace(jax.ShapeDtypeStruct((512, 1024), jnp.float16)).lower(lowering_platforms=("cuda",)).as_text()
+    assert 'name = "dmljax_column_max"' in text
+    assert all("f16" not in ln for ln in text.splitlines() if "stablehlo.reduce" in ln)

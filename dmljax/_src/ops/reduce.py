@@ -18,6 +18,7 @@ from dmljax._src.dtypes import (
 )
 from dmljax._src.enums import ReduceFunction as F
 from dmljax._src.errors import Violation
+from dmljax._src.select_kernels import max_key_columns, use_column_arg_kernel
 from dmljax._src.numerics import flush_denormals, is_nan, load, mark_flushed, store
 from dmljax._src.op import operator
 from dmljax._src.ops._families import check_axes
@@ -206,9 +207,19 @@ def _max_min(x, axes, larger: bool):
     def keys_of(v):
         return jnp.where(is_nan(v), never, _order_keys(v))
 
+    def xla_keys(v):
+        return (jnp.max if larger else jnp.min)(keys_of(v), axis=axes, keepdims=True)
+
+    def column_keys(v):  # the column kernel keeps the largest key: MIN's are complemented
+        k = max_key_columns(v, axes[0], keys_of if larger else (lambda u: ~keys_of(u)))
+        return k if larger else ~k
+
     @jax.custom_vjp
     def run(v):
-        k = (jnp.max if larger else jnp.min)(keys_of(v), axis=axes, keepdims=True)
+        if use_column_arg_kernel(v.shape, tuple(axes), v.dtype):  # FLOAT16 columns on a GPU
+            k = lax.platform_dependent(v, cuda=column_keys, default=xla_keys)
+        else:
+            k = xla_keys(v)
         return jnp.where(k == never, jnp.asarray(np.nan, v.dtype), _from_keys(k, v.dtype))
 
     def fwd(v):
