@@ -1,7 +1,7 @@
 """CUMULATIVE_PRODUCT's row kernel on a GPU over elements per program (PRODUCT_BLOCK) and warps
 (PRODUCT_WARPS): device time of each setting against a copy, forward and reverse, FLOAT32 and
-FLOAT16, rows of 1,024 (2^26 elements unless SWEEP_TOTAL says). Prints one line per setting,
-then the best setting per case.
+FLOAT16, rows of 1,024 (2^26 elements; SWEEP_TOTAL, SWEEP_ROW, SWEEP_BLOCKS and SWEEP_WARPS
+change them). Prints one line per setting, then the best setting per case.
 
     python benchmarks/scan_product_sweep.py
 """
@@ -23,19 +23,22 @@ from dmljax._src.ops.cumulative import tally  # noqa: E402
 from dmljax.bench.timing import jax_device_times  # noqa: E402
 
 TOTAL = int(os.environ.get("SWEEP_TOTAL", 2 ** 26))
+ROW = int(os.environ.get("SWEEP_ROW", 1024))
+BLOCKS = tuple(int(b) for b in os.environ.get("SWEEP_BLOCKS", "1024,2048,4096,8192").split(","))
+WARPS = tuple(int(w) for w in os.environ.get("SWEEP_WARPS", "1,2,4,8").split(","))
 
 
 def main():
     rng = np.random.default_rng(0)
     copy = jax.jit(lambda x: x.copy())
     best = {}
-    print(f"jax {jax.__version__}; {jax.devices()[0]}; {TOTAL} elements, rows of 1024", flush=True)
+    print(f"jax {jax.__version__}; {jax.devices()[0]}; {TOTAL} elements, rows of {ROW}", flush=True)
     for dtype in (np.float32, np.float16):
-        xs = [jnp.asarray(np.exp2(rng.uniform(-0.01, 0.01, (TOTAL // 1024, 1024))).astype(dtype)) for _ in range(2)]
+        xs = [jnp.asarray(np.exp2(rng.uniform(-0.01, 0.01, (TOTAL // ROW, ROW))).astype(dtype)) for _ in range(2)]
         for reverse in (False, True):
             fns = [("copy", copy)]
-            for block, warps in itertools.product((1024, 2048, 4096, 8192), (1, 2, 4, 8)):
-                if warps * 32 * 2 > block:  # fewer than two elements a thread
+            for block, warps in itertools.product(BLOCKS, WARPS):
+                if warps * 32 * 2 > max(block, ROW):  # fewer than two elements a thread
                     continue
                 # tally itself: the operator's own call keeps the first program it compiled
                 f = compiled_with(scan_kernels, lambda x, r=reverse: tally(x, 1, r, False, True, False), xs[0],
