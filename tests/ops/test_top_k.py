@@ -151,3 +151,15 @@ def test_row_kernel_gives_the_xla_paths_indices(dtype, largest, group, n, monkey
         else:
             want = dmljax.top_k1(x, axis=1, k=k, axis_direction="INCREASING")[1]
         np.testing.assert_array_equal(got, np.asarray(want).astype(np.int32))
+
+
+def test_long_selections_are_staged_on_nvidia_gpus_only():
+    # Lowered here for each platform: on CUDA rows longer than GPU_STAGE_CHUNK are cut into
+    # chunks of it (XLA's top_k sorts a whole row for k > 16 there); the CPU keeps one top_k.
+    f = jax.jit(lambda v: dmljax.top_k(v, axis=1, k=256))
+
+    def top_k_inputs(platform):
+        text = f.trace(jax.ShapeDtypeStruct((4, 32768), jnp.float32)).lower(lowering_platforms=(platform,)).as_text()
+        return [ln.split(":")[-1].split("->")[0].strip() for ln in text.splitlines() if "chlo.top_k" in ln]
+    assert top_k_inputs("cuda")[0] == "tensor<4x32x1024xf32>"
+    assert "tensor<4x32768xf32>" in top_k_inputs("cpu") and not any("x1024x" in s for s in top_k_inputs("cpu"))

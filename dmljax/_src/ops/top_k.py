@@ -65,22 +65,24 @@ def _outputs(tensors, attrs, problems) -> dict:
             "OutputIndexTensor": TensorInfo(shape, chosen.data_type if chosen else DataType.UINT32)}
 
 
-# Rows longer than STAGE_CHUNK are cut into chunks of STAGE_CHUNK elements, a lax.top_k taken in
-# each, and a lax.top_k taken over the chunks' winners (repeated while that shrinks the row by half
-# or more). Exact: the winners stay in index order, so ties still go to the lower index. None (the
-# default): one lax.top_k over the whole row. An experiment for the GPU, where XLA's top_k runs
-# one thread block per row (k <= 16) or sorts the whole row (k > 16); on the CPU, whose float
-# top_k is one linear pass, staging only adds (rows of 32,768, FLOAT32 keys, chunks of 1,024:
-# 2.0x the unstaged time for k = 8, 10.4x for k = 256). To time it: set
-# ``dmljax._src.ops.top_k.STAGE_CHUNK = 1024`` before the first trace.
+# Rows longer than a chunk are cut into chunks, a lax.top_k taken in each, and a lax.top_k taken
+# over the chunks' winners (repeated while that shrinks the row by half or more). Exact: the
+# winners stay in index order, so ties still go to the lower index. On NVIDIA GPUs, where XLA's
+# top_k runs one thread block per row (k <= 16) or sorts the whole row (k > 16), rows are staged
+# in chunks of GPU_STAGE_CHUNK: on the H100 (benchmarks/top_k_stage_gpu.py, rows of 32,768, 2^26
+# elements) chunks of 1,024 took FLOAT32 k = 32 from 4.96 to 3.44 ms and k = 256 from 4.98 to
+# 4.34 (lax.top_k: 4.66), FLOAT16 k = 256 from 4.81 to 4.13 (lax.top_k: 6.95). Elsewhere one
+# lax.top_k (the CPU's float top_k is one linear pass: chunks of 1,024 took 2.0x the unstaged
+# time for k = 8 and 10.4x for k = 256). STAGE_CHUNK, when set, stages on every backend (tests).
+GPU_STAGE_CHUNK = 1024
 STAGE_CHUNK = None
 
 
-def _top_k_index(keys, k: int, lowest):
-    """The indices (int32) of ``lax.top_k(keys, k)``, ties to the lower index, staged by
-    STAGE_CHUNK where set. ``lowest``: a key no element beats (pads a ragged last chunk; a pad
-    ties at most with real elements, all before it)."""
-    chunk, lead, n = STAGE_CHUNK, keys.shape[:-1], keys.shape[-1]
+def _top_k_index(keys, k: int, lowest, chunk=None):
+    """The indices (int32) of ``lax.top_k(keys, k)``, ties to the lower index, staged in chunks of
+    ``chunk`` (STAGE_CHUNK where set). ``lowest``: a key no element beats (pads a ragged last
+    chunk; a pad ties at most with real elements, all before it)."""
+    chunk, lead, n = STAGE_CHUNK or chunk, keys.shape[:-1], keys.shape[-1]
     index = None
     while chunk is not None and chunk >= 2 * k and keys.shape[-1] > chunk:
         groups = -(-keys.shape[-1] // chunk)
@@ -110,13 +112,13 @@ def top_k_along(x, axis: int, k: int, largest: bool, index_dtype):
         return jnp.take_along_axis(x, index, axis=axis), index.astype(index_dtype)
     v = jnp.moveaxis(jax.lax.stop_gradient(x), axis, -1)
 
-    def by_integer_keys(t):
-        keys = _keys(t, largest)
-        if not largest:  # the smallest first: the keys' order reversed (~k never overflows)
-            keys = ~keys
-        return _top_k_index(keys, k, np.iinfo(keys.dtype).min)
+    def xla_index(v, chunk=None):
+        def by_integer_keys(t):
+            keys = _keys(t, largest)
+            if not largest:  # the smallest first: the keys' order reversed (~k never overflows)
+                keys = ~keys
+            return _top_k_index(keys, k, np.iinfo(keys.dtype).min, chunk)
 
-    def xla_index(v):
         if x.dtype == np.float16:
             # FLOAT32 keys with no clash: a FLOAT16 value is a normal FLOAT32 no larger than 65504
             # in size, so its -inf can become -FLT_MAX and NaN -inf, below every number (zeros +0).
@@ -124,7 +126,7 @@ def top_k_along(x, axis: int, k: int, largest: bool, index_dtype):
             f = f if largest else -f
             f = jnp.where(f == 0, jnp.zeros_like(f), f)
             f = jnp.where(f == -np.inf, jnp.full_like(f, -np.finfo(np.float32).max), f)
-            return _top_k_index(jnp.where(is_nan(v), jnp.full_like(f, -np.inf), f), k, -np.inf)
+            return _top_k_index(jnp.where(is_nan(v), jnp.full_like(f, -np.inf), f), k, -np.inf, chunk)
         if jnp.issubdtype(x.dtype, jnp.floating):
             # XLA's top_k has a fast path for floats only (integers sort the whole row: 48x slower
             # for k = 1 on the H100). FLOAT32 keys: the values as math reads them, negated for the
@@ -137,11 +139,13 @@ def top_k_along(x, axis: int, k: int, largest: bool, index_dtype):
             nan = jnp.isnan(f)
             f = jnp.where(nan, jnp.full_like(f, -np.inf), f)
             clash = jnp.any(jnp.any(nan, axis=-1) & jnp.any(f == -np.inf, axis=-1) & jnp.any(~nan & (f == -np.inf), axis=-1))
-            return lax.cond(clash, by_integer_keys, lambda t: _top_k_index(f, k, -np.inf), v)
+            return lax.cond(clash, by_integer_keys, lambda t: _top_k_index(f, k, -np.inf, chunk), v)
         return by_integer_keys(v)
 
     if use_kernel(x.shape, axis, k, x.dtype):  # short selections of rows on a GPU: select_kernels.py
         index = lax.platform_dependent(v, cuda=lambda t: top_k_rows(t, k, largest), default=xla_index)
+    elif v.shape[-1] > GPU_STAGE_CHUNK >= 2 * k:  # rows staged in chunks on a GPU
+        index = lax.platform_dependent(v, cuda=lambda t: xla_index(t, GPU_STAGE_CHUNK), default=xla_index)
     else:
         index = xla_index(v)
     index = jnp.moveaxis(index, -1, axis)
