@@ -110,34 +110,26 @@ def scan_cases(rng):
         shape = (TOTAL // 1024, 1024)
         xs = [jnp.asarray(rng.standard_normal(shape, dtype=np.float32).astype(dtype)) for _ in range(2)]
         ps = [jnp.asarray(np.exp2(rng.uniform(-0.01, 0.01, shape)).astype(dtype)) for _ in range(2)]
-        yield ("CUMULATIVE_SUMMATION rows of 1024", dtype, xs, jax.jit(lambda x: dmljax.cumulative_summation(x, axis=1)),
-               jax.jit(lambda x: jnp.cumsum(x, axis=1)))
-        for direction, exclusive in ((1, False), (0, True), (1, True)):
-            yield (f"CUMULATIVE_SUMMATION rows of 1024 {'reverse' if direction else 'forward'}"
-                   f"{' exclusive' if exclusive else ''}", dtype, xs,
-                   jax.jit(lambda x, d=direction, e=exclusive: dmljax.cumulative_summation(
-                       x, axis=1, axis_direction=d, has_exclusive_sum=e)),
-                   jax.jit(lambda x, d=direction: jnp.cumsum(x[:, ::-1], axis=1)[:, ::-1] if d else jnp.cumsum(x, axis=1)))
-        xla = compiled_with(scan_kernels, lambda x: tally(x, 1, False, False, False, False), xs[0], ENABLED=False)
-        yield ("CUMULATIVE_SUMMATION rows of 1024 (XLA path)", dtype, xs, xla, jax.jit(lambda x: jnp.cumsum(x, axis=1)))
-        for n in (128, 8192):
-            ys = [x.reshape(-1, n) for x in xs]
-            yield (f"CUMULATIVE_SUMMATION rows of {n}", dtype, ys, jax.jit(lambda x: dmljax.cumulative_summation(x, axis=1)),
-                   jax.jit(lambda x: jnp.cumsum(x, axis=1)))
-        yield ("CUMULATIVE_PRODUCT rows of 1024", dtype, ps, jax.jit(lambda x: dmljax.cumulative_product(x, axis=1)),
-               jax.jit(lambda x: jnp.cumprod(x, axis=1)))
-        for direction, exclusive in ((1, False), (0, True), (1, True)):
-            yield (f"CUMULATIVE_PRODUCT rows of 1024 {'reverse' if direction else 'forward'}"
-                   f"{' exclusive' if exclusive else ''}", dtype, ps,
-                   jax.jit(lambda x, d=direction, e=exclusive: dmljax.cumulative_product(
-                       x, axis=1, axis_direction=d, has_exclusive_product=e)),
-                   jax.jit(lambda x, d=direction: jnp.cumprod(x[:, ::-1], axis=1)[:, ::-1] if d else jnp.cumprod(x, axis=1)))
-        xla = compiled_with(scan_kernels, lambda x: tally(x, 1, False, False, True, False), ps[0], PRODUCT_ENABLED=False)
-        yield ("CUMULATIVE_PRODUCT rows of 1024 (XLA path)", dtype, ps, xla, jax.jit(lambda x: jnp.cumprod(x, axis=1)))
-        for n in (128, 8192):
-            qs = [p.reshape(-1, n) for p in ps]
-            yield (f"CUMULATIVE_PRODUCT rows of {n}", dtype, qs, jax.jit(lambda x: dmljax.cumulative_product(x, axis=1)),
-                   jax.jit(lambda x: jnp.cumprod(x, axis=1)))
+        # (operator, its exclusivity member, jnp's scan, inputs, whether a product, the kernel switch)
+        for name, op, excl, scan, ins, product, switch in (
+                ("CUMULATIVE_SUMMATION", dmljax.cumulative_summation, "has_exclusive_sum", jnp.cumsum, xs, False, "ENABLED"),
+                ("CUMULATIVE_PRODUCT", dmljax.cumulative_product, "has_exclusive_product", jnp.cumprod, ps, True,
+                 "PRODUCT_ENABLED")):
+            yield (f"{name} rows of 1024", dtype, ins, jax.jit(lambda x, op=op: op(x, axis=1)),
+                   jax.jit(lambda x, scan=scan: scan(x, axis=1)))
+            for direction, exclusive in ((1, False), (0, True), (1, True)):
+                yield (f"{name} rows of 1024 {'reverse' if direction else 'forward'}"
+                       f"{' exclusive' if exclusive else ''}", dtype, ins,
+                       jax.jit(lambda x, op=op, d=direction, e=exclusive, excl=excl: op(
+                           x, axis=1, axis_direction=d, **{excl: e})),
+                       jax.jit(lambda x, d=direction, scan=scan: scan(x[:, ::-1], axis=1)[:, ::-1] if d else scan(x, axis=1)))
+            xla = compiled_with(scan_kernels, lambda x, product=product: tally(x, 1, False, False, product, False), ins[0],
+                                **{switch: False})
+            yield (f"{name} rows of 1024 (XLA path)", dtype, ins, xla, jax.jit(lambda x, scan=scan: scan(x, axis=1)))
+            for n in (128, 8192):
+                rows = [x.reshape(-1, n) for x in ins]
+                yield (f"{name} rows of {n}", dtype, rows, jax.jit(lambda x, op=op: op(x, axis=1)),
+                       jax.jit(lambda x, scan=scan: scan(x, axis=1)))
 
 
 def movement_cases(rng):
