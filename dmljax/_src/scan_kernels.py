@@ -111,17 +111,26 @@ def _rows_call(body, name, x, reverse, exclusive, interpret, block=None, warps=N
 # primitive of its own: Triton's scan with this combine on a GPU, lax.associative_scan elsewhere
 # (Pallas's interpreter in the tests).
 _EXP_MASK = np.int32(0x7F800000)
-_ONE_EXP = np.int32(127 << 23)
+
+
+def _exponent_field(v):
+    """(bits, field, normal): FLOAT32 ``v``'s bits as int32, its biased exponent field, and
+    whether it is a normal number (the field neither 0 nor 255)."""
+    bits = jax.lax.bitcast_convert_type(v, jnp.int32)
+    field = jax.lax.shift_right_logical(bits & _EXP_MASK, np.int32(23))
+    return bits, field, (field != 0) & (field != 255)
+
+
+def _with_field(bits, field):
+    """The FLOAT32 of ``bits`` with its exponent field replaced by ``field`` (0 to 255)."""
+    return jax.lax.bitcast_convert_type((bits & ~_EXP_MASK) | (field << 23), jnp.float32)
 
 
 def _normalized(v):
     """(m, k): ``v``'s mantissa scaled into [1, 2) with its sign, and its unbiased exponent; zero,
     infinity and NaN as they are, with exponent 0 (FLOAT32 denormals are flushed before)."""
-    bits = jax.lax.bitcast_convert_type(v, jnp.int32)
-    field = jax.lax.shift_right_logical(bits & _EXP_MASK, np.int32(23))
-    normal = (field != 0) & (field != 255)
-    m = jnp.where(normal, jax.lax.bitcast_convert_type((bits & ~_EXP_MASK) | _ONE_EXP, jnp.float32), v)
-    return m, jnp.where(normal, field - 127, 0)
+    bits, field, normal = _exponent_field(v)
+    return jnp.where(normal, _with_field(bits, np.int32(127)), v), jnp.where(normal, field - 127, 0)
 
 
 def _pair_product(a, b):
@@ -136,14 +145,11 @@ def _pair_product(a, b):
 def _pairs_to_value(m, e):
     """m x 2^e as FLOAT32: infinity above FLOAT32's range, a signed zero below its normal range
     (the flush of the output); zero, infinity and NaN mantissas as they are."""
-    bits = jax.lax.bitcast_convert_type(m, jnp.int32)
-    field = jax.lax.shift_right_logical(bits & _EXP_MASK, np.int32(23))
-    special = (field == 0) | (field == 255)
-    clamped = jnp.clip(e, -127, 128)  # beyond the range: the exponent field's 0 and 255
-    value = jax.lax.bitcast_convert_type((bits & ~_EXP_MASK) | ((clamped + 127) << 23), jnp.float32)
+    bits, _, normal = _exponent_field(m)
+    value = _with_field(bits, jnp.clip(e, -127, 128) + 127)  # beyond the range: the fields 0 and 255
     huge = jnp.where(m < 0, -np.inf, np.inf).astype(jnp.float32)
     tiny = m * 0.0  # a zero with m's sign
-    return jnp.where(special, m, jnp.where(e > 127, huge, jnp.where(e < -126, tiny, value)))
+    return jnp.where(normal, jnp.where(e > 127, huge, jnp.where(e < -126, tiny, value)), m)
 
 
 def _pair_scan_impl(m, e, *, axis, reverse):
