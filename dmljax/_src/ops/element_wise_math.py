@@ -330,11 +330,19 @@ def _split_exponent(e, cd):
 
 
 def _pow_parts(g, hi, lo, split, integral, odd):
-    """pow(g, hi + lo) with the page's negative-base rule and C99's signs (no 0 and 1 rules)."""
+    """pow(g, hi + lo) with the page's negative-base rule.
+
+    One part (``lo`` None, every exponent exact in the compute type): ``lax.pow`` is C99's pow on
+    every backend (the CPU's libm form and CUDA's powf: negative bases with integral exponents,
+    pow(x, 0) = 1 also for NaN x, pow(1, y) = 1 also for NaN y, infinities counted as even), so
+    only the page's rule that -inf with a non-integral exponent gives NaN is added (C99 gives
+    +inf or +0 there). Two parts (INT32/UINT32 exponents beyond 2^24): |g|^hi * |g|^lo with the
+    sign from the exact exponent's parity, and the 0 and 1 rules added."""
+    if lo is None:
+        out = lax.pow(g, hi)
+        return jnp.where((g == np.asarray(-np.inf, g.dtype)) & ~integral, jnp.full_like(g, np.nan), out)
     a = jnp.abs(g)
-    mag = lax.pow(a, hi)
-    if lo is not None:
-        mag = jnp.where(split, mag * lax.pow(a, lo), mag)
+    mag = jnp.where(split, lax.pow(a, hi) * lax.pow(a, lo), lax.pow(a, hi))
     out = jnp.where(odd, jnp.copysign(mag, g), mag)
     return jnp.where((g < 0) & ~integral, jnp.full_like(g, np.nan), out)
 
@@ -342,8 +350,9 @@ def _pow_parts(g, hi, lo, split, integral, odd):
 def _pow_float_value(g, e, parts):
     hi, lo, split, integral, odd = parts
     out = _pow_parts(g, hi, lo, split, integral, odd)
-    one = jnp.ones_like(g)
-    return jnp.where((e == 0) | (g == 1), one, out)  # pow(NaN, 0) = pow(1, NaN) = 1
+    if lo is None:  # lax.pow has C99's pow(NaN, 0) = pow(1, NaN) = 1 already
+        return out
+    return jnp.where((e == 0) | (g == 1), jnp.ones_like(g), out)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(2,))
@@ -362,7 +371,13 @@ def _pow_float_jvp(scale_bias, primals, tangents):
     zero = jnp.zeros_like(g)
     # d/dg: e * pow(g, e - 1); e - 1 has the other parity (an integer's exact e - 1)
     if lo is None:
-        e1 = _pow_parts(g, hi - np.asarray(1, cd), None, None, integral, integral & ~odd)
+        # e - 1 is exact for -2^p < e <= 2^p (p: the significand's bits); beyond (infinities
+        # included, which C99 counts as even) every e is even and e - 1 rounds to an even float,
+        # so the odd power's sign is given back where g's sign bit is set (-0 included).
+        e1 = _pow_parts(g, hi - np.asarray(1, cd), None, None, integral, None)
+        edge = np.asarray(2.0 ** (np.finfo(cd).nmant + 1), cd)
+        inexact = (hi > edge) | (hi <= -edge)
+        e1 = jnp.where(inexact & jnp.signbit(g), -e1, e1)
     else:
         e1 = _pow_parts(g, jnp.where(split, hi, hi - np.asarray(1, cd)),
                         lo - np.asarray(1, cd), split, integral, ~odd)
@@ -372,7 +387,7 @@ def _pow_float_jvp(scale_bias, primals, tangents):
     plain = (jnp.abs(y) >= tiny) & (jnp.abs(y) < np.asarray(np.inf, cd)) & (jnp.abs(g) >= tiny) & (
         jnp.abs(g) < np.asarray(np.inf, cd))
     safe_g = jnp.where(plain, g, jnp.ones_like(g))
-    e1 = jnp.where(plain, y / safe_g, jnp.where(g == 1, jnp.ones_like(g), e1))
+    e1 = jnp.where(plain, y / safe_g, e1)  # (g = 1 is plain: pow(1, e) = 1 for every e)
     ef = e.astype(cd) if lo is None else hi + lo  # lo is 0 outside split: exact there
     slope = jnp.where(e == 0, zero, ef * e1)
     scale = np.asarray(1.0 if scale_bias is None else scale_bias.scale, np.float32).astype(cd)

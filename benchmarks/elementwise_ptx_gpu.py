@@ -1,0 +1,191 @@
+"""Where the element-wise misses go on a GPU: each program's device time and its kernels' PTX
+(and SASS where the CUDA tools are there), dmljax against the jax.numpy formula, side by side.
+
+    python benchmarks/elementwise_ptx_gpu.py OUT_DIR [NAME_FILTER]
+
+Programs (2^28 elements, two input sets, device time from CUPTI, 20 calls each): a copy; issue 9's
+two chains (dmljax.bench.chain); single operators as one-step chains (the chain's operators, and
+the ones issue 9 and 10 still miss: LOG, ERF, SINH, POW, ELU, SCALED_ELU); POW's forward+backward
+(``jax.vjp`` of both inputs against jnp.power's autodiff). XLA dumps each program's optimized HLO
+and PTX to OUT_DIR/dump (module ``jit_<program>``); the PTX opcodes are counted per program, and
+with ptxas/nvdisasm from the CUDA pip wheels the SASS too. Writes OUT_DIR/results.json and prints
+a table: time, time over jnp's, PTX and SASS instruction counts.
+"""
+
+from __future__ import annotations
+
+import collections
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+OUT = sys.argv[1] if len(sys.argv) > 1 else "/tmp/ew_ptx"
+PICK = sys.argv[2] if len(sys.argv) > 2 else ""
+DUMP = os.path.join(OUT, "dump")
+os.makedirs(DUMP, exist_ok=True)
+os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + f" --xla_dump_to={DUMP}"
+                           " --xla_dump_hlo_module_re=.*probe_.* --xla_dump_hlo_as_text")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+import dmljax  # noqa: E402
+from dmljax._src.dtypes import DataType  # noqa: E402
+from dmljax.bench.chain import CHAIN, CHAIN8, Chain, Step, chain_cases, program  # noqa: E402
+from dmljax.bench.inputs import draw  # noqa: E402
+from dmljax.bench.timing import jax_device_times  # noqa: E402
+
+N = int(os.environ.get("EW_TOTAL", 2 ** 28))
+SETS = 2
+
+SINGLES = {  # operator: (input kinds, types)
+    "ELEMENT_WISE_SUBTRACT": ({"x": "normal", "b": "divisor"}, ("FLOAT16",)),
+    "ELEMENT_WISE_SQRT": ({"x": "positive"}, ("FLOAT16",)),
+    "ELEMENT_WISE_DIVIDE": ({"x": "numerator", "b": "divisor"}, ("FLOAT16",)),
+    "ELEMENT_WISE_TANH": ({"x": "normal"}, ("FLOAT16",)),
+    "ELEMENT_WISE_MAX": ({"x": "normal", "b": "divisor"}, ("FLOAT16",)),
+    "ELEMENT_WISE_IF": ({"c": "condition", "x": "normal", "b": "divisor"}, ("FLOAT16",)),
+    "ELEMENT_WISE_LOG": ({"x": "positive"}, ("FLOAT16",)),
+    "ELEMENT_WISE_ERF": ({"x": "normal"}, ("FLOAT16",)),
+    "ELEMENT_WISE_SINH": ({"x": "normal"}, ("FLOAT32",)),
+    "ELEMENT_WISE_POW": ({"x": "positive", "b": "shift"}, ("FLOAT32", "FLOAT16")),
+    "ACTIVATION_ELU": ({"x": "normal"}, ("FLOAT16",)),
+    "ACTIVATION_SCALED_ELU": ({"x": "normal"}, ("FLOAT16",)),
+    "ELEMENT_WISE_MODULUS_FLOOR": ({"x": "numerator", "b": "divisor"}, ("FLOAT16",)),
+    "ELEMENT_WISE_CONSTANT_POW": ({"x": "normal"}, ("FLOAT16",)),
+}
+
+
+def one_step(op: str, kinds: dict) -> Chain:
+    return Chain(name=op, inputs=kinds, start="x", steps=(Step(op, tuple(kinds)),), compare_to=op)
+
+
+def programs():
+    """(name, function, input kinds, dtype) of every program measured."""
+    out = []
+    for dtype in ("FLOAT32", "FLOAT16"):
+        out.append((f"copy_{dtype}", lambda x: x.copy(), ("normal",), dtype))
+    for tag, chain, dtypes in (("chain8", CHAIN8, ("FLOAT32", "FLOAT16")), ("chain5", CHAIN, ("FLOAT16",))):
+        cases, _ = chain_cases(chain)
+        for dtype in dtypes:
+            for flavour in ("dmljax", "jnp"):
+                out.append((f"{tag}_{flavour}_{dtype}", program(chain, cases, dtype, flavour),
+                            tuple(chain.inputs.values()), dtype))
+    for op, (kinds, dtypes) in SINGLES.items():
+        chain = one_step(op, kinds)
+        cases, why = chain_cases(chain)
+        if cases is None:
+            print(op, why)
+            continue
+        short = op.split("_", 2)[-1] if op.startswith("ELEMENT_WISE") else op.split("_", 1)[1]
+        for dtype in dtypes:
+            for flavour in ("dmljax", "jnp"):
+                fn = program(chain, cases, dtype, flavour)
+                if fn is not None:
+                    out.append((f"{short}_{flavour}_{dtype}", fn, tuple(kinds.values()), dtype))
+    for dtype in ("FLOAT32", "FLOAT16"):
+        out.append((f"POWgrad_dmljax_{dtype}", lambda x, e, dy: jax.vjp(dmljax.element_wise_pow, x, e)[1](dy),
+                    ("positive", "shift", "normal"), dtype))
+        out.append((f"POWgrad_jnp_{dtype}", lambda x, e, dy: jax.vjp(jnp.power, x, e)[1](dy),
+                    ("positive", "shift", "normal"), dtype))
+    return [p for p in out if PICK in p[0]]
+
+
+def named(name, fn):
+    def probe(*xs):
+        return fn(*xs)
+    probe.__name__ = f"probe_{name}"
+    return jax.jit(probe)
+
+
+def inputs(kinds, dtype, seed):
+    key = jax.random.PRNGKey(seed)
+    dt = DataType.parse(dtype)
+    return jax.block_until_ready([draw(k, jax.random.fold_in(key, i), (N,), dt) for i, k in enumerate(kinds)])
+
+
+PTX_SKIP = re.compile(r"^(\.|//|\{|\}|\$|[A-Za-z_$][\w$]*:|$)")
+
+
+def ptx_counts(name):
+    """Opcode counts of the kernels in the program's PTX (every .entry together)."""
+    files = [f for f in glob.glob(os.path.join(DUMP, f"*jit_probe_{name}.*ptx"))]
+    if not files:
+        return None, None
+    c = collections.Counter()
+    for line in open(files[0]):
+        s = line.strip()
+        if PTX_SKIP.match(s):
+            continue
+        s = re.sub(r"^@!?%\w+\s+", "", s)
+        c[s.split()[0].rstrip(";")] += 1
+    return c, files[0]
+
+
+def tool(name):
+    found = shutil.which(name)
+    if found:
+        return found
+    for base in sys.path:
+        for hit in glob.glob(os.path.join(base, "nvidia", "*", "bin", name)):
+            return hit
+    return None
+
+
+def sass_counts(ptx_file):
+    ptxas, nvdisasm = tool("ptxas"), tool("nvdisasm") or tool("cuobjdump")
+    if not ptxas or not nvdisasm:
+        return None, "no ptxas/nvdisasm"
+    cubin = ptx_file + ".cubin"
+    r = subprocess.run([ptxas, "-arch=sm_90", "-O3", "-v", ptx_file, "-o", cubin], capture_output=True, text=True)
+    if r.returncode:
+        return None, r.stderr[-300:]
+    args = [nvdisasm, "-c", cubin] if nvdisasm.endswith("nvdisasm") else [nvdisasm, "-sass", cubin]
+    d = subprocess.run(args, capture_output=True, text=True)
+    open(ptx_file + ".sass", "w").write(d.stdout)
+    c = collections.Counter()
+    for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", d.stdout):
+        c[m.group(1)] += 1
+    return c, r.stderr.strip().splitlines()[-1:] if r.stderr else ""
+
+
+def main():
+    progs = programs()
+    sets = {}
+    groups = []
+    for name, fn, kinds, dtype in progs:
+        key = (kinds, dtype)
+        if key not in sets:
+            sets[key] = [inputs(kinds, dtype, s) for s in range(SETS)]
+        f = named(name, fn)
+        xs = sets[key]
+        groups.append((name, (lambda f, xs: lambda i: f(*xs[i]))(f, xs)))
+    times = jax_device_times(groups, SETS)
+    rows = {}
+    for name, fn, kinds, dtype in progs:
+        t = times.get(name, {})
+        pc, ptx_file = ptx_counts(name)
+        sc, note = sass_counts(ptx_file) if ptx_file else (None, "no ptx")
+        rows[name] = {"ms": t.get("s", float("nan")) * 1e3, "kernels": t.get("kernels"),
+                      "ptx_total": sum(pc.values()) if pc else None, "ptx": dict(pc.most_common()) if pc else None,
+                      "sass_total": sum(sc.values()) if sc else None, "sass": dict(sc.most_common()) if sc else None,
+                      "ptxas": note}
+    for f in glob.glob(os.path.join(DUMP, "*")):  # keep the probes' PTX, SASS and optimized HLO
+        if "probe_" not in f or not f.endswith((".ptx", ".sass", "after_optimizations.txt")):
+            shutil.rmtree(f) if os.path.isdir(f) else os.remove(f)
+    json.dump({"N": N, "device": str(jax.devices()[0]), "jax": jax.__version__, "rows": rows},
+              open(os.path.join(OUT, "results.json"), "w"), indent=1)
+    print(f"{'program':34s} {'ms':>7s} {'/jnp':>6s} {'k':>2s} {'ptx':>5s} {'sass':>5s}")
+    for name, r in rows.items():
+        twin = rows.get(name.replace("_dmljax_", "_jnp_"))
+        ratio = r["ms"] / twin["ms"] if twin and "_dmljax_" in name else float("nan")
+        print(f"{name:34s} {r['ms']:7.3f} {ratio:6.3f} {r['kernels'] or 0:2d} {r['ptx_total'] or 0:5d} {r['sass_total'] or 0:5d}")
+
+
+if __name__ == "__main__":
+    main()
