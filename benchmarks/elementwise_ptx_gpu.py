@@ -28,7 +28,7 @@ PICK = sys.argv[2] if len(sys.argv) > 2 else ""
 DUMP = os.path.join(OUT, "dump")
 os.makedirs(DUMP, exist_ok=True)
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + f" --xla_dump_to={DUMP}"
-                           " --xla_dump_hlo_module_re=.*probe_.* --xla_dump_hlo_as_text")
+                           " --xla_dump_hlo_module_re=.*probe_.* --xla_dump_hlo_as_text --xla_gpu_dump_llvmir")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import jax  # noqa: E402
@@ -93,7 +93,46 @@ def programs():
                     ("positive", "shift", "normal"), dtype))
         out.append((f"POWgrad_jnp_{dtype}", lambda x, e, dy: jax.vjp(jnp.power, x, e)[1](dy),
                     ("positive", "shift", "normal"), dtype))
+    for variant in CHAIN8_VARIANTS:
+        out.append((f"chain8{variant}_dmljax_FLOAT16", chain8_variant(variant), ("normal", "divisor", "condition"),
+                    "FLOAT16"))
     return [p for p in out if PICK in p[0]]
+
+
+CHAIN8_VARIANTS = ("maxnan", "maxjnp", "maxkey16", "f16math", "nomax")
+"""The chain of eight in FLOAT16 with one part changed, to see what each costs: MAX as maxNum from
+``lax.max`` with NaN tests on the bits (``maxnan``), as a plain ``jnp.maximum`` (``maxjnp``, not
+DirectML's rule: the floor), on FLOAT16 order keys (``maxkey16``); SUBTRACT to TANH as jnp's
+FLOAT16 formulas (``f16math``); no MAX at all (``nomax``)."""
+
+
+def chain8_variant(variant):
+    from jax import lax  # noqa: PLC0415
+    from dmljax._src.numerics import is_nan  # noqa: PLC0415
+    from dmljax._src.ops.element_wise_clamp import _order_key  # noqa: PLC0415
+
+    def run(x, b, c):
+        if variant == "f16math":
+            y = jnp.tanh(jnp.sqrt(jnp.abs((x - b) * b)) / b)
+        else:
+            y = dmljax.element_wise_subtract(x, b)
+            y = dmljax.element_wise_multiply(y, b)
+            y = dmljax.element_wise_abs(y)
+            y = dmljax.element_wise_sqrt(y)
+            y = dmljax.element_wise_divide(y, b)
+            y = dmljax.element_wise_tanh(y)
+        if variant in ("f16math",):
+            y = dmljax.element_wise_max(y, x)
+        elif variant == "maxjnp":
+            y = jnp.maximum(y, x)
+        elif variant == "maxkey16":
+            take = ~is_nan(x) & ((_order_key(x) > _order_key(y)) | is_nan(y))
+            y = jnp.where(take, x, y)
+        elif variant == "maxnan":
+            y32, x32 = y.astype(jnp.float32), x.astype(jnp.float32)
+            y = jnp.where(is_nan(x32), y32, jnp.where(is_nan(y32), x32, lax.max(y32, x32))).astype(jnp.float16)
+        return dmljax.element_wise_if(c, y, x)
+    return run
 
 
 def named(name, fn):
@@ -171,20 +210,22 @@ def main():
         t = times.get(name, {})
         pc, ptx_file = ptx_counts(name)
         sc, note = sass_counts(ptx_file) if ptx_file else (None, "no ptx")
-        rows[name] = {"ms": t.get("s", float("nan")) * 1e3, "kernels": t.get("kernels"),
+        rows[name] = {"ms": t.get("s", float("nan")) * 1e3, "kernels": t.get("kernels_per_call"),
                       "ptx_total": sum(pc.values()) if pc else None, "ptx": dict(pc.most_common()) if pc else None,
                       "sass_total": sum(sc.values()) if sc else None, "sass": dict(sc.most_common()) if sc else None,
                       "ptxas": note}
-    for f in glob.glob(os.path.join(DUMP, "*")):  # keep the probes' PTX, SASS and optimized HLO
-        if "probe_" not in f or not f.endswith((".ptx", ".sass", "after_optimizations.txt")):
+    for f in glob.glob(os.path.join(DUMP, "*")):  # keep the probes' PTX, SASS, LLVM IR, optimized HLO
+        if "probe_" not in f or not f.endswith((".ptx", ".sass", ".ll", "after_optimizations.txt")):
             shutil.rmtree(f) if os.path.isdir(f) else os.remove(f)
+    subprocess.run(["tar", "-czf", os.path.join(OUT, "dump.tgz"), "-C", DUMP, "."], check=False)
+    shutil.rmtree(DUMP)
     json.dump({"N": N, "device": str(jax.devices()[0]), "jax": jax.__version__, "rows": rows},
               open(os.path.join(OUT, "results.json"), "w"), indent=1)
     print(f"{'program':34s} {'ms':>7s} {'/jnp':>6s} {'k':>2s} {'ptx':>5s} {'sass':>5s}")
     for name, r in rows.items():
         twin = rows.get(name.replace("_dmljax_", "_jnp_"))
         ratio = r["ms"] / twin["ms"] if twin and "_dmljax_" in name else float("nan")
-        print(f"{name:34s} {r['ms']:7.3f} {ratio:6.3f} {r['kernels'] or 0:2d} {r['ptx_total'] or 0:5d} {r['sass_total'] or 0:5d}")
+        print(f"{name:34s} {r['ms']:7.3f} {ratio:6.3f} {r["kernels"] or 0:2.0f} {r['ptx_total'] or 0:5d} {r['sass_total'] or 0:5d}")
 
 
 if __name__ == "__main__":
