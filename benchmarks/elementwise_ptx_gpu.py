@@ -1,5 +1,6 @@
-"""Where the element-wise misses go on a GPU: each program's device time and its kernels' PTX
-(and SASS where the CUDA tools are there), dmljax against the jax.numpy formula, side by side.
+"""Where the element-wise misses go on a GPU: each program's device time and its kernels' SASS
+(cuobjdump of the cubin in the serialized executable), dmljax against the jax.numpy formula,
+side by side.
 
     python benchmarks/elementwise_ptx_gpu.py OUT_DIR [NAME_FILTER]
 
@@ -7,9 +8,9 @@ Programs (2^28 elements, two input sets, device time from CUPTI, 20 calls each):
 two chains (dmljax.bench.chain); single operators as one-step chains (the chain's operators, and
 the ones issue 9 and 10 still miss: LOG, ERF, SINH, POW, ELU, SCALED_ELU); POW's forward+backward
 (``jax.vjp`` of both inputs against jnp.power's autodiff). XLA dumps each program's optimized HLO
-and PTX to OUT_DIR/dump (module ``jit_<program>``); the PTX opcodes are counted per program, and
-with ptxas/nvdisasm from the CUDA pip wheels the SASS too. Writes OUT_DIR/results.json and prints
-a table: time, time over jnp's, PTX and SASS instruction counts.
+to OUT_DIR/dump (module ``jit_probe_<program>``) and each program's SASS goes beside it, its
+opcodes counted; the dump is packed into OUT_DIR/dump.tgz. Writes OUT_DIR/results.json and prints
+a table: time, time over jnp's, kernels, SASS instructions.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ PICK = sys.argv[2] if len(sys.argv) > 2 else ""
 DUMP = os.path.join(OUT, "dump")
 os.makedirs(DUMP, exist_ok=True)
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + f" --xla_dump_to={DUMP}"
-                           " --xla_dump_hlo_module_re=.*probe_.* --xla_dump_hlo_as_text --xla_gpu_dump_llvmir")
+                           " --xla_dump_hlo_module_re=.*probe_.* --xla_dump_hlo_as_text")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import jax  # noqa: E402
@@ -148,84 +149,88 @@ def inputs(kinds, dtype, seed):
     return jax.block_until_ready([draw(k, jax.random.fold_in(key, i), (N,), dt) for i, k in enumerate(kinds)])
 
 
-PTX_SKIP = re.compile(r"^(\.|//|\{|\}|\$|[A-Za-z_$][\w$]*:|$)")
+def cubins(compiled) -> list[bytes]:
+    """The CUDA binaries (ELF) inside a compiled program's serialized executable (XLA writes no
+    PTX to its dump directory here, but the serialized executable carries the cubin)."""
+    from jax.experimental.serialize_executable import serialize  # noqa: PLC0415
 
-
-def ptx_counts(name):
-    """Opcode counts of the kernels in the program's PTX (every .entry together)."""
-    files = [f for f in glob.glob(os.path.join(DUMP, f"*jit_probe_{name}.*ptx"))]
-    if not files:
-        return None, None
-    c = collections.Counter()
-    for line in open(files[0]):
-        s = line.strip()
-        if PTX_SKIP.match(s):
-            continue
-        s = re.sub(r"^@!?%\w+\s+", "", s)
-        c[s.split()[0].rstrip(";")] += 1
-    return c, files[0]
+    payload = bytes(serialize(compiled)[0])
+    out, at = [], payload.find(b"\x7fELF")
+    while at >= 0:
+        shoff = int.from_bytes(payload[at + 0x28:at + 0x30], "little")
+        shentsize = int.from_bytes(payload[at + 0x3A:at + 0x3C], "little")
+        shnum = int.from_bytes(payload[at + 0x3C:at + 0x3E], "little")
+        end = at + shoff + shentsize * shnum
+        out.append(payload[at:end])
+        at = payload.find(b"\x7fELF", end)
+    return out
 
 
 def tool(name):
     found = shutil.which(name)
     if found:
         return found
-    for base in sys.path:
-        for hit in glob.glob(os.path.join(base, "nvidia", "*", "bin", name)):
-            return hit
+    for hit in glob.glob(f"/usr/local/cuda*/bin/{name}"):
+        return hit
     return None
 
 
-def sass_counts(ptx_file):
-    ptxas, nvdisasm = tool("ptxas"), tool("nvdisasm") or tool("cuobjdump")
-    if not ptxas or not nvdisasm:
-        return None, "no ptxas/nvdisasm"
-    cubin = ptx_file + ".cubin"
-    r = subprocess.run([ptxas, "-arch=sm_90", "-O3", "-v", ptx_file, "-o", cubin], capture_output=True, text=True)
-    if r.returncode:
-        return None, r.stderr[-300:]
-    args = [nvdisasm, "-c", cubin] if nvdisasm.endswith("nvdisasm") else [nvdisasm, "-sass", cubin]
-    d = subprocess.run(args, capture_output=True, text=True)
-    open(ptx_file + ".sass", "w").write(d.stdout)
-    c = collections.Counter()
-    for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", d.stdout):
-        c[m.group(1)] += 1
-    return c, r.stderr.strip().splitlines()[-1:] if r.stderr else ""
+SASS_LINE = re.compile(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")
+
+
+def sass_counts(name, compiled):
+    """SASS opcode counts of every kernel of the program (cuobjdump -sass), or None and why."""
+    cuobjdump = tool("cuobjdump")
+    if not cuobjdump:
+        return None, "no cuobjdump"
+    texts = []
+    for i, blob in enumerate(cubins(compiled)):
+        path = os.path.join(DUMP, f"probe_{name}_{i}.cubin")
+        open(path, "wb").write(blob)
+        r = subprocess.run([cuobjdump, "-sass", path], capture_output=True, text=True)
+        texts.append(r.stdout if r.returncode == 0 else r.stderr)
+        os.remove(path)
+    text = "\n".join(texts)
+    open(os.path.join(DUMP, f"probe_{name}.sass"), "w").write(text)
+    c = collections.Counter(m.group(1) for m in SASS_LINE.finditer(text))
+    return (c or None), ("" if c else text[-300:])
 
 
 def main():
     progs = programs()
     sets = {}
-    groups = []
+    groups, compiled = [], {}
     for name, fn, kinds, dtype in progs:
         key = (kinds, dtype)
         if key not in sets:
             sets[key] = [inputs(kinds, dtype, s) for s in range(SETS)]
         f = named(name, fn)
         xs = sets[key]
+        compiled[name] = f.lower(*xs[0]).compile()
         groups.append((name, (lambda f, xs: lambda i: f(*xs[i]))(f, xs)))
     times = jax_device_times(groups, SETS)
     rows = {}
     for name, fn, kinds, dtype in progs:
         t = times.get(name, {})
-        pc, ptx_file = ptx_counts(name)
-        sc, note = sass_counts(ptx_file) if ptx_file else (None, "no ptx")
+        try:
+            sc, note = sass_counts(name, compiled[name])
+        except Exception as e:  # noqa: BLE001  (the times still count)
+            sc, note = None, repr(e)
         rows[name] = {"ms": t.get("s", float("nan")) * 1e3, "kernels": t.get("kernels_per_call"),
-                      "ptx_total": sum(pc.values()) if pc else None, "ptx": dict(pc.most_common()) if pc else None,
                       "sass_total": sum(sc.values()) if sc else None, "sass": dict(sc.most_common()) if sc else None,
-                      "ptxas": note}
+                      "note": note}
     for f in glob.glob(os.path.join(DUMP, "*")):  # keep the probes' PTX, SASS, LLVM IR, optimized HLO
-        if "probe_" not in f or not f.endswith((".ptx", ".sass", ".ll", "after_optimizations.txt")):
+        if "probe_" not in f or not f.endswith((".sass", "after_optimizations.txt")):
             shutil.rmtree(f) if os.path.isdir(f) else os.remove(f)
     subprocess.run(["tar", "-czf", os.path.join(OUT, "dump.tgz"), "-C", DUMP, "."], check=False)
     shutil.rmtree(DUMP)
     json.dump({"N": N, "device": str(jax.devices()[0]), "jax": jax.__version__, "rows": rows},
               open(os.path.join(OUT, "results.json"), "w"), indent=1)
-    print(f"{'program':34s} {'ms':>7s} {'/jnp':>6s} {'k':>2s} {'ptx':>5s} {'sass':>5s}")
+    print(f"{'program':34s} {'ms':>7s} {'/jnp':>6s} {'k':>2s} {'sass':>5s}")
     for name, r in rows.items():
         twin = rows.get(name.replace("_dmljax_", "_jnp_"))
         ratio = r["ms"] / twin["ms"] if twin and "_dmljax_" in name else float("nan")
-        print(f"{name:34s} {r['ms']:7.3f} {ratio:6.3f} {r["kernels"] or 0:2.0f} {r['ptx_total'] or 0:5d} {r['sass_total'] or 0:5d}")
+        print(f"{name:34s} {r['ms']:7.3f} {ratio:6.3f} {r['kernels'] or 0:2.0f} {r['sass_total'] or 0:5d}")
 
 
 if __name__ == "__main__":
