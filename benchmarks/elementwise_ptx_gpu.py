@@ -179,17 +179,20 @@ SASS_LINE = re.compile(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)
 
 
 def sass_counts(name, compiled):
-    """SASS opcode counts of every kernel of the program (cuobjdump -sass), or None and why."""
-    cuobjdump = tool("cuobjdump")
-    if not cuobjdump:
-        return None, "no cuobjdump"
+    """SASS opcode counts of every kernel of the program (nvdisasm, else cuobjdump -sass), or None
+    and why."""
+    nvdisasm, cuobjdump = tool("nvdisasm"), tool("cuobjdump")
+    if not nvdisasm and not cuobjdump:
+        return None, "no nvdisasm or cuobjdump"
     texts = []
     for i, blob in enumerate(cubins(compiled)):
         path = os.path.join(DUMP, f"probe_{name}_{i}.cubin")
         open(path, "wb").write(blob)
-        r = subprocess.run([cuobjdump, "-sass", path], capture_output=True, text=True)
-        texts.append(r.stdout if r.returncode == 0 else r.stderr)
-        os.remove(path)
+        r = subprocess.run([nvdisasm, path] if nvdisasm else [cuobjdump, "-sass", path],
+                           capture_output=True, text=True)
+        if r.returncode and cuobjdump and nvdisasm:
+            r = subprocess.run([cuobjdump, "-sass", path], capture_output=True, text=True)
+        texts.append(r.stdout if r.returncode == 0 else r.stdout + r.stderr)
     text = "\n".join(texts)
     open(os.path.join(DUMP, f"probe_{name}.sass"), "w").write(text)
     c = collections.Counter(m.group(1) for m in SASS_LINE.finditer(text))
@@ -220,7 +223,7 @@ def main():
                       "sass_total": sum(sc.values()) if sc else None, "sass": dict(sc.most_common()) if sc else None,
                       "note": note}
     for f in glob.glob(os.path.join(DUMP, "*")):  # keep the probes' PTX, SASS, LLVM IR, optimized HLO
-        if "probe_" not in f or not f.endswith((".sass", "after_optimizations.txt")):
+        if "probe_" not in f or not f.endswith((".sass", ".cubin", "after_optimizations.txt")):
             shutil.rmtree(f) if os.path.isdir(f) else os.remove(f)
     subprocess.run(["tar", "-czf", os.path.join(OUT, "dump.tgz"), "-C", DUMP, "."], check=False)
     shutil.rmtree(DUMP)
