@@ -155,6 +155,7 @@ def cubins(compiled) -> list[bytes]:
     from jax.experimental.serialize_executable import serialize  # noqa: PLC0415
 
     payload = bytes(serialize(compiled)[0])
+    open(os.path.join(DUMP, "probe_payload.bin"), "wb").write(payload)
     out, at = [], payload.find(b"\x7fELF")
     while at >= 0:
         shoff = int.from_bytes(payload[at + 0x28:at + 0x30], "little")
