@@ -224,7 +224,7 @@ def main():
                       "sass_total": sum(sc.values()) if sc else None, "sass": dict(sc.most_common()) if sc else None,
                       "note": note}
     for f in glob.glob(os.path.join(DUMP, "*")):  # keep the probes' PTX, SASS, LLVM IR, optimized HLO
-        if "probe_" not in f or not f.endswith((".sass", ".cubin", "after_optimizations.txt")):
+        if "probe_" not in f or not f.endswith((".sass", ".cubin", ".bin", "after_optimizations.txt")):
             shutil.rmtree(f) if os.path.isdir(f) else os.remove(f)
     subprocess.run(["tar", "-czf", os.path.join(OUT, "dump.tgz"), "-C", DUMP, "."], check=False)
     shutil.rmtree(DUMP)
