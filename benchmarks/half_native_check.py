@@ -1,0 +1,108 @@
+"""How far XLA's own FLOAT16 math lands from the float64 truth, on this backend: every one of the
+65,536 FLOAT16 inputs for the unary functions, and every FLOAT16 numerator against 2,048 divisors
+(random and special) for division.
+
+    python benchmarks/half_native_check.py [OUT_JSON]
+
+XLA computes a FLOAT16 sqrt, log, tanh, ... in FLOAT32 and rounds once, but on a GPU it may pick
+a cheaper FLOAT32 approximation than for a FLOAT32 tensor (the result only needs FLOAT16's
+precision). dmljax may use XLA's FLOAT16 function for a FLOAT16 tensor only where the result
+stays within the operator's FLOAT16 budget on every backend; this script gives the evidence. The
+reference is the float64 function on the same backend (x64 enabled), whose error is far below a
+FLOAT16 ULP. Errors are in FLOAT16 ULPs of the reference (2^-24 below the normal range); a NaN
+must meet a NaN, an infinity the same infinity. Prints a table and writes it as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import jax.scipy.special as jsp  # noqa: E402
+import numpy as np  # noqa: E402
+
+UNARY = {  # name: the jnp function (applied to FLOAT16, and to float64 for the reference)
+    "SQRT": jnp.sqrt, "LOG": jnp.log, "EXP": jnp.exp, "TANH": jnp.tanh, "ERF": jsp.erf,
+    "SIN": jnp.sin, "COS": jnp.cos, "TAN": jnp.tan, "SINH": jnp.sinh, "COSH": jnp.cosh,
+    "ASIN": jnp.arcsin, "ACOS": jnp.arccos, "ATAN": jnp.arctan, "ASINH": jnp.arcsinh,
+    "ACOSH": jnp.arccosh, "ATANH": jnp.arctanh, "RECIP": lambda x: 1 / x, "EXPM1": jnp.expm1,
+    "LOG1P": jnp.log1p, "RSQRT": jax.lax.rsqrt,
+}
+
+
+def ulp_errors(y16, ref):
+    """|y - ref| in FLOAT16 ULPs of ref, and the count of special-value mismatches."""
+    y = y16.astype(jnp.float64)
+    both_nan = jnp.isnan(y) & jnp.isnan(ref)
+    ref_inf = jnp.isinf(ref)
+    # the reference rounded to FLOAT16 may overflow: compare against the rounded value there
+    r16 = ref.astype(jnp.float16).astype(jnp.float64)
+    special = jnp.isnan(ref) | ref_inf | jnp.isinf(r16)
+    bad_special = special & ~both_nan & ~(y == r16)
+    a = jnp.abs(ref)
+    e = jnp.floor(jnp.log2(jnp.where(a > 0, a, 1.0)))
+    ulp = jnp.exp2(jnp.maximum(e, -14.0) - 10.0)
+    err = jnp.where(special | jnp.isnan(y), 0.0, jnp.abs(y - ref) / ulp)
+    err = jnp.where(jnp.isnan(y) & ~special, jnp.inf, err)
+    return err, bad_special
+
+
+def check_unary(name, fn):
+    bits = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+    x16 = jnp.asarray(bits.view(np.float16))
+    y16 = jax.jit(fn)(x16)
+    ref = jax.jit(fn)(x16.astype(jnp.float64))
+    err, bad = ulp_errors(y16, ref)
+    err = np.asarray(err)
+    worst = int(np.argmax(err))
+    return {"max_ulp": float(err.max()), "over_half": int((err > 0.5).sum()), "over_1": int((err > 1).sum()),
+            "special_mismatch": int(np.asarray(bad).sum()),
+            "worst_x": float(bits.view(np.float16)[worst]), "worst_y": float(np.asarray(y16)[worst]),
+            "worst_ref": float(np.asarray(ref)[worst])}
+
+
+def check_divide(seed=0, n_b=2048):
+    rng = np.random.default_rng(seed)
+    a = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    b = rng.integers(0, 65536, n_b, dtype=np.uint32).astype(np.uint16).view(np.float16).copy()
+    b[:12] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, 3.0, -7.0, 6.1e-5, 5.96e-8, 65504.0, 0.1]
+    a, b = jnp.asarray(a), jnp.asarray(b)
+
+    @jax.jit
+    def chunk(bj):
+        y = a / bj
+        ref = a.astype(jnp.float64) / bj.astype(jnp.float64)
+        err, bad = ulp_errors(y, ref)
+        return jnp.max(err), jnp.sum(err > 0.5), jnp.sum(err > 1), jnp.sum(bad)
+
+    out = {"max_ulp": 0.0, "over_half": 0, "over_1": 0, "special_mismatch": 0}
+    for j in range(n_b):
+        m, h, o, s = chunk(b[j])
+        out["max_ulp"] = max(out["max_ulp"], float(m))
+        out["over_half"] += int(h)
+        out["over_1"] += int(o)
+        out["special_mismatch"] += int(s)
+    return out
+
+
+def main():
+    rows = {name: check_unary(name, fn) for name, fn in UNARY.items()}
+    rows["DIVIDE"] = check_divide()
+    result = {"backend": jax.default_backend(), "device": str(jax.devices()[0]), "jax": jax.__version__,
+              "rows": rows}
+    if len(sys.argv) > 1:
+        json.dump(result, open(sys.argv[1], "w"), indent=1)
+    print(f"backend {result['backend']} ({result['device']}), jax {result['jax']}")
+    print(f"{'op':8s} {'max ulp':>8s} {'> 0.5':>8s} {'> 1':>6s} {'special':>7s}  worst")
+    for name, r in rows.items():
+        worst = f"x={r['worst_x']!r} y={r['worst_y']!r} ref={r['worst_ref']!r}" if "worst_x" in r else ""
+        print(f"{name:8s} {r['max_ulp']:8.3f} {r['over_half']:8d} {r['over_1']:6d} {r['special_mismatch']:7d}  {worst}")
+
+
+if __name__ == "__main__":
+    main()
