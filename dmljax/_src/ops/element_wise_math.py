@@ -126,7 +126,7 @@ def element_wise_sqrt(input, *, scale_bias, allow_half_precision_computation):
         Array([ 2.       ,  1.4142135, -0.       ,        nan], dtype=float32)
     """
     return elementwise(jnp.sqrt, input, half=allow_half_precision_computation, slopes=_sqrt_slope,
-                       scale_bias=scale_bias)
+                       scale_bias=scale_bias, half_native=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -192,7 +192,7 @@ def element_wise_log(input, *, scale_bias, allow_half_precision_computation):
         Array([  0.,   1., -inf, -inf,  nan], dtype=float32)
     """
     return elementwise(jnp.log, input, half=allow_half_precision_computation, slopes=_log_slope,
-                       scale_bias=scale_bias)
+                       scale_bias=scale_bias, half_native=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -236,7 +236,7 @@ def element_wise_erf(input, *, scale_bias, allow_half_precision_computation):
         Array([ 0.       ,  0.5204999, -1.       ], dtype=float32)
     """
     return elementwise(jax.lax.erf, input, half=allow_half_precision_computation, slopes=_erf_slope,
-                       scale_bias=scale_bias)
+                       scale_bias=scale_bias, half_native=True)
 
 
 # --------------------------------------------------------------------------------------------

@@ -461,7 +461,7 @@ def element_wise_tanh(input, *, scale_bias, allow_half_precision_computation):
     """
     fast = _xla_suffices(input, allow_half_precision_computation)
     return elementwise(jnp.tanh if fast else _tanh, input, half=allow_half_precision_computation,
-                       slopes=_sech2, scale_bias=scale_bias)
+                       slopes=_sech2, scale_bias=scale_bias, half_native=fast)
 
 
 # --------------------------------------------------------------------------------------------
