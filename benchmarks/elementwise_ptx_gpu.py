@@ -95,7 +95,27 @@ def programs():
     for variant in CHAIN8_VARIANTS:
         out.append((f"chain8{variant}_dmljax_FLOAT16", chain8_variant(variant), ("normal", "divisor", "condition"),
                     "FLOAT16"))
+    cases5, _ = chain_cases(CHAIN)
+    for i, step in enumerate(CHAIN.steps):  # the five-operator chain with one operator as jnp's
+        short = step.op.split("_", 2)[-1] if step.op.startswith("ELEMENT_WISE") else step.op.split("_", 1)[1]
+        out.append((f"chain5jnp{short}_dmljax_FLOAT16", mixed(CHAIN, cases5, "FLOAT16", i),
+                    tuple(CHAIN.inputs.values()), "FLOAT16"))
     return [p for p in out if PICK in p[0]]
+
+
+def mixed(chain, cases, dtype, jnp_step):
+    """The chain in dmljax, but step ``jnp_step`` as its jnp formula."""
+    fns = [(case.jnp if i == jnp_step else case.dmljax)(dtype, step.attrs)
+           for i, (step, case) in enumerate(zip(chain.steps, cases))]
+    names = list(chain.inputs)
+
+    def run(*xs):
+        env = dict(zip(names, xs))
+        env["y"] = env[chain.start]
+        for fn, step in zip(fns, chain.steps):
+            env["y"] = fn(*(env[a] for a in step.args))
+        return env["y"]
+    return run
 
 
 CHAIN8_VARIANTS = ("maxjnp", "f16math", "nomax")
