@@ -52,6 +52,7 @@ SINGLES = {  # operator: (input kinds, types)
     "ELEMENT_WISE_LOG": ({"x": "positive"}, ("FLOAT16",)),
     "ELEMENT_WISE_ERF": ({"x": "normal"}, ("FLOAT16",)),
     "ELEMENT_WISE_SINH": ({"x": "normal"}, ("FLOAT32",)),
+    "ELEMENT_WISE_COSH": ({"x": "normal"}, ("FLOAT32",)),
     "ELEMENT_WISE_POW": ({"x": "positive", "b": "shift"}, ("FLOAT32", "FLOAT16")),
     "ACTIVATION_ELU": ({"x": "normal"}, ("FLOAT16",)),
     "ACTIVATION_SCALED_ELU": ({"x": "normal"}, ("FLOAT16",)),

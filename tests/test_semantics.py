@@ -151,3 +151,21 @@ def test_denormal_scale_bias_members_read_as_zero():
     assert not np.signbit(np.asarray(dmljax.element_wise_identity(np.float32([0.0]), scale_bias=(1.0, -1e-40))))[0]
     got = dmljax.element_wise_threshold(x, min=0.0, scale_bias=(-1.401298464324817e-45, 0.0))
     assert np.asarray(got).tolist() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_copy_sign_on_the_bits_equals_jnp_copysign(dtype):
+    # numerics.copy_sign (CONSTANT_POW's odd powers, MODULUS_FLOOR's zeros) against jnp.copysign:
+    # the same bits for every pair of specials (NaN's sign included), and the same gradient.
+    from dmljax._src.numerics import copy_sign
+
+    v = np.array([0.0, -0.0, 1.5, -1.5, np.inf, -np.inf, np.nan, -np.nan, 6e-8, -3e-39, 65504.0], dtype)
+    x, s = (a.ravel() for a in np.meshgrid(v, v))
+    uint = np.uint32 if dtype == np.float32 else np.uint16
+    got = np.asarray(jax.jit(copy_sign)(x, s)).view(uint)
+    want = np.asarray(jnp.copysign(x, s)).view(uint)
+    np.testing.assert_array_equal(got, want)
+    fin = np.isfinite(x) & ~np.isnan(s)
+    g_got = jax.vmap(jax.grad(lambda a, b: copy_sign(a, b)))(x[fin], s[fin])
+    g_want = jax.vmap(jax.grad(lambda a, b: jnp.copysign(a, b)))(x[fin], s[fin])
+    np.testing.assert_array_equal(np.asarray(g_got), np.asarray(g_want))

@@ -35,6 +35,7 @@ __all__ = [
     "mark_flushed",
     "is_flushed",
     "pow_c99",
+    "copy_sign",
     "float_to_int",
     "expm1_nonpositive",
 ]
@@ -189,6 +190,26 @@ def min_num(x: jnp.ndarray, m) -> jnp.ndarray:
     return jnp.where(is_nan(x), m_arr, jnp.where(x < m_arr, x, m_arr))
 
 
+@jax.custom_jvp
+def copy_sign(x: jnp.ndarray, s: jnp.ndarray) -> jnp.ndarray:
+    """copysign(x, s) on the bits: x's magnitude bits with s's sign bit (NaN and zeros
+    included), the same values as ``jnp.copysign`` in two integer operations, where jnp's
+    lowers to a shift, a compare, abs, negate and a select. Float dtypes only."""
+    uint, magnitude, _ = _NAN_BITS[np.dtype(x.dtype)]
+    m = np.asarray(magnitude, uint)
+    sign = np.asarray(~np.asarray(magnitude, uint), uint)
+    bits = (lax.bitcast_convert_type(x, uint) & m) | (lax.bitcast_convert_type(s, uint) & sign)
+    return lax.bitcast_convert_type(bits, x.dtype)
+
+
+@copy_sign.defjvp
+def _copy_sign_jvp(primals, tangents):
+    # jnp.copysign's rule (its |x| takes the slope of x >= 0 at -0 too); none for s
+    (x, s), (tx, _) = primals, tangents
+    flip = (x >= 0) == jnp.signbit(s)
+    return copy_sign(x, s), jnp.where(flip, -tx, tx)
+
+
 def _is_odd_integer(e: float) -> bool:
     return math.isfinite(e) and e == math.floor(e) and abs(e) < 2.0**53 and int(e) % 2 == 1
 
@@ -212,7 +233,7 @@ def pow_c99(g: jnp.ndarray, exponent: float) -> jnp.ndarray:
         return jnp.where(g == 1, jnp.ones_like(g), jnp.full_like(g, np.nan))
     mag = lax.pow(jnp.abs(g), jnp.full_like(g, e))
     if _is_odd_integer(exponent):
-        return jnp.copysign(mag, g)  # sign of g, also -0 and -inf; NaN stays NaN
+        return copy_sign(mag, g)  # sign of g, also -0 and -inf; NaN stays NaN
     if _is_integral(exponent):
         # even: |g|^e; pow(-1, +-inf) = 1 in C99, and |-1|^inf = 1 already.
         return mag

@@ -17,7 +17,7 @@ from dmljax._src.dtypes import (
     FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8, DataType,
 )
 from dmljax._src.numerics import (
-    apply_scale_bias, bits_type, flush_denormals, is_nan, load, store,
+    apply_scale_bias, bits_type, copy_sign, flush_denormals, is_nan, load, store,
 )
 from dmljax._src.op import operator
 from dmljax._src.ops._families import (
@@ -75,18 +75,21 @@ ELEMENT_WISE_MODULUS_FLOOR = binary_op(
 )
 
 
-@jax.custom_jvp
-def _modulus_floor_float(a, b):
+@functools.partial(jax.custom_jvp, nondiff_argnums=(2,))
+def _modulus_floor_float(a, b, wide: bool):
     # C fmod: exact, sign of a. A FLOAT32 denormal remainder is flushed like any math result
-    # (XLA's CPU backend does so by itself, its GPU backend does not).
-    r = flush_denormals(lax.rem(a, b))
+    # (XLA's CPU backend does so by itself, its GPU backend does not). ``wide``: FLOAT16 operands
+    # read in FLOAT32, whose remainder (a multiple of 2^-24, exact) and r + b are never FLOAT32
+    # denormals: no flush to pay for.
+    r = lax.rem(a, b)
+    r = r if wide else flush_denormals(r)
     wrong_side = (r != 0) & ((r < 0) != (b < 0))
     r = jnp.where(wrong_side, r + b, r)
-    return jnp.where(r == 0, jnp.copysign(jnp.zeros_like(r), b), r)
+    return jnp.where(r == 0, copy_sign(jnp.zeros_like(r), b), r)
 
 
 @_modulus_floor_float.defjvp
-def _modulus_floor_float_jvp(primals, tangents):
+def _modulus_floor_float_jvp(wide, primals, tangents):
     # Both partials are NaN where the result is (b = 0, a infinite, a NaN operand), as for
     # MODULUS_TRUNCATE. The select also makes dA a value of the backward fusion rather than the
     # cotangent itself, which a jitted gradient would otherwise have to copy out (a whole extra
@@ -99,7 +102,7 @@ def _modulus_floor_float_jvp(primals, tangents):
     q = jnp.where(jnp.isinf(b) & (a != 0) & ((a < 0) != (b < 0)), -jnp.ones_like(q), q)
     nan = jnp.full_like(q, np.nan)
     da, db = jnp.where(defined, jnp.ones_like(q), nan), jnp.where(defined, -q, nan)  # slopes: linear in t
-    return _modulus_floor_float(a, b), da * ta + db * tb
+    return _modulus_floor_float(a, b, wide), da * ta + db * tb
 
 
 def _safe_divisor(b, signed: bool):
@@ -135,7 +138,7 @@ def element_wise_modulus_floor(a, b, *, allow_half_precision_computation):
     if dt.is_integer:
         return _modulus_floor_int(a, b, dt.is_signed)
     half = allow_half_precision_computation
-    return store(_modulus_floor_float(load(a, half), load(b, half)), dt)
+    return store(_modulus_floor_float(load(a, half), load(b, half), dt is DataType.FLOAT16 and not half), dt)
 
 
 # Float math runs inside a custom_jvp that covers load and store too, so that the gradient is

@@ -46,16 +46,14 @@ _SQUARE_DROPS = {np.dtype(np.float16): 2.0**6, np.dtype(np.float32): 2.0**13, np
 
 def _exp_halves(a):
     """(e^a / 2, e^-a / 2) for a >= 0 (or NaN), without overflow wherever e^a / 2 is finite: up
-    to ``_EXP_SAFE`` from one exp (1 rounding more than exp's), above it from t = e^(a/2) as
-    (t / 2) * t (a / 2 is exact)."""
+    to ``_EXP_SAFE`` from e = e^a as e / 2 (1 rounding more than exp's), above it from
+    t = e^(a/2) as (t / 2) * t (a / 2 is exact); one exp for both. e^-a / 2 = 0.25 / p in both
+    (below, e / 2 is exact, so 0.25 / (e / 2) is 0.5 / e rounded once): one division."""
     big = a > _c(_EXP_SAFE[np.dtype(a.dtype)], a)
-    zero = jnp.zeros_like(a)
-    e = jnp.exp(jnp.where(big, zero, a))
-    t = jnp.exp(jnp.where(big, a * _c(0.5, a), zero))
-    p_big = (_c(0.5, a) * t) * t
-    p = jnp.where(big, p_big, _c(0.5, a) * e)
-    q = jnp.where(big, _c(0.25, a) / p_big, _c(0.5, a) / e)
-    return p, q
+    t = jnp.exp(jnp.where(big, a * _c(0.5, a), a))
+    half_t = _c(0.5, a) * t
+    p = jnp.where(big, half_t * t, half_t)
+    return p, _c(0.25, a) / p
 
 
 _SINH_TAYLOR = [1 / 6, 1 / 120, 1 / 5040, 1 / 362880, 1 / 39916800, 1 / 6227020800]
