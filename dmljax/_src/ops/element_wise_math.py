@@ -355,14 +355,14 @@ def _pow_float_value(g, e, parts):
     return jnp.where((e == 0) | (g == 1), jnp.ones_like(g), out)
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(2,))
-def _pow_float(x, e, scale_bias):
+@functools.partial(jax.custom_jvp, nondiff_argnums=(2, 3))
+def _pow_float(x, e, scale_bias, wide):
     g = apply_scale_bias(x, scale_bias)
     return _pow_float_value(g, e, _split_exponent(e, g.dtype))
 
 
 @_pow_float.defjvp
-def _pow_float_jvp(scale_bias, primals, tangents):
+def _pow_float_jvp(scale_bias, wide, primals, tangents):
     (x, e), (tx, te) = primals, tangents
     g = apply_scale_bias(x, scale_bias)
     cd = g.dtype
@@ -381,24 +381,31 @@ def _pow_float_jvp(scale_bias, primals, tangents):
     else:
         e1 = _pow_parts(g, jnp.where(split, hi, hi - np.asarray(1, cd)),
                         lo - np.asarray(1, cd), split, integral, ~odd)
-    # pow(g, e - 1) as pow(g, e) / g where both are normal and finite: e - 1 rounded to the
-    # compute type would cost up to |ln g| * ulp(e) (17 FLOAT32 ULP measured at e = -7.4)
-    tiny = np.asarray(np.finfo(cd).tiny, cd)
-    plain = (jnp.abs(y) >= tiny) & (jnp.abs(y) < np.asarray(np.inf, cd)) & (jnp.abs(g) >= tiny) & (
-        jnp.abs(g) < np.asarray(np.inf, cd))
-    safe_g = jnp.where(plain, g, jnp.ones_like(g))
-    e1 = jnp.where(plain, y / safe_g, e1)  # (g = 1 is plain: pow(1, e) = 1 for every e)
+    if not wide:
+        # pow(g, e - 1) as pow(g, e) / g where both are normal and finite: e - 1 rounded to the
+        # compute type would cost up to |ln g| * ulp(e) relative (17 FLOAT32 ULP measured at
+        # e = -7.4). ``wide`` (a FLOAT16 base computed in FLOAT32) needs none of it: a FLOAT16
+        # exponent minus 1 is exact in FLOAT32, and a FLOAT32 one costs |ln pow(g, e)| * 2^-24
+        # relative, under 2^-6 FLOAT16 ULP wherever the result is finite in FLOAT32.
+        tiny = np.asarray(np.finfo(cd).tiny, cd)
+        plain = (jnp.abs(y) >= tiny) & (jnp.abs(y) < np.asarray(np.inf, cd)) & (jnp.abs(g) >= tiny) & (
+            jnp.abs(g) < np.asarray(np.inf, cd))
+        safe_g = jnp.where(plain, g, jnp.ones_like(g))
+        e1 = jnp.where(plain, y / safe_g, e1)  # (g = 1 is plain: pow(1, e) = 1 for every e)
     ef = e.astype(cd) if lo is None else hi + lo  # lo is 0 outside split: exact there
     slope = jnp.where(e == 0, zero, ef * e1)
     scale = np.asarray(1.0 if scale_bias is None else scale_bias.scale, np.float32).astype(cd)
-    tangent = flush_denormals(slope * scale) * tx.astype(cd)
+    # A FLOAT32 denormal slope is flushed (math); for a FLOAT16 base it would round to a zero
+    # of the same sign in the FLOAT16 cotangent anyway (|dY| < 2^16), so ``wide`` skips it.
+    flush = (lambda v: v) if wide else flush_denormals
+    tangent = flush(slope * scale) * tx.astype(cd)
     if jnp.issubdtype(e.dtype, jnp.floating):
         # d/de: pow(g, e) * ln|g|; exactly 0 where g = 0 or pow(g, e) = 0 (pow(0, e) does not
         # vary with e), so 0 * -inf never makes a NaN.
         a = jnp.abs(g)
         safe = jnp.where(a == 0, jnp.ones_like(a), a)
         de = jnp.where((g == 0) | (y == 0), zero, y * jnp.log(safe))
-        tangent = tangent + flush_denormals(de) * te.astype(cd)
+        tangent = tangent + flush_denormals(de) * te.astype(cd)  # (e's own type may be FLOAT32)
     return y, tangent
 
 
@@ -454,4 +461,4 @@ def element_wise_pow(input, exponent, *, scale_bias, allow_half_precision_comput
     e = load(exponent, half) if et.is_float else exponent
     if et.is_float:
         e = e.astype(x.dtype)
-    return store(_pow_float(x, e, scale_bias), dt)
+    return store(_pow_float(x, e, scale_bias, dt is DataType.FLOAT16 and not half), dt)
