@@ -80,9 +80,20 @@ def check_divide(seed=0, n_b=2048):
         err, bad = ulp_errors(y, ref)
         return jnp.max(err), jnp.sum(err > 0.5), jnp.sum(err > 1), jnp.sum(bad)
 
-    out = {"max_ulp": 0.0, "over_half": 0, "over_1": 0, "special_mismatch": 0}
+    @jax.jit
+    def worst(bj):
+        y = a / bj
+        err, _ = ulp_errors(y, a.astype(jnp.float64) / bj.astype(jnp.float64))
+        i = jnp.argmax(err)
+        return a[i], y[i], err[i]
+
+    out = {"max_ulp": 0.0, "over_half": 0, "over_1": 0, "special_mismatch": 0, "examples": []}
     for j in range(n_b):
         m, h, o, s = chunk(b[j])
+        if float(m) > 1 and len(out["examples"]) < 8:  # a few failing pairs, to see what goes wrong
+            x, y, e = worst(b[j])
+            out["examples"].append({"a": float(x), "b": float(b[j]), "got": float(y),
+                                    "want": float(np.float16(float(x) / float(b[j]))), "ulp": float(e)})
         out["max_ulp"] = max(out["max_ulp"], float(m))
         out["over_half"] += int(h)
         out["over_1"] += int(o)
@@ -102,6 +113,8 @@ def main():
     for name, r in rows.items():
         worst = f"x={r['worst_x']!r} y={r['worst_y']!r} ref={r['worst_ref']!r}" if "worst_x" in r else ""
         print(f"{name:8s} {r['max_ulp']:8.3f} {r['over_half']:8d} {r['over_1']:6d} {r['special_mismatch']:7d}  {worst}")
+        for ex in r.get("examples", []):
+            print(f"         {ex}")
 
 
 if __name__ == "__main__":
