@@ -122,8 +122,7 @@ def mixed(chain, cases, dtype, jnp_step):
 CHAIN8_VARIANTS = ("maxjnp", "f16math", "nomax")
 """The chain of eight in FLOAT16 with one part changed, to see what each costs: MAX as a plain
 ``jnp.maximum`` (``maxjnp``, not DirectML's rule: the floor); SUBTRACT to TANH as jnp's FLOAT16
-formulas (``f16math``; jnp's FLOAT16 division is not within budget on an H100, see
-half_native_check.py); no MAX at all (``nomax``). (Dropped after the first run, 0.669 / 0.783 ms
+formulas (``f16math``); no MAX at all (``nomax``). (Dropped after the first run, 0.669 / 0.783 ms
 against 0.727: MAX from ``lax.max`` with NaN tests on the bits, now dmljax's; MAX on FLOAT16
 order keys.)"""
 
