@@ -377,20 +377,3 @@ def test_float16_takes_xla_float16_function_on_cuda_only(name):
     assert re.search(rf"{mlir}\S* %\S+ : tensor<8xf16>", lowered("cuda"))
     for text in (lowered("cpu"), lowered("cuda", scale_bias=(2.0, 0.0))):
         assert re.search(rf"{mlir}\S* %\S+ : tensor<8xf32>", text) and not re.search(rf"{mlir}\S* %\S+ : tensor<8xf16>", text)
-
-
-def test_float16_pow_takes_xla_float16_pow_on_cuda_only():
-    # FLOAT16 base and exponent without ScaleBias: XLA's FLOAT16 pow on CUDA (within 0.50 FLOAT16
-    # ULP of float64's C99 pow, half_native_check.py), the FLOAT32 one elsewhere and otherwise.
-    x16 = jax.ShapeDtypeStruct((8,), jnp.float16)
-    x32 = jax.ShapeDtypeStruct((8,), jnp.float32)
-
-    def lowered(platform, a, b, **kw):
-        f = jax.jit(lambda u, v: dmljax.element_wise_pow(u, v, **kw))
-        return f.trace(a, b).lower(lowering_platforms=(platform,)).as_text()
-
-    half = r"power %\S+, %\S+ : tensor<8xf16>"
-    assert re.search(half, lowered("cuda", x16, x16))
-    for text in (lowered("cpu", x16, x16), lowered("cuda", x16, x16, scale_bias=(2.0, 0.0)),
-                 lowered("cuda", x16, x32, feature_level="6.4")):
-        assert not re.search(half, text) and re.search(r"power %\S+, %\S+ : tensor<8xf32>", text)

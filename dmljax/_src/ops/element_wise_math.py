@@ -312,11 +312,7 @@ ELEMENT_WISE_POW = OpSpec(
            "saturated, NaN to 0. ScaleBias applies to the input (base) only; on an integer base "
            "it is computed in FLOAT32 and converted back first, as for the other integer "
            "operators. Until feature level 3.0 ExponentTensor's DataType must be InputTensor's. "
-           "Measured: 1 FLOAT32 ULP on CPU and on an H100 (values), 2 ULP (gradients, CPU). "
-           "FLOAT16 base and exponent without ScaleBias on CUDA: XLA's FLOAT16 pow with the -inf "
-           "rule, within 0.50 FLOAT16 ULP of float64's C99 pow for every FLOAT16 base and 2,048 "
-           "exponents on an H100 (benchmarks/half_native_check.py); elsewhere the FLOAT32 pow "
-           "rounded once."),
+           "Measured: 1 FLOAT32 ULP on CPU and on an H100 (values), 2 ULP (gradients, CPU)."),
 )
 
 
@@ -371,41 +367,19 @@ def _pow_float_value(g, e, parts):
     return jnp.where((e == 0) | (g == 1), jnp.ones_like(g), out)
 
 
-def _pow_half(a, b):
-    """XLA's FLOAT16 pow of FLOAT16 base and exponent (C99's, computed in FLOAT32 with the
-    approximation FLOAT16's precision allows) with the page's -inf rule: within 0.50 FLOAT16 ULP
-    of float64's pow for every FLOAT16 base and 2,048 exponents, special values included, on an
-    H100 (benchmarks/half_native_check.py)."""
-    y = lax.pow(a, b)
-    return jnp.where((a == np.asarray(-np.inf, a.dtype)) & (jnp.floor(b) != b), jnp.full_like(y, np.nan), y)
-
-
-@functools.partial(jax.custom_jvp, nondiff_argnums=(2, 3, 4))
-def _pow_float(x, e, scale_bias, wide, native=False):
+@functools.partial(jax.custom_jvp, nondiff_argnums=(2, 3))
+def _pow_float(x, e, scale_bias, wide):
     g = apply_scale_bias(x, scale_bias)
-
-    def widened(g, e):
-        return _pow_float_value(g, e, _split_exponent(e, g.dtype))
-
-    if not native:
-        return widened(g, e)
-    # FLOAT16 base and exponent widened by load (exactly, so XLA drops the round trips): on CUDA
-    # XLA's FLOAT16 pow, as for SQRT/LOG/ERF/TANH (elementwise's half_native); the gradient is
-    # the rule below either way.
-    return lax.platform_dependent(
-        g, e, cuda=lambda g, e: _pow_half(g.astype(np.float16), e.astype(np.float16)).astype(g.dtype),
-        default=widened)
+    return _pow_float_value(g, e, _split_exponent(e, g.dtype))
 
 
 @_pow_float.defjvp
-def _pow_float_jvp(scale_bias, wide, native, primals, tangents):
+def _pow_float_jvp(scale_bias, wide, primals, tangents):
     (x, e), (tx, te) = primals, tangents
     g = apply_scale_bias(x, scale_bias)
     cd = g.dtype
     hi, lo, split, integral, odd = parts = _split_exponent(e, cd)
-    # the value the call gives without a gradient (XLA's FLOAT16 pow on CUDA when ``native``),
-    # which the exponent's partial below also reads
-    y = _pow_float(x, e, scale_bias, wide, native) if native else _pow_float_value(g, e, parts)
+    y = _pow_float_value(g, e, parts)
     zero = jnp.zeros_like(g)
     # d/dg: e * pow(g, e - 1); e - 1 has the other parity (an integer's exact e - 1)
     if lo is None:
@@ -499,6 +473,4 @@ def element_wise_pow(input, exponent, *, scale_bias, allow_half_precision_comput
     e = load(exponent, half) if et.is_float else exponent
     if et.is_float:
         e = e.astype(x.dtype)
-    wide = dt is DataType.FLOAT16 and not half
-    native = wide and et is DataType.FLOAT16 and scale_bias is None
-    return store(_pow_float(x, e, scale_bias, wide, native), dt)
+    return store(_pow_float(x, e, scale_bias, dt is DataType.FLOAT16 and not half), dt)
