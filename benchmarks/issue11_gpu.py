@@ -29,7 +29,7 @@ import numpy as np  # noqa: E402
 
 import dmljax  # noqa: E402
 from benchmarks.kernel_checks import compiled_with  # noqa: E402
-from dmljax._src import scan_kernels, select_kernels  # noqa: E402
+from dmljax._src import pad_kernels, scan_kernels, select_kernels  # noqa: E402
 from dmljax._src.ops.arg_extreme import arg_extreme  # noqa: E402
 from dmljax._src.ops.cumulative import tally  # noqa: E402
 from dmljax._src.ops.top_k import top_k_along  # noqa: E402
@@ -145,10 +145,18 @@ def movement_cases(rng):
                jax.jit(lambda x: jnp.broadcast_to(x[None, :, None, :], (2, x.shape[0], 2, x.shape[1])).reshape(
                    2 * x.shape[0], 2 * x.shape[1])),
                jax.jit(lambda x: jnp.tile(x, (2, 2))))
-        for mode, np_mode in (("CONSTANT", "constant"), ("EDGE", "edge"), ("REFLECTION", "reflect")):
-            yield (f"PADDING {mode} 64 each side", dtype, xs,
-                   jax.jit(lambda x, m=mode: dmljax.padding(x, padding_mode=m, start_padding=(64, 64), end_padding=(64, 64))),
-                   jax.jit(lambda x, m=np_mode: jnp.pad(x, ((64, 64), (64, 64)), mode=m)))
+        for mode, np_mode in (("CONSTANT", "constant"), ("EDGE", "edge"), ("REFLECTION", "reflect"),
+                              ("SYMMETRIC", "symmetric"), ("WRAP", "wrap")):
+            def padded(x, m=mode):
+                return dmljax.padding(x, padding_mode=m, start_padding=(64, 64), end_padding=(64, 64))
+
+            def jnp_padded(x, m=np_mode):
+                return jnp.pad(x, ((64, 64), (64, 64)), mode=m)
+
+            yield f"PADDING {mode} 64 each side", dtype, xs, jax.jit(padded), jax.jit(jnp_padded)
+            if mode != "CONSTANT":  # the same call by XLA's slices (the kernel switched off)
+                yield (f"PADDING {mode} 64 each side, XLA's slices", dtype, xs,
+                       compiled_with(pad_kernels, padded, xs[0], ENABLED=False), jax.jit(jnp_padded))
         yield ("SLICE1 every other row, reversed", dtype, xs,
                jax.jit(lambda x: dmljax.slice1(x, input_window_offsets=(0, 0), input_window_sizes=x.shape,
                                                input_window_strides=(-2, 1))),

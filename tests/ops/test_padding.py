@@ -86,3 +86,56 @@ def test_tile_page_example_limits_and_gradients():
     g = jax.grad(lambda v: jnp.sum(dmljax.padding(v, padding_mode="SYMMETRIC", start_padding=(2,), end_padding=(0,))))(
         np.ones(3, np.float32))
     assert np.asarray(g).tolist() == [2, 2, 1]  # [2, 1 | 1, 2, 3]: elements 1 and 2 copied once each
+
+
+# The CUDA kernel (dmljax/_src/pad_kernels.py), run here by Pallas's interpreter: every copying mode
+# against np.pad (an independent implementation of the same modes), pads longer than the axis
+# included, bit for bit; what the CUDA lowering holds; and its gradient's rule (the XLA form's
+# transpose) under jax.grad. The H100 run compiles it (benchmarks/issue11_gpu.py, gpu_check).
+_NP_MODES = {"EDGE": "edge", "REFLECTION": "reflect", "SYMMETRIC": "symmetric", "WRAP": "wrap"}
+_KERNEL_CASES = [((10,), (3,), (4,)), ((5, 7), (2, 9), (3, 1)), ((3, 4, 5), (1, 0, 2), (2, 3, 0)),
+                 ((2, 3, 2, 6), (0, 1, 2, 7), (1, 0, 3, 5))]
+
+
+@pytest.mark.parametrize("mode", sorted(_NP_MODES))
+def test_pad_kernel_equals_np_pad(mode):
+    from dmljax._src.enums import PaddingMode
+    from dmljax._src.pad_kernels import pad_rows
+
+    rng = np.random.default_rng(5)
+    for (shape, s, e), dtype in zip(_KERNEL_CASES, (np.float32, np.float16, np.int8, np.uint16)):
+        x = (rng.standard_normal(shape) * 40).astype(dtype)
+        want = np.pad(x, list(zip(s, e)), mode=_NP_MODES[mode])
+        got = np.asarray(pad_rows(jnp.asarray(x), PaddingMode[mode], s, e, interpret=True))
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8), err_msg=f"{shape} {s} {e}")
+
+
+def test_pad_kernel_under_vmap_and_on_cuda():
+    from dmljax._src.enums import PaddingMode
+    from dmljax._src.pad_kernels import pad_rows
+
+    x = np.arange(3 * 5 * 7, dtype=np.float32).reshape(3, 5, 7)
+    got = jax.vmap(lambda v: pad_rows(v, PaddingMode.SYMMETRIC, (2, 3), (1, 9), interpret=True))(x)
+    np.testing.assert_array_equal(got, np.pad(x, ((0, 0), (2, 1), (3, 9)), mode="symmetric"))
+
+    def f(v):
+        return dmljax.padding(v, padding_mode="EDGE", padding_value=0.0, start_padding=(0, 1, 2),
+                              end_padding=(0, 2, 1))
+
+    cuda = jax.jit(f).trace(x).lower(lowering_platforms=("cuda",)).as_text()
+    assert cuda.count("xla.gpu.triton") == 1 and 'name = "dmljax_pad"' in cuda
+    assert "xla.gpu.triton" not in jax.jit(f).trace(x).lower(lowering_platforms=("cpu",)).as_text()
+    grad = jax.jit(jax.grad(lambda v: jnp.sum(f(v) ** 2))).trace(x).lower(lowering_platforms=("cuda",)).as_text()
+    assert grad.count("xla.gpu.triton") == 1  # the forward pass; dY goes back by the XLA transpose
+    # and on this backend the gradient is the XLA form's: every output's dY on its source element
+    dy = jax.grad(lambda v: jnp.sum(f(v) * jnp.arange(f(v).size, dtype=jnp.float32).reshape(f(v).shape)))(x)
+    want = np.zeros_like(x)
+    w = np.arange(np.prod(f(x).shape), dtype=np.float32).reshape(f(x).shape)
+    rows = np.clip(np.arange(8) - 1, 0, 4)
+    cols = np.clip(np.arange(10) - 2, 0, 6)
+    for b in range(3):
+        for i, r in enumerate(rows):
+            for j, c in enumerate(cols):
+                want[b, r, c] += w[b, i, j]
+    np.testing.assert_array_equal(dy, want)

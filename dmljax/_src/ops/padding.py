@@ -3,12 +3,15 @@ formula for every DML_PADDING_MODE below them."""
 
 from __future__ import annotations
 
+import functools
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from dmljax._src import pad_kernels
 from dmljax._src.catalog import PREFIX
 from dmljax._src.dtypes import (
     FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8,
@@ -75,11 +78,46 @@ def _sliced(x, axis: int, s: int, e: int, mode: PaddingMode):
 
 def pad(x, mode: PaddingMode, value, start, end):
     """``x`` padded by ``start``/``end`` elements per dimension in ``mode`` (value: a scalar of
-    x's type, for CONSTANT): lax.pad for CONSTANT; otherwise, per padded dimension, slices of x
-    around it (mirrored where the mode mirrors), or for a pad longer than one fold a gather of
-    indices fixed at trace time (source_index)."""
+    x's type, for CONSTANT): lax.pad for CONSTANT; otherwise, on CUDA, one Pallas kernel that
+    reads each output element from its source (pad_kernels.py), and elsewhere, per padded
+    dimension, slices of x around it (mirrored where the mode mirrors), or for a pad longer than
+    one fold a gather of indices fixed at trace time (source_index)."""
     if mode is PaddingMode.CONSTANT:
         return lax.pad(x, jnp.asarray(value, x.dtype), [(s, e, 0) for s, e in zip(start, end)])
+    start, end = tuple(int(s) for s in start), tuple(int(e) for e in end)
+    if not pad_kernels.use_kernel(x.shape, x.dtype, mode, start, end):
+        return _pad_xla(x, mode, start, end)
+    if jnp.issubdtype(x.dtype, jnp.floating):
+        return _pad_cuda_differentiable(x, mode, start, end)
+    return _pad_cuda(x, mode, start, end)
+
+
+def _pad_cuda(x, mode, start, end):
+    return lax.platform_dependent(x, cuda=lambda v: pad_kernels.pad_rows(v, mode, start, end),
+                                  default=lambda v: _pad_xla(v, mode, start, end))
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2, 3))
+def _pad_cuda_differentiable(x, mode, start, end):
+    return _pad_cuda(x, mode, start, end)
+
+
+def _pad_cuda_fwd(x, mode, start, end):
+    return _pad_cuda(x, mode, start, end), None
+
+
+def _pad_cuda_bwd(mode, start, end, _, ct):
+    # the transpose of the XLA formula (a linear map): dY of every output element added to the
+    # input element it was read from
+    shape = tuple(n - s - e for n, s, e in zip(ct.shape, start, end))
+    transpose = jax.linear_transpose(lambda v: _pad_xla(v, mode, start, end), jax.ShapeDtypeStruct(shape, ct.dtype))
+    return transpose(ct)
+
+
+_pad_cuda_differentiable.defvjp(_pad_cuda_fwd, _pad_cuda_bwd)
+
+
+def _pad_xla(x, mode: PaddingMode, start, end):
     for axis, (s, e) in enumerate(zip(start, end)):
         if s == 0 and e == 0:
             continue

@@ -1,0 +1,110 @@
+"""A Pallas kernel for PADDING's EDGE, REFLECTION, SYMMETRIC and WRAP modes on NVIDIA GPUs: every
+output element read from its source element in one pass.
+
+XLA builds these modes from slices of the input concatenated around it (as jnp.pad does), one
+padded axis at a time: two kernels for a FLOAT16 tensor padded on two axes, 0.85 of a copy's
+bandwidth on the H100 (benchmarks/README.md, "TILE and PADDING re-formed"). Here the output is
+viewed as rows (every axis but the last) by columns (the last axis); a program writes ROWS x
+BLOCK output elements, each loaded from the input element the mode maps it to: per axis, the
+position j counted from the input's first element goes to clip(j, 0, n - 1) (EDGE), j mod n
+(WRAP), or the fold of period 2(n - 1) (REFLECTION, the edges not repeated) or 2n (SYMMETRIC, the
+edges repeated); ``padding.source_index`` is the same map in NumPy. Pure data movement: the bits
+are the input's.
+
+``use_kernel`` says whether a call can take this path; ``jax.lax.platform_dependent`` picks it at
+lowering time on CUDA, so other backends never contain it.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dmljax._src.enums import PaddingMode
+
+__all__ = ["use_kernel", "pad_rows", "BLOCK", "ELEMENTS", "WARPS"]
+
+BLOCK = 4096
+"""Output columns per program at most (the last axis, rounded up to a power of two below it)."""
+ELEMENTS = 8192
+"""Output elements per program: ROWS = ELEMENTS // the column block."""
+WARPS = 4
+
+ENABLED = True
+"""False sends every call to the XLA formula (benchmarks/issue11_gpu.py times the two paths)."""
+
+_MODES = (PaddingMode.EDGE, PaddingMode.REFLECTION, PaddingMode.SYMMETRIC, PaddingMode.WRAP)
+
+
+def use_kernel(shape: tuple[int, ...], dtype, mode: PaddingMode, start, end) -> bool:
+    """Whether a PADDING can take the kernel: a mode that copies input elements, some padding, no
+    empty axis, 1-, 2- or 4-byte elements, and fewer than 2^31 elements in and out (int32
+    offsets)."""
+    if not ENABLED or mode not in _MODES or not shape or min(shape) < 1 or not any(start) and not any(end):
+        return False
+    if np.dtype(dtype).itemsize not in (1, 2, 4) or np.dtype(dtype) == np.bool_:
+        return False
+    out = [n + s + e for n, s, e in zip(shape, start, end)]
+    return int(np.prod(shape, dtype=np.int64)) < 2**31 and int(np.prod(out, dtype=np.int64)) < 2**31
+
+
+def _source(j, n: int, s: int, mode: PaddingMode):
+    """The input position (int32) an output position ``j`` (0 at the output's start) copies along
+    an axis of ``n`` elements with ``s`` elements of start padding."""
+    j = j - s
+    if mode is PaddingMode.EDGE:
+        return jnp.clip(j, 0, n - 1)
+    period = {PaddingMode.WRAP: n, PaddingMode.REFLECTION: 2 * (n - 1), PaddingMode.SYMMETRIC: 2 * n}[mode]
+    if period == 0:  # REFLECTION of one element (validation refuses padding it): the element
+        return jnp.zeros_like(j)
+    t = (j + period * (-(-s // period))) % period  # j >= -s: the shift keeps it non-negative
+    if mode is PaddingMode.WRAP:
+        return t
+    return jnp.where(t < n, t, period - t - (1 if mode is PaddingMode.SYMMETRIC else 0))
+
+
+def _kernel(x_ref, o_ref, *, shape, out, start, mode, rows, block):
+    from jax.experimental import pallas as pl
+
+    r = pl.program_id(0) * rows + jax.lax.broadcasted_iota(jnp.int32, (rows, 1), 0)
+    c = pl.program_id(1) * block + jax.lax.broadcasted_iota(jnp.int32, (1, block), 1)
+    # the source row over the leading axes (the last of them fastest); rows and columns past the
+    # output's end map inside the input too, and their stores are masked
+    source_row = jnp.zeros_like(r)
+    stride = 1
+    for axis in range(len(shape) - 2, -1, -1):
+        source_row = source_row + stride * _source(r % out[axis], shape[axis], start[axis], mode)
+        r = r // out[axis]
+        stride *= shape[axis]
+    source_col = _source(c, shape[-1], start[-1], mode)
+    o_ref[...] = x_ref[source_row, source_col]
+
+
+def pad_rows(x: jnp.ndarray, mode: PaddingMode, start, end, interpret: bool = False) -> jnp.ndarray:
+    """``x`` padded by ``start``/``end`` per axis in ``mode`` by the kernel (``use_kernel`` must
+    allow it; ``interpret=True`` runs it on any backend)."""
+    from jax.experimental import pallas as pl
+
+    shape = tuple(int(n) for n in x.shape)
+    start, end = tuple(int(s) for s in start), tuple(int(e) for e in end)
+    out = tuple(n + s + e for n, s, e in zip(shape, start, end))
+    cols = out[-1]
+    block = min(BLOCK, 1 << max(cols - 1, 0).bit_length())
+    rows = max(1, ELEMENTS // block)
+    n_rows = int(np.prod(out[:-1], dtype=np.int64))
+    params = None
+    if not interpret:
+        from jax.experimental.pallas import triton as pl_triton
+        params = pl_triton.CompilerParams(num_warps=WARPS, num_stages=1)
+    flat = x.reshape(int(np.prod(shape[:-1], dtype=np.int64)), shape[-1])
+    y = pl.pallas_call(
+        functools.partial(_kernel, shape=shape, out=out, start=start, mode=mode, rows=rows, block=block),
+        out_shape=jax.ShapeDtypeStruct((n_rows, cols), x.dtype),
+        grid=(pl.cdiv(n_rows, rows), pl.cdiv(cols, block)),
+        in_specs=[pl.BlockSpec(flat.shape, lambda i, j: (0, 0))],
+        out_specs=pl.BlockSpec((rows, block), lambda i, j: (i, j)),
+        compiler_params=params, interpret=interpret, name="dmljax_pad")(flat)
+    return y.reshape(out)
