@@ -21,6 +21,7 @@ import numpy as np  # noqa: E402
 import dmljax  # noqa: E402
 from benchmarks.kernel_checks import Cases, with_settings  # noqa: E402
 from dmljax._src import pad_kernels  # noqa: E402
+from dmljax._src.ops.padding import pad  # noqa: E402
 
 NP_MODES = {"EDGE": "edge", "REFLECTION": "reflect", "SYMMETRIC": "symmetric", "WRAP": "wrap"}
 CASES = [((10,), (3,), (4,)), ((5, 7), (2, 9), (3, 1)), ((3, 4, 5), (1, 0, 2), (2, 3, 0)),
@@ -42,7 +43,11 @@ def main():
 
                     assert pad_kernels.use_kernel(x.shape, x.dtype, dmljax.PaddingMode[mode], s, e)
                     got = np.asarray(jax.jit(f)(x))
-                    xla = np.asarray(with_settings(pad_kernels, lambda v: jax.jit(f)(v), x, ENABLED=False))
+                    # the formula itself in a new function, so that jit traces it again with the
+                    # kernel off (the public operator keeps one compiled callable per attribute set)
+                    xla = np.asarray(with_settings(
+                        pad_kernels, lambda v: jax.jit(lambda u: pad(u, dmljax.PaddingMode[mode], None, s, e))(v),
+                        x, ENABLED=False))
                     want = np.pad(np.asarray(x), list(zip(s, e)), mode=np_mode)
                     assert got.shape == want.shape, (got.shape, want.shape)
                     assert np.array_equal(got.view(np.uint8), xla.view(np.uint8)), "kernel != XLA formula"
@@ -52,12 +57,21 @@ def main():
         dy = jnp.asarray(rng.standard_normal((64 + 9, 700 + 300)).astype(np.float32))
 
         def g(v):
-            y = dmljax.padding(v, padding_mode="REFLECTION", start_padding=(4, 100), end_padding=(5, 200))
-            return jnp.sum(y * dy)
+            return jnp.sum(pad(v, dmljax.PaddingMode.REFLECTION, None, (4, 100), (5, 200)) * dy)
 
         got = np.asarray(jax.jit(jax.grad(g))(x))
-        want = np.asarray(with_settings(pad_kernels, lambda v: jax.jit(jax.grad(g))(v), x, ENABLED=False))
+        want = np.asarray(with_settings(pad_kernels, lambda v: jax.jit(jax.grad(lambda u: g(u)))(v), x,
+                                        ENABLED=False))
         assert np.array_equal(got, want)
+    with cases.case("the XLA formula is another program (the check can fail)"):
+        x = jnp.asarray(rng.standard_normal((40, 300)).astype(np.float16))
+
+        def h(v):
+            return pad(v, dmljax.PaddingMode.EDGE, None, (3, 5), (3, 5))
+
+        on = jax.jit(h).lower(x).as_text()
+        off = with_settings(pad_kernels, lambda v: jax.jit(lambda u: h(u)).lower(v).as_text(), x, ENABLED=False)
+        assert ("dmljax_pad" in on) == (jax.default_backend() == "gpu") and "dmljax_pad" not in off
     return cases.summary()
 
 

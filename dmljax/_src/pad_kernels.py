@@ -66,8 +66,9 @@ def _source(j, n: int, s: int, mode: PaddingMode):
     return jnp.where(t < n, t, period - t - (1 if mode is PaddingMode.SYMMETRIC else 0))
 
 
-def _kernel(x_ref, o_ref, *, shape, out, start, mode, rows, block):
+def _kernel(x_ref, o_ref, *, shape, out, start, mode, rows, block, n_rows):
     from jax.experimental import pallas as pl
+    from jax.experimental.pallas import triton as pl_triton
 
     r = pl.program_id(0) * rows + jax.lax.broadcasted_iota(jnp.int32, (rows, 1), 0)
     c = pl.program_id(1) * block + jax.lax.broadcasted_iota(jnp.int32, (1, block), 1)
@@ -80,7 +81,12 @@ def _kernel(x_ref, o_ref, *, shape, out, start, mode, rows, block):
         r = r // out[axis]
         stride *= shape[axis]
     source_col = _source(c, shape[-1], start[-1], mode)
-    o_ref[...] = x_ref[source_row, source_col]
+    # the output is one whole-array ref and the store is masked here: a block past the array's
+    # end is not masked by Pallas's Triton lowering (measured on the H100: such stores overwrote
+    # the next rows' first elements, depending on the programs' order)
+    last = c < out[-1]
+    o_row = pl.program_id(0) * rows + jax.lax.broadcasted_iota(jnp.int32, (rows, 1), 0)
+    pl_triton.store(o_ref.at[o_row, c], x_ref[source_row, source_col], mask=(o_row < n_rows) & last)
 
 
 def pad_rows(x: jnp.ndarray, mode: PaddingMode, start, end, interpret: bool = False) -> jnp.ndarray:
@@ -101,10 +107,11 @@ def pad_rows(x: jnp.ndarray, mode: PaddingMode, start, end, interpret: bool = Fa
         params = pl_triton.CompilerParams(num_warps=WARPS, num_stages=1)
     flat = x.reshape(int(np.prod(shape[:-1], dtype=np.int64)), shape[-1])
     y = pl.pallas_call(
-        functools.partial(_kernel, shape=shape, out=out, start=start, mode=mode, rows=rows, block=block),
+        functools.partial(_kernel, shape=shape, out=out, start=start, mode=mode, rows=rows, block=block,
+                          n_rows=n_rows),
         out_shape=jax.ShapeDtypeStruct((n_rows, cols), x.dtype),
         grid=(pl.cdiv(n_rows, rows), pl.cdiv(cols, block)),
         in_specs=[pl.BlockSpec(flat.shape, lambda i, j: (0, 0))],
-        out_specs=pl.BlockSpec((rows, block), lambda i, j: (i, j)),
+        out_specs=pl.BlockSpec((n_rows, cols), lambda i, j: (0, 0)),
         compiler_params=params, interpret=interpret, name="dmljax_pad")(flat)
     return y.reshape(out)
