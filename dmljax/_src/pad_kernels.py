@@ -80,18 +80,13 @@ def _kernel(x_ref, o_ref, *, shape, out, start, mode, rows, block, n_rows):
         source_row = source_row + stride * _source(r % out[axis], shape[axis], start[axis], mode)
         r = r // out[axis]
         stride *= shape[axis]
-    # columns inside the input: one contiguous (vectorizable) load; the padding's columns: a load
-    # of the mapped positions, issued for those lanes only
-    n, s = shape[-1], start[-1]
-    o_row = pl.program_id(0) * rows + jax.lax.broadcasted_iota(jnp.int32, (rows, 1), 0)
-    live = (o_row < n_rows) & (c < out[-1])
-    inner = (c >= s) & (c < s + n)
-    main = pl_triton.load(x_ref.at[source_row, c - s], mask=live & inner, other=0)
-    edge = pl_triton.load(x_ref.at[source_row, _source(c, n, s, mode)], mask=live & ~inner, other=0)
+    source_col = _source(c, shape[-1], start[-1], mode)
     # the output is one whole-array ref and the store is masked here: a block past the array's
     # end is not masked by Pallas's Triton lowering (measured on the H100: such stores overwrote
     # the next rows' first elements, depending on the programs' order)
-    pl_triton.store(o_ref.at[o_row, c], jnp.where(inner, main, edge), mask=live)
+    last = c < out[-1]
+    o_row = pl.program_id(0) * rows + jax.lax.broadcasted_iota(jnp.int32, (rows, 1), 0)
+    pl_triton.store(o_ref.at[o_row, c], x_ref[source_row, source_col], mask=(o_row < n_rows) & last)
 
 
 def pad_rows(x: jnp.ndarray, mode: PaddingMode, start, end, interpret: bool = False) -> jnp.ndarray:
