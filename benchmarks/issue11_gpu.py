@@ -156,11 +156,17 @@ def movement_cases(rng):
                 return jnp.pad(x, ((64, 64), (64, 64)), mode=m)
 
             yield f"PADDING {mode} 64 each side", dtype, xs, jax.jit(padded), jax.jit(jnp_padded)
-            if mode != "CONSTANT":  # the same call by XLA's slices (the kernel switched off)
+            # the same call by the other path (the formula itself: the operator keeps its compiled
+            # callable): EDGE by XLA's slices, the other copying modes by pad_kernels' kernel
+            if mode == "EDGE":
                 yield (f"PADDING {mode} 64 each side, XLA's slices", dtype, xs,
                        compiled_with(pad_kernels, lambda x, m=mode: pad(x, PaddingMode[m], None, (64, 64), (64, 64)),
-                                     xs[0], ENABLED=False),
-                       jax.jit(jnp_padded))  # (the formula: the operator keeps its compiled callable)
+                                     xs[0], ENABLED=False), jax.jit(jnp_padded))
+            elif mode != "CONSTANT":
+                every = (PaddingMode.EDGE, PaddingMode.REFLECTION, PaddingMode.SYMMETRIC, PaddingMode.WRAP)
+                yield (f"PADDING {mode} 64 each side, the kernel", dtype, xs,
+                       compiled_with(pad_kernels, lambda x, m=mode: pad(x, PaddingMode[m], None, (64, 64), (64, 64)),
+                                     xs[0], MODES=every), jax.jit(jnp_padded))
         yield ("SLICE1 every other row, reversed", dtype, xs,
                jax.jit(lambda x: dmljax.slice1(x, input_window_offsets=(0, 0), input_window_sizes=x.shape,
                                                input_window_strides=(-2, 1))),

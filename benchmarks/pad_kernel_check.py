@@ -5,7 +5,8 @@ same call (the kernel switched off), bit for bit, and against np.pad.
 
 Every copying mode, FLOAT32, FLOAT16, INT8 and UINT16, 1-D to 5-D, pads longer than the axis,
 a last axis longer than the kernel's column block (pad_kernels.BLOCK), rows not filling the last
-program, and the gradient of a FLOAT32 call against the XLA formula's. Prints each case and a
+program, and the gradient of a FLOAT32 call against the XLA formula's. Every mode takes the kernel
+here (pad_kernels.MODES is widened for the run; dmljax sends only EDGE to it). Prints each case and a
 summary; exit status 1 if any failed.
 """
 
@@ -30,6 +31,8 @@ CASES = [((10,), (3,), (4,)), ((5, 7), (2, 9), (3, 1)), ((3, 4, 5), (1, 0, 2), (
 
 
 def main():
+    # every copying mode through the kernel here, though dmljax sends only EDGE to it on a GPU
+    pad_kernels.MODES = tuple(dmljax.PaddingMode[m] for m in NP_MODES)
     cases = Cases()
     rng = np.random.default_rng(0)
     for shape, s, e in CASES:

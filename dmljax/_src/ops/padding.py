@@ -78,10 +78,10 @@ def _sliced(x, axis: int, s: int, e: int, mode: PaddingMode):
 
 def pad(x, mode: PaddingMode, value, start, end):
     """``x`` padded by ``start``/``end`` elements per dimension in ``mode`` (value: a scalar of
-    x's type, for CONSTANT): lax.pad for CONSTANT; otherwise, on CUDA, one Pallas kernel that
-    reads each output element from its source (pad_kernels.py), and elsewhere, per padded
-    dimension, slices of x around it (mirrored where the mode mirrors), or for a pad longer than
-    one fold a gather of indices fixed at trace time (source_index)."""
+    x's type, for CONSTANT): lax.pad for CONSTANT; EDGE on CUDA, one Pallas kernel that reads
+    each output element from its source (pad_kernels.py); otherwise, per padded dimension, slices
+    of x around it (mirrored where the mode mirrors), or for a pad longer than one fold a gather of
+    indices fixed at trace time (source_index)."""
     if mode is PaddingMode.CONSTANT:
         return lax.pad(x, jnp.asarray(value, x.dtype), [(s, e, 0) for s, e in zip(start, end)])
     start, end = tuple(int(s) for s in start), tuple(int(e) for e in end)
