@@ -5,8 +5,12 @@ XLA builds EDGE from slices of the input concatenated around broadcasts of its e
 does), one padded axis at a time: two kernels for a tensor padded on two axes, 0.95 (FLOAT32) and
 0.85 (FLOAT16) of a copy's bandwidth on the H100, where this kernel reads 0.99 and 0.87
 (benchmarks/README.md, "PADDING's kernel"). The mirroring and wrapping modes are one XLA kernel
-already, as fast or faster in FLOAT16 (REFLECTION 0.91 against the kernel's 0.86), so only EDGE
-takes it; the other modes stay tested through Pallas's interpreter. Here the output is
+already, and their index maps take a remainder, which is a multiply-and-shift sequence unless the
+period is a power of two: FLOAT16 REFLECTION of rows of 1,024 (period 2,046) read 0.86 of a copy
+by the kernel against XLA's 0.91, while SYMMETRIC and WRAP (periods 2,048 and 1,024) read 0.94
+and 0.97 against 0.91 and 0.92. So only EDGE (a clip) takes it; pad_rows does all four modes and
+they stay tested (Pallas's interpreter here, benchmarks/pad_kernel_check.py on the H100). Here
+the output is
 viewed as rows (every axis but the last) by columns (the last axis); a program writes ROWS x
 BLOCK output elements, each loaded from the input element the mode maps it to: per axis, the
 position j counted from the input's first element goes to clip(j, 0, n - 1) (EDGE), j mod n
