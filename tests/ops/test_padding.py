@@ -139,3 +139,6 @@ def test_pad_kernel_under_vmap_and_on_cuda():
             for j, c in enumerate(cols):
                 want[b, r, c] += w[b, i, j]
     np.testing.assert_array_equal(dy, want)
+    # forward mode too (PADDING is linear: the tangent padded the same way)
+    t = np.ones_like(x) * 2
+    np.testing.assert_array_equal(jax.jvp(f, (x,), (t,))[1], np.pad(t, ((0, 0), (1, 2), (2, 1)), mode="edge"))

@@ -97,24 +97,18 @@ def _pad_cuda(x, mode, start, end):
                                   default=lambda v: _pad_xla(v, mode, start, end))
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2, 3))
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2, 3))
 def _pad_cuda_differentiable(x, mode, start, end):
     return _pad_cuda(x, mode, start, end)
 
 
-def _pad_cuda_fwd(x, mode, start, end):
-    return _pad_cuda(x, mode, start, end), None
-
-
-def _pad_cuda_bwd(mode, start, end, _, ct):
-    # the transpose of the XLA formula (a linear map): dY of every output element added to the
-    # input element it was read from
-    shape = tuple(n - s - e for n, s, e in zip(ct.shape, start, end))
-    transpose = jax.linear_transpose(lambda v: _pad_xla(v, mode, start, end), jax.ShapeDtypeStruct(shape, ct.dtype))
-    return transpose(ct)
-
-
-_pad_cuda_differentiable.defvjp(_pad_cuda_fwd, _pad_cuda_bwd)
+@_pad_cuda_differentiable.defjvp
+def _pad_cuda_jvp(mode, start, end, primals, tangents):
+    # PADDING is linear: the tangent is the tangent padded, by the XLA formula, which JAX can
+    # transpose for reverse mode (dY of every output element added to the element it was read
+    # from); the primal stays the kernel's. Forward mode works too, as a custom_vjp would not.
+    (x,), (t,) = primals, tangents
+    return _pad_cuda(x, mode, start, end), _pad_xla(t, mode, start, end)
 
 
 def _pad_xla(x, mode: PaddingMode, start, end):
