@@ -81,12 +81,7 @@ def _kernel(x_ref, o_ref, *, shape, out, start, mode, rows, block, n_rows):
     c = pl.program_id(1) * block + jax.lax.broadcasted_iota(jnp.int32, (1, block), 1)
     # the source row over the leading axes (the last of them fastest); rows and columns past the
     # output's end map inside the input too, and their stores are masked
-    source_row = jnp.zeros_like(r)
-    stride = 1
-    for axis in range(len(shape) - 2, -1, -1):
-        source_row = source_row + stride * _source(r % out[axis], shape[axis], start[axis], mode)
-        r = r // out[axis]
-        stride *= shape[axis]
+    source_row = _source_rows(r, shape, out, start, mode)
     source_col = _source(c, shape[-1], start[-1], mode)
     # the output is one whole-array ref and the store is masked here: a block past the array's
     # end is not masked by Pallas's Triton lowering (measured on the H100: such stores overwrote
@@ -94,6 +89,58 @@ def _kernel(x_ref, o_ref, *, shape, out, start, mode, rows, block, n_rows):
     last = c < out[-1]
     o_row = pl.program_id(0) * rows + jax.lax.broadcasted_iota(jnp.int32, (rows, 1), 0)
     pl_triton.store(o_ref.at[o_row, c], x_ref[source_row, source_col], mask=(o_row < n_rows) & last)
+
+
+def _source_rows(r, shape, out, start, mode):
+    """The input row (over the leading axes, the last of them fastest) of output rows ``r``."""
+    source_row = jnp.zeros_like(r)
+    stride = 1
+    for axis in range(len(shape) - 2, -1, -1):
+        source_row = source_row + stride * _source(r % out[axis], shape[axis], start[axis], mode)
+        r = r // out[axis]
+        stride *= shape[axis]
+    return source_row
+
+
+def _edge_kernel(x_ref, o_ref, *, shape, out, start, rows, block, n_rows, n_blocks):
+    """EDGE by input-aligned column blocks: each program copies ``block`` contiguous input columns
+    of ``rows`` output rows to their place (contiguous loads and stores, which Triton can
+    vectorize, where gathered loads of 2-byte elements are not), and the first and last column
+    blocks also write the left and right padding, the edge element of each row repeated."""
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import triton as pl_triton
+
+    n, s, e = shape[-1], start[-1], out[-1] - shape[-1] - start[-1]
+    r = pl.program_id(0) * rows + jax.lax.broadcasted_iota(jnp.int32, (rows, 1), 0)
+    source_row = _source_rows(r, shape, out, start, PaddingMode.EDGE)
+    live = r < n_rows
+    j = pl.program_id(1)
+    c = j * block + jax.lax.broadcasted_iota(jnp.int32, (1, block), 1)
+    inside = live & (c < n)
+    pl_triton.store(o_ref.at[r, c + s], pl_triton.load(x_ref.at[source_row, c], mask=inside, other=0), mask=inside)
+
+    def fill(first_col, count, source_col):
+        # ``count`` columns from ``first_col`` of each row, all equal to the row's ``source_col``
+        value = pl_triton.load(x_ref.at[source_row, jnp.full((1, 1), source_col, jnp.int32)], mask=live, other=0)
+        width = min(block, 1 << max(count - 1, 0).bit_length())
+        k = jax.lax.broadcasted_iota(jnp.int32, (1, width), 1)
+
+        def step(i, carry):
+            col = i * width + k
+            pl_triton.store(o_ref.at[r, first_col + col], jnp.broadcast_to(value, (rows, width)),
+                            mask=live & (col < count))
+            return carry
+
+        jax.lax.fori_loop(0, -(-count // width), step, 0)
+
+    if s:
+        @pl.when(j == 0)
+        def _():
+            fill(0, s, 0)
+    if e:
+        @pl.when(j == n_blocks - 1)
+        def _():
+            fill(s + n, e, n - 1)
 
 
 def pad_rows(x: jnp.ndarray, mode: PaddingMode, start, end, interpret: bool = False) -> jnp.ndarray:
@@ -113,6 +160,20 @@ def pad_rows(x: jnp.ndarray, mode: PaddingMode, start, end, interpret: bool = Fa
         from jax.experimental.pallas import triton as pl_triton
         params = pl_triton.CompilerParams(num_warps=WARPS, num_stages=1)
     flat = x.reshape(int(np.prod(shape[:-1], dtype=np.int64)), shape[-1])
+    if mode is PaddingMode.EDGE:
+        n = shape[-1]
+        block = min(BLOCK, 1 << max(n - 1, 0).bit_length())
+        rows = max(1, ELEMENTS // block)
+        n_blocks = -(-n // block)
+        y = pl.pallas_call(
+            functools.partial(_edge_kernel, shape=shape, out=out, start=start, rows=rows, block=block,
+                              n_rows=n_rows, n_blocks=n_blocks),
+            out_shape=jax.ShapeDtypeStruct((n_rows, cols), x.dtype),
+            grid=(pl.cdiv(n_rows, rows), n_blocks),
+            in_specs=[pl.BlockSpec(flat.shape, lambda i, j: (0, 0))],
+            out_specs=pl.BlockSpec((n_rows, cols), lambda i, j: (0, 0)),
+            compiler_params=params, interpret=interpret, name="dmljax_pad")(flat)
+        return y.reshape(out)
     y = pl.pallas_call(
         functools.partial(_kernel, shape=shape, out=out, start=start, mode=mode, rows=rows, block=block,
                           n_rows=n_rows),
