@@ -1,22 +1,25 @@
-"""A Pallas kernel for PADDING's EDGE mode on NVIDIA GPUs (it can take REFLECTION, SYMMETRIC and
-WRAP too): every output element read from its source element in one pass.
+"""Pallas kernels for PADDING's EDGE mode on NVIDIA GPUs: the padded tensor written in one pass.
 
 XLA builds EDGE from slices of the input concatenated around broadcasts of its edges (as jnp.pad
 does), one padded axis at a time: two kernels for a tensor padded on two axes, 0.95 (FLOAT32) and
-0.85 (FLOAT16) of a copy's bandwidth on the H100, where this kernel reads 0.99 and 0.87
-(benchmarks/README.md, "PADDING's kernel"). The mirroring and wrapping modes are one XLA kernel
-already, and their index maps take a remainder, which is a multiply-and-shift sequence unless the
-period is a power of two: FLOAT16 REFLECTION of rows of 1,024 (period 2,046) read 0.86 of a copy
-by the kernel against XLA's 0.91, while SYMMETRIC and WRAP (periods 2,048 and 1,024) read 0.94
-and 0.97 against 0.91 and 0.92. So only EDGE (a clip) takes it; pad_rows does all four modes and
-they stay tested (Pallas's interpreter here, benchmarks/pad_kernel_check.py on the H100). Here
-the output is
-viewed as rows (every axis but the last) by columns (the last axis); a program writes ROWS x
-BLOCK output elements, each loaded from the input element the mode maps it to: per axis, the
-position j counted from the input's first element goes to clip(j, 0, n - 1) (EDGE), j mod n
-(WRAP), or the fold of period 2(n - 1) (REFLECTION, the edges not repeated) or 2n (SYMMETRIC, the
-edges repeated); ``padding.source_index`` is the same map in NumPy. Pure data movement: the bits
-are the input's.
+0.85 (FLOAT16) of a copy's bandwidth on the H100 (benchmarks/README.md, "PADDING's kernel").
+
+The output is viewed as rows (every axis but the last) by columns (the last axis). Each output
+row reads the input row its position maps to: per axis, the position j counted from the input's
+first element goes to clip(j, 0, n - 1) (EDGE), j mod n (WRAP), or the fold of period 2(n - 1)
+(REFLECTION, the edges not repeated) or 2n (SYMMETRIC, the edges repeated); ``padding.
+source_index`` is the same map in NumPy. Two kernels:
+- the gather kernel (``_kernel``): ROWS x BLOCK output elements a program, each loaded from its
+  source element; any copying mode. FLOAT32 EDGE at 0.99 of a copy.
+- the column-block kernel (``_edge_kernel``, EDGE of 1- and 2-byte elements): ROWS rows x BLOCK
+  input columns a program, copied with contiguous loads and stores, the first and last blocks
+  also writing the repeated edges. FLOAT16 EDGE at 0.93, where the gather kernel's 2-byte loads
+  read 0.87 (each warp's gathered load fills only part of its memory transactions).
+Only EDGE takes a kernel: XLA does the mirroring and wrapping modes in one kernel already, and
+their maps take a remainder, a multiply-and-shift sequence unless the period is a power of two
+(FLOAT16 REFLECTION of rows of 1,024, period 2,046: 0.86 by the gather kernel against XLA's
+0.91). They stay tested (Pallas's interpreter in the tests, benchmarks/pad_kernel_check.py on the
+H100). Pure data movement: the bits are the input's.
 
 ``use_kernel`` says whether a call can take this path; ``jax.lax.platform_dependent`` picks it at
 lowering time on CUDA, so other backends never contain it.
@@ -160,7 +163,10 @@ def pad_rows(x: jnp.ndarray, mode: PaddingMode, start, end, interpret: bool = Fa
         from jax.experimental.pallas import triton as pl_triton
         params = pl_triton.CompilerParams(num_warps=WARPS, num_stages=1)
     flat = x.reshape(int(np.prod(shape[:-1], dtype=np.int64)), shape[-1])
-    if mode is PaddingMode.EDGE:
+    if mode is PaddingMode.EDGE and np.dtype(x.dtype).itemsize < 4:
+        # 1- and 2-byte elements by column blocks: a warp's gathered loads of them fill only part
+        # of each memory transaction (H100, FLOAT16: 0.93 of a copy by blocks, 0.87 by gathers);
+        # 4-byte elements by the gather kernel below (FLOAT32: 0.99 by gathers, 0.95 by blocks)
         n = shape[-1]
         block = min(BLOCK, 1 << max(n - 1, 0).bit_length())
         rows = max(1, ELEMENTS // block)
