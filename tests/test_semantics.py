@@ -155,7 +155,7 @@ def test_denormal_scale_bias_members_read_as_zero():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_copy_sign_on_the_bits_equals_jnp_copysign(dtype):
-    # numerics.copy_sign (CONSTANT_POW's odd powers, MODULUS_FLOOR's zeros) against jnp.copysign:
+    # numerics.copy_sign (MODULUS_FLOOR's zeros) against jnp.copysign:
     # the same bits for every pair of specials (NaN's sign included), and the same gradient.
     from dmljax._src.numerics import copy_sign
 

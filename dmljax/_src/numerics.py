@@ -178,7 +178,11 @@ def max_num(x: jnp.ndarray, m) -> jnp.ndarray:
     if isinstance(m, (float, np.floating)) and math.isnan(m):
         return x
     m_arr = jnp.asarray(m, dtype=x.dtype)
-    return jnp.where(is_nan(x), m_arr, jnp.where(x > m_arr, x, m_arr))
+    if float(m) == 0.0 and math.copysign(1.0, float(m)) < 0:  # -0: the tie with +0 gives -0
+        return jnp.where(is_nan(x), m_arr, jnp.where(x > m_arr, x, m_arr))
+    # otherwise XLA's maximum gives the same values in one operation (its tie of zeros is +0,
+    # which is m or equal to m here)
+    return jnp.where(is_nan(x), m_arr, lax.max(x, m_arr))
 
 
 def min_num(x: jnp.ndarray, m) -> jnp.ndarray:
@@ -187,7 +191,9 @@ def min_num(x: jnp.ndarray, m) -> jnp.ndarray:
     if isinstance(m, (float, np.floating)) and math.isnan(m):
         return x
     m_arr = jnp.asarray(m, dtype=x.dtype)
-    return jnp.where(is_nan(x), m_arr, jnp.where(x < m_arr, x, m_arr))
+    if float(m) == 0.0 and math.copysign(1.0, float(m)) > 0:  # +0: the tie with -0 gives +0
+        return jnp.where(is_nan(x), m_arr, jnp.where(x < m_arr, x, m_arr))
+    return jnp.where(is_nan(x), m_arr, lax.min(x, m_arr))  # (XLA's minimum: -0 at a tie of zeros)
 
 
 @jax.custom_jvp
@@ -231,9 +237,11 @@ def pow_c99(g: jnp.ndarray, exponent: float) -> jnp.ndarray:
     e = np.asarray(exponent, dtype=g.dtype)
     if math.isnan(exponent):
         return jnp.where(g == 1, jnp.ones_like(g), jnp.full_like(g, np.nan))
-    mag = lax.pow(jnp.abs(g), jnp.full_like(g, e))
     if _is_odd_integer(exponent):
-        return copy_sign(mag, g)  # sign of g, also -0 and -inf; NaN stays NaN
+        # lax.pow is C99's pow on the CPU and on CUDA: an odd integral exponent keeps g's sign
+        # (-0 and -inf included), which XLA's expansion of a small power into products keeps too
+        return lax.pow(g, jnp.full_like(g, e))
+    mag = lax.pow(jnp.abs(g), jnp.full_like(g, e))
     if _is_integral(exponent):
         # even: |g|^e; pow(-1, +-inf) = 1 in C99, and |-1|^inf = 1 already.
         return mag
