@@ -1,7 +1,7 @@
 """Where the element-wise misses go on a GPU: each program's device time, dmljax against the
 jax.numpy formula, side by side, and its optimized HLO.
 
-    python benchmarks/elementwise_ptx_gpu.py OUT_DIR [NAME_FILTER]
+    python benchmarks/elementwise_variants_gpu.py OUT_DIR [NAME_FILTER]
 
 Programs (2^28 elements, two input sets, device time from CUPTI, 20 calls each): a copy; issue 9's
 two chains (dmljax.bench.chain); single operators as one-step chains (the chain's operators, and
@@ -175,7 +175,7 @@ def main():
     for name, fn, kinds, dtype in progs:
         t = times.get(name, {})
         rows[name] = {"ms": t.get("s", float("nan")) * 1e3, "kernels": t.get("kernels_per_call")}
-    for f in glob.glob(os.path.join(DUMP, "*")):  # keep the probes' PTX, SASS, LLVM IR, optimized HLO
+    for f in glob.glob(os.path.join(DUMP, "*")):  # keep the probes' optimized HLO
         if "probe_" not in f or not f.endswith("after_optimizations.txt"):
             shutil.rmtree(f) if os.path.isdir(f) else os.remove(f)
     subprocess.run(["tar", "-czf", os.path.join(OUT, "dump.tgz"), "-C", DUMP, "."], check=False)
