@@ -17,12 +17,7 @@ case "$PART" in
     timeout 300 python -m dmljax.bench --ops $RERUN_OPS \
       --sizes 28 --dtypes FLOAT32 FLOAT16 --no-torch --no-compile --no-overhead --out "$OUT/${RERUN_NAME:-rerun}" \
       > "$OUT/${RERUN_NAME:-rerun}_log.txt" 2>&1; echo "bench rc=$?"
-    python - "$OUT/${RERUN_NAME:-rerun}/results.json" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-for t in r.get("targets", []):
-    print(("ok     " if t["met"] else "MISSED ") + f"{t['target']}: {t['value']:.3f} (limit {t['limit']})")
-PY
+    print_targets "$OUT/${RERUN_NAME:-rerun}/results.json"
     ;;
   bench-a|bench-b)
     OPS=$(python - "$PART" <<'PY'

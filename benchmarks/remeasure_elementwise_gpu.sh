@@ -19,9 +19,4 @@ timeout ${EW_S:-120} python benchmarks/elementwise_variants_gpu.py "$OUT/variant
 BENCH_OPS=${BENCH_OPS:-"$OPS ELEMENT_WISE_IF"}
 timeout ${BENCH_S:-240} python -m dmljax.bench --ops $BENCH_OPS --sizes 28 --dtypes FLOAT32 FLOAT16 --no-torch \
   --no-compile --no-overhead --no-plots --out "$OUT/bench" > "$OUT/bench_log.txt" 2>&1; echo "bench rc=$?"
-python - "$OUT/bench/results.json" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-for t in r.get("targets", []):
-    print(("ok     " if t["met"] else "MISSED ") + f"{t['target']}: {t['value']:.3f} (limit {t['limit']})")
-PY
+print_targets "$OUT/bench/results.json"

@@ -22,9 +22,4 @@ grep -v "^$" "$OUT/scan_log.txt" | tail -30
 BENCH_OPS=${BENCH_OPS:-"ELEMENT_WISE_MAX ELEMENT_WISE_MIN ELEMENT_WISE_IF"}
 timeout ${CHAIN_S:-110} python -m dmljax.bench --ops $BENCH_OPS --sizes 28 --dtypes FLOAT32 FLOAT16 --no-torch \
   --no-compile --no-overhead --no-plots --out "$OUT/elementwise" > "$OUT/elementwise_log.txt" 2>&1; echo "bench rc=$?"
-python - "$OUT/elementwise/results.json" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-for t in r.get("targets", []):
-    print(("ok     " if t["met"] else "MISSED ") + f"{t['target']}: {t['value']:.3f} (limit {t['limit']})")
-PY
+print_targets "$OUT/elementwise/results.json"
