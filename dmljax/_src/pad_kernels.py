@@ -7,8 +7,8 @@ does), one padded axis at a time: two kernels for a tensor padded on two axes, 0
 The output is viewed as rows (every axis but the last) by columns (the last axis). Each output
 row reads the input row its position maps to: per axis, the position j counted from the input's
 first element goes to clip(j, 0, n - 1) (EDGE), j mod n (WRAP), or the fold of period 2(n - 1)
-(REFLECTION, the edges not repeated) or 2n (SYMMETRIC, the edges repeated); ``padding.
-source_index`` is the same map in NumPy. Two kernels:
+(REFLECTION, the edges not repeated) or 2n (SYMMETRIC, the edges repeated): ``source_index``,
+which padding.py's XLA formula also takes, in NumPy. Two kernels:
 - the gather kernel (``_kernel``): ROWS x BLOCK output elements a program, each loaded from its
   source element; any copying mode. FLOAT32 EDGE at 0.99 of a copy.
 - the column-block kernel (``_edge_kernel``, EDGE of 1- and 2-byte elements): ROWS rows x BLOCK
@@ -35,7 +35,7 @@ import numpy as np
 
 from dmljax._src.enums import PaddingMode
 
-__all__ = ["use_kernel", "pad_rows", "MODES", "BLOCK", "ELEMENTS", "WARPS"]
+__all__ = ["use_kernel", "pad_rows", "source_index", "MODES", "BLOCK", "ELEMENTS", "WARPS"]
 
 BLOCK = 4096
 """Output columns per program at most (the last axis, rounded up to a power of two below it)."""
@@ -61,19 +61,25 @@ def use_kernel(shape: tuple[int, ...], dtype, mode: PaddingMode, start, end) -> 
     return int(np.prod(shape, dtype=np.int64)) < 2**31 and int(np.prod(out, dtype=np.int64)) < 2**31
 
 
-def _source(j, n: int, s: int, mode: PaddingMode):
-    """The input position (int32) an output position ``j`` (0 at the output's start) copies along
-    an axis of ``n`` elements with ``s`` elements of start padding."""
+def source_index(j, n: int, s: int, mode: PaddingMode, xp=jnp):
+    """For output positions ``j`` along an axis (0 at the output's start) of ``n`` input elements
+    with ``s`` elements of start padding, the input element each mode copies (CONSTANT: -1 where
+    the PaddingValue goes), in ``xp`` (jax.numpy in the kernels, NumPy for padding.py's gather).
+    REFLECTION and SYMMETRIC fold periodically, as the page says pads larger than the axis do:
+    REFLECTION with period 2(n - 1) (the edges are not mirrored), SYMMETRIC with period 2n (they
+    are); WRAP repeats the axis."""
     j = j - s
+    if mode is PaddingMode.CONSTANT:
+        return xp.where((j >= 0) & (j < n), j, -1)
     if mode is PaddingMode.EDGE:
-        return jnp.clip(j, 0, n - 1)
+        return xp.clip(j, 0, n - 1)
     period = {PaddingMode.WRAP: n, PaddingMode.REFLECTION: 2 * (n - 1), PaddingMode.SYMMETRIC: 2 * n}[mode]
     if period == 0:  # REFLECTION of one element (validation refuses padding it): the element
-        return jnp.zeros_like(j)
+        return xp.zeros_like(j)
     t = (j + period * (-(-s // period))) % period  # j >= -s: the shift keeps it non-negative
     if mode is PaddingMode.WRAP:
         return t
-    return jnp.where(t < n, t, period - t - (1 if mode is PaddingMode.SYMMETRIC else 0))
+    return xp.where(t < n, t, period - t - (1 if mode is PaddingMode.SYMMETRIC else 0))
 
 
 def _kernel(x_ref, o_ref, *, shape, out, start, mode, rows, block, n_rows):
@@ -85,13 +91,11 @@ def _kernel(x_ref, o_ref, *, shape, out, start, mode, rows, block, n_rows):
     # the source row over the leading axes (the last of them fastest); rows and columns past the
     # output's end map inside the input too, and their stores are masked
     source_row = _source_rows(r, shape, out, start, mode)
-    source_col = _source(c, shape[-1], start[-1], mode)
+    source_col = source_index(c, shape[-1], start[-1], mode)
     # the output is one whole-array ref and the store is masked here: a block past the array's
     # end is not masked by Pallas's Triton lowering (measured on the H100: such stores overwrote
     # the next rows' first elements, depending on the programs' order)
-    last = c < out[-1]
-    o_row = pl.program_id(0) * rows + jax.lax.broadcasted_iota(jnp.int32, (rows, 1), 0)
-    pl_triton.store(o_ref.at[o_row, c], x_ref[source_row, source_col], mask=(o_row < n_rows) & last)
+    pl_triton.store(o_ref.at[r, c], x_ref[source_row, source_col], mask=(r < n_rows) & (c < out[-1]))
 
 
 def _source_rows(r, shape, out, start, mode):
@@ -99,7 +103,7 @@ def _source_rows(r, shape, out, start, mode):
     source_row = jnp.zeros_like(r)
     stride = 1
     for axis in range(len(shape) - 2, -1, -1):
-        source_row = source_row + stride * _source(r % out[axis], shape[axis], start[axis], mode)
+        source_row = source_row + stride * source_index(r % out[axis], shape[axis], start[axis], mode)
         r = r // out[axis]
         stride *= shape[axis]
     return source_row
@@ -155,8 +159,6 @@ def pad_rows(x: jnp.ndarray, mode: PaddingMode, start, end, interpret: bool = Fa
     start, end = tuple(int(s) for s in start), tuple(int(e) for e in end)
     out = tuple(n + s + e for n, s, e in zip(shape, start, end))
     cols = out[-1]
-    block = min(BLOCK, 1 << max(cols - 1, 0).bit_length())
-    rows = max(1, ELEMENTS // block)
     n_rows = int(np.prod(out[:-1], dtype=np.int64))
     params = None
     if not interpret:
@@ -164,27 +166,21 @@ def pad_rows(x: jnp.ndarray, mode: PaddingMode, start, end, interpret: bool = Fa
         params = pl_triton.CompilerParams(num_warps=WARPS, num_stages=1)
     flat = x.reshape(int(np.prod(shape[:-1], dtype=np.int64)), shape[-1])
     if mode is PaddingMode.EDGE and np.dtype(x.dtype).itemsize < 4:
-        # 1- and 2-byte elements by column blocks: a warp's gathered loads of them fill only part
-        # of each memory transaction (H100, FLOAT16: 0.93 of a copy by blocks, 0.87 by gathers);
-        # 4-byte elements by the gather kernel below (FLOAT32: 0.99 by gathers, 0.95 by blocks)
-        n = shape[-1]
-        block = min(BLOCK, 1 << max(n - 1, 0).bit_length())
-        rows = max(1, ELEMENTS // block)
-        n_blocks = -(-n // block)
-        y = pl.pallas_call(
-            functools.partial(_edge_kernel, shape=shape, out=out, start=start, rows=rows, block=block,
-                              n_rows=n_rows, n_blocks=n_blocks),
-            out_shape=jax.ShapeDtypeStruct((n_rows, cols), x.dtype),
-            grid=(pl.cdiv(n_rows, rows), n_blocks),
-            in_specs=[pl.BlockSpec(flat.shape, lambda i, j: (0, 0))],
-            out_specs=pl.BlockSpec((n_rows, cols), lambda i, j: (0, 0)),
-            compiler_params=params, interpret=interpret, name="dmljax_pad")(flat)
-        return y.reshape(out)
+        # 1- and 2-byte elements by column blocks of the input: a warp's gathered loads of them fill
+        # only part of each memory transaction (H100, FLOAT16: 0.93 of a copy by blocks, 0.87 by
+        # gathers); 4-byte elements by the gather kernel (FLOAT32: 0.99 by gathers, 0.95 by blocks)
+        block = min(BLOCK, 1 << max(shape[-1] - 1, 0).bit_length())
+        n_blocks = -(-shape[-1] // block)
+        kernel = functools.partial(_edge_kernel, n_blocks=n_blocks)
+    else:
+        block = min(BLOCK, 1 << max(cols - 1, 0).bit_length())
+        n_blocks = -(-cols // block)
+        kernel = functools.partial(_kernel, mode=mode)
+    rows = max(1, ELEMENTS // block)
     y = pl.pallas_call(
-        functools.partial(_kernel, shape=shape, out=out, start=start, mode=mode, rows=rows, block=block,
-                          n_rows=n_rows),
+        functools.partial(kernel, shape=shape, out=out, start=start, rows=rows, block=block, n_rows=n_rows),
         out_shape=jax.ShapeDtypeStruct((n_rows, cols), x.dtype),
-        grid=(pl.cdiv(n_rows, rows), pl.cdiv(cols, block)),
+        grid=(pl.cdiv(n_rows, rows), n_blocks),
         in_specs=[pl.BlockSpec(flat.shape, lambda i, j: (0, 0))],
         out_specs=pl.BlockSpec((n_rows, cols), lambda i, j: (0, 0)),
         compiler_params=params, interpret=interpret, name="dmljax_pad")(flat)

@@ -31,27 +31,6 @@ _THREE = FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8
 _MODE_LEVELS = {PaddingMode.SYMMETRIC: FeatureLevel.parse("3.0"), PaddingMode.WRAP: FeatureLevel.parse("6.4")}
 
 
-def source_index(j: np.ndarray, n: int, mode: PaddingMode) -> np.ndarray:
-    """For output positions ``j`` counted from the input's first element (negative in the start
-    padding, n and beyond in the end padding), the input element each mode copies (CONSTANT: -1
-    where the PaddingValue goes). REFLECTION and SYMMETRIC fold periodically, as the page says pads
-    larger than the axis do: REFLECTION with period 2(n - 1) (the edges are not mirrored),
-    SYMMETRIC with period 2n (they are); WRAP repeats the axis."""
-    if mode is PaddingMode.CONSTANT:
-        return np.where((j >= 0) & (j < n), j, -1)
-    if mode is PaddingMode.EDGE:
-        return np.clip(j, 0, n - 1)
-    if mode is PaddingMode.WRAP:
-        return np.mod(j, n)
-    if mode is PaddingMode.REFLECTION:
-        if n == 1:
-            return np.zeros_like(j)  # unreachable: validation refuses padding a 1-long axis
-        t = np.mod(j, 2 * (n - 1))
-        return np.where(t < n, t, 2 * (n - 1) - t)
-    t = np.mod(j, 2 * n)  # SYMMETRIC
-    return np.where(t < n, t, 2 * n - 1 - t)
-
-
 def _sliced(x, axis: int, s: int, e: int, mode: PaddingMode):
     """The padded axis as slices of x (reversed for the mirrors) around it, as jnp.pad builds
     it, or None where a pad reaches past what one fold gives (REFLECTION: n - 1 elements,
@@ -81,7 +60,7 @@ def pad(x, mode: PaddingMode, value, start, end):
     x's type, for CONSTANT): lax.pad for CONSTANT; EDGE on CUDA, one Pallas kernel that reads
     each output element from its source (pad_kernels.py); otherwise, per padded dimension, slices
     of x around it (mirrored where the mode mirrors), or for a pad longer than one fold a gather of
-    indices fixed at trace time (source_index)."""
+    indices fixed at trace time (pad_kernels.source_index, the kernels' map in NumPy)."""
     if mode is PaddingMode.CONSTANT:
         return lax.pad(x, jnp.asarray(value, x.dtype), [(s, e, 0) for s, e in zip(start, end)])
     start, end = tuple(int(s) for s in start), tuple(int(e) for e in end)
@@ -118,7 +97,8 @@ def _pad_xla(x, mode: PaddingMode, start, end):
         y = _sliced(x, axis, s, e, mode)
         if y is None:
             n = x.shape[axis]
-            y = jnp.take(x, jnp.asarray(source_index(np.arange(-s, n + e), n, mode), np.int32), axis=axis)
+            index = pad_kernels.source_index(np.arange(s + n + e), n, s, mode, np)
+            y = jnp.take(x, jnp.asarray(index, np.int32), axis=axis)
         x = y
     return x
 
