@@ -318,12 +318,14 @@ ELEMENT_WISE_POW = OpSpec(
 
 def _split_exponent(e, cd):
     """An exponent tensor as what pow needs: (hi, lo, split, integral, odd), with
-    e = hi + lo exactly in the compute dtype ``cd`` where ``split`` (lo is 0 elsewhere)."""
+    e = hi + lo exactly in the compute dtype ``cd`` where ``split`` (lo is 0 elsewhere). lo,
+    split and odd are None where every exponent is exact in ``cd`` (lax.pow then takes C99's
+    parity from e itself); odd is e's exact parity where the exponent is split."""
     if jnp.issubdtype(e.dtype, jnp.integer):
-        odd = (e & np.asarray(1, e.dtype)) == 1
         integral = jnp.ones(e.shape, bool)
         if np.iinfo(e.dtype).bits < 32:  # every value is exact in FLOAT32
-            return e.astype(cd), None, None, integral, odd
+            return e.astype(cd), None, None, integral, None
+        odd = (e & np.asarray(1, e.dtype)) == 1
         big = (e >= 2**24) if not jnp.issubdtype(e.dtype, jnp.signedinteger) else (e >= 2**24) | (e <= -(2**24))
         lo_i = e & np.asarray(0xFF, e.dtype)  # 0..255; e - lo has its low 8 bits clear: exact
         hi_i = e - lo_i
@@ -331,14 +333,8 @@ def _split_exponent(e, cd):
         lo = jnp.where(big, lo_i, jnp.zeros_like(lo_i)).astype(cd)
         return hi, lo, big, integral, odd
     e = e.astype(cd)
-    finite = jnp.abs(e) < np.asarray(np.inf, cd)  # False for NaN
-    # C99: infinities are even integers; NaN is not integral
-    integral = (jnp.floor(e) == e) | (jnp.abs(e) == np.asarray(np.inf, cd))
-    # odd: e / 2 (exact: a halving) is not integral; every float of magnitude 2^24 or more is
-    # even. (No rem: XLA's GPU fmod is a loop, which made POW compute-bound on an H100.)
-    half = e * np.asarray(0.5, cd)
-    odd = integral & finite & (jnp.floor(half) != half)
-    return e, None, None, integral, odd
+    # C99: infinities are even integers (floor(+-inf) = +-inf); NaN is not integral
+    return e, None, None, jnp.floor(e) == e, None
 
 
 def _pow_parts(g, hi, lo, split, integral, odd):
