@@ -32,11 +32,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
 
 import dmljax  # noqa: E402
 from dmljax._src.dtypes import DataType  # noqa: E402
 from dmljax.bench.chain import CHAIN, CHAIN8, Chain, Step, chain_cases, program  # noqa: E402
-from dmljax.bench.inputs import draw  # noqa: E402
+from dmljax.bench.inputs import draw_all  # noqa: E402
 from dmljax.bench.timing import jax_device_times  # noqa: E402
 
 N = int(os.environ.get("EW_TOTAL", 2 ** 28))
@@ -99,24 +100,10 @@ def programs():
     cases5, _ = chain_cases(CHAIN)
     for i, step in enumerate(CHAIN.steps):  # the five-operator chain with one operator as jnp's
         short = step.op.split("_", 2)[-1] if step.op.startswith("ELEMENT_WISE") else step.op.split("_", 1)[1]
-        out.append((f"chain5jnp{short}_dmljax_FLOAT16", mixed(CHAIN, cases5, "FLOAT16", i),
+        flavours = ["jnp" if k == i else "dmljax" for k in range(len(CHAIN.steps))]
+        out.append((f"chain5jnp{short}_dmljax_FLOAT16", program(CHAIN, cases5, "FLOAT16", flavours),
                     tuple(CHAIN.inputs.values()), "FLOAT16"))
     return [p for p in out if PICK in p[0]]
-
-
-def mixed(chain, cases, dtype, jnp_step):
-    """The chain in dmljax, but step ``jnp_step`` as its jnp formula."""
-    fns = [(case.jnp if i == jnp_step else case.dmljax)(dtype, step.attrs)
-           for i, (step, case) in enumerate(zip(chain.steps, cases))]
-    names = list(chain.inputs)
-
-    def run(*xs):
-        env = dict(zip(names, xs))
-        env["y"] = env[chain.start]
-        for fn, step in zip(fns, chain.steps):
-            env["y"] = fn(*(env[a] for a in step.args))
-        return env["y"]
-    return run
 
 
 CHAIN8_VARIANTS = ("maxjnp", "f16math", "nomax")
@@ -153,12 +140,6 @@ def named(name, fn):
     return jax.jit(probe)
 
 
-def inputs(kinds, dtype, seed):
-    key = jax.random.PRNGKey(seed)
-    dt = DataType.parse(dtype)
-    return jax.block_until_ready([draw(k, jax.random.fold_in(key, i), (N,), dt) for i, k in enumerate(kinds)])
-
-
 def main():
     progs = programs()
     sets = {}
@@ -166,7 +147,8 @@ def main():
     for name, fn, kinds, dtype in progs:
         key = (kinds, dtype)
         if key not in sets:
-            sets[key] = [inputs(kinds, dtype, s) for s in range(SETS)]
+            sets[key] = [jax.block_until_ready(draw_all(np.uint32(s), kinds=kinds, shapes=((N,),) * len(kinds),
+                                                        dtype=DataType.parse(dtype))) for s in range(SETS)]
         f = named(name, fn)
         xs = sets[key]
         groups.append((name, (lambda f, xs: lambda i: f(*xs[i]))(f, xs)))

@@ -129,11 +129,13 @@ def unsupported(chain: Chain, cases: list[Case], dtype: str) -> str | None:
     return None
 
 
-def program(chain: Chain, cases: list[Case], dtype: str, flavour: str, torch=None) -> Callable | None:
+def program(chain: Chain, cases: list[Case], dtype: str, flavour, torch=None) -> Callable | None:
     """The chain as one function of its inputs (in ``chain.inputs`` order): ``flavour`` "dmljax",
-    "jnp" or "torch" (then ``torch`` is the module). None when an operator lacks that comparator."""
+    "jnp" or "torch" (then ``torch`` is the module), or a sequence of those, one per step (a
+    chain mixing them). None when an operator lacks that comparator."""
+    flavours = [flavour] * len(chain.steps) if isinstance(flavour, str) else list(flavour)
     fns = []
-    for step, case in zip(chain.steps, cases):
+    for step, case, flavour in zip(chain.steps, cases, flavours):
         if flavour == "dmljax":
             fn = case.dmljax(dtype, step.attrs)
         elif flavour == "jnp":
