@@ -1,7 +1,7 @@
-"""The compiled TOP_K row kernel (and ARGMAX/ARGMIN of FLOAT16 rows, which take it with K = 1, and of FLOAT16 columns, the column kernel) (dmljax/_src/select_kernels.py) on a GPU against the XLA path
+"""The compiled TOP_K row kernel and, for K from 17, the threshold kernels (threshold_kernels.py) (and ARGMAX/ARGMIN of FLOAT16 rows, which take it with K = 1, and of FLOAT16 columns, the column kernel) (dmljax/_src/select_kernels.py) on a GPU against the XLA path
 (select_kernels.ENABLED = False, which tests/gpu_check.py checks against the float64 reference):
 the same indices and values bit for bit, TOP_K and TOP_K1 (both directions), FLOAT32 and FLOAT16,
-rows of 1,024 to 32,768, K of 2 to 16, on rows with many ties, NaN, infinities, signed zeros and
+rows of 1,024 to 32,768, K of 2 to 1,024, on rows with many ties, NaN, infinities, signed zeros and
 FLOAT32 denormals. Prints one line per case and a summary; exits 1 on any failure.
 
     python benchmarks/select_kernel_check.py   (SELECT_CHECK_ON_CPU=1: a dry run on the CPU, where
@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 
 import dmljax  # noqa: E402
 from benchmarks.kernel_checks import Cases, with_settings  # noqa: E402
-from dmljax._src import select_kernels  # noqa: E402
+from dmljax._src import select_kernels, threshold_kernels  # noqa: E402
 from dmljax._src.ops.arg_extreme import arg_extreme  # noqa: E402
 from dmljax._src.ops.reduce import _max_min  # noqa: E402
 from dmljax._src.ops.top_k import top_k_along  # noqa: E402
@@ -50,14 +50,15 @@ def main() -> int:
                 x[-1, :6] = [1e-40, -1e-40, 0.0, -0.0, 1e-39, 5.0]
             x[-2] = rng.standard_normal(n).astype(dtype)
             for largest in (True, False):
-                for k in (2, 8, 16):
+                for k in (2, 8, 16) + ((17, 32, 256) if n > 1024 else ()) + ((1024,) if n == 32768 else ()):
                     with cases.case(f"rows of {n:5d} {np.dtype(dtype).name} {'largest' if largest else 'smallest'} k={k:2d}"):
                         f = _call(largest, k)
                         _kernel_in(f, x)
                         got = jax.device_get(f(x))
                         # the formula itself, traced afresh (dmljax's own jit would reuse the kernel's trace)
-                        want = jax.device_get(with_settings(select_kernels, jax.jit(
-                            lambda v, k=k, g=largest: top_k_along(v, 1, k, g, np.uint32)), x, ENABLED=False))
+                        want = jax.device_get(with_settings(select_kernels, lambda v: with_settings(
+                            threshold_kernels, jax.jit(lambda w, k=k, g=largest: top_k_along(w, 1, k, g, np.uint32)),
+                            v, ENABLED=False), x, ENABLED=False))
                         np.testing.assert_array_equal(got[1], want[1])
                         np.testing.assert_array_equal(got[0].view(np.uint16 if dtype == np.float16 else np.uint32),
                                                       want[0].view(np.uint16 if dtype == np.float16 else np.uint32))

@@ -156,10 +156,56 @@ def test_row_kernel_gives_the_xla_paths_indices(dtype, largest, group, n, monkey
 def test_long_selections_are_staged_on_nvidia_gpus_only():
     # Lowered here for each platform: on CUDA rows longer than GPU_STAGE_CHUNK are cut into
     # chunks of it (XLA's top_k sorts a whole row for k > 16 there); the CPU keeps one top_k.
+    # (rows of 30,000: not a power of two, so not the threshold kernels' either)
     f = jax.jit(lambda v: dmljax.top_k(v, axis=1, k=256))
 
     def top_k_inputs(platform):
-        text = f.trace(jax.ShapeDtypeStruct((4, 32768), jnp.float32)).lower(lowering_platforms=(platform,)).as_text()
+        text = f.trace(jax.ShapeDtypeStruct((4, 30000), jnp.float32)).lower(lowering_platforms=(platform,)).as_text()
         return [ln.split(":")[-1].split("->")[0].strip() for ln in text.splitlines() if "chlo.top_k" in ln]
-    assert top_k_inputs("cuda")[0] == "tensor<4x32x1024xf32>"
-    assert "tensor<4x32768xf32>" in top_k_inputs("cpu") and not any("x1024x" in s for s in top_k_inputs("cpu"))
+    assert top_k_inputs("cuda")[0] == "tensor<4x30x1024xf32>"
+    assert "tensor<4x30000xf32>" in top_k_inputs("cpu") and not any("x1024x" in s for s in top_k_inputs("cpu"))
+
+
+@pytest.mark.parametrize("dtype, largest", [(np.float32, True), (np.float16, False)])
+def test_threshold_kernels_give_the_xla_paths_indices(dtype, largest):
+    # K from 17 over rows of 2,048 or more on a GPU take two Pallas kernels
+    # (dmljax/_src/threshold_kernels.py: the K best groups by a bisected threshold, then the K best
+    # of their elements); run here in Pallas's interpreter, they must give the XLA path's indices
+    # bit for bit: ties across the threshold (values of a few levels, so the K-th value repeats in
+    # many groups) to the lower index, -0 tied with +0, FLOAT32 denormals with zero, NaN after every
+    # number (a row of NaN with one -inf, a row of -0 only), and K up to a quarter of the groups.
+    from dmljax._src.threshold_kernels import threshold_rows, use_kernel
+    rng = np.random.default_rng(7)
+    n = 4096
+    x = (rng.integers(-20, 20, (7, n)) * 0.5).astype(dtype)
+    x[0, :5] = [np.nan, -np.inf, np.nan, 0.0, -0.0]
+    x[1, 10:14] = [np.inf, -np.inf, np.nan, -np.nan]
+    x[2, :], x[2, 100] = np.nan, -np.inf
+    x[4, :] = -0.0
+    x[5] = rng.standard_normal(n).astype(dtype)
+    x[6] = rng.integers(0, 3, n).astype(dtype)  # three levels: the threshold's ties span the row
+    if dtype == np.float32:
+        x[3, :6] = [1e-40, -1e-40, 0.0, -0.0, 1e-39, 5.0]
+    assert use_kernel(x.shape, 1, 17, dtype) and use_kernel(x.shape, 1, 128, dtype)
+    assert not use_kernel(x.shape, 1, 16, dtype) and not use_kernel(x.shape, 1, 129, dtype)  # 4096 / 8 / 4
+    assert not use_kernel(x.shape, 0, 17, dtype) and not use_kernel((7, 3000), 1, 17, dtype)
+    assert not use_kernel(x.shape, 1, 17, np.int32)
+    for k in (17, 50, 128):
+        got = np.asarray(threshold_rows(jnp.asarray(x), k, largest, interpret=True))
+        if largest:
+            want = dmljax.top_k(x, axis=1, k=k)[1]
+        else:
+            want = dmljax.top_k1(x, axis=1, k=k, axis_direction="INCREASING")[1]
+        np.testing.assert_array_equal(got, np.asarray(want).astype(np.int32))
+
+
+def test_threshold_kernels_lower_for_nvidia_gpus_only():
+    # Lowered here for each platform: on CUDA a K of 256 over rows of 32,768 is the two kernels
+    # (and the sort of the K, not a top_k); the CPU keeps one top_k of the whole row.
+    f = jax.jit(lambda v: dmljax.top_k1(v, axis=1, k=256, axis_direction="INCREASING"))
+
+    def text(platform):
+        return f.trace(jax.ShapeDtypeStruct((4, 32768), jnp.float16)).lower(lowering_platforms=(platform,)).as_text()
+    cuda, cpu = text("cuda"), text("cpu")
+    assert "dmljax_row_top_k_groups" in cuda and "dmljax_row_top_k_pick" in cuda and "chlo.top_k" not in cuda
+    assert "dmljax_row_top_k" not in cpu and "chlo.top_k" in cpu

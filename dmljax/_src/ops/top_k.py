@@ -19,6 +19,7 @@ from dmljax._src.numerics import flush_denormals, is_nan
 from dmljax._src.op import operator
 from dmljax._src.ops.arg_extreme import _keys, arg_extreme
 from dmljax._src.select_kernels import top_k_rows, use_kernel
+from dmljax._src.threshold_kernels import threshold_rows, use_kernel as use_threshold_kernel
 from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, table
 from dmljax._src.validate import TensorInfo
 
@@ -105,7 +106,8 @@ def top_k_along(x, axis: int, k: int, largest: bool, index_dtype):
     (FLOAT32 denormals as zero, -0 equal to +0) with NaN after every number; the values returned
     are the input's own bits. K = 1 is ARGMAX/ARGMIN's one pass (the first extreme, NaN never
     before a number); K up to select_kernels.MAX_K over rows on a GPU, a Pallas kernel of the same
-    integer keys (the same indices); otherwise one lax.top_k (its ties go to the lower index) of
+    integer keys (the same indices), and a larger K up to threshold_kernels.MAX_K two kernels of
+    them (a threshold, then the elements above it); otherwise one lax.top_k (its ties go to the lower index) of
     keys in the wanted order."""
     if k == 1:
         index = arg_extreme(x, (axis,), largest, False, np.int32)
@@ -144,6 +146,8 @@ def top_k_along(x, axis: int, k: int, largest: bool, index_dtype):
 
     if use_kernel(x.shape, axis, k, x.dtype):  # short selections of rows on a GPU: select_kernels.py
         index = lax.platform_dependent(v, cuda=lambda t: top_k_rows(t, k, largest), default=xla_index)
+    elif use_threshold_kernel(x.shape, axis, k, x.dtype):  # longer ones: threshold_kernels.py
+        index = lax.platform_dependent(v, cuda=lambda t: threshold_rows(t, k, largest), default=xla_index)
     elif v.shape[-1] > GPU_STAGE_CHUNK >= 2 * k:  # rows staged in chunks on a GPU
         index = lax.platform_dependent(v, cuda=lambda t: xla_index(t, GPU_STAGE_CHUNK), default=xla_index)
     else:
