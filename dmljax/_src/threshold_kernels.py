@@ -149,22 +149,34 @@ def _pallas(kernel, inputs, specs, out_cols: int, warps: int, interpret: bool, n
         compiler_params=params, interpret=interpret, name=name)(*inputs)
 
 
+def best_groups(rows: jnp.ndarray, k: int, largest: bool, interpret: bool = False) -> jnp.ndarray:
+    """The first kernel: the numbers of the K best groups of GROUP elements of each row of ``rows``
+    (r, n), ascending, in the first K of (r, K rounded up to a power of two) slots."""
+    n = rows.shape[-1]
+    k2 = 1 << (k - 1).bit_length()  # a power of two wide (Triton's blocks); slots from k on unused
+    chunk = min(n, CHUNK_PER_WARP * WARPS)
+    kernel = functools.partial(_groups_kernel, n=n, chunk=chunk, g=GROUP, k=k, largest=largest,
+                               flush=rows.dtype == np.float32)
+    return _pallas(kernel, [rows], [n], k2, WARPS, interpret, "dmljax_row_top_k_groups")
+
+
+def best_in_groups(rows: jnp.ndarray, groups: jnp.ndarray, k: int, largest: bool, interpret: bool = False) -> jnp.ndarray:
+    """The second kernel: the positions of the K best elements of each row of ``rows`` among those of
+    its ``groups`` (best_groups's), ascending, as (r, K)."""
+    k2 = groups.shape[-1]
+    warps = max(1, min(WARPS, k2 * GROUP // 1024))
+    kernel = functools.partial(_pick_kernel, g=GROUP, k=k, k2=k2, largest=largest, flush=rows.dtype == np.float32)
+    return _pallas(kernel, [rows, groups], [rows.shape[-1], k2], k2, warps, interpret, "dmljax_row_top_k_pick")[:, :k]
+
+
 def threshold_rows(x: jnp.ndarray, k: int, largest: bool, interpret: bool = False) -> jnp.ndarray:
     """The indices (int32) of the ``k`` largest (or smallest) elements of each row of ``x`` along its
     last axis, in the selection's order (best first, ties in ascending index), by the kernels
     (``interpret=True`` runs them on any backend, for tests); ``use_kernel`` must allow the call."""
     n = x.shape[-1]
     rows = x.reshape((-1, n))
-    g = GROUP
-    k2 = 1 << (k - 1).bit_length()  # a power of two wide (Triton's blocks); slots from k on unused
-    flush = rows.dtype == np.float32
-    chunk = min(n, CHUNK_PER_WARP * WARPS)
-    groups = _pallas(functools.partial(_groups_kernel, n=n, chunk=chunk, g=g, k=k, largest=largest, flush=flush),
-                     [rows], [n], k2, WARPS, interpret, "dmljax_row_top_k_groups")
-    warps = max(1, min(WARPS, k2 * g // 1024))
-    best = _pallas(functools.partial(_pick_kernel, g=g, k=k, k2=k2, largest=largest, flush=flush),
-                   [rows, groups], [n, k2], k2, warps, interpret, "dmljax_row_top_k_pick")[:, :k]
+    best = best_in_groups(rows, best_groups(rows, k, largest, interpret), k, largest, interpret)
     # the K in the selection's order: by key, best first; a stable sort keeps ties in index order
-    key = _keys_of(jnp.take_along_axis(rows, best, axis=1), largest, flush)
+    key = _keys_of(jnp.take_along_axis(rows, best, axis=1), largest, rows.dtype == np.float32)
     _, best = jax.lax.sort((~key, best), dimension=1, num_keys=1, is_stable=True)
     return best.reshape(x.shape[:-1] + (k,))
