@@ -1,6 +1,6 @@
 """Settings of the TOP_K threshold kernels (dmljax/_src/threshold_kernels.py) on a GPU: 2^26
 elements as rows of 32,768 (and 8,192 for FLOAT16, K = 256), FLOAT32 and FLOAT16, K = 8, 16, 32 and 256, device time
-(CUPTI) of each variant (group size, warps, chunk) beside a copy, lax.top_k and the path each K
+(CUPTI) of each variant (VARIANTS) beside a copy, lax.top_k and the path each K
 takes without the threshold kernels, each traced afresh from the formula (top_k_along). K = 8 and
 16 normally take select_kernels' K steps; here the threshold kernels are also timed there.
 
@@ -32,9 +32,20 @@ def compiled(k, x, select=None, threshold=None):
     return f
 
 
-SETTINGS = [(16, 8, 512), (32, 4, 512), (16, 4, 512), (16, 8, 1024), (32, 8, 1024), (8, 8, 1024), (32, 4, 1024)]
-"""(group, warps, chunk per warp) tried; sweep_1.txt (the first run) tried groups of 8, 16 and 32
-with 4, 8 and 16 warps and chunks of 128 to 512 a warp: 16 warps and chunks of 128 were slowest."""
+VARIANTS = {
+    "default": {},
+    "bisection (1 bit a step)": {"DIGIT_BITS": 1},
+    "2 bits a step": {"DIGIT_BITS": 2},
+    "8 warps": {"WARPS": 8},
+    "chunks of 512 a warp": {"CHUNK_PER_WARP": 512},
+    "ordered by XLA's sort": {"ORDER_MAX": 0},
+    "groups of 16 only": {"MIN_GROUP": 16, "MAX_GROUP": 16},
+    "groups up to 64": {"MAX_GROUP": 64},
+}
+"""threshold_kernels settings tried beside the defaults. sweep_1.txt and sweep_2.txt (the first
+runs: one bit a step, ordered by XLA's sort, one group size for every K) tried groups of 8, 16 and
+32 with 4, 8 and 16 warps and chunks of 128 to 1,024 a warp: 4 warps, chunks of 1,024 and groups
+of 32 were fastest for K up to 32, groups of 8 or 16 for K = 256."""
 
 
 def main():
@@ -47,16 +58,15 @@ def main():
             fns = [("copy", jax.jit(lambda x: x.copy())), ("lax.top_k", jax.jit(lambda x, k=k: jax.lax.top_k(x, k)))]
             if not quick:
                 fns.append(("without threshold kernels", compiled(k, xs[0], threshold={"ENABLED": False})))
-            for g, w, c in [(tk.GROUP, tk.WARPS, tk.CHUNK_PER_WARP)] if quick else SETTINGS:
-                if k > n // g // 4:
+            for name, settings in [("default", {})] if quick else VARIANTS.items():
+                settings = {"MIN_K": 2, **settings}
+                if not with_settings(tk, lambda: tk.use_kernel(xs[0].shape, 1, k, dtype), **settings):
                     continue
-                fns.append((f"group {g:2d} warps {w:2d} chunk/warp {c:4d}", compiled(
-                    k, xs[0], select={"ENABLED": False},
-                    threshold={"MIN_K": 2, "GROUP": g, "WARPS": w, "CHUNK_PER_WARP": c})))
+                fns.append((name, compiled(k, xs[0], select={"ENABLED": False}, threshold=settings)))
             # the default settings in parts: the first kernel alone, both kernels (no sort)
-            first = jax.jit(lambda x, k=k: tk.best_groups(x, k, True))
-            both = jax.jit(lambda x, k=k: tk.best_in_groups(x, tk.best_groups(x, k, True), k, True))
-            fns += [("default: first kernel only", first), ("default: both kernels, no sort", both)]
+            if with_settings(tk, lambda: tk.use_kernel(xs[0].shape, 1, k, dtype), MIN_K=2):
+                first = jax.jit(lambda x, k=k: tk.best_groups(x, k, True))
+                fns.append(("default: first kernel only", first))
             t = jax_device_times([(name, lambda i, f=f: f(xs[i % 2])) for name, f in fns], 2)
             copy = t["copy"]["s"]
             for name, v in t.items():

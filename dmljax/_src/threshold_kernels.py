@@ -46,15 +46,33 @@ MAX_K = 1024
 """Rows of a power-of-two length from MIN_ROW to MAX_ROW and K from MIN_K to MAX_K (and at most
 a quarter of the row's groups) take the kernels; a smaller K stays with select_kernels' steps."""
 
-GROUP = 8
-"""Adjacent elements ranked together by their best key in the first kernel."""
-CHUNK_PER_WARP = 256
-"""Elements each warp of the first kernel reads per chunk (8 a thread)."""
-WARPS = 8
+MIN_GROUP = 8
+MAX_GROUP = 32
+"""Adjacent elements ranked together by their best key in the first kernel: the power of two
+nearest below sqrt(n / K), from MIN_GROUP to MAX_GROUP (``group_size``), so that the first
+kernel's n / GROUP group keys and the second's K * GROUP candidates stay balanced."""
+CHUNK_PER_WARP = 1024
+"""Elements each warp of the first kernel reads per chunk (32 a thread)."""
+WARPS = 4
 """Warps of the first kernel (the second takes one per 1,024 candidates, 1 to WARPS)."""
+DIGIT_BITS = 4
+"""Bits of the threshold settled per counting step: 2^DIGIT_BITS counts at once, 32 / DIGIT_BITS
+steps (each step's counts are one block-wide reduction)."""
+ORDER_MAX = 256
+"""K up to this: the second kernel also puts the K in the selection's order (each one's rank
+counted against the others); a larger K is ordered by XLA's sort."""
 
 ENABLED = True
 """False sends every call to the XLA formula (benchmarks/issue11_gpu.py times the two paths)."""
+
+
+def group_size(n: int, k: int) -> int:
+    """GROUP for rows of ``n`` and ``k`` best: the largest power of two with GROUP^2 <= n / k,
+    clipped to MIN_GROUP..MAX_GROUP."""
+    g = MIN_GROUP
+    while g < MAX_GROUP and (2 * g) ** 2 <= n // k:
+        g *= 2
+    return g
 
 
 def use_kernel(shape: tuple[int, ...], axis: int, k: int, dtype) -> bool:
@@ -65,37 +83,34 @@ def use_kernel(shape: tuple[int, ...], axis: int, k: int, dtype) -> bool:
         return False
     n = shape[-1]
     return (axis == len(shape) - 1 and MIN_ROW <= n <= MAX_ROW and n & (n - 1) == 0
-            and MIN_K <= k <= min(MAX_K, n // GROUP // 4))
-
-
-def _count_at_least(parts, t):
-    """How many keys of the (1, m) blocks ``parts`` are >= ``t`` (1, 1), as (1, 1)."""
-    total = None
-    for p in parts:
-        c = (p >= t).astype(jnp.int32)
-        total = c if total is None else total + c
-    return jnp.sum(total, axis=1, keepdims=True)
+            and MIN_K <= k <= MAX_K and k * group_size(n, k) * 4 <= n)
 
 
 def _kth_key(parts, k: int):
-    """The K-th largest int32 key of the blocks ``parts`` (ties counted): the largest t with at least
-    K keys >= t, found bit by bit from the top in the order-preserving unsigned view (t ^ INT_MIN),
-    so that no step overflows."""
-    def step(_, carry):
-        found, bit = carry
-        trial = found | bit
-        enough = _count_at_least(parts, trial ^ _INT_MIN) >= k
-        return jnp.where(enough, trial, found), jax.lax.shift_right_logical(bit, np.int32(1))
-
-    start = (jnp.zeros((1, 1), jnp.int32), jnp.full((1, 1), _INT_MIN, jnp.int32))
-    found, _ = jax.lax.fori_loop(0, 32, step, start)
+    """The K-th largest int32 key of the (1, m) blocks ``parts`` (ties counted): the largest t with
+    at least K keys >= t, settled DIGIT_BITS bits at a time from the top in the order-preserving
+    unsigned view (t ^ INT_MIN), where no step overflows: each step counts the keys at or above
+    every value of the next digit at once and keeps the largest digit with K of them."""
+    digit = jnp.arange(1 << DIGIT_BITS, dtype=jnp.int32)[:, None]  # (D, 1)
+    found = jnp.zeros((1, 1), jnp.int32)
+    for shift in range(32 - DIGIT_BITS, -1, -DIGIT_BITS):
+        trial = (found | (digit << shift)) ^ _INT_MIN  # (D, 1); digit 0 is found itself: K at least
+        total = None
+        for p in parts:
+            c = (p >= trial).astype(jnp.int32)  # (D, m)
+            total = c if total is None else total + c
+        enough = jnp.sum(total, axis=1, keepdims=True) >= k  # fewer keys for a larger digit
+        found = found | (jnp.max(jnp.where(enough, digit, 0), axis=0, keepdims=True) << shift)
     return found ^ _INT_MIN
 
 
-def _store_best(o_ref, parts, numbers, t, k: int):
-    """Write ``numbers`` of the K best keys of ``parts`` (blocks in ascending index order, with the
-    K-th best key ``t``) to o_ref's first K slots, in ascending order: every key above t, then the
-    keys equal to t in index order until K are written."""
+def _store_best(parts, t, k: int, k2: int, *stores):
+    """Write the K best keys' values of ``parts`` (blocks in ascending index order, with the K-th
+    best key ``t``) to the first K slots of each ``(ref, values per part)`` of ``stores``, in
+    ascending index order: every key above t, then the keys equal to t in index order until K are
+    written. The refs are 2 * k2 wide: the other lanes' (masked) stores aim at the second half,
+    never at a slot a kept value takes (Pallas's interpreter writes a masked lane's old value back,
+    and a scatter's duplicates land in any order)."""
     from jax.experimental.pallas import triton as pl_triton
 
     above = None
@@ -105,36 +120,63 @@ def _store_best(o_ref, parts, numbers, t, k: int):
     ties_wanted = k - above
     ties_before = jnp.zeros((1, 1), jnp.int32)
     written = jnp.zeros((1, 1), jnp.int32)
-    for p, number in zip(parts, numbers):
+    for j, p in enumerate(parts):
         tie = (p == t).astype(jnp.int32)
         take = (p > t) | ((tie == 1) & (ties_before + jnp.cumsum(tie, axis=1) - tie < ties_wanted))
         took = take.astype(jnp.int32)
         slot = written + jnp.cumsum(took, axis=1) - took
-        pl_triton.store(o_ref.at[jnp.zeros_like(slot), slot], number, mask=take)
+        slot = jnp.where(take, slot, k2 + (jnp.arange(p.shape[1], dtype=jnp.int32)[None, :] & (k2 - 1)))
+        for ref, values in stores:
+            pl_triton.store(ref.at[jnp.zeros_like(slot), slot], values[j], mask=take)
         ties_before = ties_before + jnp.sum(tie, axis=1, keepdims=True)
         written = written + jnp.sum(took, axis=1, keepdims=True)
 
 
-def _groups_kernel(x_ref, o_ref, *, n: int, chunk: int, g: int, k: int, largest: bool, flush: bool):
+def _groups_kernel(x_ref, o_ref, *, n: int, chunk: int, g: int, k: int, k2: int, largest: bool, flush: bool):
     parts, numbers = [], []
     for start in range(0, n, chunk):  # chunk by chunk: each chunk's keys live only until reduced
         key = _keys_of(x_ref[:, start:start + chunk], largest, flush)
         parts.append(jnp.max(key.reshape(1, chunk // g, g), axis=2))
         numbers.append(start // g + jnp.arange(chunk // g, dtype=jnp.int32)[None, :])
-    _store_best(o_ref, parts, numbers, _kth_key(parts, k), k)
+    _store_best(parts, _kth_key(parts, k), k, k2, (o_ref, numbers))
 
 
-def _pick_kernel(x_ref, group_ref, o_ref, *, g: int, k: int, k2: int, largest: bool, flush: bool):
+def _pick_kernel(x_ref, group_ref, o_ref, *scratch, g: int, k: int, k2: int, largest: bool, flush: bool,
+                 interpret: bool):
+    from jax.experimental.pallas import triton as pl_triton
+
     m = k2 * g
     real = (jnp.arange(m, dtype=jnp.int32) < k * g)[None, :]  # slots from K on hold no group
     group = group_ref[...]
     at = (group[:, :, None] * g + jnp.arange(g, dtype=jnp.int32)[None, None, :]).reshape(1, m)
     at = jnp.where(real, at, 0)
     key = jnp.where(real, _keys_of(x_ref[jnp.zeros_like(at), at], largest, flush), _INT_MIN)
-    _store_best(o_ref, [key], [at], _kth_key([key], k), k)
+    t = _kth_key([key], k)
+    if not scratch:  # the K in ascending index order; XLA orders them
+        _store_best([key], t, k, k2, (o_ref, [at]))
+        return
+    # The K in the selection's order: each one's rank is the number of the K before it (a larger
+    # key, or an equal key at a lower index, which is an earlier slot); the K are written to
+    # scratch first (ascending), read back after a barrier, and written to their ranks.
+    at_ref, key_ref = scratch
+    _store_best([key], t, k, k2, (at_ref, [at]), (key_ref, [key]))
+    if not interpret:  # Pallas's interpreter runs the program's steps in order anyway
+        pl_triton.debug_barrier()
+    slot = jnp.arange(k2, dtype=jnp.int32)[None, :]
+    others = jnp.where(slot < k, key_ref[:, :k2], _INT_MIN)  # (1, k2); unused slots: below every key
+    b = max(1, min(k2, 4096 // k2))
+    for first in range(0, k, b):
+        mine = first + jnp.arange(b, dtype=jnp.int32)[:, None]  # (b, 1)
+        live = mine < k
+        at_mine = pl_triton.load(at_ref.at[jnp.zeros_like(mine), mine], mask=live, other=0)
+        key_mine = pl_triton.load(key_ref.at[jnp.zeros_like(mine), mine], mask=live, other=0)
+        before = (others > key_mine) | ((others == key_mine) & (slot < mine))  # (b, k2)
+        rank = jnp.sum(before.astype(jnp.int32), axis=1, keepdims=True)
+        rank = jnp.where(live, rank, mine)  # the unused slots' own (masked) lanes: never a rank
+        pl_triton.store(o_ref.at[jnp.zeros_like(mine), rank], at_mine, mask=live)
 
 
-def _pallas(kernel, inputs, specs, out_cols: int, warps: int, interpret: bool, name: str):
+def _pallas(kernel, inputs, specs, out_cols, warps: int, interpret: bool, name: str):
     from jax.experimental import pallas as pl  # imported where a kernel is built: dmljax's import stays light
 
     r = inputs[0].shape[0]
@@ -143,30 +185,35 @@ def _pallas(kernel, inputs, specs, out_cols: int, warps: int, interpret: bool, n
         from jax.experimental.pallas import triton as pl_triton
         params = pl_triton.CompilerParams(num_warps=warps, num_stages=1)
     return pl.pallas_call(
-        kernel, out_shape=jax.ShapeDtypeStruct((r, out_cols), jnp.int32), grid=(r,),
+        kernel, out_shape=tuple(jax.ShapeDtypeStruct((r, c), jnp.int32) for c in out_cols), grid=(r,),
         in_specs=[pl.BlockSpec((1, c), lambda i: (i, 0)) for c in specs],
-        out_specs=pl.BlockSpec((1, out_cols), lambda i: (i, 0)),
-        compiler_params=params, interpret=interpret, name=name)(*inputs)
+        out_specs=tuple(pl.BlockSpec((1, c), lambda i: (i, 0)) for c in out_cols),
+        compiler_params=params, interpret=interpret, name=name)(*inputs)[0]
 
 
 def best_groups(rows: jnp.ndarray, k: int, largest: bool, interpret: bool = False) -> jnp.ndarray:
-    """The first kernel: the numbers of the K best groups of GROUP elements of each row of ``rows``
-    (r, n), ascending, in the first K of (r, K rounded up to a power of two) slots."""
+    """The first kernel: the numbers of the K best groups of ``group_size`` elements of each row of
+    ``rows`` (r, n), ascending, in the first K of (r, 2 * k2) slots (k2: K rounded up to a power of
+    two)."""
     n = rows.shape[-1]
     k2 = 1 << (k - 1).bit_length()  # a power of two wide (Triton's blocks); slots from k on unused
     chunk = min(n, CHUNK_PER_WARP * WARPS)
-    kernel = functools.partial(_groups_kernel, n=n, chunk=chunk, g=GROUP, k=k, largest=largest,
+    kernel = functools.partial(_groups_kernel, n=n, chunk=chunk, g=group_size(n, k), k=k, k2=k2, largest=largest,
                                flush=rows.dtype == np.float32)
-    return _pallas(kernel, [rows], [n], k2, WARPS, interpret, "dmljax_row_top_k_groups")
+    return _pallas(kernel, [rows], [n], [2 * k2], WARPS, interpret, "dmljax_row_top_k_groups")
 
 
 def best_in_groups(rows: jnp.ndarray, groups: jnp.ndarray, k: int, largest: bool, interpret: bool = False) -> jnp.ndarray:
     """The second kernel: the positions of the K best elements of each row of ``rows`` among those of
-    its ``groups`` (best_groups's), ascending, as (r, K)."""
-    k2 = groups.shape[-1]
-    warps = max(1, min(WARPS, k2 * GROUP // 1024))
-    kernel = functools.partial(_pick_kernel, g=GROUP, k=k, k2=k2, largest=largest, flush=rows.dtype == np.float32)
-    return _pallas(kernel, [rows, groups], [rows.shape[-1], k2], k2, warps, interpret, "dmljax_row_top_k_pick")[:, :k]
+    its ``groups`` (best_groups's), as (r, K): in the selection's order for K up to ORDER_MAX,
+    otherwise ascending."""
+    k2, g = groups.shape[-1] // 2, group_size(rows.shape[-1], k)
+    warps = max(1, min(WARPS, k2 * g // 1024))
+    order = k <= ORDER_MAX
+    kernel = functools.partial(_pick_kernel, g=g, k=k, k2=k2, largest=largest, flush=rows.dtype == np.float32,
+                               interpret=interpret)
+    outputs = [k2, 2 * k2, 2 * k2] if order else [2 * k2]
+    return _pallas(kernel, [rows, groups], [rows.shape[-1], k2], outputs, warps, interpret, "dmljax_row_top_k_pick")[:, :k]
 
 
 def threshold_rows(x: jnp.ndarray, k: int, largest: bool, interpret: bool = False) -> jnp.ndarray:
@@ -176,7 +223,7 @@ def threshold_rows(x: jnp.ndarray, k: int, largest: bool, interpret: bool = Fals
     n = x.shape[-1]
     rows = x.reshape((-1, n))
     best = best_in_groups(rows, best_groups(rows, k, largest, interpret), k, largest, interpret)
-    # the K in the selection's order: by key, best first; a stable sort keeps ties in index order
-    key = _keys_of(jnp.take_along_axis(rows, best, axis=1), largest, rows.dtype == np.float32)
-    _, best = jax.lax.sort((~key, best), dimension=1, num_keys=1, is_stable=True)
+    if k > ORDER_MAX:  # the K in the selection's order: a stable sort by key keeps ties in index order
+        key = _keys_of(jnp.take_along_axis(rows, best, axis=1), largest, rows.dtype == np.float32)
+        _, best = jax.lax.sort((~key, best), dimension=1, num_keys=1, is_stable=True)
     return best.reshape(x.shape[:-1] + (k,))

@@ -167,13 +167,15 @@ def test_long_selections_are_staged_on_nvidia_gpus_only():
 
 
 @pytest.mark.parametrize("dtype, largest", [(np.float32, True), (np.float16, False)])
-def test_threshold_kernels_give_the_xla_paths_indices(dtype, largest):
+def test_threshold_kernels_give_the_xla_paths_indices(dtype, largest, monkeypatch):
     # K from 17 over rows of 2,048 or more on a GPU take two Pallas kernels
     # (dmljax/_src/threshold_kernels.py: the K best groups by a bisected threshold, then the K best
     # of their elements); run here in Pallas's interpreter, they must give the XLA path's indices
     # bit for bit: ties across the threshold (values of a few levels, so the K-th value repeats in
     # many groups) to the lower index, -0 tied with +0, FLOAT32 denormals with zero, NaN after every
-    # number (a row of NaN with one -inf, a row of -0 only), and K up to a quarter of the groups.
+    # number (a row of NaN with one -inf, a row of -0 only), and K up to a quarter of the groups;
+    # the K ordered in the second kernel (their ranks) and by XLA's sort.
+    from dmljax._src import threshold_kernels
     from dmljax._src.threshold_kernels import threshold_rows, use_kernel
     rng = np.random.default_rng(7)
     n = 4096
@@ -190,7 +192,8 @@ def test_threshold_kernels_give_the_xla_paths_indices(dtype, largest):
     assert not use_kernel(x.shape, 1, 16, dtype) and not use_kernel(x.shape, 1, 129, dtype)  # 4096 / 8 / 4
     assert not use_kernel(x.shape, 0, 17, dtype) and not use_kernel((7, 3000), 1, 17, dtype)
     assert not use_kernel(x.shape, 1, 17, np.int32)
-    for k in (17, 50, 128):
+    for k, order_max in ((17, 256), (50, 256), (128, 256), (50, 32)):  # 50 > 32: ordered by XLA's sort
+        monkeypatch.setattr(threshold_kernels, "ORDER_MAX", order_max)
         got = np.asarray(threshold_rows(jnp.asarray(x), k, largest, interpret=True))
         if largest:
             want = dmljax.top_k(x, axis=1, k=k)[1]
