@@ -28,8 +28,8 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import dmljax  # noqa: E402
-from benchmarks.kernel_checks import compiled_with  # noqa: E402
-from dmljax._src import pad_kernels, scan_kernels, select_kernels  # noqa: E402
+from benchmarks.kernel_checks import compiled_with, with_settings  # noqa: E402
+from dmljax._src import pad_kernels, scan_kernels, select_kernels, threshold_kernels  # noqa: E402
 from dmljax._src.enums import PaddingMode  # noqa: E402
 from dmljax._src.ops.arg_extreme import arg_extreme  # noqa: E402
 from dmljax._src.ops.padding import pad  # noqa: E402
@@ -177,15 +177,16 @@ def top_k_cases(rng):
     for dtype in (np.float32, np.float16):
         shape = (TOTAL // 32768 // 4, 32768)
         xs = [jnp.asarray(rng.standard_normal(shape, dtype=np.float32).astype(dtype)) for _ in range(2)]
-        for k in (1, 8, 16, 256):
+        for k in (1, 8, 16, 32, 256):
             yield (f"TOP_K rows of 32768, k {k}", dtype, xs, jax.jit(lambda x, k=k: dmljax.top_k(x, axis=1, k=k)),
                    jax.jit(lambda x, k=k: jax.lax.top_k(x, k)))
-        xla = compiled_with(select_kernels, lambda x: top_k_along(x, 1, 8, True, np.uint32), xs[0], ENABLED=False)
-        yield ("TOP_K rows of 32768, k 8 (XLA path)", dtype, xs, xla, jax.jit(lambda x: jax.lax.top_k(x, 8)))
-        for label, segment, group in (("one program a row", 0, 8), ("one program a row, no groups", 0, 0)):
-            f = compiled_with(select_kernels, lambda x: top_k_along(x, 1, 8, True, np.uint32), xs[0],
-                              SEGMENT=segment, GROUP=group)
-            yield (f"TOP_K rows of 32768, k 8 ({label})", dtype, xs, f, jax.jit(lambda x: jax.lax.top_k(x, 8)))
+        for k in (8, 256):
+            xla = jax.jit(lambda x, k=k: top_k_along(x, 1, k, True, np.uint32))
+            with_settings(select_kernels, lambda v: with_settings(threshold_kernels, lambda w: jax.block_until_ready(
+                xla(w)), v, ENABLED=False), xs[0], ENABLED=False)
+            yield (f"TOP_K rows of 32768, k {k} (XLA path)", dtype, xs, xla, jax.jit(lambda x, k=k: jax.lax.top_k(x, k)))
+        steps = compiled_with(threshold_kernels, lambda x: top_k_along(x, 1, 8, True, np.uint32), xs[0], ENABLED=False)
+        yield ("TOP_K rows of 32768, k 8 (select_kernels' K steps)", dtype, xs, steps, jax.jit(lambda x: jax.lax.top_k(x, 8)))
         ys = [x.reshape(-1, 1024) for x in xs]
         yield ("TOP_K rows of 1024, k 8", dtype, ys, jax.jit(lambda x: dmljax.top_k(x, axis=1, k=8)),
                jax.jit(lambda x: jax.lax.top_k(x, 8)))

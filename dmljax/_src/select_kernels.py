@@ -36,8 +36,9 @@ __all__ = ["use_kernel", "use_arg_kernel", "use_column_arg_kernel", "top_k_rows"
 MIN_ROW = 1024
 MAX_ROW = 32768
 MAX_K = 16
-"""Rows of a power-of-two length from MIN_ROW to MAX_ROW and K from 2 to MAX_K take the kernel
-(K steps each: a larger K is XLA's, whose sort amortizes)."""
+"""Rows of a power-of-two length from MIN_ROW to MAX_ROW and K from 2 to MAX_K can take the kernel
+(K steps each); TOP_K takes threshold_kernels first where it allows the call (rows of 2,048 or
+more, where it is faster), so these K steps serve rows of 1,024."""
 WARPS_PER_1024 = 1
 """One row per program, with a warp for each 1,024 elements up to MAX_WARPS: on the H100 (k = 8,
 FLOAT32, benchmarks/select_kernel_sweep.py, select_sweep_8.txt) rows of 1,024 took 0.104 ms per

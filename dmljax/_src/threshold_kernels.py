@@ -1,27 +1,31 @@
-"""Pallas kernels for TOP_K / TOP_K1 with a larger K over FLOAT32 and FLOAT16 rows on NVIDIA GPUs:
+"""Pallas kernels for TOP_K / TOP_K1 over FLOAT32 and FLOAT16 rows of 2,048 or more on NVIDIA GPUs:
 a threshold found by bisection, then the elements above it, instead of K selection steps or a sort.
 
 XLA's top_k over rows of 32,768 sorts the whole row for K > 16 on the GPU (4.3 ms for K = 256 and
 2^26 elements on the H100, even staged in chunks: 0.02 of the read bandwidth), and select_kernels'
-K steps grow with K. Here each row costs two launches whatever K is:
+K steps grow with K. Here every K costs two launches (benchmarks/README.md, "TOP_K by a
+threshold"):
 
 1. ``_groups_kernel``, one program a row: the row is read chunk by chunk, each element's integer
    key taken (ARGMAX's keys, ``select_kernels._keys_of``: FLOAT32 denormals as zero, -0 equal to
    +0, NaN below every number; complemented for the smallest K) and each group of GROUP adjacent
-   elements reduced to its best key. The K-th best group key is found by bisection over the
-   32 bits of the keys (the largest t with at least K group keys >= t: 32 counts over n / GROUP
-   keys), and the K best groups (above it, then the ties in index order) are written in
-   ascending order. The K best elements lie in the K best groups ranked by (best key, group
+   elements reduced to its best key (GROUP from n / K: ``group_size``). The K-th best group key
+   is found by bisection over the 32 bits of the keys (the largest t with at least K group keys
+   >= t: 32 counts over n / GROUP keys), and the K best groups (above it, then the ties in index
+   order) are written in ascending order. The K best elements lie in the K best groups ranked by (best key, group
    index): each of K better groups holds an element better than any element of a worse group, or
    equal to it and at a lower index.
 2. ``_pick_kernel``, one program a row: the K * GROUP elements of those groups, read again (in
    ascending index order), their K-th best key found by the same bisection, and the K best
-   written in ascending index order: every key above the threshold, then the ties at it in index
-   order (the page's tie rule).
+   taken in ascending index order: every key above the threshold, then the ties at it in index
+   order (the page's tie rule). For K up to ORDER_MAX the kernel also writes them in the
+   selection's order, each at its rank (the number of the K with a larger key, or an equal key
+   at a lower index).
 
-XLA then orders the K by key (a stable sort of K keys a row, so ties stay in index order) and
-gathers the values. The indices are the XLA path's, bit for bit (tests/ops/test_top_k.py in
-Pallas's interpreter; benchmarks/select_kernel_check.py compiled on the GPU).
+For a larger K, XLA orders the K by key (a stable sort of K keys a row, so ties stay in index
+order). The caller gathers the values. The indices are the XLA path's, bit for bit
+(tests/ops/test_top_k.py in Pallas's interpreter; benchmarks/select_kernel_check.py compiled on
+the GPU).
 
 ``use_kernel`` says whether a call takes this path on a GPU; ``jax.lax.platform_dependent`` picks
 it at lowering time, so CPU (and TPU) programs never contain it.
@@ -41,10 +45,13 @@ __all__ = ["use_kernel", "threshold_rows", "MIN_ROW", "MAX_ROW", "MIN_K", "MAX_K
 
 MIN_ROW = 2048
 MAX_ROW = 131072
-MIN_K = 17
+MIN_K = 2
 MAX_K = 1024
 """Rows of a power-of-two length from MIN_ROW to MAX_ROW and K from MIN_K to MAX_K (and at most
-a quarter of the row's groups) take the kernels; a smaller K stays with select_kernels' steps."""
+a quarter of the row's groups) take the kernels. Rows of 1,024 with K up to 16 stay with
+select_kernels' K steps; K = 1 is ARGMAX's pass. On the H100 (sweep_4.txt, rows of 32,768) these
+kernels took K = 8 and 16 in 0.119 and 0.125 ms (FLOAT32) and 0.081 and 0.087 ms (FLOAT16), where
+select_kernels' K steps took 0.125, 0.181, 0.100 and 0.167."""
 
 MIN_GROUP = 8
 MAX_GROUP = 32
@@ -60,9 +67,11 @@ DIGIT_BITS = 1
 steps. On the H100 (sweep_3.txt, FLOAT32 rows of 32,768) one bit a step (a bisection) took 0.123,
 0.128 and 0.150 ms for K = 8, 16 and 32, two bits 0.122, 0.130 and 0.161, four bits 0.159, 0.179
 and 0.273 (16 counts of every key a step)."""
-ORDER_MAX = 256
+ORDER_MAX = 32
 """K up to this: the second kernel also puts the K in the selection's order (each one's rank
-counted against the others); a larger K is ordered by XLA's sort."""
+counted against the others); a larger K is ordered by XLA's sort. On the H100 (sweep_4.txt,
+rows of 32,768) the ranks took K = 8, 16 and 32 in 0.119, 0.125 and 0.138 ms (FLOAT32) where the
+sort took 0.125, 0.131 and 0.145; for K = 256 0.350 ms where the sort took 0.290."""
 
 ENABLED = True
 """False sends every call to the XLA formula (benchmarks/issue11_gpu.py times the two paths)."""

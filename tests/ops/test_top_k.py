@@ -188,11 +188,11 @@ def test_threshold_kernels_give_the_xla_paths_indices(dtype, largest, monkeypatc
     x[6] = rng.integers(0, 3, n).astype(dtype)  # three levels: the threshold's ties span the row
     if dtype == np.float32:
         x[3, :6] = [1e-40, -1e-40, 0.0, -0.0, 1e-39, 5.0]
-    assert use_kernel(x.shape, 1, 17, dtype) and use_kernel(x.shape, 1, 128, dtype)
-    assert not use_kernel(x.shape, 1, 16, dtype) and not use_kernel(x.shape, 1, 129, dtype)  # 4096 / 8 / 4
+    assert use_kernel(x.shape, 1, 2, dtype) and use_kernel(x.shape, 1, 128, dtype)
+    assert not use_kernel(x.shape, 1, 1, dtype) and not use_kernel(x.shape, 1, 129, dtype)  # 4096 / 8 / 4
     assert not use_kernel(x.shape, 0, 17, dtype) and not use_kernel((7, 3000), 1, 17, dtype)
     assert not use_kernel(x.shape, 1, 17, np.int32)
-    for k, order_max in ((17, 256), (50, 256), (128, 256), (50, 32)):  # 50 > 32: ordered by XLA's sort
+    for k, order_max in ((2, 32), (17, 32), (50, 64), (128, 32)):  # K > ORDER_MAX: ordered by XLA's sort
         monkeypatch.setattr(threshold_kernels, "ORDER_MAX", order_max)
         got = np.asarray(threshold_rows(jnp.asarray(x), k, largest, interpret=True))
         if largest:

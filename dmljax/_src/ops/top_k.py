@@ -105,9 +105,10 @@ def top_k_along(x, axis: int, k: int, largest: bool, index_dtype):
     (largest first, or smallest first), ties in ascending index; floats compared as math reads them
     (FLOAT32 denormals as zero, -0 equal to +0) with NaN after every number; the values returned
     are the input's own bits. K = 1 is ARGMAX/ARGMIN's one pass (the first extreme, NaN never
-    before a number); K up to select_kernels.MAX_K over rows on a GPU, a Pallas kernel of the same
-    integer keys (the same indices), and a larger K up to threshold_kernels.MAX_K two kernels of
-    them (a threshold, then the elements above it); otherwise one lax.top_k (its ties go to the lower index) of
+    before a number); over rows on a GPU, two Pallas kernels of the same integer keys (a
+    threshold, then the elements above it: threshold_kernels.py, K up to its MAX_K over rows of
+    2,048 or more) or one (K steps: select_kernels.py, K up to 16 over rows of 1,024), with the
+    same indices; otherwise one lax.top_k (its ties go to the lower index) of
     keys in the wanted order."""
     if k == 1:
         index = arg_extreme(x, (axis,), largest, False, np.int32)
@@ -144,10 +145,10 @@ def top_k_along(x, axis: int, k: int, largest: bool, index_dtype):
             return lax.cond(clash, by_integer_keys, lambda t: _top_k_index(f, k, -np.inf, chunk), v)
         return by_integer_keys(v)
 
-    if use_kernel(x.shape, axis, k, x.dtype):  # short selections of rows on a GPU: select_kernels.py
-        index = lax.platform_dependent(v, cuda=lambda t: top_k_rows(t, k, largest), default=xla_index)
-    elif use_threshold_kernel(x.shape, axis, k, x.dtype):  # longer ones: threshold_kernels.py
+    if use_threshold_kernel(x.shape, axis, k, x.dtype):  # rows on a GPU: threshold_kernels.py
         index = lax.platform_dependent(v, cuda=lambda t: threshold_rows(t, k, largest), default=xla_index)
+    elif use_kernel(x.shape, axis, k, x.dtype):  # shorter rows, K up to 16: select_kernels.py
+        index = lax.platform_dependent(v, cuda=lambda t: top_k_rows(t, k, largest), default=xla_index)
     elif v.shape[-1] > GPU_STAGE_CHUNK >= 2 * k:  # rows staged in chunks on a GPU
         index = lax.platform_dependent(v, cuda=lambda t: xla_index(t, GPU_STAGE_CHUNK), default=xla_index)
     else:
