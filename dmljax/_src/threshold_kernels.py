@@ -7,11 +7,11 @@ K steps grow with K. Here every K costs two launches (benchmarks/README.md, "TOP
 threshold"):
 
 1. ``_groups_kernel``, one program a row: the row is read chunk by chunk, each element's integer
-   key taken (ARGMAX's keys, ``select_kernels._keys_of``: FLOAT32 denormals as zero, -0 equal to
-   +0, NaN below every number; complemented for the smallest K) and each group of GROUP adjacent
+   key taken (``_keys``: FLOAT32 denormals as zero, -0 equal to +0, NaN below every number;
+   complemented for the smallest K; 17 bits for FLOAT16) and each group of GROUP adjacent
    elements reduced to its best key (GROUP from n / K: ``group_size``). The K-th best group key
-   is found by bisection over the 32 bits of the keys (the largest t with at least K group keys
-   >= t: 32 counts over n / GROUP keys), and the K best groups (above it, then the ties in index
+   is found by bisection over the bits of the keys (the largest t with at least K group keys
+   >= t: 32 counts over n / GROUP keys, 17 for FLOAT16), and the K best groups (above it, then the ties in index
    order) are written in ascending order. The K best elements lie in the K best groups ranked by (best key, group
    index): each of K better groups holds an element better than any element of a worse group, or
    equal to it and at a lower index.
@@ -97,16 +97,41 @@ def use_kernel(shape: tuple[int, ...], axis: int, k: int, dtype) -> bool:
             and MIN_K <= k <= MAX_K and k * group_size(n, k) * 4 <= n)
 
 
-def _kth_key(parts, k: int):
+_HALF_NAN_KEY = np.int32(-32769)  # below every FLOAT16 number's 16-bit key
+
+
+def _keys(v, largest: bool):
+    """Order-preserving int32 keys, larger first in the selection: FLOAT32's are ARGMAX's
+    (select_kernels._keys_of: denormals as zero, -0 equal to +0, NaN below every number; 32 bits);
+    FLOAT16's are its 16 bits made order-preserving (-0 equal to +0, NaN below every number: from
+    -32,769 to 32,767, so the bisection needs 17 steps, not 32). Complemented for the smallest."""
+    if v.dtype != jnp.float16:
+        return _keys_of(v, largest, True)
+    bits = jnp.where(v == 0, 0, jax.lax.bitcast_convert_type(v, jnp.int16).astype(jnp.int32))
+    key = jnp.where(bits < 0, bits ^ np.int32(0x7FFF), bits)  # negatives: magnitude bits reversed
+    if not largest:
+        key = ~key
+    return jnp.where(v != v, _HALF_NAN_KEY, key)
+
+
+def _key_range(dtype) -> tuple[np.int32, int]:
+    """(lowest key, bits): every key of ``_keys`` (padding's INT_MIN aside) is lowest + u, u < 2^bits."""
+    return (_HALF_NAN_KEY, 17) if np.dtype(dtype) == np.float16 else (_INT_MIN, 32)
+
+
+def _kth_key(parts, k: int, dtype):
     """The K-th largest int32 key of the (1, m) blocks ``parts`` (ties counted): the largest t with
-    at least K keys >= t, settled DIGIT_BITS bits a step from the top in the order-preserving
-    unsigned view (t ^ INT_MIN), where no step overflows: each step counts the keys at or above
-    every value of the next digit and keeps the largest digit with K of them."""
+    at least K keys >= t, as lowest + u (``_key_range``), u settled DIGIT_BITS bits a step from the
+    top (the sum wraps where lowest is INT_MIN, which makes it the order-preserving unsigned view
+    of the keys): each step counts the keys at or above every value of the next digit and keeps
+    the largest digit with K of them."""
+    lowest, bits = _key_range(dtype)
+    steps = -(-bits // DIGIT_BITS)
     digit = jnp.arange(1 << DIGIT_BITS, dtype=jnp.int32)[:, None]  # (D, 1)
 
     def step(i, found):
-        shift = 32 - DIGIT_BITS * (i + 1)
-        trial = (found | (digit << shift)) ^ _INT_MIN  # (D, 1); digit 0 is found itself: K at least
+        shift = DIGIT_BITS * (steps - 1 - i)
+        trial = lowest + (found | (digit << shift))  # (D, 1); digit 0 is found itself: K at least
         total = None
         for p in parts:
             c = (p >= trial).astype(jnp.int32)  # (D, m)
@@ -114,7 +139,7 @@ def _kth_key(parts, k: int):
         enough = jnp.sum(total, axis=1, keepdims=True) >= k  # fewer keys for a larger digit
         return found | (jnp.max(jnp.where(enough, digit, 0), axis=0, keepdims=True) << shift)
 
-    return jax.lax.fori_loop(0, 32 // DIGIT_BITS, step, jnp.zeros((1, 1), jnp.int32)) ^ _INT_MIN
+    return lowest + jax.lax.fori_loop(0, steps, step, jnp.zeros((1, 1), jnp.int32))
 
 
 def _store_best(parts, t, k: int, k2: int, *stores):
@@ -145,17 +170,16 @@ def _store_best(parts, t, k: int, k2: int, *stores):
         written = written + jnp.sum(took, axis=1, keepdims=True)
 
 
-def _groups_kernel(x_ref, o_ref, *, n: int, chunk: int, g: int, k: int, k2: int, largest: bool, flush: bool):
+def _groups_kernel(x_ref, o_ref, *, n: int, chunk: int, g: int, k: int, k2: int, largest: bool):
     parts, numbers = [], []
     for start in range(0, n, chunk):  # chunk by chunk: each chunk's keys live only until reduced
-        key = _keys_of(x_ref[:, start:start + chunk], largest, flush)
+        key = _keys(x_ref[:, start:start + chunk], largest)
         parts.append(jnp.max(key.reshape(1, chunk // g, g), axis=2))
         numbers.append(start // g + jnp.arange(chunk // g, dtype=jnp.int32)[None, :])
-    _store_best(parts, _kth_key(parts, k), k, k2, (o_ref, numbers))
+    _store_best(parts, _kth_key(parts, k, x_ref.dtype), k, k2, (o_ref, numbers))
 
 
-def _pick_kernel(x_ref, group_ref, o_ref, *scratch, g: int, k: int, k2: int, largest: bool, flush: bool,
-                 interpret: bool):
+def _pick_kernel(x_ref, group_ref, o_ref, *scratch, g: int, k: int, k2: int, largest: bool, interpret: bool):
     from jax.experimental.pallas import triton as pl_triton
 
     m = k2 * g
@@ -163,8 +187,8 @@ def _pick_kernel(x_ref, group_ref, o_ref, *scratch, g: int, k: int, k2: int, lar
     group = group_ref[...]
     at = (group[:, :, None] * g + jnp.arange(g, dtype=jnp.int32)[None, None, :]).reshape(1, m)
     at = jnp.where(real, at, 0)
-    key = jnp.where(real, _keys_of(x_ref[jnp.zeros_like(at), at], largest, flush), _INT_MIN)
-    t = _kth_key([key], k)
+    key = jnp.where(real, _keys(x_ref[jnp.zeros_like(at), at], largest), _INT_MIN)
+    t = _kth_key([key], k, x_ref.dtype)
     if not scratch:  # the K in ascending index order; XLA orders them
         _store_best([key], t, k, k2, (o_ref, [at]))
         return
@@ -211,8 +235,7 @@ def best_groups(rows: jnp.ndarray, k: int, largest: bool, interpret: bool = Fals
     n = rows.shape[-1]
     k2 = 1 << (k - 1).bit_length()  # a power of two wide (Triton's blocks); slots from k on unused
     chunk = min(n, CHUNK_PER_WARP * WARPS)
-    kernel = functools.partial(_groups_kernel, n=n, chunk=chunk, g=group_size(n, k), k=k, k2=k2, largest=largest,
-                               flush=rows.dtype == np.float32)
+    kernel = functools.partial(_groups_kernel, n=n, chunk=chunk, g=group_size(n, k), k=k, k2=k2, largest=largest)
     return _pallas(kernel, [rows], [n], [2 * k2], WARPS, interpret, "dmljax_row_top_k_groups")
 
 
@@ -223,8 +246,7 @@ def best_in_groups(rows: jnp.ndarray, groups: jnp.ndarray, k: int, largest: bool
     k2, g = groups.shape[-1] // 2, group_size(rows.shape[-1], k)
     warps = max(1, min(WARPS, k2 * g // 1024))
     order = k <= ORDER_MAX
-    kernel = functools.partial(_pick_kernel, g=g, k=k, k2=k2, largest=largest, flush=rows.dtype == np.float32,
-                               interpret=interpret)
+    kernel = functools.partial(_pick_kernel, g=g, k=k, k2=k2, largest=largest, interpret=interpret)
     outputs = [k2, 2 * k2, 2 * k2] if order else [2 * k2]
     return _pallas(kernel, [rows, groups], [rows.shape[-1], k2], outputs, warps, interpret, "dmljax_row_top_k_pick")[:, :k]
 
@@ -237,6 +259,6 @@ def threshold_rows(x: jnp.ndarray, k: int, largest: bool, interpret: bool = Fals
     rows = x.reshape((-1, n))
     best = best_in_groups(rows, best_groups(rows, k, largest, interpret), k, largest, interpret)
     if k > ORDER_MAX:  # the K in the selection's order: a stable sort by key keeps ties in index order
-        key = _keys_of(jnp.take_along_axis(rows, best, axis=1), largest, rows.dtype == np.float32)
+        key = _keys(jnp.take_along_axis(rows, best, axis=1), largest)
         _, best = jax.lax.sort((~key, best), dimension=1, num_keys=1, is_stable=True)
     return best.reshape(x.shape[:-1] + (k,))

@@ -212,3 +212,19 @@ def test_threshold_kernels_lower_for_nvidia_gpus_only():
     cuda, cpu = text("cuda"), text("cpu")
     assert "dmljax_row_top_k_groups" in cuda and "dmljax_row_top_k_pick" in cuda and "chlo.top_k" not in cuda
     assert "dmljax_row_top_k" not in cpu and "chlo.top_k" in cpu
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_threshold_kernels_half_keys_order_as_argmaxs(largest):
+    # The threshold kernels rank FLOAT16 by 17-bit keys of their own (fewer bisection steps): over
+    # every FLOAT16 bit pattern they must order, and tie, exactly as ARGMAX's 32-bit keys do (-0 with
+    # +0, every NaN together below every number).
+    from dmljax._src.select_kernels import _keys_of
+    from dmljax._src.threshold_kernels import _key_range, _keys
+    v = jnp.asarray(np.arange(1 << 16, dtype=np.uint16).view(np.float16))
+    short, wide = np.asarray(_keys(v, largest)).astype(np.int64), np.asarray(_keys_of(v, largest, False)).astype(np.int64)
+    order = np.argsort(wide, kind="stable")
+    assert np.all(np.diff(short[order]) >= 0)
+    assert np.array_equal(np.diff(short[order]) == 0, np.diff(wide[order]) == 0)
+    lowest, bits = _key_range(np.float16)
+    assert short.min() >= lowest and short.max() < lowest + 2 ** bits
