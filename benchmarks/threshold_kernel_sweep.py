@@ -34,10 +34,8 @@ def compiled(k, x, select=None, threshold=None):
 
 VARIANTS = {
     "default": {},
-    "chunks of 2,048 a warp": {"CHUNK_PER_WARP": 2048},
-    "chunks of 4,096 a warp": {"CHUNK_PER_WARP": 4096},
-    "2 warps, chunks of 2,048": {"WARPS": 2, "CHUNK_PER_WARP": 2048},
-    "8 warps, chunks of 512": {"WARPS": 8, "CHUNK_PER_WARP": 512},
+    "second kernel: a warp per 512": {"CANDIDATES_PER_WARP": 512},
+    "second kernel: a warp per 256": {"CANDIDATES_PER_WARP": 256},
 }
 """threshold_kernels settings tried beside the defaults. sweep_1.txt and sweep_2.txt (the first
 runs: one bit a step, ordered by XLA's sort, one group size for every K) tried groups of 8, 16 and
@@ -46,7 +44,9 @@ of 32 were fastest for K up to 32, groups of 8 or 16 for K = 256. sweep_3.txt (4
 default) also tried 1 bit, chunks of 512 a warp and groups of 16 only, and stopped after FLOAT32's
 K = 32. sweep_4.txt (one bit a step) also tried 8 warps and groups up to 64: slower or the same.
 sweep_6.txt (17-bit FLOAT16 keys) tried the K ordered by XLA's sort, groups of 16 at least and 2
-bits a step (no better), and rows of 1,024 (3.6x and 3.1x the K steps' time for K = 8)."""
+bits a step (no better), and rows of 1,024 (3.6x and 3.1x the K steps' time for K = 8).
+sweep_7.txt tried chunks of 2,048 and 4,096 a warp, 2 warps with chunks of 2,048 and 8 warps with
+chunks of 512: all slower than the defaults or the same."""
 
 
 def main():

@@ -61,7 +61,8 @@ kernel's n / GROUP group keys and the second's K * GROUP candidates stay balance
 CHUNK_PER_WARP = 1024
 """Elements each warp of the first kernel reads per chunk (32 a thread)."""
 WARPS = 4
-"""Warps of the first kernel (the second takes one per 1,024 candidates, 1 to WARPS)."""
+"""Warps of the first kernel (the second takes one per CANDIDATES_PER_WARP candidates, 1 to WARPS)."""
+CANDIDATES_PER_WARP = 1024
 DIGIT_BITS = 1
 """Bits of the threshold settled per counting step: 2^DIGIT_BITS counts at once, 32 / DIGIT_BITS
 steps. On the H100 (sweep_3.txt, FLOAT32 rows of 32,768) one bit a step (a bisection) took 0.123,
@@ -244,7 +245,7 @@ def best_in_groups(rows: jnp.ndarray, groups: jnp.ndarray, k: int, largest: bool
     its ``groups`` (best_groups's), as (r, K): in the selection's order for K up to ORDER_MAX,
     otherwise ascending."""
     k2, g = groups.shape[-1] // 2, group_size(rows.shape[-1], k)
-    warps = max(1, min(WARPS, k2 * g // 1024))
+    warps = max(1, min(WARPS, k2 * g // CANDIDATES_PER_WARP))
     order = k <= ORDER_MAX
     kernel = functools.partial(_pick_kernel, g=g, k=k, k2=k2, largest=largest, interpret=interpret)
     outputs = [k2, 2 * k2, 2 * k2] if order else [2 * k2]
