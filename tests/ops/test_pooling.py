@@ -306,28 +306,3 @@ def test_geometry_messages():
              strides=(1, 1, 1), window_size=(1, 2, 2), start_padding=(0, 0, 0), end_padding=(0, 0, 0),
              dilations=(1, 1, 1), feature_level="3.0", match=r"supported: 4\.\n    Tip: 4 to 5 dimensions are supported "
                                                               r"from DML_FEATURE_LEVEL_4_0")
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float16])
-def test_values_by_the_float_maximum_are_the_keys_bits(dtype, monkeypatch):
-    # MAX_POOLING's values take XLA's float max (pooling._float_max: jnp's bytes) where the integer
-    # keys took twice FLOAT16's: the same bits on inputs of NaN, infinities, signed zeros (XLA's CPU
-    # vector max answers either zero at a tie, which the +0 mark settles) and FLOAT32 denormals,
-    # windows of NaN only, windows wholly in the padding, dilated and uneven windows.
-    from dmljax._src.ops.pooling import Window, max_pool
-    rng = np.random.default_rng(11)
-    specials = np.array([np.nan, -np.inf, np.inf, 0.0, -0.0, 1, -1, 2, 1e-40, -1e-40, 65504, -65504])
-    inputs = [rng.choice(specials, (2, 3, 9, 11)), np.full((1, 2, 5, 6), np.nan),
-              rng.choice(np.array([0.0, -0.0, -1e-40, 1e-40, np.nan]), (2, 3, 9, 11))]
-    windows = [Window((3, 3), (2, 2), (1, 1), (1, 1), (1, 1)), Window((2, 2), (2, 2), (1, 1), (0, 0), (0, 0)),
-               Window((3, 2), (1, 3), (2, 1), (4, 0), (2, 3)), Window((2, 2), (1, 1), (1, 1), (3, 3), (0, 0))]
-    for x in inputs:
-        x = x.astype(dtype)
-        for w in windows:
-            got = {}
-            for flag in (True, False):
-                monkeypatch.setattr(pooling, "FLOAT_MAX", flag)
-                got[flag] = np.asarray(jax.jit(lambda v, w=w: max_pool(v, w))(x))  # a new trace each time
-            assert np.array_equal(np.isnan(got[True]), np.isnan(got[False])), w
-            assert _bits(np.where(np.isnan(got[True]), 0, got[True])).tolist() == \
-                _bits(np.where(np.isnan(got[False]), 0, got[False])).tolist(), (x.dtype, w)

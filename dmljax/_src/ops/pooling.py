@@ -258,29 +258,6 @@ def _from_keys(m, dtype):
     return f.astype(dtype)
 
 
-FLOAT_MAX = True
-"""The values alone (no indices, no gradient) of FLOAT16 and FLOAT32 by ``_float_max`` (XLA's float
-maximum, at jnp's bytes); False: by the integer keys (4 bytes an element, twice FLOAT16's)."""
-
-
-def _float_max(v, w: Window):
-    """The windows' maxima of float ``v`` in the page's order by XLA's float max reduce_window, NaN
-    read as -inf, and an int8 mark reduce_window over the same windows (XLA fuses the two): 3 a
-    +0, 2 another number, 1 a NaN, 0 the padding. A window whose elements are all NaN (mark 1)
-    gives NaN; a zero maximum with a +0 in its window (mark 3) is +0, since XLA's maximum may
-    answer either zero at a tie (the CPU's vector max returns its second operand); a window
-    wholly in the padding stays -inf. The same bits as the keys' path (tests/ops/test_pooling.py;
-    benchmarks/max_pool_gpu.py on the GPU), for FLOAT32 once ``v`` is flushed."""
-    nan = is_nan(v)
-    low = np.asarray(-np.inf, v.dtype)
-    m = lax.reduce_window(jnp.where(nan, low, v), low, lax.max, **w.reduce_args())
-    plus_zero = (v == 0) & ~jnp.signbit(v)
-    mark = jnp.where(nan, np.int8(1), jnp.where(plus_zero, np.int8(3), np.int8(2)))
-    mark = lax.reduce_window(mark, np.int8(0), lax.max, **w.reduce_args())
-    m = jnp.where((mark == 3) & (m == 0), np.zeros((), v.dtype), m)
-    return jnp.where(mark == 1, np.asarray(np.nan, v.dtype), m)
-
-
 def _max_and_position(x, w: Window):
     """Per output, the highest key of its window and the position (row-major over the spatial
     dimensions, int32) of the first element holding it; -1 for a window lying wholly in the
@@ -362,12 +339,8 @@ def max_pool(x, w: Window, index_dtype=None):
     def primal(v):
         # the values by XLA's max reduce_window (its fastest pass), the indices by a second pass,
         # which XLA drops where they are not used
-        if FLOAT_MAX and jnp.issubdtype(v.dtype, jnp.floating):
-            # FLOAT32 flushed first: XLA's CPU maximum reads a denormal as zero (-1e-40 and +0 tie there)
-            values = _float_max(flush_denormals(v), w)
-        else:
-            keys, lowest = _keys(v, flush=False)
-            values = flush_denormals(_from_keys(lax.reduce_window(keys, lowest, lax.max, **w.reduce_args()), x.dtype))
+        keys, lowest = _keys(v, flush=False)
+        values = flush_denormals(_from_keys(lax.reduce_window(keys, lowest, lax.max, **w.reduce_args()), x.dtype))
         if index_dtype is None:
             return values
         return values, _flat_indices(_max_and_position(v, w)[1], spatial, index_dtype)
