@@ -185,8 +185,6 @@ def top_k_cases(rng):
             with_settings(select_kernels, lambda v: with_settings(threshold_kernels, lambda w: jax.block_until_ready(
                 xla(w)), v, ENABLED=False), xs[0], ENABLED=False)
             yield (f"TOP_K rows of 32768, k {k} (XLA path)", dtype, xs, xla, jax.jit(lambda x, k=k: jax.lax.top_k(x, k)))
-        steps = compiled_with(threshold_kernels, lambda x: top_k_along(x, 1, 8, True, np.uint32), xs[0], ENABLED=False)
-        yield ("TOP_K rows of 32768, k 8 (select_kernels' K steps)", dtype, xs, steps, jax.jit(lambda x: jax.lax.top_k(x, 8)))
         ys = [x.reshape(-1, 1024) for x in xs]
         yield ("TOP_K rows of 1024, k 8", dtype, ys, jax.jit(lambda x: dmljax.top_k(x, axis=1, k=8)),
                jax.jit(lambda x: jax.lax.top_k(x, 8)))

@@ -11,12 +11,12 @@ retires that element, so ties go to the lower index and the order is the page's 
 minimum of indices per step: Triton's argmax, one reduction of (key, index) pairs, took as long
 over rows of 32,768 and 2.6 times as long over rows of 1,024 on the H100).
 
-Three levels keep the K steps cheap (benchmarks/README.md, "The TOP_K kernel"): a row longer than
-SEGMENT is cut into segments, one program (one warp per 1,024 elements) each, and a second launch
-selects among the segments' candidates; within a program the row is ranked in groups of GROUP by
-their best key, K groups are selected, then K elements among theirs. Each level is exact (the K
-best lie among the K best groups, and among the segments' K best; equal keys keep index order):
-the same indices as the XLA path, bit for bit. It returns the indices; the caller gathers the
+For K >= 2 it serves rows of 1,024 (TOP_K_ROW): longer rows take threshold_kernels.py, which is
+faster there (benchmarks/README.md, "TOP_K by a threshold"; the segments of 1,024 that served them
+here before are gone). Within a program the row is ranked in groups of GROUP by their best key, K
+groups are selected, then K elements among theirs (benchmarks/README.md, "The TOP_K kernel").
+Each level is exact (the K best lie among the K best groups; equal keys keep index order): the
+same indices as the XLA path, bit for bit. It returns the indices; the caller gathers the
 values.
 
 ``use_kernel`` says whether a call takes this path on a GPU; ``jax.lax.platform_dependent``
@@ -35,20 +35,19 @@ __all__ = ["use_kernel", "use_arg_kernel", "use_column_arg_kernel", "top_k_rows"
 
 MIN_ROW = 1024
 MAX_ROW = 32768
+"""ARGMAX/ARGMIN (K = 1): rows of a power-of-two length from MIN_ROW to MAX_ROW."""
+TOP_K_ROW = 1024
 MAX_K = 16
-"""Rows of a power-of-two length from MIN_ROW to MAX_ROW and K from 2 to MAX_K can take the kernel
-(K steps each); TOP_K takes threshold_kernels first where it allows the call (rows of 2,048 or
-more, where it is faster), so these K steps serve rows of 1,024."""
+"""TOP_K with K from 2 to MAX_K: rows of TOP_K_ROW (K steps each); longer rows take
+threshold_kernels, which took K = 8 over rows of 32,768 in 0.119 ms (FLOAT32) and 0.075 (FLOAT16)
+on the H100 where these K steps took 0.125 and 0.099, and rows of 1,024 in 3.6x and 3.1x these
+steps' time."""
 WARPS_PER_1024 = 1
 """One row per program, with a warp for each 1,024 elements up to MAX_WARPS: on the H100 (k = 8,
-FLOAT32, benchmarks/select_kernel_sweep.py, select_sweep_8.txt) rows of 1,024 took 0.104 ms per
+FLOAT32, select_sweep_8.txt, by a sweep script since removed) rows of 1,024 took 0.104 ms per
 2^25 elements with one warp a row, against 0.407 ms with 32 rows and 8 warps a program; rows of
 32,768 0.140 ms with 8 or 16 warps, 0.593 ms with 4."""
 MAX_WARPS = 16
-
-SEGMENT = 1024
-"""K > 1 over rows longer than this: the row in segments of SEGMENT first, one program each (see
-top_k_rows); 0: one program a row."""
 
 GROUP = 8
 """K > 1 over rows of 1,024 or more: the row is ranked in groups of GROUP elements first (see
@@ -67,11 +66,11 @@ _NAN_KEY = np.int32(np.iinfo(np.int32).min + 1)  # below every number's key (INT
 
 def use_kernel(shape: tuple[int, ...], axis: int, k: int, dtype) -> bool:
     """Whether a selection can take the kernel: along the last axis of a FLOAT32 or FLOAT16 tensor,
-    a power-of-two row length from MIN_ROW to MAX_ROW, K from 2 to MAX_K."""
+    rows of TOP_K_ROW, K from 2 to MAX_K."""
     if not ENABLED or np.dtype(dtype) not in (np.float32, np.float16) or not shape:
         return False
     n = shape[-1]
-    return axis == len(shape) - 1 and MIN_ROW <= n <= MAX_ROW and n & (n - 1) == 0 and 2 <= k <= MAX_K
+    return axis == len(shape) - 1 and n == TOP_K_ROW and 2 <= k <= MAX_K
 
 
 def use_arg_kernel(shape: tuple[int, ...], axes: tuple[int, ...], dtype) -> bool:
@@ -167,26 +166,9 @@ def top_k_rows(x: jnp.ndarray, k: int, largest: bool, last: bool = False, interp
     """The indices (int32) of the ``k`` largest (or smallest) elements of each row of ``x`` along
     its last axis, in the selection's order, by the kernel (``interpret=True`` runs it on any
     backend, for tests); ``use_kernel`` (``use_arg_kernel`` for K = 1) must allow the call.
-    ``last``: ties go to the higher index (ARGMAX/ARGMIN's DECREASING; K = 1 only).
-
-    Rows longer than SEGMENT (K > 1) are cut into segments of SEGMENT, whose K best each are the
-    candidates; a second launch takes the K best of the candidates. Exact: the K best of a row
-    are among its segments' K best, and the candidates of equal keys stand in index order
-    (segment by segment, each segment's in index order), so ties still go to the lower index;
-    the candidates are padded to a power of two with NaN, which comes after them all."""
+    ``last``: ties go to the higher index (ARGMAX/ARGMIN's DECREASING; K = 1 only)."""
     n = x.shape[-1]
-    rows = x.reshape((-1, n))
-    if not SEGMENT or k == 1 or n <= SEGMENT:
-        return _run(rows, k, largest, last, interpret).reshape(x.shape[:-1] + (k,))
-    r, s = rows.shape[0], n // SEGMENT
-    local = _run(rows.reshape(r * s, SEGMENT), k, largest, False, interpret).reshape(r, s, k)
-    index = (local + (jnp.arange(s, dtype=jnp.int32) * SEGMENT)[None, :, None]).reshape(r, s * k)
-    m = 1 << (s * k - 1).bit_length()
-    values = jnp.take_along_axis(rows, index, axis=1)
-    if m > s * k:
-        values = jnp.concatenate([values, jnp.full((r, m - s * k), jnp.nan, rows.dtype)], axis=1)
-    best = _run(values, k, largest, False, interpret)
-    return jnp.take_along_axis(index, best, axis=1).reshape(x.shape[:-1] + (k,))
+    return _run(x.reshape((-1, n)), k, largest, last, interpret).reshape(x.shape[:-1] + (k,))
 
 
 # ----------------------------------------------------------------------- ARGMAX/ARGMIN by columns
