@@ -23,7 +23,8 @@ threshold"):
    at a lower index).
 
 For a larger K, XLA orders the K by key (a stable sort of K keys a row, so ties stay in index
-order). The caller gathers the values. The indices are the XLA path's, bit for bit
+order). The second kernel writes the values too (XLA gathers them after its sort). The indices
+are the XLA path's, bit for bit
 (tests/ops/test_top_k.py in Pallas's interpreter; benchmarks/select_kernel_check.py compiled on
 the GPU).
 
@@ -195,8 +196,9 @@ def _pick_kernel(x_ref, group_ref, o_ref, *scratch, g: int, k: int, k2: int, lar
         return
     # The K in the selection's order: each one's rank is the number of the K before it (a larger
     # key, or an equal key at a lower index, which is an earlier slot); the K are written to
-    # scratch first (ascending), read back after a barrier, and written to their ranks.
-    at_ref, key_ref = scratch
+    # scratch first (ascending), read back after a barrier, and written to their ranks, with
+    # their values (the input's own bits).
+    value_ref, at_ref, key_ref = scratch
     _store_best([key], t, k, k2, (at_ref, [at]), (key_ref, [key]))
     if not interpret:  # Pallas's interpreter runs the program's steps in order anyway
         pl_triton.debug_barrier()
@@ -212,9 +214,13 @@ def _pick_kernel(x_ref, group_ref, o_ref, *scratch, g: int, k: int, k2: int, lar
         rank = jnp.sum(before.astype(jnp.int32), axis=1, keepdims=True)
         rank = jnp.where(live, rank, mine)  # the unused slots' own (masked) lanes: never a rank
         pl_triton.store(o_ref.at[jnp.zeros_like(mine), rank], at_mine, mask=live)
+        value = pl_triton.load(x_ref.at[jnp.zeros_like(mine), at_mine], mask=live, other=0)
+        pl_triton.store(value_ref.at[jnp.zeros_like(mine), rank], value, mask=live)
 
 
-def _pallas(kernel, inputs, specs, out_cols, warps: int, interpret: bool, name: str):
+def _pallas(kernel, inputs, specs, outputs, warps: int, interpret: bool, name: str):
+    """One program a row of ``inputs`` (blocks of (1, c) for each c of ``specs``); ``outputs``:
+    (columns, dtype) of each output, all returned."""
     from jax.experimental import pallas as pl  # imported where a kernel is built: dmljax's import stays light
 
     r = inputs[0].shape[0]
@@ -223,10 +229,10 @@ def _pallas(kernel, inputs, specs, out_cols, warps: int, interpret: bool, name: 
         from jax.experimental.pallas import triton as pl_triton
         params = pl_triton.CompilerParams(num_warps=warps, num_stages=1)
     return pl.pallas_call(
-        kernel, out_shape=tuple(jax.ShapeDtypeStruct((r, c), jnp.int32) for c in out_cols), grid=(r,),
+        kernel, out_shape=tuple(jax.ShapeDtypeStruct((r, c), dtype) for c, dtype in outputs), grid=(r,),
         in_specs=[pl.BlockSpec((1, c), lambda i: (i, 0)) for c in specs],
-        out_specs=tuple(pl.BlockSpec((1, c), lambda i: (i, 0)) for c in out_cols),
-        compiler_params=params, interpret=interpret, name=name)(*inputs)[0]
+        out_specs=tuple(pl.BlockSpec((1, c), lambda i: (i, 0)) for c, _ in outputs),
+        compiler_params=params, interpret=interpret, name=name)(*inputs)
 
 
 def best_groups(rows: jnp.ndarray, k: int, largest: bool, interpret: bool = False) -> jnp.ndarray:
@@ -237,29 +243,35 @@ def best_groups(rows: jnp.ndarray, k: int, largest: bool, interpret: bool = Fals
     k2 = 1 << (k - 1).bit_length()  # a power of two wide (Triton's blocks); slots from k on unused
     chunk = min(n, CHUNK_PER_WARP * WARPS)
     kernel = functools.partial(_groups_kernel, n=n, chunk=chunk, g=group_size(n, k), k=k, k2=k2, largest=largest)
-    return _pallas(kernel, [rows], [n], [2 * k2], WARPS, interpret, "dmljax_row_top_k_groups")
+    return _pallas(kernel, [rows], [n], [(2 * k2, jnp.int32)], WARPS, interpret, "dmljax_row_top_k_groups")[0]
 
 
-def best_in_groups(rows: jnp.ndarray, groups: jnp.ndarray, k: int, largest: bool, interpret: bool = False) -> jnp.ndarray:
+def best_in_groups(rows: jnp.ndarray, groups: jnp.ndarray, k: int, largest: bool, interpret: bool = False):
     """The second kernel: the positions of the K best elements of each row of ``rows`` among those of
-    its ``groups`` (best_groups's), as (r, K): in the selection's order for K up to ORDER_MAX,
-    otherwise ascending."""
+    its ``groups`` (best_groups's), as (r, K): for K up to ORDER_MAX in the selection's order, with
+    their values (r, K); otherwise ascending, and None for the values."""
     k2, g = groups.shape[-1] // 2, group_size(rows.shape[-1], k)
     warps = max(1, min(WARPS, k2 * g // CANDIDATES_PER_WARP))
     order = k <= ORDER_MAX
     kernel = functools.partial(_pick_kernel, g=g, k=k, k2=k2, largest=largest, interpret=interpret)
-    outputs = [k2, 2 * k2, 2 * k2] if order else [2 * k2]
-    return _pallas(kernel, [rows, groups], [rows.shape[-1], k2], outputs, warps, interpret, "dmljax_row_top_k_pick")[:, :k]
+    scratch = [(2 * k2, jnp.int32), (2 * k2, jnp.int32)]
+    outputs = [(k2, jnp.int32), (k2, rows.dtype)] + scratch if order else [(2 * k2, jnp.int32)]
+    out = _pallas(kernel, [rows, groups], [rows.shape[-1], k2], outputs, warps, interpret, "dmljax_row_top_k_pick")
+    return out[0][:, :k], (out[1][:, :k] if order else None)
 
 
-def threshold_rows(x: jnp.ndarray, k: int, largest: bool, interpret: bool = False) -> jnp.ndarray:
-    """The indices (int32) of the ``k`` largest (or smallest) elements of each row of ``x`` along its
-    last axis, in the selection's order (best first, ties in ascending index), by the kernels
-    (``interpret=True`` runs them on any backend, for tests); ``use_kernel`` must allow the call."""
+def threshold_rows(x: jnp.ndarray, k: int, largest: bool, interpret: bool = False):
+    """(indices, values): the indices (int32) of the ``k`` largest (or smallest) elements of each
+    row of ``x`` along its last axis, in the selection's order (best first, ties in ascending
+    index), and those elements (their own bits), by the kernels (``interpret=True`` runs them on any
+    backend, for tests); ``use_kernel`` must allow the call. The values carry no derivative: the
+    caller gives them one (top_k's ``_selected``)."""
     n = x.shape[-1]
     rows = x.reshape((-1, n))
-    best = best_in_groups(rows, best_groups(rows, k, largest, interpret), k, largest, interpret)
-    if k > ORDER_MAX:  # the K in the selection's order: a stable sort by key keeps ties in index order
+    best, values = best_in_groups(rows, best_groups(rows, k, largest, interpret), k, largest, interpret)
+    if values is None:  # the K in the selection's order: a stable sort by key keeps ties in index order
         key = _keys(jnp.take_along_axis(rows, best, axis=1), largest)
         _, best = jax.lax.sort((~key, best), dimension=1, num_keys=1, is_stable=True)
-    return best.reshape(x.shape[:-1] + (k,))
+        values = jnp.take_along_axis(rows, best, axis=1)
+    shape = x.shape[:-1] + (k,)
+    return best.reshape(shape), values.reshape(shape)

@@ -191,12 +191,14 @@ def test_threshold_kernels_give_the_xla_paths_indices(dtype, largest, monkeypatc
     assert not use_kernel(x.shape, 1, 17, np.int32)
     for k, order_max in ((2, 32), (17, 32), (50, 64), (128, 32)):  # K > ORDER_MAX: ordered by XLA's sort
         monkeypatch.setattr(threshold_kernels, "ORDER_MAX", order_max)
-        got = np.asarray(threshold_rows(jnp.asarray(x), k, largest, interpret=True))
+        got, values = (np.asarray(a) for a in threshold_rows(jnp.asarray(x), k, largest, interpret=True))
         if largest:
             want = dmljax.top_k(x, axis=1, k=k)[1]
         else:
             want = dmljax.top_k1(x, axis=1, k=k, axis_direction="INCREASING")[1]
         np.testing.assert_array_equal(got, np.asarray(want).astype(np.int32))
+        bits = np.uint32 if dtype == np.float32 else np.uint16  # the values: the input's own bits
+        np.testing.assert_array_equal(values.view(bits), np.take_along_axis(x, got, axis=1).view(bits))
 
 
 def test_threshold_kernels_lower_for_nvidia_gpus_only():
@@ -225,3 +227,25 @@ def test_threshold_kernels_half_keys_order_as_argmaxs(largest):
     assert np.array_equal(np.diff(short[order]) == 0, np.diff(wide[order]) == 0)
     lowest, bits = _key_range(np.float16)
     assert short.min() >= lowest and short.max() < lowest + 2 ** bits
+
+
+def test_values_of_the_threshold_path_differentiate_as_a_gather():
+    # Where the threshold kernels may run (rows of 2,048 on a GPU) the values come with the
+    # selection (threshold_kernels gathers them in its second kernel) and get their derivative from
+    # top_k's _selected: the cotangent scattered to the selected elements (jax.grad), the tangent's
+    # elements there (jax.jvp), also under vmap; here on the CPU the same rule wraps XLA's gather.
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((3, 2048)).astype(np.float32)
+    w = rng.standard_normal((3, 20)).astype(np.float32)
+    f = lambda t: jnp.sum(dmljax.top_k(t, axis=1, k=20)[0] * w)  # noqa: E731
+    idx = np.asarray(dmljax.top_k(x, axis=1, k=20)[1])
+    want = np.zeros_like(x)
+    np.put_along_axis(want, idx.astype(np.int64), w, axis=1)
+    np.testing.assert_array_equal(np.asarray(jax.grad(f)(x)), want)
+    dx = rng.standard_normal(x.shape).astype(np.float32)
+    _, tangent = jax.jvp(lambda t: dmljax.top_k(t, axis=1, k=20)[0], (x,), (dx,))
+    np.testing.assert_array_equal(np.asarray(tangent), np.take_along_axis(dx, idx.astype(np.int64), axis=1))
+    batched = jax.vmap(jax.grad(f))(np.stack([x, -x]))
+    np.testing.assert_array_equal(np.asarray(batched[0]), want)
+    text = jax.jit(jax.grad(f)).trace(x).lower(lowering_platforms=("cuda",)).as_text()
+    assert "dmljax_row_top_k_pick" in text  # on a GPU the gradient's forward pass runs the kernels

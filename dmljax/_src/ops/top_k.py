@@ -3,6 +3,8 @@ reduction family: each page's record, with one formula for both below them."""
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -100,6 +102,19 @@ def _top_k_index(keys, k: int, lowest, chunk=None):
     return pos if index is None else jnp.take_along_axis(index, pos, axis=-1)
 
 
+@functools.partial(jax.custom_jvp, nondiff_argnums=(3,))
+def _selected(x, index, values, axis: int):
+    """``values``, the elements of ``x`` at ``index`` along ``axis`` as a kernel gathered them, with
+    the derivative of that gather (the tangent's elements there; jax.grad scatters the cotangent)."""
+    return values
+
+
+@_selected.defjvp
+def _selected_jvp(axis, primals, tangents):
+    x, index, values = primals
+    return values, jnp.take_along_axis(tangents[0], index, axis=axis)
+
+
 def top_k_along(x, axis: int, k: int, largest: bool, index_dtype):
     """The ``k`` largest (or smallest) elements along ``axis`` and their indices: ordered by value
     (largest first, or smallest first), ties in ascending index; floats compared as math reads them
@@ -145,9 +160,14 @@ def top_k_along(x, axis: int, k: int, largest: bool, index_dtype):
             return lax.cond(clash, by_integer_keys, lambda t: _top_k_index(f, k, -np.inf, chunk), v)
         return by_integer_keys(v)
 
-    if use_threshold_kernel(x.shape, axis, k, x.dtype):  # rows on a GPU: threshold_kernels.py
-        index = lax.platform_dependent(v, cuda=lambda t: threshold_rows(t, k, largest), default=xla_index)
-    elif use_kernel(x.shape, axis, k, x.dtype):  # shorter rows, K up to 16: select_kernels.py
+    if use_threshold_kernel(x.shape, axis, k, x.dtype):  # rows on a GPU: threshold_kernels.py (with the values)
+        def gathered(t):
+            index = xla_index(t)
+            return index, jnp.take_along_axis(t, index, axis=-1)
+        index, values = lax.platform_dependent(v, cuda=lambda t: threshold_rows(t, k, largest), default=gathered)
+        index = jnp.moveaxis(index, -1, axis)
+        return _selected(x, index, jnp.moveaxis(values, -1, axis), axis), index.astype(index_dtype)
+    if use_kernel(x.shape, axis, k, x.dtype):  # shorter rows, K up to 16: select_kernels.py
         index = lax.platform_dependent(v, cuda=lambda t: top_k_rows(t, k, largest), default=xla_index)
     elif v.shape[-1] > GPU_STAGE_CHUNK >= 2 * k:  # rows staged in chunks on a GPU
         index = lax.platform_dependent(v, cuda=lambda t: xla_index(t, GPU_STAGE_CHUNK), default=xla_index)
