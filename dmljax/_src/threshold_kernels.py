@@ -213,7 +213,7 @@ def _pick_kernel(x_ref, group_ref, o_ref, *scratch, g: int, k: int, k2: int, lar
         before = (others > key_mine) | ((others == key_mine) & (slot < mine))  # (b, k2)
         rank = jnp.sum(before.astype(jnp.int32), axis=1, keepdims=True)
         rank = jnp.where(live, rank, mine)  # the unused slots' own (masked) lanes: never a rank
-        pl_triton.store(o_ref.at[jnp.zeros_like(mine), rank], at_mine, mask=live)
+        pl_triton.store(o_ref.at[jnp.zeros_like(mine), rank], at_mine.astype(o_ref.dtype), mask=live)
         value = pl_triton.load(x_ref.at[jnp.zeros_like(mine), at_mine], mask=live, other=0)
         pl_triton.store(value_ref.at[jnp.zeros_like(mine), rank], value, mask=live)
 
@@ -246,32 +246,35 @@ def best_groups(rows: jnp.ndarray, k: int, largest: bool, interpret: bool = Fals
     return _pallas(kernel, [rows], [n], [(2 * k2, jnp.int32)], WARPS, interpret, "dmljax_row_top_k_groups")[0]
 
 
-def best_in_groups(rows: jnp.ndarray, groups: jnp.ndarray, k: int, largest: bool, interpret: bool = False):
+def best_in_groups(rows: jnp.ndarray, groups: jnp.ndarray, k: int, largest: bool, interpret: bool = False,
+                   index_dtype=np.int32):
     """The second kernel: the positions of the K best elements of each row of ``rows`` among those of
-    its ``groups`` (best_groups's), as (r, K): for K up to ORDER_MAX in the selection's order, with
-    their values (r, K); otherwise ascending, and None for the values."""
+    its ``groups`` (best_groups's), as (r, K): for K up to ORDER_MAX in the selection's order, as
+    ``index_dtype`` (the caller's: no conversion after), with their values (r, K); otherwise
+    ascending, int32, and None for the values."""
     k2, g = groups.shape[-1] // 2, group_size(rows.shape[-1], k)
     warps = max(1, min(WARPS, k2 * g // CANDIDATES_PER_WARP))
     order = k <= ORDER_MAX
     kernel = functools.partial(_pick_kernel, g=g, k=k, k2=k2, largest=largest, interpret=interpret)
     scratch = [(2 * k2, jnp.int32), (2 * k2, jnp.int32)]
-    outputs = [(k2, jnp.int32), (k2, rows.dtype)] + scratch if order else [(2 * k2, jnp.int32)]
+    outputs = [(k2, index_dtype), (k2, rows.dtype)] + scratch if order else [(2 * k2, jnp.int32)]
     out = _pallas(kernel, [rows, groups], [rows.shape[-1], k2], outputs, warps, interpret, "dmljax_row_top_k_pick")
     return out[0][:, :k], (out[1][:, :k] if order else None)
 
 
-def threshold_rows(x: jnp.ndarray, k: int, largest: bool, interpret: bool = False):
-    """(indices, values): the indices (int32) of the ``k`` largest (or smallest) elements of each
+def threshold_rows(x: jnp.ndarray, k: int, largest: bool, interpret: bool = False, index_dtype=np.int32):
+    """(indices, values): the indices (``index_dtype``) of the ``k`` largest (or smallest) elements of each
     row of ``x`` along its last axis, in the selection's order (best first, ties in ascending
     index), and those elements (their own bits), by the kernels (``interpret=True`` runs them on any
     backend, for tests); ``use_kernel`` must allow the call. The values carry no derivative: the
     caller gives them one (top_k's ``_selected``)."""
     n = x.shape[-1]
     rows = x.reshape((-1, n))
-    best, values = best_in_groups(rows, best_groups(rows, k, largest, interpret), k, largest, interpret)
+    best, values = best_in_groups(rows, best_groups(rows, k, largest, interpret), k, largest, interpret, index_dtype)
     if values is None:  # the K in the selection's order: a stable sort by key keeps ties in index order
         key = _keys(jnp.take_along_axis(rows, best, axis=1), largest)
         _, best = jax.lax.sort((~key, best), dimension=1, num_keys=1, is_stable=True)
         values = jnp.take_along_axis(rows, best, axis=1)
+        best = best.astype(index_dtype)
     shape = x.shape[:-1] + (k,)
     return best.reshape(shape), values.reshape(shape)

@@ -163,10 +163,13 @@ def top_k_along(x, axis: int, k: int, largest: bool, index_dtype):
     if use_threshold_kernel(x.shape, axis, k, x.dtype):  # rows on a GPU: threshold_kernels.py (with the values)
         def gathered(t):
             index = xla_index(t)
-            return index, jnp.take_along_axis(t, index, axis=-1)
-        index, values = lax.platform_dependent(v, cuda=lambda t: threshold_rows(t, k, largest), default=gathered)
+            return index.astype(index_dtype), jnp.take_along_axis(t, index, axis=-1)
+
+        def kernels(t):  # the indices written in the caller's type: no conversion after
+            return threshold_rows(t, k, largest, index_dtype=index_dtype)
+        index, values = lax.platform_dependent(v, cuda=kernels, default=gathered)
         index = jnp.moveaxis(index, -1, axis)
-        return _selected(x, index, jnp.moveaxis(values, -1, axis), axis), index.astype(index_dtype)
+        return _selected(x, index, jnp.moveaxis(values, -1, axis), axis), index
     if use_kernel(x.shape, axis, k, x.dtype):  # shorter rows, K up to 16: select_kernels.py
         index = lax.platform_dependent(v, cuda=lambda t: top_k_rows(t, k, largest), default=xla_index)
     elif v.shape[-1] > GPU_STAGE_CHUNK >= 2 * k:  # rows staged in chunks on a GPU
