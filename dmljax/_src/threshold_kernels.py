@@ -23,7 +23,9 @@ threshold"):
    at a lower index).
 
 For a larger K, XLA orders the K by key (a stable sort of K keys a row, so ties stay in index
-order). The second kernel writes the values too (XLA gathers them after its sort). The indices
+order). For K up to ORDER_MAX the second kernel also writes the values and the indices in the
+caller's index type, so the call is these two kernels and nothing else (beyond, XLA gathers the
+values after its sort). The indices
 are the XLA path's, bit for bit
 (tests/ops/test_top_k.py in Pallas's interpreter; benchmarks/select_kernel_check.py compiled on
 the GPU).
