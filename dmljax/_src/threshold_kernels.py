@@ -47,14 +47,16 @@ from dmljax._src.select_kernels import _INT_MIN, _keys_of
 __all__ = ["use_kernel", "threshold_rows", "MIN_ROW", "MAX_ROW", "MIN_K", "MAX_K"]
 
 MIN_ROW = 2048
-MAX_ROW = 131072
+MAX_ROW = 32768
 MIN_K = 2
 MAX_K = 1024
 """Rows of a power-of-two length from MIN_ROW to MAX_ROW and K from MIN_K to MAX_K (and at most
 a quarter of the row's groups) take the kernels. Rows of 1,024 with K up to 16 stay with
-select_kernels' K steps; K = 1 is ARGMAX's pass. On the H100 (sweep_4.txt, rows of 32,768) these
-kernels took K = 8 and 16 in 0.119 and 0.125 ms (FLOAT32) and 0.081 and 0.087 ms (FLOAT16), where
-select_kernels' K steps took 0.125, 0.181, 0.100 and 0.167."""
+select_kernels' K steps; K = 1 is ARGMAX's pass. On the H100 (results/h100_top_k_threshold/final,
+rows of 32,768) these kernels took K = 8 and 16 in 0.118 and 0.123 ms (FLOAT32) and 0.074 and
+0.077 ms (FLOAT16), where select_kernels' K steps took 0.125, 0.181, 0.099 and 0.167. Longer rows
+(measured and checked up to 32,768 only) would hold n / GROUP group keys a program, up to 128
+registers a thread at 131,072: they stay with XLA's staged top_k."""
 
 MIN_GROUP = 8
 MAX_GROUP = 32
@@ -67,8 +69,8 @@ WARPS = 4
 """Warps of the first kernel (the second takes one per CANDIDATES_PER_WARP candidates, 1 to WARPS)."""
 CANDIDATES_PER_WARP = 1024
 DIGIT_BITS = 1
-"""Bits of the threshold settled per counting step: 2^DIGIT_BITS counts at once, 32 / DIGIT_BITS
-steps. On the H100 (sweep_3.txt, FLOAT32 rows of 32,768) one bit a step (a bisection) took 0.123,
+"""Bits of the threshold settled per counting step: 2^DIGIT_BITS counts at once, 32 (FLOAT16: 17)
+/ DIGIT_BITS steps, rounded up. On the H100 (sweep_3.txt, FLOAT32 rows of 32,768) one bit a step (a bisection) took 0.123,
 0.128 and 0.150 ms for K = 8, 16 and 32, two bits 0.122, 0.130 and 0.161, four bits 0.159, 0.179
 and 0.273 (16 counts of every key a step)."""
 ORDER_MAX = 32

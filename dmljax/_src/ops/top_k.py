@@ -122,7 +122,7 @@ def top_k_along(x, axis: int, k: int, largest: bool, index_dtype):
     are the input's own bits. K = 1 is ARGMAX/ARGMIN's one pass (the first extreme, NaN never
     before a number); over rows on a GPU, two Pallas kernels of the same integer keys (a
     threshold, then the elements above it: threshold_kernels.py, K up to its MAX_K over rows of
-    2,048 or more) or one (K steps: select_kernels.py, K up to 16 over rows of 1,024), with the
+    2,048 to 32,768; they also write the values, which _selected differentiates) or one (K steps: select_kernels.py, K up to 16 over rows of 1,024), with the
     same indices; otherwise one lax.top_k (its ties go to the lower index) of
     keys in the wanted order."""
     if k == 1:
