@@ -2,7 +2,8 @@
 (select_kernels.ENABLED = False, which tests/gpu_check.py checks against the float64 reference):
 the same indices and values bit for bit, TOP_K and TOP_K1 (both directions), FLOAT32 and FLOAT16,
 rows of 1,024 to 32,768, K of 2 to 1,024, on rows with many ties, NaN, infinities, signed zeros and
-FLOAT32 denormals. Prints one line per case and a summary; exits 1 on any failure.
+FLOAT32 denormals; and the threshold path's values under jax.grad, jax.jvp and vmap. Prints one
+line per case and a summary; exits 1 on any failure.
 
     python benchmarks/select_kernel_check.py   (SELECT_CHECK_ON_CPU=1: a dry run on the CPU, where
                                                  both paths are XLA's and the kernel is not looked for)
@@ -15,6 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import dmljax  # noqa: E402
@@ -101,6 +103,27 @@ def main() -> int:
                 want = np.asarray(jax.device_get(with_settings(select_kernels, jax.jit(
                     lambda v, g=function == "MAX", a=axis: _max_min(v, (a,), g)), x, ENABLED=False)))
                 np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+    for dtype in (np.float32, np.float16):  # the threshold path's values under jax.grad, jax.jvp and vmap
+        x = rng.standard_normal((3, 8192)).astype(dtype)
+        w = rng.standard_normal((3, 24)).astype(dtype)
+        with cases.case(f"threshold path {np.dtype(dtype).name}: jax.grad, jax.jvp and vmap"):
+            def f(t):
+                return jnp.sum((dmljax.top_k(t, axis=1, k=24)[0] * w).astype(np.float32))
+            grad = jax.jit(jax.grad(f))
+            assert os.environ.get("SELECT_CHECK_ON_CPU") or "dmljax_row_top_k_pick" in grad.lower(x).as_text(), \
+                "the kernel is not in the program"
+            idx = np.asarray(jax.device_get(dmljax.top_k(x, axis=1, k=24)[1])).astype(np.int64)
+            want = np.zeros_like(x)
+            np.put_along_axis(want, idx, w, axis=1)
+            np.testing.assert_array_equal(np.asarray(jax.device_get(grad(x))), want)
+            dx = rng.standard_normal(x.shape).astype(dtype)
+            _, tangent = jax.jit(lambda a, b: jax.jvp(lambda t: dmljax.top_k(t, axis=1, k=24)[0], (a,), (b,)))(x, dx)
+            np.testing.assert_array_equal(np.asarray(jax.device_get(tangent)), np.take_along_axis(dx, idx, axis=1))
+            batched = jax.device_get(jax.jit(jax.vmap(lambda t: dmljax.top_k(t, axis=1, k=24)))(np.stack([x, -x])))
+            for b, t in enumerate((x, -x)):
+                one = jax.device_get(dmljax.top_k(t, axis=1, k=24))
+                np.testing.assert_array_equal(batched[1][b], one[1])
+                np.testing.assert_array_equal(batched[0][b], one[0])
     return cases.summary()
 
 
