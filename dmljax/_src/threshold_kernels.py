@@ -125,6 +125,16 @@ def _key_range(dtype) -> tuple[np.int32, int]:
     return (_HALF_NAN_KEY, 17) if np.dtype(dtype) == np.float16 else (_INT_MIN, 32)
 
 
+def _count(parts, hit):
+    """How many keys of the (1, m) blocks ``parts`` ``hit`` (a test giving (D, m) for D tests at
+    once), as (D, 1): the blocks' tallies added element by element, then one reduction."""
+    total = None
+    for p in parts:
+        c = hit(p).astype(jnp.int32)
+        total = c if total is None else total + c
+    return jnp.sum(total, axis=1, keepdims=True)
+
+
 def _kth_key(parts, k: int, dtype):
     """The K-th largest int32 key of the (1, m) blocks ``parts`` (ties counted): the largest t with
     at least K keys >= t, as lowest + u (``_key_range``), u settled DIGIT_BITS bits a step from the
@@ -138,11 +148,7 @@ def _kth_key(parts, k: int, dtype):
     def step(i, found):
         shift = DIGIT_BITS * (steps - 1 - i)
         trial = lowest + (found | (digit << shift))  # (D, 1); digit 0 is found itself: K at least
-        total = None
-        for p in parts:
-            c = (p >= trial).astype(jnp.int32)  # (D, m)
-            total = c if total is None else total + c
-        enough = jnp.sum(total, axis=1, keepdims=True) >= k  # fewer keys for a larger digit
+        enough = _count(parts, lambda p: p >= trial) >= k  # fewer keys for a larger digit
         return found | (jnp.max(jnp.where(enough, digit, 0), axis=0, keepdims=True) << shift)
 
     return lowest + jax.lax.fori_loop(0, steps, step, jnp.zeros((1, 1), jnp.int32))
@@ -157,11 +163,7 @@ def _store_best(parts, t, k: int, k2: int, *stores):
     and a scatter's duplicates land in any order)."""
     from jax.experimental.pallas import triton as pl_triton
 
-    above = None
-    for p in parts:
-        c = jnp.sum((p > t).astype(jnp.int32), axis=1, keepdims=True)
-        above = c if above is None else above + c
-    ties_wanted = k - above
+    ties_wanted = k - _count(parts, lambda p: p > t)
     ties_before = jnp.zeros((1, 1), jnp.int32)
     written = jnp.zeros((1, 1), jnp.int32)
     for j, p in enumerate(parts):
