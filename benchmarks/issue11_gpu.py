@@ -28,7 +28,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import dmljax  # noqa: E402
-from benchmarks.kernel_checks import compiled_with, with_settings  # noqa: E402
+from benchmarks.kernel_checks import compiled_with, compiled_with_each  # noqa: E402
 from dmljax._src import pad_kernels, scan_kernels, select_kernels, threshold_kernels  # noqa: E402
 from dmljax._src.enums import PaddingMode  # noqa: E402
 from dmljax._src.ops.arg_extreme import arg_extreme  # noqa: E402
@@ -181,9 +181,8 @@ def top_k_cases(rng):
             yield (f"TOP_K rows of 32768, k {k}", dtype, xs, jax.jit(lambda x, k=k: dmljax.top_k(x, axis=1, k=k)),
                    jax.jit(lambda x, k=k: jax.lax.top_k(x, k)))
         for k in (8, 256):
-            xla = jax.jit(lambda x, k=k: top_k_along(x, 1, k, True, np.uint32))
-            with_settings(select_kernels, lambda v: with_settings(threshold_kernels, lambda w: jax.block_until_ready(
-                xla(w)), v, ENABLED=False), xs[0], ENABLED=False)
+            xla = compiled_with_each({select_kernels: {"ENABLED": False}, threshold_kernels: {"ENABLED": False}},
+                                     lambda x, k=k: top_k_along(x, 1, k, True, np.uint32), xs[0])
             yield (f"TOP_K rows of 32768, k {k} (XLA path)", dtype, xs, xla, jax.jit(lambda x, k=k: jax.lax.top_k(x, k)))
         ys = [x.reshape(-1, 1024) for x in xs]
         yield ("TOP_K rows of 1024, k 8", dtype, ys, jax.jit(lambda x: dmljax.top_k(x, axis=1, k=8)),

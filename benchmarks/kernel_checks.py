@@ -47,6 +47,18 @@ def with_settings(module, fn, *args, **settings):
 def compiled_with(module, fn, x, **settings):
     """``jax.jit(fn)``, traced and compiled on ``x`` with ``module``'s ``settings``: the program it
     keeps after they are restored, to time beside the default one."""
+    return compiled_with_each({module: settings}, fn, x)
+
+
+def compiled_with_each(settings: dict, fn, x):
+    """``compiled_with`` for several modules at once: ``settings`` maps each module to its own (a
+    path that two kernel modules could each take, switched off in both)."""
     f = jax.jit(fn)
-    with_settings(module, lambda v: jax.block_until_ready(f(v)), x, **settings)
+
+    def run(v, todo):
+        if not todo:
+            return jax.block_until_ready(f(v))
+        (module, values), *rest = todo
+        return with_settings(module, lambda w: run(w, rest), v, **values)
+    run(x, list(settings.items()))
     return f

@@ -20,7 +20,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import dmljax  # noqa: E402
-from benchmarks.kernel_checks import Cases, with_settings  # noqa: E402
+from benchmarks.kernel_checks import Cases, compiled_with_each, with_settings  # noqa: E402
 from dmljax._src import select_kernels, threshold_kernels  # noqa: E402
 from dmljax._src.ops.arg_extreme import arg_extreme  # noqa: E402
 from dmljax._src.ops.reduce import _max_min  # noqa: E402
@@ -58,9 +58,9 @@ def main() -> int:
                         _kernel_in(f, x)
                         got = jax.device_get(f(x))
                         # the formula itself, traced afresh (dmljax's own jit would reuse the kernel's trace)
-                        want = jax.device_get(with_settings(select_kernels, lambda v: with_settings(
-                            threshold_kernels, jax.jit(lambda w, k=k, g=largest: top_k_along(w, 1, k, g, np.uint32)),
-                            v, ENABLED=False), x, ENABLED=False))
+                        xla = compiled_with_each({select_kernels: {"ENABLED": False}, threshold_kernels: {"ENABLED": False}},
+                                                 lambda v, k=k, g=largest: top_k_along(v, 1, k, g, np.uint32), x)
+                        want = jax.device_get(xla(x))
                         np.testing.assert_array_equal(got[1], want[1])
                         np.testing.assert_array_equal(got[0].view(np.uint16 if dtype == np.float16 else np.uint32),
                                                       want[0].view(np.uint16 if dtype == np.float16 else np.uint32))

@@ -16,7 +16,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from benchmarks.kernel_checks import with_settings  # noqa: E402
+from benchmarks.kernel_checks import compiled_with_each, with_settings  # noqa: E402
 from dmljax._src import select_kernels as sk  # noqa: E402
 from dmljax._src import threshold_kernels as tk  # noqa: E402
 from dmljax._src.ops.top_k import top_k_along  # noqa: E402
@@ -26,10 +26,8 @@ from dmljax.bench.timing import jax_device_times  # noqa: E402
 def compiled(k, x, select=None, threshold=None):
     """top_k_along (largest k along the last axis), compiled with select_kernels' and
     threshold_kernels' settings changed."""
-    f = jax.jit(lambda v: top_k_along(v, 1, k, True, np.uint32))
-    with_settings(sk, lambda v: with_settings(tk, lambda w: jax.block_until_ready(f(w)), v, **(threshold or {})),
-                  x, **(select or {}))
-    return f
+    return compiled_with_each({sk: select or {}, tk: threshold or {}},
+                              lambda v: top_k_along(v, 1, k, True, np.uint32), x)
 
 
 VARIANTS = {
