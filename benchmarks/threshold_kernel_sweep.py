@@ -1,5 +1,5 @@
 """Settings of the TOP_K threshold kernels (dmljax/_src/threshold_kernels.py) on a GPU: 2^26
-elements as rows of 32,768, FLOAT32 and FLOAT16, K = 8, 32 and 256, device time
+elements as rows of 32,768, FLOAT32 and FLOAT16, K = 8, 16, 32 and 256, device time
 (CUPTI) of each variant (VARIANTS) beside a copy, lax.top_k and the path each K
 takes without the threshold kernels, each traced afresh from the formula (top_k_along). K = 8 and
 16 normally take select_kernels' K steps; here the threshold kernels are also timed there.
@@ -32,8 +32,14 @@ def compiled(k, x, select=None, threshold=None):
 
 VARIANTS = {
     "default": {},
-    "second kernel: a warp per 512": {"CANDIDATES_PER_WARP": 512},
-    "second kernel: a warp per 256": {"CANDIDATES_PER_WARP": 256},
+    "two kernels": {"FUSED": False},
+    "groups by keys": {"GROUP_BY_VALUE": False},
+    "two kernels, groups by keys": {"FUSED": False, "GROUP_BY_VALUE": False},
+    "groups of 16 at least": {"MIN_GROUP": 16},
+    "groups of 64 at most": {"MAX_GROUP": 64},
+    "8 warps": {"WARPS": 8},
+    "chunks of 2,048 a warp": {"CHUNK_PER_WARP": 2048},
+    "ranks in the kernel up to K = 256": {"ORDER_MAX": 256},
 }
 """threshold_kernels settings tried beside the defaults. sweep_1.txt and sweep_2.txt (the first
 runs: one bit a step, ordered by XLA's sort, one group size for every K) tried groups of 8, 16 and
@@ -44,14 +50,16 @@ K = 32. sweep_4.txt (one bit a step) also tried 8 warps and groups up to 64: slo
 sweep_6.txt (17-bit FLOAT16 keys) tried the K ordered by XLA's sort, groups of 16 at least and 2
 bits a step (no better), and rows of 1,024 (3.6x and 3.1x the K steps' time for K = 8).
 sweep_7.txt tried chunks of 2,048 and 4,096 a warp, 2 warps with chunks of 2,048 and 8 warps with
-chunks of 512: all slower than the defaults or the same."""
+chunks of 512: all slower than the defaults or the same. sweep_8.txt: a warp per 512 or 256
+candidates in the second kernel changed nothing. sweep_9.txt: one kernel (FUSED) and groups ranked
+by their best value (GROUP_BY_VALUE) against the two kernels and the elements' keys."""
 
 
 def main():
     quick = len(sys.argv) > 1
     rng = np.random.default_rng(0)
     print(f"jax {jax.__version__}; {jax.devices()[0]}", flush=True)
-    for n, dtype, ks in ((32768, np.float32, (8, 32, 256)), (32768, np.float16, (8, 32, 256))):
+    for n, dtype, ks in ((32768, np.float32, (8, 16, 32, 256)), (32768, np.float16, (8, 16, 32, 256))):
         xs = [jnp.asarray(rng.standard_normal((2 ** 26 // n, n), dtype=np.float32).astype(dtype)) for _ in range(2)]
         for k in ks:
             fns = [("copy", jax.jit(lambda x: x.copy())), ("lax.top_k", jax.jit(lambda x, k=k: jax.lax.top_k(x, k)))]
