@@ -215,6 +215,28 @@ def test_pow_negative_bases_and_integral_exponents_float_and_integer():
         assert np.isnan(out).all()
 
 
+def test_pow_half_negative_infinity_against_every_exponent():
+    # A FLOAT16 base computed in FLOAT32 stands -inf in by -2^126, whose powers round to FLOAT16
+    # as the page's rule gives -inf's: checked against every FLOAT16 exponent and a FLOAT32 grid
+    # (integral values to beyond 2^24, the smallest steps off an integer, infinities, NaN), -inf
+    # as an input and as ScaleBias's result; eager and under jit. The reference: C99 (numpy's
+    # float64 power) with the page's NaN for a negative base and a non-integral exponent.
+    e16 = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    ints = np.array([2.0 ** p for p in range(25)] + [2.0 ** 24 + 2, 3.0, 5.0, 7.0, 101.0, 2.0 ** 23 + 1], np.float64)
+    e32 = np.concatenate([ints, -ints, [0.5, 1.5, np.nextafter(1, 2), np.nextafter(1, 0), -np.nextafter(1, 0),
+                                        1e-30, -1e-30, 0.0, -0.0, np.inf, -np.inf, np.nan]]).astype(np.float32)
+    for e in (e16, e32):
+        with np.errstate(all="ignore"):
+            integral = np.isinf(e) | (np.floor(e) == e)
+            want = np.where(integral, np.power(-np.inf, e.astype(np.float64)), np.nan).astype(np.float16)
+        for x, sb in ((np.full(e.shape, -np.inf, np.float16), None),
+                      (np.full(e.shape, -65504.0, np.float16), dmljax.ScaleBias(1e38, 0.0))):
+            kw = {} if sb is None else {"scale_bias": sb}
+            for got in pow_both(x, e, **kw):
+                assert got.dtype == np.float16
+                assert_pow_exact(got, want.astype(np.float64))
+
+
 def test_pow_integer_exponent_parity_and_magnitude_beyond_2_24():
     big = [2**24 + 1, 2**31 - 1, -(2**31), -(2**24) - 1, 2**24 + 3]
     for out in pow_both(np.full(5, -1.0, np.float32), np.array(big, np.int32)):

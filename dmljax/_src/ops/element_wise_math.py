@@ -363,10 +363,24 @@ def _pow_float_value(g, e, parts):
     return jnp.where((e == 0) | (g == 1), jnp.ones_like(g), out)
 
 
+_HALF_BELOW_RANGE = np.float32(-(2.0 ** 126))
+"""-inf's stand-in in a FLOAT16 base's pow computed in FLOAT32 (``_pow_float``): its powers
+round to FLOAT16 as -inf's do under the page's rule. Against an integral exponent: -inf (odd,
+from 1), +inf (even, from 2), -0 (odd, from -1), +0 (even, from -2), 1 (0); +inf for +inf, +0 for
+-inf; NaN for a non-integral exponent, as C99 gives every negative finite base (for -inf itself
+it gives +inf or +0, which the page's rule turns to NaN)."""
+
+
 @functools.partial(jax.custom_jvp, nondiff_argnums=(2, 3))
 def _pow_float(x, e, scale_bias, wide):
     g = apply_scale_bias(x, scale_bias)
-    return _pow_float_value(g, e, _split_exponent(e, g.dtype))
+    hi, lo, split, integral, odd = parts = _split_exponent(e, g.dtype)
+    if wide and lo is None:
+        # A FLOAT16 result: -inf's stand-in takes the page's rule from C99's negative bases, one
+        # compare where the rule's test of the exponent costs a floor and three more (POW FLOAT16
+        # is compute-bound on the H100).
+        return lax.pow(jnp.where(g == np.float32(-np.inf), _HALF_BELOW_RANGE, g), hi)
+    return _pow_float_value(g, e, parts)
 
 
 @_pow_float.defjvp
