@@ -54,28 +54,17 @@ def main() -> int:
             x[-2] = rng.standard_normal(n).astype(dtype)
             for largest in (True, False):
                 for k in (2, 8, 16) + ((17, 32, 256) if n > 1024 else ()) + ((1024,) if n == 32768 else ()):
-                    # rows of 32,768: the threshold kernels' other forms too (two kernels; groups by
-                    # their elements' keys), with K up to ORDER_MAX and beyond
-                    forms = {"": {}}
-                    if n == 32768 and k in (17, 256):
-                        forms.update({" two kernels": {"FUSED": False},
-                                      " groups by keys": {"GROUP_BY_VALUE": False}})
-                    for form, settings in forms.items():
-                        with cases.case(f"rows of {n:5d} {np.dtype(dtype).name} {'largest' if largest else 'smallest'} k={k:2d}{form}"):
-                            if settings:  # the formula traced afresh (the operator keeps its first trace)
-                                f = compiled_with_each({threshold_kernels: settings},
-                                                       lambda v, k=k, g=largest: top_k_along(v, 1, k, g, np.uint32), x)
-                            else:
-                                f = _call(largest, k)
-                            _kernel_in(f, x)
-                            got = jax.device_get(f(x))
-                            # the formula itself, traced afresh (dmljax's own jit would reuse the kernel's trace)
-                            xla = compiled_with_each({select_kernels: {"ENABLED": False}, threshold_kernels: {"ENABLED": False}},
-                                                     lambda v, k=k, g=largest: top_k_along(v, 1, k, g, np.uint32), x)
-                            want = jax.device_get(xla(x))
-                            np.testing.assert_array_equal(got[1], want[1])
-                            np.testing.assert_array_equal(got[0].view(np.uint16 if dtype == np.float16 else np.uint32),
-                                                          want[0].view(np.uint16 if dtype == np.float16 else np.uint32))
+                    with cases.case(f"rows of {n:5d} {np.dtype(dtype).name} {'largest' if largest else 'smallest'} k={k:2d}"):
+                        f = _call(largest, k)
+                        _kernel_in(f, x)
+                        got = jax.device_get(f(x))
+                        # the formula itself, traced afresh (dmljax's own jit would reuse the kernel's trace)
+                        xla = compiled_with_each({select_kernels: {"ENABLED": False}, threshold_kernels: {"ENABLED": False}},
+                                                 lambda v, k=k, g=largest: top_k_along(v, 1, k, g, np.uint32), x)
+                        want = jax.device_get(xla(x))
+                        np.testing.assert_array_equal(got[1], want[1])
+                        np.testing.assert_array_equal(got[0].view(np.uint16 if dtype == np.float16 else np.uint32),
+                                                      want[0].view(np.uint16 if dtype == np.float16 else np.uint32))
     for n in (1024, 32768):  # ARGMAX/ARGMIN of FLOAT16 rows: the kernel with K = 1, both directions
         x = (rng.integers(-200, 200, (64, n)) * 0.25).astype(np.float16)
         x[0, :5] = [np.nan, -np.inf, np.nan, 0.0, -0.0]
@@ -122,7 +111,7 @@ def main() -> int:
             def f(t):
                 return jnp.sum((dmljax.top_k(t, axis=1, k=24)[0] * w).astype(np.float32))
             grad = jax.jit(jax.grad(f))
-            assert os.environ.get("SELECT_CHECK_ON_CPU") or "dmljax_row_top_k_threshold" in grad.lower(x).as_text(), \
+            assert os.environ.get("SELECT_CHECK_ON_CPU") or "dmljax_row_top_k_pick" in grad.lower(x).as_text(), \
                 "the kernel is not in the program"
             idx = np.asarray(jax.device_get(dmljax.top_k(x, axis=1, k=24)[1])).astype(np.int64)
             want = np.zeros_like(x)

@@ -32,14 +32,8 @@ def compiled(k, x, select=None, threshold=None):
 
 VARIANTS = {
     "default": {},
-    "two kernels": {"FUSED": False},
-    "groups by keys": {"GROUP_BY_VALUE": False},
-    "two kernels, groups by keys": {"FUSED": False, "GROUP_BY_VALUE": False},
-    "groups of 16 at least": {"MIN_GROUP": 16},
-    "groups of 64 at most": {"MAX_GROUP": 64},
-    "8 warps": {"WARPS": 8},
-    "chunks of 2,048 a warp": {"CHUNK_PER_WARP": 2048},
-    "ranks in the kernel up to K = 256": {"ORDER_MAX": 256},
+    "second kernel: a warp per 512": {"CANDIDATES_PER_WARP": 512},
+    "second kernel: a warp per 256": {"CANDIDATES_PER_WARP": 256},
 }
 """threshold_kernels settings tried beside the defaults. sweep_1.txt and sweep_2.txt (the first
 runs: one bit a step, ordered by XLA's sort, one group size for every K) tried groups of 8, 16 and
@@ -51,8 +45,11 @@ sweep_6.txt (17-bit FLOAT16 keys) tried the K ordered by XLA's sort, groups of 1
 bits a step (no better), and rows of 1,024 (3.6x and 3.1x the K steps' time for K = 8).
 sweep_7.txt tried chunks of 2,048 and 4,096 a warp, 2 warps with chunks of 2,048 and 8 warps with
 chunks of 512: all slower than the defaults or the same. sweep_8.txt: a warp per 512 or 256
-candidates in the second kernel changed nothing. sweep_9.txt: one kernel (FUSED) and groups ranked
-by their best value (GROUP_BY_VALUE) against the two kernels and the elements' keys."""
+candidates in the second kernel changed nothing. ../results/h200_top_k_fused_reverted/sweep_9.txt
+(an H200; the forms lived in commit 3a294c3): both kernels in one program after a barrier, and
+each group's key from its best value by Triton's float max (one key a group instead of one an
+element): slower for every K up to 32 (FLOAT16 K = 16: 0.120 ms against the two kernels' 0.068),
+and 0.261 against 0.273 ms at FLOAT32 K = 256: not kept."""
 
 
 def main():

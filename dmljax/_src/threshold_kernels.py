@@ -79,15 +79,6 @@ counted against the others); a larger K is ordered by XLA's sort. On the H100 (s
 rows of 32,768) the ranks took K = 8, 16 and 32 in 0.119, 0.125 and 0.138 ms (FLOAT32) where the
 sort took 0.125, 0.131 and 0.145; for K = 256 0.350 ms where the sort took 0.290."""
 
-GROUP_BY_VALUE = True
-"""Each group's best key as the key of its best value (Triton's float max or min, which passes over
-NaN: IEEE maxNum), one key a group, instead of the best of its elements' keys, one key an element.
-The same key: the keys are monotone in the value (``_keys``: -0 and +0, FLOAT32 denormals and zeros
-share one; NaN is below every number), so the key of the maximum is the maximum of the keys."""
-FUSED = True
-"""The second kernel's work in the first kernel's program, after a barrier (the K best groups
-read back from its output): one launch instead of two."""
-
 ENABLED = True
 """False sends every call to the XLA formula (benchmarks/issue11_gpu.py times the two paths)."""
 
@@ -187,42 +178,13 @@ def _store_best(parts, t, k: int, k2: int, *stores):
         written = written + jnp.sum(took, axis=1, keepdims=True)
 
 
-def _best_value(v, largest: bool, interpret: bool):
-    """The largest (smallest) of ``v`` along its last axis, NaN only where all are NaN (maxNum,
-    minNum): Triton's float max and min on a GPU; Pallas's interpreter (XLA's max and min, which
-    return NaN if any is NaN) the same by NaN read as the worst value, then the all-NaN rows."""
-    if not interpret:
-        return jnp.max(v, axis=-1) if largest else jnp.min(v, axis=-1)
-    nan = v != v
-    worst = np.asarray(-np.inf if largest else np.inf, v.dtype)
-    best = jnp.where(nan, worst, v)
-    best = jnp.max(best, axis=-1) if largest else jnp.min(best, axis=-1)
-    return jnp.where(jnp.min(nan.astype(jnp.int32), axis=-1) == 1, np.asarray(np.nan, v.dtype), best)
-
-
-def _groups_kernel(x_ref, o_ref, *, n: int, chunk: int, g: int, k: int, k2: int, largest: bool,
-                   interpret: bool = False):
+def _groups_kernel(x_ref, o_ref, *, n: int, chunk: int, g: int, k: int, k2: int, largest: bool):
     parts, numbers = [], []
     for start in range(0, n, chunk):  # chunk by chunk: each chunk's keys live only until reduced
-        v = x_ref[:, start:start + chunk].reshape(1, chunk // g, g)
-        if GROUP_BY_VALUE:
-            parts.append(_keys(_best_value(v, largest, interpret), largest))
-        else:
-            parts.append(jnp.max(_keys(v, largest), axis=2))
+        key = _keys(x_ref[:, start:start + chunk], largest)
+        parts.append(jnp.max(key.reshape(1, chunk // g, g), axis=2))
         numbers.append(start // g + jnp.arange(chunk // g, dtype=jnp.int32)[None, :])
     _store_best(parts, _kth_key(parts, k, x_ref.dtype), k, k2, (o_ref, numbers))
-
-
-def _fused_kernel(x_ref, *refs, n: int, chunk: int, g: int, k: int, k2: int, largest: bool, interpret: bool):
-    """Both kernels in one program: the K best groups written to the last output, read back after a
-    barrier, and the K best of their elements picked (``_pick_kernel``'s outputs)."""
-    from jax.experimental.pallas import triton as pl_triton
-
-    *outs, group_ref = refs
-    _groups_kernel(x_ref, group_ref, n=n, chunk=chunk, g=g, k=k, k2=k2, largest=largest, interpret=interpret)
-    if not interpret:  # Pallas's interpreter runs the program's steps in order anyway
-        pl_triton.debug_barrier()
-    _pick_kernel(x_ref, group_ref, *outs, g=g, k=k, k2=k2, largest=largest, interpret=interpret)
 
 
 def _pick_kernel(x_ref, group_ref, o_ref, *scratch, g: int, k: int, k2: int, largest: bool, interpret: bool):
@@ -230,7 +192,7 @@ def _pick_kernel(x_ref, group_ref, o_ref, *scratch, g: int, k: int, k2: int, lar
 
     m = k2 * g
     real = (jnp.arange(m, dtype=jnp.int32) < k * g)[None, :]  # slots from K on hold no group
-    group = group_ref[:, :k2]
+    group = group_ref[...]
     at = (group[:, :, None] * g + jnp.arange(g, dtype=jnp.int32)[None, None, :]).reshape(1, m)
     at = jnp.where(real, at, 0)
     key = jnp.where(real, _keys(x_ref[jnp.zeros_like(at), at], largest), _INT_MIN)
@@ -286,8 +248,7 @@ def best_groups(rows: jnp.ndarray, k: int, largest: bool, interpret: bool = Fals
     n = rows.shape[-1]
     k2 = 1 << (k - 1).bit_length()  # a power of two wide (Triton's blocks); slots from k on unused
     chunk = min(n, CHUNK_PER_WARP * WARPS)
-    kernel = functools.partial(_groups_kernel, n=n, chunk=chunk, g=group_size(n, k), k=k, k2=k2, largest=largest,
-                               interpret=interpret)
+    kernel = functools.partial(_groups_kernel, n=n, chunk=chunk, g=group_size(n, k), k=k, k2=k2, largest=largest)
     return _pallas(kernel, [rows], [n], [(2 * k2, jnp.int32)], WARPS, interpret, "dmljax_row_top_k_groups")[0]
 
 
@@ -299,33 +260,12 @@ def best_in_groups(rows: jnp.ndarray, groups: jnp.ndarray, k: int, largest: bool
     ascending, int32, and None for the values."""
     k2, g = groups.shape[-1] // 2, group_size(rows.shape[-1], k)
     warps = max(1, min(WARPS, k2 * g // CANDIDATES_PER_WARP))
+    order = k <= ORDER_MAX
     kernel = functools.partial(_pick_kernel, g=g, k=k, k2=k2, largest=largest, interpret=interpret)
-    out = _pallas(kernel, [rows, groups], [rows.shape[-1], k2], _pick_outputs(k, k2, rows.dtype, index_dtype),
-                  warps, interpret, "dmljax_row_top_k_pick")
-    return _picked(out, k)
-
-
-def _pick_outputs(k: int, k2: int, dtype, index_dtype) -> list:
-    """The second kernel's outputs: (indices, values, two scratch rows) for K up to ORDER_MAX, else
-    the indices in ascending order (2 * k2 wide: ``_store_best``'s masked lanes)."""
     scratch = [(2 * k2, jnp.int32), (2 * k2, jnp.int32)]
-    return [(k2, index_dtype), (k2, dtype)] + scratch if k <= ORDER_MAX else [(2 * k2, jnp.int32)]
-
-
-def _picked(out, k: int):
-    """(indices, values or None) of the second kernel's outputs."""
-    return out[0][:, :k], (out[1][:, :k] if k <= ORDER_MAX else None)
-
-
-def best_fused(rows: jnp.ndarray, k: int, largest: bool, interpret: bool = False, index_dtype=np.int32):
-    """``best_in_groups(rows, best_groups(rows, ...), ...)`` in one kernel (FUSED)."""
-    n = rows.shape[-1]
-    k2 = 1 << (k - 1).bit_length()
-    chunk = min(n, CHUNK_PER_WARP * WARPS)
-    kernel = functools.partial(_fused_kernel, n=n, chunk=chunk, g=group_size(n, k), k=k, k2=k2, largest=largest,
-                               interpret=interpret)
-    outputs = _pick_outputs(k, k2, rows.dtype, index_dtype) + [(2 * k2, jnp.int32)]
-    return _picked(_pallas(kernel, [rows], [n], outputs, WARPS, interpret, "dmljax_row_top_k_threshold"), k)
+    outputs = [(k2, index_dtype), (k2, rows.dtype)] + scratch if order else [(2 * k2, jnp.int32)]
+    out = _pallas(kernel, [rows, groups], [rows.shape[-1], k2], outputs, warps, interpret, "dmljax_row_top_k_pick")
+    return out[0][:, :k], (out[1][:, :k] if order else None)
 
 
 def threshold_rows(x: jnp.ndarray, k: int, largest: bool, interpret: bool = False, index_dtype=np.int32):
@@ -336,11 +276,7 @@ def threshold_rows(x: jnp.ndarray, k: int, largest: bool, interpret: bool = Fals
     caller gives them one (top_k's ``_selected``)."""
     n = x.shape[-1]
     rows = x.reshape((-1, n))
-    if FUSED:
-        best, values = best_fused(rows, k, largest, interpret, index_dtype)
-    else:
-        best, values = best_in_groups(rows, best_groups(rows, k, largest, interpret), k, largest, interpret,
-                                      index_dtype)
+    best, values = best_in_groups(rows, best_groups(rows, k, largest, interpret), k, largest, interpret, index_dtype)
     if values is None:  # the K in the selection's order: a stable sort by key keeps ties in index order
         key = _keys(jnp.take_along_axis(rows, best, axis=1), largest)
         _, best = jax.lax.sort((~key, best), dimension=1, num_keys=1, is_stable=True)

@@ -163,22 +163,17 @@ def test_long_selections_are_staged_on_nvidia_gpus_only():
     assert "tensor<4x30000xf32>" in top_k_inputs("cpu") and not any("x1024x" in s for s in top_k_inputs("cpu"))
 
 
-@pytest.mark.parametrize("dtype, largest, fused", [(np.float32, True, True), (np.float16, False, True),
-                                                  (np.float16, True, False), (np.float32, False, False)])
-def test_threshold_kernels_give_the_xla_paths_indices(dtype, largest, fused, monkeypatch):
-    # K from 2 over rows of 2,048 or more on a GPU take Pallas kernels
+@pytest.mark.parametrize("dtype, largest", [(np.float32, True), (np.float16, False)])
+def test_threshold_kernels_give_the_xla_paths_indices(dtype, largest, monkeypatch):
+    # K from 17 over rows of 2,048 or more on a GPU take two Pallas kernels
     # (dmljax/_src/threshold_kernels.py: the K best groups by a bisected threshold, then the K best
-    # of their elements), in one program (fused, groups ranked by their best value) or as the two
-    # kernels (groups ranked by their elements' best key); run here in Pallas's interpreter, they
-    # must give the XLA path's indices bit for bit: ties across the threshold (values of a few
-    # levels, so the K-th value repeats in many groups) to the lower index, -0 tied with +0, FLOAT32
-    # denormals with zero, NaN after every number (a row of NaN with one -inf, a row of -0 only,
-    # groups of NaN beside groups holding a NaN), and K up to a quarter of the groups; the K ordered
-    # in the kernel (their ranks) and by XLA's sort.
+    # of their elements); run here in Pallas's interpreter, they must give the XLA path's indices
+    # bit for bit: ties across the threshold (values of a few levels, so the K-th value repeats in
+    # many groups) to the lower index, -0 tied with +0, FLOAT32 denormals with zero, NaN after every
+    # number (a row of NaN with one -inf, a row of -0 only), and K up to a quarter of the groups;
+    # the K ordered in the second kernel (their ranks) and by XLA's sort.
     from dmljax._src import threshold_kernels
     from dmljax._src.threshold_kernels import threshold_rows, use_kernel
-    monkeypatch.setattr(threshold_kernels, "FUSED", fused)
-    monkeypatch.setattr(threshold_kernels, "GROUP_BY_VALUE", fused)
     rng = np.random.default_rng(7)
     n = 4096
     x = (rng.integers(-20, 20, (7, n)) * 0.5).astype(dtype)
@@ -208,15 +203,14 @@ def test_threshold_kernels_give_the_xla_paths_indices(dtype, largest, fused, mon
 
 
 def test_threshold_kernels_lower_for_nvidia_gpus_only():
-    # Lowered here for each platform: on CUDA a K of 256 over rows of 32,768 is the kernel (and the
-    # sort of the K, not a top_k); the CPU keeps one top_k of the whole row.
+    # Lowered here for each platform: on CUDA a K of 256 over rows of 32,768 is the two kernels
+    # (and the sort of the K, not a top_k); the CPU keeps one top_k of the whole row.
     f = jax.jit(lambda v: dmljax.top_k1(v, axis=1, k=256, axis_direction="INCREASING"))
 
     def text(platform):
         return f.trace(jax.ShapeDtypeStruct((4, 32768), jnp.float16)).lower(lowering_platforms=(platform,)).as_text()
     cuda, cpu = text("cuda"), text("cpu")
-    assert "dmljax_row_top_k_threshold" in cuda and "chlo.top_k" not in cuda
-    assert "dmljax_row_top_k_groups" not in cuda and "dmljax_row_top_k_pick" not in cuda  # one kernel
+    assert "dmljax_row_top_k_groups" in cuda and "dmljax_row_top_k_pick" in cuda and "chlo.top_k" not in cuda
     assert "dmljax_row_top_k" not in cpu and "chlo.top_k" in cpu
 
 
@@ -238,7 +232,7 @@ def test_threshold_kernels_half_keys_order_as_argmaxs(largest):
 
 def test_values_of_the_threshold_path_differentiate_as_a_gather():
     # Where the threshold kernels may run (rows of 2,048 on a GPU) the values come with the
-    # selection (threshold_kernels gathers them in its kernel) and get their derivative from
+    # selection (threshold_kernels gathers them in its second kernel) and get their derivative from
     # top_k's _selected: the cotangent scattered to the selected elements (jax.grad), the tangent's
     # elements there (jax.jvp), also under vmap; here on the CPU the same rule wraps XLA's gather.
     rng = np.random.default_rng(2)
@@ -255,4 +249,4 @@ def test_values_of_the_threshold_path_differentiate_as_a_gather():
     batched = jax.vmap(jax.grad(f))(np.stack([x, -x]))
     np.testing.assert_array_equal(np.asarray(batched[0]), want)
     text = jax.jit(jax.grad(f)).trace(x).lower(lowering_platforms=("cuda",)).as_text()
-    assert "dmljax_row_top_k_threshold" in text  # on a GPU the gradient's forward pass runs the kernel
+    assert "dmljax_row_top_k_pick" in text  # on a GPU the gradient's forward pass runs the kernels
