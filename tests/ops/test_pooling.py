@@ -306,3 +306,57 @@ def test_geometry_messages():
              strides=(1, 1, 1), window_size=(1, 2, 2), start_padding=(0, 0, 0), end_padding=(0, 0, 0),
              dilations=(1, 1, 1), feature_level="3.0", match=r"supported: 4\.\n    Tip: 4 to 5 dimensions are supported "
                                                               r"from DML_FEATURE_LEVEL_4_0")
+
+
+# ------------------------------------------------------------------------------ the GPU kernel
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_max_pool_kernel_gives_the_xla_paths_bits(dtype, monkeypatch):
+    # FLOAT16 MAX_POOLING's values on NVIDIA GPUs take pool_kernels.py (float max of the gathered
+    # window, the page's order kept by NaN for the padding, a +0 test of the window's smallest bit
+    # pattern and -inf for windows wholly in the padding); run here in Pallas's interpreter, it must
+    # give the XLA path's bits (integer keys) for windows of NaN only, NaN beside -inf, -0 beside +0
+    # in either order, ties, FLOAT32 denormals (the kernel's FLOAT32 form, not taken by default),
+    # strides, dilations, padding on each side and windows wholly in it.
+    from dmljax._src import pool_kernels
+    monkeypatch.setattr(pool_kernels, "DTYPES", (np.float16, np.float32))
+    rng = np.random.default_rng(3)
+    x = (rng.integers(-4, 4, (2, 3, 9, 10)) * 0.5).astype(dtype)  # many ties, zeros among them
+    x[0, 0, :2, :] = np.nan  # windows of NaN only
+    x[0, 1, 0, :4] = [np.nan, -np.inf, -0.0, 0.0]
+    x[0, 2, :, :] = -0.0
+    x[0, 2, 3::2, 1::3] = 0.0  # +0 beside -0 in either order
+    x[1, 0, :, :] = -np.inf
+    x[1, 0, 4, 4] = np.nan
+    if dtype == np.float32:
+        x[1, 1, 0, :4] = [1e-40, -1e-40, -0.0, -1e-40]
+    geometries = [
+        ((3, 3), (2, 2), (1, 1), (1, 1), (1, 1)),
+        ((2, 2), (2, 2), (1, 1), (0, 0), (0, 0)),
+        ((2, 3), (1, 2), (2, 1), (0, 2), (1, 0)),
+        ((1, 2), (1, 1), (1, 1), (0, 3), (2, 4)),  # windows wholly in the padding
+        ((8, 8), (1, 2), (1, 1), (0, 0), (0, 0)),  # MAX_WINDOW positions
+    ]
+    for size, strides, dilations, start, end in geometries:
+        assert pool_kernels.use_kernel(x.shape, dtype, size, strides, dilations, start, end)
+        got = pool_kernels.max_pool_values(jnp.asarray(x), size, strides, dilations, start, end, interpret=True)
+        want = dmljax.max_pooling2(x, strides=strides, window_size=size, start_padding=start, end_padding=end,
+                                   dilations=dilations)[0]
+        np.testing.assert_array_equal(_bits(got), _bits(want))
+    assert not pool_kernels.use_kernel((2, 3, 9), np.float16, (3,), (1,), (1,), (0,), (0,))  # 3-D: XLA's
+    assert not pool_kernels.use_kernel(x.shape, np.float16, (9, 9), (1, 1), (1, 1), (0, 0), (0, 0))  # 81 positions
+
+
+def test_max_pool_kernel_lowers_for_nvidia_gpus_only():
+    # FLOAT16 MAX_POOLING lowers to the kernel for CUDA and keeps the reduce_window of keys on the CPU;
+    # FLOAT32 and the gradient's forward pass (which needs the positions) keep the reduce_window.
+    geometry = {"strides": (2, 2), "window_size": (3, 3), "start_padding": (1, 1), "end_padding": (1, 1)}
+    like = jax.ShapeDtypeStruct((2, 4, 16, 16), jnp.float16)
+
+    def text(f, platform, a=like):
+        return jax.jit(f).trace(a).lower(lowering_platforms=(platform,)).as_text()
+    pool = lambda v: dmljax.max_pooling(v, **geometry)  # noqa: E731
+    assert "dmljax_max_pool" in text(pool, "cuda") and "reduce_window" not in text(pool, "cuda")
+    assert "dmljax_max_pool" not in text(pool, "cpu")
+    assert "dmljax_max_pool" not in text(pool, "cuda", jax.ShapeDtypeStruct((2, 4, 16, 16), jnp.float32))
+    grad = jax.grad(lambda v: jnp.sum(pool(v).astype(jnp.float32)))
+    assert "dmljax_max_pool" not in text(grad, "cuda")

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from dmljax._src import pool_kernels
 from dmljax._src.catalog import PREFIX
 from dmljax._src.dtypes import (
     FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT8_UINT8, FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8,
@@ -336,11 +337,17 @@ def max_pool(x, w: Window, index_dtype=None):
         values = _from_keys(m, x.dtype)
         return values if index_dtype is None else (values, _flat_indices(at, spatial, index_dtype))
 
-    def primal(v):
-        # the values by XLA's max reduce_window (its fastest pass), the indices by a second pass,
-        # which XLA drops where they are not used
+    def xla_values(v):
         keys, lowest = _keys(v, flush=False)
-        values = flush_denormals(_from_keys(lax.reduce_window(keys, lowest, lax.max, **w.reduce_args()), x.dtype))
+        return flush_denormals(_from_keys(lax.reduce_window(keys, lowest, lax.max, **w.reduce_args()), x.dtype))
+
+    def primal(v):
+        # the values by XLA's max reduce_window (its fastest pass; FLOAT16 on NVIDIA GPUs:
+        # pool_kernels.py), the indices by a second pass, which XLA drops where they are not used
+        if pool_kernels.use_kernel(v.shape, v.dtype, *w):
+            values = lax.platform_dependent(v, cuda=lambda t: pool_kernels.max_pool_values(t, *w), default=xla_values)
+        else:
+            values = xla_values(v)
         if index_dtype is None:
             return values
         return values, _flat_indices(_max_and_position(v, w)[1], spatial, index_dtype)

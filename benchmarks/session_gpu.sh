@@ -1,0 +1,38 @@
+#!/bin/bash
+# This session's device runs (benchmarks/README.md, "MAX_POOLING's kernel, POW's FLOAT16 stand-in
+# and a fused threshold kernel"), in steps chosen by STEPS (default: all), each with its own time
+# limit and files under $OUT:
+#   sweep    benchmarks/threshold_kernel_sweep.py (sweep.txt)
+#   pool     benchmarks/pool_kernel_check.py: MAX_POOLING's kernel checked and timed (pool.txt)
+#   check    tests/gpu_check.py of TOP_K, TOP_K1, ELEMENT_WISE_POW and the MAX_POOLINGs (gpu_check.txt)
+#   pow      benchmarks/elementwise_variants_gpu.py of POW (pow/, pow.txt)
+#   select   benchmarks/select_kernel_check.py (select_check.txt)
+#   issue12  benchmarks/issue12_gpu.py's pool group (issue12/)
+# Runs from a `git archive` of HEAD (devrun_head.tar, its commit in devrun_head.txt) extracted to
+# /tmp/src, so that nothing uncommitted runs. Usage: STEPS="pool check" bash benchmarks/session_gpu.sh
+set -u
+source benchmarks/devrun_setup.sh "env.txt" chex
+STEPS=${STEPS:-"sweep pool check pow select issue12"}
+for step in $STEPS; do
+  case $step in
+    sweep)
+      timeout ${SWEEP_S:-330} python benchmarks/threshold_kernel_sweep.py > "$OUT/sweep.txt" 2>&1
+      echo "sweep rc=$?"; grep -v "^jax" "$OUT/sweep.txt" | sed 's/rows of 32768 //' ;;
+    pool)
+      timeout ${POOL_S:-240} python benchmarks/pool_kernel_check.py > "$OUT/pool.txt" 2>&1
+      echo "pool rc=$?"; grep -E "FAIL|passed|copy/this" "$OUT/pool.txt" | sed 's/  */ /g' ;;
+    check)
+      timeout ${CHECK_S:-200} python tests/gpu_check.py TOP_K TOP_K1 ELEMENT_WISE_POW MAX_POOLING MAX_POOLING1 \
+        MAX_POOLING2 > "$OUT/gpu_check.txt" 2>&1
+      echo "gpu_check rc=$?"; tail -1 "$OUT/gpu_check.txt"; grep FAIL "$OUT/gpu_check.txt" | head -10 ;;
+    pow)
+      timeout ${POW_S:-150} python benchmarks/elementwise_variants_gpu.py "$OUT/pow" POW > "$OUT/pow.txt" 2>&1
+      echo "pow rc=$?"; tail -12 "$OUT/pow.txt" ;;
+    select)
+      timeout ${SELECT_S:-300} python benchmarks/select_kernel_check.py > "$OUT/select_check.txt" 2>&1
+      echo "select_check rc=$?"; tail -1 "$OUT/select_check.txt"; grep FAIL "$OUT/select_check.txt" | head -10 ;;
+    issue12)
+      timeout ${ISSUE12_S:-150} python benchmarks/issue12_gpu.py "$OUT/issue12" pool > "$OUT/issue12.txt" 2>&1
+      echo "issue12 rc=$?"; tail -12 "$OUT/issue12.txt" ;;
+  esac
+done
