@@ -82,11 +82,18 @@ def check(cases: Cases):
 
 SETTINGS = {
     "default": {},
-    "blocks of 512": {"BLOCK": 512},
-    "blocks of 2,048": {"BLOCK": 2048},
-    "2 warps": {"WARPS": 2},
-    "8 warps": {"WARPS": 8},
+    "blocks of 512, 4 warps": {"BLOCK": 512, "WARPS": 4},
+    "blocks of 512, 8 warps": {"BLOCK": 512, "WARPS": 8},
+    "blocks of 256, 2 warps": {"BLOCK": 256, "WARPS": 2},
+    "blocks of 256, 4 warps": {"BLOCK": 256, "WARPS": 4},
+    "blocks of 256, 8 warps": {"BLOCK": 256, "WARPS": 8},
+    "blocks of 128, 1 warp": {"BLOCK": 128, "WARPS": 1},
+    "blocks of 128, 2 warps": {"BLOCK": 128, "WARPS": 2},
+    "blocks of 128, 4 warps": {"BLOCK": 128, "WARPS": 4},
+    "blocks of 2,048, 16 warps": {"BLOCK": 2048, "WARPS": 16},
 }
+"""pool_run_1 (pool.txt of results/h100_session6) tried blocks of 1,024 with 4 warps (the first
+default), 2,048, 2 and 8 warps: blocks of 512 or 8 warps (4 outputs a thread) were fastest."""
 
 
 def time():

@@ -85,7 +85,9 @@ def _kernel(x_ref, o_ref, *, planes, spatial, pooled, size, strides, dilations, 
     for i in range(size[0]):
         for j in range(size[1]):
             inside = live & rows_in[i] & cols_in[j]
-            at = jnp.where(inside, base + (i * dilations[0] * w + j * dilations[1]), 0)
+            at = base + (i * dilations[0] * w + j * dilations[1])
+            if interpret:  # a GPU's masked lanes load nothing; the interpreter gathers every lane
+                at = jnp.where(inside, at, 0)
             v = pl_triton.load(x_ref.at[at], mask=inside, other=nan)  # the padding: passed over as NaN
             if x_ref.dtype == jnp.float32:  # denormals as zeros of their sign (MAX_POOLING's order)
                 v = jnp.where(jnp.abs(v) < np.finfo(np.float32).tiny, v * np.float32(0), v)
