@@ -319,6 +319,7 @@ def test_max_pool_kernel_gives_the_xla_paths_bits(dtype, monkeypatch):
     # strides, dilations, padding on each side and windows wholly in it.
     from dmljax._src import pool_kernels
     monkeypatch.setattr(pool_kernels, "DTYPES", (np.float16, np.float32))
+    monkeypatch.setattr(pool_kernels, "MIN_WINDOW", 1)  # the kernel's own rules for every window
     rng = np.random.default_rng(3)
     x = (rng.integers(-4, 4, (2, 3, 9, 10)) * 0.5).astype(dtype)  # many ties, zeros among them
     x[0, 0, :2, :] = np.nan  # windows of NaN only
@@ -344,6 +345,10 @@ def test_max_pool_kernel_gives_the_xla_paths_bits(dtype, monkeypatch):
         np.testing.assert_array_equal(_bits(got), _bits(want))
     assert not pool_kernels.use_kernel((2, 3, 9), np.float16, (3,), (1,), (1,), (0,), (0,))  # 3-D: XLA's
     assert not pool_kernels.use_kernel(x.shape, np.float16, (9, 9), (1, 1), (1, 1), (0, 0), (0, 0))  # 81 positions
+    monkeypatch.undo()
+    assert not pool_kernels.use_kernel(x.shape, np.float16, (2, 2), (2, 2), (1, 1), (0, 0), (0, 0))  # 4: XLA's
+    assert not pool_kernels.use_kernel(x.shape, np.float32, (3, 3), (2, 2), (1, 1), (1, 1), (1, 1))
+    assert pool_kernels.use_kernel(x.shape, np.float16, (3, 3), (2, 2), (1, 1), (1, 1), (1, 1))
 
 
 def test_max_pool_kernel_lowers_for_nvidia_gpus_only():
