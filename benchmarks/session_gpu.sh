@@ -6,6 +6,7 @@
 #   pool     benchmarks/pool_kernel_check.py: MAX_POOLING's kernel checked and timed (pool.txt)
 #   check    tests/gpu_check.py of TOP_K, TOP_K1, ELEMENT_WISE_POW and the MAX_POOLINGs (gpu_check.txt)
 #   pow      benchmarks/elementwise_variants_gpu.py of POW (pow/, pow.txt)
+#   powgrad  tests/ops/test_element_wise_math.py's POW tests, on the GPU (powgrad.txt)
 #   select   benchmarks/select_kernel_check.py (select_check.txt)
 #   issue12  benchmarks/issue12_gpu.py's pool group (issue12/)
 # Runs from a `git archive` of HEAD (devrun_head.tar, its commit in devrun_head.txt) extracted to
@@ -28,6 +29,10 @@ for step in $STEPS; do
     pow)
       timeout ${POW_S:-150} python benchmarks/elementwise_variants_gpu.py "$OUT/pow" POW > "$OUT/pow.txt" 2>&1
       echo "pow rc=$?"; tail -12 "$OUT/pow.txt" ;;
+    powgrad)
+      timeout ${POWGRAD_S:-150} python -m pytest -q -o addopts="" -p no:cacheprovider tests/ops/test_element_wise_math.py \
+        -k "pow" > "$OUT/powgrad.txt" 2>&1
+      echo "powgrad rc=$?"; tail -3 "$OUT/powgrad.txt" ;;
     select)
       timeout ${SELECT_S:-300} python benchmarks/select_kernel_check.py > "$OUT/select_check.txt" 2>&1
       echo "select_check rc=$?"; tail -1 "$OUT/select_check.txt"; grep FAIL "$OUT/select_check.txt" | head -10 ;;

@@ -365,6 +365,33 @@ def test_pow_gradient_by_exponent():
     assert not np.isnan(ge[:8]).any()
 
 
+def test_pow_half_gradients_where_the_float32_terms_are_denormal():
+    # A FLOAT16 base and exponent: the slope and ln|g| * pow(g, e) are computed in FLOAT32 and not
+    # flushed (a FLOAT32 denormal times a FLOAT16 cotangent rounds to a FLOAT16 zero of the same
+    # sign); large exponents skip the odd-power correction (e - 1 is exact in FLOAT32). A FLOAT32
+    # denormal pow(g, e) is a zero (flushed), so the exponent's gradient there is exactly 0 (the
+    # CPU flushes it itself; the GPU must give the same). The gradients of both inputs against
+    # float64 (denormal terms flushed, as DirectML's math reads them), rounded once to FLOAT16:
+    # within 1 FLOAT16 ULP, and zeros of the reference's sign.
+    g = np.array([2.0 ** -14, -(2.0 ** -14), 2.0 ** -12, 0.5, -0.5, -2.0, 3.0, 60000.0, -1.5], np.float16)
+    e = np.array([10.0, 10.0, 11.0, 150.0, 149.0, 127.0, 80.0, 0.5, 2048.0], np.float16)
+    gx, ge = pow_grads(g, e)
+    g64, e64 = g.astype(np.float64), e.astype(np.float64)
+    with np.errstate(all="ignore"):
+        y = np.power(g64, e64)
+        slope = e64 * np.power(g64, e64 - 1)
+        de = y * np.log(np.abs(g64))
+    tiny = np.finfo(np.float32).tiny
+    de = np.where(np.abs(y) < tiny, 0.0, de)  # pow(g, e) flushed: exactly 0
+    slope, de = (np.where(np.abs(v) < tiny, v * 0, v) for v in (slope, de))
+    for got, want in ((gx, slope), (ge, de)):
+        want16 = want.astype(np.float16)
+        assert got.dtype == np.float16
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want16))
+        ulps = np.abs(got.view(np.int16).astype(np.int32) - want16.view(np.int16).astype(np.int32))
+        assert (ulps <= 1).all(), (got, want16)
+
+
 def test_pow_gradient_scale_bias_is_the_base_only():
     x, e = jnp.array([0.5, 1.5], jnp.float32), jnp.array([3.0, 0.5], jnp.float32)
     gx, ge = pow_grads(x, e, scale_bias=(2.0, 1.0))

@@ -371,8 +371,8 @@ from 1), +inf (even, from 2), -0 (odd, from -1), +0 (even, from -2), 1 (0); +inf
 it gives +inf or +0, which the page's rule turns to NaN)."""
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(2, 3))
-def _pow_float(x, e, scale_bias, wide):
+@functools.partial(jax.custom_jvp, nondiff_argnums=(2, 3, 4))
+def _pow_float(x, e, scale_bias, wide, half_exponent=False):
     g = apply_scale_bias(x, scale_bias)
     hi, lo, split, integral, odd = parts = _split_exponent(e, g.dtype)
     if wide and lo is None:
@@ -384,7 +384,9 @@ def _pow_float(x, e, scale_bias, wide):
 
 
 @_pow_float.defjvp
-def _pow_float_jvp(scale_bias, wide, primals, tangents):
+def _pow_float_jvp(scale_bias, wide, half_exponent, primals, tangents):
+    # half_exponent: the ExponentTensor is FLOAT16 or an integer of 16 bits or fewer, so that every
+    # e - 1 is exact in FLOAT32 (|e| <= 65,535)
     (x, e), (tx, te) = primals, tangents
     g = apply_scale_bias(x, scale_bias)
     cd = g.dtype
@@ -397,9 +399,10 @@ def _pow_float_jvp(scale_bias, wide, primals, tangents):
         # included, which C99 counts as even) every e is even and e - 1 rounds to an even float,
         # so the odd power's sign is given back where g's sign bit is set (-0 included).
         e1 = _pow_parts(g, hi - np.asarray(1, cd), None, None, integral, None)
-        edge = np.asarray(2.0 ** (np.finfo(cd).nmant + 1), cd)
-        inexact = (hi > edge) | (hi <= -edge)
-        e1 = jnp.where(inexact & jnp.signbit(g), -e1, e1)
+        if not (half_exponent and cd == np.float32):
+            edge = np.asarray(2.0 ** (np.finfo(cd).nmant + 1), cd)
+            inexact = (hi > edge) | (hi <= -edge)
+            e1 = jnp.where(inexact & jnp.signbit(g), -e1, e1)
     else:
         e1 = _pow_parts(g, jnp.where(split, hi, hi - np.asarray(1, cd)),
                         lo - np.asarray(1, cd), split, integral, ~odd)
@@ -423,11 +426,14 @@ def _pow_float_jvp(scale_bias, wide, primals, tangents):
     tangent = flush(slope * scale) * tx.astype(cd)
     if jnp.issubdtype(e.dtype, jnp.floating):
         # d/de: pow(g, e) * ln|g|; exactly 0 where g = 0 or pow(g, e) = 0 (pow(0, e) does not
-        # vary with e), so 0 * -inf never makes a NaN.
+        # vary with e), so 0 * -inf never makes a NaN. pow(g, e) is a FLOAT32 math result here, so
+        # a denormal one is a zero (flushed), on the GPU as on the CPU, which flushes it itself.
         a = jnp.abs(g)
         safe = jnp.where(a == 0, jnp.ones_like(a), a)
-        de = jnp.where((g == 0) | (y == 0), zero, y * jnp.log(safe))
-        tangent = tangent + flush_denormals(de) * te.astype(cd)  # (e's own type may be FLOAT32)
+        de = jnp.where((g == 0) | (jnp.abs(y) < np.asarray(np.finfo(cd).tiny, cd)), zero, y * jnp.log(safe))
+        # A FLOAT32 denormal de is flushed (math); where both base and exponent are FLOAT16 the
+        # product with te (|te| < 2^16) rounds to a FLOAT16 zero of the same sign anyway.
+        tangent = tangent + (de if wide and half_exponent else flush_denormals(de)) * te.astype(cd)
     return y, tangent
 
 
@@ -483,4 +489,5 @@ def element_wise_pow(input, exponent, *, scale_bias, allow_half_precision_comput
     e = load(exponent, half) if et.is_float else exponent
     if et.is_float:
         e = e.astype(x.dtype)
-    return store(_pow_float(x, e, scale_bias, dt is DataType.FLOAT16 and not half), dt)
+    half_exponent = et is DataType.FLOAT16 or (et.is_integer and np.iinfo(et.dtype).bits <= 16)
+    return store(_pow_float(x, e, scale_bias, dt is DataType.FLOAT16 and not half, half_exponent), dt)
