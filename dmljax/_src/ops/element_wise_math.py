@@ -296,8 +296,8 @@ ELEMENT_WISE_POW = OpSpec(
     ulp_half=4,
     gradient=("dInput = e * g^(e - 1) * Scale * dY with the pow rules (g = input * Scale + Bias): "
               "exactly 0 for e = 0; at g = 0: Scale*dY for e = 1, 0 for e > 1, +-inf for e < 1. "
-              "dExponent = pow(g, e) * ln|g| * dY, exactly 0 where g = 0 or pow(g, e) = 0 (no NaN "
-              "from 0 * -inf); for a negative base with an integral exponent this is the "
+              "dExponent = pow(g, e) * ln|g| * dY, exactly 0 where g = 0 or pow(g, e) = 0 (a FLOAT32 "
+              "denormal pow(g, e) included, which is flushed; no NaN from 0 * -inf); for a negative base with an integral exponent this is the "
               "derivative of the real part of the complex power. Integer input or exponent "
               "tensors: no gradient (float0); an integer output passes none to a float exponent."),
     notes=("Float base: C99 pow special values with a tensor exponent (pow(x, 0) = 1 also for NaN x, "

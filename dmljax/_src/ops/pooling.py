@@ -4,7 +4,8 @@ geometry every windowed pooling shares (pooling_average.py's AVERAGE and LP pool
 
 A window's maximum is exact: XLA's max reduce_window over integer keys in the order the page
 and SEMANTICS.md give the values (FLOAT32 denormals as zeros, -0 below +0, NaN below every number,
-the padding below all). Its index (MAX_POOLING1/2, and the forward pass under jax.grad): one
+the padding below all); FLOAT16 windows of 5 positions or more on NVIDIA GPUs take a Pallas kernel
+with the same bits (pool_kernels.py). Its index (MAX_POOLING1/2, and the forward pass under jax.grad): one
 reduce_window over (key, position) pairs, the higher key first and the lower position at a tie;
 MAX_POOLING_GRAD adds dY where those indices point (see ``SPREAD``). No loop runs over windows
 in Python."""
