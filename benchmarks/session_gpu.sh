@@ -8,6 +8,7 @@
 #   pow      benchmarks/elementwise_variants_gpu.py of POW (pow/, pow.txt)
 #   powgrad  tests/ops/test_element_wise_math.py's POW tests, on the GPU (powgrad.txt)
 #   select   benchmarks/select_kernel_check.py (select_check.txt)
+#   top_k    benchmarks/issue11_gpu.py's TOP_K group (top_k/)
 #   issue12  benchmarks/issue12_gpu.py's pool group (issue12/)
 # Runs from a `git archive` of HEAD (devrun_head.tar, its commit in devrun_head.txt) extracted to
 # /tmp/src, so that nothing uncommitted runs. Usage: STEPS="pool check" bash benchmarks/session_gpu.sh
@@ -36,6 +37,9 @@ for step in $STEPS; do
     select)
       timeout ${SELECT_S:-300} python benchmarks/select_kernel_check.py > "$OUT/select_check.txt" 2>&1
       echo "select_check rc=$?"; tail -1 "$OUT/select_check.txt"; grep FAIL "$OUT/select_check.txt" | head -10 ;;
+    top_k)
+      timeout ${TOPK_S:-200} python benchmarks/issue11_gpu.py "$OUT/top_k" top_k > "$OUT/top_k.txt" 2>&1
+      echo "top_k rc=$?"; tail -24 "$OUT/top_k.txt" ;;
     issue12)
       timeout ${ISSUE12_S:-150} python benchmarks/issue12_gpu.py "$OUT/issue12" pool > "$OUT/issue12.txt" 2>&1
       echo "issue12 rc=$?"; tail -12 "$OUT/issue12.txt" ;;

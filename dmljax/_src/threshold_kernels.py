@@ -69,7 +69,7 @@ WARPS = 4
 """Warps of the first kernel (the second takes one per CANDIDATES_PER_WARP candidates, 1 to WARPS)."""
 CANDIDATES_PER_WARP = 1024
 DIGIT_BITS = 1
-"""Bits of the threshold settled per counting step: 2^DIGIT_BITS counts at once, 32 (FLOAT16: 17)
+"""Bits of the threshold settled per counting step: 2^DIGIT_BITS - 1 counts at once, 32 (FLOAT16: 17)
 / DIGIT_BITS steps, rounded up. On the H100 (sweep_3.txt, FLOAT32 rows of 32,768) one bit a step (a bisection) took 0.123,
 0.128 and 0.150 ms for K = 8, 16 and 32, two bits 0.122, 0.130 and 0.161, four bits 0.159, 0.179
 and 0.273 (16 counts of every key a step)."""
@@ -139,15 +139,16 @@ def _kth_key(parts, k: int, dtype):
     """The K-th largest int32 key of the (1, m) blocks ``parts`` (ties counted): the largest t with
     at least K keys >= t, as lowest + u (``_key_range``), u settled DIGIT_BITS bits a step from the
     top (the sum wraps where lowest is INT_MIN, which makes it the order-preserving unsigned view
-    of the keys): each step counts the keys at or above every value of the next digit and keeps
-    the largest digit with K of them."""
+    of the keys): each step counts the keys at or above every nonzero value of the next digit
+    and keeps the largest digit with K of them (0 if none has)."""
     lowest, bits = _key_range(dtype)
     steps = -(-bits // DIGIT_BITS)
-    digit = jnp.arange(1 << DIGIT_BITS, dtype=jnp.int32)[:, None]  # (D, 1)
+    # the digits above 0: digit 0 is ``found`` itself, which K keys or more reach (not counted)
+    digit = jnp.arange(1, 1 << DIGIT_BITS, dtype=jnp.int32)[:, None]  # (D, 1)
 
     def step(i, found):
         shift = DIGIT_BITS * (steps - 1 - i)
-        trial = lowest + (found | (digit << shift))  # (D, 1); digit 0 is found itself: K at least
+        trial = lowest + (found | (digit << shift))  # (D, 1)
         enough = _count(parts, lambda p: p >= trial) >= k  # fewer keys for a larger digit
         return found | (jnp.max(jnp.where(enough, digit, 0), axis=0, keepdims=True) << shift)
 
