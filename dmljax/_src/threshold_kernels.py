@@ -54,7 +54,8 @@ MAX_K = 1024
 a quarter of the row's groups) take the kernels. Rows of 1,024 with K up to 16 stay with
 select_kernels' K steps; K = 1 is ARGMAX's pass. On the H100 (results/h100_top_k_threshold/final,
 rows of 32,768) these kernels took K = 8 and 16 in 0.118 and 0.123 ms (FLOAT32) and 0.074 and
-0.077 ms (FLOAT16), where select_kernels' K steps took 0.125, 0.181, 0.099 and 0.167. Longer rows
+0.077 ms (FLOAT16), where select_kernels' K steps took 0.125, 0.181, 0.099 and 0.167 (since one
+count a bisection step, results/h100_session6/top_k: 0.114, 0.119, 0.070 and 0.074). Longer rows
 (measured and checked up to 32,768 only) would hold n / GROUP group keys a program, up to 128
 registers a thread at 131,072: they stay with XLA's staged top_k."""
 
@@ -72,7 +73,8 @@ DIGIT_BITS = 1
 """Bits of the threshold settled per counting step: 2^DIGIT_BITS - 1 counts at once, 32 (FLOAT16: 17)
 / DIGIT_BITS steps, rounded up. On the H100 (sweep_3.txt, FLOAT32 rows of 32,768) one bit a step (a bisection) took 0.123,
 0.128 and 0.150 ms for K = 8, 16 and 32, two bits 0.122, 0.130 and 0.161, four bits 0.159, 0.179
-and 0.273 (16 counts of every key a step)."""
+and 0.273 (16 counts of every key a step). Digit 0 was counted too then; it is not since
+(results/h100_session6/top_k/sweep_10.txt: one bit a step took FLOAT16 K = 16 from 0.077 to 0.073 ms)."""
 ORDER_MAX = 32
 """K up to this: the second kernel also puts the K in the selection's order (each one's rank
 counted against the others); a larger K is ordered by XLA's sort. On the H100 (sweep_4.txt,
