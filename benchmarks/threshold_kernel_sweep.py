@@ -32,7 +32,8 @@ def compiled(k, x, select=None, threshold=None):
 
 VARIANTS = {
     "default": {},
-    "second kernel: a warp per 512": {"CANDIDATES_PER_WARP": 512},
+    "groups of 16 at most": {"MAX_GROUP": 16},
+    "groups of 16 at most, a warp per 256": {"MAX_GROUP": 16, "CANDIDATES_PER_WARP": 256},
     "second kernel: a warp per 256": {"CANDIDATES_PER_WARP": 256},
 }
 """threshold_kernels settings tried beside the defaults. sweep_1.txt and sweep_2.txt (the first
@@ -49,7 +50,9 @@ candidates in the second kernel changed nothing. ../results/h200_top_k_fused_rev
 (an H200; the forms lived in commit 3a294c3): both kernels in one program after a barrier, and
 each group's key from its best value by Triton's float max (one key a group instead of one an
 element): slower for every K up to 32 (FLOAT16 K = 16: 0.120 ms against the two kernels' 0.068),
-and 0.261 against 0.273 ms at FLOAT32 K = 256: not kept."""
+and 0.261 against 0.273 ms at FLOAT32 K = 256: not kept. ../results/h100_session6/top_k/sweep_10.txt:
+one count a bisection step (the defaults since), with a warp per 512 or 256 candidates.
+sweep_11.txt: groups of 16 at most (fewer candidates for the second kernel at K = 32)."""
 
 
 def main():
