@@ -100,10 +100,12 @@ def product_rows_check(rng, cases):
     path (PRODUCT_ENABLED off), partial products past FLOAT32's range with prefixes inside it,
     true overflow coming back into range, zeros, NaN, infinities and denormals."""
     spec = dmljax.get_operator("CUMULATIVE_PRODUCT").spec
-    for n, rows in ((16, 256), (1024, 24), (8192, 3)):
+    for n, rows in ((16, 256), (1024, 24), (8192, 3), (32768, 3)):  # longer than PRODUCT_BLOCK: carried
         for dtype in (np.float32, np.float16):
             x = np.exp(rng.standard_normal((rows, n)) * 0.3) * rng.choice([-1, 1], (rows, n))
             x[0, 3], x[1, n // 2], x[2, 0] = np.nan, np.inf, 0.0
+            if n > 1024:  # extremes across a block's edge
+                x[0, 1022:1028] = [3e38, 0.47, 2.0, 0.5, 4.0, 0.25] if dtype == np.float32 else [6e4, 0.47, 2.0, 0.5, 4.0, 0.25]
             if dtype == np.float32:
                 x[-1, :6] = [3e38, 0.47, 2.0, 0.5, 4.0, 0.25]
                 x[-2, :4] = [1e30, 1e30, 1e-30, 1e-30]

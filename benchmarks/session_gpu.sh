@@ -9,6 +9,8 @@
 #   powgrad  tests/ops/test_element_wise_math.py's POW tests, on the GPU (powgrad.txt)
 #   select   benchmarks/select_kernel_check.py (select_check.txt)
 #   top_k    benchmarks/issue11_gpu.py's TOP_K group (top_k/)
+#   scan     benchmarks/scan_kernel_check.py (scan_check.txt)
+#   prodsweep benchmarks/scan_product_sweep.py over rows of 8,192 and 65,536 (product_sweep_*.txt)
 #   issue12  benchmarks/issue12_gpu.py's pool group (issue12/)
 # Runs from a `git archive` of HEAD (devrun_head.tar, its commit in devrun_head.txt) extracted to
 # /tmp/src, so that nothing uncommitted runs. Usage: STEPS="pool check" bash benchmarks/session_gpu.sh
@@ -40,6 +42,16 @@ for step in $STEPS; do
     top_k)
       timeout ${TOPK_S:-200} python benchmarks/issue11_gpu.py "$OUT/top_k" top_k > "$OUT/top_k.txt" 2>&1
       echo "top_k rc=$?"; tail -24 "$OUT/top_k.txt" ;;
+    scan)
+      timeout ${SCAN_S:-240} python benchmarks/scan_kernel_check.py > "$OUT/scan_check.txt" 2>&1
+      echo "scan_check rc=$?"; tail -1 "$OUT/scan_check.txt"; grep FAIL "$OUT/scan_check.txt" | head -10 ;;
+    prodsweep)
+      SWEEP_ROW=8192 SWEEP_BLOCKS=512,1024,2048,8192 SWEEP_WARPS=1,2,4,8 timeout ${PSWEEP_S:-200} \
+        python benchmarks/scan_product_sweep.py > "$OUT/product_sweep_8192.txt" 2>&1
+      echo "product sweep rc=$?"; grep "^best" "$OUT/product_sweep_8192.txt"
+      SWEEP_ROW=65536 SWEEP_BLOCKS=1024,2048 SWEEP_WARPS=2,4 timeout ${PSWEEP_S:-200} \
+        python benchmarks/scan_product_sweep.py > "$OUT/product_sweep_65536.txt" 2>&1
+      echo "product sweep rc=$?"; grep -v "^jax" "$OUT/product_sweep_65536.txt" ;;
     issue12)
       timeout ${ISSUE12_S:-150} python benchmarks/issue12_gpu.py "$OUT/issue12" pool > "$OUT/issue12.txt" 2>&1
       echo "issue12 rc=$?"; tail -12 "$OUT/issue12.txt" ;;

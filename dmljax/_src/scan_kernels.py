@@ -44,14 +44,15 @@ def _rows_per_program(r: int, n: int, block: int = BLOCK) -> int:
     return b
 
 
-def use_kernel(shape: tuple[int, ...], axis: int, dtype, half: bool) -> bool:
+def use_kernel(shape: tuple[int, ...], axis: int, dtype, half: bool, max_row: int | None = None) -> bool:
     """Whether a tally can take the kernel: along the last axis, FLOAT32 or FLOAT16 computed in
-    FLOAT32, a power-of-two row length from MIN_ROW to MAX_ROW, and at least 1,024 elements per
-    program (rows that short in a row count with no power-of-two factor stay with XLA)."""
+    FLOAT32, a power-of-two row length from MIN_ROW to MAX_ROW (or ``max_row``), and at least
+    1,024 elements per program (rows that short in a row count with no power-of-two factor stay
+    with XLA)."""
     if not ENABLED or half or np.dtype(dtype) not in (np.float32, np.float16) or not shape:
         return False
     n, r = shape[-1], int(np.prod(shape[:-1], dtype=np.int64))
-    if axis != len(shape) - 1 or not MIN_ROW <= n <= MAX_ROW or n & (n - 1):
+    if axis != len(shape) - 1 or not MIN_ROW <= n <= (max_row or MAX_ROW) or n & (n - 1):
         return False
     return _rows_per_program(r, n) * n >= 1024
 
@@ -201,8 +202,9 @@ def _pair_scan() -> tuple:
 
 
 def use_product_kernel(shape: tuple[int, ...], axis: int, dtype, half: bool) -> bool:
-    """use_kernel's rule, for CUMULATIVE_PRODUCT (where this JAX's Triton lowering has the scan)."""
-    return PRODUCT_ENABLED and use_kernel(shape, axis, dtype, half) and _pair_scan()[1]
+    """use_kernel's rule with rows up to PRODUCT_MAX_ROW, for CUMULATIVE_PRODUCT (where this JAX's
+    Triton lowering has the scan)."""
+    return PRODUCT_ENABLED and use_kernel(shape, axis, dtype, half, PRODUCT_MAX_ROW) and _pair_scan()[1]
 
 
 PRODUCT_ENABLED = True
@@ -214,6 +216,11 @@ is longer than a sum's. The H100 sweep (benchmarks/scan_product_sweep.py, rows o
 against 0.70 and 0.64 with the sum's 8,192 and eight."""
 PRODUCT_WARPS = None
 """Warps per program of the product's kernel (None: one per 512 elements, 1 to 8)."""
+PRODUCT_MAX_ROW = 1 << 20
+"""Rows longer than PRODUCT_BLOCK are scanned PRODUCT_BLOCK elements at a time by one program,
+the running product carried from block to block (``_product_loop_kernel``), up to this length:
+the carried exponent (at most 2^20 x 278 in magnitude) stays far inside int32. Before, rows of
+8,192 were one block of eight warps: 0.52 of a copy's bandwidth in FLOAT16 (benchmarks/README.md)."""
 
 
 def _product_kernel(x_ref, o_ref, *, b: int, n: int, reverse: bool, exclusive: bool, flush: bool):
@@ -235,10 +242,46 @@ def _product_kernel(x_ref, o_ref, *, b: int, n: int, reverse: bool, exclusive: b
     o_ref[...] = _pairs_to_value(m, e).astype(o_ref.dtype)
 
 
+def _product_loop_kernel(x_ref, o_ref, *, n: int, chunk: int, reverse: bool, exclusive: bool, flush: bool):
+    """One row of n > chunk elements, ``chunk`` at a time in scan order: each block's pair scan
+    times the product carried from the blocks before it (the pair of the last element scanned),
+    the block written, its last pair carried on."""
+    from jax.experimental import pallas as pl
+
+    col = jnp.arange(chunk, dtype=jnp.int32)[None, :]
+    blocks = n // chunk
+    last = col == (0 if reverse else chunk - 1)  # the block's final element in scan order
+
+    def step(i, carry):
+        start = ((blocks - 1 - i) if reverse else i) * chunk
+        if exclusive:  # each position reads its neighbour before it in scan order; the row's first a 1
+            pos = start + col
+            src = jnp.clip(pos + 1 if reverse else pos - 1, 0, n - 1)
+            first = pos == (n - 1 if reverse else 0)
+            x = jnp.where(first, 1.0, x_ref[jnp.zeros_like(src), src].astype(jnp.float32))
+        else:
+            x = x_ref[:, pl.ds(start, chunk)].astype(jnp.float32)
+        if flush:
+            x = flush_values(x)
+        m, e = _normalized(x)
+        m, e = _pair_scan()[0].bind(m, e, axis=1, reverse=reverse)
+        m, e = _pair_product(carry, (m, e))
+        o_ref[:, pl.ds(start, chunk)] = _pairs_to_value(m, e).astype(o_ref.dtype)
+        return (jnp.sum(jnp.where(last, m, 0.0), axis=1, keepdims=True),
+                jnp.sum(jnp.where(last, e, 0), axis=1, keepdims=True))
+
+    jax.lax.fori_loop(0, blocks, step, (jnp.ones((1, 1), jnp.float32), jnp.zeros((1, 1), jnp.int32)))
+
+
 def product_rows(x: jnp.ndarray, reverse: bool, exclusive: bool, interpret: bool = False) -> jnp.ndarray:
     """The running product of ``x`` along its last axis (reversed and/or exclusive), by the pair
     scan kernel; ``use_product_kernel`` must allow the shape (``interpret=True``: any backend)."""
     n = x.shape[-1]
+    if n > PRODUCT_BLOCK:
+        warps = PRODUCT_WARPS or max(1, min(8, PRODUCT_BLOCK // 512))
+        kernel = functools.partial(_product_loop_kernel, chunk=PRODUCT_BLOCK)
+        return _rows_call(lambda x_ref, o_ref, *, b, n, **kw: kernel(x_ref, o_ref, n=n, **kw), "dmljax_row_cumprod",
+                          x, reverse, exclusive, interpret, n, warps)
     b = _rows_per_program(int(np.prod(x.shape[:-1], dtype=np.int64)), n, PRODUCT_BLOCK)
     warps = PRODUCT_WARPS or max(1, min(8, b * n // 512))
     return _rows_call(_product_kernel, "dmljax_row_cumprod", x, reverse, exclusive, interpret, PRODUCT_BLOCK, warps)

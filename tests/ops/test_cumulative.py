@@ -153,12 +153,17 @@ def test_row_kernel_matches_the_reference(dtype, reverse, exclusive):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("reverse, exclusive", [(False, False), (False, True), (True, False), (True, True)])
-def test_product_row_kernel_matches_the_reference(dtype, reverse, exclusive):
+@pytest.mark.parametrize("block", [1024, 64])
+def test_product_row_kernel_matches_the_reference(dtype, reverse, exclusive, block, monkeypatch):
     # CUMULATIVE_PRODUCT's rows take the pair scan kernel on a GPU (scan_kernels.product_rows):
     # in Pallas's interpreter it must give the reference within the budget, with partial products
     # beyond FLOAT32's range whose prefixes are in it, true overflow and underflow, a prefix that
-    # comes back into range, zeros, NaN, infinities and FLOAT32 denormals.
+    # comes back into range, zeros, NaN, infinities and FLOAT32 denormals; whole rows in a block,
+    # and rows longer than PRODUCT_BLOCK (64 here: four blocks a row, the product carried across,
+    # the extremes placed across the blocks' edges).
+    from dmljax._src import scan_kernels
     from dmljax._src.scan_kernels import product_rows, use_product_kernel
+    monkeypatch.setattr(scan_kernels, "PRODUCT_BLOCK", block)
     from tests.compare import assert_matches
     from tests.reference.reduction import _cumulative
     rng = np.random.default_rng(8)
@@ -168,6 +173,9 @@ def test_product_row_kernel_matches_the_reference(dtype, reverse, exclusive):
         x[3, 0, :6] = [3e38, 0.47, 2.0, 0.5, 4.0, 0.25]  # partials past the range, prefixes in it
         x[3, 1, :4] = [1e30, 1e30, 1e-30, 1e-30]  # a true overflow, then back to 1e30 and 1
         x[3, 2, :4] = [1e-40, 2.0, -1e-39, 3.0]  # denormals read as zeros
+        x[1, 0, 62:68] = [3e38, 0.47, 2.0, 0.5, 4.0, 0.25]  # the same across a block's edge
+        x[1, 1, 126:130] = [1e30, 1e30, 1e-30, 1e-30]
+    x[0, 1, 191:193] = [np.inf, 0.0]  # inf * 0 across an edge: NaN on
     x = x.astype(dtype)
     assert use_product_kernel(x.shape, 2, dtype, False) and not use_product_kernel(x.shape, 2, dtype, True)
     assert not use_product_kernel(x.shape, 1, dtype, False) and not use_product_kernel((4, 3, 200), 2, dtype, False)
@@ -185,3 +193,7 @@ def test_product_rows_lower_to_one_triton_kernel():
     text = f.trace(jax.ShapeDtypeStruct((64, 1024), jnp.float16)).lower(lowering_platforms=("cuda",)).as_text()
     assert text.count("xla.gpu.triton") == 1 and 'name = "dmljax_row_cumprod"' in text
     assert "reduce_window" not in text and "while" not in text
+    # rows longer than PRODUCT_BLOCK: the same one kernel, its loop over the blocks inside it
+    text = f.trace(jax.ShapeDtypeStruct((4, 65536), jnp.float16)).lower(lowering_platforms=("cuda",)).as_text()
+    assert text.count("xla.gpu.triton") == 1 and 'name = "dmljax_row_cumprod"' in text
+    assert "reduce_window" not in text and "stablehlo.while" not in text
