@@ -11,6 +11,7 @@
 #   top_k    benchmarks/issue11_gpu.py's TOP_K group (top_k/)
 #   scan     benchmarks/scan_kernel_check.py (scan_check.txt)
 #   prodsweep benchmarks/scan_product_sweep.py over rows of 8,192 and 65,536 (product_sweep_*.txt)
+#   scan11   benchmarks/issue11_gpu.py's scan group (scan11/)
 #   issue12  benchmarks/issue12_gpu.py's pool group (issue12/)
 # Runs from a `git archive` of HEAD (devrun_head.tar, its commit in devrun_head.txt) extracted to
 # /tmp/src, so that nothing uncommitted runs. Usage: STEPS="pool check" bash benchmarks/session_gpu.sh
@@ -52,6 +53,9 @@ for step in $STEPS; do
       SWEEP_ROW=65536 SWEEP_BLOCKS=1024,2048 SWEEP_WARPS=2,4 timeout ${PSWEEP_S:-200} \
         python benchmarks/scan_product_sweep.py > "$OUT/product_sweep_65536.txt" 2>&1
       echo "product sweep rc=$?"; grep -v "^jax" "$OUT/product_sweep_65536.txt" ;;
+    scan11)
+      timeout ${SCAN11_S:-200} python benchmarks/issue11_gpu.py "$OUT/scan11" scan > "$OUT/scan11.txt" 2>&1
+      echo "scan11 rc=$?"; grep -E "PRODUCT|SUMMATION rows of 65536" "$OUT/scan11.txt" | sed 's/  */ /g' ;;
     issue12)
       timeout ${ISSUE12_S:-150} python benchmarks/issue12_gpu.py "$OUT/issue12" pool > "$OUT/issue12.txt" 2>&1
       echo "issue12 rc=$?"; tail -12 "$OUT/issue12.txt" ;;

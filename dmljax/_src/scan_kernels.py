@@ -273,12 +273,23 @@ def _product_loop_kernel(x_ref, o_ref, *, n: int, chunk: int, reverse: bool, exc
     jax.lax.fori_loop(0, blocks, step, (jnp.ones((1, 1), jnp.float32), jnp.zeros((1, 1), jnp.int32)))
 
 
+def _loop_warps(rows: int, dtype) -> int:
+    """Warps of a program that carries a row's product from block to block: one for FLOAT16 with
+    4,096 rows or more (enough programs to fill the GPU), else four. On the H100 (2^26 elements,
+    results/h100_session6/scan/product_sweep_*.txt; forward / reverse, of a copy's bandwidth),
+    8,192 rows of 8,192: FLOAT16 0.61 / 0.56 with one warp, 0.56 / 0.52 with four; FLOAT32 0.88 /
+    0.83 with four, 0.79 / 0.72 with one (the one-block form of eight warps before: FLOAT16 0.52 /
+    0.48, FLOAT32 0.64 / 0.65). 1,024 rows of 65,536: four warps, FLOAT16 0.48 / 0.43, FLOAT32
+    0.77 / 0.72; two 0.48 / 0.37 and 0.59 / 0.54."""
+    return 1 if np.dtype(dtype) == np.float16 and rows >= 4096 else 4
+
+
 def product_rows(x: jnp.ndarray, reverse: bool, exclusive: bool, interpret: bool = False) -> jnp.ndarray:
     """The running product of ``x`` along its last axis (reversed and/or exclusive), by the pair
     scan kernel; ``use_product_kernel`` must allow the shape (``interpret=True``: any backend)."""
     n = x.shape[-1]
     if n > PRODUCT_BLOCK:
-        warps = PRODUCT_WARPS or max(1, min(8, PRODUCT_BLOCK // 512))
+        warps = PRODUCT_WARPS or _loop_warps(int(np.prod(x.shape[:-1], dtype=np.int64)), x.dtype)
         kernel = functools.partial(_product_loop_kernel, chunk=PRODUCT_BLOCK)
         return _rows_call(lambda x_ref, o_ref, *, b, n, **kw: kernel(x_ref, o_ref, n=n, **kw), "dmljax_row_cumprod",
                           x, reverse, exclusive, interpret, n, warps)
