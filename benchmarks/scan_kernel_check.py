@@ -51,7 +51,7 @@ def main() -> int:
     rng = np.random.default_rng(11)
     cases = Cases()
     spec = dmljax.get_operator("CUMULATIVE_SUMMATION").spec
-    for n, rows in ((16, 256), (256, 40), (1024, 24), (8192, 3)):
+    for n, rows in ((16, 256), (256, 40), (1024, 24), (8192, 3), (32768, 3)):  # 32,768: carried block to block
         for dtype in (np.float32, np.float16):
             x = (rng.standard_normal((rows, n)) * 4).astype(dtype)
             x[0, 3], x[1, n // 2], x[2, 0] = np.nan, np.inf, -np.inf

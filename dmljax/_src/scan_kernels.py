@@ -24,12 +24,17 @@ import numpy as np
 
 from dmljax._src.row_kernels import flush_values
 
-__all__ = ["use_kernel", "use_product_kernel", "scan_rows", "product_rows", "MIN_ROW", "MAX_ROW", "BLOCK"]
+__all__ = ["use_kernel", "use_product_kernel", "scan_rows", "product_rows", "MIN_ROW", "MAX_ROW", "LOOP_MAX_ROW",
+           "BLOCK"]
 
 MIN_ROW = 16
 MAX_ROW = 8192
 """A row of more than this many elements does not fit in one program's registers with room to
-scan; shorter rows than MIN_ROW stay with XLA."""
+scan: the sum's kernel takes it MAX_ROW elements at a time (``_sum_loop_kernel``), the running
+sum carried from block to block; shorter rows than MIN_ROW stay with XLA."""
+LOOP_MAX_ROW = 1 << 20
+"""Rows up to this length take the kernels, a program a row carrying its tally block to block
+(the product's carried exponent, at most 2^20 x 278 in magnitude, stays far inside int32)."""
 BLOCK = 8192
 """Elements per program: rows of n are taken BLOCK / n at a time (at least one)."""
 
@@ -44,15 +49,14 @@ def _rows_per_program(r: int, n: int, block: int = BLOCK) -> int:
     return b
 
 
-def use_kernel(shape: tuple[int, ...], axis: int, dtype, half: bool, max_row: int | None = None) -> bool:
+def use_kernel(shape: tuple[int, ...], axis: int, dtype, half: bool) -> bool:
     """Whether a tally can take the kernel: along the last axis, FLOAT32 or FLOAT16 computed in
-    FLOAT32, a power-of-two row length from MIN_ROW to MAX_ROW (or ``max_row``), and at least
-    1,024 elements per program (rows that short in a row count with no power-of-two factor stay
-    with XLA)."""
+    FLOAT32, a power-of-two row length from MIN_ROW to LOOP_MAX_ROW, and at least 1,024 elements
+    per program (rows that short in a row count with no power-of-two factor stay with XLA)."""
     if not ENABLED or half or np.dtype(dtype) not in (np.float32, np.float16) or not shape:
         return False
     n, r = shape[-1], int(np.prod(shape[:-1], dtype=np.int64))
-    if axis != len(shape) - 1 or not MIN_ROW <= n <= (max_row or MAX_ROW) or n & (n - 1):
+    if axis != len(shape) - 1 or not MIN_ROW <= n <= LOOP_MAX_ROW or n & (n - 1):
         return False
     return _rows_per_program(r, n) * n >= 1024
 
@@ -81,9 +85,46 @@ def _kernel(x_ref, o_ref, *, b: int, n: int, reverse: bool, exclusive: bool, flu
         o_ref[...] = y
 
 
+def _sum_loop_kernel(x_ref, o_ref, *, n: int, chunk: int, reverse: bool, exclusive: bool, flush: bool):
+    """One row of n > chunk elements, ``chunk`` at a time in scan order (reversed and exclusive
+    tallies through index vectors, as ``_kernel``): each block's running sum plus the sum carried
+    from the blocks before it, written, and its last element carried on."""
+    from jax.experimental import pallas as pl
+
+    col = jnp.arange(chunk, dtype=jnp.int32)[None, :]
+    blocks = n // chunk
+
+    def step(i, carry):
+        start = ((blocks - 1 - i) if reverse else i) * chunk
+        at = start + (chunk - 1 - col if reverse else col)  # where scan position j lives in the row
+        if exclusive:
+            src = jnp.clip(at + 1 if reverse else at - 1, 0, n - 1)
+            first = at == (n - 1 if reverse else 0)
+            x = jnp.where(first, 0.0, x_ref[jnp.zeros_like(src), src].astype(jnp.float32))
+        elif reverse:
+            x = x_ref[jnp.zeros_like(at), at].astype(jnp.float32)
+        else:
+            x = x_ref[:, pl.ds(start, chunk)].astype(jnp.float32)
+        if flush:
+            x = flush_values(x)
+        y = jnp.cumsum(x, axis=1) + carry
+        out = (flush_values(y) if flush else y).astype(o_ref.dtype)
+        if reverse:
+            o_ref[jnp.zeros_like(at), at] = out
+        else:
+            o_ref[:, pl.ds(start, chunk)] = out
+        return jnp.sum(jnp.where(col == chunk - 1, y, 0.0), axis=1, keepdims=True)
+
+    jax.lax.fori_loop(0, blocks, step, jnp.zeros((1, 1), jnp.float32))
+
+
 def scan_rows(x: jnp.ndarray, reverse: bool, exclusive: bool, interpret: bool = False) -> jnp.ndarray:
     """The running sum of ``x`` along its last axis (reversed and/or exclusive), by the kernel
     (``interpret=True`` runs it on any backend, for tests); ``use_kernel`` must allow the shape."""
+    n = x.shape[-1]
+    if n > MAX_ROW:
+        return _rows_call(lambda x_ref, o_ref, *, b, n, **kw: _sum_loop_kernel(x_ref, o_ref, n=n, chunk=MAX_ROW, **kw),
+                          "dmljax_row_cumsum", x, reverse, exclusive, interpret, n, 8)
     return _rows_call(_kernel, "dmljax_row_cumsum", x, reverse, exclusive, interpret)
 
 
@@ -202,9 +243,8 @@ def _pair_scan() -> tuple:
 
 
 def use_product_kernel(shape: tuple[int, ...], axis: int, dtype, half: bool) -> bool:
-    """use_kernel's rule with rows up to PRODUCT_MAX_ROW, for CUMULATIVE_PRODUCT (where this JAX's
-    Triton lowering has the scan)."""
-    return PRODUCT_ENABLED and use_kernel(shape, axis, dtype, half, PRODUCT_MAX_ROW) and _pair_scan()[1]
+    """use_kernel's rule, for CUMULATIVE_PRODUCT (where this JAX's Triton lowering has the scan)."""
+    return PRODUCT_ENABLED and use_kernel(shape, axis, dtype, half) and _pair_scan()[1]
 
 
 PRODUCT_ENABLED = True
@@ -215,12 +255,10 @@ is longer than a sum's. The H100 sweep (benchmarks/scan_product_sweep.py, rows o
 0.96 of a copy's bandwidth forward and 0.92 reverse in FLOAT32 with 1,024 elements and two warps,
 against 0.70 and 0.64 with the sum's 8,192 and eight."""
 PRODUCT_WARPS = None
-"""Warps per program of the product's kernel (None: one per 512 elements, 1 to 8)."""
-PRODUCT_MAX_ROW = 1 << 20
-"""Rows longer than PRODUCT_BLOCK are scanned PRODUCT_BLOCK elements at a time by one program,
-the running product carried from block to block (``_product_loop_kernel``), up to this length:
-the carried exponent (at most 2^20 x 278 in magnitude) stays far inside int32. Before, rows of
-8,192 were one block of eight warps: 0.52 of a copy's bandwidth in FLOAT16 (benchmarks/README.md)."""
+"""Warps per program of the product's kernel (None: one per 512 elements, 1 to 8; rows longer
+than PRODUCT_BLOCK, which one program scans PRODUCT_BLOCK elements at a time with the running
+product carried from block to block (``_product_loop_kernel``): ``_loop_warps``). Before the
+carried form, rows of 8,192 were one block of eight warps: 0.52 of a copy's bandwidth in FLOAT16."""
 
 
 def _product_kernel(x_ref, o_ref, *, b: int, n: int, reverse: bool, exclusive: bool, flush: bool):

@@ -128,19 +128,25 @@ def test_product_partials_never_overflow_where_the_prefix_does_not():
 # ---------------------------------------------------------------------------------- the GPU kernel
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("reverse, exclusive", [(False, False), (False, True), (True, False), (True, True)])
-def test_row_kernel_matches_the_reference(dtype, reverse, exclusive):
+@pytest.mark.parametrize("max_row", [8192, 64])
+def test_row_kernel_matches_the_reference(dtype, reverse, exclusive, max_row, monkeypatch):
     # Rows on a GPU take a Pallas kernel (dmljax/_src/scan_kernels.py); run here in Pallas's
     # interpreter, it must give what the operator's reference gives within the operator's budget,
     # NaN, infinities and FLOAT32 denormals included (the H100 run checks the compiled kernel:
-    # benchmarks/issue11_gpu.py, gpu_check).
+    # benchmarks/scan_kernel_check.py, gpu_check): whole rows in a block, and rows longer than
+    # MAX_ROW (64 here: four blocks a row, the sum carried across).
+    from dmljax._src import scan_kernels
     from dmljax._src.scan_kernels import scan_rows, use_kernel
+    monkeypatch.setattr(scan_kernels, "MAX_ROW", max_row)
     from tests.compare import assert_matches
     from tests.reference.reduction import _cumulative, _sum_magnitude
     rng = np.random.default_rng(7)
     x = (rng.standard_normal((4, 3, 256)) * 4).astype(dtype)
     x[0, 0, 3], x[1, 2, 9], x[2, 1, 0] = np.nan, np.inf, -np.inf
+    x[3, 1, 60:68] = [50.0, 50.0, -50.0, 1.0, -50.0, 2.0, 3.0, 4.0]  # larger terms across a block edge
     if dtype == np.float32:
         x[3, 0, :4] = [1e-40, -1e-40, 1e-39, 0.0]
+        x[3, 0, 126:130] = [1e-40, -1e-40, 1e-39, 0.0]
     assert use_kernel(x.shape, 2, dtype, False) and not use_kernel(x.shape, 2, dtype, True)
     assert not use_kernel(x.shape, 1, dtype, False) and not use_kernel((4, 3, 200), 2, dtype, False)
     assert not use_kernel((3, 64), 1, dtype, False)  # 64 elements a program: XLA
@@ -193,7 +199,12 @@ def test_product_rows_lower_to_one_triton_kernel():
     text = f.trace(jax.ShapeDtypeStruct((64, 1024), jnp.float16)).lower(lowering_platforms=("cuda",)).as_text()
     assert text.count("xla.gpu.triton") == 1 and 'name = "dmljax_row_cumprod"' in text
     assert "reduce_window" not in text and "while" not in text
-    # rows longer than PRODUCT_BLOCK: the same one kernel, its loop over the blocks inside it
+    # rows longer than PRODUCT_BLOCK (and the sum's MAX_ROW): the same one kernel, its loop over
+    # the blocks inside it
     text = f.trace(jax.ShapeDtypeStruct((4, 65536), jnp.float16)).lower(lowering_platforms=("cuda",)).as_text()
     assert text.count("xla.gpu.triton") == 1 and 'name = "dmljax_row_cumprod"' in text
+    assert "reduce_window" not in text and "stablehlo.while" not in text
+    f = jax.jit(lambda v: dmljax.cumulative_summation(v, axis=1, axis_direction="DECREASING"))
+    text = f.trace(jax.ShapeDtypeStruct((4, 65536), jnp.float16)).lower(lowering_platforms=("cuda",)).as_text()
+    assert text.count("xla.gpu.triton") == 1 and 'name = "dmljax_row_cumsum"' in text
     assert "reduce_window" not in text and "stablehlo.while" not in text
