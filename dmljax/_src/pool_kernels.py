@@ -31,6 +31,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dmljax._src.ops._window import windows_per_dimension
+
 __all__ = ["use_kernel", "max_pool_values", "BLOCK", "WARPS", "MAX_WINDOW"]
 
 BLOCK = 256
@@ -55,20 +57,16 @@ ENABLED = True
 def use_kernel(shape: tuple[int, ...], dtype, size, strides, dilations, start, end) -> bool:
     """Whether a MAX_POOLING's values can take the kernel: a 4-D tensor of a type in DTYPES, a
     window of MIN_WINDOW to MAX_WINDOW positions, at least one output, and fewer than 2^31
-    elements in and out (int32 offsets)."""
+    elements in and out, the output's last block included (int32 offsets)."""
     if not ENABLED or len(shape) != 4 or np.dtype(dtype) not in DTYPES:
         return False
     if not MIN_WINDOW <= int(np.prod(size)) <= MAX_WINDOW:
         return False
-    pooled = _pooled(shape[2:], size, strides, dilations, start, end)
+    pooled = windows_per_dimension(shape[2:], size, strides, dilations, start, end)
     if min(pooled) < 1 or min(shape) < 1:
         return False
-    return int(np.prod(shape, dtype=np.int64)) < 2**31 and shape[0] * shape[1] * int(np.prod(pooled)) < 2**31
-
-
-def _pooled(spatial, size, strides, dilations, start, end) -> tuple[int, ...]:
-    return tuple((n + a + b - d * (k - 1) - 1) // s + 1
-                 for n, k, s, d, a, b in zip(spatial, size, strides, dilations, start, end))
+    # (the output is rounded up to whole blocks: its last lane's number must fit too)
+    return int(np.prod(shape, dtype=np.int64)) < 2**31 and shape[0] * shape[1] * int(np.prod(pooled)) + BLOCK <= 2**31
 
 
 def _kernel(x_ref, o_ref, *, planes, spatial, pooled, size, strides, dilations, start, interpret):
@@ -119,7 +117,7 @@ def max_pool_values(x: jnp.ndarray, size, strides, dilations, start, end, interp
 
     n, c = x.shape[:2]
     spatial = tuple(int(s) for s in x.shape[2:])
-    pooled = _pooled(spatial, size, strides, dilations, start, end)
+    pooled = windows_per_dimension(spatial, size, strides, dilations, start, end)
     total = n * c * pooled[0] * pooled[1]
     params = None
     if not interpret:
