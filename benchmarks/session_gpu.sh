@@ -1,7 +1,7 @@
 #!/bin/bash
-# This session's device runs (benchmarks/README.md, "MAX_POOLING's kernel, POW's FLOAT16 stand-in
-# and a fused threshold kernel"), in steps chosen by STEPS (default: all), each with its own time
-# limit and files under $OUT:
+# The 2026-11-26 fourth session's device runs (benchmarks/README.md, "MAX_POOLING's kernel, POW's
+# FLOAT16 stand-in, one TOP_K kernel tried"; results/h100_session6/), in steps chosen by STEPS
+# (default: the list below), each with its own time limit and files under $OUT:
 #   sweep    benchmarks/threshold_kernel_sweep.py (sweep.txt)
 #   pool     benchmarks/pool_kernel_check.py: MAX_POOLING's kernel checked and timed (pool.txt)
 #   check    tests/gpu_check.py of TOP_K, TOP_K1, ELEMENT_WISE_POW and the MAX_POOLINGs (gpu_check.txt)
@@ -17,7 +17,7 @@
 # /tmp/src, so that nothing uncommitted runs. Usage: STEPS="pool check" bash benchmarks/session_gpu.sh
 set -u
 source benchmarks/devrun_setup.sh "env.txt" chex
-STEPS=${STEPS:-"sweep pool check pow select issue12"}
+STEPS=${STEPS:-"sweep pool check pow powgrad select top_k scan prodsweep scan11 issue12"}
 for step in $STEPS; do
   case $step in
     sweep)
