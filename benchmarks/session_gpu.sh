@@ -13,12 +13,13 @@
 #   prodsweep benchmarks/scan_product_sweep.py over rows of 8,192 and 65,536 (product_sweep_*.txt)
 #   scan11   benchmarks/issue11_gpu.py's scan group (scan11/)
 #   convprobe benchmarks/conv_flush_probe.py: CONVOLUTION FLOAT32's flush, and 1 x 1 as a dot (conv_probe.txt)
+#   convcheck tests/gpu_check.py of CONVOLUTION (gpu_check_conv.txt)
 #   issue12  benchmarks/issue12_gpu.py's pool group (issue12/)
 # Runs from a `git archive` of HEAD (devrun_head.tar, its commit in devrun_head.txt) extracted to
 # /tmp/src, so that nothing uncommitted runs. Usage: STEPS="pool check" bash benchmarks/session_gpu.sh
 set -u
 source benchmarks/devrun_setup.sh "env.txt" chex
-STEPS=${STEPS:-"sweep pool check pow powgrad select top_k scan prodsweep scan11 convprobe issue12"}
+STEPS=${STEPS:-"sweep pool check pow powgrad select top_k scan prodsweep scan11 convprobe convcheck issue12"}
 for step in $STEPS; do
   case $step in
     sweep)
@@ -60,6 +61,9 @@ for step in $STEPS; do
     convprobe)
       timeout ${CONV_S:-150} python benchmarks/conv_flush_probe.py > "$OUT/conv_probe.txt" 2>&1
       echo "conv probe rc=$?"; grep -v "^jax" "$OUT/conv_probe.txt" | sed 's/  */ /g' ;;
+    convcheck)
+      timeout ${CONVCHECK_S:-150} python tests/gpu_check.py CONVOLUTION > "$OUT/gpu_check_conv.txt" 2>&1
+      echo "gpu_check CONVOLUTION rc=$?"; tail -1 "$OUT/gpu_check_conv.txt"; grep FAIL "$OUT/gpu_check_conv.txt" | head -5 ;;
     issue12)
       timeout ${ISSUE12_S:-150} python benchmarks/issue12_gpu.py "$OUT/issue12" pool > "$OUT/issue12.txt" 2>&1
       echo "issue12 rc=$?"; tail -12 "$OUT/issue12.txt" ;;

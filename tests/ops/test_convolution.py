@@ -154,3 +154,35 @@ def test_shape_rules():
     assert dmljax.convolution(x, w[:4, :1], group_count=4, strides=(2, 2)).shape == (1, 4, 2, 2)
     assert dmljax.convolution(x, np.zeros((4, 2, 3, 3), np.float32), direction="BACKWARD", group_count=2,
                               strides=(2, 2)).shape == (1, 4, 11, 11)
+
+
+@pytest.mark.parametrize("spatial", [(5,), (4, 3), (2, 3, 2)])
+def test_pointwise_float32_is_a_product_over_channels(spatial):
+    # A 1 x 1 FLOAT32 forward convolution (one group, unit strides, no padding) is computed as a
+    # dot_general over the channels (faster than cuDNN's true FLOAT32 convolution on the H100):
+    # the same values (integers here: exact in any order), bias and fused activation after it,
+    # FLOAT32 denormal inputs read as zeros, the same gradients, and a dot (no convolution) in
+    # the program; strides, padding, groups or FLOAT16 keep the convolution.
+    rng = np.random.default_rng(9)
+    x, w, b = _ints(rng, (2, 6) + spatial), _ints(rng, (4, 6) + (1,) * len(spatial)), _ints(rng, (1, 4) + (1,) * len(spatial))
+    want = np.einsum("nc...,oc->no...", x, w.reshape(4, 6)) + b
+    got = dmljax.convolution(x, w, b, fused_activation=dmljax.FusedActivation("ACTIVATION_RELU"))
+    np.testing.assert_array_equal(np.asarray(got), np.maximum(want, 0))
+    tiny = np.zeros((1, 2) + spatial, np.float32)
+    tiny[(0, 0) + (0,) * len(spatial)] = 1e-40
+    big = np.full((1, 2) + (1,) * len(spatial), 2.0 ** 100, np.float32)
+    assert not np.asarray(dmljax.convolution(tiny, big)).any()  # 1e-40 * 2^100 would be 1.3e-10
+    dy = _ints(rng, (2, 4) + spatial)
+    dx, dw = jax.grad(lambda a, c: jnp.vdot(dmljax.convolution(a, c), dy), argnums=(0, 1))(x, w)
+    np.testing.assert_array_equal(np.asarray(dx), np.einsum("no...,oc->nc...", dy, w.reshape(4, 6)))
+    np.testing.assert_array_equal(np.asarray(dw).reshape(4, 6), np.einsum("nos,ncs->oc", dy.reshape(2, 4, -1),
+                                                                           x.reshape(2, 6, -1)))
+
+    def text(f, *a):
+        return jax.jit(f).trace(*a).lower(lowering_platforms=("cuda",)).as_text()
+    assert "stablehlo.dot_general" in text(dmljax.convolution, x, w)
+    assert "stablehlo.convolution" not in text(dmljax.convolution, x, w)
+    n = len(spatial)
+    for kw in ({"strides": (2,) * n}, {"start_padding": (1,) * n, "end_padding": (1,) * n}):
+        assert "stablehlo.convolution" in text(lambda a, c, kw=kw: dmljax.convolution(a, c, **kw), x, w)
+    assert "stablehlo.convolution" in text(dmljax.convolution, x.astype(np.float16), w.astype(np.float16))
