@@ -63,14 +63,21 @@ def use_kernel(shape: tuple[int, ...], axis: int, dtype, half: bool) -> bool:
     return _rows_per_program(r, n) * n >= 1024
 
 
+def _exclusive_input(x_ref, row, at, n: int, reverse: bool, first: float):
+    """An exclusive tally's input at the row positions ``at`` (any order): each position's neighbour
+    before it in scan order, read through index vectors, and ``first`` (the tally's identity) at the
+    row's first position in scan order; FLOAT32."""
+    src = jnp.clip(at + 1 if reverse else at - 1, 0, n - 1)
+    return jnp.where(at == (n - 1 if reverse else 0), first, x_ref[row, src].astype(jnp.float32))
+
+
 def _kernel(x_ref, o_ref, *, b: int, n: int, reverse: bool, exclusive: bool, flush: bool):
     # Index vectors as full (rows, n) grids: Triton's loads and stores take one offset per element
     col = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32)[None, :], (b, n))
     row = jnp.broadcast_to(jnp.arange(b, dtype=jnp.int32)[:, None], (b, n))
     at = n - 1 - col if reverse else col  # where scan position j lives in the row
     if exclusive:  # position j reads the element before it (in scan order); position 0 reads a 0
-        src = jnp.clip(at + 1 if reverse else at - 1, 0, n - 1)
-        x = jnp.where(col > 0, x_ref[row, src].astype(jnp.float32), 0.0)
+        x = _exclusive_input(x_ref, row, at, n, reverse, 0.0)
     elif reverse:
         x = x_ref[row, at].astype(jnp.float32)
     else:
@@ -87,10 +94,10 @@ def _kernel(x_ref, o_ref, *, b: int, n: int, reverse: bool, exclusive: bool, flu
         o_ref[...] = y
 
 
-def _sum_loop_kernel(x_ref, o_ref, *, n: int, chunk: int, reverse: bool, exclusive: bool, flush: bool):
-    """One row of n > chunk elements, ``chunk`` at a time in scan order (reversed and exclusive
-    tallies through index vectors, as ``_kernel``): each block's running sum plus the sum carried
-    from the blocks before it, written, and its last element carried on."""
+def _sum_loop_kernel(x_ref, o_ref, *, b: int, n: int, chunk: int, reverse: bool, exclusive: bool, flush: bool):
+    """One row (b = 1) of n > chunk elements, ``chunk`` at a time in scan order (reversed and
+    exclusive tallies through index vectors, as ``_kernel``): each block's running sum plus the sum
+    carried from the blocks before it, written, and its last element carried on."""
     from jax.experimental import pallas as pl
 
     col = jnp.arange(chunk, dtype=jnp.int32)[None, :]
@@ -100,9 +107,7 @@ def _sum_loop_kernel(x_ref, o_ref, *, n: int, chunk: int, reverse: bool, exclusi
         start = ((blocks - 1 - i) if reverse else i) * chunk
         at = start + (chunk - 1 - col if reverse else col)  # where scan position j lives in the row
         if exclusive:
-            src = jnp.clip(at + 1 if reverse else at - 1, 0, n - 1)
-            first = at == (n - 1 if reverse else 0)
-            x = jnp.where(first, 0.0, x_ref[jnp.zeros_like(src), src].astype(jnp.float32))
+            x = _exclusive_input(x_ref, jnp.zeros_like(at), at, n, reverse, 0.0)
         elif reverse:
             x = x_ref[jnp.zeros_like(at), at].astype(jnp.float32)
         else:
@@ -125,8 +130,8 @@ def scan_rows(x: jnp.ndarray, reverse: bool, exclusive: bool, interpret: bool = 
     (``interpret=True`` runs it on any backend, for tests); ``use_kernel`` must allow the shape."""
     n = x.shape[-1]
     if n > MAX_ROW:
-        return _rows_call(lambda x_ref, o_ref, *, b, n, **kw: _sum_loop_kernel(x_ref, o_ref, n=n, chunk=MAX_ROW, **kw),
-                          "dmljax_row_cumsum", x, reverse, exclusive, interpret, n, 8)
+        return _rows_call(functools.partial(_sum_loop_kernel, chunk=MAX_ROW), "dmljax_row_cumsum", x, reverse,
+                          exclusive, interpret, n, 8)
     return _rows_call(_kernel, "dmljax_row_cumsum", x, reverse, exclusive, interpret)
 
 
@@ -270,9 +275,7 @@ def _product_kernel(x_ref, o_ref, *, b: int, n: int, reverse: bool, exclusive: b
     if exclusive:
         col = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32)[None, :], (b, n))
         row = jnp.broadcast_to(jnp.arange(b, dtype=jnp.int32)[:, None], (b, n))
-        src = jnp.clip(col + 1 if reverse else col - 1, 0, n - 1)
-        first = col == (n - 1 if reverse else 0)
-        x = jnp.where(first, 1.0, x_ref[row, src].astype(jnp.float32))
+        x = _exclusive_input(x_ref, row, col, n, reverse, 1.0)
     else:
         x = x_ref[...].astype(jnp.float32)
     if flush:
@@ -282,8 +285,8 @@ def _product_kernel(x_ref, o_ref, *, b: int, n: int, reverse: bool, exclusive: b
     o_ref[...] = _pairs_to_value(m, e).astype(o_ref.dtype)
 
 
-def _product_loop_kernel(x_ref, o_ref, *, n: int, chunk: int, reverse: bool, exclusive: bool, flush: bool):
-    """One row of n > chunk elements, ``chunk`` at a time in scan order: each block's pair scan
+def _product_loop_kernel(x_ref, o_ref, *, b: int, n: int, chunk: int, reverse: bool, exclusive: bool, flush: bool):
+    """One row (b = 1) of n > chunk elements, ``chunk`` at a time in scan order: each block's pair scan
     times the product carried from the blocks before it (the pair of the last element scanned),
     the block written, its last pair carried on."""
     from jax.experimental import pallas as pl
@@ -294,11 +297,9 @@ def _product_loop_kernel(x_ref, o_ref, *, n: int, chunk: int, reverse: bool, exc
 
     def step(i, carry):
         start = ((blocks - 1 - i) if reverse else i) * chunk
-        if exclusive:  # each position reads its neighbour before it in scan order; the row's first a 1
+        if exclusive:
             pos = start + col
-            src = jnp.clip(pos + 1 if reverse else pos - 1, 0, n - 1)
-            first = pos == (n - 1 if reverse else 0)
-            x = jnp.where(first, 1.0, x_ref[jnp.zeros_like(src), src].astype(jnp.float32))
+            x = _exclusive_input(x_ref, jnp.zeros_like(pos), pos, n, reverse, 1.0)
         else:
             x = x_ref[:, pl.ds(start, chunk)].astype(jnp.float32)
         if flush:
@@ -330,8 +331,7 @@ def product_rows(x: jnp.ndarray, reverse: bool, exclusive: bool, interpret: bool
     n = x.shape[-1]
     if n > PRODUCT_BLOCK:
         warps = PRODUCT_WARPS or _loop_warps(int(np.prod(x.shape[:-1], dtype=np.int64)), x.dtype)
-        kernel = functools.partial(_product_loop_kernel, chunk=PRODUCT_BLOCK)
-        return _rows_call(lambda x_ref, o_ref, *, b, n, **kw: kernel(x_ref, o_ref, n=n, **kw), "dmljax_row_cumprod",
+        return _rows_call(functools.partial(_product_loop_kernel, chunk=PRODUCT_BLOCK), "dmljax_row_cumprod",
                           x, reverse, exclusive, interpret, n, warps)
     b = _rows_per_program(int(np.prod(x.shape[:-1], dtype=np.int64)), n, PRODUCT_BLOCK)
     warps = PRODUCT_WARPS or max(1, min(8, b * n // 512))
