@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dmljax._src.ops._window import windows_per_dimension
+from dmljax._src.row_kernels import flush_values
 
 __all__ = ["use_kernel", "max_pool_values", "BLOCK", "WARPS", "MAX_WINDOW"]
 
@@ -97,7 +98,7 @@ def _kernel(x_ref, o_ref, *, planes, spatial, pooled, size, strides, dilations, 
                 at = jnp.where(inside, at, 0)
             v = pl_triton.load(x_ref.at[at], mask=inside, other=nan)  # the padding: passed over as NaN
             if x_ref.dtype == jnp.float32:  # denormals as zeros of their sign (MAX_POOLING's order)
-                v = jnp.where(jnp.abs(v) < np.finfo(np.float32).tiny, v * np.float32(0), v)
+                v = flush_values(v)
             u = jax.lax.bitcast_convert_type(v, bits)  # +0 is the smallest bit pattern
             m, low = (v, u) if m is None else (larger(m, v), jnp.minimum(low, u))
     # a zero maximum: +0 if the window holds a +0 (float max answers either zero at a tie); NaN
