@@ -128,7 +128,7 @@ def scan_cases(rng):
             xla = compiled_with(scan_kernels, lambda x, product=product: tally(x, 1, False, False, product, False), ins[0],
                                 **{switch: False})
             yield (f"{name} rows of 1024 (XLA path)", dtype, ins, xla, jax.jit(lambda x, scan=scan: scan(x, axis=1)))
-            for n in (128, 8192, 65536):  # (65,536: the product carried block to block; the sum: XLA's)
+            for n in (128, 8192, 65536):  # (65,536: both tallies carried block to block)
                 rows = [x.reshape(-1, n) for x in ins]
                 yield (f"{name} rows of {n}", dtype, rows, jax.jit(lambda x, op=op: op(x, axis=1)),
                        jax.jit(lambda x, scan=scan: scan(x, axis=1)))

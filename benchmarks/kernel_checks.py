@@ -1,4 +1,4 @@
-"""Pieces the GPU kernel checks and benchmarks share (scan_kernel_check.py, select_kernel_check.py,
+"""Pieces the GPU kernel checks and benchmarks share (scan_kernel_check.py, select_kernel_check.py, pool_kernel_check.py,
 threshold_kernel_sweep.py, issue11_gpu.py): a tally of named cases that reports each one and goes on
 after a failure, and a call made with a module's settings changed for its duration (a kernel
 switched off, a block size tried), which is when a jitted function traces and keeps its program."""
