@@ -1,10 +1,11 @@
 #!/bin/bash
-# The 2026-11-26 fourth session's device runs (benchmarks/README.md, "MAX_POOLING's kernel, POW's
-# FLOAT16 stand-in, one TOP_K kernel tried"; results/h100_session6/), in steps chosen by STEPS
-# (default: the list below), each with its own time limit and files under $OUT:
+# The device runs of the 2026-11-26 sessions (benchmarks/README.md, "MAX_POOLING's kernel, POW's
+# FLOAT16 stand-in, one TOP_K kernel tried", results/h100_session6/, and the sections after it),
+# in steps chosen by STEPS (default: the first session's list below), each with its own time
+# limit and files under $OUT:
 #   sweep    benchmarks/threshold_kernel_sweep.py (sweep.txt)
 #   pool     benchmarks/pool_kernel_check.py: MAX_POOLING's kernel checked and timed (pool.txt)
-#   check    tests/gpu_check.py of TOP_K, TOP_K1, ELEMENT_WISE_POW and the MAX_POOLINGs (gpu_check.txt)
+#   check    tests/gpu_check.py of TOP_K, TOP_K1, ELEMENT_WISE_POW and the MAX_POOLINGs, or CHECK_OPS (gpu_check.txt)
 #   pow      benchmarks/elementwise_variants_gpu.py of POW (pow/, pow.txt)
 #   powgrad  tests/ops/test_element_wise_math.py's POW tests, on the GPU (powgrad.txt)
 #   select   benchmarks/select_kernel_check.py (select_check.txt)
@@ -15,6 +16,10 @@
 #   convprobe benchmarks/conv_flush_probe.py: CONVOLUTION FLOAT32's flush, and 1 x 1 as a dot (conv_probe.txt)
 #   convcheck tests/gpu_check.py of CONVOLUTION (gpu_check_conv.txt)
 #   issue12  benchmarks/issue12_gpu.py's pool group (issue12/)
+#   conv12   benchmarks/issue12_gpu.py's conv group (conv12/)
+#   powvar   benchmarks/pow_variants_gpu.py: what POW's rules cost (pow_variants.txt)
+#   basepow  the pow step on the commit in devrun_base.tar (devrun_base.txt), extracted to /tmp/base:
+#            the baseline of a POW change, on the same machine (base_pow/, base_pow.txt)
 # Runs from a `git archive` of HEAD (devrun_head.tar, its commit in devrun_head.txt) extracted to
 # /tmp/src, so that nothing uncommitted runs. Usage: STEPS="pool check" bash benchmarks/session_gpu.sh
 set -u
@@ -29,8 +34,8 @@ for step in $STEPS; do
       timeout ${POOL_S:-240} python benchmarks/pool_kernel_check.py > "$OUT/pool.txt" 2>&1
       echo "pool rc=$?"; grep -E "FAIL|passed|copy/this" "$OUT/pool.txt" | sed 's/  */ /g' ;;
     check)
-      timeout ${CHECK_S:-200} python tests/gpu_check.py TOP_K TOP_K1 ELEMENT_WISE_POW MAX_POOLING MAX_POOLING1 \
-        MAX_POOLING2 > "$OUT/gpu_check.txt" 2>&1
+      timeout ${CHECK_S:-200} python tests/gpu_check.py ${CHECK_OPS:-TOP_K TOP_K1 ELEMENT_WISE_POW MAX_POOLING \
+        MAX_POOLING1 MAX_POOLING2} > "$OUT/gpu_check.txt" 2>&1
       echo "gpu_check rc=$?"; tail -1 "$OUT/gpu_check.txt"; grep FAIL "$OUT/gpu_check.txt" | head -10 ;;
     pow)
       timeout ${POW_S:-150} python benchmarks/elementwise_variants_gpu.py "$OUT/pow" POW > "$OUT/pow.txt" 2>&1
@@ -67,5 +72,17 @@ for step in $STEPS; do
     issue12)
       timeout ${ISSUE12_S:-150} python benchmarks/issue12_gpu.py "$OUT/issue12" pool > "$OUT/issue12.txt" 2>&1
       echo "issue12 rc=$?"; tail -12 "$OUT/issue12.txt" ;;
+    conv12)
+      timeout ${CONV12_S:-240} python benchmarks/issue12_gpu.py "$OUT/conv12" conv > "$OUT/conv12.txt" 2>&1
+      echo "conv12 rc=$?"; grep -i "FLOAT32" "$OUT/conv12.txt" | tail -16 ;;
+    powvar)
+      timeout ${POWVAR_S:-200} python benchmarks/pow_variants_gpu.py > "$OUT/pow_variants.txt" 2>&1
+      echo "powvar rc=$?"; cat "$OUT/pow_variants.txt" | tail -14 ;;
+    basepow)
+      rm -rf /tmp/base && mkdir -p /tmp/base && tar -xf "$REPO/devrun_base.tar" -C /tmp/base
+      cat "$REPO/devrun_base.txt" > "$OUT/env_base.txt" 2>/dev/null
+      (cd /tmp/base && PYTHONPATH=/tmp/base timeout ${POW_S:-150} python benchmarks/elementwise_variants_gpu.py \
+        "$OUT/base_pow" POW > "$OUT/base_pow.txt" 2>&1)
+      echo "basepow rc=$?"; tail -12 "$OUT/base_pow.txt" ;;
   esac
 done

@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 import dmljax
+from dmljax._src.dtypes import DataType
+from tests.compare import assert_matches
 
 
 def grad_of(f, x):
@@ -363,6 +365,30 @@ def test_pow_gradient_by_exponent():
     want = [0.0, 0.0, 0.0, 8 * l2, -8 * l2, 0.0, 0.0, 0.0, math.nan, float(np.float32(math.log(3.0)))]
     np.testing.assert_allclose(ge, want, rtol=2e-7)
     assert not np.isnan(ge[:8]).any()
+
+
+def test_pow_gradient_by_input_where_e_minus_1_rounds():
+    # FLOAT32 base and exponent: the slope e * pow(g, e - 1) where e - 1 is not a float (|e| < 1/2,
+    # negative exponents that cross a binade, beyond 2^24 with the base near 1, where the odd
+    # power's sign comes back), within the record's budget of the float64 slope (the FLOAT32
+    # terms flushed, as DirectML's math reads them). Rounding e - 1 alone is up to 80 ULP off here.
+    rng = np.random.default_rng(7)
+    n = 4000
+    g = np.exp(rng.uniform(-40, 40, n)).astype(np.float32)
+    e = np.concatenate([rng.uniform(-0.5, 0.5, n // 4), -rng.uniform(1, 30, n // 4),
+                        rng.uniform(-3, 3, n // 2)]).astype(np.float32)
+    g[:200] = (1 + rng.uniform(-3e-6, 3e-6, 200)).astype(np.float32) * rng.choice([1, -1], 200)
+    e[:200] = (2.0 ** 24 * rng.choice([2, 3, -2, -3, 1.5], 200)).astype(np.float32)
+    g[200:400] = -g[200:400]
+    e[200:400] = np.round(e[200:400] * 9)  # negative bases take integral exponents
+    gx, _ = pow_grads(g, e)
+    g64, e64 = g.astype(np.float64), e.astype(np.float64)
+    with np.errstate(all="ignore"):
+        p = np.power(g64, e64 - 1)
+    tiny = np.finfo(np.float32).tiny
+    keep = (np.abs(p) >= tiny) & (np.abs(p) < 3e38) & (np.abs(e64 * p) < 3e38)
+    assert keep.sum() > 2500 and keep[:200].sum() > 50 and keep[200:400].sum() > 150
+    assert_matches(gx[keep], [e64[keep] * p[keep]], DataType.FLOAT32, ulp=4, context="d/dInput")
 
 
 def test_pow_half_gradients_where_the_float32_terms_are_denormal():

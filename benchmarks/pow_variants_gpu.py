@@ -1,0 +1,102 @@
+"""What POW's rules cost on a GPU: dmljax's POW forward (FLOAT32) and forward+backward (FLOAT16)
+beside jnp's and beside forms with one rule taken out or done another way, side by side in one
+run. A form here is a probe, not a candidate: most drop a rule DirectML needs (each says which);
+their times show where dmljax's time over jnp's goes.
+
+    python benchmarks/pow_variants_gpu.py
+
+2^28 elements (EW_TOTAL), bases in [0.25, 8) and exponents from the benchmark's "shift" draw (as
+benchmarks/elementwise_variants_gpu.py's POW), two input sets, device time from CUPTI, 20 calls.
+Prints each form's time and its time over jnp's.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax import lax  # noqa: E402
+
+import dmljax  # noqa: E402
+from dmljax._src.dtypes import DataType  # noqa: E402
+from dmljax._src.numerics import flush_denormals as flush  # noqa: E402
+from dmljax.bench.inputs import draw_all  # noqa: E402
+from dmljax.bench.timing import jax_device_times  # noqa: E402
+
+N = int(os.environ.get("EW_TOTAL", 2 ** 28))
+TINY = np.float32(np.finfo(np.float32).tiny)
+
+
+def rule(g, e, p):
+    """The page's rule: -inf with a non-integral exponent gives NaN."""
+    return jnp.where((g == -np.inf) & (jnp.floor(e) != e), np.float32(np.nan), p)
+
+
+FORWARD = {  # FLOAT32 forward: name -> f(x, e)
+    "jnp": lambda x, e: jnp.power(x, e),
+    "dmljax": lambda x, e: dmljax.element_wise_pow(x, e),
+    # dmljax's formula written out (flushes of both inputs and the output, the rule)
+    "written": lambda x, e: flush(rule(flush(x), flush(e), lax.pow(flush(x), flush(e)))),
+    "no output flush": lambda x, e: rule(flush(x), flush(e), lax.pow(flush(x), flush(e))),
+    "no input flushes": lambda x, e: flush(rule(x, e, lax.pow(x, e))),
+    "no rule": lambda x, e: flush(lax.pow(flush(x), flush(e))),
+    "flushes only of the output": lambda x, e: flush(lax.pow(x, e)),
+    # the exponent's flush as a last select (a zero or denormal exponent gives 1): same values
+    "exponent as a select": lambda x, e: flush(jnp.where(jnp.abs(e) < TINY, np.float32(1),
+                                                         rule(flush(x), e, lax.pow(flush(x), e)))),
+}
+
+
+def half_grad_stand_in(x, e, dy):
+    """The FLOAT16 gradient with -inf's stand-in (-2^126) in both powers instead of the rule's
+    exponent test (not DirectML's rule at a zero cotangent: -2^127 * 0 = 0 where -inf * 0 is NaN)."""
+    g, f, t = x.astype(np.float32), e.astype(np.float32), dy.astype(np.float32)
+    gs = jnp.where(g == -np.inf, np.float32(-(2.0 ** 126)), g)
+    y, e1 = lax.pow(gs, f), lax.pow(gs, f - 1)
+    slope = jnp.where(f == 0, np.float32(0), f * e1)
+    a = jnp.abs(g)
+    log_g = jnp.log(jnp.where(a == 0, np.float32(1), a))
+    de = jnp.where((g == 0) | (jnp.abs(y) < TINY), np.float32(0), y * log_g)
+    return (slope * t).astype(x.dtype), (de * t).astype(x.dtype)
+
+
+GRAD = {  # forward+backward: name -> f(x, e, dy), FLOAT32 and FLOAT16
+    "jnp": lambda x, e, dy: jax.vjp(jnp.power, x, e)[1](dy),
+    "dmljax": lambda x, e, dy: jax.vjp(dmljax.element_wise_pow, x, e)[1](dy),
+}
+HALF_GRAD = {"stand-in": half_grad_stand_in}
+
+
+def main():
+    kinds = ("positive", "shift", "normal")
+    rows = []
+    for dtype in ("FLOAT32", "FLOAT16"):
+        sets = [jax.block_until_ready(draw_all(np.uint32(s), kinds=kinds, shapes=((N,),) * 3,
+                                               dtype=DataType.parse(dtype))) for s in range(2)]
+        progs = [(f"grad {dtype} {k}", f, 3) for k, f in GRAD.items()]
+        if dtype == "FLOAT32":
+            progs = [(f"forward {dtype} {k}", f, 2) for k, f in FORWARD.items()] + progs
+        else:
+            progs += [(f"grad {dtype} {k}", f, 3) for k, f in HALF_GRAD.items()]
+        groups = [(name, (lambda f, n: lambda i: f(*sets[i][:n]))(jax.jit(f), n)) for name, f, n in progs]
+        times = jax_device_times(groups, 2)
+        rows += [(name, times.get(name, {}).get("s", float("nan")) * 1e3) for name, _, _ in progs]
+    base = {}
+    print(f"jax {jax.__version__}; {jax.devices()[0]}; 2^{N.bit_length() - 1} elements")
+    for name, ms in rows:
+        kind = name.rsplit(" ", 1)[0] if name.endswith(" jnp") else None
+        if kind:
+            base[kind] = ms
+    for name, ms in rows:
+        key = next((k for k in base if name.startswith(k + " ")), None)
+        ratio = ms / base[key] if key else float("nan")
+        print(f"{name:44s} {ms:8.3f} ms  {ratio:6.3f}x jnp")
+
+
+if __name__ == "__main__":
+    main()
