@@ -52,24 +52,68 @@ FORWARD = {  # FLOAT32 forward: name -> f(x, e)
 }
 
 
-def half_grad_stand_in(x, e, dy):
-    """The FLOAT16 gradient with -inf's stand-in (-2^126) in both powers instead of the rule's
-    exponent test (not DirectML's rule at a zero cotangent: -2^127 * 0 = 0 where -inf * 0 is NaN)."""
+def half_grad(x, e, dy, stand_in=False, log="float32"):
+    """The FLOAT16 gradient (a FLOAT16 base and exponent) written out as dmljax computes it, or
+    with -inf's stand-in (-2^126) in both powers instead of the rule's exponent test (not
+    DirectML's rule at a zero cotangent: -2^127 * 0 = 0 where -inf * 0 is NaN; the exponent's
+    gradient differs at -inf too), or with ln|g| from XLA's FLOAT16 log (``log="float16"``: about
+    one more FLOAT16 rounding) or without it (``log=None``: the exponent's gradient wrong, a floor)."""
     g, f, t = x.astype(np.float32), e.astype(np.float32), dy.astype(np.float32)
-    gs = jnp.where(g == -np.inf, np.float32(-(2.0 ** 126)), g)
-    y, e1 = lax.pow(gs, f), lax.pow(gs, f - 1)
+    if stand_in:
+        gs = jnp.where(g == -np.inf, np.float32(-(2.0 ** 126)), g)
+        y, e1 = lax.pow(gs, f), lax.pow(gs, f - 1)
+    else:
+        y, e1 = rule(g, f, lax.pow(g, f)), rule(g, f, lax.pow(g, f - 1))
     slope = jnp.where(f == 0, np.float32(0), f * e1)
     a = jnp.abs(g)
-    log_g = jnp.log(jnp.where(a == 0, np.float32(1), a))
-    de = jnp.where((g == 0) | (jnp.abs(y) < TINY), np.float32(0), y * log_g)
+    if log == "float32":
+        log_g = jnp.log(jnp.where(a == 0, np.float32(1), a))
+    elif log == "float16":
+        a16 = jnp.abs(x)
+        log_g = jnp.log(jnp.where(a16 == 0, np.float16(1), a16)).astype(np.float32)
+    else:
+        log_g = np.float32(1)
+    de = jnp.where((a == 0) | (jnp.abs(y) < TINY), np.float32(0), y * log_g)
     return (slope * t).astype(x.dtype), (de * t).astype(x.dtype)
+
+
+def float_grad(x, e, dy, inputs=True, terms=True, rule_on=True, correction=True):
+    """The FLOAT32 gradient written out as dmljax computes it, or without one part (each a rule
+    DirectML's semantics need, but for ``correction``, which is accuracy): the inputs' flushes,
+    the flushes of the slope and of the exponent's term, the page's -inf rule, the correction of
+    e - 1's rounding (TwoSum and ln|g|)."""
+    fl = flush if inputs else (lambda v: v)
+    g, f = fl(x), fl(e)
+    r = rule if rule_on else (lambda g, f, p: p)
+    y = r(g, f, lax.pow(g, f))
+    em1 = f - 1
+    p = r(g, f, lax.pow(g, em1))
+    a = jnp.abs(g)
+    log_g = jnp.log(jnp.where(a == 0, np.float32(1), a))
+    if correction:
+        back = em1 - f
+        lo = (f - (em1 - back)) + (np.float32(-1) - back)
+        corr = lo * log_g
+        p = p * (1 + jnp.where(jnp.abs(corr) <= 0.5, corr, np.float32(0)))
+        p = jnp.where((jnp.abs(lo) == 1) & jnp.signbit(g), -p, p)
+    out = flush if terms else (lambda v: v)
+    slope = out(jnp.where(f == 0, np.float32(0), f * p))
+    de = out(jnp.where((a == 0) | (jnp.abs(y) < TINY), np.float32(0), y * log_g))
+    return slope * dy, de * dy
+
+
+FLOAT_GRAD = {"written": float_grad, "no input flushes": lambda *a: float_grad(*a, inputs=False),
+              "no flushes of the terms": lambda *a: float_grad(*a, terms=False),
+              "no rule": lambda *a: float_grad(*a, rule_on=False),
+              "no correction": lambda *a: float_grad(*a, correction=False)}
 
 
 GRAD = {  # forward+backward: name -> f(x, e, dy), FLOAT32 and FLOAT16
     "jnp": lambda x, e, dy: jax.vjp(jnp.power, x, e)[1](dy),
     "dmljax": lambda x, e, dy: jax.vjp(dmljax.element_wise_pow, x, e)[1](dy),
 }
-HALF_GRAD = {"stand-in": half_grad_stand_in}
+HALF_GRAD = {"written": half_grad, "stand-in": lambda *a: half_grad(*a, stand_in=True),
+             "log in FLOAT16": lambda *a: half_grad(*a, log="float16"), "no log": lambda *a: half_grad(*a, log=None)}
 
 
 def main():
@@ -81,6 +125,7 @@ def main():
         progs = [(f"grad {dtype} {k}", f, 3) for k, f in GRAD.items()]
         if dtype == "FLOAT32":
             progs = [(f"forward {dtype} {k}", f, 2) for k, f in FORWARD.items()] + progs
+            progs += [(f"grad {dtype} {k}", f, 3) for k, f in FLOAT_GRAD.items()]
         else:
             progs += [(f"grad {dtype} {k}", f, 3) for k, f in HALF_GRAD.items()]
         groups = [(name, (lambda f, n: lambda i: f(*sets[i][:n]))(jax.jit(f), n)) for name, f, n in progs]
