@@ -418,6 +418,27 @@ def test_pow_half_gradients_where_the_float32_terms_are_denormal():
         assert (ulps <= 1).all(), (got, want16)
 
 
+@pytest.mark.parametrize("exponent", [1.5, -0.5, 3.0, 0.0])
+def test_pow_half_gradient_by_exponent_for_every_base(exponent):
+    # A FLOAT16 base without ScaleBias takes ln|g| from a table of every FLOAT16 magnitude: the
+    # exponent's gradient pow(g, e) * ln|g| for all 63,488 finite FLOAT16 bases (denormals and
+    # -0 included) within 1 FLOAT16 ULP of float64, its zeros of the reference's sign.
+    g = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    g = g[np.isfinite(g)]
+    e = np.full(g.shape, exponent, np.float16)
+    _, ge = pow_grads(g, e)
+    g64 = g.astype(np.float64)
+    with np.errstate(all="ignore"):
+        y = np.power(g64, exponent)
+        want = np.where((g64 == 0) | (np.abs(y) < np.finfo(np.float32).tiny), 0.0, y * np.log(np.abs(g64)))
+    want16 = want.astype(np.float16)
+    nan = np.isnan(want16)
+    assert (np.isnan(ge) == nan).all()
+    np.testing.assert_array_equal(np.signbit(ge[~nan]), np.signbit(want16[~nan]))
+    ulps = np.abs(ge[~nan].view(np.int16).astype(np.int32) - want16[~nan].view(np.int16).astype(np.int32))
+    assert ulps.max() <= 1, ulps.max()
+
+
 def test_pow_gradient_scale_bias_is_the_base_only():
     x, e = jnp.array([0.5, 1.5], jnp.float32), jnp.array([3.0, 0.5], jnp.float32)
     gx, ge = pow_grads(x, e, scale_bias=(2.0, 1.0))
