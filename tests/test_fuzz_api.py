@@ -233,9 +233,10 @@ def exact(v) -> fractions.Fraction:
     return fractions.Fraction(*v.as_integer_ratio())
 
 
-def fused_ok(v, out_dt: DataType | None) -> bool:
+def fused_ok(v, out_dt: DataType | None, level: FeatureLevel) -> bool | None:
     """A fused activation for ELEMENT_WISE_ADD1: an implemented activation that may be fused into
-    it, NULL tensors, valid members; only with a FLOAT32/FLOAT16 output."""
+    it and exists at the call's feature level, NULL tensors, valid members; only with a
+    FLOAT32/FLOAT16 output. None: either (the activation's own checks judge its members)."""
     if v is None:
         return True
     fusable = {n for n, hosts in FUSABLE.items() if hosts is None and n in OPS}
@@ -261,6 +262,8 @@ def fused_ok(v, out_dt: DataType | None) -> bool:
     if name not in fusable or out_dt not in FUSED_OUTPUT_TYPES:
         return False
     act = OPS[name].spec
+    if act.introduced > level:  # CELU, say, is DML_FEATURE_LEVEL_3_0's: not fusable at 2.0
+        return False
     members = {}
     for p in act.params:
         members[p.dml_name] = p
@@ -277,7 +280,11 @@ def fused_ok(v, out_dt: DataType | None) -> bool:
         seen.add(p.dml_name)
         if p.type != "FLOAT" or not float_attr_ok(x):
             return False
-    return all(p.dml_name in seen or p.default is not REQUIRED for p in act.params)
+    if not all(p.dml_name in seen or p.default is not REQUIRED for p in act.params):
+        return False
+    # what the activation's page says beyond the tables (SOFTPLUS's Steepness >= 1 before
+    # DML_FEATURE_LEVEL_6_4, say): its own checks judge the members given
+    return None if act.extra_checks and seen else True
 
 
 # ------------------------------------------------------------------------------ strategies
@@ -528,7 +535,7 @@ def op_call(draw, name):
                      "name": lambda: name, "none": lambda: None}[form]()
             else:
                 v = draw(nasty())
-            ok = fused_ok(v, out_dt)
+            ok = fused_ok(v, out_dt, level)
         else:  # a kind without a strategy here (UINT, INT, BOOL, arrays, enums): nasty values only
             v = draw(nasty())
             ok = None
