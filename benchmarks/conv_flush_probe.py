@@ -7,7 +7,10 @@ true FLOAT32 products (precision HIGHEST):
 - dmljax.convolution (NCHW; and NHWC memory seen as logical NCHW), lax.conv_general_dilated twins;
 - the flush alone (the pass dmljax adds);
 - 1 x 1 only: the same product as a dot_general, with and without the flush of its input, NCHW and
-  NHWC, and the kernels each program runs.
+  NHWC, and the kernels each program runs;
+- 3 x 3 only, NHWC: the convolution without padding on an input padded before the program, padded
+  in it, and flushed and padded in one pass with the output flushed (whether the input's pass can
+  also take the padding off cuDNN's hands).
 
     python benchmarks/conv_flush_probe.py   (SMOKE=1: small shapes, for a CPU dry run)
 """
@@ -47,6 +50,15 @@ def _dot_nhwc(x, w, flush):
     return flush_denormals(y) if flush else y
 
 
+def _valid_nhwc(x, w, pad, flush):
+    """A 3 x 3 NHWC convolution with its zero padding written by the pass before it (the flush's,
+    where ``flush``): the convolution itself runs without padding."""
+    x = flush_denormals(x) if flush else x
+    x = jnp.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
+    y = lax.conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"), precision=HI)
+    return flush_denormals(y) if flush else y
+
+
 def main():
     rng = np.random.default_rng(0)
     print(f"jax {jax.__version__}; {jax.devices()[0]}", flush=True)
@@ -67,6 +79,12 @@ def main():
                       ("dot NCHW", lambda x, w: _dot_nchw(x, w, False), nchw),
                       ("dot NHWC, flushed", lambda x, w: _dot_nhwc(x, w, True), nhwc),
                       ("dot NHWC", lambda x, w: _dot_nhwc(x, w, False), nhwc)]
+        if k == 3:
+            padded = [(jnp.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0))), w) for x, w in nhwc]
+            progs += [("lax NHWC, VALID, padded before", lambda x, w: lax.conv_general_dilated(
+                          x, w, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"), precision=HI), padded),
+                      ("NHWC padded in the program", lambda x, w: _valid_nhwc(x, w, pad, False), nhwc),
+                      ("NHWC flushed and padded, VALID", lambda x, w: _valid_nhwc(x, w, pad, True), nhwc)]
         groups = [(name, (lambda f, d: lambda i: f(*d[i]))(jax.jit(f), d)) for name, f, d in progs]
         t = jax_device_times(groups, 2)
         base = {"NCHW": t["lax NCHW"]["s"], "NHWC": t["lax NHWC"]["s"]}
