@@ -251,6 +251,23 @@ def test_non_arrays_are_refused_even_after_a_cached_call_of_the_same_shape(bad, 
     assert f"  InputTensor (argument `input`) {found}" in text, text
 
 
+
+@pytest.mark.parametrize("operator, call, found", [
+    ("one_hot", lambda: dmljax.one_hot(np.zeros(5, np.uint32), np.ma.masked_array(np.zeros(2, np.float32)),
+                            output_sizes=(5, 2), axis=1),
+     "ValuesTensor (argument `values`) is a NumPy masked array"),
+    ("average_pooling_grad", lambda: dmljax.average_pooling_grad(np.zeros((1, 1, 4, 4), bool), output_gradient_sizes=(1, 1, 4, 4),
+                                         strides=(1, 1), window_size=(1, 1), start_padding=(0, 0),
+                                         end_padding=(0, 0), include_padding=False),
+     "InputGradientTensor (argument `input_gradient`) has dtype bool"),
+], ids=["one_hot masked values", "average_pooling_grad bool"])
+def test_an_output_typed_by_a_refused_input_ends_in_a_validation_error(operator, call, found):
+    """An output given Sizes by the caller and its DataType by an input (ONE_HOT's by ValuesTensor,
+    AVERAGE_POOLING_GRAD's by InputGradientTensor) raised an internal TypeError ("DataType comes
+    from nothing") when that input was refused, instead of the ValidationError naming it (found by
+    the API fuzz with 400 examples an operator)."""
+    assert found in refused(call, operator)
+
 def test_zero_size_arrays_are_refused_like_tensor_descs():
     text = refused(lambda: dmljax.element_wise_threshold(np.zeros((0, 3), np.float32), min=0.0))
     assert "InputTensor (argument `input`) has Sizes [0, 3], with a zero size" in text

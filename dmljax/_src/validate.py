@@ -394,6 +394,8 @@ def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, sized, membe
         tspec = spec.tensor(name)
         if info.data_type is None:  # Sizes from the caller, DataType from infer_outputs (or a refused choice)
             if spec.infer_outputs is None and tspec.default_data_type is None:
+                if problems or any(sig is None for _, sig in sigs):
+                    continue  # it would come from an input refused already (a bool, a masked array)
                 raise TypeError(f"{spec.enum_name}: {name}'s DataType comes from nothing")
             sup = row.tensors[base_name(name)] if row is not None else None
             ndim = len(info.shape)
