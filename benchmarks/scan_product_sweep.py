@@ -1,7 +1,7 @@
 """CUMULATIVE_PRODUCT's row kernel on a GPU over elements per program (PRODUCT_BLOCK) and warps
 (PRODUCT_WARPS): device time of each setting against a copy, forward and reverse, FLOAT32 and
-FLOAT16, rows of 1,024 (2^26 elements; SWEEP_TOTAL, SWEEP_ROW, SWEEP_BLOCKS, SWEEP_WARPS and, for
-rows longer than a block, SWEEP_STAGES (LOOP_STAGES) change them). Prints one line per setting, then the best setting per case.
+FLOAT16, rows of 1,024 (2^26 elements; SWEEP_TOTAL, SWEEP_ROW, SWEEP_BLOCKS and SWEEP_WARPS
+change them). Prints one line per setting, then the best setting per case.
 
     python benchmarks/scan_product_sweep.py
 """
@@ -26,7 +26,6 @@ TOTAL = int(os.environ.get("SWEEP_TOTAL", 2 ** 26))
 ROW = int(os.environ.get("SWEEP_ROW", 1024))
 BLOCKS = tuple(int(b) for b in os.environ.get("SWEEP_BLOCKS", "1024,2048,4096,8192").split(","))
 WARPS = tuple(int(w) for w in os.environ.get("SWEEP_WARPS", "1,2,4,8").split(","))
-STAGES = tuple(int(s) for s in os.environ.get("SWEEP_STAGES", "1").split(","))  # LOOP_STAGES, rows > a block
 
 
 def main():
@@ -38,13 +37,13 @@ def main():
         xs = [jnp.asarray(np.exp2(rng.uniform(-0.01, 0.01, (TOTAL // ROW, ROW))).astype(dtype)) for _ in range(2)]
         for reverse in (False, True):
             fns = [("copy", copy)]
-            for block, warps, stages in itertools.product(BLOCKS, WARPS, STAGES):
+            for block, warps in itertools.product(BLOCKS, WARPS):
                 if warps * 32 * 2 > max(block, ROW):  # fewer than two elements a thread
                     continue
                 # tally itself: the operator's own call keeps the first program it compiled
                 f = compiled_with(scan_kernels, lambda x, r=reverse: tally(x, 1, r, False, True, False), xs[0],
-                                  PRODUCT_BLOCK=block, PRODUCT_WARPS=warps, LOOP_STAGES=stages)
-                fns.append((f"block {block:4d} warps {warps}" + (f" stages {stages}" if len(STAGES) > 1 else ""), f))
+                                  PRODUCT_BLOCK=block, PRODUCT_WARPS=warps)
+                fns.append((f"block {block:4d} warps {warps}", f))
             t = jax_device_times([(name, lambda i, f=f: f(xs[i % 2])) for name, f in fns], 2)
             case = f"{np.dtype(dtype).name} {'reverse' if reverse else 'forward'}"
             for name, v in t.items():

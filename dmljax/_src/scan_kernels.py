@@ -131,11 +131,11 @@ def scan_rows(x: jnp.ndarray, reverse: bool, exclusive: bool, interpret: bool = 
     n = x.shape[-1]
     if n > MAX_ROW:
         return _rows_call(functools.partial(_sum_loop_kernel, chunk=MAX_ROW), "dmljax_row_cumsum", x, reverse,
-                          exclusive, interpret, n, 8, LOOP_STAGES)
+                          exclusive, interpret, n, 8)
     return _rows_call(_kernel, "dmljax_row_cumsum", x, reverse, exclusive, interpret)
 
 
-def _rows_call(body, name, x, reverse, exclusive, interpret, block=None, warps=None, stages=1):
+def _rows_call(body, name, x, reverse, exclusive, interpret, block=None, warps=None):
     from jax.experimental import pallas as pl  # imported where a kernel is built: dmljax's import stays light
 
     n = x.shape[-1]
@@ -145,7 +145,7 @@ def _rows_call(body, name, x, reverse, exclusive, interpret, block=None, warps=N
     params = None
     if not interpret:
         from jax.experimental.pallas import triton as pl_triton
-        params = pl_triton.CompilerParams(num_warps=warps or (4 if b * n <= 2048 else 8), num_stages=stages)
+        params = pl_triton.CompilerParams(num_warps=warps or (4 if b * n <= 2048 else 8), num_stages=1)
     kernel = functools.partial(body, b=b, n=n, reverse=reverse, exclusive=exclusive, flush=x.dtype == np.float32)
     out = pl.pallas_call(
         kernel, out_shape=jax.ShapeDtypeStruct(rows.shape, rows.dtype), grid=(rows.shape[0] // b,),
@@ -314,11 +314,6 @@ def _product_loop_kernel(x_ref, o_ref, *, b: int, n: int, chunk: int, reverse: b
     jax.lax.fori_loop(0, blocks, step, (jnp.ones((1, 1), jnp.float32), jnp.zeros((1, 1), jnp.int32)))
 
 
-LOOP_STAGES = 1
-"""Triton's software-pipelining stages for the kernels that walk a row block by block (the next
-block's load issued while this one is scanned, at 2 or more)."""
-
-
 def _loop_warps(rows: int, dtype) -> int:
     """Warps of a program that carries a row's product from block to block: one for FLOAT16 with
     4,096 rows or more (enough programs to fill the GPU), else four. On the H100 (2^26 elements,
@@ -337,7 +332,7 @@ def product_rows(x: jnp.ndarray, reverse: bool, exclusive: bool, interpret: bool
     if n > PRODUCT_BLOCK:
         warps = PRODUCT_WARPS or _loop_warps(int(np.prod(x.shape[:-1], dtype=np.int64)), x.dtype)
         return _rows_call(functools.partial(_product_loop_kernel, chunk=PRODUCT_BLOCK), "dmljax_row_cumprod",
-                          x, reverse, exclusive, interpret, n, warps, LOOP_STAGES)
+                          x, reverse, exclusive, interpret, n, warps)
     b = _rows_per_program(int(np.prod(x.shape[:-1], dtype=np.int64)), n, PRODUCT_BLOCK)
     warps = PRODUCT_WARPS or max(1, min(8, b * n // 512))
     return _rows_call(_product_kernel, "dmljax_row_cumprod", x, reverse, exclusive, interpret, PRODUCT_BLOCK, warps)
