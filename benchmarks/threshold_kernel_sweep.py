@@ -32,9 +32,8 @@ def compiled(k, x, select=None, threshold=None):
 
 VARIANTS = {
     "default": {},
-    "groups of 16 at most": {"MAX_GROUP": 16},
-    "groups of 16 at most, a warp per 256": {"MAX_GROUP": 16, "CANDIDATES_PER_WARP": 256},
-    "second kernel: a warp per 256": {"CANDIDATES_PER_WARP": 256},
+    "no direct ranking (bisected)": {"DIRECT_MAX": 1},
+    "direct ranking up to 128": {"DIRECT_MAX": 128},
 }
 """threshold_kernels settings tried beside the defaults. sweep_1.txt and sweep_2.txt (the first
 runs: one bit a step, ordered by XLA's sort, one group size for every K) tried groups of 8, 16 and
@@ -52,7 +51,9 @@ each group's key from its best value by Triton's float max (one key a group inst
 element): slower for every K up to 32 (FLOAT16 K = 16: 0.120 ms against the two kernels' 0.068),
 and 0.261 against 0.273 ms at FLOAT32 K = 256: not kept. ../results/h100_session6/top_k/sweep_10.txt:
 one count a bisection step (the defaults since), with a warp per 512 or 256 candidates.
-sweep_11.txt: groups of 16 at most (fewer candidates for the second kernel at K = 32)."""
+sweep_11.txt: groups of 16 at most (fewer candidates for the second kernel at K = 32).
+../results/h100_session7/top_k/sweep_12.txt: the second kernel ranking the candidates at or above
+the best groups' threshold directly (DIRECT_MAX), against the bisection of their K-th key."""
 
 
 def main():

@@ -44,6 +44,8 @@ import numpy as np
 
 from dmljax._src.select_kernels import _INT_MIN, _keys_of
 
+_INT_MAX = np.int32(np.iinfo(np.int32).max)
+
 __all__ = ["use_kernel", "threshold_rows", "MIN_ROW", "MAX_ROW", "MIN_K", "MAX_K"]
 
 MIN_ROW = 2048
@@ -75,6 +77,9 @@ DIGIT_BITS = 1
 0.128 and 0.150 ms for K = 8, 16 and 32, two bits 0.122, 0.130 and 0.161, four bits 0.159, 0.179
 and 0.273 (16 counts of every key a step). Digit 0 was counted too then; it is not since
 (results/h100_session6/top_k/sweep_10.txt: one bit a step took FLOAT16 K = 16 from 0.077 to 0.073 ms)."""
+DIRECT_MAX = 64
+"""K up to ORDER_MAX: candidates at or above the K best groups' threshold ranked against each other
+directly, with no bisection, where at most this many reach it (``_pick_kernel``)."""
 ORDER_MAX = 32
 """K up to this: the second kernel also puts the K in the selection's order (each one's rank
 counted against the others); a larger K is ordered by XLA's sort. On the H100 (sweep_4.txt,
@@ -190,6 +195,30 @@ def _groups_kernel(x_ref, o_ref, *, n: int, chunk: int, g: int, k: int, k2: int,
     _store_best(parts, _kth_key(parts, k, x_ref.dtype), k, k2, (o_ref, numbers))
 
 
+def _store_ranked(x_ref, o_ref, value_ref, at_ref, key_ref, slots: int, count, k: int, k2: int):
+    """Write the K best of the first ``count`` of ``slots`` scratch slots (positions in ``at_ref``,
+    keys in ``key_ref``, in ascending index order) at their ranks, with their values (the input's
+    own bits): each one's rank is the number of the others before it (a larger key, or an equal
+    key at a lower index, which is an earlier slot)."""
+    from jax.experimental.pallas import triton as pl_triton
+
+    slot = jnp.arange(slots, dtype=jnp.int32)[None, :]
+    others = jnp.where(slot < count, key_ref[:, :slots], _INT_MIN)  # (1, slots); unused: below every key
+    b = max(1, min(slots, 4096 // slots))
+    for first in range(0, slots, b):
+        mine = first + jnp.arange(b, dtype=jnp.int32)[:, None]  # (b, 1)
+        live = mine < count
+        at_mine = pl_triton.load(at_ref.at[jnp.zeros_like(mine), mine], mask=live, other=0)
+        key_mine = pl_triton.load(key_ref.at[jnp.zeros_like(mine), mine], mask=live, other=0)
+        before = (others > key_mine) | ((others == key_mine) & (slot < mine))  # (b, slots)
+        rank = jnp.sum(before.astype(jnp.int32), axis=1, keepdims=True)
+        take = live & (rank < k)
+        rank = jnp.where(take, rank, k2 + mine)  # the other lanes aim past the K slots: never a kept one
+        pl_triton.store(o_ref.at[jnp.zeros_like(mine), rank], at_mine.astype(o_ref.dtype), mask=take)
+        value = pl_triton.load(x_ref.at[jnp.zeros_like(mine), at_mine], mask=take, other=0)
+        pl_triton.store(value_ref.at[jnp.zeros_like(mine), rank], value, mask=take)
+
+
 def _pick_kernel(x_ref, group_ref, o_ref, *scratch, g: int, k: int, k2: int, largest: bool, interpret: bool):
     from jax.experimental.pallas import triton as pl_triton
 
@@ -199,32 +228,40 @@ def _pick_kernel(x_ref, group_ref, o_ref, *scratch, g: int, k: int, k2: int, lar
     at = (group[:, :, None] * g + jnp.arange(g, dtype=jnp.int32)[None, None, :]).reshape(1, m)
     at = jnp.where(real, at, 0)
     key = jnp.where(real, _keys(x_ref[jnp.zeros_like(at), at], largest), _INT_MIN)
-    t = _kth_key([key], k, x_ref.dtype)
     if not scratch:  # the K in ascending index order; XLA orders them
-        _store_best([key], t, k, k2, (o_ref, [at]))
+        _store_best([key], _kth_key([key], k, x_ref.dtype), k, k2, (o_ref, [at]))
         return
-    # The K in the selection's order: each one's rank is the number of the K before it (a larger
-    # key, or an equal key at a lower index, which is an earlier slot); the K are written to
-    # scratch first (ascending), read back after a barrier, and written to their ranks, with
-    # their values (the input's own bits).
+    # The K in the selection's order. The K best groups' least best key t1 is reached by K
+    # elements at least (each group's best), so the K best are among the candidates at or above
+    # it; where at most DIRECT_MAX are (no wide tie at t1), they are gathered to scratch in
+    # ascending order and ranked against each other directly. Otherwise the K-th best key is
+    # bisected and the K ranked. Either way after a barrier, from scratch.
     value_ref, at_ref, key_ref = scratch
-    _store_best([key], t, k, k2, (at_ref, [at]), (key_ref, [key]))
-    if not interpret:  # Pallas's interpreter runs the program's steps in order anyway
-        pl_triton.debug_barrier()
-    slot = jnp.arange(k2, dtype=jnp.int32)[None, :]
-    others = jnp.where(slot < k, key_ref[:, :k2], _INT_MIN)  # (1, k2); unused slots: below every key
-    b = max(1, min(k2, 4096 // k2))
-    for first in range(0, k, b):
-        mine = first + jnp.arange(b, dtype=jnp.int32)[:, None]  # (b, 1)
-        live = mine < k
-        at_mine = pl_triton.load(at_ref.at[jnp.zeros_like(mine), mine], mask=live, other=0)
-        key_mine = pl_triton.load(key_ref.at[jnp.zeros_like(mine), mine], mask=live, other=0)
-        before = (others > key_mine) | ((others == key_mine) & (slot < mine))  # (b, k2)
-        rank = jnp.sum(before.astype(jnp.int32), axis=1, keepdims=True)
-        rank = jnp.where(live, rank, mine)  # the unused slots' own (masked) lanes: never a rank
-        pl_triton.store(o_ref.at[jnp.zeros_like(mine), rank], at_mine.astype(o_ref.dtype), mask=live)
-        value = pl_triton.load(x_ref.at[jnp.zeros_like(mine), at_mine], mask=live, other=0)
-        pl_triton.store(value_ref.at[jnp.zeros_like(mine), rank], value, mask=live)
+    w = at_ref.shape[1] // 2
+    best = jnp.max(key.reshape(1, k2, g), axis=2)  # each slot's group's best key
+    t1 = jnp.min(jnp.where(jnp.arange(k2, dtype=jnp.int32)[None, :] < k, best, _INT_MAX))
+    above = key >= t1
+    count = jnp.sum(above.astype(jnp.int32))
+
+    def sync():
+        if not interpret:  # Pallas's interpreter runs the program's steps in order anyway
+            pl_triton.debug_barrier()
+
+    def direct():
+        took = above.astype(jnp.int32)
+        pos = jnp.cumsum(took, axis=1) - took
+        pos = jnp.where(above, pos, w + (jnp.arange(m, dtype=jnp.int32)[None, :] & (w - 1)))
+        for ref, values in ((at_ref, at), (key_ref, key)):
+            pl_triton.store(ref.at[jnp.zeros_like(pos), pos], values, mask=above)
+        sync()
+        _store_ranked(x_ref, o_ref, value_ref, at_ref, key_ref, DIRECT_MAX, count, k, k2)
+
+    def bisected():
+        _store_best([key], _kth_key([key], k, x_ref.dtype), k, k2, (at_ref, [at]), (key_ref, [key]))
+        sync()
+        _store_ranked(x_ref, o_ref, value_ref, at_ref, key_ref, k2, k, k, k2)
+
+    jax.lax.cond(count <= DIRECT_MAX, direct, bisected)
 
 
 def _pallas(kernel, inputs, specs, outputs, warps: int, interpret: bool, name: str):
@@ -265,7 +302,7 @@ def best_in_groups(rows: jnp.ndarray, groups: jnp.ndarray, k: int, largest: bool
     warps = max(1, min(WARPS, k2 * g // CANDIDATES_PER_WARP))
     order = k <= ORDER_MAX
     kernel = functools.partial(_pick_kernel, g=g, k=k, k2=k2, largest=largest, interpret=interpret)
-    scratch = [(2 * k2, jnp.int32), (2 * k2, jnp.int32)]
+    scratch = [(2 * max(k2, DIRECT_MAX), jnp.int32)] * 2
     outputs = [(k2, index_dtype), (k2, rows.dtype)] + scratch if order else [(2 * k2, jnp.int32)]
     out = _pallas(kernel, [rows, groups], [rows.shape[-1], k2], outputs, warps, interpret, "dmljax_row_top_k_pick")
     return out[0][:, :k], (out[1][:, :k] if order else None)

@@ -171,7 +171,8 @@ def test_threshold_kernels_give_the_xla_paths_indices(dtype, largest, monkeypatc
     # bit for bit: ties across the threshold (values of a few levels, so the K-th value repeats in
     # many groups) to the lower index, -0 tied with +0, FLOAT32 denormals with zero, NaN after every
     # number (a row of NaN with one -inf, a row of -0 only), and K up to a quarter of the groups;
-    # the K ordered in the second kernel (their ranks) and by XLA's sort.
+    # the K ordered in the second kernel (their ranks: of the candidates at or above the best groups'
+    # threshold where few reach it, else of the K after a bisection) and by XLA's sort.
     from dmljax._src import threshold_kernels
     from dmljax._src.threshold_kernels import threshold_rows, use_kernel
     rng = np.random.default_rng(7)
@@ -190,8 +191,11 @@ def test_threshold_kernels_give_the_xla_paths_indices(dtype, largest, monkeypatc
     assert not use_kernel(x.shape, 1, 1, dtype) and not use_kernel(x.shape, 1, 129, dtype)  # 4096 / 8 / 4
     assert not use_kernel(x.shape, 0, 17, dtype) and not use_kernel((7, 3000), 1, 17, dtype)
     assert not use_kernel(x.shape, 1, 17, np.int32)
-    for k, order_max in ((2, 32), (17, 32), (50, 64), (128, 32)):  # K > ORDER_MAX: ordered by XLA's sort
+    # DIRECT_MAX 1: every row's K-th key bisected; 256 (K * GROUP here): every row's candidates ranked directly
+    for k, order_max, direct_max in ((2, 32, 64), (17, 32, 64), (17, 32, 1), (17, 32, 256), (50, 64, 64),
+                                     (128, 32, 64)):  # K > ORDER_MAX: ordered by XLA's sort
         monkeypatch.setattr(threshold_kernels, "ORDER_MAX", order_max)
+        monkeypatch.setattr(threshold_kernels, "DIRECT_MAX", direct_max)
         got, values = (np.asarray(a) for a in threshold_rows(jnp.asarray(x), k, largest, interpret=True))
         if largest:
             want = dmljax.top_k(x, axis=1, k=k)[1]
