@@ -269,6 +269,9 @@ def test_an_output_typed_by_a_refused_input_ends_in_a_validation_error(operator,
     assert found in refused(call, operator)
 
 def test_zero_size_arrays_are_refused_like_tensor_descs():
+    text = refused(lambda: dmljax.upsample_2d(np.zeros((1, 1, 0, 0), np.float32), scale_size=(2, 2),
+                                              interpolation_mode="LINEAR"), "upsample_2d")
+    assert "has Sizes [1, 1, 0, 0], with a zero size" in text  # UPSAMPLE_2D's bound divided by it
     text = refused(lambda: dmljax.element_wise_threshold(np.zeros((0, 3), np.float32), min=0.0))
     assert "InputTensor (argument `input`) has Sizes [0, 3], with a zero size" in text
     refused(lambda: jax.eval_shape(lambda v: dmljax.element_wise_threshold(v, min=0.0),

@@ -763,8 +763,8 @@ def resample_grad1(input_gradient, *, interpolation_mode, rounding_direction, sc
 def _upsample_checks(tensors, attrs, level) -> list[Violation]:
     """0 < ScaleSize.Height <= UINT_MAX / InputHeight and 0 < ScaleSize.Width <= UINT_MAX / InputWidth."""
     x, size = tensors.get("InputTensor"), attrs.get("ScaleSize")
-    if x is None or size is None or len(x.shape) < 2:
-        return []
+    if x is None or size is None or len(x.shape) < 2 or 0 in x.shape:
+        return []  # (a zero size is refused with the tensor)
     problems = []
     for member, v, n, what in (("Height", size.height, x.shape[-2], "InputHeight"),
                                ("Width", size.width, x.shape[-1], "InputWidth")):
