@@ -165,6 +165,22 @@ def _kth_key(parts, k: int, dtype):
     return lowest + jax.lax.fori_loop(0, steps, step, jnp.zeros((1, 1), jnp.int32))
 
 
+def _store_taken(take, first, spare: int, stores):
+    """Write the lanes of the (1, m) block ``take`` marks, in order, to consecutive slots from
+    ``first`` of each ``(ref, values)`` of ``stores``; the other lanes' (masked) stores aim at
+    ``spare`` slots from ``spare`` on, never at a taken one (Pallas's interpreter writes a masked
+    lane's old value back, and a scatter's duplicates land in any order). Returns how many were
+    taken, (1, 1)."""
+    from jax.experimental.pallas import triton as pl_triton
+
+    took = take.astype(jnp.int32)
+    slot = first + jnp.cumsum(took, axis=1) - took
+    slot = jnp.where(take, slot, spare + (jnp.arange(take.shape[1], dtype=jnp.int32)[None, :] & (spare - 1)))
+    for ref, values in stores:
+        pl_triton.store(ref.at[jnp.zeros_like(slot), slot], values, mask=take)
+    return jnp.sum(took, axis=1, keepdims=True)
+
+
 def _store_best(parts, t, k: int, k2: int, *stores):
     """Write the K best keys' values of ``parts`` (blocks in ascending index order, with the K-th
     best key ``t``) to the first K slots of each ``(ref, values per part)`` of ``stores``, in
@@ -172,21 +188,14 @@ def _store_best(parts, t, k: int, k2: int, *stores):
     written. The refs are 2 * k2 wide: the other lanes' (masked) stores aim at the second half,
     never at a slot a kept value takes (Pallas's interpreter writes a masked lane's old value back,
     and a scatter's duplicates land in any order)."""
-    from jax.experimental.pallas import triton as pl_triton
-
     ties_wanted = k - _count(parts, lambda p: p > t)
     ties_before = jnp.zeros((1, 1), jnp.int32)
     written = jnp.zeros((1, 1), jnp.int32)
     for j, p in enumerate(parts):
         tie = (p == t).astype(jnp.int32)
         take = (p > t) | ((tie == 1) & (ties_before + jnp.cumsum(tie, axis=1) - tie < ties_wanted))
-        took = take.astype(jnp.int32)
-        slot = written + jnp.cumsum(took, axis=1) - took
-        slot = jnp.where(take, slot, k2 + (jnp.arange(p.shape[1], dtype=jnp.int32)[None, :] & (k2 - 1)))
-        for ref, values in stores:
-            pl_triton.store(ref.at[jnp.zeros_like(slot), slot], values[j], mask=take)
+        written = written + _store_taken(take, written, k2, [(ref, values[j]) for ref, values in stores])
         ties_before = ties_before + jnp.sum(tie, axis=1, keepdims=True)
-        written = written + jnp.sum(took, axis=1, keepdims=True)
 
 
 def _groups_kernel(x_ref, o_ref, *, n: int, chunk: int, g: int, k: int, k2: int, largest: bool):
@@ -240,7 +249,6 @@ def _pick_kernel(x_ref, group_ref, o_ref, *scratch, g: int, k: int, k2: int, lar
     # ascending order and ranked against each other directly. Otherwise the K-th best key is
     # bisected and the K ranked. Either way after a barrier, from scratch.
     value_ref, at_ref, key_ref = scratch
-    w = at_ref.shape[1] // 2
     best = jnp.max(key.reshape(1, k2, g), axis=2)  # each slot's group's best key
     t1 = jnp.min(jnp.where(jnp.arange(k2, dtype=jnp.int32)[None, :] < k, best, _INT_MAX))
     above = key >= t1
@@ -251,11 +259,7 @@ def _pick_kernel(x_ref, group_ref, o_ref, *scratch, g: int, k: int, k2: int, lar
             pl_triton.debug_barrier()
 
     def direct():
-        took = above.astype(jnp.int32)
-        pos = jnp.cumsum(took, axis=1) - took
-        pos = jnp.where(above, pos, w + (jnp.arange(m, dtype=jnp.int32)[None, :] & (w - 1)))
-        for ref, values in ((at_ref, at), (key_ref, key)):
-            pl_triton.store(ref.at[jnp.zeros_like(pos), pos], values, mask=above)
+        _store_taken(above, 0, at_ref.shape[1] // 2, [(at_ref, at), (key_ref, key)])
         sync()
         _store_ranked(x_ref, o_ref, value_ref, at_ref, key_ref, DIRECT_MAX, count, k, k2)
 
