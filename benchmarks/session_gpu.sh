@@ -13,6 +13,9 @@
 #   scan     benchmarks/scan_kernel_check.py (scan_check.txt)
 #   prodsweep benchmarks/scan_product_sweep.py over rows of 8,192 and 65,536 (product_sweep_*.txt)
 #   scan11   benchmarks/issue11_gpu.py's scan group (scan11/)
+#   prefetch benchmarks/scan_product_sweep.py with and without the loops' read-ahead (scan_kernels.PREFETCH):
+#            CUMULATIVE_PRODUCT over rows of 65,536 and 8,192 and CUMULATIVE_SUMMATION over rows of 65,536,
+#            2^28 elements (prefetch_*.txt)
 #   convprobe benchmarks/conv_flush_probe.py: CONVOLUTION FLOAT32's flush, and 1 x 1 as a dot (conv_probe.txt)
 #   convcheck tests/gpu_check.py of CONVOLUTION (gpu_check_conv.txt)
 #   issue12  benchmarks/issue12_gpu.py's pool group (issue12/)
@@ -60,6 +63,15 @@ for step in $STEPS; do
       SWEEP_ROW=65536 SWEEP_BLOCKS=1024,2048 SWEEP_WARPS=2,4 timeout ${PSWEEP_S:-200} \
         python benchmarks/scan_product_sweep.py > "$OUT/product_sweep_65536.txt" 2>&1
       echo "product sweep rc=$?"; grep -v "^jax" "$OUT/product_sweep_65536.txt" ;;
+    prefetch)
+      for row in 65536 8192; do
+        SWEEP_TOTAL=268435456 SWEEP_ROW=$row SWEEP_BLOCKS=1024,2048 SWEEP_WARPS=1,2,4 SWEEP_PREFETCH=1,0 \
+          timeout ${PREFETCH_S:-200} python benchmarks/scan_product_sweep.py > "$OUT/prefetch_product_$row.txt" 2>&1
+        echo "prefetch product $row rc=$?"; grep -v "^jax" "$OUT/prefetch_product_$row.txt" | grep -v copy | sed 's/  */ /g'
+      done
+      SWEEP_OP=sum SWEEP_TOTAL=268435456 SWEEP_ROW=65536 SWEEP_BLOCKS=4096,8192 SWEEP_PREFETCH=1,0 \
+        timeout ${PREFETCH_S:-200} python benchmarks/scan_product_sweep.py > "$OUT/prefetch_sum_65536.txt" 2>&1
+      echo "prefetch sum rc=$?"; grep -v "^jax" "$OUT/prefetch_sum_65536.txt" | sed 's/  */ /g' ;;
     scan11)
       timeout ${SCAN11_S:-200} python benchmarks/issue11_gpu.py "$OUT/scan11" scan > "$OUT/scan11.txt" 2>&1
       echo "scan11 rc=$?"; grep -E "PRODUCT|SUMMATION rows of 65536" "$OUT/scan11.txt" | sed 's/  */ /g' ;;

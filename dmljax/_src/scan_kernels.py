@@ -97,32 +97,59 @@ def _kernel(x_ref, o_ref, *, b: int, n: int, reverse: bool, exclusive: bool, flu
 def _sum_loop_kernel(x_ref, o_ref, *, b: int, n: int, chunk: int, reverse: bool, exclusive: bool, flush: bool):
     """One row (b = 1) of n > chunk elements, ``chunk`` at a time in scan order (reversed and
     exclusive tallies through index vectors, as ``_kernel``): each block's running sum plus the sum
-    carried from the blocks before it, written, and its last element carried on."""
+    carried from the blocks before it, written, and its last element carried on. The next block is
+    read before this one is scanned (``_prefetched_loop``)."""
     from jax.experimental import pallas as pl
 
     col = jnp.arange(chunk, dtype=jnp.int32)[None, :]
     blocks = n // chunk
 
-    def step(i, carry):
-        start = ((blocks - 1 - i) if reverse else i) * chunk
-        at = start + (chunk - 1 - col if reverse else col)  # where scan position j lives in the row
+    def where(i):  # the row positions of scan step i's block, scan position j at column j
+        return ((blocks - 1 - i) if reverse else i) * chunk + (chunk - 1 - col if reverse else col)
+
+    def read(i):
         if exclusive:
-            x = _exclusive_input(x_ref, jnp.zeros_like(at), at, n, reverse, 0.0)
-        elif reverse:
-            x = x_ref[jnp.zeros_like(at), at].astype(jnp.float32)
-        else:
-            x = x_ref[:, pl.ds(start, chunk)].astype(jnp.float32)
+            return _exclusive_input(x_ref, jnp.zeros_like(col), where(i), n, reverse, 0.0)
+        if reverse:
+            return x_ref[jnp.zeros_like(col), where(i)]
+        return x_ref[:, pl.ds(i * chunk, chunk)]
+
+    def step(i, x, carry):
+        x = x.astype(jnp.float32)
         if flush:
             x = flush_values(x)
         y = jnp.cumsum(x, axis=1) + carry
         out = (flush_values(y) if flush else y).astype(o_ref.dtype)
         if reverse:
-            o_ref[jnp.zeros_like(at), at] = out
+            o_ref[jnp.zeros_like(col), where(i)] = out
         else:
-            o_ref[:, pl.ds(start, chunk)] = out
+            o_ref[:, pl.ds(i * chunk, chunk)] = out
         return jnp.sum(jnp.where(col == chunk - 1, y, 0.0), axis=1, keepdims=True)
 
-    jax.lax.fori_loop(0, blocks, step, jnp.zeros((1, 1), jnp.float32))
+    _prefetched_loop(blocks, read, step, jnp.zeros((1, 1), jnp.float32))
+
+
+def _prefetched_loop(blocks: int, read, step, init):
+    """``carry = step(i, read(i), carry)`` for i in 0 .. blocks - 1, with block i + 1's read issued
+    before step i runs: a load's registers are waited for at their first use, so the next block's
+    memory latency is spent while this block is scanned instead of after it (a row walked block by
+    block is a chain of such latencies). The last step reads its own block again (in cache)."""
+
+    if not PREFETCH:
+        jax.lax.fori_loop(0, blocks, lambda i, carry: step(i, read(i), carry), init)
+        return
+
+    def body(i, state):
+        carry, x = state
+        ahead = read(jnp.minimum(i + 1, blocks - 1))
+        return step(i, x, carry), ahead
+
+    jax.lax.fori_loop(0, blocks, body, (init, read(0)))
+
+
+PREFETCH = True
+"""False: the loops read each block when its step runs (benchmarks/scan_product_sweep.py times
+both forms)."""
 
 
 def scan_rows(x: jnp.ndarray, reverse: bool, exclusive: bool, interpret: bool = False) -> jnp.ndarray:
@@ -288,30 +315,33 @@ def _product_kernel(x_ref, o_ref, *, b: int, n: int, reverse: bool, exclusive: b
 def _product_loop_kernel(x_ref, o_ref, *, b: int, n: int, chunk: int, reverse: bool, exclusive: bool, flush: bool):
     """One row (b = 1) of n > chunk elements, ``chunk`` at a time in scan order: each block's pair scan
     times the product carried from the blocks before it (the pair of the last element scanned),
-    the block written, its last pair carried on."""
+    the block written, its last pair carried on; the next block read ahead (``_prefetched_loop``)."""
     from jax.experimental import pallas as pl
 
     col = jnp.arange(chunk, dtype=jnp.int32)[None, :]
     blocks = n // chunk
     last = col == (0 if reverse else chunk - 1)  # the block's final element in scan order
 
-    def step(i, carry):
-        start = ((blocks - 1 - i) if reverse else i) * chunk
+    def start(i):
+        return ((blocks - 1 - i) if reverse else i) * chunk
+
+    def read(i):
         if exclusive:
-            pos = start + col
-            x = _exclusive_input(x_ref, jnp.zeros_like(pos), pos, n, reverse, 1.0)
-        else:
-            x = x_ref[:, pl.ds(start, chunk)].astype(jnp.float32)
+            return _exclusive_input(x_ref, jnp.zeros_like(col), start(i) + col, n, reverse, 1.0)
+        return x_ref[:, pl.ds(start(i), chunk)]
+
+    def step(i, x, carry):
+        x = x.astype(jnp.float32)
         if flush:
             x = flush_values(x)
         m, e = _normalized(x)
         m, e = _pair_scan()[0].bind(m, e, axis=1, reverse=reverse)
         m, e = _pair_product(carry, (m, e))
-        o_ref[:, pl.ds(start, chunk)] = _pairs_to_value(m, e).astype(o_ref.dtype)
+        o_ref[:, pl.ds(start(i), chunk)] = _pairs_to_value(m, e).astype(o_ref.dtype)
         return (jnp.sum(jnp.where(last, m, 0.0), axis=1, keepdims=True),
                 jnp.sum(jnp.where(last, e, 0), axis=1, keepdims=True))
 
-    jax.lax.fori_loop(0, blocks, step, (jnp.ones((1, 1), jnp.float32), jnp.zeros((1, 1), jnp.int32)))
+    _prefetched_loop(blocks, read, step, (jnp.ones((1, 1), jnp.float32), jnp.zeros((1, 1), jnp.int32)))
 
 
 def _loop_warps(rows: int, dtype) -> int:
