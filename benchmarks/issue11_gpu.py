@@ -132,6 +132,10 @@ def scan_cases(rng):
                 rows = [x.reshape(-1, n) for x in ins]
                 yield (f"{name} rows of {n}", dtype, rows, jax.jit(lambda x, op=op: op(x, axis=1)),
                        jax.jit(lambda x, scan=scan: scan(x, axis=1)))
+                if n > 1024:  # the carried rows' other direction
+                    yield (f"{name} rows of {n} reverse", dtype, rows,
+                           jax.jit(lambda x, op=op: op(x, axis=1, axis_direction=1)),
+                           jax.jit(lambda x, scan=scan: scan(x[:, ::-1], axis=1)[:, ::-1]))
 
 
 def movement_cases(rng):

@@ -3,9 +3,10 @@
 FLOAT16, rows of 1,024 (2^26 elements; SWEEP_TOTAL, SWEEP_ROW, SWEEP_BLOCKS and SWEEP_WARPS
 change them). Prints one line per setting, then the best setting per case.
 
-SWEEP_PREFETCH=1,0 times each setting of rows longer than a block with the next block read ahead
-(scan_kernels.PREFETCH, the default) and without; SWEEP_OP=sum sweeps CUMULATIVE_SUMMATION's
-loop instead (the block is its MAX_ROW; its warps are fixed at 8, SWEEP_WARPS ignored).
+SWEEP_PREFETCH=d,1,0 times each setting of rows longer than a block with scan_kernels.PREFETCH's
+default (d: None, by dtype), the next block read ahead (1) and without (0); SWEEP_OP=sum sweeps
+CUMULATIVE_SUMMATION's loop instead (the block is its MAX_ROW; its warps are fixed at 8,
+SWEEP_WARPS ignored).
 
     python benchmarks/scan_product_sweep.py
 """
@@ -30,7 +31,7 @@ TOTAL = int(os.environ.get("SWEEP_TOTAL", 2 ** 26))
 ROW = int(os.environ.get("SWEEP_ROW", 1024))
 BLOCKS = tuple(int(b) for b in os.environ.get("SWEEP_BLOCKS", "1024,2048,4096,8192").split(","))
 WARPS = tuple(int(w) for w in os.environ.get("SWEEP_WARPS", "1,2,4,8").split(","))
-PREFETCH = tuple(bool(int(p)) for p in os.environ.get("SWEEP_PREFETCH", "1").split(","))
+PREFETCH = tuple({"d": None, "1": True, "0": False}[p] for p in os.environ.get("SWEEP_PREFETCH", "d").split(","))
 SUM = os.environ.get("SWEEP_OP", "product") == "sum"
 
 
@@ -45,13 +46,13 @@ def main():
         for reverse in (False, True):
             fns = [("copy", copy)]
             for block, warps, ahead in itertools.product(BLOCKS, (8,) if SUM else WARPS, PREFETCH):
-                if warps * 32 * 2 > max(block, ROW) or (not ahead and ROW <= block):
+                if warps * 32 * 2 > max(block, ROW) or (ahead is not None and ROW <= block):
                     continue  # fewer than two elements a thread; a one-block row has no loop
                 settings = ({"MAX_ROW": block} if SUM else {"PRODUCT_BLOCK": block, "PRODUCT_WARPS": warps})
                 # tally itself: the operator's own call keeps the first program it compiled
                 f = compiled_with(scan_kernels, lambda x, r=reverse: tally(x, 1, r, False, not SUM, False), xs[0],
                                   PREFETCH=ahead, **settings)
-                label = f"block {block:4d} warps {warps}" + ("" if ahead or ROW <= block else " no prefetch")
+                label = f"block {block:4d} warps {warps}" + {None: "", True: " read ahead", False: " no prefetch"}[ahead]
                 fns.append((label, f))
             t = jax_device_times([(name, lambda i, f=f: f(xs[i % 2])) for name, f in fns], 2)
             case = f"{np.dtype(dtype).name} {'reverse' if reverse else 'forward'}"

@@ -10,8 +10,11 @@ where a copy moves about 2.9 (issue 11). The kernel's formula is the XLA path's:
 type (denormals flushed). The order of the additions is Triton's scan tree instead of XLA's,
 which DirectML leaves open (SEMANTICS.md 8): results agree within the operator's budget.
 
-Reverse and exclusive tallies read the row through an index vector (reversed, or shifted by
-one with a zero in front) and write it back the same way, so every mode is one pass.
+Triton's scan runs either way along a row (``_scan_primitive``: Pallas lowers only a forward
+cumsum), so a reverse tally reads and writes its row in place, as a forward one; an exclusive
+tally reads it through an index vector shifted by one (the identity in front): every mode is one
+pass. (Until the reverse scan, reverse sums read and wrote through reversed index vectors: on the
+H100 rows of 1,024 FLOAT16 moved 0.74 of a copy's bandwidth that way, forward 1.01.)
 ``use_kernel`` says whether a call takes this path on a GPU; ``jax.lax.platform_dependent``
 picks it at lowering time, so CPU (and TPU) programs never contain it.
 """
@@ -60,7 +63,7 @@ def use_kernel(shape: tuple[int, ...], axis: int, dtype, half: bool) -> bool:
     n, r = shape[-1], int(np.prod(shape[:-1], dtype=np.int64))
     if axis != len(shape) - 1 or not MIN_ROW <= n <= LOOP_MAX_ROW or n & (n - 1):
         return False
-    return _rows_per_program(r, n) * n >= 1024
+    return _rows_per_program(r, n) * n >= 1024 and _sum_scan()[1]
 
 
 def _exclusive_input(x_ref, row, at, n: int, reverse: bool, first: float):
@@ -72,64 +75,54 @@ def _exclusive_input(x_ref, row, at, n: int, reverse: bool, first: float):
 
 
 def _kernel(x_ref, o_ref, *, b: int, n: int, reverse: bool, exclusive: bool, flush: bool):
-    # Index vectors as full (rows, n) grids: Triton's loads and stores take one offset per element
-    col = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32)[None, :], (b, n))
-    row = jnp.broadcast_to(jnp.arange(b, dtype=jnp.int32)[:, None], (b, n))
-    at = n - 1 - col if reverse else col  # where scan position j lives in the row
-    if exclusive:  # position j reads the element before it (in scan order); position 0 reads a 0
-        x = _exclusive_input(x_ref, row, at, n, reverse, 0.0)
-    elif reverse:
-        x = x_ref[row, at].astype(jnp.float32)
+    # Triton's scan runs either way along the row (reverse), so only the exclusive tallies read
+    # through an index grid: each position reads its neighbour before it in scan order, and the
+    # first position a 0.
+    if exclusive:
+        col = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32)[None, :], (b, n))
+        row = jnp.broadcast_to(jnp.arange(b, dtype=jnp.int32)[:, None], (b, n))
+        x = _exclusive_input(x_ref, row, col, n, reverse, 0.0)
     else:
         x = x_ref[...].astype(jnp.float32)
     if flush:
         x = flush_values(x)
-    y = jnp.cumsum(x, axis=1)
+    y = _running_sum(x, reverse)
     if flush:
         y = flush_values(y)
-    y = y.astype(o_ref.dtype)
-    if reverse:
-        o_ref[row, at] = y
-    else:
-        o_ref[...] = y
+    o_ref[...] = y.astype(o_ref.dtype)
 
 
 def _sum_loop_kernel(x_ref, o_ref, *, b: int, n: int, chunk: int, reverse: bool, exclusive: bool, flush: bool):
-    """One row (b = 1) of n > chunk elements, ``chunk`` at a time in scan order (reversed and
-    exclusive tallies through index vectors, as ``_kernel``): each block's running sum plus the sum
-    carried from the blocks before it, written, and its last element carried on. The next block is
+    """One row (b = 1) of n > chunk elements, ``chunk`` at a time in scan order (exclusive tallies
+    through index vectors, as ``_kernel``): each block's running sum plus the sum carried from the
+    blocks before it, written, and its last element in scan order carried on. The next block is
     read before this one is scanned (``_prefetched_loop``)."""
     from jax.experimental import pallas as pl
 
     col = jnp.arange(chunk, dtype=jnp.int32)[None, :]
     blocks = n // chunk
+    last = col == (0 if reverse else chunk - 1)  # the block's final element in scan order
 
-    def where(i):  # the row positions of scan step i's block, scan position j at column j
-        return ((blocks - 1 - i) if reverse else i) * chunk + (chunk - 1 - col if reverse else col)
+    def start(i):
+        return ((blocks - 1 - i) if reverse else i) * chunk
 
     def read(i):
         if exclusive:
-            return _exclusive_input(x_ref, jnp.zeros_like(col), where(i), n, reverse, 0.0)
-        if reverse:
-            return x_ref[jnp.zeros_like(col), where(i)]
-        return x_ref[:, pl.ds(i * chunk, chunk)]
+            return _exclusive_input(x_ref, jnp.zeros_like(col), start(i) + col, n, reverse, 0.0)
+        return x_ref[:, pl.ds(start(i), chunk)]
 
     def step(i, x, carry):
         x = x.astype(jnp.float32)
         if flush:
             x = flush_values(x)
-        y = jnp.cumsum(x, axis=1) + carry
-        out = (flush_values(y) if flush else y).astype(o_ref.dtype)
-        if reverse:
-            o_ref[jnp.zeros_like(col), where(i)] = out
-        else:
-            o_ref[:, pl.ds(i * chunk, chunk)] = out
-        return jnp.sum(jnp.where(col == chunk - 1, y, 0.0), axis=1, keepdims=True)
+        y = _running_sum(x, reverse) + carry
+        o_ref[:, pl.ds(start(i), chunk)] = (flush_values(y) if flush else y).astype(o_ref.dtype)
+        return jnp.sum(jnp.where(last, y, 0.0), axis=1, keepdims=True)
 
-    _prefetched_loop(blocks, read, step, jnp.zeros((1, 1), jnp.float32))
+    _prefetched_loop(blocks, read, step, jnp.zeros((1, 1), jnp.float32), PREFETCH is not False)
 
 
-def _prefetched_loop(blocks: int, read, step, init):
+def _prefetched_loop(blocks: int, read, step, init, ahead: bool = True):
     """``carry = step(i, read(i), carry)`` for i in 0 .. blocks - 1, with block i + 1's read issued
     before step i runs: a load's registers are waited for at their first use, so the next block's
     memory latency is spent while this block is scanned instead of after it (a row walked block by
@@ -147,9 +140,14 @@ def _prefetched_loop(blocks: int, read, step, init):
     jax.lax.fori_loop(0, blocks, body, (init, read(0)))
 
 
-PREFETCH = True
-"""False: the loops read each block when its step runs (benchmarks/scan_product_sweep.py times
-both forms)."""
+PREFETCH = None
+"""Whether the loops over a long row's blocks read the next block ahead (``_prefetched_loop``).
+None: the sum's loops and FLOAT32 products' do, FLOAT16 products' do not. On the H100 (2^28
+elements, results/h100_session8/prefetch), FLOAT32 products over rows of 65,536 went from 0.85 /
+0.81 of a copy's bandwidth (forward / reverse, four warps) to 0.88 / 0.85 with two warps, rows of
+8,192 from 0.91 / 0.86 to 0.93 / 0.90; FLOAT16 products, whose pair arithmetic is the bound, gained
+nothing (rows of 65,536 with one warp: 0.58 / 0.52 without, 0.50 / 0.56 with).
+True or False: every loop (benchmarks/scan_product_sweep.py times both)."""
 
 
 def scan_rows(x: jnp.ndarray, reverse: bool, exclusive: bool, interpret: bool = False) -> jnp.ndarray:
@@ -228,23 +226,23 @@ def _pairs_to_value(m, e):
     return jnp.where(normal, jnp.where(e > 127, huge, jnp.where(e < -126, tiny, value)), m)
 
 
-def _pair_scan_impl(m, e, *, axis, reverse):
-    return jax.lax.associative_scan(_pair_product, (m, e), axis=axis, reverse=reverse)
-
-
-@functools.cache
-def _pair_scan() -> tuple:
-    """(the primitive, whether it lowers to Triton's scan): defined at first use, so that
-    importing dmljax does not import Pallas; the Triton lowering is registered where this JAX's
-    Pallas Triton lowering has the pieces it is built from."""
+def _scan_primitive(name: str, combine) -> tuple:
+    """(a primitive scanning its operands along ``axis`` with ``combine`` (two tuples of elements
+    to one), whether it lowers to Triton's scan): Triton's scan with the combine on a GPU, either
+    way along the axis (``reverse``), and lax.associative_scan elsewhere (Pallas's interpreter in
+    the tests). The Triton lowering is registered where this JAX's Pallas Triton lowering has the
+    pieces it is built from. (Pallas lowers only a forward cumsum to Triton's scan.)"""
     from jax.extend.core import Primitive
     from jax.interpreters import mlir
 
-    prim = Primitive("dmljax_pair_product_scan")
+    def impl(*xs, axis, reverse):
+        return jax.lax.associative_scan(lambda a, b: tuple(combine(a, b)), tuple(xs), axis=axis, reverse=reverse)
+
+    prim = Primitive(name)
     prim.multiple_results = True
-    prim.def_impl(lambda m, e, *, axis, reverse: _pair_scan_impl(m, e, axis=axis, reverse=reverse))
-    prim.def_abstract_eval(lambda m, e, *, axis, reverse: (m, e))
-    mlir.register_lowering(prim, mlir.lower_fun(_pair_scan_impl, multiple_results=True))
+    prim.def_impl(impl)
+    prim.def_abstract_eval(lambda *xs, axis, reverse: xs)
+    mlir.register_lowering(prim, mlir.lower_fun(impl, multiple_results=True))
     try:
         from jax._src import api_util
         from jax._src import linear_util as lu
@@ -255,17 +253,18 @@ def _pair_scan() -> tuple:
     except ImportError:
         return prim, False
 
-    def rule(ctx, m, e, *, axis, reverse):
+    def rule(ctx, *xs, axis, reverse):
+        count = len(xs)
         scalars = [jax.core.ShapedArray((), a.dtype) for a in ctx.avals_in] * 2
 
-        def combine(ma, ea, mb, eb):
-            return list(_pair_product((ma, ea), (mb, eb)))
-        traced = lu.wrap_init(combine, debug_info=api_util.debug_info("dmljax pair scan", combine, (0,) * 4, {}))
+        def flat(*v):
+            return list(combine(v[:count], v[count:]))
+        traced = lu.wrap_init(flat, debug_info=api_util.debug_info(name, flat, (0,) * (2 * count), {}))
         jaxpr, _, consts = pe.trace_to_jaxpr_dynamic(traced, scalars)
         if consts:
-            raise NotImplementedError("the pair product closes over constants")
-        scan = tt_dialect.ScanOp([m, e], axis, reverse)
-        types = [tl._element_type(v.type) for v in (m, e)]
+            raise NotImplementedError(f"{name}'s combine closes over constants")
+        scan = tt_dialect.ScanOp(list(xs), axis, reverse)
+        types = [tl._element_type(v.type) for v in xs]
         block = scan.regions[0].blocks.append(*(types * 2))
         with ir.InsertionPoint.at_block_begin(block):
             tt_dialect.scan_return(tl.lower_jaxpr_to_triton_ir(ctx.context, jaxpr, None, *block.arguments))
@@ -274,6 +273,27 @@ def _pair_scan() -> tuple:
 
     tl.register_lowering(prim)(rule)
     return prim, True
+
+
+@functools.cache
+def _pair_scan() -> tuple:
+    """The running (mantissa, exponent) product (``_pair_product``): ``_scan_primitive``'s pair,
+    defined at first use, so that importing dmljax does not import Pallas."""
+    return _scan_primitive("dmljax_pair_product_scan", _pair_product)
+
+
+@functools.cache
+def _sum_scan() -> tuple:
+    """The running sum either way along the axis (``_scan_primitive``'s pair)."""
+    return _scan_primitive("dmljax_sum_scan", lambda a, b: (a[0] + b[0],))
+
+
+def _running_sum(x, reverse: bool):
+    """The running sum of the (rows, n) block ``x`` along its rows, in scan order (``reverse``:
+    from the row's end), by Triton's scan on a GPU, read and written in place either way."""
+    if not reverse:
+        return jnp.cumsum(x, axis=1)
+    return _sum_scan()[0].bind(x, axis=1, reverse=True)[0]
 
 
 def use_product_kernel(shape: tuple[int, ...], axis: int, dtype, half: bool) -> bool:
@@ -341,17 +361,21 @@ def _product_loop_kernel(x_ref, o_ref, *, b: int, n: int, chunk: int, reverse: b
         return (jnp.sum(jnp.where(last, m, 0.0), axis=1, keepdims=True),
                 jnp.sum(jnp.where(last, e, 0), axis=1, keepdims=True))
 
-    _prefetched_loop(blocks, read, step, (jnp.ones((1, 1), jnp.float32), jnp.zeros((1, 1), jnp.int32)))
+    ahead = PREFETCH if PREFETCH is not None else x_ref.dtype == jnp.float32
+    _prefetched_loop(blocks, read, step, (jnp.ones((1, 1), jnp.float32), jnp.zeros((1, 1), jnp.int32)), ahead)
 
 
 def _loop_warps(rows: int, dtype) -> int:
-    """Warps of a program that carries a row's product from block to block: one for FLOAT16 with
-    4,096 rows or more (enough programs to fill the GPU), else four. On the H100 (2^26 elements,
-    results/h100_session6/scan/product_sweep_*.txt; forward / reverse, of a copy's bandwidth),
-    8,192 rows of 8,192: FLOAT16 0.61 / 0.56 with one warp, 0.56 / 0.52 with four; FLOAT32 0.88 /
-    0.83 with four, 0.79 / 0.72 with one (the one-block form of eight warps before: FLOAT16 0.52 /
-    0.48, FLOAT32 0.64 / 0.65). 1,024 rows of 65,536: four warps, FLOAT16 0.48 / 0.43, FLOAT32
-    0.77 / 0.72; two 0.48 / 0.37 and 0.59 / 0.54."""
+    """Warps of a program that carries a row's product from block to block: FLOAT32 two (its next
+    block read ahead, ``PREFETCH``); FLOAT16 one with 4,096 rows or more (enough programs to fill
+    the GPU), else four. On the H100 (results/h100_session8/prefetch, 2^28 elements; forward /
+    reverse, of a copy's bandwidth): FLOAT32 rows of 65,536 read ahead 0.88 / 0.85 with two warps,
+    0.84 / 0.86 with one, 0.88 / 0.84 with four; rows of 8,192 0.93 / 0.90 with two. Before the
+    read-ahead (results/h100_session6/scan/product_sweep_*.txt, 2^26 elements), 8,192 rows of
+    8,192: FLOAT16 0.61 / 0.56 with one warp, 0.56 / 0.52 with four; FLOAT32 0.88 / 0.83 with
+    four, 0.79 / 0.72 with one. 1,024 rows of 65,536: four warps, FLOAT16 0.48 / 0.43."""
+    if np.dtype(dtype) == np.float32 and PREFETCH is not False:
+        return 2
     return 1 if np.dtype(dtype) == np.float16 and rows >= 4096 else 4
 
 
