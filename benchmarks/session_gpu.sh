@@ -13,6 +13,7 @@
 #   scan     benchmarks/scan_kernel_check.py (scan_check.txt)
 #   prodsweep benchmarks/scan_product_sweep.py over rows of 8,192 and 65,536 (product_sweep_*.txt)
 #   scan11   benchmarks/issue11_gpu.py's scan group (scan11/)
+#   scandef  benchmarks/scan_default_check.py: CUMULATIVE_PRODUCT's default call beside the sweep's settings (scan_default.txt)
 #   scanrev  benchmarks/scan_product_sweep.py: CUMULATIVE_SUMMATION over rows of 65,536 (its reverse by Triton's
 #            reverse scan) by block and read-ahead, 2^28 elements; CUMULATIVE_PRODUCT over 1,024 rows of 65,536
 #            (2^26 elements) by warps (scanrev_*.txt)
@@ -82,6 +83,9 @@ for step in $STEPS; do
       SWEEP_ROW=65536 SWEEP_BLOCKS=1024 SWEEP_WARPS=1,2,4 SWEEP_PREFETCH=1,0 \
         timeout ${PREFETCH_S:-200} python benchmarks/scan_product_sweep.py > "$OUT/scanrev_product_65536.txt" 2>&1
       echo "scanrev product rc=$?"; grep "^best" "$OUT/scanrev_product_65536.txt" ;;
+    scandef)
+      timeout ${SCANDEF_S:-240} python benchmarks/scan_default_check.py > "$OUT/scan_default.txt" 2>&1
+      echo "scandef rc=$?"; grep -v "^jax" "$OUT/scan_default.txt" | grep -v " copy " | sed 's/  */ /g' ;;
     scan11)
       timeout ${SCAN11_S:-200} python benchmarks/issue11_gpu.py "$OUT/scan11" scan > "$OUT/scan11.txt" 2>&1
       echo "scan11 rc=$?"; grep -E "PRODUCT|SUMMATION rows of 65536" "$OUT/scan11.txt" | sed 's/  */ /g' ;;
