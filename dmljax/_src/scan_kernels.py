@@ -147,7 +147,10 @@ elements, results/h100_session8/prefetch), FLOAT32 products over rows of 65,536 
 0.81 of a copy's bandwidth (forward / reverse, four warps) to 0.88 / 0.85 with two warps, rows of
 8,192 from 0.91 / 0.86 to 0.93 / 0.90; FLOAT16 products, whose pair arithmetic is the bound, gained
 nothing (rows of 65,536 with one warp: 0.58 / 0.52 without, 0.50 / 0.56 with).
-True or False: every loop (benchmarks/scan_product_sweep.py times both)."""
+True or False: every loop (benchmarks/scan_product_sweep.py times both). The product's choice is
+made from the tensor's dtype where the kernel is built: inside the kernel, the Ref's dtype did not
+compare equal to float32 on the H100's JAX 0.11.2 (the default read nothing ahead there until
+results/h100_session8/scan_default showed it; JAX 0.10.2 here compared equal)."""
 
 
 def scan_rows(x: jnp.ndarray, reverse: bool, exclusive: bool, interpret: bool = False) -> jnp.ndarray:
@@ -332,7 +335,8 @@ def _product_kernel(x_ref, o_ref, *, b: int, n: int, reverse: bool, exclusive: b
     o_ref[...] = _pairs_to_value(m, e).astype(o_ref.dtype)
 
 
-def _product_loop_kernel(x_ref, o_ref, *, b: int, n: int, chunk: int, reverse: bool, exclusive: bool, flush: bool):
+def _product_loop_kernel(x_ref, o_ref, *, b: int, n: int, chunk: int, ahead: bool, reverse: bool, exclusive: bool,
+                         flush: bool):
     """One row (b = 1) of n > chunk elements, ``chunk`` at a time in scan order: each block's pair scan
     times the product carried from the blocks before it (the pair of the last element scanned),
     the block written, its last pair carried on; the next block read ahead (``_prefetched_loop``)."""
@@ -361,7 +365,6 @@ def _product_loop_kernel(x_ref, o_ref, *, b: int, n: int, chunk: int, reverse: b
         return (jnp.sum(jnp.where(last, m, 0.0), axis=1, keepdims=True),
                 jnp.sum(jnp.where(last, e, 0), axis=1, keepdims=True))
 
-    ahead = PREFETCH if PREFETCH is not None else x_ref.dtype == jnp.float32
     _prefetched_loop(blocks, read, step, (jnp.ones((1, 1), jnp.float32), jnp.zeros((1, 1), jnp.int32)), ahead)
 
 
@@ -385,8 +388,9 @@ def product_rows(x: jnp.ndarray, reverse: bool, exclusive: bool, interpret: bool
     n = x.shape[-1]
     if n > PRODUCT_BLOCK:
         warps = PRODUCT_WARPS or _loop_warps(int(np.prod(x.shape[:-1], dtype=np.int64)), x.dtype)
-        return _rows_call(functools.partial(_product_loop_kernel, chunk=PRODUCT_BLOCK), "dmljax_row_cumprod",
-                          x, reverse, exclusive, interpret, n, warps)
+        ahead = PREFETCH if PREFETCH is not None else x.dtype == np.float32  # (decided here: see PREFETCH)
+        kernel = functools.partial(_product_loop_kernel, chunk=PRODUCT_BLOCK, ahead=ahead)
+        return _rows_call(kernel, "dmljax_row_cumprod", x, reverse, exclusive, interpret, n, warps)
     b = _rows_per_program(int(np.prod(x.shape[:-1], dtype=np.int64)), n, PRODUCT_BLOCK)
     warps = PRODUCT_WARPS or max(1, min(8, b * n // 512))
     return _rows_call(_product_kernel, "dmljax_row_cumprod", x, reverse, exclusive, interpret, PRODUCT_BLOCK, warps)
