@@ -1,11 +1,15 @@
 """Whether CUMULATIVE_PRODUCT's default call runs what the sweep timed: dmljax.cumulative_product
-beside ops.cumulative.tally compiled with scan_kernels' settings (read-ahead on and off, two and
-four warps), 2^28 elements as rows of 8,192 and 65,536, FLOAT32 and FLOAT16, forward and
-reverse, device time against a copy, in one run.
+beside ops.cumulative.tally compiled with scan_kernels' settings, 2^28 elements as rows of 8,192
+and 65,536, FLOAT32 and FLOAT16, forward and reverse, device time against a copy, in one run.
+Settings (SCAN_DEFAULT_SETTINGS=tiles for the second list): read-ahead on and off with one, two
+and four warps (the pair scan of every element); or the sub-block tile kernel (PRODUCT_SUB 64 and
+32) with one, two and four warps and read-ahead on and off, beside the pair scan's kernel
+(PRODUCT_SUB 0) with its defaults.
 
     python benchmarks/scan_default_check.py
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -22,6 +26,12 @@ from dmljax._src.ops.cumulative import tally  # noqa: E402
 from dmljax.bench.timing import jax_device_times  # noqa: E402
 
 TOTAL = 2 ** 28
+SETTINGS = [dict(PREFETCH=a, PRODUCT_WARPS=w, PRODUCT_SUB=0) for a, w in (
+    (None, None), (True, 2), (False, 2), (False, 4), (True, 1), (False, 1))]
+if os.environ.get("SCAN_DEFAULT_SETTINGS") == "tiles":
+    SETTINGS = [dict(PRODUCT_SUB=0)] + [dict(PRODUCT_SUB=s, PRODUCT_WARPS=w, PREFETCH=a) for s, w, a in (
+        (64, None, None), (64, 1, True), (64, 1, False), (64, 2, True), (64, 2, False), (64, 4, True),
+        (64, 4, False), (32, None, None))]
 
 
 def main():
@@ -35,14 +45,15 @@ def main():
                 fns = [("copy", jax.jit(lambda x: x.copy())),
                        ("dmljax.cumulative_product", jax.jit(
                            lambda x, r=reverse: dmljax.cumulative_product(x, axis=1, axis_direction=int(r))))]
-                for ahead, warps in ((None, None), (True, 2), (False, 2), (False, 4), (True, 1), (False, 1)):
+                for settings in SETTINGS:
                     f = compiled_with(scan_kernels, lambda x, r=reverse: tally(x, 1, r, False, True, False), xs[0],
-                                      PREFETCH=ahead, PRODUCT_WARPS=warps)
-                    fns.append((f"tally PREFETCH={ahead} warps={warps}", f))
+                                      **settings)
+                    fns.append(("tally " + " ".join(f"{k.removeprefix('PRODUCT_')}={v}" for k, v in settings.items()),
+                                f))
                 t = jax_device_times([(name, lambda i, f=f: f(xs[i % 2])) for name, f in fns], 2)
                 case = f"{np.dtype(dtype).name} rows of {row} {'reverse' if reverse else 'forward'}"
                 for name, v in t.items():
-                    print(f"{case:28s} {name:34s} {v['s'] * 1e3:7.3f} ms  {t['copy']['s'] / v['s']:.2f} of copy",
+                    print(f"{case:28s} {name:42s} {v['s'] * 1e3:7.3f} ms  {t['copy']['s'] / v['s']:.2f} of copy",
                           flush=True)
 
 

@@ -160,6 +160,26 @@ def bits_type(dtype) -> type:
     return _NAN_BITS[np.dtype(dtype)][0]
 
 
+def associative_scan(fn, elems: tuple, *, axis: int, reverse: bool) -> tuple:
+    """``lax.associative_scan(fn, elems)`` with the signs of zeros kept: float operands travel
+    as their integer bits between ``fn``'s calls. JAX's scan interleaves its partial results by
+    adding two zero-padded arrays, so a -0.0 came out +0.0 (-0.0 + 0.0), where a product's zero
+    has the sign of its factors (IEEE) and float64's cumprod gives it; x + 0 is x for bits."""
+    floats = tuple(jnp.issubdtype(x.dtype, jnp.floating) for x in elems)
+    dtypes = tuple(x.dtype for x in elems)
+
+    def to_bits(values):
+        return tuple(lax.bitcast_convert_type(v, bits_type(v.dtype)) if f else v for v, f in zip(values, floats))
+
+    def from_bits(values):
+        return tuple(lax.bitcast_convert_type(v, d) if f else v for v, f, d in zip(values, floats, dtypes))
+
+    def combine(a, b):
+        return to_bits(tuple(fn(from_bits(a), from_bits(b))))
+
+    return from_bits(lax.associative_scan(combine, to_bits(tuple(elems)), axis=axis, reverse=reverse))
+
+
 def is_nan(x: jnp.ndarray) -> jnp.ndarray:
     """NaN test on the bits (exponent all ones, mantissa non-zero). XLA's GPU code generator
     does not keep float comparisons' NaN behaviour through chains of compares and selects (an

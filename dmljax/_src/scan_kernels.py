@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dmljax._src.numerics import associative_scan
 from dmljax._src.row_kernels import flush_values
 
 __all__ = ["use_kernel", "use_product_kernel", "scan_rows", "product_rows", "MIN_ROW", "MAX_ROW", "LOOP_MAX_ROW",
@@ -117,9 +118,17 @@ def _sum_loop_kernel(x_ref, o_ref, *, b: int, n: int, chunk: int, reverse: bool,
             x = flush_values(x)
         y = _running_sum(x, reverse) + carry
         o_ref[:, pl.ds(start(i), chunk)] = (flush_values(y) if flush else y).astype(o_ref.dtype)
-        return jnp.sum(jnp.where(last, y, 0.0), axis=1, keepdims=True)
+        return _pick(last, y, 1)
 
     _prefetched_loop(blocks, read, step, jnp.zeros((1, 1), jnp.float32), PREFETCH is not False)
+
+
+def _pick(mask, v, axis: int):
+    """The element of the FLOAT32 ``v`` that ``mask`` selects along ``axis`` (one, or none: +0), with
+    that axis kept as 1, bit for bit: its bits summed as integers (a float sum of the others' zeros
+    would turn -0.0 into +0.0: XLA's reduction starts from +0.0)."""
+    bits = jax.lax.bitcast_convert_type(v, jnp.int32)
+    return jax.lax.bitcast_convert_type(jnp.sum(jnp.where(mask, bits, 0), axis=axis, keepdims=True), jnp.float32)
 
 
 def _prefetched_loop(blocks: int, read, step, init, ahead: bool = True):
@@ -163,13 +172,18 @@ def scan_rows(x: jnp.ndarray, reverse: bool, exclusive: bool, interpret: bool = 
     return _rows_call(_kernel, "dmljax_row_cumsum", x, reverse, exclusive, interpret)
 
 
-def _rows_call(body, name, x, reverse, exclusive, interpret, block=None, warps=None):
+def _rows_call(body, name, x, reverse, exclusive, interpret, block=None, warps=None, sub=None):
+    """``body`` over the rows of ``x`` along its last axis, a program a block of ``block`` elements
+    (BLOCK) of whole rows; ``sub``: one row a program, as (1, n / sub, sub) sub-blocks."""
     from jax.experimental import pallas as pl  # imported where a kernel is built: dmljax's import stays light
 
     n = x.shape[-1]
     rows = x.reshape((-1, n))
     b = _rows_per_program(rows.shape[0], n, block or BLOCK)
     spec = pl.BlockSpec((b, n), lambda i: (i, 0))
+    if sub:
+        b, rows = 1, rows.reshape((-1, n // sub, sub))
+        spec = pl.BlockSpec((1, n // sub, sub), lambda i: (i, 0, 0))
     params = None
     if not interpret:
         from jax.experimental.pallas import triton as pl_triton
@@ -185,7 +199,7 @@ def _rows_call(body, name, x, reverse, exclusive, interpret, block=None, warps=N
 # A product scan combines (mantissa, exponent) pairs, so that no partial product overflows or
 # vanishes whatever order Triton's scan tree combines them in (the XLA path's rule, done there by
 # a rescan: ops/cumulative.py). Pallas lowers only cumsum to Triton's scan, so the pair scan is a
-# primitive of its own: Triton's scan with this combine on a GPU, lax.associative_scan elsewhere
+# primitive of its own: Triton's scan with this combine on a GPU, numerics.associative_scan elsewhere
 # (Pallas's interpreter in the tests).
 _EXP_MASK = np.int32(0x7F800000)
 
@@ -220,26 +234,28 @@ def _pair_product(a, b):
 
 
 def _pairs_to_value(m, e):
-    """m x 2^e as FLOAT32: infinity above FLOAT32's range, a signed zero below its normal range
-    (the flush of the output); zero, infinity and NaN mantissas as they are."""
-    bits, _, normal = _exponent_field(m)
-    value = _with_field(bits, jnp.clip(e, -127, 128) + 127)  # beyond the range: the fields 0 and 255
+    """m x 2^e as FLOAT32 for any normal m (its own exponent added to e): infinity above FLOAT32's
+    range, a signed zero below its normal range (the flush of the output); zero, infinity and NaN
+    mantissas as they are."""
+    bits, field, normal = _exponent_field(m)
+    biased = e + field  # the value's exponent field, where it is 1 to 254
+    value = _with_field(bits, jnp.clip(biased, 0, 255))  # beyond the range: the fields 0 and 255
     huge = jnp.where(m < 0, -np.inf, np.inf).astype(jnp.float32)
     tiny = m * 0.0  # a zero with m's sign
-    return jnp.where(normal, jnp.where(e > 127, huge, jnp.where(e < -126, tiny, value)), m)
+    return jnp.where(normal, jnp.where(biased > 254, huge, jnp.where(biased < 1, tiny, value)), m)
 
 
 def _scan_primitive(name: str, combine) -> tuple:
     """(a primitive scanning its operands along ``axis`` with ``combine`` (two tuples of elements
     to one), whether it lowers to Triton's scan): Triton's scan with the combine on a GPU, either
-    way along the axis (``reverse``), and lax.associative_scan elsewhere (Pallas's interpreter in
-    the tests). The Triton lowering is registered where this JAX's Pallas Triton lowering has the
+    way along the axis (``reverse``), and numerics.associative_scan elsewhere (Pallas's interpreter
+    in the tests). The Triton lowering is registered where this JAX's Pallas Triton lowering has the
     pieces it is built from. (Pallas lowers only a forward cumsum to Triton's scan.)"""
     from jax.extend.core import Primitive
     from jax.interpreters import mlir
 
     def impl(*xs, axis, reverse):
-        return jax.lax.associative_scan(lambda a, b: tuple(combine(a, b)), tuple(xs), axis=axis, reverse=reverse)
+        return associative_scan(combine, tuple(xs), axis=axis, reverse=reverse)
 
     prim = Primitive(name)
     prim.multiple_results = True
@@ -283,6 +299,13 @@ def _pair_scan() -> tuple:
     """The running (mantissa, exponent) product (``_pair_product``): ``_scan_primitive``'s pair,
     defined at first use, so that importing dmljax does not import Pallas."""
     return _scan_primitive("dmljax_pair_product_scan", _pair_product)
+
+
+@functools.cache
+def _mul_scan() -> tuple:
+    """The running float product, unnormalized (``_scan_primitive``'s pair): for sub-blocks of
+    mantissas in [1, 2) short enough that no product leaves FLOAT32's normal range."""
+    return _scan_primitive("dmljax_product_scan", lambda a, b: (a[0] * b[0],))
 
 
 @functools.cache
@@ -362,10 +385,70 @@ def _product_loop_kernel(x_ref, o_ref, *, b: int, n: int, chunk: int, ahead: boo
         m, e = _pair_scan()[0].bind(m, e, axis=1, reverse=reverse)
         m, e = _pair_product(carry, (m, e))
         o_ref[:, pl.ds(start(i), chunk)] = _pairs_to_value(m, e).astype(o_ref.dtype)
-        return (jnp.sum(jnp.where(last, m, 0.0), axis=1, keepdims=True),
+        return (_pick(last, m, 1),
                 jnp.sum(jnp.where(last, e, 0), axis=1, keepdims=True))
 
     _prefetched_loop(blocks, read, step, (jnp.ones((1, 1), jnp.float32), jnp.zeros((1, 1), jnp.int32)), ahead)
+
+
+def _product_tile_kernel(x_ref, o_ref, *, b: int, n: int, chunk: int, sub: int, ahead: bool, reverse: bool,
+                         exclusive: bool, flush: bool):
+    """``_product_loop_kernel``'s product with less arithmetic an element: the row comes as
+    (1, n / sub, sub) sub-blocks (the wrapper's reshape), a block of ``chunk`` elements being a
+    (chunk / sub, sub) tile. The mantissas (in [1, 2)) of a sub-block are multiplied as plain
+    floats (below 2^sub, normal) and their exponents added as integers; only the tile's
+    chunk / sub sub-block totals take the pair scan; each element's product is then its running
+    product within the sub-block times the product of everything before the sub-block (the carry
+    and the sub-blocks before it, (mantissa, exponent)), turned into a value in one step
+    (``_pairs_to_value`` takes a mantissa of any exponent). The sub-blocks before each one are
+    read off the tile's inclusive totals by a (chunk / sub)^2 selection (``_pick``), no memory
+    round trip."""
+    from jax.experimental import pallas as pl
+
+    r = chunk // sub
+    blocks = n // chunk
+    col = jnp.arange(sub, dtype=jnp.int32)[None, :]  # (1, sub)
+    row = jnp.arange(r, dtype=jnp.int32)[:, None]  # (r, 1)
+    last_col = col == (0 if reverse else sub - 1)  # a sub-block's final element in scan order
+    last_row = row == (0 if reverse else r - 1)  # the tile's final sub-block in scan order
+    first_row = row == (r - 1 if reverse else 0)
+    before = jnp.arange(r, dtype=jnp.int32)[None, :] == (row + 1 if reverse else row - 1)  # (r, r)
+
+    def start(i):  # the first sub-block of scan step i's tile
+        return ((blocks - 1 - i) if reverse else i) * r
+
+    def read(i):
+        if exclusive:  # each position reads its neighbour before it in scan order, the first a 1
+            pos = (start(i) + row) * sub + col
+            src = jnp.clip(pos + 1 if reverse else pos - 1, 0, n - 1)
+            v = x_ref[jnp.zeros_like(src), src // sub, src % sub].astype(jnp.float32)
+            return jnp.where(pos == (n - 1 if reverse else 0), np.float32(1.0), v)
+        return x_ref[0, pl.ds(start(i), r), :]
+
+    def step(i, x, carry):
+        x = x.astype(jnp.float32)
+        if flush:
+            x = flush_values(x)
+        m, e = _normalized(x)
+        p = _mul_scan()[0].bind(m, axis=1, reverse=reverse)[0]  # (r, sub), below 2^sub
+        s = _sum_scan()[0].bind(e, axis=1, reverse=reverse)[0] if reverse else jnp.cumsum(e, axis=1)
+        tm, tk = _normalized(_pick(last_col, p, 1))  # (r, 1)
+        te = jnp.sum(jnp.where(last_col, s, 0), axis=1, keepdims=True) + tk
+        im, ie = _pair_scan()[0].bind(tm, te, axis=0, reverse=reverse)  # through each sub-block
+        xm = _pick(before, im.reshape(1, r), 1)  # through the one before
+        xe = jnp.sum(jnp.where(before, ie.reshape(1, r), 0), axis=1, keepdims=True)
+        qm, qe = _pair_product(carry, (jnp.where(first_row, np.float32(1.0), xm), jnp.where(first_row, 0, xe)))
+        o_ref[0, pl.ds(start(i), r), :] = _pairs_to_value(p * qm, s + qe).astype(o_ref.dtype)
+        total = (_pick(last_row, im, 0),
+                 jnp.sum(jnp.where(last_row, ie, 0), axis=0, keepdims=True))
+        return _pair_product(carry, total)
+
+    _prefetched_loop(blocks, read, step, (jnp.ones((1, 1), jnp.float32), jnp.zeros((1, 1), jnp.int32)), ahead)
+
+
+PRODUCT_SUB = 64
+"""Elements of a sub-block in ``_product_tile_kernel`` (products of up to 64 mantissas in [1, 2)
+stay below 2^64); 0: long rows take ``_product_loop_kernel``'s pair scan of every element."""
 
 
 def _loop_warps(rows: int, dtype) -> int:
@@ -389,6 +472,10 @@ def product_rows(x: jnp.ndarray, reverse: bool, exclusive: bool, interpret: bool
     if n > PRODUCT_BLOCK:
         warps = PRODUCT_WARPS or _loop_warps(int(np.prod(x.shape[:-1], dtype=np.int64)), x.dtype)
         ahead = PREFETCH if PREFETCH is not None else x.dtype == np.float32  # (decided here: see PREFETCH)
+        sub = PRODUCT_SUB
+        if sub and PRODUCT_BLOCK % sub == 0:
+            kernel = functools.partial(_product_tile_kernel, chunk=PRODUCT_BLOCK, sub=sub, ahead=ahead)
+            return _rows_call(kernel, "dmljax_row_cumprod", x, reverse, exclusive, interpret, n, warps, sub)
         kernel = functools.partial(_product_loop_kernel, chunk=PRODUCT_BLOCK, ahead=ahead)
         return _rows_call(kernel, "dmljax_row_cumprod", x, reverse, exclusive, interpret, n, warps)
     b = _rows_per_program(int(np.prod(x.shape[:-1], dtype=np.int64)), n, PRODUCT_BLOCK)

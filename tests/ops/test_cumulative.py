@@ -159,18 +159,20 @@ def test_row_kernel_matches_the_reference(dtype, reverse, exclusive, max_row, mo
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("reverse, exclusive", [(False, False), (False, True), (True, False), (True, True)])
-@pytest.mark.parametrize("block", [1024, 64])
-def test_product_row_kernel_matches_the_reference(dtype, reverse, exclusive, block, monkeypatch):
+@pytest.mark.parametrize("block, sub", [(1024, 0), (64, 0), (64, 8)])
+def test_product_row_kernel_matches_the_reference(dtype, reverse, exclusive, block, sub, monkeypatch):
     # CUMULATIVE_PRODUCT's rows take the pair scan kernel on a GPU (scan_kernels.product_rows):
     # in Pallas's interpreter it must give the reference within the budget, with partial products
     # beyond FLOAT32's range whose prefixes are in it, true overflow and underflow, a prefix that
     # comes back into range, zeros, NaN, infinities and FLOAT32 denormals; whole rows in a block,
     # and rows longer than PRODUCT_BLOCK (64 here: four blocks a row, the product carried across,
-    # the extremes placed across the blocks' edges).
+    # the extremes placed across the blocks' edges), by the pair scan of every element (sub 0) and
+    # by sub-blocks of 8 (the tile kernel: extremes also across a sub-block's edge inside a block).
     from dmljax._src import scan_kernels
     from dmljax._src.scan_kernels import product_rows, use_product_kernel
     monkeypatch.setattr(scan_kernels, "PRODUCT_BLOCK", block)
-    from tests.compare import assert_matches
+    monkeypatch.setattr(scan_kernels, "PRODUCT_SUB", sub)
+    from tests.compare import assert_matches, round_to
     from tests.reference.reduction import _cumulative
     rng = np.random.default_rng(8)
     x = np.exp(rng.standard_normal((4, 3, 256)) * 0.3).astype(np.float32) * rng.choice([-1, 1], (4, 3, 256))
@@ -181,7 +183,12 @@ def test_product_row_kernel_matches_the_reference(dtype, reverse, exclusive, blo
         x[3, 2, :4] = [1e-40, 2.0, -1e-39, 3.0]  # denormals read as zeros
         x[1, 0, 62:68] = [3e38, 0.47, 2.0, 0.5, 4.0, 0.25]  # the same across a block's edge
         x[1, 1, 126:130] = [1e30, 1e30, 1e-30, 1e-30]
+        x[2, 0, 5:11] = [3e38, 0.47, 2.0, 0.5, 4.0, 0.25]  # across a sub-block's edge (8)
+    else:  # FLOAT16: ten 60,000s (6e47, past FLOAT32), then back to 1 by ten 1 / 60,000s (denormal)
+        x[3, 0, 2:22] = [60000.0] * 10 + [1 / 60000.0] * 10
+        x[2, 0, 100:140] = [60000.0] * 20 + [1 / 60000.0] * 20  # across blocks' and sub-blocks' edges
     x[0, 1, 191:193] = [np.inf, 0.0]  # inf * 0 across an edge: NaN on
+    x[1, 2, 20] = -0.0  # zeros of either sign on, the sign carried across sub-blocks and blocks
     x = x.astype(dtype)
     assert use_product_kernel(x.shape, 2, dtype, False) and not use_product_kernel(x.shape, 2, dtype, True)
     assert not use_product_kernel(x.shape, 1, dtype, False) and not use_product_kernel((4, 3, 200), 2, dtype, False)
@@ -189,7 +196,12 @@ def test_product_row_kernel_matches_the_reference(dtype, reverse, exclusive, blo
     got = product_rows(jnp.asarray(x), reverse, exclusive, interpret=True)
     dt = dmljax.DataType.from_dtype(np.dtype(dtype))
     budget = dmljax.get_operator("CUMULATIVE_PRODUCT").spec.budget(dt, x.shape, {"Axis": 2})
-    assert_matches(got, _cumulative(True)(x, **kwargs), dt, budget)
+    candidates = _cumulative(True)(x, **kwargs)
+    assert_matches(got, candidates, dt, budget)
+    # assert_matches takes +0 for -0: the zeros' signs (the product's signs) are checked here
+    got, ref = np.asarray(got), round_to(np.asarray(candidates[0]), dt)
+    zero = (got == 0) & (ref == 0)
+    assert zero.any() and (np.signbit(got[zero]) == np.signbit(ref[zero])).all()
 
 
 def test_product_rows_lower_to_one_triton_kernel():
@@ -208,3 +220,22 @@ def test_product_rows_lower_to_one_triton_kernel():
     text = f.trace(jax.ShapeDtypeStruct((4, 65536), jnp.float16)).lower(lowering_platforms=("cuda",)).as_text()
     assert text.count("xla.gpu.triton") == 1 and 'name = "dmljax_row_cumsum"' in text
     assert "reduce_window" not in text and "stablehlo.while" not in text
+
+
+@pytest.mark.parametrize("reverse", [0, 1])
+def test_product_zeros_keep_their_sign_where_the_scan_is_redone(reverse):
+    # A row with a true overflow whose prefix comes back into range makes the XLA path redo the
+    # tensor's scan with the exponents apart, an associative scan; JAX's own associative scan
+    # interleaves by adding zero-padded arrays, which made -0.0 +0.0. A product's zero has its
+    # factors' sign (IEEE), as float64's cumprod gives it.
+    x = np.ones((3, 8), np.float32)
+    x[0, :4] = [1e30, 1e30, 1e-30, 1e-30] if not reverse else [1e-30, 1e-30, 1e30, 1e30]
+    x[1] = [1.5, -2.0, 0.0, 3.0, -1.0, 1.0, 0.5, -2.0]
+    x[2] = [-0.0, 2.0, -1.0, 1.0, -3.0, 1.0, 1.0, 1.0]
+    got = np.asarray(dmljax.cumulative_product(x, axis=1, axis_direction=reverse))
+    wide = x.astype(np.float64)
+    ref = np.cumprod(wide[:, ::-1], axis=1)[:, ::-1] if reverse else np.cumprod(wide, axis=1)
+    with np.errstate(over="ignore"):
+        np.testing.assert_allclose(got, ref.astype(np.float32), rtol=1e-6)  # 1e60: inf; back to 1e30 and 1
+    zero = ref == 0
+    assert zero.sum() >= 4 and (np.signbit(got[zero]) == np.signbit(ref[zero])).all()

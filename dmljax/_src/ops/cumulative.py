@@ -13,7 +13,7 @@ from jax import lax
 from dmljax._src.dtypes import FLOAT32_FLOAT16_INT32_UINT32, FLOAT32_FLOAT16_INT64_INT32_UINT64_UINT32, DataType
 from dmljax._src.enums import AxisDirection
 from dmljax._src.errors import Violation
-from dmljax._src.numerics import load, mark_flushed, store
+from dmljax._src.numerics import associative_scan, load, mark_flushed, store
 from dmljax._src.op import operator
 from dmljax._src.ops._families import unary_op
 from dmljax._src.scan_kernels import product_rows, scan_rows, use_kernel, use_product_kernel
@@ -67,14 +67,15 @@ _NOTES = (
 def _exponents_apart(v, axis: int, reverse: bool):
     """The running product of FLOAT32 values with mantissas and exponents multiplied apart
     (frexp, an associative scan of (mantissa, exponent) pairs, ldexp): no partial product can
-    overflow or vanish, whatever order the scan combines them in."""
+    overflow or vanish, whatever order the scan combines them in; zeros keep their signs
+    (numerics.associative_scan)."""
     m, e = jnp.frexp(v)
 
     def combine(a, b):
         mm, ee = jnp.frexp(a[0] * b[0])
         return mm, jnp.clip(a[1] + b[1] + ee.astype(np.int32), -(1 << 20), 1 << 20)
 
-    mr, er = lax.associative_scan(combine, (m, e.astype(np.int32)), reverse=reverse, axis=axis)
+    mr, er = associative_scan(combine, (m, e.astype(np.int32)), reverse=reverse, axis=axis)
     return jnp.ldexp(mr, er)
 
 
