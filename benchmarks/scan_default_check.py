@@ -4,7 +4,7 @@ and 65,536, FLOAT32 and FLOAT16, forward and reverse, device time against a copy
 Settings (SCAN_DEFAULT_SETTINGS=tiles for the second list): read-ahead on and off with one, two
 and four warps (the pair scan of every element); or the sub-block tile kernel (PRODUCT_SUB 64 and
 32) with one, two and four warps and read-ahead on and off, beside the pair scan's kernel
-(PRODUCT_SUB 0) with its defaults.
+(PRODUCT_SUB 0) with the other defaults. SCAN_DEFAULT_TOTAL: the elements (2^28).
 
     python benchmarks/scan_default_check.py
 """
@@ -25,13 +25,16 @@ from dmljax._src import scan_kernels  # noqa: E402
 from dmljax._src.ops.cumulative import tally  # noqa: E402
 from dmljax.bench.timing import jax_device_times  # noqa: E402
 
-TOTAL = 2 ** 28
-SETTINGS = [dict(PREFETCH=a, PRODUCT_WARPS=w, PRODUCT_SUB=0) for a, w in (
-    (None, None), (True, 2), (False, 2), (False, 4), (True, 1), (False, 1))]
+TOTAL = int(os.environ.get("SCAN_DEFAULT_TOTAL", 2 ** 28))
+SETTINGS = [{}] + [dict(PREFETCH=a, PRODUCT_WARPS=w, PRODUCT_SUB=0) for a, w in (
+    (True, 2), (False, 2), (False, 4), (True, 1), (False, 1))]
 if os.environ.get("SCAN_DEFAULT_SETTINGS") == "tiles":
-    SETTINGS = [dict(PRODUCT_SUB=0)] + [dict(PRODUCT_SUB=s, PRODUCT_WARPS=w, PREFETCH=a) for s, w, a in (
-        (64, None, None), (64, 1, True), (64, 1, False), (64, 2, True), (64, 2, False), (64, 4, True),
-        (64, 4, False), (32, None, None))]
+    SETTINGS = [{}, dict(PRODUCT_SUB=0)] + [dict(PRODUCT_SUB=s, PRODUCT_WARPS=w, PREFETCH=a) for s, w, a in (
+        (64, 1, True), (64, 1, False), (64, 2, True), (64, 2, False), (64, 4, True), (64, 4, False), (32, 1, True))]
+"""tally's settings beside the default ({}): scan_tiles.txt (results/h100_session8/scan_tiles) ran
+this list with "SUB=64 WARPS=None PREFETCH=None" and "SUB=32 WARPS=None PREFETCH=None" where {} and
+(32, 1, True) are now: there PREFETCH=None read nothing ahead (``if not PREFETCH`` in the loop,
+since corrected), so those lines are the defaults without read-ahead."""
 
 
 def main():
@@ -48,8 +51,8 @@ def main():
                 for settings in SETTINGS:
                     f = compiled_with(scan_kernels, lambda x, r=reverse: tally(x, 1, r, False, True, False), xs[0],
                                       **settings)
-                    fns.append(("tally " + " ".join(f"{k.removeprefix('PRODUCT_')}={v}" for k, v in settings.items()),
-                                f))
+                    fns.append(("tally " + (" ".join(f"{k.removeprefix('PRODUCT_')}={v}" for k, v in settings.items())
+                                             or "defaults"), f))
                 t = jax_device_times([(name, lambda i, f=f: f(xs[i % 2])) for name, f in fns], 2)
                 case = f"{np.dtype(dtype).name} rows of {row} {'reverse' if reverse else 'forward'}"
                 for name, v in t.items():

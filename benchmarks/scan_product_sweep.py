@@ -32,6 +32,8 @@ ROW = int(os.environ.get("SWEEP_ROW", 1024))
 BLOCKS = tuple(int(b) for b in os.environ.get("SWEEP_BLOCKS", "1024,2048,4096,8192").split(","))
 WARPS = tuple(int(w) for w in os.environ.get("SWEEP_WARPS", "1,2,4,8").split(","))
 PREFETCH = tuple({"d": None, "1": True, "0": False}[p] for p in os.environ.get("SWEEP_PREFETCH", "d").split(","))
+"""None: scan_kernels.PREFETCH as it is. (Until it was corrected, the loop read ahead only where
+PREFETCH was true, so "d" with PREFETCH None read nothing ahead: results/h100_session8/scanrev.)"""
 SUM = os.environ.get("SWEEP_OP", "product") == "sum"
 
 
@@ -50,8 +52,10 @@ def main():
                     continue  # fewer than two elements a thread; a one-block row has no loop
                 settings = ({"MAX_ROW": block} if SUM else {"PRODUCT_BLOCK": block, "PRODUCT_WARPS": warps})
                 # tally itself: the operator's own call keeps the first program it compiled
+                if ahead is not None:
+                    settings["PREFETCH"] = ahead
                 f = compiled_with(scan_kernels, lambda x, r=reverse: tally(x, 1, r, False, not SUM, False), xs[0],
-                                  PREFETCH=ahead, **settings)
+                                  **settings)
                 label = f"block {block:4d} warps {warps}" + {None: "", True: " read ahead", False: " no prefetch"}[ahead]
                 fns.append((label, f))
             t = jax_device_times([(name, lambda i, f=f: f(xs[i % 2])) for name, f in fns], 2)

@@ -14,7 +14,8 @@
 #   prodsweep benchmarks/scan_product_sweep.py over rows of 8,192 and 65,536 (product_sweep_*.txt)
 #   scan11   benchmarks/issue11_gpu.py's scan group (scan11/)
 #   scandef  benchmarks/scan_default_check.py: CUMULATIVE_PRODUCT's default call beside the sweep's settings (scan_default.txt)
-#   scantile benchmarks/scan_default_check.py with SCAN_DEFAULT_SETTINGS=tiles: the sub-block tile kernel (scan_tiles.txt)
+#   scantile benchmarks/scan_default_check.py with SCAN_DEFAULT_SETTINGS=tiles: the sub-block tile kernel
+#            (scan_tiles.txt, or $SCANTILE_OUT.txt; SCAN_DEFAULT_TOTAL elements)
 #   scanrev  benchmarks/scan_product_sweep.py: CUMULATIVE_SUMMATION over rows of 65,536 (its reverse by Triton's
 #            reverse scan) by block and read-ahead, 2^28 elements; CUMULATIVE_PRODUCT over 1,024 rows of 65,536
 #            (2^26 elements) by warps (scanrev_*.txt)
@@ -88,8 +89,9 @@ for step in $STEPS; do
       timeout ${SCANDEF_S:-240} python benchmarks/scan_default_check.py > "$OUT/scan_default.txt" 2>&1
       echo "scandef rc=$?"; grep -v "^jax" "$OUT/scan_default.txt" | grep -v " copy " | sed 's/  */ /g' ;;
     scantile)
-      SCAN_DEFAULT_SETTINGS=tiles timeout ${SCANDEF_S:-300} python benchmarks/scan_default_check.py > "$OUT/scan_tiles.txt" 2>&1
-      echo "scantile rc=$?"; grep -v "^jax" "$OUT/scan_tiles.txt" | grep -v " copy " | sed 's/  */ /g' ;;
+      f="$OUT/${SCANTILE_OUT:-scan_tiles}.txt"
+      SCAN_DEFAULT_SETTINGS=tiles timeout ${SCANDEF_S:-300} python benchmarks/scan_default_check.py > "$f" 2>&1
+      echo "scantile rc=$?"; grep -v "^jax" "$f" | grep -v " copy " | sed 's/  */ /g' ;;
     scan11)
       timeout ${SCAN11_S:-200} python benchmarks/issue11_gpu.py "$OUT/scan11" scan > "$OUT/scan11.txt" 2>&1
       echo "scan11 rc=$?"; grep -E "PRODUCT|SUMMATION rows of 65536" "$OUT/scan11.txt" | sed 's/  */ /g' ;;

@@ -120,7 +120,7 @@ def _sum_loop_kernel(x_ref, o_ref, *, b: int, n: int, chunk: int, reverse: bool,
         o_ref[:, pl.ds(start(i), chunk)] = (flush_values(y) if flush else y).astype(o_ref.dtype)
         return _pick(last, y, 1)
 
-    _prefetched_loop(blocks, read, step, jnp.zeros((1, 1), jnp.float32), PREFETCH is not False)
+    _prefetched_loop(blocks, read, step, jnp.zeros((1, 1), jnp.float32), PREFETCH)
 
 
 def _pick(mask, v, axis: int):
@@ -135,9 +135,9 @@ def _prefetched_loop(blocks: int, read, step, init, ahead: bool = True):
     """``carry = step(i, read(i), carry)`` for i in 0 .. blocks - 1, with block i + 1's read issued
     before step i runs: a load's registers are waited for at their first use, so the next block's
     memory latency is spent while this block is scanned instead of after it (a row walked block by
-    block is a chain of such latencies). The last step reads its own block again (in cache)."""
-
-    if not PREFETCH:
+    block is a chain of such latencies). The last step reads its own block again (in cache).
+    ``ahead`` False: each block is read when its step runs."""
+    if not ahead:
         jax.lax.fori_loop(0, blocks, lambda i, carry: step(i, read(i), carry), init)
         return
 
@@ -149,17 +149,15 @@ def _prefetched_loop(blocks: int, read, step, init, ahead: bool = True):
     jax.lax.fori_loop(0, blocks, body, (init, read(0)))
 
 
-PREFETCH = None
-"""Whether the loops over a long row's blocks read the next block ahead (``_prefetched_loop``).
-None: the sum's loops and FLOAT32 products' do, FLOAT16 products' do not. On the H100 (2^28
-elements, results/h100_session8/prefetch), FLOAT32 products over rows of 65,536 went from 0.85 /
-0.81 of a copy's bandwidth (forward / reverse, four warps) to 0.88 / 0.85 with two warps, rows of
-8,192 from 0.91 / 0.86 to 0.93 / 0.90; FLOAT16 products, whose pair arithmetic is the bound, gained
-nothing (rows of 65,536 with one warp: 0.58 / 0.52 without, 0.50 / 0.56 with).
-True or False: every loop (benchmarks/scan_product_sweep.py times both). The product's choice is
-made from the tensor's dtype where the kernel is built: inside the kernel, the Ref's dtype did not
-compare equal to float32 on the H100's JAX 0.11.2 (the default read nothing ahead there until
-results/h100_session8/scan_default showed it; JAX 0.10.2 here compared equal)."""
+PREFETCH = True
+"""Whether the loops over a long row's blocks read the next block ahead (``_prefetched_loop``);
+False: none does (benchmarks/scan_product_sweep.py and scan_default_check.py time both). On the
+H100 (2^28 elements; forward / reverse, of a copy's bandwidth; results/h100_session8/): FLOAT32
+products over rows of 65,536 went from 0.85 / 0.81 (the pair scan of every element, four warps,
+nothing read ahead) to 0.88 / 0.85 (two warps, read ahead; prefetch/), and 0.90 / 0.88 by
+sub-blocks (``_product_tile_kernel``, one warp; scan_tiles/); FLOAT16 products, which the pair
+arithmetic bounds, gained nothing with the pair scan (0.58 / 0.52) and reach 0.70 / 0.65 by
+sub-blocks read ahead (0.64 / 0.58 without)."""
 
 
 def scan_rows(x: jnp.ndarray, reverse: bool, exclusive: bool, interpret: bool = False) -> jnp.ndarray:
@@ -452,17 +450,15 @@ stay below 2^64); 0: long rows take ``_product_loop_kernel``'s pair scan of ever
 
 
 def _loop_warps(rows: int, dtype) -> int:
-    """Warps of a program that carries a row's product from block to block: FLOAT32 two (its next
-    block read ahead, ``PREFETCH``); FLOAT16 one with 4,096 rows or more (enough programs to fill
-    the GPU), else four. On the H100 (results/h100_session8/prefetch, 2^28 elements; forward /
-    reverse, of a copy's bandwidth): FLOAT32 rows of 65,536 read ahead 0.88 / 0.85 with two warps,
-    0.84 / 0.86 with one, 0.88 / 0.84 with four; rows of 8,192 0.93 / 0.90 with two. Before the
-    read-ahead (results/h100_session6/scan/product_sweep_*.txt, 2^26 elements), 8,192 rows of
-    8,192: FLOAT16 0.61 / 0.56 with one warp, 0.56 / 0.52 with four; FLOAT32 0.88 / 0.83 with
-    four, 0.79 / 0.72 with one. 1,024 rows of 65,536: four warps, FLOAT16 0.48 / 0.43."""
-    if np.dtype(dtype) == np.float32 and PREFETCH is not False:
-        return 2
-    return 1 if np.dtype(dtype) == np.float16 and rows >= 4096 else 4
+    """Warps of a program that carries a row's product from block to block: one with 4,096 rows
+    or more (enough programs to fill the GPU), else four. On the H100 (2^28 elements, 4,096 rows
+    of 65,536 and 32,768 of 8,192; results/h100_session8/scan_tiles, sub-blocks read ahead;
+    forward / reverse, of a copy's bandwidth): FLOAT32 0.90 / 0.88 and 0.93 / 0.91 with one warp,
+    0.76 / 0.71 and 0.79 / 0.73 with two, 0.86 / 0.80 and 0.90 / 0.85 with four; FLOAT16 0.70 /
+    0.65 and 0.72 / 0.66 with one, 0.58 / 0.51 and 0.61 / 0.55 with two, 0.56 / 0.53 and 0.58 /
+    0.55 with four. With fewer rows (1,024 of 65,536, the pair scan), four warps kept more of the
+    GPU busy: FLOAT16 0.48 / 0.43 against 0.34 / 0.34 with one (results/h100_session6/scan)."""
+    return 1 if rows >= 4096 else 4
 
 
 def product_rows(x: jnp.ndarray, reverse: bool, exclusive: bool, interpret: bool = False) -> jnp.ndarray:
@@ -471,12 +467,11 @@ def product_rows(x: jnp.ndarray, reverse: bool, exclusive: bool, interpret: bool
     n = x.shape[-1]
     if n > PRODUCT_BLOCK:
         warps = PRODUCT_WARPS or _loop_warps(int(np.prod(x.shape[:-1], dtype=np.int64)), x.dtype)
-        ahead = PREFETCH if PREFETCH is not None else x.dtype == np.float32  # (decided here: see PREFETCH)
         sub = PRODUCT_SUB
         if sub and PRODUCT_BLOCK % sub == 0:
-            kernel = functools.partial(_product_tile_kernel, chunk=PRODUCT_BLOCK, sub=sub, ahead=ahead)
+            kernel = functools.partial(_product_tile_kernel, chunk=PRODUCT_BLOCK, sub=sub, ahead=PREFETCH)
             return _rows_call(kernel, "dmljax_row_cumprod", x, reverse, exclusive, interpret, n, warps, sub)
-        kernel = functools.partial(_product_loop_kernel, chunk=PRODUCT_BLOCK, ahead=ahead)
+        kernel = functools.partial(_product_loop_kernel, chunk=PRODUCT_BLOCK, ahead=PREFETCH)
         return _rows_call(kernel, "dmljax_row_cumprod", x, reverse, exclusive, interpret, n, warps)
     b = _rows_per_program(int(np.prod(x.shape[:-1], dtype=np.int64)), n, PRODUCT_BLOCK)
     warps = PRODUCT_WARPS or max(1, min(8, b * n // 512))
