@@ -335,7 +335,7 @@ against 0.70 and 0.64 with the sum's 8,192 and eight."""
 PRODUCT_WARPS = None
 """Warps per program of the product's kernel (None: one per 512 elements, 1 to 8; rows longer
 than PRODUCT_BLOCK, which one program scans PRODUCT_BLOCK elements at a time with the running
-product carried from block to block (``_product_loop_kernel``): ``_loop_warps``). Before the
+product carried from block to block (``_product_tile_kernel``): ``LOOP_WARPS``). Before the
 carried form, rows of 8,192 were one block of eight warps: 0.52 of a copy's bandwidth in FLOAT16."""
 
 
@@ -449,16 +449,14 @@ PRODUCT_SUB = 64
 stay below 2^64); 0: long rows take ``_product_loop_kernel``'s pair scan of every element."""
 
 
-def _loop_warps(rows: int, dtype) -> int:
-    """Warps of a program that carries a row's product from block to block: one with 4,096 rows
-    or more (enough programs to fill the GPU), else four. On the H100 (2^28 elements, 4,096 rows
-    of 65,536 and 32,768 of 8,192; results/h100_session8/scan_tiles, sub-blocks read ahead;
-    forward / reverse, of a copy's bandwidth): FLOAT32 0.90 / 0.88 and 0.93 / 0.91 with one warp,
-    0.76 / 0.71 and 0.79 / 0.73 with two, 0.86 / 0.80 and 0.90 / 0.85 with four; FLOAT16 0.70 /
-    0.65 and 0.72 / 0.66 with one, 0.58 / 0.51 and 0.61 / 0.55 with two, 0.56 / 0.53 and 0.58 /
-    0.55 with four. With fewer rows (1,024 of 65,536, the pair scan), four warps kept more of the
-    GPU busy: FLOAT16 0.48 / 0.43 against 0.34 / 0.34 with one (results/h100_session6/scan)."""
-    return 1 if rows >= 4096 else 4
+LOOP_WARPS = 1
+"""Warps of a program that carries a row's product from block to block, its next block read
+ahead (PRODUCT_WARPS None). On the H100 (results/h100_session8/scan_tiles and scan_tiles_26,
+sub-blocks read ahead; forward / reverse, of a copy's bandwidth), 4,096 rows of 65,536 (2^28):
+FLOAT32 0.90 / 0.88 with one warp, 0.76 / 0.71 with two, 0.86 / 0.80 with four; FLOAT16 0.70 /
+0.65, 0.58 / 0.51, 0.56 / 0.53; 1,024 rows of 65,536 (2^26): FLOAT32 0.85 / 0.83 with one,
+0.78 / 0.74 with four; FLOAT16 0.64 / 0.59 with one, 0.49 / 0.48 with four. (The pair scan of
+every element, PRODUCT_SUB 0, wanted four warps for fewer rows: results/h100_session6/scan.)"""
 
 
 def product_rows(x: jnp.ndarray, reverse: bool, exclusive: bool, interpret: bool = False) -> jnp.ndarray:
@@ -466,7 +464,7 @@ def product_rows(x: jnp.ndarray, reverse: bool, exclusive: bool, interpret: bool
     scan kernel; ``use_product_kernel`` must allow the shape (``interpret=True``: any backend)."""
     n = x.shape[-1]
     if n > PRODUCT_BLOCK:
-        warps = PRODUCT_WARPS or _loop_warps(int(np.prod(x.shape[:-1], dtype=np.int64)), x.dtype)
+        warps = PRODUCT_WARPS or LOOP_WARPS
         sub = PRODUCT_SUB
         if sub and PRODUCT_BLOCK % sub == 0:
             kernel = functools.partial(_product_tile_kernel, chunk=PRODUCT_BLOCK, sub=sub, ahead=PREFETCH)
