@@ -27,6 +27,9 @@
 #   issue12  benchmarks/issue12_gpu.py's pool group (issue12/)
 #   conv12   benchmarks/issue12_gpu.py's conv group (conv12/)
 #   powvar   benchmarks/pow_variants_gpu.py: what POW's rules cost (pow_variants.txt)
+#   sweepq   benchmarks/threshold_kernel_sweep.py QUICK: the defaults only (sweep_quick.txt)
+#   basetopk the sweepq step on the commit in devrun_base.tar (devrun_base.txt), extracted to /tmp/base:
+#            the baseline of a TOP_K change, on the same machine (base_sweep_quick.txt)
 #   basepow  the pow step on the commit in devrun_base.tar (devrun_base.txt), extracted to /tmp/base:
 #            the baseline of a POW change, on the same machine (base_pow/, base_pow.txt)
 # Runs from a `git archive` of HEAD (devrun_head.tar, its commit in devrun_head.txt) extracted to
@@ -110,6 +113,15 @@ for step in $STEPS; do
     powvar)
       timeout ${POWVAR_S:-200} python benchmarks/pow_variants_gpu.py > "$OUT/pow_variants.txt" 2>&1
       echo "powvar rc=$?"; cat "$OUT/pow_variants.txt" | tail -14 ;;
+    sweepq)
+      timeout ${SWEEP_S:-330} python benchmarks/threshold_kernel_sweep.py QUICK > "$OUT/sweep_quick.txt" 2>&1
+      echo "sweepq rc=$?"; grep -v "^jax" "$OUT/sweep_quick.txt" | grep -v "lax.top_k\|copy " | sed 's/rows of 32768 //; s/  */ /g' ;;
+    basetopk)
+      rm -rf /tmp/base && mkdir -p /tmp/base && tar -xf "$REPO/devrun_base.tar" -C /tmp/base
+      cat "$REPO/devrun_base.txt" > "$OUT/env_base.txt" 2>/dev/null
+      (cd /tmp/base && PYTHONPATH=/tmp/base timeout ${SWEEP_S:-330} python benchmarks/threshold_kernel_sweep.py QUICK \
+        > "$OUT/base_sweep_quick.txt" 2>&1)
+      echo "basetopk rc=$?"; grep -v "^jax" "$OUT/base_sweep_quick.txt" | grep -v "lax.top_k\|copy " | sed 's/rows of 32768 //; s/  */ /g' ;;
     basepow)
       rm -rf /tmp/base && mkdir -p /tmp/base && tar -xf "$REPO/devrun_base.tar" -C /tmp/base
       cat "$REPO/devrun_base.txt" > "$OUT/env_base.txt" 2>/dev/null

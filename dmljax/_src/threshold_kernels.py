@@ -165,37 +165,51 @@ def _kth_key(parts, k: int, dtype):
     return lowest + jax.lax.fori_loop(0, steps, step, jnp.zeros((1, 1), jnp.int32))
 
 
-def _store_taken(take, first, spare: int, stores):
-    """Write the lanes of the (1, m) block ``take`` marks, in order, to consecutive slots from
-    ``first`` of each ``(ref, values)`` of ``stores``; the other lanes' (masked) stores aim at
-    ``spare`` slots from ``spare`` on, never at a taken one (Pallas's interpreter writes a masked
-    lane's old value back, and a scatter's duplicates land in any order). Returns how many were
-    taken, (1, 1)."""
+def _store_at(take, slot, spare: int, stores):
+    """Write the lanes of the (1, m) block ``take`` marks to their ``slot``s of each ``(ref, values)``
+    of ``stores``; the other lanes' (masked) stores aim at ``spare`` slots from ``spare`` on, never
+    at a taken one (Pallas's interpreter writes a masked lane's old value back, and a scatter's
+    duplicates land in any order)."""
     from jax.experimental.pallas import triton as pl_triton
 
-    took = take.astype(jnp.int32)
-    slot = first + jnp.cumsum(took, axis=1) - took
     slot = jnp.where(take, slot, spare + (jnp.arange(take.shape[1], dtype=jnp.int32)[None, :] & (spare - 1)))
     for ref, values in stores:
         pl_triton.store(ref.at[jnp.zeros_like(slot), slot], values, mask=take)
-    return jnp.sum(took, axis=1, keepdims=True)
+
+
+def _store_taken(take, first, spare: int, stores):
+    """Write the lanes of the (1, m) block ``take`` marks, in order, to consecutive slots from
+    ``first`` of each ``(ref, values)`` of ``stores`` (``_store_at``)."""
+    took = take.astype(jnp.int32)
+    _store_at(take, first + jnp.cumsum(took, axis=1) - took, spare, stores)
+
+
+_COUNT_BITS = 16
+"""``_store_best`` counts the keys above the threshold and the ties at it in one int32 scan, the
+ties in the low 16 bits: a program holds fewer than 2^16 keys (at most n / 8 = 4,096 group keys
+in the first kernel, K * GROUP <= n / 4 = 8,192 candidates in the second)."""
 
 
 def _store_best(parts, t, k: int, k2: int, *stores):
     """Write the K best keys' values of ``parts`` (blocks in ascending index order, with the K-th
     best key ``t``) to the first K slots of each ``(ref, values per part)`` of ``stores``, in
     ascending index order: every key above t, then the keys equal to t in index order until K are
-    written. The refs are 2 * k2 wide: the other lanes' (masked) stores aim at the second half,
-    never at a slot a kept value takes (Pallas's interpreter writes a masked lane's old value back,
-    and a scatter's duplicates land in any order)."""
+    written. A key's slot is the count of keys above t before it plus that of the ties before it
+    (at most the ties wanted): both from one scan of the two counts packed in an int32 (one
+    collective a block instead of four). The refs are 2 * k2 wide: the other lanes' (masked)
+    stores aim at the second half (``_store_at``)."""
     ties_wanted = k - _count(parts, lambda p: p > t)
-    ties_before = jnp.zeros((1, 1), jnp.int32)
-    written = jnp.zeros((1, 1), jnp.int32)
+    low = np.int32((1 << _COUNT_BITS) - 1)
+    before = jnp.zeros((1, 1), jnp.int32)  # (above << 16) | ties, in the blocks before this one
     for j, p in enumerate(parts):
-        tie = (p == t).astype(jnp.int32)
-        take = (p > t) | ((tie == 1) & (ties_before + jnp.cumsum(tie, axis=1) - tie < ties_wanted))
-        written = written + _store_taken(take, written, k2, [(ref, values[j]) for ref, values in stores])
-        ties_before = ties_before + jnp.sum(tie, axis=1, keepdims=True)
+        above, tie = p > t, p == t
+        packed = (above.astype(jnp.int32) << _COUNT_BITS) | tie.astype(jnp.int32)
+        counts = before + jnp.cumsum(packed, axis=1) - packed  # each lane's, before it
+        ties_before = counts & low
+        take = above | (tie & (ties_before < ties_wanted))
+        slot = (counts >> _COUNT_BITS) + jnp.minimum(ties_before, ties_wanted)
+        _store_at(take, slot, k2, [(ref, values[j]) for ref, values in stores])
+        before = before + jnp.sum(packed, axis=1, keepdims=True)
 
 
 def _groups_kernel(x_ref, o_ref, *, n: int, chunk: int, g: int, k: int, k2: int, largest: bool):
