@@ -32,8 +32,8 @@ def compiled(k, x, select=None, threshold=None):
 
 VARIANTS = {
     "default": {},
+    "bisection over every bit (NARROW False)": {"NARROW": False},
     "no direct ranking (bisected)": {"DIRECT_MAX": 1},
-    "direct ranking up to 128": {"DIRECT_MAX": 128},
 }
 """threshold_kernels settings tried beside the defaults. sweep_1.txt and sweep_2.txt (the first
 runs: one bit a step, ordered by XLA's sort, one group size for every K) tried groups of 8, 16 and
@@ -53,7 +53,9 @@ and 0.261 against 0.273 ms at FLOAT32 K = 256: not kept. ../results/h100_session
 one count a bisection step (the defaults since), with a warp per 512 or 256 candidates.
 sweep_11.txt: groups of 16 at most (fewer candidates for the second kernel at K = 32).
 ../results/h100_session7/top_k/sweep_12.txt: the second kernel ranking the candidates at or above
-the best groups' threshold directly (DIRECT_MAX), against the bisection of their K-th key."""
+the best groups' threshold directly (DIRECT_MAX), against the bisection of their K-th key (and up
+to 128 ranked directly, since dropped from the list). ../results/h100_session8/top_k/sweep_13.txt:
+the bisection between two bounds (NARROW) against the bisection over every bit."""
 
 
 def main():
