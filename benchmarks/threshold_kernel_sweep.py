@@ -32,7 +32,8 @@ def compiled(k, x, select=None, threshold=None):
 
 VARIANTS = {
     "default": {},
-    "bisection over every bit (NARROW False)": {"NARROW": False},
+    "bisection over every bit (NARROW_DTYPES ())": {"NARROW_DTYPES": ()},
+    "bisection from two bounds (both types)": {"NARROW_DTYPES": (np.float32, np.float16)},
     "no direct ranking (bisected)": {"DIRECT_MAX": 1},
 }
 """threshold_kernels settings tried beside the defaults. sweep_1.txt and sweep_2.txt (the first
@@ -55,7 +56,8 @@ sweep_11.txt: groups of 16 at most (fewer candidates for the second kernel at K 
 ../results/h100_session7/top_k/sweep_12.txt: the second kernel ranking the candidates at or above
 the best groups' threshold directly (DIRECT_MAX), against the bisection of their K-th key (and up
 to 128 ranked directly, since dropped from the list). ../results/h100_session8/top_k/sweep_13.txt:
-the bisection between two bounds (NARROW) against the bisection over every bit."""
+the bisection between two bounds (then NARROW, for both types) against the bisection over every
+bit ("NARROW False"); now NARROW_DTYPES, FLOAT16's only by default."""
 
 
 def main():

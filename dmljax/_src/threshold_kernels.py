@@ -74,9 +74,13 @@ CHUNK_PER_WARP = 1024
 WARPS = 4
 """Warps of the first kernel (the second takes one per CANDIDATES_PER_WARP candidates, 1 to WARPS)."""
 CANDIDATES_PER_WARP = 1024
-NARROW = True
-"""One bit a step: the bisection settles only the bits below the highest one where two bounds of
-the K-th key differ (``_narrowed_kth_key``); False: all 32 (FLOAT16: 17)."""
+NARROW_DTYPES = (np.float16,)
+"""The types whose bisection (one bit a step) settles only the bits below the highest one where
+two bounds of the K-th key differ (``_narrowed_kth_key``); the others settle all their key's bits.
+On the H100 (rows of 32,768, results/h100_session8/top_k/sweep_13.txt; of a copy's read, narrowed
+against all bits): FLOAT16 K = 8, 16, 32, 256 0.70, 0.68, 0.62, 0.25 against 0.67, 0.66, 0.59,
+0.23; FLOAT32 0.84, 0.76, 0.70, 0.34 against 0.81, 0.79, 0.74, 0.36 (the bounds' reductions and a
+loop of unknown length cost more than the 9 of 32 steps they save there)."""
 DIGIT_BITS = 1
 """Bits of the threshold settled per counting step: 2^DIGIT_BITS - 1 counts at once, 32 (FLOAT16: 17)
 / DIGIT_BITS steps, rounded up. On the H100 (sweep_3.txt, FLOAT32 rows of 32,768) one bit a step (a bisection) took 0.123,
@@ -153,9 +157,10 @@ def _kth_key(parts, k: int, dtype):
     at least K keys >= t, as lowest + u (``_key_range``), u settled DIGIT_BITS bits a step from the
     top (the sum wraps where lowest is INT_MIN, which makes it the order-preserving unsigned view
     of the keys): each step counts the keys at or above every nonzero value of the next digit
-    and keeps the largest digit with K of them (0 if none has). With NARROW (one bit a step) only
-    the bits below the highest one where two bounds of t differ are searched (``_narrowed_kth_key``)."""
-    if NARROW and DIGIT_BITS == 1:
+    and keeps the largest digit with K of them (0 if none has). For NARROW_DTYPES (one bit a step)
+    only the bits below the highest one where two bounds of t differ are searched
+    (``_narrowed_kth_key``)."""
+    if DIGIT_BITS == 1 and np.dtype(dtype) in [np.dtype(d) for d in NARROW_DTYPES]:
         return _narrowed_kth_key(parts, k, dtype)
     lowest, bits = _key_range(dtype)
     steps = -(-bits // DIGIT_BITS)

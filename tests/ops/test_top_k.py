@@ -192,13 +192,13 @@ def test_threshold_kernels_give_the_xla_paths_indices(dtype, largest, monkeypatc
     assert not use_kernel(x.shape, 0, 17, dtype) and not use_kernel((7, 3000), 1, 17, dtype)
     assert not use_kernel(x.shape, 1, 17, np.int32)
     # DIRECT_MAX 1: every row's K-th key bisected; 256 (K * GROUP here): every row's candidates ranked
-    # directly; NARROW False: the bisection over every bit of the keys (else from two bounds' common bits)
+    # directly; narrow: the bisection from two bounds' common bits (NARROW_DTYPES), else over every bit
     for k, order_max, direct_max, narrow in ((2, 32, 64, True), (17, 32, 64, True), (17, 32, 1, True),
                                              (17, 32, 1, False), (17, 32, 256, True), (50, 64, 64, True),
-                                             (128, 32, 64, True)):  # K > ORDER_MAX: ordered by XLA's sort
+                                             (128, 32, 64, False)):  # K > ORDER_MAX: ordered by XLA's sort
         monkeypatch.setattr(threshold_kernels, "ORDER_MAX", order_max)
         monkeypatch.setattr(threshold_kernels, "DIRECT_MAX", direct_max)
-        monkeypatch.setattr(threshold_kernels, "NARROW", narrow)
+        monkeypatch.setattr(threshold_kernels, "NARROW_DTYPES", (dtype,) if narrow else ())
         got, values = (np.asarray(a) for a in threshold_rows(jnp.asarray(x), k, largest, interpret=True))
         if largest:
             want = dmljax.top_k(x, axis=1, k=k)[1]
