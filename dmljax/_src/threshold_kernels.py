@@ -11,10 +11,12 @@ threshold"):
    complemented for the smallest K; 17 bits for FLOAT16) and each group of GROUP adjacent
    elements reduced to its best key (GROUP from n / K: ``group_size``). The K-th best group key
    is found by bisection over the bits of the keys (the largest t with at least K group keys
-   >= t: 32 counts over n / GROUP keys, 17 for FLOAT16), and the K best groups (above it, then the ties in index
-   order) are written in ascending order. The K best elements lie in the K best groups ranked by (best key, group
-   index): each of K better groups holds an element better than any element of a worse group, or
-   equal to it and at a lower index.
+   >= t: 32 counts over n / GROUP keys; for FLOAT16 only the bits below the highest one where two
+   bounds of t differ, of 17), and the K best groups (above it, then the ties in index order) are
+   written in ascending order, their slots from one scan of two packed counts. The K best
+   elements lie in the K best groups ranked by (best key, group index): each of K better groups
+   holds an element better than any element of a worse group, or equal to it and at a lower
+   index.
 2. ``_pick_kernel``, one program a row: the K * GROUP elements of those groups, read again (in
    ascending index order), their K-th best key found by the same bisection, and the K best
    taken in ascending index order: every key above the threshold, then the ties at it in index
