@@ -67,12 +67,13 @@ def use_kernel(shape: tuple[int, ...], axis: int, dtype, half: bool) -> bool:
     return _rows_per_program(r, n) * n >= 1024 and _sum_scan()[1]
 
 
-def _exclusive_input(x_ref, row, at, n: int, reverse: bool, first: float):
+def _exclusive_input(x_ref, row, at, n: int, reverse: bool, first: float, sub: int | None = None):
     """An exclusive tally's input at the row positions ``at`` (any order): each position's neighbour
     before it in scan order, read through index vectors, and ``first`` (the tally's identity) at the
-    row's first position in scan order; FLOAT32."""
+    row's first position in scan order; FLOAT32. ``sub``: the row held as (n / sub, sub) sub-blocks."""
     src = jnp.clip(at + 1 if reverse else at - 1, 0, n - 1)
-    return jnp.where(at == (n - 1 if reverse else 0), first, x_ref[row, src].astype(jnp.float32))
+    v = x_ref[row, src // sub, src % sub] if sub else x_ref[row, src]
+    return jnp.where(at == (n - 1 if reverse else 0), first, v.astype(jnp.float32))
 
 
 def _kernel(x_ref, o_ref, *, b: int, n: int, reverse: bool, exclusive: bool, flush: bool):
@@ -124,14 +125,16 @@ def _sum_loop_kernel(x_ref, o_ref, *, b: int, n: int, chunk: int, reverse: bool,
 
 
 def _pick(mask, v, axis: int):
-    """The element of the FLOAT32 ``v`` that ``mask`` selects along ``axis`` (one, or none: +0), with
-    that axis kept as 1, bit for bit: its bits summed as integers (a float sum of the others' zeros
-    would turn -0.0 into +0.0: XLA's reduction starts from +0.0)."""
+    """The element of the FLOAT32 or int32 ``v`` that ``mask`` selects along ``axis`` (one, or none:
+    0), with that axis kept as 1, bit for bit: a float's bits summed as integers (a float sum of the
+    others' zeros would turn -0.0 into +0.0: XLA's reduction starts from +0.0)."""
+    if v.dtype != jnp.float32:
+        return jnp.sum(jnp.where(mask, v, 0), axis=axis, keepdims=True)
     bits = jax.lax.bitcast_convert_type(v, jnp.int32)
     return jax.lax.bitcast_convert_type(jnp.sum(jnp.where(mask, bits, 0), axis=axis, keepdims=True), jnp.float32)
 
 
-def _prefetched_loop(blocks: int, read, step, init, ahead: bool = True):
+def _prefetched_loop(blocks: int, read, step, init, ahead: bool):
     """``carry = step(i, read(i), carry)`` for i in 0 .. blocks - 1, with block i + 1's read issued
     before step i runs: a load's registers are waited for at their first use, so the next block's
     memory latency is spent while this block is scanned instead of after it (a row walked block by
@@ -143,8 +146,8 @@ def _prefetched_loop(blocks: int, read, step, init, ahead: bool = True):
 
     def body(i, state):
         carry, x = state
-        ahead = read(jnp.minimum(i + 1, blocks - 1))
-        return step(i, x, carry), ahead
+        following = read(jnp.minimum(i + 1, blocks - 1))
+        return step(i, x, carry), following
 
     jax.lax.fori_loop(0, blocks, body, (init, read(0)))
 
@@ -313,8 +316,8 @@ def _sum_scan() -> tuple:
 
 
 def _running_sum(x, reverse: bool):
-    """The running sum of the (rows, n) block ``x`` along its rows, in scan order (``reverse``:
-    from the row's end), by Triton's scan on a GPU, read and written in place either way."""
+    """The running sum of the (rows, n) block ``x`` (float or integer) along its rows, in scan
+    order (``reverse``: from the row's end), by Triton's scan on a GPU, in place either way."""
     if not reverse:
         return jnp.cumsum(x, axis=1)
     return _sum_scan()[0].bind(x, axis=1, reverse=True)[0]
@@ -383,8 +386,7 @@ def _product_loop_kernel(x_ref, o_ref, *, b: int, n: int, chunk: int, ahead: boo
         m, e = _pair_scan()[0].bind(m, e, axis=1, reverse=reverse)
         m, e = _pair_product(carry, (m, e))
         o_ref[:, pl.ds(start(i), chunk)] = _pairs_to_value(m, e).astype(o_ref.dtype)
-        return (_pick(last, m, 1),
-                jnp.sum(jnp.where(last, e, 0), axis=1, keepdims=True))
+        return _pick(last, m, 1), _pick(last, e, 1)
 
     _prefetched_loop(blocks, read, step, (jnp.ones((1, 1), jnp.float32), jnp.zeros((1, 1), jnp.int32)), ahead)
 
@@ -416,11 +418,9 @@ def _product_tile_kernel(x_ref, o_ref, *, b: int, n: int, chunk: int, sub: int, 
         return ((blocks - 1 - i) if reverse else i) * r
 
     def read(i):
-        if exclusive:  # each position reads its neighbour before it in scan order, the first a 1
-            pos = (start(i) + row) * sub + col
-            src = jnp.clip(pos + 1 if reverse else pos - 1, 0, n - 1)
-            v = x_ref[jnp.zeros_like(src), src // sub, src % sub].astype(jnp.float32)
-            return jnp.where(pos == (n - 1 if reverse else 0), np.float32(1.0), v)
+        if exclusive:
+            pos = (start(i) + row) * sub + col  # (r, sub) positions in the row
+            return _exclusive_input(x_ref, jnp.zeros_like(pos), pos, n, reverse, 1.0, sub)
         return x_ref[0, pl.ds(start(i), r), :]
 
     def step(i, x, carry):
@@ -429,17 +429,15 @@ def _product_tile_kernel(x_ref, o_ref, *, b: int, n: int, chunk: int, sub: int, 
             x = flush_values(x)
         m, e = _normalized(x)
         p = _mul_scan()[0].bind(m, axis=1, reverse=reverse)[0]  # (r, sub), below 2^sub
-        s = _sum_scan()[0].bind(e, axis=1, reverse=reverse)[0] if reverse else jnp.cumsum(e, axis=1)
+        s = _running_sum(e, reverse)
         tm, tk = _normalized(_pick(last_col, p, 1))  # (r, 1)
-        te = jnp.sum(jnp.where(last_col, s, 0), axis=1, keepdims=True) + tk
+        te = _pick(last_col, s, 1) + tk
         im, ie = _pair_scan()[0].bind(tm, te, axis=0, reverse=reverse)  # through each sub-block
         xm = _pick(before, im.reshape(1, r), 1)  # through the one before
-        xe = jnp.sum(jnp.where(before, ie.reshape(1, r), 0), axis=1, keepdims=True)
+        xe = _pick(before, ie.reshape(1, r), 1)
         qm, qe = _pair_product(carry, (jnp.where(first_row, np.float32(1.0), xm), jnp.where(first_row, 0, xe)))
         o_ref[0, pl.ds(start(i), r), :] = _pairs_to_value(p * qm, s + qe).astype(o_ref.dtype)
-        total = (_pick(last_row, im, 0),
-                 jnp.sum(jnp.where(last_row, ie, 0), axis=0, keepdims=True))
-        return _pair_product(carry, total)
+        return _pair_product(carry, (_pick(last_row, im, 0), _pick(last_row, ie, 0)))
 
     _prefetched_loop(blocks, read, step, (jnp.ones((1, 1), jnp.float32), jnp.zeros((1, 1), jnp.int32)), ahead)
 

@@ -201,7 +201,8 @@ def _narrowed_kth_key(parts, k: int, dtype):
     # the highest set bit of diff: its float's exponent (rounded up by at most one: a longer search)
     top = (jax.lax.bitcast_convert_type(diff.astype(jnp.uint32).astype(jnp.float32), jnp.int32) >> 23) - 127
     top = jnp.where(diff == 0, -1, jnp.minimum(top, bits - 1))
-    below = jnp.where(top < 0, 0, (jnp.left_shift(1, jnp.maximum(top, 0)) - 1) | jnp.left_shift(1, jnp.maximum(top, 0)))
+    bit = jnp.left_shift(1, jnp.maximum(top, 0))
+    below = jnp.where(top < 0, 0, (bit - 1) | bit)  # the bits to search (top 31: all of them)
 
     def step(i, found):
         bit = jnp.left_shift(1, top - i)
