@@ -49,7 +49,15 @@ FORWARD = {  # FLOAT32 forward: name -> f(x, e)
     # the exponent's flush as a last select (a zero or denormal exponent gives 1): same values
     "exponent as a select": lambda x, e: flush(jnp.where(jnp.abs(e) < TINY, np.float32(1),
                                                          rule(flush(x), e, lax.pow(flush(x), e)))),
+    # the rule by a stand-in: -inf as -FLT_MAX (whose powers overflow, underflow or are NaN as -inf's
+    # are under the rule, the output's flush taking -1 / FLT_MAX to -0), e = 1 by a select: same values
+    "rule by -FLT_MAX": lambda x, e: stand_in(flush(x), flush(e)),
 }
+
+
+def stand_in(g, e):
+    p = lax.pow(jnp.maximum(g, -np.finfo(np.float32).max), e)
+    return flush(jnp.where(e == 1, g, p))
 
 
 def half_grad(x, e, dy, stand_in=False, log="float32"):

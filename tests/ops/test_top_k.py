@@ -177,7 +177,7 @@ def test_threshold_kernels_give_the_xla_paths_indices(dtype, largest, monkeypatc
     from dmljax._src.threshold_kernels import threshold_rows, use_kernel
     rng = np.random.default_rng(7)
     n = 4096
-    x = (rng.integers(-20, 20, (7, n)) * 0.5).astype(dtype)
+    x = (rng.integers(-20, 20, (8, n)) * 0.5).astype(dtype)
     x[0, :5] = [np.nan, -np.inf, np.nan, 0.0, -0.0]
     x[1, 10:14] = [np.inf, -np.inf, np.nan, -np.nan]
     x[2, :], x[2, 100] = np.nan, -np.inf
@@ -185,6 +185,7 @@ def test_threshold_kernels_give_the_xla_paths_indices(dtype, largest, monkeypatc
     x[5] = rng.standard_normal(n).astype(dtype)
     x[6] = rng.integers(0, 3, n).astype(dtype)  # three levels: the threshold's ties span the row
     x[6, 64:96], x[6, 8::32] = np.nan, np.nan  # a group of NaN only; a NaN in many groups
+    x[7] = np.sort(rng.standard_normal(n))[::-1].astype(dtype)  # descending: the best groups first
     if dtype == np.float32:
         x[3, :6] = [1e-40, -1e-40, 0.0, -0.0, 1e-39, 5.0]
     assert use_kernel(x.shape, 1, 2, dtype) and use_kernel(x.shape, 1, 128, dtype)
@@ -192,10 +193,13 @@ def test_threshold_kernels_give_the_xla_paths_indices(dtype, largest, monkeypatc
     assert not use_kernel(x.shape, 0, 17, dtype) and not use_kernel((7, 3000), 1, 17, dtype)
     assert not use_kernel(x.shape, 1, 17, np.int32)
     # DIRECT_MAX 1: every row's K-th key bisected; 256 (K * GROUP here): every row's candidates ranked
-    # directly; narrow: the bisection from two bounds' common bits (NARROW_DTYPES), else over every bit
-    for k, order_max, direct_max, narrow in ((2, 32, 64, True), (17, 32, 64, True), (17, 32, 1, True),
-                                             (17, 32, 1, False), (17, 32, 256, True), (50, 64, 64, True),
-                                             (128, 32, 64, False)):  # K > ORDER_MAX: ordered by XLA's sort
+    # directly; narrow: the bisection from two bounds' common bits (NARROW_DTYPES), else over every bit;
+    # rows: the first kernel's rows a program (each bisection's count and each scan one for them all)
+    for k, order_max, direct_max, narrow, rows in (
+            (2, 32, 64, True, 1), (17, 32, 64, True, 1), (17, 32, 1, True, 4), (17, 32, 1, False, 1),
+            (17, 32, 256, True, 1), (50, 64, 64, True, 1),
+            (128, 32, 64, False, 2)):  # K > ORDER_MAX: ordered by XLA's sort
+        monkeypatch.setattr(threshold_kernels, "ROWS_PER_PROGRAM", rows)
         monkeypatch.setattr(threshold_kernels, "ORDER_MAX", order_max)
         monkeypatch.setattr(threshold_kernels, "DIRECT_MAX", direct_max)
         monkeypatch.setattr(threshold_kernels, "NARROW_DTYPES", (dtype,) if narrow else ())
