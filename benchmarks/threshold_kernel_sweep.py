@@ -4,9 +4,7 @@ elements as rows of 32,768, FLOAT32 and FLOAT16, K = 8, 16, 32 and 256, device t
 takes without the threshold kernels, each traced afresh from the formula (top_k_along). K = 8 and
 16 normally take select_kernels' K steps; here the threshold kernels are also timed there.
 
-    python benchmarks/threshold_kernel_sweep.py [QUICK | FIRST]
-        (QUICK: the default settings only, no XLA path; FIRST: FIRST_VARIANTS of the first kernel,
-        alone and in the whole operator, for K = 8 and 256)
+    python benchmarks/threshold_kernel_sweep.py [QUICK]   (QUICK: the default settings only, no XLA path)
 """
 
 import sys
@@ -59,45 +57,14 @@ sweep_11.txt: groups of 16 at most (fewer candidates for the second kernel at K 
 the best groups' threshold directly (DIRECT_MAX), against the bisection of their K-th key (and up
 to 128 ranked directly, since dropped from the list). ../results/h100_session8/top_k/sweep_13.txt:
 the bisection between two bounds (then NARROW, for both types) against the bisection over every
-bit ("NARROW False"); now NARROW_DTYPES, FLOAT16's only by default."""
-
-
-FIRST_VARIANTS = {
-    "rows 1, warps 4 (default)": {},
-    "rows 2, warps 4": {"ROWS_PER_PROGRAM": 2},
-    "rows 4, warps 4": {"ROWS_PER_PROGRAM": 4},
-    "rows 2, warps 8": {"ROWS_PER_PROGRAM": 2, "GROUP_WARPS": 8},
-    "rows 4, warps 8": {"ROWS_PER_PROGRAM": 4, "GROUP_WARPS": 8},
-    "rows 8, warps 8": {"ROWS_PER_PROGRAM": 8, "GROUP_WARPS": 8},
-}
-"""The first kernel's rows a program (ROWS_PER_PROGRAM: one collective step a count for all of
-them) and warps (GROUP_WARPS), tried by ``FIRST``."""
-
-
-def first_kernel_sweep():
-    rng = np.random.default_rng(0)
-    print(f"jax {jax.__version__}; {jax.devices()[0]}", flush=True)
-    n = 32768
-    for dtype in (np.float32, np.float16):
-        xs = [jnp.asarray(rng.standard_normal((2 ** 26 // n, n), dtype=np.float32).astype(dtype)) for _ in range(2)]
-        for k in (8, 256):
-            fns = [("copy", jax.jit(lambda x: x.copy()))]
-            for name, settings in FIRST_VARIANTS.items():
-                first = jax.jit(lambda x, k=k: tk.best_groups(x, k, True))
-                with_settings(tk, lambda: jax.block_until_ready(first(xs[0])), **settings)
-                fns.append((f"{name}: first kernel", first))
-                if k == 256:
-                    fns.append((f"{name}: operator", compiled(k, xs[0], select={"ENABLED": False}, threshold=settings)))
-            t = jax_device_times([(name, lambda i, f=f: f(xs[i % 2])) for name, f in fns], 2)
-            copy = t["copy"]["s"]
-            for name, v in t.items():
-                print(f"{np.dtype(dtype).name} rows of {n} k={k:3d}: {name:34s} {v['s'] * 1e3:7.3f} ms"
-                      f"  of a copy's read {copy / 2 / v['s']:.2f}", flush=True)
+bit ("NARROW False"); now NARROW_DTYPES, FLOAT16's only by default.
+../results/h100_session9/rows_per_program/sweep_first.txt (the form lived in commit f0c30de, its
+``FIRST`` mode): the first kernel taking 2, 4 or 8 rows a program (each count and scan one
+collective for all of them) with 4 or 8 warps: slower everywhere, 1.5x to 4x the first kernel's
+time (FLOAT32 K = 256: 0.136 ms with one row and 4 warps, 0.187 with two rows and 8 warps)."""
 
 
 def main():
-    if sys.argv[1:] == ["FIRST"]:
-        return first_kernel_sweep()
     quick = len(sys.argv) > 1
     rng = np.random.default_rng(0)
     print(f"jax {jax.__version__}; {jax.devices()[0]}", flush=True)

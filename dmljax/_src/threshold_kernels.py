@@ -74,14 +74,11 @@ kernel's n / GROUP group keys and the second's K * GROUP candidates stay balance
 CHUNK_PER_WARP = 1024
 """Elements each warp of the first kernel reads per chunk (32 a thread)."""
 WARPS = 4
-"""Warps of the first kernel (the second takes one per CANDIDATES_PER_WARP candidates, 1 to WARPS)."""
+"""Warps of the first kernel (the second takes one per CANDIDATES_PER_WARP candidates, 1 to WARPS).
+One row a program: 2, 4 or 8 rows a program (one collective a count for all of them; commit
+f0c30de) took 1.5x to 4x the first kernel's time on the H100
+(results/h100_session9/rows_per_program)."""
 CANDIDATES_PER_WARP = 1024
-ROWS_PER_PROGRAM = 1
-"""Rows each program of the first kernel takes (where they divide the rows; else one): its counts
-and scans are one collective step for all of them, and each chunk read is CHUNK_PER_WARP *
-GROUP_WARPS elements over the rows."""
-GROUP_WARPS = WARPS
-"""Warps of the first kernel."""
 NARROW_DTYPES = (np.float16,)
 """The types whose bisection (one bit a step) settles only the bits below the highest one where
 two bounds of the K-th key differ (``_narrowed_kth_key``); the others settle all their key's bits.
@@ -177,14 +174,11 @@ def _kth_key(parts, k: int, dtype):
 
     def step(i, found):
         shift = DIGIT_BITS * (steps - 1 - i)
-        if DIGIT_BITS == 1:  # one count: found (R, 1) for the R rows of a program
-            return jnp.where(_count(parts, lambda p: p >= lowest + (found | (1 << shift))) >= k,
-                             found | (1 << shift), found)
         trial = lowest + (found | (digit << shift))  # (D, 1)
         enough = _count(parts, lambda p: p >= trial) >= k  # fewer keys for a larger digit
         return found | (jnp.max(jnp.where(enough, digit, 0), axis=0, keepdims=True) << shift)
 
-    return lowest + jax.lax.fori_loop(0, steps, step, jnp.zeros((parts[0].shape[0], 1), jnp.int32))
+    return lowest + jax.lax.fori_loop(0, steps, step, jnp.zeros((1, 1), jnp.int32))
 
 
 def _narrowed_kth_key(parts, k: int, dtype):
@@ -193,8 +187,7 @@ def _narrowed_kth_key(parts, k: int, dtype):
     u from lo to the largest key shares their common high bits, so the bisection starts from them
     and settles only the bits below the highest differing one, a count each (data drawn from one
     distribution puts the best keys in a narrow band: about 10 of FLOAT16's 17 steps and 23 of
-    FLOAT32's 32 for normal samples). A row whose keys all tie takes no step. With R rows a
-    program (blocks (R, m)), the bits searched are those of the row with the most."""
+    FLOAT32's 32 for normal samples). A row whose keys all tie takes no step."""
     lowest, bits = _key_range(dtype)
     total = sum(p.shape[1] for p in parts)
     c = 1  # keys a group: K groups or more, within every block
@@ -202,15 +195,15 @@ def _narrowed_kth_key(parts, k: int, dtype):
         c *= 2
     lo = hi = None
     for p in parts:
-        best = jnp.max(p.reshape(p.shape[0], p.shape[1] // c, c), axis=2)  # each group's best key
+        best = jnp.max(p.reshape(1, p.shape[1] // c, c), axis=2)  # each group's best key
         low, high = jnp.min(best, axis=1, keepdims=True), jnp.max(best, axis=1, keepdims=True)
         lo, hi = (low, high) if lo is None else (jnp.minimum(lo, low), jnp.maximum(hi, high))
     lo = jnp.maximum(lo, lowest)  # a padding key (INT_MIN) is below FLOAT16's lowest
-    ulo, uhi = lo - lowest, hi - lowest  # (R, 1); as unsigned, ulo <= u <= uhi
+    ulo, uhi = lo - lowest, hi - lowest  # (1, 1); as unsigned, ulo <= u <= uhi
     diff = ulo ^ uhi
     # the highest set bit of diff: its float's exponent (rounded up by at most one: a longer search)
     top = (jax.lax.bitcast_convert_type(diff.astype(jnp.uint32).astype(jnp.float32), jnp.int32) >> 23) - 127
-    top = jnp.max(jnp.where(diff == 0, -1, jnp.minimum(top, bits - 1)))  # the rows' highest
+    top = jnp.where(diff == 0, -1, jnp.minimum(top, bits - 1))
     bit = jnp.left_shift(1, jnp.maximum(top, 0))
     below = jnp.where(top < 0, 0, (bit - 1) | bit)  # the bits to search (top 31: all of them)
 
@@ -219,7 +212,7 @@ def _narrowed_kth_key(parts, k: int, dtype):
         trial = lowest + (found | bit)
         return jnp.where(_count(parts, lambda p: p >= trial) >= k, found | bit, found)
 
-    steps = top + 1  # a scalar trip count: 0 to bits
+    steps = jnp.sum(top + 1)  # a scalar trip count: 0 to bits
     return lowest + jax.lax.fori_loop(0, steps, step, ulo & ~below)
 
 
@@ -231,9 +224,8 @@ def _store_at(take, slot, spare: int, stores):
     from jax.experimental.pallas import triton as pl_triton
 
     slot = jnp.where(take, slot, spare + (jnp.arange(take.shape[1], dtype=jnp.int32)[None, :] & (spare - 1)))
-    row = jnp.zeros_like(slot) if slot.shape[0] == 1 else jax.lax.broadcasted_iota(jnp.int32, slot.shape, 0)
     for ref, values in stores:
-        pl_triton.store(ref.at[row, slot], jnp.broadcast_to(values, slot.shape), mask=take)
+        pl_triton.store(ref.at[jnp.zeros_like(slot), slot], values, mask=take)
 
 
 def _store_taken(take, first, spare: int, stores):
@@ -272,11 +264,10 @@ def _store_best(parts, t, k: int, k2: int, *stores):
 
 
 def _groups_kernel(x_ref, o_ref, *, n: int, chunk: int, g: int, k: int, k2: int, largest: bool):
-    rows = x_ref.shape[0]  # ROWS_PER_PROGRAM or 1: each count and scan is one collective for all
     parts, numbers = [], []
     for start in range(0, n, chunk):  # chunk by chunk: each chunk's keys live only until reduced
         key = _keys(x_ref[:, start:start + chunk], largest)
-        parts.append(jnp.max(key.reshape(rows, chunk // g, g), axis=2))
+        parts.append(jnp.max(key.reshape(1, chunk // g, g), axis=2))
         numbers.append(start // g + jnp.arange(chunk // g, dtype=jnp.int32)[None, :])
     _store_best(parts, _kth_key(parts, k, x_ref.dtype), k, k2, (o_ref, numbers))
 
@@ -345,9 +336,9 @@ def _pick_kernel(x_ref, group_ref, o_ref, *scratch, g: int, k: int, k2: int, lar
     jax.lax.cond(count <= DIRECT_MAX, direct, bisected)
 
 
-def _pallas(kernel, inputs, specs, outputs, warps: int, interpret: bool, name: str, rows: int = 1):
-    """One program for each ``rows`` rows of ``inputs`` (blocks of (rows, c) for each c of ``specs``);
-    ``outputs``: (columns, dtype) of each output, all returned."""
+def _pallas(kernel, inputs, specs, outputs, warps: int, interpret: bool, name: str):
+    """One program a row of ``inputs`` (blocks of (1, c) for each c of ``specs``); ``outputs``:
+    (columns, dtype) of each output, all returned."""
     from jax.experimental import pallas as pl  # imported where a kernel is built: dmljax's import stays light
 
     r = inputs[0].shape[0]
@@ -356,9 +347,9 @@ def _pallas(kernel, inputs, specs, outputs, warps: int, interpret: bool, name: s
         from jax.experimental.pallas import triton as pl_triton
         params = pl_triton.CompilerParams(num_warps=warps, num_stages=1)
     return pl.pallas_call(
-        kernel, out_shape=tuple(jax.ShapeDtypeStruct((r, c), dtype) for c, dtype in outputs), grid=(r // rows,),
-        in_specs=[pl.BlockSpec((rows, c), lambda i: (i, 0)) for c in specs],
-        out_specs=tuple(pl.BlockSpec((rows, c), lambda i: (i, 0)) for c, _ in outputs),
+        kernel, out_shape=tuple(jax.ShapeDtypeStruct((r, c), dtype) for c, dtype in outputs), grid=(r,),
+        in_specs=[pl.BlockSpec((1, c), lambda i: (i, 0)) for c in specs],
+        out_specs=tuple(pl.BlockSpec((1, c), lambda i: (i, 0)) for c, _ in outputs),
         compiler_params=params, interpret=interpret, name=name)(*inputs)
 
 
@@ -368,11 +359,9 @@ def best_groups(rows: jnp.ndarray, k: int, largest: bool, interpret: bool = Fals
     two)."""
     n = rows.shape[-1]
     k2 = 1 << (k - 1).bit_length()  # a power of two wide (Triton's blocks); slots from k on unused
-    together = ROWS_PER_PROGRAM if rows.shape[0] % ROWS_PER_PROGRAM == 0 else 1
-    chunk = min(n, CHUNK_PER_WARP * GROUP_WARPS // together)
+    chunk = min(n, CHUNK_PER_WARP * WARPS)
     kernel = functools.partial(_groups_kernel, n=n, chunk=chunk, g=group_size(n, k), k=k, k2=k2, largest=largest)
-    return _pallas(kernel, [rows], [n], [(2 * k2, jnp.int32)], GROUP_WARPS, interpret, "dmljax_row_top_k_groups",
-                   together)[0]
+    return _pallas(kernel, [rows], [n], [(2 * k2, jnp.int32)], WARPS, interpret, "dmljax_row_top_k_groups")[0]
 
 
 def best_in_groups(rows: jnp.ndarray, groups: jnp.ndarray, k: int, largest: bool, interpret: bool = False,

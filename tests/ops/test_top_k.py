@@ -193,13 +193,10 @@ def test_threshold_kernels_give_the_xla_paths_indices(dtype, largest, monkeypatc
     assert not use_kernel(x.shape, 0, 17, dtype) and not use_kernel((7, 3000), 1, 17, dtype)
     assert not use_kernel(x.shape, 1, 17, np.int32)
     # DIRECT_MAX 1: every row's K-th key bisected; 256 (K * GROUP here): every row's candidates ranked
-    # directly; narrow: the bisection from two bounds' common bits (NARROW_DTYPES), else over every bit;
-    # rows: the first kernel's rows a program (each bisection's count and each scan one for them all)
-    for k, order_max, direct_max, narrow, rows in (
-            (2, 32, 64, True, 1), (17, 32, 64, True, 1), (17, 32, 1, True, 4), (17, 32, 1, False, 1),
-            (17, 32, 256, True, 1), (50, 64, 64, True, 1),
-            (128, 32, 64, False, 2)):  # K > ORDER_MAX: ordered by XLA's sort
-        monkeypatch.setattr(threshold_kernels, "ROWS_PER_PROGRAM", rows)
+    # directly; narrow: the bisection from two bounds' common bits (NARROW_DTYPES), else over every bit
+    for k, order_max, direct_max, narrow in ((2, 32, 64, True), (17, 32, 64, True), (17, 32, 1, True),
+                                             (17, 32, 1, False), (17, 32, 256, True), (50, 64, 64, True),
+                                             (128, 32, 64, False)):  # K > ORDER_MAX: ordered by XLA's sort
         monkeypatch.setattr(threshold_kernels, "ORDER_MAX", order_max)
         monkeypatch.setattr(threshold_kernels, "DIRECT_MAX", direct_max)
         monkeypatch.setattr(threshold_kernels, "NARROW_DTYPES", (dtype,) if narrow else ())
