@@ -3,6 +3,8 @@ once, FLOAT32 denormals flushed on the input and output of math, half-precision 
 its budget), each against values derived independently (IEEE bit patterns or the float64
 reference). Each operator's own edges live in tests/ops/test_<family>.py."""
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -169,3 +171,34 @@ def test_copy_sign_on_the_bits_equals_jnp_copysign(dtype):
     g_got = jax.vmap(jax.grad(lambda a, b: copy_sign(a, b)))(x[fin], s[fin])
     g_want = jax.vmap(jax.grad(lambda a, b: jnp.copysign(a, b)))(x[fin], s[fin])
     np.testing.assert_array_equal(np.asarray(g_got), np.asarray(g_want))
+
+
+# ---------------------------------------------------------------------------------------------
+# A FLOAT attribute beyond FLOAT16's range, computed in FLOAT16, is +-inf (IEEE's conversion),
+# with no NumPy warning reaching the user; RANDOM_GENERATOR's key schedule wraps silently too.
+@pytest.mark.parametrize("call, want", [
+    (lambda x: dmljax.activation_scaled_elu(x, alpha=1.0, gamma=1e6, allow_half_precision_computation=True),
+     [np.inf, np.inf]),
+    (lambda x: dmljax.activation_hard_swish(x, alpha=1e6, beta=0.0, allow_half_precision_computation=True),
+     [0.5, 2.0]),
+    (lambda x: dmljax.activation_swish(x, sigmoid_input_scale=1e6, allow_half_precision_computation=True),
+     [0.5, 2.0]),
+    (lambda x: dmljax.element_wise_threshold(x, min=0.0, scale_bias=dmljax.ScaleBias(scale=1e6, bias=0.0),
+                                             allow_half_precision_computation=True), [np.inf, np.inf]),
+])
+def test_float_attributes_beyond_float16_are_infinite_without_a_warning(call, want):
+    x = np.array([0.5, 2.0], np.float16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = np.asarray(call(x))
+    assert out.dtype == np.float16
+    np.testing.assert_array_equal(out, np.array(want, np.float16))
+
+
+def test_random_generator_op_by_op_wraps_its_key_without_a_warning():
+    state = np.array([0, 0, 0, 0, 0xFFFFFFFF, 0xFFFFFFFF], np.uint32)
+    jitted = np.asarray(dmljax.random_generator(state, output_sizes=[8])[0])
+    with warnings.catch_warnings(), jax.disable_jit():
+        warnings.simplefilter("error")
+        eager = np.asarray(dmljax.random_generator(state, output_sizes=[8])[0])
+    np.testing.assert_array_equal(eager, jitted)

@@ -120,6 +120,14 @@ def store(y: jnp.ndarray, data_type: DataType) -> jnp.ndarray:
     return y.astype(data_type.dtype)
 
 
+def float32_as(value, dtype) -> np.ndarray:
+    """A float32 value (a FLOAT attribute, a ScaleBias, a constant; a scalar or a list) in
+    ``dtype``, rounded once. Beyond FLOAT16's range it is +-inf, as IEEE's conversion gives and
+    DirectML's half-precision computation takes it, without NumPy's overflow warning."""
+    with np.errstate(over="ignore"):
+        return np.asarray(value, np.float32).astype(dtype)
+
+
 def attr_as(value: float, data_type: DataType, dtype: np.dtype | None = None) -> np.generic:
     """A FLOAT attribute (already a float32 value) as a scalar of the tensor's type.
 
@@ -127,7 +135,7 @@ def attr_as(value: float, data_type: DataType, dtype: np.dtype | None = None) ->
     Integers: truncated toward zero and saturated to the type's range (NaN was refused earlier).
     """
     if data_type.is_float:
-        return np.asarray(value, dtype=np.float32).astype(dtype or data_type.dtype)[()]
+        return float32_as(value, dtype or data_type.dtype)[()]
     if math.isnan(value):
         raise ValueError("NaN has no integer value")  # validation refuses this first
     info = np.iinfo(data_type.dtype)
@@ -143,8 +151,7 @@ def apply_scale_bias(g: jnp.ndarray, scale_bias: ScaleBias | None) -> jnp.ndarra
     output). Whether the multiply-add is fused is the backend's choice, as in DirectML."""
     if scale_bias is None:
         return g
-    s = np.asarray(scale_bias.scale, np.float32).astype(g.dtype)
-    b = np.asarray(scale_bias.bias, np.float32).astype(g.dtype)
+    s, b = float32_as(scale_bias.scale, g.dtype), float32_as(scale_bias.bias, g.dtype)
     return flush_denormals(g * s + b)
 
 
@@ -304,6 +311,6 @@ def expm1_nonpositive(x: jnp.ndarray, result_dtype=None) -> jnp.ndarray:
         return jnp.where(x < np.float32(-(2.0**-10)), jnp.exp(x) - np.float32(1), cheap)
     p = jnp.full_like(x, _EXPM1_TAYLOR[-1])
     for c in reversed(_EXPM1_TAYLOR[:-1]):
-        p = p * x + np.asarray(c, np.float32).astype(x.dtype)
+        p = p * x + float32_as(c, x.dtype)
     series = x + x * x * p
     return jnp.where(x < np.asarray(-0.35, x.dtype), jnp.exp(x) - np.asarray(1, x.dtype), series)

@@ -157,9 +157,15 @@ def test_row_kernel_matches_the_reference(dtype, reverse, exclusive, max_row, mo
     assert_matches(got, _cumulative(False)(x, **kwargs), dt, budget, magnitude=_sum_magnitude(x, **kwargs))
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float16])
-@pytest.mark.parametrize("reverse, exclusive", [(False, False), (False, True), (True, False), (True, True)])
-@pytest.mark.parametrize("block, sub", [(1024, 0), (64, 0), (64, 8)])
+_MODES = [(False, False), (False, True), (True, False), (True, True)]
+
+
+# The defaults' two paths (whole rows in a block; longer rows by sub-blocks) in every mode and
+# type; the pair scan of every element of a long row (PRODUCT_SUB 0, kept for the benchmarks'
+# comparisons) in two.
+@pytest.mark.parametrize("block, sub, reverse, exclusive, dtype", [
+    (block, sub, *mode, dtype) for block, sub in ((1024, 0), (64, 8)) for mode in _MODES
+    for dtype in (np.float32, np.float16)] + [(64, 0, False, False, np.float32), (64, 0, True, True, np.float16)])
 def test_product_row_kernel_matches_the_reference(dtype, reverse, exclusive, block, sub, monkeypatch):
     # CUMULATIVE_PRODUCT's rows take the pair scan kernel on a GPU (scan_kernels.product_rows):
     # in Pallas's interpreter it must give the reference within the budget, with partial products

@@ -176,7 +176,7 @@ def test_threshold_kernels_give_the_xla_paths_indices(dtype, largest, monkeypatc
     from dmljax._src import threshold_kernels
     from dmljax._src.threshold_kernels import threshold_rows, use_kernel
     rng = np.random.default_rng(7)
-    n = 4096
+    n = 2048
     x = (rng.integers(-20, 20, (8, n)) * 0.5).astype(dtype)
     x[0, :5] = [np.nan, -np.inf, np.nan, 0.0, -0.0]
     x[1, 10:14] = [np.inf, -np.inf, np.nan, -np.nan]
@@ -188,15 +188,15 @@ def test_threshold_kernels_give_the_xla_paths_indices(dtype, largest, monkeypatc
     x[7] = np.sort(rng.standard_normal(n))[::-1].astype(dtype)  # descending: the best groups first
     if dtype == np.float32:
         x[3, :6] = [1e-40, -1e-40, 0.0, -0.0, 1e-39, 5.0]
-    assert use_kernel(x.shape, 1, 2, dtype) and use_kernel(x.shape, 1, 128, dtype)
-    assert not use_kernel(x.shape, 1, 1, dtype) and not use_kernel(x.shape, 1, 129, dtype)  # 4096 / 8 / 4
+    assert use_kernel(x.shape, 1, 2, dtype) and use_kernel(x.shape, 1, 64, dtype)
+    assert not use_kernel(x.shape, 1, 1, dtype) and not use_kernel(x.shape, 1, 65, dtype)  # 2048 / 8 / 4
     assert not use_kernel(x.shape, 0, 17, dtype) and not use_kernel((7, 3000), 1, 17, dtype)
     assert not use_kernel(x.shape, 1, 17, np.int32)
     # DIRECT_MAX 1: every row's K-th key bisected; 256 (K * GROUP here): every row's candidates ranked
     # directly; narrow: the bisection from two bounds' common bits (NARROW_DTYPES), else over every bit
     for k, order_max, direct_max, narrow in ((2, 32, 64, True), (17, 32, 64, True), (17, 32, 1, True),
                                              (17, 32, 1, False), (17, 32, 256, True), (50, 64, 64, True),
-                                             (128, 32, 64, False)):  # K > ORDER_MAX: ordered by XLA's sort
+                                             (64, 32, 64, False)):  # K > ORDER_MAX: ordered by XLA's sort
         monkeypatch.setattr(threshold_kernels, "ORDER_MAX", order_max)
         monkeypatch.setattr(threshold_kernels, "DIRECT_MAX", direct_max)
         monkeypatch.setattr(threshold_kernels, "NARROW_DTYPES", (dtype,) if narrow else ())

@@ -10,7 +10,7 @@ from dmljax._src.dtypes import (
     FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT32_INT16_INT8, FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8,
     DataType,
 )
-from dmljax._src.numerics import attr_as, expm1_nonpositive, max_num, min_num, mark_flushed
+from dmljax._src.numerics import attr_as, expm1_nonpositive, float32_as, max_num, min_num, mark_flushed
 from dmljax._src.op import operator
 from dmljax._src.ops._families import activation_op, elementwise
 from dmljax._src.ops.activation_gated import relu_grad_rule, relu_passes
@@ -40,10 +40,6 @@ ACTIVATION_SCALED_ELU = activation_op(
 )
 
 
-def _f32(value, dtype):
-    return np.asarray(value, np.float32).astype(dtype)
-
-
 @operator(ACTIVATION_SCALED_ELU)
 def activation_scaled_elu(input, *, alpha, gamma, allow_half_precision_computation):
     """Example:
@@ -59,10 +55,10 @@ def activation_scaled_elu(input, *, alpha, gamma, allow_half_precision_computati
 
     def f(x):
         negative = jnp.minimum(x, jnp.zeros_like(x))
-        return jnp.where(x > 0, _f32(gamma, x.dtype) * x, _f32(ca, x.dtype) * expm1_nonpositive(negative, input.dtype))
+        return jnp.where(x > 0, float32_as(gamma, x.dtype) * x, float32_as(ca, x.dtype) * expm1_nonpositive(negative, input.dtype))
 
     def slope(x):
-        return jnp.where(x > 0, _f32(gamma, x.dtype), _f32(ca, x.dtype) * jnp.exp(jnp.minimum(x, jnp.zeros_like(x))))
+        return jnp.where(x > 0, float32_as(gamma, x.dtype), float32_as(ca, x.dtype) * jnp.exp(jnp.minimum(x, jnp.zeros_like(x))))
 
     return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
 
@@ -97,10 +93,10 @@ def activation_elu(input, *, alpha, allow_half_precision_computation):
     """
     def f(x):
         negative = jnp.minimum(x, jnp.zeros_like(x))  # the unselected branch never overflows
-        return jnp.where(x >= 0, x, _f32(alpha, x.dtype) * expm1_nonpositive(negative, input.dtype))
+        return jnp.where(x >= 0, x, float32_as(alpha, x.dtype) * expm1_nonpositive(negative, input.dtype))
 
     def slope(x):
-        return jnp.where(x >= 0, jnp.ones_like(x), _f32(alpha, x.dtype) * jnp.exp(jnp.minimum(x, jnp.zeros_like(x))))
+        return jnp.where(x >= 0, jnp.ones_like(x), float32_as(alpha, x.dtype) * jnp.exp(jnp.minimum(x, jnp.zeros_like(x))))
 
     return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
 
@@ -185,10 +181,10 @@ def activation_leaky_relu(input, *, alpha, allow_half_precision_computation):
         Array([-0.02, -0.  ,  3.5 ], dtype=float32)
     """
     def f(x):
-        return jnp.where(x >= 0, x, _f32(alpha, x.dtype) * x)
+        return jnp.where(x >= 0, x, float32_as(alpha, x.dtype) * x)
 
     def slope(x):
-        return jnp.where(x >= 0, jnp.ones_like(x), jnp.full_like(x, _f32(alpha, x.dtype)))
+        return jnp.where(x >= 0, jnp.ones_like(x), jnp.full_like(x, float32_as(alpha, x.dtype)))
 
     return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
 
@@ -218,10 +214,10 @@ def activation_linear(input, *, alpha, beta, allow_half_precision_computation):
         Array([-3.,  1.,  8.], dtype=float32)
     """
     def f(x):
-        return _f32(alpha, x.dtype) * x + _f32(beta, x.dtype)
+        return float32_as(alpha, x.dtype) * x + float32_as(beta, x.dtype)
 
     def slope(x):
-        return jnp.full_like(x, _f32(alpha, x.dtype))
+        return jnp.full_like(x, float32_as(alpha, x.dtype))
 
     return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
 
@@ -275,7 +271,7 @@ def activation_thresholded_relu(input, *, alpha, allow_half_precision_computatio
         Array([0. , 0. , 1.5, 0. ], dtype=float32)
     """
     def passes(x):
-        return x > _f32(alpha, x.dtype)
+        return x > float32_as(alpha, x.dtype)
 
     def f(x):
         return jnp.where(passes(x), x, jnp.zeros_like(x))
@@ -316,7 +312,7 @@ def activation_hard_sigmoid(input, *, alpha, beta, allow_half_precision_computat
         Array([0. , 0.5, 0.7, 1. ], dtype=float32)
     """
     def g(x):
-        return _f32(alpha, x.dtype) * x + _f32(beta, x.dtype)
+        return float32_as(alpha, x.dtype) * x + float32_as(beta, x.dtype)
 
     def f(x):
         # minNum(y, 1) (NaN gives 1), then maxNum(0, .) (-0 gives +0), with explicit NaN tests:
@@ -326,7 +322,7 @@ def activation_hard_sigmoid(input, *, alpha, beta, allow_half_precision_computat
     def slope(x):
         y = g(x)
         inside = (y > 0) & (y < 1)
-        return jnp.where(inside, jnp.full_like(y, _f32(alpha, x.dtype)), jnp.zeros_like(y))
+        return jnp.where(inside, jnp.full_like(y, float32_as(alpha, x.dtype)), jnp.zeros_like(y))
 
     return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
 
@@ -394,12 +390,12 @@ def activation_shrink(input, *, bias, threshold, allow_half_precision_computatio
         return _shrink_int(input, bias, threshold, dt)
 
     def cases(x):
-        t = _f32(threshold, x.dtype)
+        t = float32_as(threshold, x.dtype)
         return x > t, x < -t
 
     def f(x):
         above, below = cases(x)
-        b = _f32(bias, x.dtype)
+        b = float32_as(bias, x.dtype)
         return jnp.where(above, x - b, jnp.where(below, x + b, jnp.zeros_like(x)))
 
     def slope(x):

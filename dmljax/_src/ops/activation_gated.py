@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dmljax._src.dtypes import FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT32_INT16_INT8, DataType
-from dmljax._src.numerics import F32_TINY
+from dmljax._src.numerics import F32_TINY, float32_as
 from dmljax._src.op import operator
 from dmljax._src.ops._families import activation_op, elementwise
 from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, TensorSpec, table
@@ -173,10 +173,6 @@ SUPPORT_6_2: tuple = (("6.2", "1 to 8", FLOAT32_FLOAT16),)
 """The one table of the SWISH and HARD_SWISH pages (introduced in DML_FEATURE_LEVEL_6_2)."""
 
 
-def _f32(value, dtype):
-    return np.asarray(value, np.float32).astype(dtype)
-
-
 def _scaled_offset(x, scale: float, root: float):
     """``scale * (x - root)`` for static float64 constants, with the relative precision of the
     result where it crosses zero: root = hi + lo in two ``x.dtype`` values, x - hi is exact near
@@ -218,7 +214,7 @@ ACTIVATION_HARD_SWISH = activation_op(
 
 
 def _hard_sigmoid(x, alpha, beta):
-    g = _f32(alpha, x.dtype) * x + _f32(beta, x.dtype)
+    g = float32_as(alpha, x.dtype) * x + float32_as(beta, x.dtype)
     upper = jnp.where(g < 1, g, jnp.ones_like(g))  # minNum(g, 1): NaN gives 1
     return g, jnp.where(upper > 0, upper, jnp.zeros_like(upper))  # maxNum(0, .): -0 gives +0
 
@@ -292,7 +288,7 @@ def _swish_parts(x, scale: float):
     and its GPU keeps; a FLOAT16 denormal has few bits): T = 64 in FLOAT32, 8 in FLOAT16 (half-
     precision computation), where exp(-T) is still normal."""
     cd = x.dtype
-    z = x if scale == 1.0 else _f32(scale, cd) * x
+    z = x if scale == 1.0 else float32_as(scale, cd) * x
     a = jnp.abs(z)
     tail = a > np.asarray(8 if cd == np.float16 else 64, cd)
     v = jnp.exp(jnp.where(tail, a * np.asarray(-0.5, cd), -a))
@@ -313,11 +309,11 @@ def _swish_float16(input, scale: float):
     H100: 1.23x jnp's forward+backward, this one 1.0x). x is bounded to FLOAT32's largest value
     (an infinite x times Sigmoid = 0 gives the limit +-0, not NaN), z to +-100 in the derivative."""
     def f(x):
-        z = x if scale == 1.0 else _f32(scale, x.dtype) * x
+        z = x if scale == 1.0 else float32_as(scale, x.dtype) * x
         return jnp.clip(x, -_F32_MAX, _F32_MAX) * jax.nn.sigmoid(z)
 
     def slope(x):
-        z = x if scale == 1.0 else _f32(scale, x.dtype) * x
+        z = x if scale == 1.0 else float32_as(scale, x.dtype) * x
         zc = jnp.clip(z, np.float32(-100), np.float32(100))
         sg = jax.nn.sigmoid(zc)
         return sg * (np.float32(1) + zc * (np.float32(1) - sg))

@@ -23,6 +23,7 @@ from jax import lax
 from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
 from dmljax._src.errors import Violation
 from dmljax._src.feature_level import FeatureLevel
+from dmljax._src.numerics import float32_as
 from dmljax._src.op import operator
 from dmljax._src.ops._families import activation_op, elementwise
 from dmljax._src.ops.element_wise_trigonometry import _sech2, _tanh, _xla_suffices
@@ -33,7 +34,7 @@ F32, F16 = DataType.FLOAT32, DataType.FLOAT16
 
 def _c(value, like):
     """A FLOAT attribute (a float32 value) or constant as a scalar of ``like``'s dtype."""
-    return np.asarray(value, np.float32).astype(like.dtype)
+    return float32_as(value, like.dtype)
 
 
 def _is_power_of_two(c: float) -> bool:

@@ -17,7 +17,7 @@ from dmljax._src.dtypes import (
     DataType,
 )
 from dmljax._src.numerics import (
-    apply_scale_bias, attr_as, float_to_int, is_nan, load, max_num, min_num, store,
+    apply_scale_bias, attr_as, float32_as, float_to_int, is_nan, load, max_num, min_num, store,
 )
 from dmljax._src.op import operator
 from dmljax._src.ops._families import (
@@ -64,7 +64,7 @@ def _threshold_float_jvp(m, scale_bias, primals, tangents):
     g = apply_scale_bias(x, scale_bias)
     passes = jnp.ones(g.shape, bool) if math.isnan(m) else (g > m) & ~is_nan(g)
     scale = 1.0 if scale_bias is None else scale_bias.scale
-    dt = t * np.asarray(scale, np.float32).astype(t.dtype)
+    dt = t * float32_as(scale, t.dtype)
     return max_num(g, m), jnp.where(passes, dt, jnp.zeros_like(dt))
 
 

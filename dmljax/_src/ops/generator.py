@@ -359,7 +359,7 @@ def random_generator(input_state, *, type, output_sizes):  # noqa: A002  (Direct
     """
     n = int(np.prod(output_sizes))
     blocks = -(-n // 4)
-    words = input_state.reshape(-1)
+    words = jnp.asarray(input_state).reshape(-1)  # NumPy scalars would warn of the key's wraparound
     counter = tuple(words[i] for i in range(4))
     b = lax.iota(np.uint32, blocks)
     c = _add_128(counter, b)

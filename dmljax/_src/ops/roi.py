@@ -31,6 +31,7 @@ from dmljax._src.enums import InterpolationMode, ReduceFunction
 from dmljax._src.errors import Violation
 from dmljax._src.numerics import (
     compute_dtype,
+    float32_as,
     flush_denormals,
     is_nan,
     load,
@@ -352,7 +353,7 @@ def _average(x, rois, b, ok, s: _Align, ct):
     count = (ys.count * xs.count)[:, None, None]
     outside = count - use_y.sum(-1, dtype=np.int32)[:, :, None] * use_x.sum(-1, dtype=np.int32)[:, None, :]  # (R, out_h, out_w)
     if s.out_of_bounds != 0:
-        oob = np.asarray(s.out_of_bounds, np.float32).astype(ct)
+        oob = float32_as(s.out_of_bounds, ct)
         total = total + jnp.where(outside > 0, oob * outside.astype(ct), 0)[:, None]
     return total / count.astype(ct)[:, None]
 
@@ -367,7 +368,7 @@ def _samples(x, rois, b, ok, s: _Align, ct):
     v = (xs.weight.astype(ct)[:, None, None, None] * _columns(ry, xs)).sum(-1)  # (R, out_h, Ky, C, out_w, Kx)
     inside = (ys.inside[:, :, :, None, None, None] & xs.inside[:, None, None, None]
               & ok[:, None, None, None, None, None])
-    v = jnp.where(inside, v, np.asarray(s.out_of_bounds, np.float32).astype(ct))
+    v = jnp.where(inside, v, float32_as(s.out_of_bounds, ct))
     valid = ys.valid[:, :, :, None, None, None] & xs.valid[:, None, None, None]
     order = (0, 3, 1, 4, 5, 2)  # (R, C, out_h, out_w, Kx, Ky)
     shape = v.shape[:1] + v.shape[3:4] + v.shape[1:2] + v.shape[4:5] + (-1,)

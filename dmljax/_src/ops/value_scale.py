@@ -4,10 +4,10 @@ element_wise_arithmetic family: its page's record, with its formula right below 
 from __future__ import annotations
 
 import jax.numpy as jnp
-import numpy as np
 
 from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
 from dmljax._src.errors import Violation
+from dmljax._src.numerics import float32_as
 from dmljax._src.op import operator
 from dmljax._src.ops._families import elementwise, unary_op
 from dmljax._src.spec import ParamSpec
@@ -101,11 +101,11 @@ def value_scale_2d(input, *, scale, channel_count, bias, allow_half_precision_co
                 [[18. , 20. ]]]], dtype=float32)
     """
     def math(g):
-        s = np.asarray(scale, np.float32).astype(g.dtype)
-        b = np.asarray(bias, np.float32).astype(g.dtype).reshape(1, -1, 1, 1)
+        s = float32_as(scale, g.dtype)
+        b = float32_as(bias, g.dtype).reshape(1, -1, 1, 1)
         return g * s + b
 
     def slopes(g):
-        return jnp.full_like(g, np.asarray(scale, np.float32).astype(g.dtype))
+        return jnp.full_like(g, float32_as(scale, g.dtype))
 
     return elementwise(math, input, half=allow_half_precision_computation, slopes=slopes)
