@@ -27,6 +27,7 @@
 #   issue12  benchmarks/issue12_gpu.py's pool group (issue12/)
 #   conv12   benchmarks/issue12_gpu.py's conv group (conv12/)
 #   powvar   benchmarks/pow_variants_gpu.py: what POW's rules cost (pow_variants.txt)
+#   sweeprank benchmarks/threshold_kernel_sweep.py RANK: K = 64 and 256 ranked by the third kernel or sorted by XLA (sweep_rank.txt)
 #   sweepq   benchmarks/threshold_kernel_sweep.py QUICK: the defaults only (sweep_quick.txt)
 #   basetopk the sweepq step on the commit in devrun_base.tar (devrun_base.txt), extracted to /tmp/base:
 #            the baseline of a TOP_K change, on the same machine (base_sweep_quick.txt)
@@ -113,6 +114,9 @@ for step in $STEPS; do
     powvar)
       timeout ${POWVAR_S:-200} python benchmarks/pow_variants_gpu.py > "$OUT/pow_variants.txt" 2>&1
       echo "powvar rc=$?"; cat "$OUT/pow_variants.txt" | tail -14 ;;
+    sweeprank)
+      timeout ${SWEEP_S:-330} python benchmarks/threshold_kernel_sweep.py RANK > "$OUT/sweep_rank.txt" 2>&1
+      echo "sweeprank rc=$?"; grep -v "^jax" "$OUT/sweep_rank.txt" | grep -v "copy " | sed 's/rows of 32768 //; s/  */ /g' ;;
     sweepq)
       timeout ${SWEEP_S:-330} python benchmarks/threshold_kernel_sweep.py QUICK > "$OUT/sweep_quick.txt" 2>&1
       echo "sweepq rc=$?"; grep -v "^jax" "$OUT/sweep_quick.txt" | grep -v "lax.top_k\|copy " | sed 's/rows of 32768 //; s/  */ /g' ;;

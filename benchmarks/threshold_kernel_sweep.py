@@ -4,7 +4,9 @@ elements as rows of 32,768, FLOAT32 and FLOAT16, K = 8, 16, 32 and 256, device t
 takes without the threshold kernels, each traced afresh from the formula (top_k_along). K = 8 and
 16 normally take select_kernels' K steps; here the threshold kernels are also timed there.
 
-    python benchmarks/threshold_kernel_sweep.py [QUICK]   (QUICK: the default settings only, no XLA path)
+    python benchmarks/threshold_kernel_sweep.py [QUICK | RANK]
+        (QUICK: the default settings only, no XLA path; RANK: K = 64 and 256 ordered by the third
+        kernel's ranks against XLA's sort, RANK_VARIANTS)
 """
 
 import sys
@@ -64,7 +66,34 @@ collective for all of them) with 4 or 8 warps: slower everywhere, 1.5x to 4x the
 time (FLOAT32 K = 256: 0.136 ms with one row and 4 warps, 0.187 with two rows and 8 warps)."""
 
 
+RANK_VARIANTS = {
+    "ranked by the third kernel (default)": {},
+    "ordered by XLA's sort (RANK_MAX 0)": {"RANK_MAX": 0},
+}
+
+
+def rank_sweep():
+    """K above ORDER_MAX: the whole operator with each of RANK_VARIANTS, and the first kernel alone."""
+    rng = np.random.default_rng(0)
+    print(f"jax {jax.__version__}; {jax.devices()[0]}", flush=True)
+    n = 32768
+    for dtype in (np.float32, np.float16):
+        xs = [jnp.asarray(rng.standard_normal((2 ** 26 // n, n), dtype=np.float32).astype(dtype)) for _ in range(2)]
+        for k in (64, 256):
+            fns = [("copy", jax.jit(lambda x: x.copy()))]
+            for name, settings in RANK_VARIANTS.items():
+                fns.append((name, compiled(k, xs[0], select={"ENABLED": False}, threshold=settings)))
+            fns.append(("first kernel only", jax.jit(lambda x, k=k: tk.best_groups(x, k, True))))
+            t = jax_device_times([(name, lambda i, f=f: f(xs[i % 2])) for name, f in fns], 2)
+            copy = t["copy"]["s"]
+            for name, v in t.items():
+                print(f"{np.dtype(dtype).name} rows of {n} k={k:3d}: {name:38s} {v['s'] * 1e3:7.3f} ms"
+                      f"  of a copy's read {copy / 2 / v['s']:.2f}", flush=True)
+
+
 def main():
+    if sys.argv[1:] == ["RANK"]:
+        return rank_sweep()
     quick = len(sys.argv) > 1
     rng = np.random.default_rng(0)
     print(f"jax {jax.__version__}; {jax.devices()[0]}", flush=True)

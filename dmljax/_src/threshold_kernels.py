@@ -101,6 +101,13 @@ counted against the others); a larger K is ordered by XLA's sort. On the H100 (s
 rows of 32,768) the ranks took K = 8, 16 and 32 in 0.119, 0.125 and 0.138 ms (FLOAT32) where the
 sort took 0.125, 0.131 and 0.145; for K = 256 0.350 ms where the sort took 0.290."""
 
+RANK_MAX = 256
+"""K from ORDER_MAX + 1 to this: a third kernel puts the K in the selection's order, each one's rank
+counted against the others (``_rank_kernel``); a larger K is ordered by XLA's sort."""
+RANK_BLOCK = 4096
+"""Comparisons a step of ``_rank_kernel`` (RANK_BLOCK / K of the K against all K), added up
+element by element and reduced once at the end."""
+
 ENABLED = True
 """False sends every call to the XLA formula (benchmarks/issue11_gpu.py times the two paths)."""
 
@@ -336,6 +343,34 @@ def _pick_kernel(x_ref, group_ref, o_ref, *scratch, g: int, k: int, k2: int, lar
     jax.lax.cond(count <= DIRECT_MAX, direct, bisected)
 
 
+def _rank_kernel(x_ref, best_ref, o_ref, value_ref, *, k: int, k2: int, largest: bool):
+    """The K best of a row (their positions in ascending order in the first K of ``best_ref``'s
+    slots) in the selection's order: each one's rank is the number of the K with a larger key, or
+    an equal key at a lower position (an earlier slot), written with its position (the caller's
+    index type) and value (the input's own bits). The K x K comparisons go RANK_BLOCK at a time,
+    the slots j in a column against all of them in a row, and are added up element by element;
+    one reduction at the end."""
+    from jax.experimental.pallas import triton as pl_triton
+
+    slot = jnp.arange(k2, dtype=jnp.int32)[None, :]  # (1, k2): i
+    live = slot < k
+    at = jnp.where(live, best_ref[:, :k2], 0)
+    value = x_ref[jnp.zeros_like(at), at]
+    key = jnp.where(live, _keys(value, largest), _INT_MIN)  # unused slots: below every key
+    b = max(1, min(k2, RANK_BLOCK // k2))
+    total = jnp.zeros((b, k2), jnp.int32)
+    for first in range(0, k2, b):
+        j = first + jnp.arange(b, dtype=jnp.int32)[:, None]  # (b, 1)
+        live_j = j < k
+        at_j = pl_triton.load(best_ref.at[jnp.zeros_like(j), j], mask=live_j, other=0)
+        key_j = jnp.where(live_j, _keys(x_ref[jnp.zeros_like(at_j), at_j], largest), _INT_MIN)
+        total = total + ((key_j > key) | ((key_j == key) & (j < slot))).astype(jnp.int32)
+    rank = jnp.sum(total, axis=0, keepdims=True)
+    rank = jnp.where(live, rank, k2 + slot)  # the unused slots' (masked) stores aim past the K
+    pl_triton.store(o_ref.at[jnp.zeros_like(rank), rank], at.astype(o_ref.dtype), mask=live)
+    pl_triton.store(value_ref.at[jnp.zeros_like(rank), rank], value, mask=live)
+
+
 def _pallas(kernel, inputs, specs, outputs, warps: int, interpret: bool, name: str):
     """One program a row of ``inputs`` (blocks of (1, c) for each c of ``specs``); ``outputs``:
     (columns, dtype) of each output, all returned."""
@@ -368,8 +403,9 @@ def best_in_groups(rows: jnp.ndarray, groups: jnp.ndarray, k: int, largest: bool
                    index_dtype=np.int32):
     """The second kernel: the positions of the K best elements of each row of ``rows`` among those of
     its ``groups`` (best_groups's), as (r, K): for K up to ORDER_MAX in the selection's order, as
-    ``index_dtype`` (the caller's: no conversion after), with their values (r, K); otherwise
-    ascending, int32, and None for the values."""
+    ``index_dtype`` (the caller's: no conversion after), with their values (r, K); up to RANK_MAX
+    the same, put in order by a third kernel (``_rank_kernel``); otherwise ascending, int32, and
+    None for the values."""
     k2, g = groups.shape[-1] // 2, group_size(rows.shape[-1], k)
     warps = max(1, min(WARPS, k2 * g // CANDIDATES_PER_WARP))
     order = k <= ORDER_MAX
@@ -377,7 +413,15 @@ def best_in_groups(rows: jnp.ndarray, groups: jnp.ndarray, k: int, largest: bool
     scratch = [(2 * max(k2, DIRECT_MAX), jnp.int32)] * 2
     outputs = [(k2, index_dtype), (k2, rows.dtype)] + scratch if order else [(2 * k2, jnp.int32)]
     out = _pallas(kernel, [rows, groups], [rows.shape[-1], k2], outputs, warps, interpret, "dmljax_row_top_k_pick")
-    return out[0][:, :k], (out[1][:, :k] if order else None)
+    if order:
+        return out[0][:, :k], out[1][:, :k]
+    if k <= RANK_MAX:  # the third kernel orders them
+        kernel = functools.partial(_rank_kernel, k=k, k2=k2, largest=largest)
+        outputs = [(2 * k2, index_dtype), (2 * k2, rows.dtype)]
+        ranked = _pallas(kernel, [rows, out[0]], [rows.shape[-1], 2 * k2], outputs, WARPS, interpret,
+                         "dmljax_row_top_k_rank")
+        return ranked[0][:, :k], ranked[1][:, :k]
+    return out[0][:, :k], None
 
 
 def threshold_rows(x: jnp.ndarray, k: int, largest: bool, interpret: bool = False, index_dtype=np.int32):

@@ -172,7 +172,7 @@ def test_threshold_kernels_give_the_xla_paths_indices(dtype, largest, monkeypatc
     # many groups) to the lower index, -0 tied with +0, FLOAT32 denormals with zero, NaN after every
     # number (a row of NaN with one -inf, a row of -0 only), and K up to a quarter of the groups;
     # the K ordered in the second kernel (their ranks: of the candidates at or above the best groups'
-    # threshold where few reach it, else of the K after a bisection) and by XLA's sort.
+    # threshold where few reach it, else of the K after a bisection), in a third and by XLA's sort.
     from dmljax._src import threshold_kernels
     from dmljax._src.threshold_kernels import threshold_rows, use_kernel
     rng = np.random.default_rng(7)
@@ -193,10 +193,12 @@ def test_threshold_kernels_give_the_xla_paths_indices(dtype, largest, monkeypatc
     assert not use_kernel(x.shape, 0, 17, dtype) and not use_kernel((7, 3000), 1, 17, dtype)
     assert not use_kernel(x.shape, 1, 17, np.int32)
     # DIRECT_MAX 1: every row's K-th key bisected; 256 (K * GROUP here): every row's candidates ranked
-    # directly; narrow: the bisection from two bounds' common bits (NARROW_DTYPES), else over every bit
-    for k, order_max, direct_max, narrow in ((2, 32, 64, True), (17, 32, 64, True), (17, 32, 1, True),
-                                             (17, 32, 1, False), (17, 32, 256, True), (50, 64, 64, True),
-                                             (64, 32, 64, False)):  # K > ORDER_MAX: ordered by XLA's sort
+    # directly; narrow: the bisection from two bounds' common bits (NARROW_DTYPES), else over every bit;
+    # K > ORDER_MAX: ordered by the third kernel's ranks up to RANK_MAX, beyond by XLA's sort
+    for k, order_max, direct_max, narrow, rank_max in (
+            (2, 32, 64, True, 256), (17, 32, 64, True, 256), (17, 32, 1, True, 256), (17, 32, 1, False, 256),
+            (17, 32, 256, True, 256), (50, 64, 64, True, 256), (64, 32, 64, False, 256), (50, 32, 64, True, 32)):
+        monkeypatch.setattr(threshold_kernels, "RANK_MAX", rank_max)
         monkeypatch.setattr(threshold_kernels, "ORDER_MAX", order_max)
         monkeypatch.setattr(threshold_kernels, "DIRECT_MAX", direct_max)
         monkeypatch.setattr(threshold_kernels, "NARROW_DTYPES", (dtype,) if narrow else ())
