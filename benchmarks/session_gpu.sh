@@ -27,7 +27,7 @@
 #   issue12  benchmarks/issue12_gpu.py's pool group (issue12/)
 #   conv12   benchmarks/issue12_gpu.py's conv group (conv12/)
 #   powvar   benchmarks/pow_variants_gpu.py: what POW's rules cost (pow_variants.txt)
-#   sweeprank benchmarks/threshold_kernel_sweep.py RANK: K = 64 and 256 ranked by the third kernel or sorted by XLA (sweep_rank.txt)
+#   sweeprank benchmarks/threshold_kernel_sweep.py RANK: K = 64, 128 and 256 ranked by the third kernel or sorted by XLA (sweep_rank.txt)
 #   sweepq   benchmarks/threshold_kernel_sweep.py QUICK: the defaults only (sweep_quick.txt)
 #   basetopk the sweepq step on the commit in devrun_base.tar (devrun_base.txt), extracted to /tmp/base:
 #            the baseline of a TOP_K change, on the same machine (base_sweep_quick.txt)

@@ -5,7 +5,7 @@ takes without the threshold kernels, each traced afresh from the formula (top_k_
 16 normally take select_kernels' K steps; here the threshold kernels are also timed there.
 
     python benchmarks/threshold_kernel_sweep.py [QUICK | RANK]
-        (QUICK: the default settings only, no XLA path; RANK: K = 64 and 256 ordered by the third
+        (QUICK: the default settings only, no XLA path; RANK: K = 64, 128 and 256 ordered by the third
         kernel's ranks against XLA's sort, RANK_VARIANTS)
 """
 
@@ -79,7 +79,7 @@ def rank_sweep():
     n = 32768
     for dtype in (np.float32, np.float16):
         xs = [jnp.asarray(rng.standard_normal((2 ** 26 // n, n), dtype=np.float32).astype(dtype)) for _ in range(2)]
-        for k in (64, 256):
+        for k in (64, 128, 256):
             fns = [("copy", jax.jit(lambda x: x.copy()))]
             for name, settings in RANK_VARIANTS.items():
                 fns.append((name, compiled(k, xs[0], select={"ENABLED": False}, threshold=settings)))

@@ -303,7 +303,8 @@ def _store_ranked(x_ref, o_ref, value_ref, at_ref, key_ref, slots: int, count, k
         pl_triton.store(value_ref.at[jnp.zeros_like(mine), rank], value, mask=take)
 
 
-def _pick_kernel(x_ref, group_ref, o_ref, *scratch, g: int, k: int, k2: int, largest: bool, interpret: bool):
+def _pick_kernel(x_ref, group_ref, o_ref, *scratch, g: int, k: int, k2: int, largest: bool, interpret: bool,
+                 ranked: bool = False):
     from jax.experimental.pallas import triton as pl_triton
 
     m = k2 * g
@@ -312,6 +313,9 @@ def _pick_kernel(x_ref, group_ref, o_ref, *scratch, g: int, k: int, k2: int, lar
     at = (group[:, :, None] * g + jnp.arange(g, dtype=jnp.int32)[None, None, :]).reshape(1, m)
     at = jnp.where(real, at, 0)
     key = jnp.where(real, _keys(x_ref[jnp.zeros_like(at), at], largest), _INT_MIN)
+    if ranked:  # the K and their keys in ascending index order; _rank_kernel orders them
+        _store_best([key], _kth_key([key], k, x_ref.dtype), k, k2, (o_ref, [at]), (scratch[0], [key]))
+        return
     if not scratch:  # the K in ascending index order; XLA orders them
         _store_best([key], _kth_key([key], k, x_ref.dtype), k, k2, (o_ref, [at]))
         return
@@ -343,32 +347,30 @@ def _pick_kernel(x_ref, group_ref, o_ref, *scratch, g: int, k: int, k2: int, lar
     jax.lax.cond(count <= DIRECT_MAX, direct, bisected)
 
 
-def _rank_kernel(x_ref, best_ref, o_ref, value_ref, *, k: int, k2: int, largest: bool):
-    """The K best of a row (their positions in ascending order in the first K of ``best_ref``'s
-    slots) in the selection's order: each one's rank is the number of the K with a larger key, or
-    an equal key at a lower position (an earlier slot), written with its position (the caller's
-    index type) and value (the input's own bits). The K x K comparisons go RANK_BLOCK at a time,
-    the slots j in a column against all of them in a row, and are added up element by element;
-    one reduction at the end."""
+def _rank_kernel(x_ref, best_ref, key_ref, o_ref, value_ref, *, k: int, k2: int):
+    """The K best of a row (their positions and keys in ascending position order in the first K
+    of ``best_ref``'s and ``key_ref``'s slots, the second kernel's) in the selection's order: each
+    one's rank is the number of the K with a larger key, or an equal key at a lower position (an
+    earlier slot), written with its position (the caller's index type) and value (the input's own
+    bits). The K x K comparisons go RANK_BLOCK at a time, the keys of slots j in a column (read
+    straight from ``key_ref``: no load waits on another) against all K in a row, and are added up
+    element by element; one reduction at the end."""
     from jax.experimental.pallas import triton as pl_triton
 
     slot = jnp.arange(k2, dtype=jnp.int32)[None, :]  # (1, k2): i
     live = slot < k
-    at = jnp.where(live, best_ref[:, :k2], 0)
-    value = x_ref[jnp.zeros_like(at), at]
-    key = jnp.where(live, _keys(value, largest), _INT_MIN)  # unused slots: below every key
+    key = jnp.where(live, key_ref[:, :k2], _INT_MIN)  # unused slots: below every key
     b = max(1, min(k2, RANK_BLOCK // k2))
     total = jnp.zeros((b, k2), jnp.int32)
     for first in range(0, k2, b):
         j = first + jnp.arange(b, dtype=jnp.int32)[:, None]  # (b, 1)
-        live_j = j < k
-        at_j = pl_triton.load(best_ref.at[jnp.zeros_like(j), j], mask=live_j, other=0)
-        key_j = jnp.where(live_j, _keys(x_ref[jnp.zeros_like(at_j), at_j], largest), _INT_MIN)
+        key_j = pl_triton.load(key_ref.at[jnp.zeros_like(j), j], mask=j < k, other=_INT_MIN)
         total = total + ((key_j > key) | ((key_j == key) & (j < slot))).astype(jnp.int32)
     rank = jnp.sum(total, axis=0, keepdims=True)
     rank = jnp.where(live, rank, k2 + slot)  # the unused slots' (masked) stores aim past the K
+    at = jnp.where(live, best_ref[:, :k2], 0)
     pl_triton.store(o_ref.at[jnp.zeros_like(rank), rank], at.astype(o_ref.dtype), mask=live)
-    pl_triton.store(value_ref.at[jnp.zeros_like(rank), rank], value, mask=live)
+    pl_triton.store(value_ref.at[jnp.zeros_like(rank), rank], x_ref[jnp.zeros_like(at), at], mask=live)
 
 
 def _pallas(kernel, inputs, specs, outputs, warps: int, interpret: bool, name: str):
@@ -408,17 +410,17 @@ def best_in_groups(rows: jnp.ndarray, groups: jnp.ndarray, k: int, largest: bool
     None for the values."""
     k2, g = groups.shape[-1] // 2, group_size(rows.shape[-1], k)
     warps = max(1, min(WARPS, k2 * g // CANDIDATES_PER_WARP))
-    order = k <= ORDER_MAX
-    kernel = functools.partial(_pick_kernel, g=g, k=k, k2=k2, largest=largest, interpret=interpret)
+    order, ranked = k <= ORDER_MAX, ORDER_MAX < k <= RANK_MAX
+    kernel = functools.partial(_pick_kernel, g=g, k=k, k2=k2, largest=largest, interpret=interpret, ranked=ranked)
     scratch = [(2 * max(k2, DIRECT_MAX), jnp.int32)] * 2
-    outputs = [(k2, index_dtype), (k2, rows.dtype)] + scratch if order else [(2 * k2, jnp.int32)]
+    outputs = [(k2, index_dtype), (k2, rows.dtype)] + scratch if order else [(2 * k2, jnp.int32)] * (1 + ranked)
     out = _pallas(kernel, [rows, groups], [rows.shape[-1], k2], outputs, warps, interpret, "dmljax_row_top_k_pick")
     if order:
         return out[0][:, :k], out[1][:, :k]
-    if k <= RANK_MAX:  # the third kernel orders them
-        kernel = functools.partial(_rank_kernel, k=k, k2=k2, largest=largest)
+    if ranked:  # the third kernel orders them
+        kernel = functools.partial(_rank_kernel, k=k, k2=k2)
         outputs = [(2 * k2, index_dtype), (2 * k2, rows.dtype)]
-        ranked = _pallas(kernel, [rows, out[0]], [rows.shape[-1], 2 * k2], outputs, WARPS, interpret,
+        ranked = _pallas(kernel, [rows, *out], [rows.shape[-1], 2 * k2, 2 * k2], outputs, WARPS, interpret,
                          "dmljax_row_top_k_rank")
         return ranked[0][:, :k], ranked[1][:, :k]
     return out[0][:, :k], None
