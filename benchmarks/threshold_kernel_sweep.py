@@ -69,6 +69,10 @@ time (FLOAT32 K = 256: 0.136 ms with one row and 4 warps, 0.187 with two rows an
 RANK_VARIANTS = {
     "ranked by the third kernel (default)": {},
     "ordered by XLA's sort (RANK_MAX 0)": {"RANK_MAX": 0},
+    "RANK_BLOCK 2048": {"RANK_BLOCK": 2048},
+    "RANK_BLOCK 8192": {"RANK_BLOCK": 8192},
+    "RANK_WARPS 2": {"RANK_WARPS": 2},
+    "RANK_WARPS 8": {"RANK_WARPS": 8},
 }
 
 

@@ -107,6 +107,8 @@ counted against the others (``_rank_kernel``); a larger K is ordered by XLA's so
 RANK_BLOCK = 4096
 """Comparisons a step of ``_rank_kernel`` (RANK_BLOCK / K of the K against all K), added up
 element by element and reduced once at the end."""
+RANK_WARPS = WARPS
+"""Warps of ``_rank_kernel``."""
 
 ENABLED = True
 """False sends every call to the XLA formula (benchmarks/issue11_gpu.py times the two paths)."""
@@ -420,7 +422,7 @@ def best_in_groups(rows: jnp.ndarray, groups: jnp.ndarray, k: int, largest: bool
     if ranked:  # the third kernel orders them
         kernel = functools.partial(_rank_kernel, k=k, k2=k2)
         outputs = [(2 * k2, index_dtype), (2 * k2, rows.dtype)]
-        ranked = _pallas(kernel, [rows, *out], [rows.shape[-1], 2 * k2, 2 * k2], outputs, WARPS, interpret,
+        ranked = _pallas(kernel, [rows, *out], [rows.shape[-1], 2 * k2, 2 * k2], outputs, RANK_WARPS, interpret,
                          "dmljax_row_top_k_rank")
         return ranked[0][:, :k], ranked[1][:, :k]
     return out[0][:, :k], None
