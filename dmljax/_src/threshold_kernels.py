@@ -3,8 +3,9 @@ a threshold found by bisection, then the elements above it, instead of K selecti
 
 XLA's top_k over rows of 32,768 sorts the whole row for K > 16 on the GPU (4.3 ms for K = 256 and
 2^26 elements on the H100, even staged in chunks: 0.02 of the read bandwidth), and select_kernels'
-K steps grow with K. Here every K costs two launches (benchmarks/README.md, "TOP_K by a
-threshold"):
+K steps grow with K. Here K up to ORDER_MAX costs two launches, up to RANK_MAX three
+(benchmarks/README.md, "TOP_K by a threshold" and "TOP_K's K from 33 to 256 ordered by a third
+kernel"):
 
 1. ``_groups_kernel``, one program a row: the row is read chunk by chunk, each element's integer
    key taken (``_keys``: FLOAT32 denormals as zero, -0 equal to +0, NaN below every number;
@@ -27,10 +28,13 @@ threshold"):
    with no bisection (on the H100, rows of 32,768: FLOAT16 K = 32 0.086 -> 0.082 ms, FLOAT32
    0.135 -> 0.124; results/h100_session7/top_k/sweep_12.txt).
 
-For a larger K, XLA orders the K by key (a stable sort of K keys a row, so ties stay in index
-order). For K up to ORDER_MAX the second kernel also writes the values and the indices in the
-caller's index type, so the call is these two kernels and nothing else (beyond, XLA gathers the
-values after its sort). The indices
+3. ``_rank_kernel``, for K from ORDER_MAX + 1 to RANK_MAX, one program a row: the K (positions
+   and keys, which the second kernel writes in ascending index order) each written at its rank,
+   counted against the other K (K x K comparisons), with its value.
+
+For K up to RANK_MAX the last kernel writes the values and the indices in the caller's index
+type, so the call is these kernels and nothing else. For a larger K, XLA orders the K by key (a
+stable sort of K keys a row, so ties stay in index order) and gathers the values. The indices
 are the XLA path's, bit for bit
 (tests/ops/test_top_k.py in Pallas's interpreter; benchmarks/select_kernel_check.py compiled on
 the GPU).
@@ -107,8 +111,12 @@ counted against the others (``_rank_kernel``); a larger K is ordered by XLA's so
 RANK_BLOCK = 4096
 """Comparisons a step of ``_rank_kernel`` (RANK_BLOCK / K of the K against all K), added up
 element by element and reduced once at the end."""
-RANK_WARPS = WARPS
-"""Warps of ``_rank_kernel``."""
+RANK_WARPS = 0
+"""Warps of ``_rank_kernel``; 0: 8 for K above 128, else WARPS. On the H100 (rows of 32,768,
+results/h100_session9/rank_3): K = 256 took 0.232 ms (FLOAT32) and 0.159 (FLOAT16) with 8 warps,
+0.246 and 0.170 with 4, 0.293 and 0.217 with 2; for K = 64 and 128, 4 warps were as fast or
+faster (FLOAT16 K = 128: 0.118 against 8 warps' 0.121). RANK_BLOCK 2,048 or 8,192: the same to
+0.001 ms."""
 
 ENABLED = True
 """False sends every call to the XLA formula (benchmarks/issue11_gpu.py times the two paths)."""
@@ -422,7 +430,8 @@ def best_in_groups(rows: jnp.ndarray, groups: jnp.ndarray, k: int, largest: bool
     if ranked:  # the third kernel orders them
         kernel = functools.partial(_rank_kernel, k=k, k2=k2)
         outputs = [(2 * k2, index_dtype), (2 * k2, rows.dtype)]
-        ranked = _pallas(kernel, [rows, *out], [rows.shape[-1], 2 * k2, 2 * k2], outputs, RANK_WARPS, interpret,
+        warps = RANK_WARPS or (8 if k > 128 else WARPS)
+        ranked = _pallas(kernel, [rows, *out], [rows.shape[-1], 2 * k2, 2 * k2], outputs, warps, interpret,
                          "dmljax_row_top_k_rank")
         return ranked[0][:, :k], ranked[1][:, :k]
     return out[0][:, :k], None
