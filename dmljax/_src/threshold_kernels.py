@@ -429,7 +429,9 @@ def best_in_groups(rows: jnp.ndarray, groups: jnp.ndarray, k: int, largest: bool
         return out[0][:, :k], out[1][:, :k]
     if ranked:  # the third kernel orders them
         kernel = functools.partial(_rank_kernel, k=k, k2=k2)
-        outputs = [(2 * k2, index_dtype), (2 * k2, rows.dtype)]
+        # K a power of two: K wide, so that taking the first K copies nothing; otherwise the
+        # unused slots' (masked) stores aim at a second half
+        outputs = [(k2 if k == k2 else 2 * k2, index_dtype), (k2 if k == k2 else 2 * k2, rows.dtype)]
         warps = RANK_WARPS or (8 if k > 128 else WARPS)
         ranked = _pallas(kernel, [rows, *out], [rows.shape[-1], 2 * k2, 2 * k2], outputs, warps, interpret,
                          "dmljax_row_top_k_rank")

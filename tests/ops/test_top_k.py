@@ -197,7 +197,8 @@ def test_threshold_kernels_give_the_xla_paths_indices(dtype, largest, monkeypatc
     # K > ORDER_MAX: ordered by the third kernel's ranks up to RANK_MAX, beyond by XLA's sort
     for k, order_max, direct_max, narrow, rank_max in (
             (2, 32, 64, True, 256), (17, 32, 64, True, 256), (17, 32, 1, True, 256), (17, 32, 1, False, 256),
-            (17, 32, 256, True, 256), (50, 64, 64, True, 256), (64, 32, 64, False, 256), (50, 32, 64, True, 32)):
+            (17, 32, 256, True, 256), (50, 64, 64, True, 256), (64, 32, 64, False, 256), (40, 32, 64, True, 256),
+            (50, 32, 64, True, 32)):
         monkeypatch.setattr(threshold_kernels, "RANK_MAX", rank_max)
         monkeypatch.setattr(threshold_kernels, "ORDER_MAX", order_max)
         monkeypatch.setattr(threshold_kernels, "DIRECT_MAX", direct_max)
