@@ -103,7 +103,8 @@ ORDER_MAX = 32
 """K up to this: the second kernel also puts the K in the selection's order (each one's rank
 counted against the others); a larger K is ordered by XLA's sort. On the H100 (sweep_4.txt,
 rows of 32,768) the ranks took K = 8, 16 and 32 in 0.119, 0.125 and 0.138 ms (FLOAT32) where the
-sort took 0.125, 0.131 and 0.145; for K = 256 0.350 ms where the sort took 0.290."""
+sort took 0.125, 0.131 and 0.145; for K = 256 0.350 ms where the sort took 0.290 (ranks from the
+second kernel's scratch; beyond ORDER_MAX a third kernel ranks them now: RANK_MAX)."""
 
 RANK_MAX = 256
 """K from ORDER_MAX + 1 to this: a third kernel puts the K in the selection's order, each one's rank
@@ -433,9 +434,9 @@ def best_in_groups(rows: jnp.ndarray, groups: jnp.ndarray, k: int, largest: bool
         # unused slots' (masked) stores aim at a second half
         outputs = [(k2 if k == k2 else 2 * k2, index_dtype), (k2 if k == k2 else 2 * k2, rows.dtype)]
         warps = RANK_WARPS or (8 if k > 128 else WARPS)
-        ranked = _pallas(kernel, [rows, *out], [rows.shape[-1], 2 * k2, 2 * k2], outputs, warps, interpret,
-                         "dmljax_row_top_k_rank")
-        return ranked[0][:, :k], ranked[1][:, :k]
+        index, values = _pallas(kernel, [rows, *out], [rows.shape[-1], 2 * k2, 2 * k2], outputs, warps, interpret,
+                                "dmljax_row_top_k_rank")
+        return index[:, :k], values[:, :k]
     return out[0][:, :k], None
 
 
