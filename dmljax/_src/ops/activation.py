@@ -55,10 +55,12 @@ def activation_scaled_elu(input, *, alpha, gamma, allow_half_precision_computati
 
     def f(x):
         negative = jnp.minimum(x, jnp.zeros_like(x))
-        return jnp.where(x > 0, float32_as(gamma, x.dtype) * x, float32_as(ca, x.dtype) * expm1_nonpositive(negative, input.dtype))
+        return jnp.where(x > 0, float32_as(gamma, x.dtype) * x,
+                         float32_as(ca, x.dtype) * expm1_nonpositive(negative, input.dtype))
 
     def slope(x):
-        return jnp.where(x > 0, float32_as(gamma, x.dtype), float32_as(ca, x.dtype) * jnp.exp(jnp.minimum(x, jnp.zeros_like(x))))
+        return jnp.where(x > 0, float32_as(gamma, x.dtype),
+                         float32_as(ca, x.dtype) * jnp.exp(jnp.minimum(x, jnp.zeros_like(x))))
 
     return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
 
@@ -96,7 +98,8 @@ def activation_elu(input, *, alpha, allow_half_precision_computation):
         return jnp.where(x >= 0, x, float32_as(alpha, x.dtype) * expm1_nonpositive(negative, input.dtype))
 
     def slope(x):
-        return jnp.where(x >= 0, jnp.ones_like(x), float32_as(alpha, x.dtype) * jnp.exp(jnp.minimum(x, jnp.zeros_like(x))))
+        return jnp.where(x >= 0, jnp.ones_like(x),
+                         float32_as(alpha, x.dtype) * jnp.exp(jnp.minimum(x, jnp.zeros_like(x))))
 
     return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
 
