@@ -195,6 +195,20 @@ def test_float_attributes_beyond_float16_are_infinite_without_a_warning(call, wa
     np.testing.assert_array_equal(out, np.array(want, np.float16))
 
 
+def test_attribute_products_overflow_to_infinity_without_a_warning():
+    # SCALED_ELU takes Gamma * Alpha once, CONSTANT_POW's gradient Exponent * Scale: float32
+    # products of FLOAT attributes, +-inf where they overflow (the page's formula overflows there
+    # too at x = -1: 1e30 * (1e10 * exp(-1) - 1e10)), and no NumPy warning.
+    x = np.array([-1.0, 2.0], np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        elu = np.asarray(dmljax.activation_scaled_elu(x, alpha=1e10, gamma=1e30))
+        slope = np.asarray(jax.grad(lambda v: jnp.sum(dmljax.element_wise_constant_pow(
+            v, exponent=3e30, scale_bias=dmljax.ScaleBias(scale=1e10, bias=0.0))))(np.float32([1e-10])))
+    np.testing.assert_array_equal(elu, np.float32([-np.inf, 2e30]))
+    np.testing.assert_array_equal(slope, np.float32([np.inf]))  # g = 1e-10 * 1e10 = 1: (3e30 * 1e10) * 1
+
+
 def test_random_generator_op_by_op_wraps_its_key_without_a_warning():
     state = np.array([0, 0, 0, 0, 0xFFFFFFFF, 0xFFFFFFFF], np.uint32)
     jitted = np.asarray(dmljax.random_generator(state, output_sizes=[8])[0])

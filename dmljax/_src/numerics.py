@@ -128,6 +128,13 @@ def float32_as(value, dtype) -> np.ndarray:
         return np.asarray(value, np.float32).astype(dtype)
 
 
+def float32_product(a: float, b: float) -> np.float32:
+    """The float32 product of two FLOAT attributes (a product of constants taken once, outside
+    the traced program): +-inf where it overflows, as IEEE gives, without NumPy's warning."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.float32(a) * np.float32(b)
+
+
 def attr_as(value: float, data_type: DataType, dtype: np.dtype | None = None) -> np.generic:
     """A FLOAT attribute (already a float32 value) as a scalar of the tensor's type.
 
@@ -261,7 +268,7 @@ def pow_c99(g: jnp.ndarray, exponent: float) -> jnp.ndarray:
     One code path for every exponent: 3 and 3.0 give the same bits."""
     if exponent == 0.0:
         return jnp.ones_like(g)
-    e = np.asarray(exponent, dtype=g.dtype)
+    e = float32_as(exponent, g.dtype)  # a float32 value: beyond FLOAT16's range, +-inf
     if math.isnan(exponent):
         return jnp.where(g == 1, jnp.ones_like(g), jnp.full_like(g, np.nan))
     if _is_odd_integer(exponent):

@@ -10,7 +10,9 @@ from dmljax._src.dtypes import (
     FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT32_INT16_INT8, FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8,
     DataType,
 )
-from dmljax._src.numerics import attr_as, expm1_nonpositive, float32_as, max_num, min_num, mark_flushed
+from dmljax._src.numerics import (
+    attr_as, expm1_nonpositive, float32_as, float32_product, mark_flushed, max_num, min_num,
+)
 from dmljax._src.op import operator
 from dmljax._src.ops._families import activation_op, elementwise
 from dmljax._src.ops.activation_gated import relu_grad_rule, relu_passes
@@ -51,7 +53,7 @@ def activation_scaled_elu(input, *, alpha, gamma, allow_half_precision_computati
     # taken here, so that XLA's reassociation of constant products can't change the bits
     # between eager and jit. exp and expm1 only ever see min(x, 0): the unselected branch never
     # overflows.
-    ca = np.float32(gamma) * np.float32(alpha)
+    ca = float32_product(gamma, alpha)
 
     def f(x):
         negative = jnp.minimum(x, jnp.zeros_like(x))

@@ -16,7 +16,7 @@ from dmljax._src.dtypes import (
 )
 from dmljax._src.errors import Violation
 from dmljax._src.numerics import (
-    apply_scale_bias, float_to_int, flush_denormals, load, pow_c99, store,
+    apply_scale_bias, float32_as, float32_product, float_to_int, flush_denormals, load, pow_c99, store,
 )
 from dmljax._src.feature_level import FeatureLevel
 from dmljax._src.op import operator
@@ -67,7 +67,7 @@ def _constant_pow_jvp(exponent, scale_bias, primals, tangents):
         return y, jnp.zeros_like(t)
     e1 = float(np.float32(exponent) - np.float32(1.0))
     scale = 1.0 if scale_bias is None else scale_bias.scale
-    k = np.asarray(np.float32(exponent) * np.float32(scale), np.float32).astype(x.dtype)
+    k = float32_as(float32_product(exponent, scale), x.dtype)
     # pow(g, Exponent - 1) as pow(g, Exponent) / g where both are normal and finite: Exponent - 1
     # rounded to float32 costs up to |ln g| * ulp(Exponent) (measured for POW: 17 FLOAT32 ULP at
     # -7.4); pow_c99(g, e1) keeps the special values (zeros, infinities, denormal results).
