@@ -6,9 +6,7 @@ FLOAT32 denormals; and the threshold path's values under jax.grad, jax.jvp and v
 line per case and a summary; exits 1 on any failure.
 
     python benchmarks/select_kernel_check.py   (SELECT_CHECK_ON_CPU=1: a dry run on the CPU, where
-                                                 both paths are XLA's and the kernel is not looked for;
-                                                 THRESHOLD_SETTINGS="NAME=INT ...": threshold_kernels'
-                                                 integer settings changed for the whole run)
+                                                 both paths are XLA's and the kernel is not looked for)
 """
 
 import os
@@ -41,11 +39,6 @@ def _kernel_in(f, x) -> None:
 
 
 def main() -> int:
-    for setting in os.environ.get("THRESHOLD_SETTINGS", "").split():
-        name, value = setting.split("=")
-        assert isinstance(getattr(threshold_kernels, name), int), name
-        setattr(threshold_kernels, name, int(value))
-        print(f"threshold_kernels.{name} = {value}", flush=True)
     rng = np.random.default_rng(13)
     cases = Cases()
     for n, rows in ((1024, 64), (8192, 8), (32768, 4)):

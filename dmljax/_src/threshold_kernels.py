@@ -290,6 +290,13 @@ def _groups_kernel(x_ref, o_ref, *, n: int, chunk: int, g: int, k: int, k2: int,
     _store_best(parts, _kth_key(parts, k, x_ref.dtype), k, k2, (o_ref, numbers))
 
 
+def _precedes(key_j, j, key_i, i):
+    """Whether the element at slot j comes before the one at slot i in the selection's order (slots
+    in ascending index order): a larger key, or an equal key at a lower index (the page's tie rule).
+    A rank is the count of the elements that come before it."""
+    return (key_j > key_i) | ((key_j == key_i) & (j < i))
+
+
 def _store_ranked(x_ref, o_ref, value_ref, at_ref, key_ref, slots: int, count, k: int, k2: int):
     """Write the K best of the first ``count`` of ``slots`` scratch slots (positions in ``at_ref``,
     keys in ``key_ref``, in ascending index order) at their ranks, with their values (the input's
@@ -305,7 +312,7 @@ def _store_ranked(x_ref, o_ref, value_ref, at_ref, key_ref, slots: int, count, k
         live = mine < count
         at_mine = pl_triton.load(at_ref.at[jnp.zeros_like(mine), mine], mask=live, other=0)
         key_mine = pl_triton.load(key_ref.at[jnp.zeros_like(mine), mine], mask=live, other=0)
-        before = (others > key_mine) | ((others == key_mine) & (slot < mine))  # (b, slots)
+        before = _precedes(others, slot, key_mine, mine)  # (b, slots)
         rank = jnp.sum(before.astype(jnp.int32), axis=1, keepdims=True)
         take = live & (rank < k)
         rank = jnp.where(take, rank, k2 + mine)  # the other lanes aim past the K slots: never a kept one
@@ -324,11 +331,9 @@ def _pick_kernel(x_ref, group_ref, o_ref, *scratch, g: int, k: int, k2: int, lar
     at = (group[:, :, None] * g + jnp.arange(g, dtype=jnp.int32)[None, None, :]).reshape(1, m)
     at = jnp.where(real, at, 0)
     key = jnp.where(real, _keys(x_ref[jnp.zeros_like(at), at], largest), _INT_MIN)
-    if ranked:  # the K and their keys in ascending index order; _rank_kernel orders them
-        _store_best([key], _kth_key([key], k, x_ref.dtype), k, k2, (o_ref, [at]), (scratch[0], [key]))
-        return
-    if not scratch:  # the K in ascending index order; XLA orders them
-        _store_best([key], _kth_key([key], k, x_ref.dtype), k, k2, (o_ref, [at]))
+    if ranked or not scratch:  # the K in ascending index order; _rank_kernel (given their keys) or XLA orders them
+        keys = [(scratch[0], [key])] if ranked else []
+        _store_best([key], _kth_key([key], k, x_ref.dtype), k, k2, (o_ref, [at]), *keys)
         return
     # The K in the selection's order. The K best groups' least best key t1 is reached by K
     # elements at least (each group's best), so the K best are among the candidates at or above
@@ -376,7 +381,7 @@ def _rank_kernel(x_ref, best_ref, key_ref, o_ref, value_ref, *, k: int, k2: int)
     for first in range(0, k2, b):
         j = first + jnp.arange(b, dtype=jnp.int32)[:, None]  # (b, 1)
         key_j = pl_triton.load(key_ref.at[jnp.zeros_like(j), j], mask=j < k, other=_INT_MIN)
-        total = total + ((key_j > key) | ((key_j == key) & (j < slot))).astype(jnp.int32)
+        total = total + _precedes(key_j, j, key, slot).astype(jnp.int32)
     rank = jnp.sum(total, axis=0, keepdims=True)
     rank = jnp.where(live, rank, k2 + slot)  # the unused slots' (masked) stores aim past the K
     at = jnp.where(live, best_ref[:, :k2], 0)
