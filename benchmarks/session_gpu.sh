@@ -23,6 +23,7 @@
 #            CUMULATIVE_PRODUCT over rows of 65,536 and 8,192 and CUMULATIVE_SUMMATION over rows of 65,536,
 #            2^28 elements (prefetch_*.txt)
 #   convprobe benchmarks/conv_flush_probe.py: CONVOLUTION FLOAT32's flush, and 1 x 1 as a dot (conv_probe.txt)
+#   convpallas benchmarks/conv_pallas_probe.py: a Pallas FLOAT32 convolution with the flushes in its loads (conv_pallas.txt)
 #   convcheck tests/gpu_check.py of CONVOLUTION (gpu_check_conv.txt)
 #   issue12  benchmarks/issue12_gpu.py's pool group (issue12/)
 #   conv12   benchmarks/issue12_gpu.py's conv group (conv12/)
@@ -102,6 +103,9 @@ for step in $STEPS; do
     convprobe)
       timeout ${CONV_S:-150} python benchmarks/conv_flush_probe.py > "$OUT/conv_probe.txt" 2>&1
       echo "conv probe rc=$?"; grep -v "^jax" "$OUT/conv_probe.txt" | sed 's/  */ /g' ;;
+    convpallas)
+      timeout ${CONVP_S:-400} python benchmarks/conv_pallas_probe.py > "$OUT/conv_pallas.txt" 2>&1
+      echo "conv pallas rc=$?"; grep -v "^jax" "$OUT/conv_pallas.txt" | sed 's/  */ /g' ;;
     convcheck)
       timeout ${CONVCHECK_S:-150} python tests/gpu_check.py CONVOLUTION > "$OUT/gpu_check_conv.txt" 2>&1
       echo "gpu_check CONVOLUTION rc=$?"; tail -1 "$OUT/gpu_check_conv.txt"; grep FAIL "$OUT/gpu_check_conv.txt" | head -5 ;;
