@@ -9,12 +9,13 @@ the input, shifted by the tap's offset in the flattened positions (masked outsid
 padding), and the tap's (C, O) filter. NHWC memory: the block is contiguous; NCHW: the same with
 the channels first.
 
-    python benchmarks/conv_pallas_probe.py   (SMOKE=1: small shapes in Pallas's interpreter, on the CPU)
+    CONFIGS="BM,warps,stages;..." LAYOUTS=NHWC,NCHW python benchmarks/conv_pallas_probe.py   (SMOKE=1: small shapes in Pallas's interpreter, on the CPU)
 """
 
 import functools
 import os
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -45,15 +46,16 @@ def _kernel_nhwc(x_ref, w_ref, y_ref, *, h, w, kh, kw, pt, pleft, bm, c, o):
     p = b * bm + jnp.arange(bm, dtype=jnp.int32)
     row = p // w
     col = p % w
-    acc = jnp.zeros((bm, o), jnp.float32)
-    for i in range(kh):
-        for j in range(kw):
-            dh, dw = i - pt, j - pleft
-            ok = (p < h * w) & (row + dh >= 0) & (row + dh < h) & (col + dw >= 0) & (col + dw < w)
-            a = pl_triton.load(x_ref.at[n, pl.ds(b * bm + dh * w + dw, bm), :],
-                               mask=jnp.broadcast_to(ok[:, None], (bm, c)), other=0.0)
-            f = _flush(w_ref[i, j])
-            acc += jnp.dot(_flush(a), f, precision=HI, preferred_element_type=jnp.float32)
+
+    def tap(t, acc):
+        dh, dw = t // kw - pt, t % kw - pleft
+        ok = (p < h * w) & (row + dh >= 0) & (row + dh < h) & (col + dw >= 0) & (col + dw < w)
+        a = pl_triton.load(x_ref.at[n, pl.ds(b * bm + dh * w + dw, bm), :],
+                           mask=jnp.broadcast_to(ok[:, None], (bm, c)), other=0.0)
+        f = _flush(w_ref[t])
+        return acc + jnp.dot(_flush(a), f, precision=HI, preferred_element_type=jnp.float32)
+
+    acc = lax.fori_loop(0, kh * kw, tap, jnp.zeros((bm, o), jnp.float32))
     pl_triton.store(y_ref.at[n, pl.ds(b * bm, bm), :], _flush(acc),
                     mask=jnp.broadcast_to((p < h * w)[:, None], (bm, o)))
 
@@ -64,15 +66,16 @@ def _kernel_nchw(x_ref, w_ref, y_ref, *, h, w, kh, kw, pt, pleft, bm, c, o):
     p = b * bm + jnp.arange(bm, dtype=jnp.int32)
     row = p // w
     col = p % w
-    acc = jnp.zeros((o, bm), jnp.float32)
-    for i in range(kh):
-        for j in range(kw):
-            dh, dw = i - pt, j - pleft
-            ok = (p < h * w) & (row + dh >= 0) & (row + dh < h) & (col + dw >= 0) & (col + dw < w)
-            a = pl_triton.load(x_ref.at[n, :, pl.ds(b * bm + dh * w + dw, bm)],
-                               mask=jnp.broadcast_to(ok[None, :], (c, bm)), other=0.0)
-            f = _flush(w_ref[i, j])  # (O, C)
-            acc += jnp.dot(f, _flush(a), precision=HI, preferred_element_type=jnp.float32)
+
+    def tap(t, acc):
+        dh, dw = t // kw - pt, t % kw - pleft
+        ok = (p < h * w) & (row + dh >= 0) & (row + dh < h) & (col + dw >= 0) & (col + dw < w)
+        a = pl_triton.load(x_ref.at[n, :, pl.ds(b * bm + dh * w + dw, bm)],
+                           mask=jnp.broadcast_to(ok[None, :], (c, bm)), other=0.0)
+        f = _flush(w_ref[t])  # (O, C)
+        return acc + jnp.dot(f, _flush(a), precision=HI, preferred_element_type=jnp.float32)
+
+    acc = lax.fori_loop(0, kh * kw, tap, jnp.zeros((o, bm), jnp.float32))
     pl_triton.store(y_ref.at[n, :, pl.ds(b * bm, bm)], _flush(acc),
                     mask=jnp.broadcast_to((p < h * w)[None, :], (o, bm)))
 
@@ -97,6 +100,7 @@ def pallas_conv(x, wt, *, layout, bm, warps, stages, pad=1):
         out = jax.ShapeDtypeStruct((n, o, h * w), jnp.float32)
         kern = _kernel_nchw
     kern = functools.partial(kern, h=h, w=w, kh=kh, kw=kw, pt=pad, pleft=pad, bm=bm, c=c, o=o)
+    wt = wt.reshape((kh * kw,) + wt.shape[2:])  # the taps in one axis
     y = pl.pallas_call(kern, out_shape=out, grid=(n, pl.cdiv(h * w, bm)), compiler_params=params,
                        interpret=interpret, name="conv_probe")(xs, wt)
     return y.reshape((n, h, w, o) if layout == "NHWC" else (n, o, h, w))
@@ -120,10 +124,15 @@ def main():
              ("lax NCHW", lambda x, w: _lax_nchw(x, w, pad, np.float32), nchw),
              ("dmljax NHWC-physical", lambda x, w: _dml_nhwc(x, w, pad, np.float32), nhwc),
              ("lax NHWC", lambda x, w: _lax_nhwc(x, w, pad, np.float32), nhwc)]
-    configs = [(bm, warps, stages) for bm in ((16, 32) if SMOKE else (64, 128, 256)) for warps in (4, 8)
-               for stages in ((1,) if SMOKE else (1, 2, 3))]
+    configs = [tuple(int(v) for v in c.split(",")) for c in os.environ.get(
+        "CONFIGS", "16,4,1;32,4,2" if SMOKE else "64,4,1;64,4,2;128,4,2;128,8,2;64,8,2;128,8,3").split(";")]
+    layouts = os.environ.get("LAYOUTS", "NHWC,NCHW").split(",")
+    base = _timed(progs, flops, None)  # the baselines first, then each configuration as soon as it compiles
     for bm, warps, stages in configs:
         for layout, data, ref in (("NHWC", nhwc, ref_nhwc), ("NCHW", nchw_p, ref_nchw)):
+            if layout not in layouts:
+                continue
+            t0 = time.perf_counter()
             name = f"pallas {layout} bm {bm} warps {warps} stages {stages}"
             f = functools.partial(pallas_conv, layout=layout, bm=bm, warps=warps, stages=stages)
             try:
@@ -133,18 +142,25 @@ def main():
             except Exception as e:  # a configuration Triton cannot compile: reported, not timed
                 print(f"{name}: {type(e).__name__}: {str(e)[:200]}", flush=True)
                 continue
-            print(f"{name}: max |diff| / max |y| {err:.2e}, zeros alike {same_zeros}", flush=True)
-            progs.append((name, f, data))
+            print(f"{name}: max |diff| / max |y| {err:.2e}, zeros alike {same_zeros}, "
+                  f"compiled and run in {time.perf_counter() - t0:.1f} s", flush=True)
+            _timed([(name, f, data)], flops, base)
+
+
+def _timed(progs, flops, base):
+    """Device times of ``progs``, printed against lax's in the same layout (``base``, or these
+    programs' own lax ones); returns the lax times."""
     groups = [(name, (lambda f, d: lambda i: f(*d[i]))(jax.jit(f), d)) for name, f, d in progs]
     t = jax_device_times(groups, 2)
     if not t:
-        return
-    base = {"NCHW": t["lax NCHW"]["s"], "NHWC": t["lax NHWC"]["s"]}
+        return base
+    base = base or {"NCHW": t["lax NCHW"]["s"], "NHWC": t["lax NHWC"]["s"]}
     for name, v in t.items():
         layout = "NHWC" if "NHWC" in name else "NCHW"
         print(f"{name:40s} {v['s'] * 1e3:8.4f} ms  {flops / v['s'] / 1e12:6.1f} TFLOP/s  "
               f"lax {layout}/this {base[layout] / v['s']:.3f}  kernels {v.get('kernels_per_call') or 0:.0f}",
               flush=True)
+    return base
 
 
 if __name__ == "__main__":
