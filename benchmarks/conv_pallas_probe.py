@@ -48,7 +48,7 @@ def _kernel_nhwc(x_ref, w_ref, y_ref, *, h, w, kh, kw, pt, pleft, bm, c, o):
     col = p % w
 
     def tap(t, acc):
-        dh, dw = t // kw - pt, t % kw - pleft
+        dh, dw = lax.div(t, kw) - pt, lax.rem(t, kw) - pleft
         ok = (p < h * w) & (row + dh >= 0) & (row + dh < h) & (col + dw >= 0) & (col + dw < w)
         a = pl_triton.load(x_ref.at[n, pl.ds(b * bm + dh * w + dw, bm), :],
                            mask=jnp.broadcast_to(ok[:, None], (bm, c)), other=0.0)
@@ -68,7 +68,7 @@ def _kernel_nchw(x_ref, w_ref, y_ref, *, h, w, kh, kw, pt, pleft, bm, c, o):
     col = p % w
 
     def tap(t, acc):
-        dh, dw = t // kw - pt, t % kw - pleft
+        dh, dw = lax.div(t, kw) - pt, lax.rem(t, kw) - pleft
         ok = (p < h * w) & (row + dh >= 0) & (row + dh < h) & (col + dw >= 0) & (col + dw < w)
         a = pl_triton.load(x_ref.at[n, :, pl.ds(b * bm + dh * w + dw, bm)],
                            mask=jnp.broadcast_to(ok[None, :], (c, bm)), other=0.0)
