@@ -32,7 +32,7 @@ from dmljax.bench.timing import jax_device_times  # noqa: E402
 
 HI = lax.Precision.HIGHEST
 SMOKE = bool(os.environ.get("SMOKE"))
-BATCH, CIN, COUT, HW, K = (2, 16, 16, 12, 3) if SMOKE else (32, 64, 64, 56, 3)
+BATCH, CIN, COUT, HW, K = (2, 16, 16, 12, 3) if SMOKE else tuple(int(v) for v in os.environ.get("SHAPE", "32,64,64,56,3").split(","))
 TINY = np.float32(np.finfo(np.float32).tiny)
 
 
