@@ -16,7 +16,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.custom_derivatives import SymbolicZero
 
+from dmljax._src import conv_kernels
 from dmljax._src.catalog import PREFIX
 from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
 from dmljax._src.enums import ConvolutionDirection, ConvolutionMode
@@ -316,6 +318,49 @@ def _half_operands(x, w, geometry_):
     return run(x, w)
 
 
+def _taps_kernel(x, w, geometry_) -> bool:
+    """Whether a FLOAT32 convolution takes conv_kernels' kernel on CUDA (``_taps``)."""
+    direction, _, groups, g = geometry_
+    return conv_kernels.use_kernel(x.shape, w.shape, x.dtype, direction is ConvolutionDirection.FORWARD, groups,
+                                   g["Strides"], g["Dilations"], g["StartPadding"], g["EndPadding"],
+                                   g["OutputPadding"])
+
+
+def _taps(x, w, geometry_):
+    """A FLOAT32 convolution written to FLOAT32 (denormals of the inputs read as zeros, of the
+    result written as zeros): on CUDA by conv_kernels' kernel, which flushes in its loads and
+    stores, elsewhere by the XLA formula. The derivative is the XLA formula's (the flushes'
+    derivative being the identity): the convolution is bilinear, so its tangent is two
+    convolutions JAX can transpose for reverse mode, and forward mode works as a custom_vjp's
+    would not."""
+    direction, mode, groups, g = geometry_
+
+    def conv(a, b):
+        return convolve(a, b, *geometry_, lax.Precision.HIGHEST, np.float32)
+
+    def xla(a, b):
+        return store(conv(load(a), load(b)), F32)
+
+    def kernel(a, b):
+        b = _spatial_flip(b) if mode is ConvolutionMode.CONVOLUTION else b
+        return conv_kernels.convolve_rows(a, b, g["Dilations"], g["StartPadding"], g["EndPadding"])
+
+    @jax.custom_jvp
+    def run(a, b):
+        return lax.platform_dependent(a, b, cuda=kernel, default=xla)
+
+    def run_jvp(primals, tangents):
+        (a, b), (da, db) = primals, tangents
+        y = run(a, b)
+        # a tangent that is a symbolic zero costs no convolution (a jax.grad by one argument)
+        terms = [t for t in (None if isinstance(da, SymbolicZero) else conv(da, load(b)),
+                             None if isinstance(db, SymbolicZero) else conv(load(a), db)) if t is not None]
+        return y, sum(terms[1:], terms[0]) if terms else jnp.zeros_like(y)
+
+    run.defjvp(run_jvp, symbolic_zeros=True)
+    return run(x, w)
+
+
 @operator(CONVOLUTION)
 def convolution(input, filter, bias=None, *, mode, direction, strides, dilations, start_padding, end_padding,
                 output_padding, group_count, fused_activation, allow_half_precision_computation):
@@ -340,11 +385,16 @@ def convolution(input, filter, bias=None, *, mode, direction, strides, dilations
              "OutputPadding": output_padding}
     g = geometry(input.ndim - 2, attrs)
     geometry_ = (direction, mode, group_count, g)
+    if dt is F32:  # the convolution written to the output (denormals flushed), then the bias added to it
+        out = (_taps(input, filter, geometry_) if _taps_kernel(input, filter, geometry_) else
+               store(convolve(load(input), load(filter), *geometry_, lax.Precision.HIGHEST, ct), dt))
+        if bias is not None:
+            out = store(out + load(bias), dt)
+        return apply_fused(fused_activation, out, half)
     if dt is F16 and not half:
         out = _half_operands(input, filter, geometry_)
     else:
-        out = convolve(load(input, half), load(filter, half), *geometry_,
-                       lax.Precision.HIGHEST if dt is F32 else None, ct)
-    if bias is not None:
+        out = convolve(load(input, half), load(filter, half), *geometry_, None, ct)
+    if bias is not None:  # FLOAT16: added to the FLOAT32 sums, rounded once
         out = out + load(bias, half)
     return apply_fused(fused_activation, store(out, dt), half)

@@ -1,0 +1,127 @@
+"""A Pallas kernel for CONVOLUTION's FLOAT32 forward on NVIDIA GPUs: true FLOAT32 products with
+DirectML's denormal flushes in its loads and stores, where cuDNN's FLOAT32 convolution needed a
+flush pass before it and another after.
+
+On the H100 (batch 32, 64 -> 64 channels, 56 x 56, 3 x 3, padding 1; benchmarks/README.md,
+"CONVOLUTION FLOAT32 by taps"), cuDNN's true FLOAT32 convolution took 0.278 ms with NHWC memory
+and dmljax's two flush passes 0.037 more (0.898x lax); this kernel takes 0.227 ms with both
+flushes (1.22x lax).
+
+The kernel is an implicit product over the filter's taps. The output positions of an image are
+flattened over its rows (the output keeps the input's row width, so a tap's input positions are
+the output's shifted by a constant: (i * Dilations[0] - StartPadding[0]) rows and (j *
+Dilations[1] - StartPadding[1]) columns). One program computes BLOCK positions of one image, all
+output channels: for each tap, the (BLOCK, C) block of the input at the shifted positions (NHWC,
+so the block is contiguous; outside the image masked to zero: the padding) times the tap's (C, O)
+filter, accumulated in FLOAT32 by Triton's FLOAT32 product (FMA instructions, never TF32). The
+input and filter blocks are flushed as they are loaded, the sums as they are stored. The sums'
+order is another than cuDNN's (SEMANTICS.md 8: the order is the library's).
+
+``use_kernel`` says which convolutions take it; ``jax.lax.platform_dependent`` picks it at
+lowering time on CUDA, so other backends never contain it.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+__all__ = ["use_kernel", "convolve_rows", "BLOCK", "WARPS", "STAGES", "CHANNELS"]
+
+BLOCK = 64
+"""Output positions a program. On the H100 (results/h100_session10/conv_pallas*.txt, 64 -> 64
+channels, 56 x 56, 3 x 3): 64 positions with 8 warps and 2 stages 0.227 ms; 32 with 4 warps 0.241;
+64 with 4 warps 0.277; 128 with 8 warps 0.313 (4 warps: 1.54)."""
+WARPS = 8
+STAGES = 2
+"""Triton's pipelining stages of the taps' loop (3: 0.230 ms, 4: 0.257, 1 with 4 warps: 0.480)."""
+CHANNELS = (16, 32, 64)
+"""Input and output channel counts that take the kernel: every (C, O) tap of the filter is staged
+in shared memory whole, and 256 channels overflowed it (656 KB asked, 232 KB on the H100), where
+cuDNN's FLOAT32 convolution reaches 38 TFLOP/s anyway (256 -> 256 channels, 14 x 14, 3 x 3)."""
+
+ENABLED = True
+"""False sends every call to the XLA formula."""
+
+_TINY = np.float32(np.finfo(np.float32).tiny)
+
+
+def use_kernel(x_shape, w_shape, dtype, forward: bool, groups: int, strides, dilations, start, end,
+               output_padding) -> bool:
+    """Whether a convolution can take the kernel: FLOAT32, two spatial dimensions, FORWARD, one
+    group, unit strides, no OutputPadding, a window of more than one element, input and output
+    channels in CHANNELS, an output row as wide as the input's (StartPadding[1] + EndPadding[1]
+    = Dilations[1] * (window columns - 1)), an output of at least one row, and fewer than 2^31
+    elements in and out (int32 offsets)."""
+    if not ENABLED or np.dtype(dtype) != np.float32 or len(x_shape) != 4 or not forward or groups != 1:
+        return False
+    n, c, h, w = x_shape
+    o, c_w, kh, kw = w_shape
+    if any(s != 1 for s in strides) or any(output_padding) or kh * kw == 1 or c != c_w:
+        return False
+    if c not in CHANNELS or o not in CHANNELS or min(n, h, w) < 1:
+        return False
+    if start[1] + end[1] != dilations[1] * (kw - 1):
+        return False
+    out_h = h + start[0] + end[0] - dilations[0] * (kh - 1)
+    return out_h >= 1 and n * c * h * w < 2**31 and n * o * out_h * w < 2**31
+
+
+def _flush(v):
+    return jnp.where(jnp.abs(v) < _TINY, v * np.float32(0.0), v)
+
+
+def _kernel(x_ref, w_ref, y_ref, *, hw, h, w, kw, dil, start):
+    from jax.experimental import pallas as pl  # imported where a kernel is built: dmljax's import stays light
+    from jax.experimental.pallas import triton as pl_triton
+
+    n = pl.program_id(0)
+    b = pl.program_id(1)
+    c, o = w_ref.shape[1], w_ref.shape[2]
+    p = b * BLOCK + jnp.arange(BLOCK, dtype=jnp.int32)
+    row, col = p // w, p % w
+    channel = jnp.arange(c, dtype=jnp.int32)[None, :]
+
+    def tap(t, acc):
+        dh = lax.div(t, kw) * dil[0] - start[0]  # lax's div and rem: jnp's lower to Triton only for arrays
+        dw = lax.rem(t, kw) * dil[1] - start[1]
+        inside = (row + dh >= 0) & (row + dh < h) & (col + dw >= 0) & (col + dw < w)
+        # each position's input row, in bounds also where masked (the interpreter reads it)
+        source = n * hw + jnp.clip(p + dh * w + dw, 0, hw - 1)
+        a = pl_triton.load(x_ref.at[jnp.broadcast_to(source[:, None], (BLOCK, c)), jnp.broadcast_to(channel, (BLOCK, c))],
+                           mask=jnp.broadcast_to(inside[:, None], (BLOCK, c)), other=0.0)
+        return acc + jnp.dot(_flush(a), _flush(w_ref[t]), precision=lax.Precision.HIGHEST,
+                             preferred_element_type=jnp.float32)
+
+    # positions past the output's end are computed and dropped by the block's store
+    y_ref[...] = _flush(lax.fori_loop(0, w_ref.shape[0], tap, jnp.zeros((BLOCK, o), jnp.float32)))
+
+
+def convolve_rows(x: jnp.ndarray, w: jnp.ndarray, dilations, start, end, interpret: bool = False) -> jnp.ndarray:
+    """The FORWARD cross-correlation of ``x`` {N, C, H, W} with ``w`` {O, C, KH, KW} (FLOAT32, a
+    geometry ``use_kernel`` accepts), FLOAT32 denormals of both read as zeros and of the result
+    written as zeros: {N, O, out rows, W}. The kernel reads NHWC: the transposes here cancel
+    against a caller's whose memory is NHWC (XLA drops a transpose of a transpose)."""
+    from jax.experimental import pallas as pl
+
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    out_h = h + start[0] + end[0] - dilations[0] * (kh - 1)
+    rows = jnp.transpose(x, (0, 2, 3, 1)).reshape(n * h * wd, c)
+    taps = jnp.transpose(w, (2, 3, 1, 0)).reshape(kh * kw, c, o)
+    params = None
+    if not interpret:
+        from jax.experimental.pallas import triton as pl_triton
+        params = pl_triton.CompilerParams(num_warps=WARPS, num_stages=STAGES)
+    kernel = functools.partial(_kernel, hw=h * wd, h=h, w=wd, kw=kw, dil=tuple(dilations), start=tuple(start))
+    y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((n, out_h * wd, o), jnp.float32),
+                       grid=(n, pl.cdiv(out_h * wd, BLOCK)),
+                       in_specs=[pl.BlockSpec(rows.shape, lambda i, j: (0, 0)),
+                                 pl.BlockSpec(taps.shape, lambda i, j: (0, 0, 0))],
+                       out_specs=pl.BlockSpec((None, BLOCK, o), lambda i, j: (i, j, 0)),
+                       compiler_params=params, interpret=interpret, name="dmljax_convolution_taps")(rows, taps)
+    return jnp.transpose(y.reshape(n, out_h, wd, o), (0, 3, 1, 2))
