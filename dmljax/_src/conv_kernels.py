@@ -10,8 +10,8 @@ flushes (1.22x lax).
 The kernel is an implicit product over the filter's taps. The output positions of an image are
 flattened over its rows (the output keeps the input's row width, so a tap's input positions are
 the output's shifted by a constant: (i * Dilations[0] - StartPadding[0]) rows and (j *
-Dilations[1] - StartPadding[1]) columns). One program computes BLOCK positions of one image, all
-output channels: for each tap, the (BLOCK, C) block of the input at the shifted positions (NHWC,
+Dilations[1] - StartPadding[1]) columns). One program computes BLOCK consecutive output positions
+(counted over all the images), all output channels: for each tap, the (BLOCK, C) block of the input at the shifted positions (NHWC,
 so the block is contiguous; outside the image masked to zero: the padding) times the tap's (C, O)
 filter, accumulated in FLOAT32 by Triton's FLOAT32 product (FMA instructions, never TF32). The
 input and filter blocks are flushed as they are loaded, the sums as they are stored. The sums'
@@ -75,30 +75,34 @@ def _flush(v):
     return jnp.where(jnp.abs(v) < _TINY, v * np.float32(0.0), v)
 
 
-def _kernel(x_ref, w_ref, y_ref, *, hw, h, w, kw, dil, start):
+def _kernel(x_ref, w_ref, y_ref, *, total, out_hw, hw, h, w, kw, dil, start):
     from jax.experimental import pallas as pl  # imported where a kernel is built: dmljax's import stays light
     from jax.experimental.pallas import triton as pl_triton
 
-    n = pl.program_id(0)
-    b = pl.program_id(1)
     c, o = w_ref.shape[1], w_ref.shape[2]
-    p = b * BLOCK + jnp.arange(BLOCK, dtype=jnp.int32)
+    g = pl.program_id(0) * BLOCK + jnp.arange(BLOCK, dtype=jnp.int32)  # output positions of all images
+    live = g < total
+    n, p = g // out_hw, g % out_hw
     row, col = p // w, p % w
     channel = jnp.arange(c, dtype=jnp.int32)[None, :]
 
     def tap(t, acc):
         dh = lax.div(t, kw) * dil[0] - start[0]  # lax's div and rem: jnp's lower to Triton only for arrays
         dw = lax.rem(t, kw) * dil[1] - start[1]
-        inside = (row + dh >= 0) & (row + dh < h) & (col + dw >= 0) & (col + dw < w)
+        inside = live & (row + dh >= 0) & (row + dh < h) & (col + dw >= 0) & (col + dw < w)
         # each position's input row, in bounds also where masked (the interpreter reads it)
-        source = n * hw + jnp.clip(p + dh * w + dw, 0, hw - 1)
+        source = jnp.where(inside, n * hw + p + dh * w + dw, 0)
         a = pl_triton.load(x_ref.at[jnp.broadcast_to(source[:, None], (BLOCK, c)), jnp.broadcast_to(channel, (BLOCK, c))],
                            mask=jnp.broadcast_to(inside[:, None], (BLOCK, c)), other=0.0)
         return acc + jnp.dot(_flush(a), _flush(w_ref[t]), precision=lax.Precision.HIGHEST,
                              preferred_element_type=jnp.float32)
 
-    # positions past the output's end are computed and dropped by the block's store
-    y_ref[...] = _flush(lax.fori_loop(0, w_ref.shape[0], tap, jnp.zeros((BLOCK, o), jnp.float32)))
+    acc = lax.fori_loop(0, w_ref.shape[0], tap, jnp.zeros((BLOCK, o), jnp.float32))
+    # positions past the end are masked (the interpreter's output is padded to whole blocks, so
+    # that their indices stay in bounds and apart)
+    pl_triton.store(y_ref.at[jnp.broadcast_to(g[:, None], (BLOCK, o)),
+                             jnp.broadcast_to(jnp.arange(o, dtype=jnp.int32)[None, :], (BLOCK, o))],
+                    _flush(acc), mask=jnp.broadcast_to(live[:, None], (BLOCK, o)))
 
 
 def convolve_rows(x: jnp.ndarray, w: jnp.ndarray, dilations, start, end, interpret: bool = False) -> jnp.ndarray:
@@ -117,11 +121,14 @@ def convolve_rows(x: jnp.ndarray, w: jnp.ndarray, dilations, start, end, interpr
     if not interpret:
         from jax.experimental.pallas import triton as pl_triton
         params = pl_triton.CompilerParams(num_warps=WARPS, num_stages=STAGES)
-    kernel = functools.partial(_kernel, hw=h * wd, h=h, w=wd, kw=kw, dil=tuple(dilations), start=tuple(start))
-    y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((n, out_h * wd, o), jnp.float32),
-                       grid=(n, pl.cdiv(out_h * wd, BLOCK)),
-                       in_specs=[pl.BlockSpec(rows.shape, lambda i, j: (0, 0)),
-                                 pl.BlockSpec(taps.shape, lambda i, j: (0, 0, 0))],
-                       out_specs=pl.BlockSpec((None, BLOCK, o), lambda i, j: (i, j, 0)),
+    total = n * out_h * wd
+    blocks = -(-total // BLOCK)
+    kernel = functools.partial(_kernel, total=total, out_hw=out_h * wd, hw=h * wd, h=h, w=wd, kw=kw,
+                               dil=tuple(dilations), start=tuple(start))
+    y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((blocks * BLOCK if interpret else total, o), jnp.float32),
+                       grid=(blocks,),
+                       in_specs=[pl.BlockSpec(rows.shape, lambda i: (0, 0)), pl.BlockSpec(taps.shape, lambda i: (0, 0, 0))],
+                       out_specs=pl.BlockSpec((blocks * BLOCK if interpret else total, o), lambda i: (0, 0)),
                        compiler_params=params, interpret=interpret, name="dmljax_convolution_taps")(rows, taps)
+    y = y[:total]
     return jnp.transpose(y.reshape(n, out_h, wd, o), (0, 3, 1, 2))
