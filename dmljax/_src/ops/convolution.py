@@ -216,8 +216,9 @@ CONVOLUTION = OpSpec(
            "as a transposed convolution's kernel flipped exactly when one of Mode CONVOLUTION and Direction "
            "BACKWARD is chosen. Mode, Direction and GroupCount default to CROSS_CORRELATION, FORWARD and 1, and "
            "the five arrays to all 1 (Strides, Dilations) and all 0 (paddings), DirectMLX's defaults (the page "
-           "gives none). FLOAT32 products are true FLOAT32 products (never TF32); FLOAT16 is multiplied and "
-           "accumulated in FLOAT32, the bias added in FLOAT32, and rounded once, unless "
+           "gives none). FLOAT32 products are true FLOAT32 products (never TF32), and the convolution is written to "
+           "the output (denormals flushed) before the bias is added to it, as the page's steps go; FLOAT16 is "
+           "multiplied and accumulated in FLOAT32, the bias added in FLOAT32, and rounded once, unless "
            "allow_half_precision_computation=True; then the fused activation runs with its own rules. The order "
            "of the additions is the library's (SEMANTICS.md 8): a budget of (window x channels + 1) rounding units "
            "of the terms' magnitude."),
