@@ -73,6 +73,13 @@ def main():
         got = np.asarray(dmljax.convolution(x, w, b, start_padding=(1, 1), end_padding=(1, 1), fused_activation=relu))
         want = np.maximum(np.asarray(dmljax.convolution(x, w, start_padding=(1, 1), end_padding=(1, 1))) + b, 0)
         np.testing.assert_array_equal(got, want)
+    with cases.case("batched by jax.vmap (Pallas's batching adds a grid axis)"):
+        x, w = _inputs((2, 16, 7, 9), (32, 16, 3, 3))
+        xs = np.stack([x, 2 * x, -x])
+        pads = {"start_padding": (1, 1), "end_padding": (1, 1)}
+        got = np.asarray(jax.jit(jax.vmap(lambda a: dmljax.convolution(a, w, **pads)))(xs))
+        for i in range(3):
+            np.testing.assert_array_equal(got[i], np.asarray(dmljax.convolution(xs[i], w, **pads)))
     with cases.case("denormals read and written as zeros"):
         x = np.full((1, 16, 9, 9), 1e-39, np.float32)
         w = np.full((16, 16, 3, 3), 2.0**100, np.float32)
