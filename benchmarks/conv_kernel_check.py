@@ -33,9 +33,9 @@ from tests.reference.record import Attrs  # noqa: E402
 
 CHECKS = GEOMETRIES + [
     ((4, 64, 56, 56), (64, 64, 3, 3), {"start_padding": (1, 1), "end_padding": (1, 1)}),
-    ((2, 32, 28, 28), (64, 32, 5, 5), {"start_padding": (2, 2), "end_padding": (2, 2)}),
+    ((2, 32, 28, 28), (64, 32, 3, 2), {"start_padding": (1, 0), "end_padding": (1, 1)}),
     ((3, 64, 17, 19), (16, 64, 3, 3), {"dilations": (2, 1), "start_padding": (1, 1), "end_padding": (3, 1)}),
-    ((2, 16, 33, 8), (32, 16, 7, 3), {"mode": "CONVOLUTION", "start_padding": (3, 0), "end_padding": (0, 2)}),
+    ((2, 16, 33, 8), (32, 16, 2, 3), {"mode": "CONVOLUTION", "start_padding": (1, 0), "end_padding": (0, 2)}),
 ]
 
 

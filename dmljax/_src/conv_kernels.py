@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-__all__ = ["use_kernel", "convolve_rows", "BLOCK", "WARPS", "STAGES", "CHANNELS"]
+__all__ = ["use_kernel", "convolve_rows", "BLOCK", "WARPS", "STAGES", "CHANNELS", "MAX_WINDOW"]
 
 BLOCK = 64
 """Output positions a program. On the H100 (results/h100_session10/conv_pallas*.txt, 64 -> 64
@@ -40,9 +40,16 @@ WARPS = 8
 STAGES = 2
 """Triton's pipelining stages of the taps' loop (3: 0.230 ms, 4: 0.257, 1 with 4 warps: 0.480)."""
 CHANNELS = (16, 32, 64)
-"""Input and output channel counts that take the kernel: every (C, O) tap of the filter is staged
-in shared memory whole, and 256 channels overflowed it (656 KB asked, 232 KB on the H100), where
-cuDNN's FLOAT32 convolution reaches 38 TFLOP/s anyway (256 -> 256 channels, 14 x 14, 3 x 3)."""
+"""Input and output channel counts that take the kernel. On the H100 (results/h100_session10/
+conv_shapes.txt, batch 32, 3 x 3, NHWC memory, lax's time over dmljax's): 16 -> 16 at 112 x 112
+1.27x, 32 -> 32 at 112 x 112 and 56 x 56 1.13x and 1.12x, 16 -> 64 1.53x, 64 -> 32 1.05x,
+64 -> 64 at 28 x 28 1.08x. Every (C, O) tap of the filter is staged in shared memory whole: 128
+channels spilled (1.28 ms against cuDNN's 0.167 at 28 x 28) and 256 overflowed it (656 KB asked,
+232 KB on the H100), where cuDNN's FLOAT32 convolution runs at 37-44 TFLOP/s anyway."""
+MAX_WINDOW = 3
+"""The largest window side that takes the kernel: cuDNN takes a 5 x 5 FLOAT32 convolution by a
+faster algorithm than direct products (64 -> 64 channels at 56 x 56: 0.347 ms, 59 TFLOP/s
+counted as direct products, against this kernel's 0.620)."""
 
 ENABLED = True
 """False sends every call to the XLA formula."""
@@ -53,15 +60,15 @@ _TINY = np.float32(np.finfo(np.float32).tiny)
 def use_kernel(x_shape, w_shape, dtype, forward: bool, groups: int, strides, dilations, start, end,
                output_padding) -> bool:
     """Whether a convolution can take the kernel: FLOAT32, two spatial dimensions, FORWARD, one
-    group, unit strides, no OutputPadding, a window of more than one element, input and output
-    channels in CHANNELS, an output row as wide as the input's (StartPadding[1] + EndPadding[1]
+    group, unit strides, no OutputPadding, a window of more than one element and at most
+    MAX_WINDOW a side, input and output channels in CHANNELS, an output row as wide as the input's (StartPadding[1] + EndPadding[1]
     = Dilations[1] * (window columns - 1)), an output of at least one row, and fewer than 2^31
     elements in and out (int32 offsets)."""
     if not ENABLED or np.dtype(dtype) != np.float32 or len(x_shape) != 4 or not forward or groups != 1:
         return False
     n, c, h, w = x_shape
     o, c_w, kh, kw = w_shape
-    if any(s != 1 for s in strides) or any(output_padding) or kh * kw == 1 or c != c_w:
+    if any(s != 1 for s in strides) or any(output_padding) or kh * kw == 1 or max(kh, kw) > MAX_WINDOW or c != c_w:
         return False
     if c not in CHANNELS or o not in CHANNELS or min(n, h, w) < 1:
         return False
