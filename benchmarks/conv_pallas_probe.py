@@ -9,7 +9,9 @@ the input, shifted by the tap's offset in the flattened positions (masked outsid
 padding), and the tap's (C, O) filter. NHWC memory: the block is contiguous; NCHW: the same with
 the channels first.
 
-    CONFIGS="BM,warps,stages;..." LAYOUTS=NHWC,NCHW python benchmarks/conv_pallas_probe.py   (SMOKE=1: small shapes in Pallas's interpreter, on the CPU)
+    CONFIGS="BM,warps,stages;..." LAYOUTS=NHWC,NCHW SHAPE=batch,in,out,size,window \
+        python benchmarks/conv_pallas_probe.py
+    (SMOKE=1: small shapes in Pallas's interpreter, on the CPU)
 """
 
 import functools
@@ -32,7 +34,8 @@ from dmljax.bench.timing import jax_device_times  # noqa: E402
 
 HI = lax.Precision.HIGHEST
 SMOKE = bool(os.environ.get("SMOKE"))
-BATCH, CIN, COUT, HW, K = (2, 16, 16, 12, 3) if SMOKE else tuple(int(v) for v in os.environ.get("SHAPE", "32,64,64,56,3").split(","))
+BATCH, CIN, COUT, HW, K = ((2, 16, 16, 12, 3) if SMOKE else
+                           tuple(int(v) for v in os.environ.get("SHAPE", "32,64,64,56,3").split(",")))
 TINY = np.float32(np.finfo(np.float32).tiny)
 
 

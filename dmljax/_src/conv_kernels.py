@@ -10,12 +10,13 @@ flushes (1.22x lax).
 The kernel is an implicit product over the filter's taps. The output positions of an image are
 flattened over its rows (the output keeps the input's row width, so a tap's input positions are
 the output's shifted by a constant: (i * Dilations[0] - StartPadding[0]) rows and (j *
-Dilations[1] - StartPadding[1]) columns). One program computes BLOCK consecutive output positions
-(counted over all the images), all output channels: for each tap, the (BLOCK, C) block of the input at the shifted positions (NHWC,
-so the block is contiguous; outside the image masked to zero: the padding) times the tap's (C, O)
-filter, accumulated in FLOAT32 by Triton's FLOAT32 product (FMA instructions, never TF32). The
-input and filter blocks are flushed as they are loaded, the sums as they are stored. The sums'
-order is another than cuDNN's (SEMANTICS.md 8: the order is the library's).
+Dilations[1] - StartPadding[1]) columns). One program computes BLOCK consecutive output
+positions (counted over all the images), all output channels: for each tap, the (BLOCK, C) block
+of the input at the shifted positions (NHWC, so each position's C channels are contiguous;
+outside the image masked to zero: the padding) times the tap's (C, O) filter, accumulated in
+FLOAT32 by Triton's FLOAT32 product (FMA instructions, never TF32). The input and filter blocks
+are flushed as they are loaded, the sums as they are stored. The sums' order is another than
+cuDNN's (SEMANTICS.md 8: the order is the library's).
 
 ``use_kernel`` says which convolutions take it; ``jax.lax.platform_dependent`` picks it at
 lowering time on CUDA, so other backends never contain it.
@@ -61,14 +62,16 @@ def use_kernel(x_shape, w_shape, dtype, forward: bool, groups: int, strides, dil
                output_padding) -> bool:
     """Whether a convolution can take the kernel: FLOAT32, two spatial dimensions, FORWARD, one
     group, unit strides, no OutputPadding, a window of more than one element and at most
-    MAX_WINDOW a side, input and output channels in CHANNELS, an output row as wide as the input's (StartPadding[1] + EndPadding[1]
-    = Dilations[1] * (window columns - 1)), an output of at least one row, and fewer than 2^31
-    elements in and out (int32 offsets)."""
+    MAX_WINDOW a side, input and output channels in CHANNELS, an output row as wide as the
+    input's (StartPadding[1] + EndPadding[1] = Dilations[1] * (window columns - 1)), an output of
+    at least one row, and fewer than 2^31 elements in and out (int32 offsets)."""
     if not ENABLED or np.dtype(dtype) != np.float32 or len(x_shape) != 4 or not forward or groups != 1:
         return False
     n, c, h, w = x_shape
     o, c_w, kh, kw = w_shape
-    if any(s != 1 for s in strides) or any(output_padding) or kh * kw == 1 or max(kh, kw) > MAX_WINDOW or c != c_w:
+    if any(s != 1 for s in strides) or any(output_padding) or c != c_w:
+        return False
+    if kh * kw == 1 or max(kh, kw) > MAX_WINDOW:
         return False
     if c not in CHANNELS or o not in CHANNELS or min(n, h, w) < 1:
         return False
@@ -99,8 +102,8 @@ def _kernel(x_ref, w_ref, y_ref, *, total, out_hw, hw, h, w, kw, dil, start):
         inside = live & (row + dh >= 0) & (row + dh < h) & (col + dw >= 0) & (col + dw < w)
         # each position's input row, in bounds also where masked (the interpreter reads it)
         source = jnp.where(inside, n * hw + p + dh * w + dw, 0)
-        a = pl_triton.load(x_ref.at[jnp.broadcast_to(source[:, None], (BLOCK, c)), jnp.broadcast_to(channel, (BLOCK, c))],
-                           mask=jnp.broadcast_to(inside[:, None], (BLOCK, c)), other=0.0)
+        at = (jnp.broadcast_to(source[:, None], (BLOCK, c)), jnp.broadcast_to(channel, (BLOCK, c)))
+        a = pl_triton.load(x_ref.at[at], mask=jnp.broadcast_to(inside[:, None], (BLOCK, c)), other=0.0)
         return acc + jnp.dot(_flush(a), _flush(w_ref[t]), precision=lax.Precision.HIGHEST,
                              preferred_element_type=jnp.float32)
 
@@ -132,10 +135,11 @@ def convolve_rows(x: jnp.ndarray, w: jnp.ndarray, dilations, start, end, interpr
     blocks = -(-total // BLOCK)
     kernel = functools.partial(_kernel, total=total, out_hw=out_h * wd, hw=h * wd, h=h, w=wd, kw=kw,
                                dil=tuple(dilations), start=tuple(start))
-    y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((blocks * BLOCK if interpret else total, o), jnp.float32),
-                       grid=(blocks,),
-                       in_specs=[pl.BlockSpec(rows.shape, lambda i: (0, 0)), pl.BlockSpec(taps.shape, lambda i: (0, 0, 0))],
-                       out_specs=pl.BlockSpec((blocks * BLOCK if interpret else total, o), lambda i: (0, 0)),
+    out = (blocks * BLOCK if interpret else total, o)
+    y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(out, jnp.float32), grid=(blocks,),
+                       in_specs=[pl.BlockSpec(rows.shape, lambda i: (0, 0)),
+                                 pl.BlockSpec(taps.shape, lambda i: (0, 0, 0))],
+                       out_specs=pl.BlockSpec(out, lambda i: (0, 0)),
                        compiler_params=params, interpret=interpret, name="dmljax_convolution_taps")(rows, taps)
     y = y[:total]
     return jnp.transpose(y.reshape(n, out_h, wd, o), (0, 3, 1, 2))
