@@ -43,44 +43,31 @@ def _flush(v):
     return jnp.where(jnp.abs(v) < TINY, v * np.float32(0.0), v)
 
 
-def _kernel_nhwc(x_ref, w_ref, y_ref, *, h, w, kh, kw, pt, pleft, bm, c, o):
+def _kernel(x_ref, w_ref, y_ref, *, nchw, h, w, kh, kw, pt, pleft, bm, c, o):
     n = pl.program_id(0)
     b = pl.program_id(1)
     p = b * bm + jnp.arange(bm, dtype=jnp.int32)
     row = p // w
     col = p % w
 
-    def tap(t, acc):
-        dh, dw = lax.div(t, kw) - pt, lax.rem(t, kw) - pleft
-        ok = (p < h * w) & (row + dh >= 0) & (row + dh < h) & (col + dw >= 0) & (col + dw < w)
-        a = pl_triton.load(x_ref.at[n, pl.ds(b * bm + dh * w + dw, bm), :],
-                           mask=jnp.broadcast_to(ok[:, None], (bm, c)), other=0.0)
-        f = _flush(w_ref[t])
-        return acc + jnp.dot(_flush(a), f, precision=HI, preferred_element_type=jnp.float32)
-
-    acc = lax.fori_loop(0, kh * kw, tap, jnp.zeros((bm, o), jnp.float32))
-    pl_triton.store(y_ref.at[n, pl.ds(b * bm, bm), :], _flush(acc),
-                    mask=jnp.broadcast_to((p < h * w)[:, None], (bm, o)))
-
-
-def _kernel_nchw(x_ref, w_ref, y_ref, *, h, w, kh, kw, pt, pleft, bm, c, o):
-    n = pl.program_id(0)
-    b = pl.program_id(1)
-    p = b * bm + jnp.arange(bm, dtype=jnp.int32)
-    row = p // w
-    col = p % w
+    def block(ref, start, mask, channels):
+        """The (positions, channels) block at ``start`` as the layout holds it (NCHW: transposed),
+        and ``mask`` over its positions broadcast to it."""
+        if nchw:
+            return ref.at[n, :, pl.ds(start, bm)], jnp.broadcast_to(mask[None, :], (channels, bm))
+        return ref.at[n, pl.ds(start, bm), :], jnp.broadcast_to(mask[:, None], (bm, channels))
 
     def tap(t, acc):
         dh, dw = lax.div(t, kw) - pt, lax.rem(t, kw) - pleft
         ok = (p < h * w) & (row + dh >= 0) & (row + dh < h) & (col + dw >= 0) & (col + dw < w)
-        a = pl_triton.load(x_ref.at[n, :, pl.ds(b * bm + dh * w + dw, bm)],
-                           mask=jnp.broadcast_to(ok[None, :], (c, bm)), other=0.0)
-        f = _flush(w_ref[t])  # (O, C)
-        return acc + jnp.dot(f, _flush(a), precision=HI, preferred_element_type=jnp.float32)
+        at, mask = block(x_ref, b * bm + dh * w + dw, ok, c)
+        a = _flush(pl_triton.load(at, mask=mask, other=0.0))
+        f = _flush(w_ref[t])  # NHWC: (C, O); NCHW: (O, C)
+        return acc + jnp.dot(*((f, a) if nchw else (a, f)), precision=HI, preferred_element_type=jnp.float32)
 
-    acc = lax.fori_loop(0, kh * kw, tap, jnp.zeros((o, bm), jnp.float32))
-    pl_triton.store(y_ref.at[n, :, pl.ds(b * bm, bm)], _flush(acc),
-                    mask=jnp.broadcast_to((p < h * w)[None, :], (o, bm)))
+    acc = lax.fori_loop(0, kh * kw, tap, jnp.zeros((o, bm) if nchw else (bm, o), jnp.float32))
+    at, mask = block(y_ref, b * bm, p < h * w, o)
+    pl_triton.store(at, _flush(acc), mask=mask)
 
 
 def pallas_conv(x, wt, *, layout, bm, warps, stages, pad=1):
@@ -95,13 +82,13 @@ def pallas_conv(x, wt, *, layout, bm, warps, stages, pad=1):
         o = wt.shape[3]
         xs = x.reshape(n, h * w, c)
         out = jax.ShapeDtypeStruct((n, h * w, o), jnp.float32)
-        kern = _kernel_nhwc
+        kern = functools.partial(_kernel, nchw=False)
     else:
         n, c, h, w = x.shape
         o = wt.shape[2]
         xs = x.reshape(n, c, h * w)
         out = jax.ShapeDtypeStruct((n, o, h * w), jnp.float32)
-        kern = _kernel_nchw
+        kern = functools.partial(_kernel, nchw=True)
     kern = functools.partial(kern, h=h, w=w, kh=kh, kw=kw, pt=pad, pleft=pad, bm=bm, c=c, o=o)
     wt = wt.reshape((kh * kw,) + wt.shape[2:])  # the taps in one axis
     y = pl.pallas_call(kern, out_shape=out, grid=(n, pl.cdiv(h * w, bm)), compiler_params=params,
