@@ -69,7 +69,9 @@ def test_kernel_in_the_interpreter_matches_the_reference(x_shape, w_shape, attrs
 def test_kernel_flushes_its_inputs_and_sums():
     # denormal inputs read as zeros (1e-39 * 2^100 would be 1.3e-9), and sums below FLOAT32's
     # smallest normal written as zeros (1e-20 * -1e-19 summed up to nine times: -9e-39; the zero's
-    # sign is the sum's order's: products flushed on the CPU add up to +0, SEMANTICS.md 8)
+    # sign is the sum's order's: products flushed on the CPU add up to +0, SEMANTICS.md 8). XLA's
+    # CPU backend, which runs the interpreter, reads and writes denormals as zeros by itself, so
+    # only benchmarks/conv_kernel_check.py on a GPU can fail on a kernel without its flushes.
     x = np.full((1, 16, 3, 4), 1e-39, np.float32)
     w = np.full((16, 16, 3, 3), 2.0**100, np.float32)
     got = np.asarray(conv_kernels.convolve_rows(jnp.asarray(x), jnp.asarray(w), (1, 1), (1, 1), (1, 1),
