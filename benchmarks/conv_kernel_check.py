@@ -36,6 +36,9 @@ CHECKS = GEOMETRIES + [
     ((2, 32, 28, 28), (64, 32, 3, 2), {"start_padding": (1, 0), "end_padding": (1, 1)}),
     ((3, 64, 17, 19), (16, 64, 3, 3), {"dilations": (2, 1), "start_padding": (1, 1), "end_padding": (3, 1)}),
     ((2, 16, 33, 8), (32, 16, 2, 3), {"mode": "CONVOLUTION", "start_padding": (1, 0), "end_padding": (0, 2)}),
+    ((4, 64, 56, 56), (64, 64, 3, 3), {"strides": (2, 2), "start_padding": (1, 1), "end_padding": (1, 1)}),
+    ((3, 32, 29, 30), (64, 32, 3, 3), {"strides": (2, 1), "dilations": (1, 2)}),
+    ((2, 64, 20, 17), (32, 64, 3, 3), {"strides": (1, 2), "start_padding": (2, 0), "end_padding": (0, 1)}),
 ]
 
 

@@ -25,6 +25,7 @@
 #   convprobe benchmarks/conv_flush_probe.py: CONVOLUTION FLOAT32's flush, and 1 x 1 as a dot (conv_probe.txt)
 #   convpallas benchmarks/conv_pallas_probe.py: a Pallas FLOAT32 convolution with the flushes in its loads (conv_pallas.txt)
 #   convkernel benchmarks/conv_kernel_check.py: CONVOLUTION's FLOAT32 kernel against the reference and the XLA formula (conv_kernel_check.txt)
+#   convgeom benchmarks/conv_geometry_gpu.py: the kernel against cuDNN's path for strided and unpadded geometries (conv_geometry.txt)
 #   convcheck tests/gpu_check.py of CONVOLUTION (gpu_check_conv.txt)
 #   issue12  benchmarks/issue12_gpu.py's pool group (issue12/)
 #   conv12   benchmarks/issue12_gpu.py's conv group (conv12/)
@@ -110,6 +111,9 @@ for step in $STEPS; do
     convkernel)
       timeout ${CONVK_S:-200} python benchmarks/conv_kernel_check.py > "$OUT/conv_kernel_check.txt" 2>&1
       echo "conv kernel check rc=$?"; tail -1 "$OUT/conv_kernel_check.txt"; grep FAIL "$OUT/conv_kernel_check.txt" | head -10 ;;
+    convgeom)
+      timeout ${CONVG_S:-240} python benchmarks/conv_geometry_gpu.py > "$OUT/conv_geometry.txt" 2>&1
+      echo "conv geometry rc=$?"; grep -v "^jax" "$OUT/conv_geometry.txt" | sed 's/  */ /g' ;;
     convcheck)
       timeout ${CONVCHECK_S:-150} python tests/gpu_check.py CONVOLUTION > "$OUT/gpu_check_conv.txt" 2>&1
       echo "gpu_check CONVOLUTION rc=$?"; tail -1 "$OUT/gpu_check_conv.txt"; grep FAIL "$OUT/gpu_check_conv.txt" | head -5 ;;

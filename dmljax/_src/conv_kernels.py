@@ -7,13 +7,12 @@ On the H100 (batch 32, 64 -> 64 channels, 56 x 56, 3 x 3, padding 1; benchmarks/
 and dmljax's two flush passes 0.037 more (0.898x lax); this kernel takes 0.227 ms with both
 flushes (1.22x lax).
 
-The kernel is an implicit product over the filter's taps. The output positions of an image are
-flattened over its rows (the output keeps the input's row width, so a tap's input positions are
-the output's shifted by a constant: (i * Dilations[0] - StartPadding[0]) rows and (j *
-Dilations[1] - StartPadding[1]) columns). One program computes BLOCK consecutive output
-positions (counted over all the images), all output channels: for each tap, the (BLOCK, C) block
-of the input at the shifted positions (NHWC, so each position's C channels are contiguous;
-outside the image masked to zero: the padding) times the tap's (C, O) filter, accumulated in
+The kernel is an implicit product over the filter's taps. One program computes BLOCK
+consecutive output positions (counted over all the images, row by row), all output channels:
+for each tap (i, j), the (BLOCK, C) block of the input at the positions that tap reads (row *
+Strides[0] + i * Dilations[0] - StartPadding[0], and likewise for columns; NHWC, so each
+position's C channels are contiguous; outside the image masked to zero: the padding) times the
+tap's (C, O) filter, accumulated in
 FLOAT32 by Triton's FLOAT32 product (FMA instructions, never TF32). The input and filter blocks
 are flushed as they are loaded, the sums as they are stored. The sums' order is another than
 cuDNN's (SEMANTICS.md 8: the order is the library's).
@@ -31,7 +30,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-__all__ = ["use_kernel", "convolve_rows", "BLOCK", "WARPS", "STAGES", "CHANNELS", "MAX_WINDOW"]
+from dmljax._src.ops._window import windows_per_dimension
+
+__all__ = ["use_kernel", "convolve_taps", "BLOCK", "WARPS", "STAGES", "CHANNELS", "MAX_WINDOW", "MAX_STRIDE"]
 
 BLOCK = 64
 """Output positions a program. On the H100 (results/h100_session10/conv_pallas*.txt, 64 -> 64
@@ -51,6 +52,8 @@ MAX_WINDOW = 3
 """The largest window side that takes the kernel: cuDNN takes a 5 x 5 FLOAT32 convolution by a
 faster algorithm than direct products (64 -> 64 channels at 56 x 56: 0.347 ms, 59 TFLOP/s
 counted as direct products, against this kernel's 0.620)."""
+MAX_STRIDE = 2
+"""The largest stride that takes the kernel (measured: 1 and 2)."""
 
 ENABLED = True
 """False sends every call to the XLA formula."""
@@ -61,47 +64,45 @@ _TINY = np.float32(np.finfo(np.float32).tiny)
 def use_kernel(x_shape, w_shape, dtype, forward: bool, groups: int, strides, dilations, start, end,
                output_padding) -> bool:
     """Whether a convolution can take the kernel: FLOAT32, two spatial dimensions, FORWARD, one
-    group, unit strides, no OutputPadding, a window of more than one element and at most
-    MAX_WINDOW a side, input and output channels in CHANNELS, an output row as wide as the
-    input's (StartPadding[1] + EndPadding[1] = Dilations[1] * (window columns - 1)), an output of
-    at least one row, and fewer than 2^31 elements in and out (int32 offsets)."""
+    group, strides of at most MAX_STRIDE, no OutputPadding, a window of more than one element
+    and at most MAX_WINDOW a side, input and output channels in CHANNELS, an output of at least
+    one element, and fewer than 2^31 elements in and out (int32 offsets)."""
     if not ENABLED or np.dtype(dtype) != np.float32 or len(x_shape) != 4 or not forward or groups != 1:
         return False
     n, c, h, w = x_shape
     o, c_w, kh, kw = w_shape
-    if any(s != 1 for s in strides) or any(output_padding) or c != c_w:
+    if max(strides) > MAX_STRIDE or any(output_padding) or c != c_w:
         return False
     if kh * kw == 1 or max(kh, kw) > MAX_WINDOW:
         return False
     if c not in CHANNELS or o not in CHANNELS or min(n, h, w) < 1:
         return False
-    if start[1] + end[1] != dilations[1] * (kw - 1):
-        return False
-    out_h = h + start[0] + end[0] - dilations[0] * (kh - 1)
-    return out_h >= 1 and n * c * h * w < 2**31 and n * o * out_h * w < 2**31
+    out_h, out_w = windows_per_dimension((h, w), (kh, kw), strides, dilations, start, end)
+    return min(out_h, out_w) >= 1 and n * c * h * w < 2**31 and n * o * out_h * out_w < 2**31
 
 
 def _flush(v):
     return jnp.where(jnp.abs(v) < _TINY, v * np.float32(0.0), v)
 
 
-def _kernel(x_ref, w_ref, y_ref, *, total, out_hw, hw, h, w, kw, dil, start):
+def _kernel(x_ref, w_ref, y_ref, *, total, out_size, h, w, kw, strides, dil, start):
     from jax.experimental import pallas as pl  # imported where a kernel is built: dmljax's import stays light
     from jax.experimental.pallas import triton as pl_triton
 
     c, o = w_ref.shape[1], w_ref.shape[2]
     g = pl.program_id(0) * BLOCK + jnp.arange(BLOCK, dtype=jnp.int32)  # output positions of all images
     live = g < total
-    n, p = g // out_hw, g % out_hw
-    row, col = p // w, p % w
+    n, p = g // (out_size[0] * out_size[1]), g % (out_size[0] * out_size[1])
+    top = p // out_size[1] * strides[0] - start[0]  # the window's first input row and column
+    left = p % out_size[1] * strides[1] - start[1]
     channel = jnp.arange(c, dtype=jnp.int32)[None, :]
 
     def tap(t, acc):
-        dh = lax.div(t, kw) * dil[0] - start[0]  # lax's div and rem: jnp's lower to Triton only for arrays
-        dw = lax.rem(t, kw) * dil[1] - start[1]
-        inside = live & (row + dh >= 0) & (row + dh < h) & (col + dw >= 0) & (col + dw < w)
+        r = top + lax.div(t, kw) * dil[0]  # lax's div and rem: jnp's lower to Triton only for arrays
+        q = left + lax.rem(t, kw) * dil[1]
+        inside = live & (r >= 0) & (r < h) & (q >= 0) & (q < w)
         # each position's input row, in bounds also where masked (the interpreter reads it)
-        source = jnp.where(inside, n * hw + p + dh * w + dw, 0)
+        source = jnp.where(inside, (n * h + r) * w + q, 0)
         at = (jnp.broadcast_to(source[:, None], (BLOCK, c)), jnp.broadcast_to(channel, (BLOCK, c)))
         a = pl_triton.load(x_ref.at[at], mask=jnp.broadcast_to(inside[:, None], (BLOCK, c)), other=0.0)
         return acc + jnp.dot(_flush(a), _flush(w_ref[t]), precision=lax.Precision.HIGHEST,
@@ -115,26 +116,27 @@ def _kernel(x_ref, w_ref, y_ref, *, total, out_hw, hw, h, w, kw, dil, start):
                     _flush(acc), mask=jnp.broadcast_to(live[:, None], (BLOCK, o)))
 
 
-def convolve_rows(x: jnp.ndarray, w: jnp.ndarray, dilations, start, end, interpret: bool = False) -> jnp.ndarray:
+def convolve_taps(x: jnp.ndarray, w: jnp.ndarray, strides, dilations, start, end,
+                  interpret: bool = False) -> jnp.ndarray:
     """The FORWARD cross-correlation of ``x`` {N, C, H, W} with ``w`` {O, C, KH, KW} (FLOAT32, a
     geometry ``use_kernel`` accepts), FLOAT32 denormals of both read as zeros and of the result
-    written as zeros: {N, O, out rows, W}. The kernel reads NHWC: the transposes here cancel
-    against a caller's whose memory is NHWC (XLA drops a transpose of a transpose)."""
+    written as zeros: {N, O, out rows, out columns}. The kernel reads NHWC: the transposes here
+    cancel against a caller's whose memory is NHWC (XLA drops a transpose of a transpose)."""
     from jax.experimental import pallas as pl
 
     n, c, h, wd = x.shape
     o, _, kh, kw = w.shape
-    out_h = h + start[0] + end[0] - dilations[0] * (kh - 1)
+    out_h, out_w = windows_per_dimension((h, wd), (kh, kw), strides, dilations, start, end)
     rows = jnp.transpose(x, (0, 2, 3, 1)).reshape(n * h * wd, c)
     taps = jnp.transpose(w, (2, 3, 1, 0)).reshape(kh * kw, c, o)
     params = None
     if not interpret:
         from jax.experimental.pallas import triton as pl_triton
         params = pl_triton.CompilerParams(num_warps=WARPS, num_stages=STAGES)
-    total = n * out_h * wd
+    total = n * out_h * out_w
     blocks = -(-total // BLOCK)
-    kernel = functools.partial(_kernel, total=total, out_hw=out_h * wd, hw=h * wd, h=h, w=wd, kw=kw,
-                               dil=tuple(dilations), start=tuple(start))
+    kernel = functools.partial(_kernel, total=total, out_size=(out_h, out_w), h=h, w=wd, kw=kw,
+                               strides=tuple(strides), dil=tuple(dilations), start=tuple(start))
     out = (blocks * BLOCK if interpret else total, o)
     y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(out, jnp.float32), grid=(blocks,),
                        in_specs=[pl.BlockSpec(rows.shape, lambda i: (0, 0)),
@@ -142,4 +144,4 @@ def convolve_rows(x: jnp.ndarray, w: jnp.ndarray, dilations, start, end, interpr
                        out_specs=pl.BlockSpec(out, lambda i: (0, 0)),
                        compiler_params=params, interpret=interpret, name="dmljax_convolution_taps")(rows, taps)
     y = y[:total]
-    return jnp.transpose(y.reshape(n, out_h, wd, o), (0, 3, 1, 2))
+    return jnp.transpose(y.reshape(n, out_h, out_w, o), (0, 3, 1, 2))

@@ -29,6 +29,9 @@ GEOMETRIES = [
     ((1, 32, 9, 10), (16, 32, 3, 3), {"dilations": (2, 2), "start_padding": (0, 2), "end_padding": (1, 2)}),
     # a row window, flipped (CONVOLUTION), padded unevenly: 80 positions, the second block part-filled
     ((1, 16, 4, 20), (16, 16, 1, 3), {"mode": "CONVOLUTION", "start_padding": (0, 0), "end_padding": (0, 2)}),
+    # strided, unpadded and padded unevenly: the output's rows narrower than the input's
+    ((2, 16, 9, 11), (16, 16, 3, 3), {"strides": (2, 2), "start_padding": (0, 1), "end_padding": (1, 0)}),
+    ((1, 32, 7, 12), (16, 32, 3, 2), {"strides": (1, 2), "dilations": (2, 1)}),
 ]
 
 
@@ -51,16 +54,16 @@ def check_against_reference(got, x, w, attrs):
 
 
 def _kernel_args(attrs):
-    d = attrs.get("dilations", (1, 1))
-    return d, attrs.get("start_padding", (0, 0)), attrs.get("end_padding", (0, 0))
+    return (attrs.get("strides", (1, 1)), attrs.get("dilations", (1, 1)), attrs.get("start_padding", (0, 0)),
+            attrs.get("end_padding", (0, 0)))
 
 
 @pytest.mark.parametrize("x_shape,w_shape,attrs", GEOMETRIES)
 def test_kernel_in_the_interpreter_matches_the_reference(x_shape, w_shape, attrs):
     x, w = _inputs(x_shape, w_shape)
-    assert conv_kernels.use_kernel(x_shape, w_shape, np.float32, True, 1, (1, 1), *_kernel_args(attrs), (0, 0))
+    assert conv_kernels.use_kernel(x_shape, w_shape, np.float32, True, 1, *_kernel_args(attrs), (0, 0))
     wk = w[:, :, ::-1, ::-1] if attrs.get("mode") == "CONVOLUTION" else w  # the caller flips
-    got = conv_kernels.convolve_rows(jnp.asarray(x), jnp.asarray(np.ascontiguousarray(wk)), *_kernel_args(attrs),
+    got = conv_kernels.convolve_taps(jnp.asarray(x), jnp.asarray(np.ascontiguousarray(wk)), *_kernel_args(attrs),
                                      interpret=True)
     assert got.shape == reference(x, w, **attrs)[0].shape
     check_against_reference(got, x, w, attrs)
@@ -74,20 +77,20 @@ def test_kernel_flushes_its_inputs_and_sums():
     # only benchmarks/conv_kernel_check.py on a GPU can fail on a kernel without its flushes.
     x = np.full((1, 16, 3, 4), 1e-39, np.float32)
     w = np.full((16, 16, 3, 3), 2.0**100, np.float32)
-    got = np.asarray(conv_kernels.convolve_rows(jnp.asarray(x), jnp.asarray(w), (1, 1), (1, 1), (1, 1),
+    got = np.asarray(conv_kernels.convolve_taps(jnp.asarray(x), jnp.asarray(w), (1, 1), (1, 1), (1, 1), (1, 1),
                                                 interpret=True))
     assert not got.any()
     x = np.full((1, 16, 3, 4), 1e-20, np.float32)
     w = np.zeros((16, 16, 3, 3), np.float32)
     w[:, 0] = -1e-19
-    got = np.asarray(conv_kernels.convolve_rows(jnp.asarray(x), jnp.asarray(w), (1, 1), (1, 1), (1, 1),
+    got = np.asarray(conv_kernels.convolve_taps(jnp.asarray(x), jnp.asarray(w), (1, 1), (1, 1), (1, 1), (1, 1),
                                                 interpret=True))
     assert not got.any() and not np.isnan(got).any()
 
 
 @pytest.mark.parametrize("x_shape,w_shape,args,takes", [
     ((2, 64, 56, 56), (64, 64, 3, 3), ((1, 1), (1, 1), (1, 1)), True),
-    ((2, 64, 56, 56), (64, 64, 3, 3), ((1, 1), (0, 0), (0, 0)), False),  # the output row narrower than the input's
+    ((2, 64, 56, 56), (64, 64, 3, 3), ((1, 1), (0, 0), (0, 0)), True),  # the output's rows narrower
     ((2, 64, 56, 56), (64, 64, 3, 3), ((1, 1), (0, 1), (2, 1)), True),  # rows may change
     ((2, 256, 14, 14), (256, 256, 3, 3), ((1, 1), (1, 1), (1, 1)), False),  # channels beyond CHANNELS
     ((2, 3, 32, 32), (16, 3, 3, 3), ((1, 1), (1, 1), (1, 1)), False),
@@ -100,17 +103,20 @@ def test_kernel_flushes_its_inputs_and_sums():
 def test_which_convolutions_take_the_kernel(x_shape, w_shape, args, takes):
     assert conv_kernels.use_kernel(x_shape, w_shape, np.float32, True, 1, (1,) * (len(x_shape) - 2), *args,
                                    (0,) * (len(x_shape) - 2)) is takes
-    two = ((1, 1), (1, 1), (1, 1))
-    assert not conv_kernels.use_kernel((2, 16, 8, 8), (16, 16, 3, 3), np.float16, True, 1, (1, 1), *two, (0, 0))
-    assert not conv_kernels.use_kernel((2, 16, 8, 8), (16, 16, 3, 3), np.float32, False, 1, (1, 1), *two, (0, 0))
-    assert not conv_kernels.use_kernel((2, 16, 8, 8), (16, 16, 3, 3), np.float32, True, 1, (2, 1), *two, (0, 0))
-    assert not conv_kernels.use_kernel((2, 16, 8, 8), (16, 16, 3, 3), np.float32, True, 1, (1, 1), *two, (0, 1))
+    x, w, two = (2, 16, 8, 8), (16, 16, 3, 3), ((1, 1), (1, 1), (1, 1))
+    assert conv_kernels.use_kernel(x, w, np.float32, True, 1, (2, 1), *two, (0, 0))
+    assert not conv_kernels.use_kernel(x, w, np.float32, True, 1, (3, 1), *two, (0, 0))  # beyond MAX_STRIDE
+    assert not conv_kernels.use_kernel(x, w, np.float16, True, 1, (1, 1), *two, (0, 0))
+    assert not conv_kernels.use_kernel(x, w, np.float32, False, 1, (1, 1), *two, (0, 0))
+    assert not conv_kernels.use_kernel(x, w, np.float32, True, 2, (1, 1), *two, (0, 0))
+    assert not conv_kernels.use_kernel(x, w, np.float32, True, 1, (1, 1), *two, (0, 1))
+    assert not conv_kernels.use_kernel((2, 16, 2, 8), w, np.float32, True, 1, (1, 1), (1, 1), (0, 0), (0, 0), (0, 0))
 
 
 def geometry_of(attrs):
     """convolution.py's (direction, mode, groups, geometry) of a FORWARD call with ``attrs``."""
-    g = conv_op.geometry(2, {"Dilations": attrs.get("dilations"), "StartPadding": attrs.get("start_padding"),
-                             "EndPadding": attrs.get("end_padding")})
+    g = conv_op.geometry(2, {"Strides": attrs.get("strides"), "Dilations": attrs.get("dilations"),
+                             "StartPadding": attrs.get("start_padding"), "EndPadding": attrs.get("end_padding")})
     return ConvolutionDirection.FORWARD, ConvolutionMode[attrs.get("mode", "CROSS_CORRELATION")], 1, g
 
 

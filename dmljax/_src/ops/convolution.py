@@ -344,7 +344,7 @@ def _taps(x, w, geometry_):
 
     def kernel(a, b):
         b = _spatial_flip(b) if mode is ConvolutionMode.CONVOLUTION else b
-        return conv_kernels.convolve_rows(a, b, g["Dilations"], g["StartPadding"], g["EndPadding"])
+        return conv_kernels.convolve_taps(a, b, g["Strides"], g["Dilations"], g["StartPadding"], g["EndPadding"])
 
     @jax.custom_jvp
     def run(a, b):
