@@ -18,9 +18,9 @@ import numpy as np  # noqa: E402
 from jax import lax  # noqa: E402
 
 import dmljax  # noqa: E402
-from benchmarks.kernel_checks import compiled_with  # noqa: E402
 from dmljax._src import conv_kernels  # noqa: E402
 from dmljax.bench.timing import jax_device_times  # noqa: E402
+from tests.ops.test_conv_kernels import geometry_of, xla_formula  # noqa: E402
 
 SMOKE = bool(os.environ.get("SMOKE"))
 B = 2 if SMOKE else 32
@@ -40,12 +40,13 @@ def _lax(x, w, strides, a, e, layout):
                                     precision=lax.Precision.HIGHEST)
 
 
-def _dml(x, w, strides, a, e, layout):
-    if layout == "NHWC":  # NHWC memory seen as logical NCHW, out as NHWC
-        y = dmljax.convolution(jnp.transpose(x, (0, 3, 1, 2)), jnp.transpose(w, (3, 2, 0, 1)), strides=strides,
-                               start_padding=a, end_padding=e)
-        return jnp.transpose(y, (0, 2, 3, 1))
-    return dmljax.convolution(x, w, strides=strides, start_padding=a, end_padding=e)
+def _dml(x, w, strides, a, e, layout, conv=None):
+    """dmljax.convolution, or ``conv`` (x, w) in its place; NHWC: the caller's NHWC memory seen as
+    logical NCHW, out as NHWC."""
+    conv = conv or (lambda p, q: dmljax.convolution(p, q, strides=strides, start_padding=a, end_padding=e))
+    if layout == "NHWC":
+        return jnp.transpose(conv(jnp.transpose(x, (0, 3, 1, 2)), jnp.transpose(w, (3, 2, 0, 1))), (0, 2, 3, 1))
+    return conv(x, w)
 
 
 def main():
@@ -70,14 +71,19 @@ def main():
 
             def f_lax(x, w, lay=layout):
                 return _lax(x, w, strides, a, e, lay)
-            kernel = jax.jit(f_dml)
-            off = compiled_with(conv_kernels, lambda xw: f_dml(*xw), d[0], ENABLED=False)
-            y_k, y_off = np.asarray(kernel(*d[0])), np.asarray(off(d[0]))
+            def f_off(x, w, lay=layout):  # the path's other branch: XLA's formula (the public operator
+                # keeps one traced program per attribute set, so the kernel is not switched off around it)
+                geometry_ = geometry_of({"strides": strides, "start_padding": a, "end_padding": e})
+                return _dml(x, w, strides, a, e, lay, lambda p, q: xla_formula(p, q, geometry_))
+            kernel, off = jax.jit(f_dml), jax.jit(f_off)
+            text = kernel.lower(*d[0]).compile().as_text()
+            assert jax.devices()[0].platform == "cpu" or "dmljax_convolution_taps" in text, "no kernel"
+            y_k, y_off = np.asarray(kernel(*d[0])), np.asarray(off(*d[0]))
             rel = float(np.max(np.abs(y_k - y_off)) / np.max(np.abs(y_off)))
             print(f"{label} {layout}: kernel against cuDNN's path, max |diff| / max |y| {rel:.1e}", flush=True)
             assert rel < 1e-5, rel
             groups += [(f"dmljax kernel {layout}", (lambda f, d: lambda i: f(*d[i]))(kernel, d)),
-                       (f"dmljax cuDNN {layout}", (lambda f, d: lambda i: f(d[i]))(off, d)),
+                       (f"dmljax cuDNN {layout}", (lambda f, d: lambda i: f(*d[i]))(off, d)),
                        (f"lax {layout}", (lambda f, d: lambda i: f(*d[i]))(jax.jit(f_lax), d))]
         t = jax_device_times(groups, 2)
         for name, v in t.items():
