@@ -3,7 +3,7 @@ DirectML's denormal flushes in its loads and stores, where cuDNN's FLOAT32 convo
 flush pass before it and another after.
 
 On the H100 (batch 32, 64 -> 64 channels, 56 x 56, 3 x 3, padding 1; benchmarks/README.md,
-"CONVOLUTION FLOAT32 by taps"), cuDNN's true FLOAT32 convolution took 0.278 ms with NHWC memory
+"Session 10 (2026-11-27): CONVOLUTION FLOAT32 by taps"), cuDNN's true FLOAT32 convolution took 0.278 ms with NHWC memory
 and dmljax's two flush passes 0.037 more (0.898x lax); this kernel takes 0.227 ms with both
 flushes (1.22x lax).
 
@@ -12,10 +12,9 @@ consecutive output positions (counted over all the images, row by row), all outp
 for each tap (i, j), the (BLOCK, C) block of the input at the positions that tap reads (row *
 Strides[0] + i * Dilations[0] - StartPadding[0], and likewise for columns; NHWC, so each
 position's C channels are contiguous; outside the image masked to zero: the padding) times the
-tap's (C, O) filter, accumulated in
-FLOAT32 by Triton's FLOAT32 product (FMA instructions, never TF32). The input and filter blocks
-are flushed as they are loaded, the sums as they are stored. The sums' order is another than
-cuDNN's (SEMANTICS.md 8: the order is the library's).
+tap's (C, O) filter, accumulated in FLOAT32 by Triton's FLOAT32 product (FMA instructions, never
+TF32). The input and filter blocks are flushed as they are loaded, the sums as they are stored.
+The sums' order is another than cuDNN's (SEMANTICS.md 8: the order is the library's).
 
 ``use_kernel`` says which convolutions take it; ``jax.lax.platform_dependent`` picks it at
 lowering time on CUDA, so other backends never contain it.
@@ -53,7 +52,10 @@ MAX_WINDOW = 3
 faster algorithm than direct products (64 -> 64 channels at 56 x 56: 0.347 ms, 59 TFLOP/s
 counted as direct products, against this kernel's 0.620)."""
 MAX_STRIDE = 2
-"""The largest stride that takes the kernel (measured: 1 and 2)."""
+"""The largest stride that takes the kernel (measured: 1 and 2). On the H100
+(results/h100_session10/conv_geometry.txt, batch 32, NHWC memory, lax's time over dmljax's):
+64 -> 64 at 56 x 56 with stride 2 1.48x, 32 -> 64 at 112 1.52x, 16 -> 32 at 112 unpadded 1.66x,
+64 -> 64 unpadded 1.19x, where cuDNN's path with the flush passes took 0.76-0.91x."""
 
 ENABLED = True
 """False sends every call to the XLA formula."""
