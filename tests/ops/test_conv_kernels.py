@@ -8,6 +8,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import dmljax
 from dmljax import DataType
@@ -67,6 +69,27 @@ def test_kernel_in_the_interpreter_matches_the_reference(x_shape, w_shape, attrs
                                      interpret=True)
     assert got.shape == reference(x, w, **attrs)[0].shape
     check_against_reference(got, x, w, attrs)
+
+
+@settings(max_examples=12, derandomize=True, deadline=None, database=None)
+@given(st.data())
+def test_kernel_in_the_interpreter_over_random_geometries(data):
+    # the kernel's index arithmetic (each position's window from its own first row and column,
+    # positions counted over the images, masks at the padding and past the end) over random
+    # strides, dilations, paddings and windows the kernel takes, against the float64 reference
+    kh, kw = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))
+    strides = tuple(data.draw(st.integers(1, 2)) for _ in range(2))
+    dilations = tuple(data.draw(st.integers(1, 2)) for _ in range(2))
+    start = tuple(data.draw(st.integers(0, 2)) for _ in range(2))
+    end = tuple(data.draw(st.integers(0, 2)) for _ in range(2))
+    h, w, n = data.draw(st.integers(1, 7)), data.draw(st.integers(1, 7)), data.draw(st.integers(1, 2))
+    x_shape, w_shape = (n, 16, h, w), (data.draw(st.sampled_from((16, 32))), 16, kh, kw)
+    assume(conv_kernels.use_kernel(x_shape, w_shape, np.float32, True, 1, strides, dilations, start, end, (0, 0)))
+    attrs = {"strides": strides, "dilations": dilations, "start_padding": start, "end_padding": end}
+    x, wt = _inputs(x_shape, w_shape, seed=data.draw(st.integers(0, 3)))
+    got = conv_kernels.convolve_taps(jnp.asarray(x), jnp.asarray(wt), strides, dilations, start, end, interpret=True)
+    assert got.shape == reference(x, wt, **attrs)[0].shape
+    check_against_reference(got, x, wt, attrs)
 
 
 def test_kernel_flushes_its_inputs_and_sums():
