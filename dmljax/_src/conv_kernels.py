@@ -30,6 +30,7 @@ import numpy as np
 from jax import lax
 
 from dmljax._src.ops._window import windows_per_dimension
+from dmljax._src.row_kernels import flush_values
 
 __all__ = ["use_kernel", "convolve_taps", "BLOCK", "WARPS", "STAGES", "CHANNELS", "MAX_WINDOW", "MAX_STRIDE"]
 
@@ -60,9 +61,6 @@ MAX_STRIDE = 2
 ENABLED = True
 """False sends every call to the XLA formula."""
 
-_TINY = np.float32(np.finfo(np.float32).tiny)
-
-
 def use_kernel(x_shape, w_shape, dtype, forward: bool, groups: int, strides, dilations, start, end,
                output_padding) -> bool:
     """Whether a convolution can take the kernel: FLOAT32, two spatial dimensions, FORWARD, one
@@ -81,10 +79,6 @@ def use_kernel(x_shape, w_shape, dtype, forward: bool, groups: int, strides, dil
         return False
     out_h, out_w = windows_per_dimension((h, w), (kh, kw), strides, dilations, start, end)
     return min(out_h, out_w) >= 1 and n * c * h * w < 2**31 and n * o * out_h * out_w < 2**31
-
-
-def _flush(v):
-    return jnp.where(jnp.abs(v) < _TINY, v * np.float32(0.0), v)
 
 
 def _kernel(x_ref, w_ref, y_ref, *, total, out_size, h, w, kw, strides, dil, start):
@@ -107,7 +101,7 @@ def _kernel(x_ref, w_ref, y_ref, *, total, out_size, h, w, kw, strides, dil, sta
         source = jnp.where(inside, (n * h + r) * w + q, 0)
         at = (jnp.broadcast_to(source[:, None], (BLOCK, c)), jnp.broadcast_to(channel, (BLOCK, c)))
         a = pl_triton.load(x_ref.at[at], mask=jnp.broadcast_to(inside[:, None], (BLOCK, c)), other=0.0)
-        return acc + jnp.dot(_flush(a), _flush(w_ref[t]), precision=lax.Precision.HIGHEST,
+        return acc + jnp.dot(flush_values(a), flush_values(w_ref[t]), precision=lax.Precision.HIGHEST,
                              preferred_element_type=jnp.float32)
 
     acc = lax.fori_loop(0, w_ref.shape[0], tap, jnp.zeros((BLOCK, o), jnp.float32))
@@ -115,7 +109,7 @@ def _kernel(x_ref, w_ref, y_ref, *, total, out_size, h, w, kw, strides, dil, sta
     # that their indices stay in bounds and apart)
     pl_triton.store(y_ref.at[jnp.broadcast_to(g[:, None], (BLOCK, o)),
                              jnp.broadcast_to(jnp.arange(o, dtype=jnp.int32)[None, :], (BLOCK, o))],
-                    _flush(acc), mask=jnp.broadcast_to(live[:, None], (BLOCK, o)))
+                    flush_values(acc), mask=jnp.broadcast_to(live[:, None], (BLOCK, o)))
 
 
 def convolve_taps(x: jnp.ndarray, w: jnp.ndarray, strides, dilations, start, end,
