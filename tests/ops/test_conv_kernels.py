@@ -15,7 +15,6 @@ import dmljax
 from dmljax import DataType
 from dmljax._src import conv_kernels
 from dmljax._src.enums import ConvolutionDirection, ConvolutionMode
-from dmljax._src.numerics import load, store
 from dmljax._src.ops import convolution as conv_op
 from dmljax._src.ops.convolution import CONVOLUTION
 from tests import catalog
@@ -143,11 +142,9 @@ def geometry_of(attrs):
     return ConvolutionDirection.FORWARD, ConvolutionMode[attrs.get("mode", "CROSS_CORRELATION")], 1, g
 
 
-def xla_formula(x, w, geometry_):
-    """The FLOAT32 convolution written to FLOAT32 by XLA's convolution (what the path holding the
-    kernel computes on other backends)."""
-    return store(conv_op.convolve(load(x), load(w), *geometry_, jax.lax.Precision.HIGHEST, np.float32),
-                 DataType.FLOAT32)
+xla_formula = conv_op.written_float32
+"""The FLOAT32 convolution written to FLOAT32 by XLA's convolution (what the path holding the
+kernel computes on other backends)."""
 
 
 def test_the_kernels_path_differentiates_as_the_xla_formula():

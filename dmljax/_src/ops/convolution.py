@@ -327,6 +327,13 @@ def _taps_kernel(x, w, geometry_) -> bool:
                                    g["OutputPadding"])
 
 
+def written_float32(x, w, geometry_):
+    """A FLOAT32 convolution by XLA's convolution, written to FLOAT32: the inputs' denormals read
+    as zeros, the result's written as zeros (``_taps``'s branch off CUDA, and every FLOAT32
+    convolution the kernel does not take)."""
+    return store(convolve(load(x), load(w), *geometry_, lax.Precision.HIGHEST, np.float32), F32)
+
+
 def _taps(x, w, geometry_):
     """A FLOAT32 convolution written to FLOAT32 (denormals of the inputs read as zeros, of the
     result written as zeros): on CUDA by conv_kernels' kernel, which flushes in its loads and
@@ -340,7 +347,7 @@ def _taps(x, w, geometry_):
         return convolve(a, b, *geometry_, lax.Precision.HIGHEST, np.float32)
 
     def xla(a, b):
-        return store(conv(load(a), load(b)), F32)
+        return written_float32(a, b, geometry_)
 
     def kernel(a, b):
         b = _spatial_flip(b) if mode is ConvolutionMode.CONVOLUTION else b
@@ -387,8 +394,8 @@ def convolution(input, filter, bias=None, *, mode, direction, strides, dilations
     g = geometry(input.ndim - 2, attrs)
     geometry_ = (direction, mode, group_count, g)
     if dt is F32:  # the convolution written to the output (denormals flushed), then the bias added to it
-        out = (_taps(input, filter, geometry_) if _taps_kernel(input, filter, geometry_) else
-               store(convolve(load(input), load(filter), *geometry_, lax.Precision.HIGHEST, ct), dt))
+        taps = _taps_kernel(input, filter, geometry_)
+        out = (_taps if taps else written_float32)(input, filter, geometry_)
         if bias is not None:
             out = store(out + load(bias), dt)
         return apply_fused(fused_activation, out, half)
