@@ -177,12 +177,17 @@ def int_g(x_np, scale_bias):
 def float_g(x_np, scale_bias=None, half=False):
     """g(x) candidates on a float tensor: FLOAT32 denormals read as zero; with a ScaleBias the
     fused and unfused multiply-add, and with ``half`` (FLOAT16 computed in FLOAT16) the FLOAT16
-    one too."""
+    ones too: unfused (two roundings) and fused (one: XLA's CPU backend contracts a FLOAT16
+    multiply and add into one FMA on processors with AVX512-FP16; x * s + b of FLOAT16 values is
+    exact in float64, so its one rounding to FLOAT16 is the fused result)."""
     cands = scale_bias_candidates(read(x_np), scale_bias, x_np.dtype)
     if half and scale_bias is not None:
         s, b = np.float16(sb_float(scale_bias[0])), np.float16(sb_float(scale_bias[1]))
+        x16 = x_np.astype(np.float16)
         with np.errstate(over="ignore", invalid="ignore"):
-            cands.append((x_np.astype(np.float16) * s + b).astype(np.float64))
+            cands.append((x16 * s + b).astype(np.float64))
+            fused = x16.astype(np.float64) * np.float64(s) + np.float64(b)
+            cands.append(fused.astype(np.float16).astype(np.float64))
     return cands
 
 
