@@ -40,7 +40,8 @@ def rule(g, e, p):
 FORWARD = {  # FLOAT32 forward: name -> f(x, e)
     "jnp": lambda x, e: jnp.power(x, e),
     "dmljax": lambda x, e: dmljax.element_wise_pow(x, e),
-    # dmljax's formula written out (flushes of both inputs and the output, the rule)
+    # dmljax's formula until session 11 written out (flushes of both inputs and the output, the rule;
+    # "rule by -FLT_MAX" below is dmljax's since)
     "written": lambda x, e: flush(rule(flush(x), flush(e), lax.pow(flush(x), flush(e)))),
     "no output flush": lambda x, e: rule(flush(x), flush(e), lax.pow(flush(x), flush(e))),
     "no input flushes": lambda x, e: flush(rule(x, e, lax.pow(x, e))),
@@ -52,6 +53,9 @@ FORWARD = {  # FLOAT32 forward: name -> f(x, e)
     # the rule by a stand-in: -inf as -FLT_MAX (whose powers overflow, underflow or are NaN as -inf's
     # are under the rule, the output's flush taking -1 / FLT_MAX to -0), e = 1 by a select: same values
     "rule by -FLT_MAX": lambda x, e: stand_in(flush(x), flush(e)),
+    # the same with the exponent's flush unsigned (pow(x, +-0) = 1: a zero exponent's sign never
+    # shows): a compare and a select, no multiply
+    "rule by -FLT_MAX, exponent's flush unsigned": lambda x, e: stand_in(flush(x), jnp.where(jnp.abs(e) < TINY, np.float32(0), e)),
 }
 
 
@@ -85,17 +89,23 @@ def half_grad(x, e, dy, stand_in=False, log="float32"):
     return (slope * t).astype(x.dtype), (de * t).astype(x.dtype)
 
 
-def float_grad(x, e, dy, inputs=True, terms=True, rule_on=True, correction=True):
+def float_grad(x, e, dy, inputs=True, terms=True, rule_on=True, correction=True, nan_rule=True):
     """The FLOAT32 gradient written out as dmljax computes it, or without one part (each a rule
     DirectML's semantics need, but for ``correction``, which is accuracy): the inputs' flushes,
     the flushes of the slope and of the exponent's term, the page's -inf rule, the correction of
-    e - 1's rounding (TwoSum and ln|g|)."""
+    e - 1's rounding (TwoSum and ln|g|). ``nan_rule`` (dmljax since session 11): pow(g, e) with
+    -inf read as -FLT_MAX and the slope NaN wherever that power is NaN and g is not; otherwise
+    (before) the rule's test of the exponent in both powers."""
     fl = flush if inputs else (lambda v: v)
     g, f = fl(x), fl(e)
-    r = rule if rule_on else (lambda g, f, p: p)
-    y = r(g, f, lax.pow(g, f))
     em1 = f - 1
-    p = r(g, f, lax.pow(g, em1))
+    if nan_rule and rule_on:
+        y = lax.pow(jnp.maximum(g, -np.finfo(np.float32).max), f)
+        p = lax.pow(g, em1)
+    else:
+        r = rule if rule_on else (lambda g, f, p: p)
+        y = r(g, f, lax.pow(g, f))
+        p = r(g, f, lax.pow(g, em1))
     a = jnp.abs(g)
     log_g = jnp.log(jnp.where(a == 0, np.float32(1), a))
     if correction:
@@ -105,12 +115,16 @@ def float_grad(x, e, dy, inputs=True, terms=True, rule_on=True, correction=True)
         p = p * (1 + jnp.where(jnp.abs(corr) <= 0.5, corr, np.float32(0)))
         p = jnp.where((jnp.abs(lo) == 1) & jnp.signbit(g), -p, p)
     out = flush if terms else (lambda v: v)
-    slope = out(jnp.where(f == 0, np.float32(0), f * p))
+    slope = jnp.where(f == 0, np.float32(0), f * p)
+    if nan_rule and rule_on:
+        slope = jnp.where(jnp.isnan(y) & ~jnp.isnan(g), np.float32(np.nan), slope)
+    slope = out(slope)
     de = out(jnp.where((a == 0) | (jnp.abs(y) < TINY), np.float32(0), y * log_g))
     return slope * dy, de * dy
 
 
-FLOAT_GRAD = {"written": float_grad, "no input flushes": lambda *a: float_grad(*a, inputs=False),
+FLOAT_GRAD = {"written": float_grad, "before: the rule's test in both powers": lambda *a: float_grad(*a, nan_rule=False),
+              "no input flushes": lambda *a: float_grad(*a, inputs=False),
               "no flushes of the terms": lambda *a: float_grad(*a, terms=False),
               "no rule": lambda *a: float_grad(*a, rule_on=False),
               "no correction": lambda *a: float_grad(*a, correction=False)}

@@ -367,6 +367,21 @@ def test_pow_gradient_by_exponent():
     assert not np.isnan(ge[:8]).any()
 
 
+def test_pow_gradient_by_input_is_nan_where_the_power_is():
+    # A negative base (-inf included) with a non-integral exponent whose e - 1 rounds to an
+    # integer in FLOAT32 (1e-30 - 1 = -1, -1 - 2^-23 - 1 = -2): pow(g, e - 1) is NaN by the page's
+    # rule, as pow(g, e) is, not C99's pow of the rounded integer (which gave -7.5e-31, -0.375).
+    # A NaN base with exponent 1 keeps the formula's slope, 1 * pow(NaN, 0) = 1.
+    e = np.array([1e-30, -1 - 2.0 ** -23, -1e-30, 1e-30, 2.5, 1.0, 1.0, 3.0], np.float32)
+    x = np.array([-2.0, -2.0, -0.5, -math.inf, -2.0, math.nan, -math.inf, -2.0], np.float32)
+    gx, _ = pow_grads(x, e)
+    assert np.isnan(gx[:5]).all(), gx
+    np.testing.assert_array_equal(gx[5:], [1.0, 1.0, 12.0])
+    # the same through a ScaleBias (g = 0.5 x - 0.25 < 0 for x = 0)
+    gx, _ = pow_grads(jnp.zeros(2, jnp.float32), jnp.asarray(e[:2]), scale_bias=(0.5, -0.25))
+    assert np.isnan(gx).all(), gx
+
+
 def test_pow_gradient_by_input_where_e_minus_1_rounds():
     # FLOAT32 base and exponent: the slope e * pow(g, e - 1) where e - 1 is not a float (|e| < 1/2,
     # negative exponents that cross a binade, beyond 2^24 with the base near 1, where the odd
