@@ -377,9 +377,12 @@ def test_pow_gradient_by_input_is_nan_where_the_power_is():
     gx, _ = pow_grads(x, e)
     assert np.isnan(gx[:5]).all(), gx
     np.testing.assert_array_equal(gx[5:], [1.0, 1.0, 12.0])
-    # the same through a ScaleBias (g = 0.5 x - 0.25 < 0 for x = 0)
+    # the same through a ScaleBias (g = 0.5 x - 0.25 < 0 for x = 0), and for a FLOAT16 base
     gx, _ = pow_grads(jnp.zeros(2, jnp.float32), jnp.asarray(e[:2]), scale_bias=(0.5, -0.25))
     assert np.isnan(gx).all(), gx
+    gx, _ = pow_grads(x.astype(np.float16), e)
+    assert np.isnan(gx[:5]).all(), gx
+    np.testing.assert_array_equal(gx[5:], np.array([1.0, 1.0, 12.0], np.float16))
 
 
 def test_pow_gradient_by_input_where_e_minus_1_rounds():

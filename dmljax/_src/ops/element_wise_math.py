@@ -337,10 +337,7 @@ def _split_exponent(e, cd):
     return e, None, None, jnp.floor(e) == e, None
 
 
-_F32_MAX = np.float32(np.finfo(np.float32).max)
-
-
-def _pow_parts(g, hi, lo, split, integral, odd, stand_in=False):
+def _pow_parts(g, hi, lo, split, integral, odd, rounded=False):
     """pow(g, hi + lo) with the page's negative-base rule.
 
     One part (``lo`` None, every exponent exact in the compute type): ``lax.pow`` is C99's pow on
@@ -350,33 +347,22 @@ def _pow_parts(g, hi, lo, split, integral, odd, stand_in=False):
     +inf or +0 there). Two parts (INT32/UINT32 exponents beyond 2^24): |g|^hi * |g|^lo with the
     sign from the exact exponent's parity, and the 0 and 1 rules added.
 
-    ``stand_in`` (a FLOAT32 ``g`` whose result is flushed, and a float exponent): the rule without
-    testing the exponent, -inf read as -FLT_MAX, whose C99 powers are -inf's under the rule: NaN
-    for every non-integral exponent (a negative finite base), and for an integral one +-inf from
-    2 up (overflow), 1 at 0, +-0 from -1 down (-FLT_MAX^-1 = -2^-128 is a denormal, flushed), +inf
-    at +inf and +0 at -inf; only pow(-inf, 1) = -inf is given back, by a select. A maximum and a
-    select where the test takes a compare, a floor, a compare, an and and a select (issue 9's
-    forward+backward on the GPU)."""
+    ``rounded``: ``hi`` is e - 1 rounded, which may be an integer where e - 1 is not (e = 1e-30
+    gives -1, e = -1 - 2^-23 gives -2), and ``integral`` is e's: the rule then takes every negative
+    base, not only -inf (a compare either way), so that NaN comes where pow(g, e) has it."""
     if lo is None:
-        if stand_in:
-            return jnp.where(hi == 1, g, _pow_stood_in(g, hi))
         out = lax.pow(g, hi)
-        return jnp.where((g == np.asarray(-np.inf, g.dtype)) & ~integral, jnp.full_like(g, np.nan), out)
+        bad = (g < 0) if rounded else (g == np.asarray(-np.inf, g.dtype))
+        return jnp.where(bad & ~integral, jnp.full_like(g, np.nan), out)
     a = jnp.abs(g)
     mag = jnp.where(split, lax.pow(a, hi) * lax.pow(a, lo), lax.pow(a, hi))
     out = jnp.where(odd, jnp.copysign(mag, g), mag)
     return jnp.where((g < 0) & ~integral, jnp.full_like(g, np.nan), out)
 
 
-def _pow_stood_in(g, e):
-    """C99's pow of FLOAT32 ``g`` with -inf read as -FLT_MAX (``_pow_parts``'s ``stand_in``): the
-    page's -inf rule for every exponent but 1, where it gives -FLT_MAX for -inf."""
-    return lax.pow(jnp.maximum(g, -_F32_MAX), e)
-
-
-def _pow_float_value(g, e, parts, stand_in=False):
+def _pow_float_value(g, e, parts):
     hi, lo, split, integral, odd = parts
-    out = _pow_parts(g, hi, lo, split, integral, odd, stand_in)
+    out = _pow_parts(g, hi, lo, split, integral, odd)
     if lo is None:  # lax.pow has C99's pow(NaN, 0) = pow(1, NaN) = 1 already
         return out
     return jnp.where((e == 0) | (g == 1), jnp.ones_like(g), out)
@@ -393,7 +379,7 @@ def _less_one(e):
     return em1, (e - (em1 - back)) + (-one - back)
 
 
-def _pow_less_one(g, e, integral, log_g, rule=True):
+def _pow_less_one(g, e, integral, log_g):
     """pow(g, e - 1) with the page's rules, for the slope e * pow(g, e - 1) when e - 1 may round.
 
     pow(g, em1) (em1: e - 1 rounded) is off by the factor |g|^lo, lo = e - 1 - em1; rounding
@@ -405,12 +391,9 @@ def _pow_less_one(g, e, integral, log_g, rule=True):
     factor leaves 0 and inf as they are. Beyond 2^p, where lo = +-1, the odd power's sign is given
     back where g's sign bit is set (-0 included). No division: pow(g, e) / g, which this replaced,
     took more instructions (issue 9's forward+backward) for half a rounding less (3 FLOAT32 ULP
-    at most against float64 here, 2 there, on the CPU).
-
-    ``rule=False``: C99's pow alone, for a caller that gives NaN itself wherever a negative base
-    meets a non-integral e (em1 may be integral there: e = 1e-30 has em1 = -1)."""
+    at most against float64 here, 2 there, on the CPU)."""
     em1, lo = _less_one(e)
-    p = _pow_parts(g, em1, None, None, integral, None) if rule else lax.pow(g, em1)
+    p = _pow_parts(g, em1, None, None, integral, None, rounded=True)
     corr = lo * log_g
     corr = jnp.where(jnp.abs(corr) <= np.asarray(0.5, g.dtype), corr, jnp.zeros_like(corr))
     p = p * (np.asarray(1, g.dtype) + corr)
@@ -463,13 +446,7 @@ def _pow_float(x, e, scale_bias, wide, half_exponent=False):
         # compare where the rule's test of the exponent costs a floor and three more (POW FLOAT16
         # is compute-bound on the H100).
         return lax.pow(jnp.where(g == np.float32(-np.inf), _HALF_BELOW_RANGE, g), hi)
-    return _pow_float_value(g, e, parts, _stands_in(g, e, wide))
-
-
-def _stands_in(g, e, wide) -> bool:
-    """Whether -inf's stand-in takes the page's rule (``_pow_parts``): a FLOAT32 result of a float
-    exponent, which the operator flushes."""
-    return g.dtype == np.float32 and not wide and jnp.issubdtype(e.dtype, jnp.floating)
+    return _pow_float_value(g, e, parts)
 
 
 @_pow_float.defjvp
@@ -480,11 +457,7 @@ def _pow_float_jvp(scale_bias, wide, half_exponent, primals, tangents):
     g = apply_scale_bias(x, scale_bias)
     cd = g.dtype
     hi, lo, split, integral, odd = parts = _split_exponent(e, cd)
-    stand_in = _stands_in(g, e, wide)
-    y = _pow_float_value(g, e, parts, stand_in)
-    # pow(g, e) for the exponent's gradient: with the stand-in, y without its select for e = 1,
-    # where it is -FLT_MAX for -inf: its product with ln|-inf| is y's, -inf
-    y_de = _pow_stood_in(g, hi) if stand_in else y
+    y = _pow_float_value(g, e, parts)
     zero = jnp.zeros_like(g)
     log_g = None  # ln|g|, 0 at g = 0: the exponent's gradient's, and e - 1's correction's
     if jnp.issubdtype(e.dtype, jnp.floating):
@@ -496,12 +469,12 @@ def _pow_float_jvp(scale_bias, wide, half_exponent, primals, tangents):
     # d/dg: e * pow(g, e - 1); e - 1 has the other parity (an integer's exact e - 1)
     if lo is None:
         if not wide and not (half_exponent and cd == np.float32):
-            e1 = _pow_less_one(g, hi, integral, log_g, rule=not stand_in)
+            e1 = _pow_less_one(g, hi, integral, log_g)
         else:
             # e - 1 is exact (a FLOAT16 or 16-bit integer exponent in FLOAT32) or, for a FLOAT16
             # base (``wide``), rounded by at most |ln pow(g, e)| * 2^-24 relative, under 2^-6
             # FLOAT16 ULP wherever the result is finite in FLOAT32
-            e1 = _pow_parts(g, hi - np.asarray(1, cd), None, None, integral, None)
+            e1 = _pow_parts(g, hi - np.asarray(1, cd), None, None, integral, None, rounded=not half_exponent)
             if not half_exponent:
                 # beyond 2^24 every e is even and e - 1 rounds to an even float, so the odd
                 # power's sign is given back where g's sign bit is set (-0 included)
@@ -513,12 +486,6 @@ def _pow_float_jvp(scale_bias, wide, half_exponent, primals, tangents):
                         lo - np.asarray(1, cd), split, integral, ~odd)
     ef = e.astype(cd) if lo is None else hi + lo  # lo is 0 outside split: exact there
     slope = jnp.where(e == 0, zero, ef * e1)
-    if lo is None and jnp.issubdtype(e.dtype, jnp.floating) and not half_exponent:
-        # The page's rule for e - 1, which may round to an integer where e is not one (e = 1e-30,
-        # e - 1 = -1; e = -1 - 2^-23, e - 1 = -2): NaN wherever pow(g, e) is NaN but g is not
-        # (a negative base, -inf included, with a non-integral e, or a NaN e; pow(NaN, 1 - 1) = 1
-        # keeps the slope 1 of pow(g, 1) = g at a NaN g, as the formula gives).
-        slope = jnp.where(jnp.isnan(y_de) & ~jnp.isnan(g), jnp.full_like(g, np.nan), slope)
     scale = np.asarray(1.0 if scale_bias is None else scale_bias.scale, np.float32).astype(cd)
     # A FLOAT32 denormal slope is flushed (math); for a FLOAT16 base it would round to a zero
     # of the same sign in the FLOAT16 cotangent anyway (|dY| < 2^16), so ``wide`` skips it.
@@ -528,7 +495,7 @@ def _pow_float_jvp(scale_bias, wide, half_exponent, primals, tangents):
         # d/de: pow(g, e) * ln|g|; exactly 0 where g = 0 or pow(g, e) = 0 (pow(0, e) does not
         # vary with e), so 0 * -inf never makes a NaN. pow(g, e) is a FLOAT32 math result here, so
         # a denormal one is a zero (flushed), on the GPU as on the CPU, which flushes it itself.
-        de = jnp.where((g == 0) | (jnp.abs(y_de) < np.asarray(np.finfo(cd).tiny, cd)), zero, y_de * log_g)
+        de = jnp.where((g == 0) | (jnp.abs(y) < np.asarray(np.finfo(cd).tiny, cd)), zero, y * log_g)
         # A FLOAT32 denormal de is flushed (math); where both base and exponent are FLOAT16 the
         # product with te (|te| < 2^16) rounds to a FLOAT16 zero of the same sign anyway.
         tangent = tangent + (de if wide and half_exponent else flush_denormals(de)) * te.astype(cd)
