@@ -30,6 +30,7 @@
 #   issue12  benchmarks/issue12_gpu.py's pool group (issue12/)
 #   conv12   benchmarks/issue12_gpu.py's conv group (conv12/)
 #   powvar   benchmarks/pow_variants_gpu.py: what POW's rules cost (pow_variants.txt)
+#   powsass  benchmarks/pow_sass_gpu.py: registers and SASS of the POW forms' kernels (pow_sass.txt, pow_sass/)
 #   sweeprank benchmarks/threshold_kernel_sweep.py RANK: K = 64, 128 and 256 ranked by the third kernel or sorted by XLA (sweep_rank.txt)
 #   sweepq   benchmarks/threshold_kernel_sweep.py QUICK: the defaults only (sweep_quick.txt)
 #   basetopk the sweepq step on the commit in devrun_base.tar (devrun_base.txt), extracted to /tmp/base:
@@ -123,6 +124,9 @@ for step in $STEPS; do
     conv12)
       timeout ${CONV12_S:-240} python benchmarks/issue12_gpu.py "$OUT/conv12" conv > "$OUT/conv12.txt" 2>&1
       echo "conv12 rc=$?"; grep -i "FLOAT32" "$OUT/conv12.txt" | tail -16 ;;
+    powsass)
+      timeout ${POWSASS_S:-200} python benchmarks/pow_sass_gpu.py "$OUT/pow_sass" > "$OUT/pow_sass.txt" 2>&1
+      echo "powsass rc=$?"; cat "$OUT/pow_sass.txt" | tail -16 ;;
     powvar)
       timeout ${POWVAR_S:-200} python benchmarks/pow_variants_gpu.py > "$OUT/pow_variants.txt" 2>&1
       echo "powvar rc=$?"; cat "$OUT/pow_variants.txt" | tail -14 ;;
