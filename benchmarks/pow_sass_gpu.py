@@ -22,7 +22,7 @@ import sys
 import tempfile
 
 DUMP = tempfile.mkdtemp(prefix="pow_sass_")
-os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + f" --xla_dump_to={DUMP}"
+os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + f" --xla_dump_to={DUMP} --xla_dump_hlo_as_text"
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -30,6 +30,8 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 import pow_variants_gpu as pv  # noqa: E402
+
+jax.config.update("jax_enable_compilation_cache", False)  # a cached executable writes no PTX
 
 N = 2 ** 20
 TOOLS = [os.environ.get("CUDA_BIN", "/usr/local/cuda/bin"), ""]
@@ -76,11 +78,13 @@ def main():
     forms += [(f"grad {k}", f, (x, e, dy)) for k, f in {**pv.GRAD, **pv.FLOAT_GRAD}.items()]
     rows = []
     for i, (name, f, args) in enumerate(forms):
-        before = set(glob.glob(os.path.join(DUMP, "*.ptx")))
+        before = set(glob.glob(os.path.join(DUMP, "*")))
         jax.jit(f).lower(*args).compile()
-        new = sorted(set(glob.glob(os.path.join(DUMP, "*.ptx"))) - before)
+        written = sorted(set(glob.glob(os.path.join(DUMP, "*"))) - before)
+        new = [p for p in written if p.endswith(".ptx")]
         if not new:
-            rows.append((name, "no PTX written")); continue
+            rows.append((name, "no PTX written; new files: " + " ".join(os.path.basename(p) for p in written[:12])))
+            continue
         best = None
         for p in new:
             regs, counts = kernel_stats(p, DUMP)
