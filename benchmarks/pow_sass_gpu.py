@@ -78,12 +78,13 @@ def main():
     forms += [(f"grad {k}", f, (x, e, dy)) for k, f in {**pv.GRAD, **pv.FLOAT_GRAD}.items()]
     rows = []
     for i, (name, f, args) in enumerate(forms):
-        before = set(glob.glob(os.path.join(DUMP, "*")))
+        before = set(glob.glob(os.path.join(DUMP, "**"), recursive=True))
         jax.jit(f).lower(*args).compile()
-        written = sorted(set(glob.glob(os.path.join(DUMP, "*"))) - before)
+        written = sorted(set(glob.glob(os.path.join(DUMP, "**"), recursive=True)) - before)
         new = [p for p in written if p.endswith(".ptx")]
         if not new:
-            rows.append((name, "no PTX written; new files: " + " ".join(os.path.basename(p) for p in written[:12])))
+            rows.append((name, "no PTX written; new files: " + " ".join(
+                os.path.relpath(p, DUMP) for p in written if not p.endswith(".txt"))))
             continue
         best = None
         for p in new:
