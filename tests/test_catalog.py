@@ -449,20 +449,44 @@ def cotangent(shape, pointwise: bool = True):
     return np.resize(np.array([1.0, -0.5, 2.0, -1.0, 0.5, -2.0, 1.0]), n).reshape(shape)
 
 
+_GRADIENTS: dict = {}  # (operator, attributes, dY given): its jitted gradient, shared by the tests
+
+
+def _value_key(v):
+    """An attribute value as a dictionary key that equals another's only for equal values (arrays
+    by their bytes, not their repr, which elides; an object whose repr is its address, never)."""
+    if isinstance(v, dict):
+        return tuple((k, _value_key(v[k])) for k in sorted(v))
+    if isinstance(v, (list, tuple)):
+        return (type(v).__name__, tuple(_value_key(x) for x in v))
+    if isinstance(v, (np.ndarray, jax.Array)):
+        a = np.asarray(v)
+        return ("array", a.dtype.str, a.shape, a.tobytes())
+    text = repr(v)
+    return object() if " at 0x" in text else (type(v).__name__, text)
+
+
 def _grad_all(op, kwargs, args, dy=None):
     """jax.grad of sum(output * dY) (dY = 1 unless given) by every input, integer ones included
     (float0), under one jax.jit: a compiled backward pass costs a fifth of one run primitive by
     primitive. Inside a caller's jit the caller's compiler options apply (README): this one keeps
     every FLOAT16 rounding, as the operator's own compile does (XLA's GPU backend drops them
-    otherwise)."""
-    first = catalog.first_output
-    if dy is None:
-        loss = lambda *a: jnp.sum(first(op(*a, **kwargs)).astype(jnp.float32))  # noqa: E731
-    else:
-        w = jnp.asarray(dy, jnp.float32)
-        loss = lambda *a: jnp.sum(first(op(*a, **kwargs)).astype(jnp.float32) * w)  # noqa: E731
-    grad = jax.grad(loss, argnums=tuple(range(len(args))), allow_int=True)
-    return jax.jit(grad, compiler_options={"xla_allow_excess_precision": False})(*args)
+    otherwise). The jitted function is kept per operator, attribute set and whether dY is given
+    (dY is its argument), so that the gradient tests of one case (reference, finite differences,
+    float0) compile it once in a process, not once each."""
+    key = (op.spec.enum_name, _value_key(kwargs), dy is None)
+    fn = _GRADIENTS.get(key)
+    if fn is None:
+        first = catalog.first_output
+        if dy is None:
+            def loss(w, *a):
+                return jnp.sum(first(op(*a, **kwargs)).astype(jnp.float32))
+        else:
+            def loss(w, *a):
+                return jnp.sum(first(op(*a, **kwargs)).astype(jnp.float32) * w)
+        grad = jax.grad(loss, argnums=tuple(range(1, len(args) + 1)), allow_int=True)
+        fn = _GRADIENTS[key] = jax.jit(grad, compiler_options={"xla_allow_excess_precision": False})
+    return fn(jnp.float32(1) if dy is None else jnp.asarray(dy, jnp.float32), *args)
 
 
 @pytest.mark.parametrize("name,dt", GRADS, ids=lambda v: _short(v) if isinstance(v, str) else v.name)
