@@ -30,7 +30,8 @@
 #   issue12  benchmarks/issue12_gpu.py's pool group (issue12/)
 #   conv12   benchmarks/issue12_gpu.py's conv group (conv12/)
 #   powvar   benchmarks/pow_variants_gpu.py: what POW's rules cost (pow_variants.txt)
-#   powsass  benchmarks/pow_sass_gpu.py: registers and SASS of the POW forms' kernels (pow_sass.txt, pow_sass/)
+#   powncu   benchmarks/pow_ncu_gpu.py under Nsight Compute: registers, occupancy and instructions of
+#            POW's forms' kernels (pow_ncu.csv)
 #   sweeprank benchmarks/threshold_kernel_sweep.py RANK: K = 64, 128 and 256 ranked by the third kernel or sorted by XLA (sweep_rank.txt)
 #   sweepq   benchmarks/threshold_kernel_sweep.py QUICK: the defaults only (sweep_quick.txt)
 #   basetopk the sweepq step on the commit in devrun_base.tar (devrun_base.txt), extracted to /tmp/base:
@@ -124,9 +125,11 @@ for step in $STEPS; do
     conv12)
       timeout ${CONV12_S:-240} python benchmarks/issue12_gpu.py "$OUT/conv12" conv > "$OUT/conv12.txt" 2>&1
       echo "conv12 rc=$?"; grep -i "FLOAT32" "$OUT/conv12.txt" | tail -16 ;;
-    powsass)
-      timeout ${POWSASS_S:-200} python benchmarks/pow_sass_gpu.py "$OUT/pow_sass" > "$OUT/pow_sass.txt" 2>&1
-      echo "powsass rc=$?"; cat "$OUT/pow_sass.txt" | tail -16 ;;
+    powncu)
+      timeout ${POWNCU_S:-280} ncu --csv --metrics launch__registers_per_thread,launch__block_size,launch__grid_size,\
+sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum,gpu__time_duration.sum,\
+dram__throughput.avg.pct_of_peak_sustained_elapsed python benchmarks/pow_ncu_gpu.py > "$OUT/pow_ncu.csv" 2> "$OUT/pow_ncu.err"
+      echo "powncu rc=$?"; tail -3 "$OUT/pow_ncu.err" ;;
     powvar)
       timeout ${POWVAR_S:-200} python benchmarks/pow_variants_gpu.py > "$OUT/pow_variants.txt" 2>&1
       echo "powvar rc=$?"; cat "$OUT/pow_variants.txt" | tail -14 ;;
