@@ -178,8 +178,9 @@ def float_g(x_np, scale_bias=None, half=False):
     """g(x) candidates on a float tensor: FLOAT32 denormals read as zero; with a ScaleBias the
     fused and unfused multiply-add, and with ``half`` (FLOAT16 computed in FLOAT16) the FLOAT16
     ones too: unfused (two roundings) and fused (one: XLA's CPU backend contracts a FLOAT16
-    multiply and add into one FMA on processors with AVX512-FP16; x * s + b of FLOAT16 values is
-    exact in float64, so its one rounding to FLOAT16 is the fused result)."""
+    multiply and add into one FMA on processors with AVX512-FP16; x * s + b of FLOAT16 values,
+    exact in float64 unless its terms are over 2^53 apart (far from the inputs drawn here), rounds
+    once to FLOAT16 as the fused result does)."""
     cands = scale_bias_candidates(read(x_np), scale_bias, x_np.dtype)
     if half and scale_bias is not None:
         s, b = np.float16(sb_float(scale_bias[0])), np.float16(sb_float(scale_bias[1]))
