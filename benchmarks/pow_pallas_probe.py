@@ -29,6 +29,8 @@ from jax.experimental import pallas as pl  # noqa: E402
 from jax.experimental.pallas import triton as pl_triton  # noqa: E402
 
 import dmljax  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pow_variants_gpu as pv  # noqa: E402
 from dmljax._src.dtypes import DataType  # noqa: E402
 from dmljax.bench.inputs import draw_all  # noqa: E402
 from dmljax.bench.timing import jax_device_times  # noqa: E402
@@ -69,6 +71,10 @@ def pallas_pow(x, e, flush=flush_ftz, rules=True, block=1024, warps=4):
                           name="probe_pow")(x, e)
 
 
+def _explog(x, e):
+    return jnp.exp(e * jnp.log(x))
+
+
 def _exp_log_rules(x, e):
     x, e = flush_select(x), flush_select(e)
     p = jnp.exp(e * jnp.log(x))
@@ -90,6 +96,12 @@ FORMS = {  # name -> (f(x, e, b), arguments)
     "XLA exp(e * log x), no rules": (lambda x, e, b: jnp.exp(e * jnp.log(x)), 2),
     "XLA exp(e * log x), flushes and the rule as dmljax's": (lambda x, e, b: _exp_log_rules(x, e), 2),
     "chain: jnp pow, add": (lambda x, e, b: jnp.power(x, e) + b, 3),
+    # forward+backward (b as dY): jnp's and dmljax's, and both with exp(e * log x) for each power
+    # (jnp: autodiff of exp(e * log x); dmljax: its gradient written out with that power)
+    "grad: jnp": (lambda x, e, b: jax.vjp(jnp.power, x, e)[1](b), 3),
+    "grad: dmljax": (lambda x, e, b: jax.vjp(dmljax.element_wise_pow, x, e)[1](b), 3),
+    "grad: jnp, exp(e * log x)": (lambda x, e, b: jax.vjp(_explog, x, e)[1](b), 3),
+    "grad: dmljax's written out, exp(e * log x)": (lambda x, e, b: pv.float_grad(x, e, b, pw=_explog), 3),
     "chain: dmljax pow, add (one fused kernel)": (lambda x, e, b: dmljax.element_wise_add(dmljax.element_wise_pow(x, e), b), 3),
     "chain: kernel pow (add.ftz, 1024, 4), add": (lambda x, e, b: dmljax.element_wise_add(pallas_pow(x, e), b), 3),
 }
@@ -130,9 +142,10 @@ def main():
     times = jax_device_times(groups, 2)
     base = times["jnp"]["s"]
     chain = times["chain: jnp pow, add"]["s"]
+    grad = times["grad: jnp"]["s"]
     for name, _ in groups:
         t = times.get(name, {})
-        ref = chain if name.startswith("chain") else base
+        ref = chain if name.startswith("chain") else grad if name.startswith("grad") else base
         print(f"{name:52s} {t.get('s', float('nan')) * 1e3:8.3f} ms  {t.get('s', float('nan')) / ref:6.3f}x jnp"
               f"  kernels {t.get('kernels_per_call', float('nan')):.0f}")
 

@@ -89,24 +89,25 @@ def half_grad(x, e, dy, stand_in=False, log="float32"):
     return (slope * t).astype(x.dtype), (de * t).astype(x.dtype)
 
 
-def float_grad(x, e, dy, inputs=True, terms=True, rule_on=True, correction=True, nan_rule=False):
+def float_grad(x, e, dy, inputs=True, terms=True, rule_on=True, correction=True, nan_rule=False, pw=lax.pow):
     """The FLOAT32 gradient written out as dmljax computes it, or without one part (each a rule
     DirectML's semantics need, but for ``correction``, which is accuracy): the inputs' flushes,
     the flushes of the slope and of the exponent's term, the page's -inf rule, the correction of
     e - 1's rounding (TwoSum and ln|g|). The rule is the test of the exponent in both powers, in
     the second (of e - 1 rounded) for every negative base (session 11); ``nan_rule`` (tried in
     session 11, 1.29x jnp against this form's 1.15x): pow(g, e) with -inf read as -FLT_MAX and the
-    slope NaN wherever that power is NaN and g is not."""
+    slope NaN wherever that power is NaN and g is not. ``pw``: the power (a probe may pass another
+    function of the same shape, benchmarks/pow_pallas_probe.py's exp(e * log x))."""
     fl = flush if inputs else (lambda v: v)
     g, f = fl(x), fl(e)
     em1 = f - 1
     if nan_rule and rule_on:
-        y = lax.pow(jnp.maximum(g, -np.finfo(np.float32).max), f)
-        p = lax.pow(g, em1)
+        y = pw(jnp.maximum(g, -np.finfo(np.float32).max), f)
+        p = pw(g, em1)
     else:
         r = rule if rule_on else (lambda g, f, p: p)
-        y = r(g, f, lax.pow(g, f))
-        p = lax.pow(g, em1)
+        y = r(g, f, pw(g, f))
+        p = pw(g, em1)
         if rule_on:
             p = jnp.where((g < 0) & (jnp.floor(f) != f), np.float32(np.nan), p)
     a = jnp.abs(g)
