@@ -10,7 +10,8 @@ NaN) on the drawn inputs and on special values.
     python benchmarks/pow_pallas_probe.py
 
 2^28 elements (EW_TOTAL), the inputs of benchmarks/pow_variants_gpu.py, CUPTI kernel time, 20 calls
-over two input sets. Prints each form's time and its time over jnp's.
+over two input sets. Prints each form's time and its time over jnp's. With PROBE_ONCE=1 each form
+runs once, for Nsight Compute (as benchmarks/pow_ncu_gpu.py).
 """
 
 from __future__ import annotations
@@ -132,7 +133,19 @@ def check():
     return bad
 
 
+def once():
+    """Each form once, in order, for Nsight Compute (PROBE_ONCE=1): no check, no timing."""
+    sets = draw_all(np.uint32(0), kinds=("positive", "shift", "normal"), shapes=((N,),) * 3, dtype=DataType.FLOAT32)
+    for i, (name, (f, n)) in enumerate(FORMS.items()):
+        c = jax.jit(f).lower(*sets[:n], *([None] * (3 - n))).compile()
+        jax.block_until_ready(sets)
+        print(f"FORM {i:2d} {name}", file=sys.stderr, flush=True)
+        jax.block_until_ready(c(*sets[:n], *([None] * (3 - n))))
+
+
 def main():
+    if os.environ.get("PROBE_ONCE"):
+        return once()
     print(f"jax {jax.__version__}; {jax.devices()[0]}; 2^{N.bit_length() - 1} elements")
     print("check against dmljax's values:", check())
     sets = [jax.block_until_ready(draw_all(np.uint32(s), kinds=("positive", "shift", "normal"), shapes=((N,),) * 3,
