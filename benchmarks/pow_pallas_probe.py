@@ -88,6 +88,9 @@ FORMS = {  # name -> (f(x, e, b), arguments)
     "kernel, no rules (C99 pow only), 1024 a block, 4 warps": (lambda x, e, b: pallas_pow(x, e, rules=False), 2),
     "kernel, flushes as selects, 1024, 4": (lambda x, e, b: pallas_pow(x, e, flush=flush_select), 2),
     "kernel, flushes by add.ftz, 1024, 4": (lambda x, e, b: pallas_pow(x, e), 2),
+    # 4 and 2 elements a thread (XLA's kernels take 4), flushes as selects (XLA's instructions)
+    "kernel, flushes as selects, 512, 4": (lambda x, e, b: pallas_pow(x, e, flush=flush_select, block=512), 2),
+    "kernel, flushes as selects, 256, 4": (lambda x, e, b: pallas_pow(x, e, flush=flush_select, block=256), 2),
     "kernel, flushes by add.ftz, 2048, 4": (lambda x, e, b: pallas_pow(x, e, block=2048), 2),
     "kernel, flushes by add.ftz, 2048, 8": (lambda x, e, b: pallas_pow(x, e, block=2048, warps=8), 2),
     "kernel, flushes by add.ftz, 4096, 8": (lambda x, e, b: pallas_pow(x, e, block=4096, warps=8), 2),
