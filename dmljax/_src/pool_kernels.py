@@ -66,7 +66,7 @@ def use_kernel(shape: tuple[int, ...], dtype, size, strides, dilations, start, e
     pooled = windows_per_dimension(shape[2:], size, strides, dilations, start, end)
     if min(pooled) < 1 or min(shape) < 1:
         return False
-    # (the output is rounded up to whole blocks: its last lane's number must fit too)
+    # (lanes run to whole blocks: the last lane's number must fit too)
     return int(np.prod(shape, dtype=np.int64)) < 2**31 and shape[0] * shape[1] * int(np.prod(pooled)) + BLOCK <= 2**31
 
 
@@ -108,7 +108,9 @@ def _kernel(x_ref, o_ref, *, planes, spatial, pooled, size, strides, dilations, 
     any_row = functools.reduce(jnp.logical_or, rows_in)
     any_col = functools.reduce(jnp.logical_or, cols_in)
     m = jnp.where(any_row & any_col, m, np.asarray(-np.inf, x_ref.dtype))  # wholly in the padding: -inf
-    o_ref[...] = m  # the output is BLOCK-aligned: every lane has its own slot, no store is masked
+    # lanes past the end are masked (the interpreter's output is padded to whole blocks, so that
+    # their indices stay in bounds and apart: it writes a masked lane's old value back)
+    pl_triton.store(o_ref.at[o], m, mask=live)
 
 
 def max_pool_values(x: jnp.ndarray, size, strides, dilations, start, end, interpret: bool = False) -> jnp.ndarray:
@@ -128,12 +130,13 @@ def max_pool_values(x: jnp.ndarray, size, strides, dilations, start, end, interp
                                strides=tuple(strides), dilations=tuple(dilations), start=tuple(start),
                                interpret=interpret)
     flat = x.reshape(-1)
-    # the output rounded up to whole blocks (sliced after where it is not: a copy), so that no lane's
-    # store is masked (Pallas's interpreter writes a masked lane's old value back, over a kept one)
     blocks = pl.cdiv(total, BLOCK)
+    # on a GPU the output is exactly ``total`` long (no slice copies it after); in the interpreter
+    # it is rounded up to whole blocks
+    out = (blocks * BLOCK if interpret else total,)
     y = pl.pallas_call(
-        kernel, out_shape=jax.ShapeDtypeStruct((blocks * BLOCK,), x.dtype), grid=(blocks,),
+        kernel, out_shape=jax.ShapeDtypeStruct(out, x.dtype), grid=(blocks,),
         in_specs=[pl.BlockSpec(flat.shape, lambda i: (0,))],
-        out_specs=pl.BlockSpec((BLOCK,), lambda i: (i,)),
+        out_specs=pl.BlockSpec(out, lambda i: (0,)),
         compiler_params=params, interpret=interpret, name="dmljax_max_pool")(flat)
     return y[:total].reshape((n, c) + pooled)
