@@ -70,7 +70,7 @@ def use_kernel(shape: tuple[int, ...], dtype, size, strides, dilations, start, e
     return int(np.prod(shape, dtype=np.int64)) < 2**31 and shape[0] * shape[1] * int(np.prod(pooled)) + BLOCK <= 2**31
 
 
-def _kernel(x_ref, o_ref, *, planes, spatial, pooled, size, strides, dilations, start, interpret):
+def _kernel(x_ref, o_ref, *, planes, spatial, pooled, size, strides, dilations, start, whole_blocks, interpret):
     from jax.experimental import pallas as pl
     from jax.experimental.pallas import triton as pl_triton
 
@@ -108,9 +108,11 @@ def _kernel(x_ref, o_ref, *, planes, spatial, pooled, size, strides, dilations, 
     any_row = functools.reduce(jnp.logical_or, rows_in)
     any_col = functools.reduce(jnp.logical_or, cols_in)
     m = jnp.where(any_row & any_col, m, np.asarray(-np.inf, x_ref.dtype))  # wholly in the padding: -inf
-    # lanes past the end are masked (the interpreter's output is padded to whole blocks, so that
-    # their indices stay in bounds and apart: it writes a masked lane's old value back)
-    pl_triton.store(o_ref.at[o], m, mask=live)
+    if whole_blocks:  # every lane has its own slot in this program's block: no store is masked
+        o_ref[...] = m
+    else:  # lanes past the end are masked (the interpreter's output is padded to whole blocks, so
+        # that their indices stay in bounds and apart: it writes a masked lane's old value back)
+        pl_triton.store(o_ref.at[o], m, mask=live)
 
 
 def max_pool_values(x: jnp.ndarray, size, strides, dilations, start, end, interpret: bool = False) -> jnp.ndarray:
@@ -126,17 +128,21 @@ def max_pool_values(x: jnp.ndarray, size, strides, dilations, start, end, interp
     if not interpret:
         from jax.experimental.pallas import triton as pl_triton
         params = pl_triton.CompilerParams(num_warps=WARPS, num_stages=1)
+    # Output of whole blocks: each program stores its block. Otherwise each lane stores at its own
+    # position, the last block's lanes past the end masked, so that on a GPU the output is exactly
+    # ``total`` long and no slice copies it after (in the interpreter it is rounded up to whole
+    # blocks). On the H100 the masked store took 1.025x the block store's time where both apply
+    # (FLOAT16 3 x 3 windows; results/h100_session12/pool/), hence the two.
+    whole_blocks = total % BLOCK == 0
     kernel = functools.partial(_kernel, planes=n * c, spatial=spatial, pooled=pooled, size=tuple(size),
                                strides=tuple(strides), dilations=tuple(dilations), start=tuple(start),
-                               interpret=interpret)
+                               whole_blocks=whole_blocks, interpret=interpret)
     flat = x.reshape(-1)
     blocks = pl.cdiv(total, BLOCK)
-    # on a GPU the output is exactly ``total`` long (no slice copies it after); in the interpreter
-    # it is rounded up to whole blocks
     out = (blocks * BLOCK if interpret else total,)
     y = pl.pallas_call(
         kernel, out_shape=jax.ShapeDtypeStruct(out, x.dtype), grid=(blocks,),
         in_specs=[pl.BlockSpec(flat.shape, lambda i: (0,))],
-        out_specs=pl.BlockSpec(out, lambda i: (0,)),
+        out_specs=pl.BlockSpec((BLOCK,), lambda i: (i,)) if whole_blocks else pl.BlockSpec(out, lambda i: (0,)),
         compiler_params=params, interpret=interpret, name="dmljax_max_pool")(flat)
     return y[:total].reshape((n, c) + pooled)

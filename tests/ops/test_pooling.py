@@ -343,6 +343,14 @@ def test_max_pool_kernel_gives_the_xla_paths_bits(dtype, monkeypatch):
         want = dmljax.max_pooling2(x, strides=strides, window_size=size, start_padding=start, end_padding=end,
                                    dilations=dilations)[0]
         np.testing.assert_array_equal(_bits(got), _bits(want))
+    # outputs of whole blocks (24 x 8 x 8 = 6 blocks of 256: each program stores its block; above,
+    # the last block is masked)
+    y = np.tile(x[:, :, :8, :8], (2, 2, 2, 2))
+    got = pool_kernels.max_pool_values(jnp.asarray(y), (3, 3), (2, 2), (1, 1), (1, 1), (0, 0), interpret=True)
+    want = dmljax.max_pooling2(y, strides=(2, 2), window_size=(3, 3), start_padding=(1, 1), end_padding=(0, 0),
+                               dilations=(1, 1))[0]
+    assert got.size == 6 * pool_kernels.BLOCK
+    np.testing.assert_array_equal(_bits(got), _bits(want))
     assert not pool_kernels.use_kernel((2, 3, 9), np.float16, (3,), (1,), (1,), (0,), (0,))  # 3-D: XLA's
     assert not pool_kernels.use_kernel(x.shape, np.float16, (9, 9), (1, 1), (1, 1), (0, 0), (0, 0))  # 81 positions
     monkeypatch.undo()
