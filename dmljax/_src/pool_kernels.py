@@ -132,7 +132,7 @@ def max_pool_values(x: jnp.ndarray, size, strides, dilations, start, end, interp
     # position, the last block's lanes past the end masked, so that on a GPU the output is exactly
     # ``total`` long and no slice copies it after (in the interpreter it is rounded up to whole
     # blocks). On the H100 the masked store took 1.025x the block store's time where both apply
-    # (FLOAT16 3 x 3 windows; results/h100_session12/pool/), hence the two.
+    # (FLOAT16 3 x 3 windows; results/h100_session12/pool/masked_everywhere/), hence the two.
     whole_blocks = total % BLOCK == 0
     kernel = functools.partial(_kernel, planes=n * c, spatial=spatial, pooled=pooled, size=tuple(size),
                                strides=tuple(strides), dilations=tuple(dilations), start=tuple(start),
