@@ -1,0 +1,236 @@
+"""A probe, not a candidate: what TOP_K's K-th key costs when a row's keys are counted in shared
+memory histograms, the kind of kernel issue 11's K = 256 goal asks for and Pallas's Triton lowering
+cannot express (no shared-memory scatter or atomics). Written with Mosaic GPU's low-level API
+(``jax.experimental.mosaic.gpu.as_gpu_kernel``: MLIR, one CUDA thread block a row); H100 (sm_90)
+only, and with no CPU interpreter, so nothing in dmljax uses it.
+
+FLOAT16 rows of 32,768 (2^26 elements, as benchmarks/threshold_kernel_sweep.py). Each thread holds
+64 of its row's elements in registers as 16-bit order-preserving keys in dmljax's order (-0 equal
+to +0, NaN below every number: threshold_kernels._keys), and the K-th largest key is found in two
+passes over them: a 256-bin histogram of the keys' high bytes (shared-memory atomics, one
+histogram a warp), the bin holding the K-th key found by one warp's scan, then a histogram of the
+low bytes of that bin's keys. The kernel writes each row's K-th key and the count of keys above
+it: everything the selection needs, not the selection itself (the K in index order at the ties,
+then in order), which threshold_kernels' second and third kernels take 0.070 ms for today.
+
+    python benchmarks/top_k_radix_probe.py
+
+Checks every row's K-th key and count against NumPy first (random normal rows, rows of ties,
+NaN, infinities and signed zeros), then prints the device time (CUPTI, 20 calls over two input
+sets) beside a copy and dmljax's TOP_K (K = 256), and the kernel's time as a fraction of a copy's
+read (copy time / 2 / time: 1.0 is the card's read bandwidth).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+ROWS = int(os.environ.get("RADIX_ROWS", 2048))
+N = 32768
+K = 256
+THREADS = 512
+WARPS = THREADS // 32
+VEC = 8  # FLOAT16 elements a load (16 bytes)
+LOADS = N // (THREADS * VEC)  # 8 loads, 64 elements a thread
+BINS = 256
+
+
+def numpy_keys(x: np.ndarray) -> np.ndarray:
+    """The 16-bit keys (as int64, 0 to 65,535) the kernel ranks: -0 as +0, NaN below every number."""
+    b = x.view(np.int16).astype(np.int64)
+    key = np.where(b < 0, b ^ 0x7FFF, b)
+    key = np.where((b & 0x7FFF) == 0, 0, key)
+    key = np.where(np.isnan(x), -32768, key)
+    return key + 32768
+
+
+def numpy_kth(x: np.ndarray, k: int):
+    keys = np.sort(numpy_keys(x), axis=1)[:, ::-1]
+    kth = keys[:, k - 1]
+    above = (numpy_keys(x) > kth[:, None]).sum(axis=1)
+    return kth, above
+
+
+def build(rows: int = ROWS, variant: str = "warp"):
+    """The kernel: (rows, N) FLOAT16 -> (rows, 2) int32 (the K-th largest key, the count above it).
+    variant "warp": one histogram a warp; "block": one for the block."""
+    from jax._src.lib.mlir import ir
+    from jax._src.lib.mlir.dialects import arith, gpu, memref, nvvm, scf, vector
+    import jax.experimental.mosaic.gpu as mgpu
+    from jax.experimental.mosaic.gpu.utils import c, nvvm_shfl_sync
+
+    copies = WARPS if variant == "warp" else 1
+
+    def body(ctx, x_ref, out_ref, smem):
+        del ctx
+        hist1, hist2, total, result = smem
+        i32 = ir.IntegerType.get_signless(32)
+        i16 = ir.IntegerType.get_signless(16)
+        f16 = ir.F16Type.get()
+        index = ir.IndexType.get()
+        v8i32 = ir.VectorType.get([VEC], i32)
+
+        def idx(v):
+            return arith.index_cast(index, v)
+
+        tid = arith.index_cast(i32, gpu.thread_id(gpu.Dimension.x))
+        row = gpu.block_id(gpu.Dimension.x)
+        warp = arith.shrui(tid, c(5, i32))
+        lane = arith.andi(tid, c(31, i32))
+        copy = warp if copies > 1 else c(0, i32)
+
+        # zero both histograms
+        for h in (hist1, hist2):
+            for j in range(copies * BINS // THREADS if copies * BINS >= THREADS else 1):
+                flat = arith.addi(tid, c(j * THREADS, i32))
+                if copies * BINS >= THREADS:
+                    memref.store(c(0, i32), h, [idx(arith.shrui(flat, c(8, i32))), idx(arith.andi(flat, c(255, i32)))])
+                else:
+                    ok = arith.cmpi(arith.CmpIPredicate.ult, tid, c(copies * BINS, i32))
+                    if_op = scf.IfOp(ok)
+                    with ir.InsertionPoint(if_op.then_block):
+                        memref.store(c(0, i32), h, [idx(arith.shrui(flat, c(8, i32))), idx(arith.andi(flat, c(255, i32)))])
+                        scf.yield_([])
+        # the keys, 64 a thread (VEC adjacent elements a load, loads THREADS * VEC apart)
+        keys = []
+        for j in range(LOADS):
+            col = arith.muli(arith.addi(tid, c(j * THREADS, i32)), c(VEC, i32))
+            v = vector.load(ir.VectorType.get([VEC], f16), x_ref, [row, idx(col)], alignment=16)
+            b = arith.extsi(v8i32, vector.bitcast(ir.VectorType.get([VEC], i16), v))
+            mag = arith.andi(b, c(0x7FFF, v8i32))
+            key = arith.select(arith.cmpi(arith.CmpIPredicate.slt, b, c(0, v8i32)), arith.xori(b, c(0x7FFF, v8i32)), b)
+            key = arith.select(arith.cmpi(arith.CmpIPredicate.eq, mag, c(0, v8i32)), c(0, v8i32), key)
+            key = arith.select(arith.cmpi(arith.CmpIPredicate.ugt, mag, c(0x7C00, v8i32)), c(-32768, v8i32), key)
+            keys.append(arith.addi(key, c(32768, v8i32)))
+        gpu.barrier()
+
+        one = c(1, i32)
+
+        def count(h, digit_of, take=None):
+            for u in keys:
+                for e in range(VEC):
+                    k = vector.extract(u, dynamic_position=[], static_position=[e])
+                    d = digit_of(k)
+                    if take is None:
+                        memref.atomic_rmw(arith.AtomicRMWKind.addi, one, h, [idx(copy), idx(d)])
+                    else:
+                        if_op = scf.IfOp(take(k))
+                        with ir.InsertionPoint(if_op.then_block):
+                            memref.atomic_rmw(arith.AtomicRMWKind.addi, one, h, [idx(copy), idx(d)])
+                            scf.yield_([])
+
+        def find(h, want, slot):
+            """Threads < BINS add up their bin's copies into ``total``; warp 0 scans the bins from the
+            top and writes (bin, count above the bin) of the bin holding the ``want``-th largest to
+            ``result[slot], result[slot + 1]``."""
+            gpu.barrier()
+            first = arith.cmpi(arith.CmpIPredicate.ult, tid, c(BINS, i32))
+            if_op = scf.IfOp(first)
+            with ir.InsertionPoint(if_op.then_block):
+                s = c(0, i32)
+                for w in range(copies):
+                    s = arith.addi(s, memref.load(h, [idx(c(w, i32)), idx(tid)]))
+                memref.store(s, total, [idx(tid)])
+                scf.yield_([])
+            gpu.barrier()
+            if_op = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, warp, c(0, i32)))
+            with ir.InsertionPoint(if_op.then_block):
+                per = BINS // 32  # bins a lane, from the top: lane l takes 255 - 8 l - i
+                counts, run = [], c(0, i32)
+                for i in range(per):
+                    b = arith.subi(c(BINS - 1 - i, i32), arith.muli(lane, c(per, i32)))
+                    run = arith.addi(run, memref.load(total, [idx(b)]))
+                    counts.append((b, run))
+                # exclusive scan of the lanes' totals
+                incl = run
+                for off in (1, 2, 4, 8, 16):
+                    got = nvvm_shfl_sync(i32, c(-1, i32), incl, c(off, i32), c(0, i32), nvvm.ShflKind.up)
+                    incl = arith.select(arith.cmpi(arith.CmpIPredicate.uge, lane, c(off, i32)), arith.addi(incl, got), incl)
+                before = arith.subi(incl, run)
+                prev = before
+                for b, r in counts:
+                    at_or_above = arith.addi(before, r)
+                    hit = arith.andi(arith.cmpi(arith.CmpIPredicate.slt, prev, want),
+                                     arith.cmpi(arith.CmpIPredicate.sge, at_or_above, want))
+                    inner = scf.IfOp(hit)
+                    with ir.InsertionPoint(inner.then_block):
+                        memref.store(b, result, [idx(c(slot, i32))])
+                        memref.store(prev, result, [idx(c(slot + 1, i32))])
+                        scf.yield_([])
+                    prev = at_or_above
+                scf.yield_([])
+            gpu.barrier()
+            return memref.load(result, [idx(c(slot, i32))]), memref.load(result, [idx(c(slot + 1, i32))])
+
+        count(hist1, lambda k: arith.shrui(k, c(8, i32)))
+        high, above_high = find(hist1, c(K, i32), 0)
+        count(hist2, lambda k: arith.andi(k, c(255, i32)),
+              take=lambda k: arith.cmpi(arith.CmpIPredicate.eq, arith.shrui(k, c(8, i32)), high))
+        low, above_low = find(hist2, arith.subi(c(K, i32), above_high), 2)
+        if_op = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, tid, c(0, i32)))
+        with ir.InsertionPoint(if_op.then_block):
+            memref.store(arith.ori(arith.shli(high, c(8, i32)), low), out_ref, [row, idx(c(0, i32))])
+            memref.store(arith.addi(above_high, above_low), out_ref, [row, idx(c(1, i32))])
+            scf.yield_([])
+
+    scratch = (jax.ShapeDtypeStruct((copies, BINS), jnp.int32), jax.ShapeDtypeStruct((copies, BINS), jnp.int32),
+               jax.ShapeDtypeStruct((BINS,), jnp.int32), jax.ShapeDtypeStruct((4,), jnp.int32))
+    from jax._src.interpreters import mlir as jax_mlir
+    with jax_mlir.make_ir_context(), ir.Location.unknown():
+        return mgpu.as_gpu_kernel(body, (rows, 1, 1), (THREADS, 1, 1),
+                                  (jax.ShapeDtypeStruct((rows, N), jnp.float16),),
+                                  jax.ShapeDtypeStruct((rows, 2), jnp.int32), scratch, kernel_name="radix_kth")
+
+
+def inputs(rng, rows: int) -> np.ndarray:
+    x = rng.standard_normal((rows, N)).astype(np.float16)
+    x[0] = 1.0  # one value: the K-th is it, none above
+    x[1, :] = rng.integers(-2, 3, N).astype(np.float16)  # five levels
+    x[2, :] = np.nan
+    x[2, :100] = -np.inf  # fewer than K numbers: the K-th is NaN
+    x[3, ::2] = -0.0
+    x[3, 1::2] = 0.0
+    x[4, :300] = np.inf
+    x[5, : K - 1] = np.nan  # NaN in the first K - 1
+    x[6] = np.sort(x[6])  # ascending
+    return x
+
+
+def main() -> int:
+    from dmljax.bench.timing import jax_device_times
+    import dmljax
+
+    print(f"jax {jax.__version__}; {jax.devices()[0]}", flush=True)
+    rng = np.random.default_rng(0)
+    status = 0
+    fns = {v: build(ROWS, v) for v in ("warp", "block")}
+    x = inputs(rng, ROWS)
+    want_kth, want_above = numpy_kth(x, K)
+    for name, f in fns.items():
+        got = np.asarray(f(jnp.asarray(x)))
+        bad = np.nonzero((got[:, 0] != want_kth) | (got[:, 1] != want_above))[0]
+        print(f"{name}: K-th key and count above of {ROWS} rows: {'ok' if not len(bad) else f'{len(bad)} rows differ'}"
+              + ("" if not len(bad) else f", first {bad[:5].tolist()}: got {got[bad[:3]].tolist()},"
+                 f" want {list(zip(want_kth[bad[:3]].tolist(), want_above[bad[:3]].tolist()))}"), flush=True)
+        status |= bool(len(bad))
+    xs = [jnp.asarray(rng.standard_normal((ROWS, N)).astype(np.float16)) for _ in range(2)]
+    cases = [("copy", jax.jit(lambda v: v.copy()))]
+    cases += [(f"K-th key by histograms ({name})", f) for name, f in fns.items()]
+    cases.append(("dmljax TOP_K K = 256", jax.jit(lambda v: dmljax.top_k(v, axis=1, k=K))))
+    t = jax_device_times([(name, lambda i, f=f: f(xs[i % 2])) for name, f in cases], 2)
+    copy = t["copy"]["s"]
+    for name, v in t.items():
+        print(f"FLOAT16 rows of {N}, {ROWS} rows: {name:40s} {v['s'] * 1e3:7.4f} ms  of a copy's read "
+              f"{copy / 2 / v['s']:.2f}", flush=True)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
