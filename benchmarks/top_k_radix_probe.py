@@ -23,6 +23,7 @@ read (copy time / 2 / time: 1.0 is the card's read bandwidth).
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 
@@ -64,7 +65,15 @@ def build(rows: int = ROWS, variant: str = "warp"):
     from jax._src.lib.mlir import ir
     from jax._src.lib.mlir.dialects import arith, gpu, memref, nvvm, scf, vector
     import jax.experimental.mosaic.gpu as mgpu
-    from jax.experimental.mosaic.gpu.utils import c, nvvm_shfl_sync
+    from jax.experimental.mosaic.gpu.utils import c
+
+    def shfl_up(value, offset):
+        # nvvm.shfl_sync's result type is its first argument in some jaxlib versions, a keyword in others
+        i32 = ir.IntegerType.get_signless(32)
+        args = (c(-1, i32), value, c(offset, i32), c(0, i32), nvvm.ShflKind.up)
+        if next(iter(inspect.signature(nvvm.shfl_sync).parameters)) == "thread_mask":
+            return nvvm.shfl_sync(*args, results=[i32])
+        return nvvm.shfl_sync(i32, *args)
 
     copies = WARPS if variant == "warp" else 1
 
@@ -151,7 +160,7 @@ def build(rows: int = ROWS, variant: str = "warp"):
                 # exclusive scan of the lanes' totals
                 incl = run
                 for off in (1, 2, 4, 8, 16):
-                    got = nvvm_shfl_sync(i32, c(-1, i32), incl, c(off, i32), c(0, i32), nvvm.ShflKind.up)
+                    got = shfl_up(incl, off)
                     incl = arith.select(arith.cmpi(arith.CmpIPredicate.uge, lane, c(off, i32)), arith.addi(incl, got), incl)
                 before = arith.subi(incl, run)
                 prev = before
