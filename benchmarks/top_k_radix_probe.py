@@ -61,9 +61,12 @@ def numpy_kth(x: np.ndarray, k: int):
 
 def build(rows: int = ROWS, variant: str = "warp"):
     """The kernel: (rows, N) FLOAT16 -> (rows, 2) int32 (the K-th largest key, the count above it).
-    variant "warp": one histogram a warp; "block": one for the block."""
+    variant "warp": one histogram a warp; "block": one for the block; "match": one a warp, and one
+    atomic a distinct digit a warp (match.any.sync: the lanes holding it, added by the lowest);
+    "load": the loads and keys alone (no histogram: its output is not the K-th key)."""
     from jax._src.lib.mlir import ir
     from jax._src.lib.mlir.dialects import arith, gpu, memref, nvvm, scf, vector
+    from jax._src.lib.mlir.dialects import math as math_dialect
     import jax.experimental.mosaic.gpu as mgpu
     from jax.experimental.mosaic.gpu.utils import c
 
@@ -75,7 +78,16 @@ def build(rows: int = ROWS, variant: str = "warp"):
             return nvvm.shfl_sync(*args, results=[i32])
         return nvvm.shfl_sync(i32, *args)
 
-    copies = WARPS if variant == "warp" else 1
+    def match_any(value):
+        # the lanes of the warp holding the same value (a mask), as either jaxlib version spells it
+        i32 = ir.IntegerType.get_signless(32)
+        args = (c(-1, i32), value, nvvm.MatchSyncKind.any)
+        if next(iter(inspect.signature(nvvm.match_sync).parameters)) == "thread_mask":
+            return nvvm.match_sync(*args, results=[i32])
+        return nvvm.match_sync(i32, *args)
+
+    copies = 1 if variant == "block" else WARPS
+    aggregate = variant == "match"
 
     def body(ctx, x_ref, out_ref, smem):
         del ctx
@@ -127,7 +139,18 @@ def build(rows: int = ROWS, variant: str = "warp"):
                 for e in range(VEC):
                     k = vector.extract(u, dynamic_position=[], static_position=[e])
                     d = digit_of(k)
-                    if take is None:
+                    if aggregate:  # one atomic a digit a warp: its lowest lane adds the lanes holding it
+                        if take is not None:
+                            d = arith.select(take(k), d, c(-1, i32))
+                        lanes = match_any(d)
+                        lead = arith.cmpi(arith.CmpIPredicate.eq, math_dialect.cttz(lanes), lane)
+                        if take is not None:
+                            lead = arith.andi(lead, arith.cmpi(arith.CmpIPredicate.sge, d, c(0, i32)))
+                        if_op = scf.IfOp(lead)
+                        with ir.InsertionPoint(if_op.then_block):
+                            memref.atomic_rmw(arith.AtomicRMWKind.addi, math_dialect.ctpop(lanes), h, [idx(copy), idx(d)])
+                            scf.yield_([])
+                    elif take is None:
                         memref.atomic_rmw(arith.AtomicRMWKind.addi, one, h, [idx(copy), idx(d)])
                     else:
                         if_op = scf.IfOp(take(k))
@@ -178,6 +201,18 @@ def build(rows: int = ROWS, variant: str = "warp"):
             gpu.barrier()
             return memref.load(result, [idx(c(slot, i32))]), memref.load(result, [idx(c(slot + 1, i32))])
 
+        if variant == "load":  # the loads and keys only: every key or-ed into one word, written out
+            acc = c(0, i32)
+            for u in keys:
+                for e in range(VEC):
+                    acc = arith.ori(acc, vector.extract(u, dynamic_position=[], static_position=[e]))
+            memref.atomic_rmw(arith.AtomicRMWKind.ori, acc, result, [idx(c(0, i32))])
+            gpu.barrier()
+            if_op = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, tid, c(0, i32)))
+            with ir.InsertionPoint(if_op.then_block):
+                memref.store(memref.load(result, [idx(c(0, i32))]), out_ref, [row, idx(c(0, i32))])
+                scf.yield_([])
+            return
         count(hist1, lambda k: arith.shrui(k, c(8, i32)))
         high, above_high = find(hist1, c(K, i32), 0)
         count(hist2, lambda k: arith.andi(k, c(255, i32)),
@@ -219,10 +254,13 @@ def main() -> int:
     print(f"jax {jax.__version__}; {jax.devices()[0]}", flush=True)
     rng = np.random.default_rng(0)
     status = 0
-    fns = {v: build(ROWS, v) for v in ("warp", "block")}
+    fns = {v: build(ROWS, v) for v in ("warp", "block", "match")}
     x = inputs(rng, ROWS)
     want_kth, want_above = numpy_kth(x, K)
+    fns["load"] = build(ROWS, "load")
     for name, f in fns.items():
+        if name == "load":
+            continue
         got = np.asarray(f(jnp.asarray(x)))
         bad = np.nonzero((got[:, 0] != want_kth) | (got[:, 1] != want_above))[0]
         print(f"{name}: K-th key and count above of {ROWS} rows: {'ok' if not len(bad) else f'{len(bad)} rows differ'}"
