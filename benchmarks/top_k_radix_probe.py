@@ -65,7 +65,7 @@ def build(rows: int = ROWS, variant: str = "warp"):
     atomic a distinct digit a warp (match.any.sync: the lanes holding it, added by the lowest);
     "load": the loads and keys alone (no histogram: its output is not the K-th key)."""
     from jax._src.lib.mlir import ir
-    from jax._src.lib.mlir.dialects import arith, gpu, memref, nvvm, scf, vector
+    from jax._src.lib.mlir.dialects import arith, gpu, llvm, memref, nvvm, scf, vector
     from jax._src.lib.mlir.dialects import math as math_dialect
     import jax.experimental.mosaic.gpu as mgpu
     from jax.experimental.mosaic.gpu.utils import c
@@ -79,12 +79,10 @@ def build(rows: int = ROWS, variant: str = "warp"):
         return nvvm.shfl_sync(i32, *args)
 
     def match_any(value):
-        # the lanes of the warp holding the same value (a mask), as either jaxlib version spells it
+        # the lanes of the warp holding the same value (a mask); inline PTX, as Mosaic GPU writes
+        # prmt (nvvm.match_sync's kind attribute did not survive jaxlib 0.11.2's module serialization)
         i32 = ir.IntegerType.get_signless(32)
-        args = (c(-1, i32), value, nvvm.MatchSyncKind.any)
-        if next(iter(inspect.signature(nvvm.match_sync).parameters)) == "thread_mask":
-            return nvvm.match_sync(*args, results=[i32])
-        return nvvm.match_sync(i32, *args)
+        return llvm.inline_asm(i32, [value], "match.any.sync.b32 $0, $1, 0xffffffff;", "=r,r", has_side_effects=True)
 
     copies = 1 if variant == "block" else WARPS
     aggregate = variant == "match"
