@@ -63,7 +63,8 @@ def build(rows: int = ROWS, variant: str = "warp"):
     """The kernel: (rows, N) FLOAT16 -> (rows, 2) int32 (the K-th largest key, the count above it).
     variant "warp": one histogram a warp; "block": one for the block; "match": one a warp, and one
     atomic a distinct digit a warp (match.any.sync: the lanes holding it, added by the lowest);
-    "load": the loads and keys alone (no histogram: its output is not the K-th key)."""
+    "load": the loads and keys alone (no histogram: its output is not the K-th key). A suffix " red":
+    the histograms' atomics as relaxed block-scope reductions (PTX red), not memref.atomic_rmw."""
     from jax._src.lib.mlir import ir
     from jax._src.lib.mlir.dialects import arith, gpu, llvm, memref, nvvm, scf, vector
     from jax._src.lib.mlir.dialects import math as math_dialect
@@ -78,12 +79,24 @@ def build(rows: int = ROWS, variant: str = "warp"):
             return nvvm.shfl_sync(*args, results=[i32])
         return nvvm.shfl_sync(i32, *args)
 
+    def shared_add(ref, flat, value):
+        # ref[flat] += value, a relaxed block-scope reduction in shared memory by inline PTX (as Mosaic
+        # GPU's own atomic stores): memref.atomic_rmw lowers to a sequentially consistent atomic,
+        # whose fences took 2.5 ms here (radix_2.txt)
+        from jax.experimental.mosaic.gpu import utils as mgpu_utils
+        i32 = ir.IntegerType.get_signless(32)
+        at = mgpu_utils.getelementptr(mgpu_utils.memref_ptr(ref), [flat], i32)
+        llvm.inline_asm(ir.Type.parse("!llvm.void"), [at, value], "red.shared::cta.relaxed.cta.add.u32 [$0], $1;",
+                        "r,r", has_side_effects=True)
+
     def match_any(value):
         # the lanes of the warp holding the same value (a mask); inline PTX, as Mosaic GPU writes
         # prmt (nvvm.match_sync's kind attribute did not survive jaxlib 0.11.2's module serialization)
         i32 = ir.IntegerType.get_signless(32)
         return llvm.inline_asm(i32, [value], "match.any.sync.b32 $0, $1, 0xffffffff;", "=r,r", has_side_effects=True)
 
+    relaxed = variant.endswith(" red")
+    variant = variant.removesuffix(" red")
     copies = 1 if variant == "block" else WARPS
     aggregate = variant == "match"
 
@@ -132,6 +145,12 @@ def build(rows: int = ROWS, variant: str = "warp"):
 
         one = c(1, i32)
 
+        def add(h, d, value):
+            if relaxed:
+                shared_add(h, arith.addi(arith.muli(copy, c(BINS, i32)), d), value)
+            else:
+                memref.atomic_rmw(arith.AtomicRMWKind.addi, value, h, [idx(copy), idx(d)])
+
         def count(h, digit_of, take=None):
             for u in keys:
                 for e in range(VEC):
@@ -146,14 +165,14 @@ def build(rows: int = ROWS, variant: str = "warp"):
                             lead = arith.andi(lead, arith.cmpi(arith.CmpIPredicate.sge, d, c(0, i32)))
                         if_op = scf.IfOp(lead)
                         with ir.InsertionPoint(if_op.then_block):
-                            memref.atomic_rmw(arith.AtomicRMWKind.addi, math_dialect.ctpop(lanes), h, [idx(copy), idx(d)])
+                            add(h, d, math_dialect.ctpop(lanes))
                             scf.yield_([])
                     elif take is None:
-                        memref.atomic_rmw(arith.AtomicRMWKind.addi, one, h, [idx(copy), idx(d)])
+                        add(h, d, one)
                     else:
                         if_op = scf.IfOp(take(k))
                         with ir.InsertionPoint(if_op.then_block):
-                            memref.atomic_rmw(arith.AtomicRMWKind.addi, one, h, [idx(copy), idx(d)])
+                            add(h, d, one)
                             scf.yield_([])
 
         def find(h, want, slot):
@@ -252,7 +271,7 @@ def main() -> int:
     print(f"jax {jax.__version__}; {jax.devices()[0]}", flush=True)
     rng = np.random.default_rng(0)
     status = 0
-    fns = {v: build(ROWS, v) for v in ("warp", "block", "match")}
+    fns = {v: build(ROWS, v) for v in ("warp", "warp red", "block red", "match", "match red")}
     x = inputs(rng, ROWS)
     want_kth, want_above = numpy_kth(x, K)
     fns["load"] = build(ROWS, "load")
