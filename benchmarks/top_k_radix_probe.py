@@ -40,7 +40,7 @@ THREADS = 512
 WARPS = THREADS // 32
 VEC = 8  # FLOAT16 elements a load (16 bytes)
 LOADS = N // (THREADS * VEC)  # 8 loads, 64 elements a thread
-BINS = 256
+HIGH_BITS = 8
 
 
 def numpy_keys(x: np.ndarray) -> np.ndarray:
@@ -63,6 +63,7 @@ def build(rows: int = ROWS, variant: str = "warp"):
     """The kernel: (rows, N) FLOAT16 -> (rows, 2) int32 (the K-th largest key, the count above it).
     variant "warp": one histogram a warp; "block": one for the block; "match": one a warp, and one
     atomic a distinct digit a warp (match.any.sync: the lanes holding it, added by the lowest);
+    "wide": one for the block, of the keys' 11 high bits (2,048 bins; then 32 of the 5 low bits);
     "load": the loads and keys alone (no histogram: its output is not the K-th key). A suffix " red":
     the histograms' atomics as relaxed block-scope reductions (PTX red), not memref.atomic_rmw."""
     from jax._src.lib.mlir import ir
@@ -97,7 +98,9 @@ def build(rows: int = ROWS, variant: str = "warp"):
 
     relaxed = variant.endswith(" red")
     variant = variant.removesuffix(" red")
-    copies = 1 if variant == "block" else WARPS
+    copies = 1 if variant in ("block", "wide") else WARPS
+    high_bits = 11 if variant == "wide" else HIGH_BITS  # the first pass's digit: the keys' high bits
+    low_bits = 16 - high_bits
     aggregate = variant == "match"
 
     def body(ctx, x_ref, out_ref, smem):
@@ -119,17 +122,15 @@ def build(rows: int = ROWS, variant: str = "warp"):
         copy = warp if copies > 1 else c(0, i32)
 
         # zero both histograms
-        for h in (hist1, hist2):
-            for j in range(copies * BINS // THREADS if copies * BINS >= THREADS else 1):
+        for h, bits in ((hist1, high_bits), (hist2, low_bits)):
+            size = copies << bits
+            for j in range(-(-size // THREADS)):
                 flat = arith.addi(tid, c(j * THREADS, i32))
-                if copies * BINS >= THREADS:
-                    memref.store(c(0, i32), h, [idx(arith.shrui(flat, c(8, i32))), idx(arith.andi(flat, c(255, i32)))])
-                else:
-                    ok = arith.cmpi(arith.CmpIPredicate.ult, tid, c(copies * BINS, i32))
-                    if_op = scf.IfOp(ok)
-                    with ir.InsertionPoint(if_op.then_block):
-                        memref.store(c(0, i32), h, [idx(arith.shrui(flat, c(8, i32))), idx(arith.andi(flat, c(255, i32)))])
-                        scf.yield_([])
+                if_op = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, flat, c(size, i32)))
+                with ir.InsertionPoint(if_op.then_block):
+                    memref.store(c(0, i32), h, [idx(arith.shrui(flat, c(bits, i32))),
+                                                idx(arith.andi(flat, c((1 << bits) - 1, i32)))])
+                    scf.yield_([])
         # the keys, 64 a thread (VEC adjacent elements a load, loads THREADS * VEC apart)
         keys = []
         for j in range(LOADS):
@@ -147,7 +148,8 @@ def build(rows: int = ROWS, variant: str = "warp"):
 
         def add(h, d, value):
             if relaxed:
-                shared_add(h, arith.addi(arith.muli(copy, c(BINS, i32)), d), value)
+                bins = ir.MemRefType(h.type).shape[1]
+                shared_add(h, arith.addi(arith.muli(copy, c(bins, i32)), d), value)
             else:
                 memref.atomic_rmw(arith.AtomicRMWKind.addi, value, h, [idx(copy), idx(d)])
 
@@ -176,25 +178,27 @@ def build(rows: int = ROWS, variant: str = "warp"):
                             scf.yield_([])
 
         def find(h, want, slot):
-            """Threads < BINS add up their bin's copies into ``total``; warp 0 scans the bins from the
+            """The threads add up each bin's copies into ``total``; warp 0 scans the bins from the
             top and writes (bin, count above the bin) of the bin holding the ``want``-th largest to
             ``result[slot], result[slot + 1]``."""
             gpu.barrier()
-            first = arith.cmpi(arith.CmpIPredicate.ult, tid, c(BINS, i32))
-            if_op = scf.IfOp(first)
-            with ir.InsertionPoint(if_op.then_block):
-                s = c(0, i32)
-                for w in range(copies):
-                    s = arith.addi(s, memref.load(h, [idx(c(w, i32)), idx(tid)]))
-                memref.store(s, total, [idx(tid)])
-                scf.yield_([])
+            bins = ir.MemRefType(h.type).shape[1]
+            for j in range(-(-bins // THREADS)):
+                b = arith.addi(tid, c(j * THREADS, i32))
+                if_op = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, b, c(bins, i32)))
+                with ir.InsertionPoint(if_op.then_block):
+                    s = c(0, i32)
+                    for w in range(copies):
+                        s = arith.addi(s, memref.load(h, [idx(c(w, i32)), idx(b)]))
+                    memref.store(s, total, [idx(b)])
+                    scf.yield_([])
             gpu.barrier()
             if_op = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, warp, c(0, i32)))
             with ir.InsertionPoint(if_op.then_block):
-                per = BINS // 32  # bins a lane, from the top: lane l takes 255 - 8 l - i
+                per = bins // 32  # bins a lane, from the top: lane l takes bins - 1 - per l - i
                 counts, run = [], c(0, i32)
                 for i in range(per):
-                    b = arith.subi(c(BINS - 1 - i, i32), arith.muli(lane, c(per, i32)))
+                    b = arith.subi(c(bins - 1 - i, i32), arith.muli(lane, c(per, i32)))
                     run = arith.addi(run, memref.load(total, [idx(b)]))
                     counts.append((b, run))
                 # exclusive scan of the lanes' totals
@@ -230,19 +234,20 @@ def build(rows: int = ROWS, variant: str = "warp"):
                 memref.store(memref.load(result, [idx(c(0, i32))]), out_ref, [row, idx(c(0, i32))])
                 scf.yield_([])
             return
-        count(hist1, lambda k: arith.shrui(k, c(8, i32)))
+        count(hist1, lambda k: arith.shrui(k, c(low_bits, i32)))
         high, above_high = find(hist1, c(K, i32), 0)
-        count(hist2, lambda k: arith.andi(k, c(255, i32)),
-              take=lambda k: arith.cmpi(arith.CmpIPredicate.eq, arith.shrui(k, c(8, i32)), high))
+        count(hist2, lambda k: arith.andi(k, c((1 << low_bits) - 1, i32)),
+              take=lambda k: arith.cmpi(arith.CmpIPredicate.eq, arith.shrui(k, c(low_bits, i32)), high))
         low, above_low = find(hist2, arith.subi(c(K, i32), above_high), 2)
         if_op = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, tid, c(0, i32)))
         with ir.InsertionPoint(if_op.then_block):
-            memref.store(arith.ori(arith.shli(high, c(8, i32)), low), out_ref, [row, idx(c(0, i32))])
+            memref.store(arith.ori(arith.shli(high, c(low_bits, i32)), low), out_ref, [row, idx(c(0, i32))])
             memref.store(arith.addi(above_high, above_low), out_ref, [row, idx(c(1, i32))])
             scf.yield_([])
 
-    scratch = (jax.ShapeDtypeStruct((copies, BINS), jnp.int32), jax.ShapeDtypeStruct((copies, BINS), jnp.int32),
-               jax.ShapeDtypeStruct((BINS,), jnp.int32), jax.ShapeDtypeStruct((4,), jnp.int32))
+    scratch = (jax.ShapeDtypeStruct((copies, 1 << high_bits), jnp.int32),
+               jax.ShapeDtypeStruct((copies, 1 << low_bits), jnp.int32),
+               jax.ShapeDtypeStruct((1 << max(high_bits, low_bits),), jnp.int32), jax.ShapeDtypeStruct((4,), jnp.int32))
     from jax._src.interpreters import mlir as jax_mlir
     with jax_mlir.make_ir_context(), ir.Location.unknown():
         return mgpu.as_gpu_kernel(body, (rows, 1, 1), (THREADS, 1, 1),
@@ -271,7 +276,7 @@ def main() -> int:
     print(f"jax {jax.__version__}; {jax.devices()[0]}", flush=True)
     rng = np.random.default_rng(0)
     status = 0
-    fns = {v: build(ROWS, v) for v in ("warp", "warp red", "block red", "match", "match red")}
+    fns = {v: build(ROWS, v) for v in ("warp red", "block red", "wide red", "match red")}
     x = inputs(rng, ROWS)
     want_kth, want_above = numpy_kth(x, K)
     fns["load"] = build(ROWS, "load")
