@@ -65,7 +65,8 @@ def build(rows: int = ROWS, variant: str = "warp"):
     atomic a distinct digit a warp (match.any.sync: the lanes holding it, added by the lowest);
     "wide": one for the block, of the keys' 11 high bits (2,048 bins; then 32 of the 5 low bits);
     "load": the loads and keys alone (no histogram: its output is not the K-th key). A suffix " red":
-    the histograms' atomics as relaxed block-scope reductions (PTX red), not memref.atomic_rmw."""
+    the histograms' atomics as relaxed block-scope reductions (PTX red), not memref.atomic_rmw; " packed":
+    the keys held as 16 bits (32 registers a thread for 64, not 64), widened where counted."""
     from jax._src.lib.mlir import ir
     from jax._src.lib.mlir.dialects import arith, gpu, llvm, memref, nvvm, scf, vector
     from jax._src.lib.mlir.dialects import math as math_dialect
@@ -96,6 +97,8 @@ def build(rows: int = ROWS, variant: str = "warp"):
         i32 = ir.IntegerType.get_signless(32)
         return llvm.inline_asm(i32, [value], "match.any.sync.b32 $0, $1, 0xffffffff;", "=r,r", has_side_effects=True)
 
+    packed = variant.endswith(" packed")
+    variant = variant.removesuffix(" packed")
     relaxed = variant.endswith(" red")
     variant = variant.removesuffix(" red")
     copies = 1 if variant in ("block", "wide") else WARPS
@@ -141,7 +144,8 @@ def build(rows: int = ROWS, variant: str = "warp"):
             key = arith.select(arith.cmpi(arith.CmpIPredicate.slt, b, c(0, v8i32)), arith.xori(b, c(0x7FFF, v8i32)), b)
             key = arith.select(arith.cmpi(arith.CmpIPredicate.eq, mag, c(0, v8i32)), c(0, v8i32), key)
             key = arith.select(arith.cmpi(arith.CmpIPredicate.ugt, mag, c(0x7C00, v8i32)), c(-32768, v8i32), key)
-            keys.append(arith.addi(key, c(32768, v8i32)))
+            key = arith.addi(key, c(32768, v8i32))
+            keys.append(arith.trunci(ir.VectorType.get([VEC], i16), key) if packed else key)
         gpu.barrier()
 
         one = c(1, i32)
@@ -157,6 +161,8 @@ def build(rows: int = ROWS, variant: str = "warp"):
             for u in keys:
                 for e in range(VEC):
                     k = vector.extract(u, dynamic_position=[], static_position=[e])
+                    if packed:
+                        k = arith.extui(i32, k)
                     d = digit_of(k)
                     if aggregate:  # one atomic a digit a warp: its lowest lane adds the lanes holding it
                         if take is not None:
@@ -276,7 +282,7 @@ def main() -> int:
     print(f"jax {jax.__version__}; {jax.devices()[0]}", flush=True)
     rng = np.random.default_rng(0)
     status = 0
-    fns = {v: build(ROWS, v) for v in ("warp red", "block red", "wide red", "match red")}
+    fns = {v: build(ROWS, v) for v in ("warp red", "block red", "wide red", "warp red packed", "block red packed")}
     x = inputs(rng, ROWS)
     want_kth, want_above = numpy_kth(x, K)
     fns["load"] = build(ROWS, "load")
