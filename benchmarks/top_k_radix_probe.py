@@ -1,17 +1,19 @@
 """A probe, not a candidate: what TOP_K's K-th key costs when a row's keys are counted in shared
-memory histograms, the kind of kernel issue 11's K = 256 goal asks for and Pallas's Triton lowering
-cannot express (no shared-memory scatter or atomics). Written with Mosaic GPU's low-level API
-(``jax.experimental.mosaic.gpu.as_gpu_kernel``: MLIR, one CUDA thread block a row); H100 (sm_90)
-only, and with no CPU interpreter, so nothing in dmljax uses it.
+memory histograms, the kind of kernel issue 11's K = 256 goal calls for and Pallas's Triton lowering
+cannot express (no shared memory of the kernel's own; its atomics reach global memory only).
+Written with Mosaic GPU's low-level API (``jax.experimental.mosaic.gpu.as_gpu_kernel``: MLIR and
+inline PTX, one CUDA thread block a row); H100 (sm_90) only, with no CPU interpreter, so nothing in
+dmljax uses it.
 
-FLOAT16 rows of 32,768 (2^26 elements, as benchmarks/threshold_kernel_sweep.py). Each thread holds
-64 of its row's elements in registers as 16-bit order-preserving keys in dmljax's order (-0 equal
-to +0, NaN below every number: threshold_kernels._keys), and the K-th largest key is found in two
-passes over them: a 256-bin histogram of the keys' high bytes (shared-memory atomics, one
-histogram a warp), the bin holding the K-th key found by one warp's scan, then a histogram of the
-low bytes of that bin's keys. The kernel writes each row's K-th key and the count of keys above
-it: everything the selection needs, not the selection itself (the K in index order at the ties,
-then in order), which threshold_kernels' second and third kernels take 0.070 ms for today.
+FLOAT16 rows of 32,768 (2^26 elements, as benchmarks/threshold_kernel_sweep.py), 512 threads a row.
+Each thread holds 64 of its row's elements in registers as 16-bit order-preserving keys in
+dmljax's order (-0 equal to +0, NaN below every number: threshold_kernels._keys), and the K-th
+largest key is found in two passes over them: a histogram of the keys' high bits (shared-memory
+atomics), the bin holding the K-th key found by one warp's scan, then a histogram of the low bits
+of that bin's keys. The kernel writes each row's K-th key and the count of keys above it:
+everything the selection needs, not the selection itself (the K in index order at the ties, then
+in order), which threshold_kernels' second and third kernels take 0.070 ms for today. Variants:
+``build``.
 
     python benchmarks/top_k_radix_probe.py
 
@@ -19,6 +21,15 @@ Checks every row's K-th key and count against NumPy first (random normal rows, r
 NaN, infinities and signed zeros), then prints the device time (CUPTI, 20 calls over two input
 sets) beside a copy and dmljax's TOP_K (K = 256), and the kernel's time as a fraction of a copy's
 read (copy time / 2 / time: 1.0 is the card's read bandwidth).
+
+Measured on the H100 (jax 0.11.2; results/h100_session12/top_k_radix/, benchmarks/README.md
+"Session 12"): every variant gives NumPy's K-th key and count on every row. The loads and keys alone
+take 0.055 ms (0.81 of a copy's read); the K-th key by 8 + 8 bits with relaxed block-scope PTX
+reductions 0.112 ms (0.40), one histogram a warp or one a block alike; memref.atomic_rmw in their
+place 2.5 ms; 11 + 5 bits 0.146; one atomic a distinct digit a warp (match.any) 0.48; keys held as
+16 bits 0.112. dmljax's whole TOP_K K = 256 takes 0.152 ms, and issue 11's goal 0.075. ptxas gives
+the kernel 128 registers a thread (with spills): one block of 512 threads an SM, so nothing
+overlaps a row's scans and barriers.
 """
 
 from __future__ import annotations
@@ -83,8 +94,7 @@ def build(rows: int = ROWS, variant: str = "warp"):
 
     def shared_add(ref, flat, value):
         # ref[flat] += value, a relaxed block-scope reduction in shared memory by inline PTX (as Mosaic
-        # GPU's own atomic stores): memref.atomic_rmw lowers to a sequentially consistent atomic,
-        # whose fences took 2.5 ms here (radix_2.txt)
+        # GPU's own atomic stores); memref.atomic_rmw in its place took 2.5 ms, not 0.112 (radix_3.txt)
         from jax.experimental.mosaic.gpu import utils as mgpu_utils
         i32 = ir.IntegerType.get_signless(32)
         at = mgpu_utils.getelementptr(mgpu_utils.memref_ptr(ref), [flat], i32)
@@ -282,7 +292,8 @@ def main() -> int:
     print(f"jax {jax.__version__}; {jax.devices()[0]}", flush=True)
     rng = np.random.default_rng(0)
     status = 0
-    fns = {v: build(ROWS, v) for v in ("warp red", "block red", "wide red", "warp red packed", "block red packed")}
+    variants = ("warp", "warp red", "block red", "wide red", "match red", "warp red packed", "block red packed")
+    fns = {v: build(ROWS, v) for v in variants}
     x = inputs(rng, ROWS)
     want_kth, want_above = numpy_kth(x, K)
     fns["load"] = build(ROWS, "load")
