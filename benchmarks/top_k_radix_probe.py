@@ -48,9 +48,7 @@ ROWS = int(os.environ.get("RADIX_ROWS", 2048))
 N = 32768
 K = 256
 THREADS = 512
-WARPS = THREADS // 32
 VEC = 8  # FLOAT16 elements a load (16 bytes)
-LOADS = N // (THREADS * VEC)  # 8 loads, 64 elements a thread
 HIGH_BITS = 8
 SAMPLE_RANK = 2 * K // VEC
 """The "sample" variant's threshold: the SAMPLE_RANK-th largest of every VEC-th key (a sample of
@@ -89,7 +87,8 @@ def build(rows: int = ROWS, variant: str = "warp"):
     "sample": one a warp, of every VEC-th key only: their SAMPLE_RANK-th largest, then a count of the
     row's keys at or above it (a sampled threshold's cost, before compaction and fallback);
     "load": the loads and keys alone (no histogram: its output is not the K-th key). A suffix " red":
-    the histograms' atomics as relaxed block-scope reductions (PTX red), not memref.atomic_rmw; " packed":
+    the histograms' atomics as relaxed block-scope reductions (PTX red), not memref.atomic_rmw; " t256": blocks
+    of 256 threads, 128 keys a thread (THREADS: 512, 64 keys); " packed":
     the keys held as 16 bits (32 registers a thread for 64, not 64), widened where counted."""
     from jax._src.lib.mlir import ir
     from jax._src.lib.mlir.dialects import arith, gpu, llvm, memref, nvvm, scf, vector
@@ -123,12 +122,15 @@ def build(rows: int = ROWS, variant: str = "warp"):
         i32 = ir.IntegerType.get_signless(32)
         return llvm.inline_asm(i32, [value], "match.any.sync.b32 $0, $1, 0xffffffff;", "=r,r", has_side_effects=True)
 
+    threads = 256 if variant.endswith(" t256") else THREADS  # a block's threads (t256: two blocks an SM)
+    variant = variant.removesuffix(" t256")
+    loads = N // (threads * VEC)
     sampled = variant.startswith("sample")
     packed = variant.endswith(" packed")
     variant = variant.removesuffix(" packed")
     relaxed = variant.endswith(" red")
     variant = variant.removesuffix(" red")
-    copies = 1 if variant in ("block", "wide") else WARPS
+    copies = 1 if variant in ("block", "wide") else threads // 32
     high_bits = 11 if variant == "wide" else HIGH_BITS  # the first pass's digit: the keys' high bits
     low_bits = 16 - high_bits
     aggregate = variant == "match"
@@ -154,8 +156,8 @@ def build(rows: int = ROWS, variant: str = "warp"):
         # zero both histograms
         for h, bits in ((hist1, high_bits), (hist2, low_bits)):
             size = copies << bits
-            for j in range(-(-size // THREADS)):
-                flat = arith.addi(tid, c(j * THREADS, i32))
+            for j in range(-(-size // threads)):
+                flat = arith.addi(tid, c(j * threads, i32))
                 if_op = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, flat, c(size, i32)))
                 with ir.InsertionPoint(if_op.then_block):
                     memref.store(c(0, i32), h, [idx(arith.shrui(flat, c(bits, i32))),
@@ -163,12 +165,12 @@ def build(rows: int = ROWS, variant: str = "warp"):
                     scf.yield_([])
         if_op = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, tid, c(0, i32)))
         with ir.InsertionPoint(if_op.then_block):
-            memref.store(c(0, i32), result, [idx(c(3, i32))])
+            memref.store(c(0, i32), result, [idx(c(4, i32))])
             scf.yield_([])
-        # the keys, 64 a thread (VEC adjacent elements a load, loads THREADS * VEC apart)
+        # the keys, N / threads a thread (VEC adjacent elements a load, loads threads * VEC apart)
         keys = []
-        for j in range(LOADS):
-            col = arith.muli(arith.addi(tid, c(j * THREADS, i32)), c(VEC, i32))
+        for j in range(loads):
+            col = arith.muli(arith.addi(tid, c(j * threads, i32)), c(VEC, i32))
             v = vector.load(ir.VectorType.get([VEC], f16), x_ref, [row, idx(col)], alignment=16)
             b = arith.extsi(v8i32, vector.bitcast(ir.VectorType.get([VEC], i16), v))
             mag = arith.andi(b, c(0x7FFF, v8i32))
@@ -220,8 +222,8 @@ def build(rows: int = ROWS, variant: str = "warp"):
             ``result[slot], result[slot + 1]``."""
             gpu.barrier()
             bins = ir.MemRefType(h.type).shape[1]
-            for j in range(-(-bins // THREADS)):
-                b = arith.addi(tid, c(j * THREADS, i32))
+            for j in range(-(-bins // threads)):
+                b = arith.addi(tid, c(j * threads, i32))
                 if_op = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, b, c(bins, i32)))
                 with ir.InsertionPoint(if_op.then_block):
                     s = c(0, i32)
@@ -282,16 +284,18 @@ def build(rows: int = ROWS, variant: str = "warp"):
         if sampled:  # the row's keys at or above the sample's threshold: counted a thread, then a warp
             n = c(0, i32)
             for u in keys:
+                if packed:
+                    u = arith.extui(v8i32, u)
                 hit = arith.cmpi(arith.CmpIPredicate.uge, u, vector.broadcast(v8i32, kth))
                 n = arith.addi(n, vector.reduction(i32, vector.CombiningKind.ADD, arith.extui(v8i32, hit)))
             for off in (16, 8, 4, 2, 1):
                 n = arith.addi(n, shfl(n, off, nvvm.ShflKind.bfly))
             if_op = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, lane, c(0, i32)))
             with ir.InsertionPoint(if_op.then_block):
-                shared_add(result, c(3, i32), n)  # result[3]: zero before (thread 0, below)
+                shared_add(result, c(4, i32), n)  # result[4]: zeroed first (find writes 0 to 3)
                 scf.yield_([])
             gpu.barrier()
-            above = memref.load(result, [idx(c(3, i32))])
+            above = memref.load(result, [idx(c(4, i32))])
         if_op = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, tid, c(0, i32)))
         with ir.InsertionPoint(if_op.then_block):
             memref.store(kth, out_ref, [row, idx(c(0, i32))])
@@ -300,10 +304,10 @@ def build(rows: int = ROWS, variant: str = "warp"):
 
     scratch = (jax.ShapeDtypeStruct((copies, 1 << high_bits), jnp.int32),
                jax.ShapeDtypeStruct((copies, 1 << low_bits), jnp.int32),
-               jax.ShapeDtypeStruct((1 << max(high_bits, low_bits),), jnp.int32), jax.ShapeDtypeStruct((4,), jnp.int32))
+               jax.ShapeDtypeStruct((1 << max(high_bits, low_bits),), jnp.int32), jax.ShapeDtypeStruct((5,), jnp.int32))
     from jax._src.interpreters import mlir as jax_mlir
     with jax_mlir.make_ir_context(), ir.Location.unknown():
-        return mgpu.as_gpu_kernel(body, (rows, 1, 1), (THREADS, 1, 1),
+        return mgpu.as_gpu_kernel(body, (rows, 1, 1), (threads, 1, 1),
                                   (jax.ShapeDtypeStruct((rows, N), jnp.float16),),
                                   jax.ShapeDtypeStruct((rows, 2), jnp.int32), scratch, kernel_name="radix_kth")
 
@@ -330,7 +334,7 @@ def main() -> int:
     rng = np.random.default_rng(0)
     status = 0
     variants = ("warp", "warp red", "block red", "wide red", "match red", "warp red packed", "block red packed",
-                "sample red")
+                "sample red", "warp red packed t256", "sample red packed t256")
     fns = {v: build(ROWS, v) for v in variants}
     x = inputs(rng, ROWS)
     exact, sampled = numpy_kth(x, K), numpy_sampled(x)
