@@ -22,14 +22,14 @@ NaN, infinities and signed zeros), then prints the device time (CUPTI, 20 calls 
 sets) beside a copy and dmljax's TOP_K (K = 256), and the kernel's time as a fraction of a copy's
 read (copy time / 2 / time: 1.0 is the card's read bandwidth).
 
-Measured on the H100 (jax 0.11.2; results/h100_session12/top_k_radix/, benchmarks/README.md
-"Session 12"): every variant gives NumPy's K-th key and count on every row. The loads and keys alone
-take 0.055 ms (0.81 of a copy's read); the K-th key by 8 + 8 bits with relaxed block-scope PTX
-reductions 0.112 ms (0.40), one histogram a warp or one a block alike; memref.atomic_rmw in their
-place 2.5 ms; 11 + 5 bits 0.146; one atomic a distinct digit a warp (match.any) 0.48; keys held as
-16 bits 0.112. dmljax's whole TOP_K K = 256 takes 0.152 ms, and issue 11's goal 0.075. ptxas gives
-the kernel 128 registers a thread (with spills): one block of 512 threads an SM, so nothing
-overlaps a row's scans and barriers.
+Measured on the H100 (jax 0.11.2; results/h100_session12/top_k_radix/radix_7.txt, benchmarks/README.md
+"Session 12"): every variant gives NumPy's answer on every row. The loads and keys alone take
+0.056 ms (0.81 of a copy's read); the K-th key by 8 + 8 bits with relaxed block-scope PTX reductions
+0.112 ms (0.40), one histogram a warp or one a block alike; memref.atomic_rmw in their place 2.5 ms;
+11 + 5 bits 0.153; one atomic a distinct digit a warp (match.any) 0.48; the sampled threshold and
+its count 0.104. dmljax's whole TOP_K K = 256 takes 0.153 ms, and issue 11's goal is 0.075. ptxas
+gives the kernels 128 registers a thread at 512 threads (234 to 255 at 256): one block an SM, so
+nothing overlaps a row's barriers and scans with another row's loads.
 """
 
 from __future__ import annotations
