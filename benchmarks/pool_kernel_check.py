@@ -2,9 +2,10 @@
 XLA path (integer keys, pool_kernels.ENABLED = False, traced afresh), bit for bit, over windows of
 NaN only, NaN beside -inf, -0 beside +0 in either order, ties, FLOAT32 denormals, strides,
 dilations and padding (FLOAT32 too, which the kernel takes only with DTYPES widened); then the
-device time (CUPTI, 20 calls over two input sets) of 32 x 64 x 112 x 112 (and 31 x 63: SHAPES), 3 x 3 windows every 2
-with a padding of 1 and 2 x 2 windows every 2: the operator, the XLA path, lax.reduce_window's
-float max (issue 12's twin) and a copy, with the kernel's settings varied.
+device time (CUPTI, 20 calls over two input sets) of 32 x 64 x 112 x 112 and 31 x 63 x 112 x 112
+(SHAPES), 3 x 3 windows every 2 with a padding of 1 and 2 x 2 windows every 2: the operator, the
+XLA path, lax.reduce_window's float max (issue 12's twin) and a copy, with the kernel's settings
+varied.
 
     python benchmarks/pool_kernel_check.py [check|time ...]   (default: both; POOL_CHECK_ON_CPU=1:
                                                                 a dry run of the check on the CPU)
