@@ -18,9 +18,10 @@ The result is the maximum's own bits, as the XLA path's (benchmarks/pool_kernel_
 that on the GPU, bit for bit, on windows of NaN, infinities and signed zeros; the tests run the
 kernel in Pallas's interpreter). Output elements are taken BLOCK at a time in row-major order
 over (plane, row, column), so a program's lanes hold consecutive outputs (those past the end of
-the last block are masked) and the stores are contiguous; each window position is one gathered load at a fixed offset from the window's first
-element, masked where it falls in the padding. ``use_kernel`` says whether a call can take this
-path; ``jax.lax.platform_dependent`` picks it at lowering time on CUDA.
+the last block are masked) and the stores are contiguous; each window position is one gathered
+load at a fixed offset from the window's first element, masked where it falls in the padding.
+``use_kernel`` says whether a call can take this path; ``jax.lax.platform_dependent`` picks it at
+lowering time on CUDA.
 """
 
 from __future__ import annotations
