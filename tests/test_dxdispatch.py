@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 import dmljax
-from dmljax._src import dxdispatch
+from dmljax._src.dxdispatch import model as dxdispatch
 from dmljax._src.cli import main
-from dmljax._src.dxdispatch import Model, ModelError, load_json
+from dmljax._src.dxdispatch.model import Model, ModelError, load_json
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 MODELS = SHARED / "dxdispatch" / "models"

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from dmljax._src import dxdispatch
+from dmljax._src.dxdispatch import model as dxdispatch
 from dmljax._src.cli import main
-from dmljax._src.dxdispatch import Model, ModelError
+from dmljax._src.dxdispatch.model import Model, ModelError
 
 MODELS = Path(__file__).resolve().parents[2] / "shared" / "dxdispatch" / "models"
 needs_shared = pytest.mark.skipif(not MODELS.is_dir(), reason=f"the shared DxDispatch models are not at {MODELS}")

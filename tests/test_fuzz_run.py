@@ -33,7 +33,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dmljax
-from dmljax._src import dxdispatch
+from dmljax._src.dxdispatch import model as dxdispatch
 from dmljax._src.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -32,7 +32,7 @@ from dmljax._src import docgen
 from dmljax._src.argtypes import int_at_least
 from dmljax._src.catalog import FAMILIES, CatalogEntry
 from dmljax._src.docstrings import support_table_text
-from dmljax._src.dxdispatch import Model, ModelError
+from dmljax._src.dxdispatch.model import Model, ModelError
 from dmljax._src.errors import UnknownOperatorError, ValidationError
 from dmljax._src.feature_level import FeatureLevel, resolve_feature_level
 from dmljax._src.registry import canonical_name, catalog, entry, implemented, registry

@@ -201,7 +201,7 @@ def test_row_kernel_matches_the_reference(log, dtype, rng):
     # Long rows on a GPU take a Pallas kernel (dmljax/_src/row_kernels.py); run here in Pallas's
     # interpreter, it must give what the operator's reference gives, NaN rows included, and so
     # must its gradient (the H100 run checks the compiled kernel: benchmarks/issue10_gpu.py).
-    from dmljax._src.row_kernels import MIN_ROW, softmax_rows, softmax_rows_grad, use_kernel
+    from dmljax._src.kernels.softmax import MIN_ROW, softmax_rows, softmax_rows_grad, use_kernel
     x = (rng.standard_normal((3, MIN_ROW)) * 6).astype(dtype)
     x[0, :2] = [NAN, 1.0]
     x[1, 5] = -INF

@@ -92,8 +92,8 @@ def test_float16_rows_take_the_top_k_kernel_with_the_xla_paths_index(larger, las
     # FLOAT16 rows on a GPU take the TOP_K kernel with K = 1 (dmljax/_src/select_kernels.py); run
     # in Pallas's interpreter, it must give the XLA path's index bit for bit, in both directions:
     # ties, -0 tied with +0, a row of NaN (its first or last index), NaN beside -inf.
-    from dmljax._src.ops.arg_extreme import _arg_extreme_xla
-    from dmljax._src.select_kernels import top_k_rows, use_arg_kernel
+    from dmljax._src.ops.reduction.arg_extreme import _arg_extreme_xla
+    from dmljax._src.kernels.top_k import top_k_rows, use_arg_kernel
     rng = np.random.default_rng(3)
     x = (rng.integers(-20, 20, (8, 1024)) * 0.5).astype(np.float16)
     x[0, :5] = [np.nan, -np.inf, np.nan, 0.0, -0.0]
@@ -112,8 +112,8 @@ def test_float16_columns_take_the_column_kernel_with_the_xla_paths_index(larger,
     # (select_kernels.arg_columns); in Pallas's interpreter it must give the XLA path's index bit
     # for bit: ties across the row blocks it walks, -0 tied with +0, a column of NaN, NaN beside
     # -inf, and a leading axis kept.
-    from dmljax._src.ops.arg_extreme import _arg_extreme_xla
-    from dmljax._src.select_kernels import arg_columns, use_column_arg_kernel
+    from dmljax._src.ops.reduction.arg_extreme import _arg_extreme_xla
+    from dmljax._src.kernels.top_k import arg_columns, use_column_arg_kernel
     rng = np.random.default_rng(4)
     x = (rng.integers(-3, 3, (2, 96, 2, 256)) * 0.5).astype(np.float16)  # many ties
     x[0, :, 0, 0], x[1, :, 1, 5] = np.nan, -0.0

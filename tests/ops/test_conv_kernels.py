@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 import dmljax
 from dmljax import DataType
-from dmljax._src import conv_kernels
+from dmljax._src.kernels import convolution as conv_kernels
 from dmljax._src.enums import ConvolutionDirection, ConvolutionMode
-from dmljax._src.ops import convolution as conv_op
-from dmljax._src.ops.convolution import CONVOLUTION
+from dmljax._src.ops.convolution import convolution as conv_op
+from dmljax._src.ops.convolution.convolution import CONVOLUTION
 from tests import catalog
 from tests.compare import assert_matches
 from tests.reference.convolution import _magnitude

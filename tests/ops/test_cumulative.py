@@ -135,8 +135,8 @@ def test_row_kernel_matches_the_reference(dtype, reverse, exclusive, max_row, mo
     # NaN, infinities and FLOAT32 denormals included (the H100 run checks the compiled kernel:
     # benchmarks/scan_kernel_check.py, gpu_check): whole rows in a block, and rows longer than
     # MAX_ROW (64 here: four blocks a row, the sum carried across).
-    from dmljax._src import scan_kernels
-    from dmljax._src.scan_kernels import scan_rows, use_kernel
+    from dmljax._src.kernels import cumulative as scan_kernels
+    from dmljax._src.kernels.cumulative import scan_rows, use_kernel
     monkeypatch.setattr(scan_kernels, "MAX_ROW", max_row)
     from tests.compare import assert_matches
     from tests.reference.reduction import _cumulative, _sum_magnitude
@@ -174,8 +174,8 @@ def test_product_row_kernel_matches_the_reference(dtype, reverse, exclusive, blo
     # and rows longer than PRODUCT_BLOCK (64 here: four blocks a row, the product carried across,
     # the extremes placed across the blocks' edges), by the pair scan of every element (sub 0) and
     # by sub-blocks of 8 (the tile kernel: extremes also across a sub-block's edge inside a block).
-    from dmljax._src import scan_kernels
-    from dmljax._src.scan_kernels import product_rows, use_product_kernel
+    from dmljax._src.kernels import cumulative as scan_kernels
+    from dmljax._src.kernels.cumulative import product_rows, use_product_kernel
     monkeypatch.setattr(scan_kernels, "PRODUCT_BLOCK", block)
     monkeypatch.setattr(scan_kernels, "PRODUCT_SUB", sub)
     from tests.compare import assert_matches, round_to

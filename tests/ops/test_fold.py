@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import dmljax
-from dmljax._src.ops import fold as fold_module
+from dmljax._src.ops.data_movement import fold as fold_module
 
 _PLAIN = {"window_sizes": (3, 3), "strides": (1, 1), "dilations": (1, 1)}
 

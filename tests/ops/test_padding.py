@@ -100,7 +100,7 @@ _KERNEL_CASES = [((10,), (3,), (4,)), ((5, 7), (2, 9), (3, 1)), ((3, 4, 5), (1, 
 @pytest.mark.parametrize("mode", sorted(_NP_MODES))
 def test_pad_kernel_equals_np_pad(mode):
     from dmljax._src.enums import PaddingMode
-    from dmljax._src.pad_kernels import pad_rows
+    from dmljax._src.kernels.padding import pad_rows
 
     rng = np.random.default_rng(5)
     for (shape, s, e), dtype in zip(_KERNEL_CASES, (np.float32, np.float16, np.int8, np.uint16)):
@@ -113,7 +113,7 @@ def test_pad_kernel_equals_np_pad(mode):
 
 def test_pad_kernel_under_vmap_and_on_cuda():
     from dmljax._src.enums import PaddingMode
-    from dmljax._src.pad_kernels import pad_rows
+    from dmljax._src.kernels.padding import pad_rows
 
     x = np.arange(3 * 5 * 7, dtype=np.float32).reshape(3, 5, 7)
     got = jax.vmap(lambda v: pad_rows(v, PaddingMode.SYMMETRIC, (2, 3), (1, 9), interpret=True))(x)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import dmljax
-from dmljax._src.ops import pooling
+from dmljax._src.ops.pooling import max_pooling as pooling
 from tests.reference.pooling import window as ref
 
 PLAIN = {"strides": (1, 1), "window_size": (2, 2), "start_padding": (0, 0), "end_padding": (0, 0)}
@@ -317,7 +317,7 @@ def test_max_pool_kernel_gives_the_xla_paths_bits(dtype, monkeypatch):
     # give the XLA path's bits (integer keys) for windows of NaN only, NaN beside -inf, -0 beside +0
     # in either order, ties, FLOAT32 denormals (the kernel's FLOAT32 form, not taken by default),
     # strides, dilations, padding on each side and windows wholly in it.
-    from dmljax._src import pool_kernels
+    from dmljax._src.kernels import max_pooling as pool_kernels
     monkeypatch.setattr(pool_kernels, "DTYPES", (np.float16, np.float32))
     monkeypatch.setattr(pool_kernels, "MIN_WINDOW", 1)  # the kernel's own rules for every window
     rng = np.random.default_rng(3)

@@ -235,8 +235,8 @@ def test_float16_columns_take_the_column_kernel_with_the_xla_paths_keys(larger):
     # keys must be the XLA path's bit for bit: NaN columns, NaN beside -inf, -0 and +0 (+0 above),
     # a column of -0, ties across the row blocks.
     from dmljax._src.numerics import is_nan
-    from dmljax._src.ops.reduce import _order_keys
-    from dmljax._src.select_kernels import max_key_columns, use_column_arg_kernel
+    from dmljax._src.ops.reduction.reduce import _order_keys
+    from dmljax._src.kernels.top_k import max_key_columns, use_column_arg_kernel
     rng = np.random.default_rng(5)
     x = (rng.integers(-3, 3, (2, 96, 2, 256)) * 0.5).astype(np.float16)
     x[0, :, 0, 0], x[0, :, 1, 3], x[0, 70, 1, 3] = np.nan, np.nan, -np.inf

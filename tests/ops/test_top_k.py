@@ -104,7 +104,7 @@ def test_k_one_is_the_first_extreme():
 def test_staged_selection_is_exact(monkeypatch, rng):
     # chunks of 8 over rows of 45 (a ragged last chunk; three stages for k = 2), ties, -0, NaN with and
     # without -inf in the row (the FLOAT32 keys and the integer keys), integers
-    from dmljax._src.ops import top_k as module
+    from dmljax._src.ops.reduction import top_k as module
     from tests.reference.reduction.top_k import _select
     pool = np.array([np.nan, -np.inf, np.inf, 0.0, -0.0, 1, -1, 2], np.float32)
     rows = np.stack([rng.choice(pool, 45), rng.choice(pool[1:], 45), rng.integers(0, 5, 45).astype(np.float32)])
@@ -126,8 +126,8 @@ def test_row_kernel_gives_the_xla_paths_indices(dtype, largest, group, n, monkey
     # give the XLA path's indices bit for bit: ties (half the row repeats a value) to the
     # lower index, -0 tied with +0, FLOAT32 denormals with zero,
     # NaN after every number (a row of NaN with one -inf, a row of -0 only).
-    from dmljax._src import select_kernels
-    from dmljax._src.select_kernels import top_k_rows, use_kernel
+    from dmljax._src.kernels import top_k as select_kernels
+    from dmljax._src.kernels.top_k import top_k_rows, use_kernel
     monkeypatch.setattr(select_kernels, "GROUP", group)  # 0: K passes over the row; else groups first
     rng = np.random.default_rng(5)
     x = (rng.integers(-20, 20, (8, n)) * 0.5).astype(dtype)
@@ -173,8 +173,8 @@ def test_threshold_kernels_give_the_xla_paths_indices(dtype, largest, monkeypatc
     # number (a row of NaN with one -inf, a row of -0 only), and K up to a quarter of the groups;
     # the K ordered in the second kernel (their ranks: of the candidates at or above the best groups'
     # threshold where few reach it, else of the K after a bisection), in a third and by XLA's sort.
-    from dmljax._src import threshold_kernels
-    from dmljax._src.threshold_kernels import threshold_rows, use_kernel
+    from dmljax._src.kernels import top_k_threshold as threshold_kernels
+    from dmljax._src.kernels.top_k_threshold import threshold_rows, use_kernel
     rng = np.random.default_rng(7)
     n = 2048
     x = (rng.integers(-20, 20, (8, n)) * 0.5).astype(dtype)
@@ -230,8 +230,8 @@ def test_threshold_kernels_half_keys_order_as_argmaxs(largest):
     # The threshold kernels rank FLOAT16 by 17-bit keys of their own (fewer bisection steps): over
     # every FLOAT16 bit pattern they must order, and tie, exactly as ARGMAX's 32-bit keys do (-0 with
     # +0, every NaN together below every number).
-    from dmljax._src.select_kernels import _keys_of
-    from dmljax._src.threshold_kernels import _key_range, _keys
+    from dmljax._src.kernels.top_k import _keys_of
+    from dmljax._src.kernels.top_k_threshold import _key_range, _keys
     v = jnp.asarray(np.arange(1 << 16, dtype=np.uint16).view(np.float16))
     short, wide = np.asarray(_keys(v, largest)).astype(np.int64), np.asarray(_keys_of(v, largest, False)).astype(np.int64)
     order = np.argsort(wide, kind="stable")

@@ -1,0 +1,408 @@
+"""CONVOLUTION, of the convolution family: the page's record, with its formula below it.
+
+FORWARD: Output[n, o, p] = Bias[o] + sum over the group's input channels c and the window
+positions k of padded Input[n, c, p * Strides + k * Dilations] * Filter'[o, c, k], where Filter'
+is the filter (CROSS_CORRELATION) or the filter flipped along every spatial dimension
+(CONVOLUTION). BACKWARD is the transpose (adjoint) of FORWARD with the same Strides, Dilations
+and paddings: the "transposed convolution" of deep-learning libraries (ONNX's ConvTranspose).
+OutputPadding lengthens the output at the end of each spatial dimension. FLOAT32 products are
+FLOAT32 products (never TF32); FLOAT16 accumulates in FLOAT32 and rounds once."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.custom_derivatives import SymbolicZero
+
+from dmljax._src.kernels import convolution as conv_kernels
+from dmljax._src.catalog import PREFIX
+from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
+from dmljax._src.enums import ConvolutionDirection, ConvolutionMode
+from dmljax._src.errors import Violation
+from dmljax._src.numerics import compute_dtype, load, store
+from dmljax._src.op import operator
+from dmljax._src.ops.factories import apply_fused
+from dmljax._src.window import array_violations, fit_violations, windows_per_dimension
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, snake_case, table
+from dmljax._src.validate import MAX_ELEMENTS, TensorInfo
+
+F32, F16 = DataType.FLOAT32, DataType.FLOAT16
+_ARRAYS = ("Strides", "Dilations", "StartPadding", "EndPadding", "OutputPadding")
+_UNSET = {"Strides": 1, "Dilations": 1, "StartPadding": 0, "EndPadding": 0, "OutputPadding": 0}
+
+
+def geometry(spatial_dims: int, attrs) -> dict[str, tuple[int, ...]]:
+    """The five arrays, with the defaults of a None (all 1 for Strides and Dilations, all 0 for
+    the paddings) filled in for ``spatial_dims`` spatial dimensions."""
+    return {n: tuple(attrs[n]) if attrs.get(n) is not None else (_UNSET[n],) * spatial_dims for n in _ARRAYS}
+
+
+def output_spatial(spatial, window, direction, g) -> tuple[int, ...]:
+    """FORWARD: the windows that fit the padded input, plus OutputPadding; BACKWARD: the size
+    whose FORWARD windows are the input's, (Input - 1) * Strides + Dilations * (Window - 1) + 1
+    - StartPadding - EndPadding + OutputPadding."""
+    if direction is ConvolutionDirection.FORWARD:
+        fit = windows_per_dimension(spatial, window, g["Strides"], g["Dilations"], g["StartPadding"], g["EndPadding"])
+        return tuple(f + o for f, o in zip(fit, g["OutputPadding"]))
+    return tuple((i - 1) * s + d * (w - 1) + 1 - a - b + o for i, w, s, d, a, b, o in
+                 zip(spatial, window, *(g[n] for n in _ARRAYS)))
+
+
+def _channels(x, f, direction, groups) -> tuple[int, int]:
+    """(input channels per group the filter must have, output channels)."""
+    if direction is ConvolutionDirection.FORWARD:
+        return x.shape[1] // groups, f.shape[0]
+    return x.shape[1], f.shape[1] * groups
+
+
+def _checks(tensors, attrs, level) -> list[Violation]:
+    """The page's "same DimensionCount"; the arrays' lengths (DimensionCount: the tensors' spatial
+    dimensions); Strides and Dilations of at least 1; GroupCount dividing the channels; the
+    filter's channels those of a group; the bias {1, OutputChannelCount, 1...}; an output of at
+    least one element per spatial dimension."""
+    x, f, b = tensors.get("InputTensor"), tensors.get("FilterTensor"), tensors.get("BiasTensor")
+    direction, groups = attrs.get("Direction"), attrs.get("GroupCount")
+    if x is None or f is None or direction is None or groups is None or len(x.shape) < 3:
+        return []
+    ranks = {n: len(t.shape) for n, t in (("InputTensor", x), ("FilterTensor", f), ("BiasTensor", b)) if t is not None}
+    if len(set(ranks.values())) > 1:
+        other = next(n for n in ranks if ranks[n] != ranks["InputTensor"])
+        return [Violation(other, snake_case(other.removesuffix("Tensor")),
+                          "has " + ", ".join(f"{n}: {r} dimensions" for n, r in ranks.items()),
+                          "InputTensor, FilterTensor, BiasTensor and OutputTensor with the same DimensionCount "
+                          "(the page)")]
+    problems = array_violations("InputTensor", x.shape, {n: attrs.get(n) for n in _ARRAYS},
+                                at_least_one=("Strides", "Dilations"))
+    if groups < 1:
+        problems.append(Violation("GroupCount", "group_count", f"is {groups}", "at least 1"))
+    if problems:
+        return problems
+    forward = direction is ConvolutionDirection.FORWARD
+    split = x.shape[1] if forward else f.shape[0]  # the channels the groups divide on the input side
+    if x.shape[1] % groups or (forward and f.shape[0] % groups):
+        what = (f"InputChannelCount {x.shape[1]}" if x.shape[1] % groups else
+                f"FilterBatchCount (the OutputChannelCount) {f.shape[0]}")
+        return [Violation("GroupCount", "group_count", f"is {groups}", f"a divisor of {what}",
+                          "depthwise convolution: GroupCount = InputChannelCount")]
+    if forward and f.shape[1] != split // groups:
+        problems.append(Violation(
+            "FilterTensor", "filter", f"has Sizes {list(f.shape)}: FilterChannelCount {f.shape[1]}",
+            f"InputChannelCount / GroupCount = {x.shape[1]} / {groups} = {split // groups}, for the InputTensor's "
+            f"Sizes {list(x.shape)}", "FORWARD filters are {OutputChannelCount, InputChannelCount / GroupCount, "
+            "spatial...}"))
+    if not forward and f.shape[0] != x.shape[1]:
+        problems.append(Violation(
+            "FilterTensor", "filter", f"has Sizes {list(f.shape)}: FilterBatchCount {f.shape[0]}",
+            f"the InputTensor's channels, {x.shape[1]} (Sizes {list(x.shape)})",
+            "BACKWARD filters are {InputChannelCount, OutputChannelCount / GroupCount, spatial...}: the FORWARD "
+            "convolution's filter, whose gradient this is"))
+    if problems:
+        return problems
+    _, out_c = _channels(x, f, direction, groups)
+    if b is not None and b.shape != (1, out_c) + (1,) * (len(x.shape) - 2):
+        problems.append(Violation("BiasTensor", "bias", f"has Sizes {list(b.shape)}",
+                                  f"{{1, OutputChannelCount, 1...}} = {[1, out_c] + [1] * (len(x.shape) - 2)}"))
+    g = geometry(len(x.shape) - 2, attrs)
+    window, spatial = f.shape[2:], x.shape[2:]
+    what = "a spatial dimension must hold at least one output"
+    if forward:
+        return problems + fit_violations(spatial, window, *(g[n] for n in _ARRAYS[:4]), what=what,
+                                         window_name="FilterTensor.Sizes", arg="filter", first_index=2)
+    for i, size in enumerate(output_spatial(spatial, window, direction, g)):
+        if size < 1:
+            span = g["Dilations"][i] * (window[i] - 1) + 1
+            problems.append(Violation(
+                f"FilterTensor.Sizes[{i + 2}]", "filter",
+                f"is {window[i]} with Dilations {g['Dilations'][i]}: the window spans {span} elements",
+                f"an output size of at least 1: (Input - 1) * Strides + span - StartPadding - EndPadding + "
+                f"OutputPadding = {size}", what))
+    return problems
+
+
+def _output(tensors, attrs, problems) -> dict:
+    x, f = tensors["InputTensor"], tensors["FilterTensor"]
+    direction, groups = attrs["Direction"], attrs["GroupCount"]
+    g = geometry(len(x.shape) - 2, attrs)
+    shape = (x.shape[0], _channels(x, f, direction, groups)[1]) + output_spatial(x.shape[2:], f.shape[2:], direction, g)
+    if math.prod(shape) > MAX_ELEMENTS:
+        problems.append(Violation("OutputTensor", "", f"would have {math.prod(shape)} elements (Sizes {list(shape)})",
+                                  "a DirectML tensor holds at most 2^32 - 1 elements"))
+    return {"OutputTensor": TensorInfo(shape, x.data_type)}
+
+
+def _growth(sizes, attrs) -> dict:
+    """An output element sums (FilterChannelCount x the window) products in FORWARD and at most
+    (InputChannelCount / GroupCount x the window) in BACKWARD (SEMANTICS.md 8): that many rounding
+    units of the terms' magnitude, as GEMM's K. The filter's Sizes come as ``attrs['FilterTensor']``
+    where the caller knows them; otherwise ``sizes`` (the InputTensor's) bound it by the channels
+    alone, for a 1 x 1 window."""
+    f = attrs.get("FilterTensor")
+    groups = attrs.get("GroupCount") or 1
+    if f is not None and len(f) >= 3:
+        forward = attrs.get("Direction") in (None, ConvolutionDirection.FORWARD, 0, "FORWARD",
+                                             "DML_CONVOLUTION_DIRECTION_FORWARD")
+        k = (f[1] if forward else max(f[0] // groups, 1)) * math.prod(f[2:])
+    else:
+        k = max(sizes[1] // groups, 1) if len(sizes) >= 2 else 1
+    return {F32: k + 1, F16: math.ceil((k + 1) / 8192), "half": k + 1}
+
+
+def _array(name, doc):
+    return ParamSpec(name, "UINT[]", default=None, nullable=True, count="DimensionCount",
+                     doc=f"{doc} DimensionCount entries (the spatial dimensions); None: all {_UNSET[name]}.")
+
+
+CONVOLUTION = OpSpec(
+    enum_name=PREFIX + "CONVOLUTION",
+    summary=("Performs a convolution of the FilterTensor with the InputTensor: forward and backward (transposed) "
+             "convolution by Direction and Mode, depth-wise convolution by GroupCount; the bias is broadcast "
+             "over the output and added."),
+    formula=("perform the convolution into the output tensor; reshape the bias to the same dimension sizes as the "
+             "output tensor; add the reshaped bias tensor to the output tensor.\n"
+             "FORWARD: Output[n, o, p] = Bias[o] + sum_{c in o's group, k} Input'[n, c, p * Strides + k * "
+             "Dilations - StartPadding] * Filter'[o, c, k] (Input' 0 outside the input; Filter' the filter, "
+             "flipped along each spatial dimension in CONVOLUTION mode); BACKWARD: the transpose of FORWARD with "
+             "the same Strides, Dilations and paddings; then FusedActivation"),
+    tensors=(TensorSpec("InputTensor", "input"), TensorSpec("FilterTensor", "input"),
+             TensorSpec("BiasTensor", "input", optional=True), TensorSpec("OutputTensor", "output")),
+    support=(
+        table("4.0", InputTensor=("3 to 5", FLOAT32_FLOAT16), FilterTensor=("3 to 5", FLOAT32_FLOAT16),
+              BiasTensor=("3 to 5", FLOAT32_FLOAT16), OutputTensor=("3 to 5", FLOAT32_FLOAT16)),
+        table("1.0", InputTensor=("4 to 5", FLOAT32_FLOAT16), FilterTensor=("4 to 5", FLOAT32_FLOAT16),
+              BiasTensor=("4 to 5", FLOAT32_FLOAT16), OutputTensor=("4 to 5", FLOAT32_FLOAT16)),
+    ),
+    params=(
+        ParamSpec("Mode", "DML_CONVOLUTION_MODE", default=ConvolutionMode.CROSS_CORRELATION, enum=ConvolutionMode,
+                  doc=("CROSS_CORRELATION (the filter as it is, default: what deep-learning libraries call "
+                       "convolution) or CONVOLUTION (the filter flipped along each spatial dimension).")),
+        ParamSpec("Direction", "DML_CONVOLUTION_DIRECTION", default=ConvolutionDirection.FORWARD,
+                  enum=ConvolutionDirection,
+                  doc=("FORWARD (default) or BACKWARD: the transpose of FORWARD with the same geometry (a transposed "
+                       "convolution, the gradient of FORWARD with respect to its input).")),
+        _array("Strides", "The window's step in each spatial dimension (at least 1; not the tensors' strides)."),
+        _array("Dilations", "The spacing of the filter's elements in each spatial dimension (at least 1)."),
+        _array("StartPadding", "Implicit zeros before each spatial dimension (BACKWARD: crops the start)."),
+        _array("EndPadding", "Implicit zeros after each spatial dimension (BACKWARD: crops the end)."),
+        _array("OutputPadding", "Output elements added at the end of each spatial dimension."),
+        ParamSpec("GroupCount", "UINT", default=1,
+                  doc="The number of groups the channels are divided into (default 1; InputChannelCount: depthwise)."),
+        ParamSpec("FusedActivation", "DML_OPERATOR_DESC*", default=None, nullable=True,
+                  doc=("An optional fused activation applied after the convolution and the bias: a "
+                       "dmljax.FusedActivation, e.g. FusedActivation('ACTIVATION_RELU').")),
+    ),
+    constraints=(SameDataType(("InputTensor", "FilterTensor", "BiasTensor", "OutputTensor")),),
+    ulp={F32: 2, F16: 1},
+    ulp_half=2,
+    ulp_growth=_growth,
+    gradient=("dInput = the convolution of the other Direction with the same filter and geometry applied to dY' "
+              "(FORWARD's input gradient is BACKWARD, and the reverse), dFilter = the products of the input's "
+              "windows and dY' summed over the batch and the output positions, dBias = dY' summed over all but "
+              "the channels, where dY' is dY through the fused activation's gradient; FLOAT32 products, FLOAT16 "
+              "accumulated in FLOAT32 and rounded once to each input's type (JAX's transposes of the same "
+              "convolution)."),
+    notes=("InputTensor {N, C, spatial...}; FORWARD FilterTensor {OutputChannelCount, InputChannelCount / "
+           "GroupCount, window...}, BACKWARD FilterTensor {InputChannelCount, OutputChannelCount / GroupCount, "
+           "window...} (the FORWARD convolution's filter, as ONNX's ConvTranspose has it); BiasTensor (optional) "
+           "{1, OutputChannelCount, 1...}. The spatial output size is, FORWARD: (Input + StartPadding + "
+           "EndPadding - Dilations * (Window - 1) - 1) / Strides + 1 (floor) + OutputPadding; BACKWARD: (Input - "
+           "1) * Strides + Dilations * (Window - 1) + 1 - StartPadding - EndPadding + OutputPadding. Every "
+           "output element is given by the direction's formula, OutputPadding included (FORWARD: windows past "
+           "the end padding read zeros; BACKWARD: as ConvTranspose's output_padding). Mode CONVOLUTION flips the "
+           "filter in both directions, so that the page's 'Mode interactions' table holds: the filter is used "
+           "as a transposed convolution's kernel flipped exactly when one of Mode CONVOLUTION and Direction "
+           "BACKWARD is chosen. Mode, Direction and GroupCount default to CROSS_CORRELATION, FORWARD and 1, and "
+           "the five arrays to all 1 (Strides, Dilations) and all 0 (paddings), DirectMLX's defaults (the page "
+           "gives none). FLOAT32 products are true FLOAT32 products (never TF32), and the convolution is written to "
+           "the output (denormals flushed) before the bias is added to it, as the page's steps go; FLOAT16 is "
+           "multiplied and accumulated in FLOAT32, the bias added in FLOAT32, and rounded once, unless "
+           "allow_half_precision_computation=True; then the fused activation runs with its own rules. The order "
+           "of the additions is the library's (SEMANTICS.md 8): a budget of (window x channels + 1) rounding units "
+           "of the terms' magnitude."),
+    extra_checks=(_checks,),
+    infer_outputs=_output,
+)
+
+
+def _spatial_flip(w):
+    return lax.rev(w, tuple(range(2, w.ndim)))
+
+
+def _transposed_filter(w, groups):
+    """{C_in, C_out / G, window...} (a FORWARD filter of the reverse direction) as the
+    {C_out, C_in / G, window...} filter of a forward convolution, group by group."""
+    c_in, c_out_g = w.shape[:2]
+    w = w.reshape((groups, c_in // groups, c_out_g) + w.shape[2:])
+    w = jnp.swapaxes(w, 1, 2)
+    return w.reshape((groups * c_out_g, c_in // groups) + w.shape[3:])
+
+
+def _pointwise(w, direction, groups, g, precision) -> bool:
+    """Whether the convolution is a product over the channels alone: a 1 x 1 (x 1) FLOAT32 filter
+    at HIGHEST precision, forward, one group, unit strides, no padding. As a dot_general it ran
+    1.56x (NCHW) and 1.42x (NHWC memory) faster than the convolution on the H100 (batch 32, 1024 ->
+    256 channels, 14 x 14; results/h100_session6/conv_probe), whose true FLOAT32 kernels are slow
+    for it; the sums are the same products in another order (SEMANTICS.md 8)."""
+    return (precision == lax.Precision.HIGHEST and direction is ConvolutionDirection.FORWARD and groups == 1
+            and all(k == 1 for k in w.shape[2:]) and all(s == 1 for s in g["Strides"])
+            and not any(g["StartPadding"]) and not any(g["EndPadding"]) and not any(g["OutputPadding"]))
+
+
+def convolve(x, w, direction, mode, groups, g, precision, accumulate):
+    """The convolution without bias or activation, accumulated in ``accumulate``."""
+    flip = mode is ConvolutionMode.CONVOLUTION
+    if _pointwise(w, direction, groups, g, precision):
+        y = lax.dot_general(x, w.reshape(w.shape[:2]), (((1,), (1,)), ((), ())), precision=precision,
+                            preferred_element_type=accumulate)  # (N, spatial..., C_out)
+        return jnp.moveaxis(y, -1, 1)
+    if direction is ConvolutionDirection.FORWARD:
+        w = _spatial_flip(w) if flip else w
+        # OutputPadding: the padded input extended by OutputPadding more windows' steps
+        pads = [(a, b + o * s) for a, b, o, s in zip(g["StartPadding"], g["EndPadding"], g["OutputPadding"],
+                                                     g["Strides"])]
+        return lax.conv_general_dilated(x, w, g["Strides"], pads, rhs_dilation=g["Dilations"],
+                                        feature_group_count=groups, precision=precision,
+                                        preferred_element_type=accumulate)
+    # BACKWARD: the input spread out by Strides, slid over by the transposed filter flipped
+    # (CROSS_CORRELATION; the flips cancel in CONVOLUTION mode)
+    w = _transposed_filter(w if flip else _spatial_flip(w), groups)
+    spans = [d * (k - 1) + 1 for d, k in zip(g["Dilations"], w.shape[2:])]
+    pads = [(span - 1 - a, span - 1 - b + o) for span, a, b, o in
+            zip(spans, g["StartPadding"], g["EndPadding"], g["OutputPadding"])]
+    return lax.conv_general_dilated(x, w, (1,) * (x.ndim - 2), pads, lhs_dilation=g["Strides"],
+                                    rhs_dilation=g["Dilations"], feature_group_count=groups, precision=precision,
+                                    preferred_element_type=accumulate)
+
+
+def _half_operands(x, w, geometry_):
+    """FLOAT16 operands to the product as they are, accumulated in FLOAT32 (FLOAT16 products are
+    exact in FLOAT32; widening them first would make XLA skip the tensor cores, as with GEMM).
+
+    Its gradient is written out because autodiff's is slow: the cotangent of the FLOAT32 result
+    is FLOAT32, so JAX's transposed convolutions widened the filter and the input and ran FLOAT32
+    convolutions (1.75x lax's forward+backward time on the H100, run 7). The cotangent holds
+    FLOAT16 values (it is the cotangent of the FLOAT16 output, widened by the rounding's
+    transpose), so it goes back to FLOAT16 exactly, and the transposed convolutions take FLOAT16
+    operands: on a GPU with FLOAT16 results, which cuDNN accumulates in FLOAT32 and rounds once;
+    elsewhere (the CPU's FLOAT16 convolution may accumulate in FLOAT16) widened to FLOAT32
+    products at HIGHEST, rounded once to each input's type."""
+
+    def conv(a, b, accumulate):
+        return convolve(a, b, *geometry_, None, accumulate)
+
+    @jax.custom_vjp
+    def run(a, b):
+        return conv(a, b, np.float32)
+
+    def run_fwd(a, b):
+        return run(a, b), (a, b)
+
+    def run_bwd(res, dy):
+        a, b = res
+        dy16 = dy.astype(np.float16)
+
+        def narrow(a, b, dy16):
+            return jax.vjp(lambda p, q: conv(p, q, None), a, b)[1](dy16)
+
+        def wide(a, b, dy16):
+            def widened(p, q):
+                return convolve(p.astype(np.float32), q.astype(np.float32), *geometry_, lax.Precision.HIGHEST,
+                                np.float32)
+            return jax.vjp(widened, a, b)[1](dy16.astype(np.float32))
+
+        return tuple(lax.platform_dependent(a, b, dy16, cpu=wide, default=narrow))
+
+    run.defvjp(run_fwd, run_bwd)
+    return run(x, w)
+
+
+def _taps_kernel(x, w, geometry_) -> bool:
+    """Whether a FLOAT32 convolution takes conv_kernels' kernel on CUDA (``_taps``)."""
+    direction, _, groups, g = geometry_
+    return conv_kernels.use_kernel(x.shape, w.shape, x.dtype, direction is ConvolutionDirection.FORWARD, groups,
+                                   g["Strides"], g["Dilations"], g["StartPadding"], g["EndPadding"],
+                                   g["OutputPadding"])
+
+
+def written_float32(x, w, geometry_):
+    """A FLOAT32 convolution by XLA's convolution, written to FLOAT32: the inputs' denormals read
+    as zeros, the result's written as zeros (``_taps``'s branch off CUDA, and every FLOAT32
+    convolution the kernel does not take)."""
+    return store(convolve(load(x), load(w), *geometry_, lax.Precision.HIGHEST, np.float32), F32)
+
+
+def _taps(x, w, geometry_):
+    """A FLOAT32 convolution written to FLOAT32 (denormals of the inputs read as zeros, of the
+    result written as zeros): on CUDA by conv_kernels' kernel, which flushes in its loads and
+    stores, elsewhere by the XLA formula. The derivative is the XLA formula's (the flushes'
+    derivative being the identity): the convolution is bilinear, so its tangent is two
+    convolutions JAX can transpose for reverse mode, and forward mode works as a custom_vjp's
+    would not."""
+    direction, mode, groups, g = geometry_
+
+    def conv(a, b):
+        return convolve(a, b, *geometry_, lax.Precision.HIGHEST, np.float32)
+
+    def xla(a, b):
+        return written_float32(a, b, geometry_)
+
+    def kernel(a, b):
+        b = _spatial_flip(b) if mode is ConvolutionMode.CONVOLUTION else b
+        return conv_kernels.convolve_taps(a, b, g["Strides"], g["Dilations"], g["StartPadding"], g["EndPadding"])
+
+    @jax.custom_jvp
+    def run(a, b):
+        return lax.platform_dependent(a, b, cuda=kernel, default=xla)
+
+    def run_jvp(primals, tangents):
+        (a, b), (da, db) = primals, tangents
+        y = run(a, b)
+        # a tangent that is a symbolic zero costs no convolution (a jax.grad by one argument)
+        terms = [t for t in (None if isinstance(da, SymbolicZero) else conv(da, load(b)),
+                             None if isinstance(db, SymbolicZero) else conv(load(a), db)) if t is not None]
+        return y, sum(terms[1:], terms[0]) if terms else jnp.zeros_like(y)
+
+    run.defjvp(run_jvp, symbolic_zeros=True)
+    return run(x, w)
+
+
+@operator(CONVOLUTION)
+def convolution(input, filter, bias=None, *, mode, direction, strides, dilations, start_padding, end_padding,
+                output_padding, group_count, fused_activation, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> x = np.arange(1, 10, dtype=np.float32).reshape(1, 1, 3, 3)  # dml_convolution_2d.json
+        >>> dmljax.convolution(x, np.full((1, 1, 2, 2), 0.5, np.float32))
+        Array([[[[ 6.,  8.],
+                 [12., 14.]]]], dtype=float32)
+        >>> dmljax.convolution(np.ones((1, 1, 2, 2), np.float32), np.ones((1, 1, 3, 3), np.float32),
+        ...                    direction="BACKWARD", strides=(2, 2))[0, 0]  # transposed: windows spread out
+        Array([[1., 1., 2., 1., 1.],
+               [1., 1., 2., 1., 1.],
+               [2., 2., 4., 2., 2.],
+               [1., 1., 2., 1., 1.],
+               [1., 1., 2., 1., 1.]], dtype=float32)
+    """
+    half = allow_half_precision_computation
+    dt = DataType.from_dtype(input.dtype)
+    ct = compute_dtype(dt, half)
+    attrs = {"Strides": strides, "Dilations": dilations, "StartPadding": start_padding, "EndPadding": end_padding,
+             "OutputPadding": output_padding}
+    g = geometry(input.ndim - 2, attrs)
+    geometry_ = (direction, mode, group_count, g)
+    if dt is F32:  # the convolution written to the output (denormals flushed), then the bias added to it
+        taps = _taps_kernel(input, filter, geometry_)
+        out = (_taps if taps else written_float32)(input, filter, geometry_)
+        if bias is not None:
+            out = store(out + load(bias), dt)
+        return apply_fused(fused_activation, out, half)
+    if dt is F16 and not half:
+        out = _half_operands(input, filter, geometry_)
+    else:
+        out = convolve(load(input, half), load(filter, half), *geometry_, None, ct)
+    if bias is not None:  # FLOAT16: added to the FLOAT32 sums, rounded once
+        out = out + load(bias, half)
+    return apply_fused(fused_activation, store(out, dt), half)

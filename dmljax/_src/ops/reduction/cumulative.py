@@ -1,0 +1,243 @@
+"""CUMULATIVE_SUMMATION and CUMULATIVE_PRODUCT (running tallies along one axis), of the reduction
+family: each page's record, with one formula for both below them."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from dmljax._src.dtypes import FLOAT32_FLOAT16_INT32_UINT32, FLOAT32_FLOAT16_INT64_INT32_UINT64_UINT32, DataType
+from dmljax._src.enums import AxisDirection
+from dmljax._src.errors import Violation
+from dmljax._src.numerics import associative_scan, load, mark_flushed, store
+from dmljax._src.op import operator
+from dmljax._src.ops.factories import unary_op
+from dmljax._src.kernels.cumulative import product_rows, scan_rows, use_kernel, use_product_kernel
+from dmljax._src.spec import ParamSpec
+
+F32, F16 = DataType.FLOAT32, DataType.FLOAT16
+
+
+def _axis_in_range(tensors, attrs, level) -> list[Violation]:
+    """Axis: "This value must be less than the DimensionCount of the InputTensor"."""
+    axis, info = attrs.get("Axis"), tensors.get("InputTensor")
+    if axis is None or info is None or axis < len(info.shape):
+        return []
+    n = len(info.shape)
+    return [Violation("Axis", "axis", f"is {axis} for a {n}-dimensional InputTensor",
+                      f"less than the DimensionCount ({n}): 0 to {n - 1}")]
+
+
+def _growth(sizes, attrs):
+    """A running tally of n terms has a relative error of at most about n rounding units (FLOAT32),
+    n / 2^13 FLOAT16 ULP when computed in FLOAT32, n FLOAT16 ULP in FLOAT16 arithmetic."""
+    axis = attrs.get("Axis")
+    n = sizes[axis] if axis is not None and axis < len(sizes) else (max(sizes) if sizes else 1)
+    return {F32: n, F16: math.ceil(n / 8192), "half": n}
+
+
+def _params(what: str, exclusive: str):
+    return (
+        ParamSpec("Axis", "UINT", doc=(f"The index of the dimension to {what} elements over. This value "
+                                       "must be less than the DimensionCount of the InputTensor.")),
+        ParamSpec("AxisDirection", "DML_AXIS_DIRECTION", default=AxisDirection.INCREASING, enum=AxisDirection,
+                  doc=("INCREASING: the tally traverses the axis by ascending index; DECREASING: by "
+                       "descending index (default INCREASING, the enum's 0).")),
+        ParamSpec("HasExclusive" + exclusive, "BOOL", default=False,
+                  doc=("If True, the value of the current element is excluded when writing the running "
+                       "tally to the output tensor (default False).")),
+    )
+
+
+_NOTES = (
+    "Floats: read as math reads them (FLOAT32 denormals as zero; FLOAT16 in FLOAT32 unless "
+    "allow_half_precision_computation), tallied in that type and rounded once per output "
+    "element. DirectML does not document the order of the additions or multiplications "
+    "(SEMANTICS.md 8): the budget grows with the axis length n (n FLOAT32 ULP, n / 8192 FLOAT16 "
+    "ULP){magnitude}. The exclusive tally starts from {identity} and never includes the last "
+    "element (the page's example). Integers: exact, in the tensor's type, wrapping around as "
+    "two's complement ({op} of INT32 values past 2^31 wraps). AxisDirection defaults to INCREASING "
+    "and HasExclusive{exclusive} to False (a zero-initialized desc's values); Axis is required.")
+
+
+def _exponents_apart(v, axis: int, reverse: bool):
+    """The running product of FLOAT32 values with mantissas and exponents multiplied apart
+    (frexp, an associative scan of (mantissa, exponent) pairs, ldexp): no partial product can
+    overflow or vanish, whatever order the scan combines them in; zeros keep their signs
+    (numerics.associative_scan)."""
+    m, e = jnp.frexp(v)
+
+    def combine(a, b):
+        mm, ee = jnp.frexp(a[0] * b[0])
+        return mm, jnp.clip(a[1] + b[1] + ee.astype(np.int32), -(1 << 20), 1 << 20)
+
+    mr, er = associative_scan(combine, (m, e.astype(np.int32)), reverse=reverse, axis=axis)
+    return jnp.ldexp(mr, er)
+
+
+def _running_product(v, axis: int, reverse: bool):
+    """XLA's product scan, which reassociates: a partial product of terms whose prefix is in range
+    can overflow (the H100 gave inf for a prefix of 1.4e38 with a 3e38 among the terms) or vanish.
+    Such a result is inf, 0 or NaN where no term is: then (only then, a lax.cond) the whole scan
+    is redone with the exponents apart."""
+    y = lax.cumprod(v, axis=axis, reverse=reverse)
+    if v.dtype != np.float32:
+        return y
+    # The first wrong element of a row follows a right one, whose product with the next term is
+    # then finite and non-zero where the wrong one is 0, inf or NaN: one element-wise pass finds it.
+    n = v.shape[axis]
+    one = jnp.ones_like(lax.slice_in_dim(y, 0, 1, axis=axis))
+    if reverse:
+        prev = lax.concatenate([lax.slice_in_dim(y, 1, n, axis=axis), one], axis)
+    else:
+        prev = lax.concatenate([one, lax.slice_in_dim(y, 0, n - 1, axis=axis)], axis)
+    step = prev * v
+    odd = (y == 0) | ~jnp.isfinite(y)
+    first_wrong = odd & (step != 0) & jnp.isfinite(step)
+    # and after a true overflow (or underflow) a prefix can come back into range, which a plain
+    # product never does: a row without a 0, inf or NaN term but with such an output is redone
+    plain_row = ~jnp.any((v == 0) | ~jnp.isfinite(v), axis=axis) & jnp.any(odd, axis=axis)
+    suspect = jnp.any(first_wrong) | jnp.any(plain_row)
+    return lax.cond(suspect, lambda t: _exponents_apart(t, axis, reverse), lambda t: y, v)
+
+
+def tally(x, axis: int, reverse: bool, exclusive: bool, product: bool, half: bool):
+    """The running sum (or product) of ``x`` along ``axis`` under DirectML's rules."""
+    dt = DataType.from_dtype(x.dtype)
+    scan = (_running_product if not dt.is_integer else lax.cumprod) if product else lax.cumsum
+
+    def core(v, rev=reverse):
+        y = scan(v, axis=axis, reverse=rev)
+        if not exclusive:
+            return y
+        n = v.shape[axis]
+        first = jnp.full_like(lax.slice_in_dim(y, 0, 1, axis=axis), 1 if product else 0)
+        if rev:  # out[i] = tally of i+1 .. n-1
+            return lax.concatenate([lax.slice_in_dim(y, 1, n, axis=axis), first], axis)
+        return lax.concatenate([first, lax.slice_in_dim(y, 0, n - 1, axis=axis)], axis)
+
+    if dt.is_integer:
+        return core(x)
+    # rows on a GPU: scan_kernels.py (a sum, or a product of (mantissa, exponent) pairs)
+    kernel = (use_product_kernel if product else use_kernel)(x.shape, axis, x.dtype, half)
+    rows = product_rows if product else scan_rows
+
+    def summed(v, rev):
+        """The tally of v (the tensor's type), read, tallied and rounded as the rules say."""
+        def xla(u):
+            return store(core(load(u, half), rev), DataType.from_dtype(u.dtype))
+        if not kernel:
+            return xla(v)
+        return lax.platform_dependent(v, cuda=lambda u: rows(u, rev, exclusive), default=xla)
+
+    @jax.custom_vjp
+    def run(v):
+        return summed(v, reverse)
+
+    def run_fwd(v):
+        return run(v), v
+
+    def run_bwd(v, dy):
+        # The transpose of the tally (a tally of dY the other way, shifted), from the same
+        # compute type, rounded once; products by jax.vjp of the product scan (zeros included).
+        if not product:
+            return (summed(dy, not reverse),)
+        _, vjp = jax.vjp(core, load(v, half))
+        return (store(vjp(load(dy, half).astype(load(v, half).dtype))[0], DataType.from_dtype(dy.dtype)),)
+
+    run.defvjp(run_fwd, run_bwd)
+    out = run(x)
+    if dt is F32:
+        mark_flushed(out)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+CUMULATIVE_SUMMATION = unary_op(
+    "CUMULATIVE_SUMMATION",
+    summary=("Sums the elements of a tensor along an axis, writing the running tally of the "
+             "summation into the output tensor."),
+    formula=("[[[[2,  3,  6, 11],     // i.e. [2, 2+1, 2+1+3, 2+1+3+5]\n"
+             "(the page's Example 1: the running sum along Axis 3 of [2, 1, 3, 5]; exclusive: [0, 2, 3, 6])"),
+    params=_params("sum", "Sum"),
+    support=(
+        ("5.0", "1 to 8", FLOAT32_FLOAT16_INT64_INT32_UINT64_UINT32),
+        ("4.0", "1 to 8", FLOAT32_FLOAT16_INT32_UINT32),
+        ("2.1", "4", FLOAT32_FLOAT16_INT32_UINT32),
+    ),
+    ulp={F32: 2, F16: 1},
+    ulp_half=2,
+    ulp_growth=_growth,
+    gradient=("dX = the tally of dY in the other direction (exclusive: shifted the same way), "
+              "computed in the compute type and rounded once; integer inputs: no gradient."),
+    notes=_NOTES.format(magnitude=", counted in ULP of the running sum of |x| (a running sum "
+                                  "that cancels keeps the terms' absolute error)",
+                        identity="0", exclusive="Sum", op="a sum"),
+    extra_checks=(_axis_in_range,),
+)
+
+
+@operator(CUMULATIVE_SUMMATION)
+def cumulative_summation(input, *, axis, axis_direction, has_exclusive_sum, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> x = np.array([[[[2, 1, 3, 5], [3, 8, 7, 3], [9, 6, 2, 4]]]], np.float32)
+        >>> dmljax.cumulative_summation(x, axis=3)[0, 0]
+        Array([[ 2.,  3.,  6., 11.],
+               [ 3., 11., 18., 21.],
+               [ 9., 15., 17., 21.]], dtype=float32)
+        >>> dmljax.cumulative_summation(x, axis=3, has_exclusive_sum=True)[0, 0, 0]
+        Array([0., 2., 3., 6.], dtype=float32)
+    """
+    return tally(input, axis, axis_direction == AxisDirection.DECREASING, has_exclusive_sum, False,
+                 allow_half_precision_computation)
+
+
+CUMULATIVE_PRODUCT = unary_op(
+    "CUMULATIVE_PRODUCT",
+    summary=("Multiplies the elements of a tensor along an axis, writing the running tally of the "
+             "product into the output tensor."),
+    formula=("[[[[2,  2,   6,  30],       // i.e. [2, 2*1, 2*1*3, 2*1*3*5]\n"
+             "(the page's Example 1: the running product along Axis 3 of [2, 1, 3, 5]; exclusive: [1, 2, 2, 6])"),
+    params=_params("multiply", "Product"),
+    support=(
+        ("5.0", "1 to 8", FLOAT32_FLOAT16_INT64_INT32_UINT64_UINT32),
+        ("4.0", "1 to 8", FLOAT32_FLOAT16_INT32_UINT32),
+        ("3.1", "4", FLOAT32_FLOAT16_INT32_UINT32),
+    ),
+    ulp={F32: 2, F16: 1},
+    ulp_half=2,
+    ulp_growth=_growth,
+    gradient=("dX[k] = sum over the outputs i whose tally holds x[k] of dY[i] times the product of "
+              "that tally's other factors (no division, so exact zeros are fine); integer inputs: "
+              "no gradient."),
+    notes=_NOTES.format(magnitude="", identity="1", exclusive="Product", op="a product") + (
+        " A running product is finite wherever its prefix's value is: XLA's scan reassociates "
+        "the product, and a partial product can overflow or vanish where the prefix does not; when "
+        "an element is 0, inf or NaN where the previous one times its term is not, or in a row "
+        "without a 0, inf or NaN term, the scan is redone with mantissas and exponents multiplied "
+        "apart (the check is one element-wise pass; a row with a 0, inf or NaN term whose prefix "
+        "overflows for real and then comes back into range before that term keeps the plain "
+        "product's inf). On an NVIDIA GPU, FLOAT32 and FLOAT16 rows along the last axis (lengths "
+        "a power of two from 16 to 8,192) take a kernel that scans (mantissa, exponent) pairs in "
+        "one pass: no partial product leaves the range, and such a prefix is its value there too."),
+    extra_checks=(_axis_in_range,),
+)
+
+
+@operator(CUMULATIVE_PRODUCT)
+def cumulative_product(input, *, axis, axis_direction, has_exclusive_product, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> x = np.array([2, 4, 8, 3], np.float32)
+        >>> dmljax.cumulative_product(x, axis=0)
+        Array([  2.,   8.,  64., 192.], dtype=float32)
+        >>> dmljax.cumulative_product(x, axis=0, axis_direction="DECREASING", has_exclusive_product=True)
+        Array([96., 24.,  3.,  1.], dtype=float32)
+    """
+    return tally(input, axis, axis_direction == AxisDirection.DECREASING, has_exclusive_product, True,
+                 allow_half_precision_computation)

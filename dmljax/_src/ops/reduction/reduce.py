@@ -1,0 +1,372 @@
+"""REDUCE (every DML_REDUCE_FUNCTION), of the reduction family: the page's record, whose support
+tables depend on the Function (``support_by``), with its formula below it."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from dmljax._src.catalog import PREFIX
+from dmljax._src.dtypes import (
+    FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8, FLOAT32_FLOAT16_INT32_UINT32,
+    FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8, FLOAT32_FLOAT16_INT64_INT32_UINT64_UINT32,
+    INT64_INT32_UINT64_UINT32, UINT32, DataType,
+)
+from dmljax._src.enums import ReduceFunction as F
+from dmljax._src.errors import Violation
+from dmljax._src.kernels.top_k import max_key_columns, use_column_arg_kernel
+from dmljax._src.numerics import flush_denormals, is_nan, load, mark_flushed, store
+from dmljax._src.op import operator
+from dmljax._src.ops.factories import check_axes
+from dmljax._src.ops.reduction.arg_extreme import arg_extreme
+from dmljax._src.spec import INFERRED, OpSpec, ParamSpec, SupportGroup, TensorSpec, table
+from dmljax._src.validate import TensorInfo
+
+F32, F16 = DataType.FLOAT32, DataType.FLOAT16
+ARG = (F.ARGMAX, F.ARGMIN)
+
+
+def _reduced(tensors, attrs, problems) -> dict:
+    """"Sizes must match InputTensor.Sizes, except for dimensions included in the reduced Axes,
+    which must be size 1"; "the input and output tensor data types must match except when using
+    the ARGMAX and ARGMIN functions, which always output an integral data type" (UINT32 unless the
+    caller chooses another that the table allows)."""
+    x, chosen = tensors["InputTensor"], tensors.get("OutputTensor")
+    f, axes = attrs["Function"], set(attrs["Axes"])
+    shape = tuple(1 if i in axes else s for i, s in enumerate(x.shape))
+    if f in ARG:
+        return {"OutputTensor": TensorInfo(shape, chosen.data_type if chosen else DataType.UINT32)}
+    if chosen is not None and chosen.data_type != x.data_type:
+        problems.append(Violation(
+            "OutputTensor", "output_data_type", f"is {chosen.data_type.name}",
+            f"the InputTensor's DataType ({x.data_type.name}) with Function {f.name}",
+            "only ARGMAX and ARGMIN output another DataType (their indices); leave output_data_type=None"))
+    return {"OutputTensor": TensorInfo(shape, x.data_type)}
+
+
+def _terms(sizes, attrs) -> int:
+    axes = attrs.get("Axes") or ()
+    return math.prod(sizes[a] for a in axes if isinstance(a, int) and 0 <= a < len(sizes)) or 1
+
+
+def _growth(sizes, attrs):
+    """A reduction of N terms (the product of the reduced axes' sizes): N rounding units relative
+    to the terms' magnitude (the sum of |terms|: Reference.magnitude) in FLOAT32, N / 2^13 FLOAT16
+    ULP when computed in FLOAT32, N FLOAT16 ULP in FLOAT16 arithmetic; a square root halves it.
+    MAX, MIN, ARGMAX and ARGMIN are exact."""
+    try:
+        f = F.parse(attrs.get("Function"))
+    except (ValueError, TypeError):
+        return {}
+    if f in ARG or f in (F.MAX, F.MIN):
+        return {}
+    n = _terms(sizes, attrs)
+    if f is F.L2:
+        n = math.ceil(n / 2)
+    return {F32: n, F16: math.ceil(n / 8192), "half": n}
+
+
+_ARG_TABLES = (
+    table("4.1", InputTensor=("1 to 8", FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8),
+          OutputTensor=("1 to 8", INT64_INT32_UINT64_UINT32)),
+    table("3.0", InputTensor=("1 to 8", FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8),
+          OutputTensor=("1 to 8", INT64_INT32_UINT64_UINT32)),
+    table("2.1", InputTensor=("4", FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8), OutputTensor=("4", UINT32)),
+    table("1.0", InputTensor=("4", FLOAT32_FLOAT16), OutputTensor=("4", UINT32)),
+)
+_FLOAT_TABLES = (
+    table("3.0", InputTensor=("1 to 8", FLOAT32_FLOAT16), OutputTensor=("1 to 8", FLOAT32_FLOAT16)),
+    table("1.0", InputTensor=("4", FLOAT32_FLOAT16), OutputTensor=("4", FLOAT32_FLOAT16)),
+)
+_L1_TABLES = (
+    table("5.0", InputTensor=("1 to 8", FLOAT32_FLOAT16_INT64_INT32_UINT64_UINT32),
+          OutputTensor=("1 to 8", FLOAT32_FLOAT16_INT64_INT32_UINT64_UINT32)),
+    table("3.0", InputTensor=("1 to 8", FLOAT32_FLOAT16), OutputTensor=("1 to 8", FLOAT32_FLOAT16)),
+    table("1.0", InputTensor=("4", FLOAT32_FLOAT16), OutputTensor=("4", FLOAT32_FLOAT16)),
+)
+_MAX_TABLES = (
+    table("5.0", InputTensor=("1 to 8", FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8),
+          OutputTensor=("1 to 8", FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8)),
+    table("3.0", InputTensor=("1 to 8", FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8),
+          OutputTensor=("1 to 8", FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8)),
+    table("2.1", InputTensor=("4", FLOAT32_FLOAT16_INT32_UINT32), OutputTensor=("4", FLOAT32_FLOAT16_INT32_UINT32)),
+    table("1.0", InputTensor=("4", FLOAT32_FLOAT16), OutputTensor=("4", FLOAT32_FLOAT16)),
+)
+_SUM_TABLES = (
+    table("5.0", InputTensor=("1 to 8", FLOAT32_FLOAT16_INT64_INT32_UINT64_UINT32),
+          OutputTensor=("1 to 8", FLOAT32_FLOAT16_INT64_INT32_UINT64_UINT32)),
+    table("3.0", InputTensor=("1 to 8", FLOAT32_FLOAT16_INT32_UINT32), OutputTensor=("1 to 8", FLOAT32_FLOAT16_INT32_UINT32)),
+    table("2.1", InputTensor=("4", FLOAT32_FLOAT16_INT32_UINT32), OutputTensor=("4", FLOAT32_FLOAT16_INT32_UINT32)),
+    table("1.0", InputTensor=("4", FLOAT32_FLOAT16), OutputTensor=("4", FLOAT32_FLOAT16)),
+)
+
+REDUCE = OpSpec(
+    enum_name=PREFIX + "REDUCE",
+    summary=("Outputs the reduction of elements (sum, product, minimum, and so on) within one or more "
+             "dimensions of the input tensor."),
+    formula=("[[6,  // sum({1, 3, 2})\n"
+             "(the page's Example 1: Function SUM over Axes {0} of [[1, 2, 3], [3, 0, 4], [2, 4, 2]] "
+             "gives [[6, 6, 9]]; the functions: ARGMAX/ARGMIN the index of the first max/min, AVERAGE "
+             "(x1 + ... + xn) / n, L1 |x1| + ... + |xn|, L2 sqrt(x1^2 + ... + xn^2), LOG_SUM "
+             "log(x1 + ... + xn), LOG_SUM_EXP log(exp(x1) + ... + exp(xn)), MAX max(max(x1, x2), ...), "
+             "MIN, MULTIPLY x1 * ... * xn, SUM x1 + ... + xn, SUM_SQUARE x1^2 + ... + xn^2)"),
+    tensors=(TensorSpec("InputTensor", "input"),
+             TensorSpec("OutputTensor", "output", default_data_type=INFERRED)),
+    support_by="Function",
+    groups=(
+        SupportGroup("ARGMIN and ARGMAX", (F.ARGMIN, F.ARGMAX), _ARG_TABLES),
+        SupportGroup("AVERAGE, L2, LOG_SUM, and LOG_SUM_EXP", (F.AVERAGE, F.L2, F.LOG_SUM, F.LOG_SUM_EXP),
+                     _FLOAT_TABLES),
+        SupportGroup("L1 and SUM_SQUARE", (F.L1, F.SUM_SQUARE), _L1_TABLES),
+        SupportGroup("MIN and MAX", (F.MIN, F.MAX), _MAX_TABLES),
+        SupportGroup("MULTIPLY and SUM", (F.MULTIPLY, F.SUM), _SUM_TABLES),
+    ),
+    params=(
+        ParamSpec("Function", "DML_REDUCE_FUNCTION", enum=F,
+                  doc="The reduction function to apply to the input (required: the page gives no default)."),
+        ParamSpec("Axes", "UINT[]", count="AxisCount",
+                  doc=("The axes along which to reduce. Values must be in the range [0, "
+                       "InputTensor.DimensionCount - 1] (a tuple; a desc's AxisCount is its length).")),
+    ),
+    ulp={F32: 1, F16: 1},
+    ulp_half=1,
+    ulp_growth=_growth,
+    gradient=(
+        "The derivative of the function, computed in the compute type and rounded once: SUM dY; "
+        "AVERAGE dY / N; L1 dY * sign(x) (0 at x = 0); SUM_SQUARE 2x * dY; L2 dY * x / L2 (0 where "
+        "L2 = 0); MULTIPLY dY * the product of the other terms (zeros included); LOG_SUM dY / sum; "
+        "LOG_SUM_EXP dY * exp(x - result) (0 where the result is not finite); MAX and MIN: dY to "
+        "the element the page's fold max(max(x1, x2), x3)... keeps, the first extreme in row-major "
+        "order of the reduced coordinates (a later equal value does not replace it, as "
+        "ELEMENT_WISE_MAX's gradient at a tie). ARGMAX, ARGMIN and integer inputs: none."),
+    notes=(
+        "Function is required (the page gives no default). The reduced axes are kept with size 1; "
+        "an empty Axes or an axis named twice is refused (to reduce over every axis, name them "
+        "all, as the page's Example 3). The OutputTensor has the InputTensor's DataType, except "
+        "for ARGMAX and ARGMIN, whose indices are UINT32 unless output_data_type= chooses another "
+        "type the table allows (INT64, INT32, UINT64 from DML_FEATURE_LEVEL_3_0). Floats are read "
+        "as math reads them (FLOAT32 denormals as zero) and FLOAT16 is accumulated in FLOAT32 and "
+        "rounded once, unless allow_half_precision_computation; DirectML does not document the "
+        "order of accumulation, so the budget grows with the N reduced terms (SEMANTICS.md 8), "
+        "counted in ULP of the sum of |terms| where terms cancel. MAX and MIN follow "
+        "ELEMENT_WISE_MAX/MIN: NaN is skipped (maxNum/minNum), a group of NaN gives NaN, a tie of "
+        "zeros gives +0 (MAX) or -0 (MIN), exact. ARGMAX and ARGMIN give the first index of the "
+        "extreme as the ARGMAX/ARGMIN operators do with AxisDirection INCREASING (NaN never wins; "
+        "-0 ties with +0). LOG_SUM_EXP subtracts the maximum first, so it neither overflows nor "
+        "underflows where the result is finite; all -inf gives -inf, a +inf gives +inf, a NaN "
+        "NaN. LOG_SUM of a negative sum is NaN and of a zero sum -inf (log's own rules); L2 and "
+        "SUM_SQUARE use the page's formula (squares that overflow give inf). MULTIPLY keeps the "
+        "exponents apart while it multiplies (frexp/ldexp), so a product is finite wherever its "
+        "value is, whatever the order of the terms (its gradient is jax's product rule, whose "
+        "partial products can still overflow). Integer SUM, "
+        "MULTIPLY, L1 and SUM_SQUARE are exact in the tensor's type and wrap around as two's "
+        "complement (|INT_MIN| is INT_MIN)."),
+    extra_checks=(check_axes,),
+    infer_outputs=_reduced,
+)
+
+
+# --------------------------------------------------------------------------------------------
+def _order_keys(x):
+    """The (flushed) float's bits as an integer in the value's order, -0 just below +0 (so that
+    MAX gives +0 and MIN -0 at a tie of zeros), NaN given the key that never wins for MAX (the
+    int minimum; MIN uses the maximum). FLOAT16 is keyed through its exact FLOAT32 value."""
+    f = flush_denormals(x) if x.dtype == np.float32 else x.astype(np.float32)  # FLOAT16's are normal in FLOAT32
+    bits = lax.bitcast_convert_type(f, np.int32)
+    return bits ^ (lax.shift_right_arithmetic(bits, np.int32(31)) & np.int32(0x7FFFFFFF))
+
+
+def _from_keys(k, dtype):
+    bits = k ^ (lax.shift_right_arithmetic(k, np.int32(31)) & np.int32(0x7FFFFFFF))  # its own inverse
+    return lax.bitcast_convert_type(bits, np.float32).astype(dtype)
+
+
+def _extreme_mask(keys, axes, larger: bool):
+    """True at the first element (row-major over the reduced coordinates) whose key is the
+    extreme: the element the fold max(max(x1, x2), x3)... keeps."""
+    keep = tuple(a for a in range(keys.ndim) if a not in axes)
+    moved = jnp.transpose(keys, keep + axes)
+    flat = moved.reshape(moved.shape[:len(keep)] + (-1,))
+    index = (lax.argmax if larger else lax.argmin)(flat, flat.ndim - 1, np.int32)
+    hit = lax.broadcasted_iota(np.int32, flat.shape, flat.ndim - 1) == index[..., None]
+    hit = hit.reshape(moved.shape)
+    return jnp.transpose(hit, np.argsort(keep + axes))
+
+
+def _max_min(x, axes, larger: bool):
+    """MAX/MIN: exact, NaN skipped (a group of NaN: NaN), +0 above -0; the gradient goes to the
+    element the fold keeps."""
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        return (jnp.max if larger else jnp.min)(x, axis=axes, keepdims=True)
+    never = np.int32(np.iinfo(np.int32).min if larger else np.iinfo(np.int32).max)
+
+    def keys_of(v):
+        return jnp.where(is_nan(v), never, _order_keys(v))
+
+    def xla_keys(v):
+        return (jnp.max if larger else jnp.min)(keys_of(v), axis=axes, keepdims=True)
+
+    def column_keys(v):  # the column kernel keeps the largest key: MIN's are complemented
+        k = max_key_columns(v, axes[0], keys_of if larger else (lambda u: ~keys_of(u)))
+        return k if larger else ~k
+
+    @jax.custom_vjp
+    def run(v):
+        if use_column_arg_kernel(v.shape, tuple(axes), v.dtype):  # FLOAT16 columns on a GPU
+            k = lax.platform_dependent(v, cuda=column_keys, default=xla_keys)
+        else:
+            k = xla_keys(v)
+        return jnp.where(k == never, jnp.asarray(np.nan, v.dtype), _from_keys(k, v.dtype))
+
+    def fwd(v):
+        return run(v), v
+
+    def bwd(v, dy):
+        mask = _extreme_mask(keys_of(v), axes, larger)
+        return (jnp.where(mask, jnp.broadcast_to(dy, v.shape), jnp.zeros((), dy.dtype)),)
+
+    run.defvjp(fwd, bwd)
+    out = run(x)
+    if x.dtype == np.float32:
+        mark_flushed(out)
+    return out
+
+
+_EXPONENT_CAP = 1 << 20  # far beyond any float's exponent range, far inside int32's
+
+
+def _product(v, axes):
+    """x1 * x2 * ... * xn of FLOAT32 values without intermediate overflow or underflow: each term
+    split into mantissa and exponent (frexp, exact), mantissas multiplied (one rounding each, as a
+    plain product) and renormalized, exponents added, the result scaled once (ldexp). A plain
+    product's partial results overflow or vanish in an order-dependent way (measured: 2^16 terms
+    of magnitude 1/2 to 2 gave inf on the CPU and 6.7e8 on the H100, whose true value is 6.7e8)."""
+    m, e = jnp.frexp(v)
+
+    def combine(a, b):
+        mm, ee = jnp.frexp(a[0] * b[0])
+        return mm, jnp.clip(a[1] + b[1] + ee.astype(np.int32), -_EXPONENT_CAP, _EXPONENT_CAP)
+
+    mr, er = lax.reduce((m, e.astype(np.int32)), (np.float32(1), np.int32(0)), combine, axes)
+    kept = tuple(1 if a in axes else s for a, s in enumerate(v.shape))
+    return jnp.ldexp(mr, er).reshape(kept)
+
+
+def _float_core(f: F, v, axes):
+    """The function on a compute-type tensor ``v`` (reduced axes kept)."""
+    def total(t):
+        return jnp.sum(t, axis=axes, keepdims=True)
+    if f is F.SUM:
+        return total(v)
+    if f is F.AVERAGE:
+        n = math.prod(v.shape[a] for a in axes)
+        return total(v) / np.asarray(n, v.dtype)
+    if f is F.L1:
+        return total(jnp.abs(v))
+    if f is F.SUM_SQUARE:
+        return total(v * v)
+    if f is F.L2:
+        return jnp.sqrt(total(v * v))
+    if f is F.MULTIPLY:
+        return _product(v, axes) if v.dtype == np.float32 else jnp.prod(v, axis=axes, keepdims=True)
+    if f is F.LOG_SUM:
+        return jnp.log(total(v))
+    if f is F.LOG_SUM_EXP:
+        m = jnp.max(v, axis=axes, keepdims=True)
+        m = jnp.where(jnp.isfinite(m), m, jnp.zeros_like(m))  # all -inf, or a +inf: exp handles them
+        return m + jnp.log(total(jnp.exp(v - m)))
+    raise AssertionError(f)
+
+
+def _float_grad(f: F, v, y, dy, axes):
+    """dX of the function at ``v`` (compute type) with result ``y`` (unrounded) and cotangent
+    ``dy`` (reduced axes kept): the derivative of the page's formula, NaN-free where it is
+    defined."""
+    zero = jnp.zeros((), v.dtype)
+    if f is F.SUM:
+        return jnp.broadcast_to(dy, v.shape)
+    if f is F.AVERAGE:
+        return jnp.broadcast_to(dy / np.asarray(math.prod(v.shape[a] for a in axes), v.dtype), v.shape)
+    if f is F.L1:
+        return dy * jnp.sign(v)
+    if f is F.SUM_SQUARE:
+        return dy * (v + v)
+    if f is F.L2:
+        safe = jnp.where(y > 0, y, jnp.ones_like(y))
+        return jnp.where(y > 0, dy * (v / safe), zero)
+    if f is F.MULTIPLY:
+        _, vjp = jax.vjp(lambda t: jnp.prod(t, axis=axes, keepdims=True), v)
+        return vjp(dy)[0]
+    if f is F.LOG_SUM:
+        return jnp.broadcast_to(dy / jnp.sum(v, axis=axes, keepdims=True), v.shape)
+    if f is F.LOG_SUM_EXP:
+        finite = jnp.isfinite(y)
+        return jnp.where(finite, dy * jnp.exp(v - jnp.where(finite, y, zero)), zero)
+    raise AssertionError(f)
+
+
+def _float(x, f: F, axes, half: bool):
+    dt = DataType.from_dtype(x.dtype)
+
+    @jax.custom_vjp
+    def run(v):
+        return store(_float_core(f, load(v, half), axes), dt)
+
+    def fwd(v):
+        return run(v), v
+
+    def bwd(v, dy):
+        c = load(v, half)
+        y = _float_core(f, c, axes)
+        return (store(_float_grad(f, c, y, load(dy, half).astype(c.dtype), axes), DataType.from_dtype(dy.dtype)),)
+
+    run.defvjp(fwd, bwd)
+    out = run(x)
+    if dt is F32:
+        mark_flushed(out)
+    return out
+
+
+def _integer(x, f: F, axes):
+    """Exact in the tensor's type, wrapping around (two's complement)."""
+    if f is F.SUM:
+        return jnp.sum(x, axis=axes, keepdims=True, dtype=x.dtype)
+    if f is F.MULTIPLY:
+        return jnp.prod(x, axis=axes, keepdims=True, dtype=x.dtype)
+    if f is F.L1:
+        return jnp.sum(jnp.abs(x), axis=axes, keepdims=True, dtype=x.dtype)
+    if f is F.SUM_SQUARE:
+        return jnp.sum(x * x, axis=axes, keepdims=True, dtype=x.dtype)
+    raise AssertionError(f)  # validation admits integers for these (and MAX, MIN, ARG*) only
+
+
+@operator(REDUCE)
+def reduce(input, *, function, axes, output_data_type, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> x = np.array([[1, 2, 3], [3, 0, 4], [2, 4, 2]], np.float32)  # the page's examples
+        >>> dmljax.reduce(x, function="SUM", axes=(0,))
+        Array([[6., 6., 9.]], dtype=float32)
+        >>> dmljax.reduce(x, function="SUM", axes=(1,))
+        Array([[6.],
+               [7.],
+               [8.]], dtype=float32)
+        >>> dmljax.reduce(x, function="SUM", axes=(0, 1))
+        Array([[21.]], dtype=float32)
+        >>> dmljax.reduce(x, function="ARGMAX", axes=(1,), output_data_type="INT32")
+        Array([[2],
+               [2],
+               [1]], dtype=int32)
+    """
+    axes = tuple(sorted(axes))
+    if function in ARG:
+        return arg_extreme(input, axes, function is F.ARGMAX, False, output_data_type.dtype)
+    if function in (F.MAX, F.MIN):
+        return _max_min(input, axes, function is F.MAX)
+    if not jnp.issubdtype(input.dtype, jnp.floating):
+        return _integer(input, function, axes)
+    return _float(input, function, axes, allow_half_precision_computation)
