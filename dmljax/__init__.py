@@ -3,7 +3,7 @@ documented semantics.
 
 Every implemented operator is exported under its Python name (``dmljax.element_wise_add``);
 the list follows from the registry (``dmljax.registry()``), so an operator declared in
-``dmljax/_src/ops/<family>.py`` is exported without being named here.
+``dmljax/_src/ops/<family>/`` is exported without being named here.
 """
 
 from dmljax._src.buffers import BufferBinding
@@ -29,6 +29,7 @@ from dmljax._src.enums import (
 from dmljax._src.errors import OperatorNotImplementedError, UnknownOperatorError, ValidationError, Violation
 from dmljax._src.feature_level import FeatureLevel, feature_level
 from dmljax._src.fused import FusedActivation
+from dmljax._src.kernel_seam import use_kernels
 from dmljax._src.ops import OPERATORS as _OPERATORS
 from dmljax._src.registry import canonical_name, catalog, get_operator, registry
 from dmljax._src.structs import ScalarUnion, ScaleBias, Size2D
@@ -75,5 +76,6 @@ _CORE = [
     "feature_level",
     "get_operator",
     "registry",
+    "use_kernels",
 ]
 __all__ = sorted([*_CORE, *_OPERATORS])

@@ -22,6 +22,7 @@ from dmljax._src.structs import ScaleBias
 
 __all__ = [
     "F32_TINY",
+    "flush_values",
     "compute_dtype",
     "flush_denormals",
     "load",
@@ -80,6 +81,12 @@ def _flush_f32_jvp(primals, tangents):
 # output, by object identity, while it lives). Reading one again needs no flush: a chain of
 # operators then flushes each intermediate value once (at its store), not twice.
 _FLUSHED: dict[int, weakref.ref] = {}
+
+
+def flush_values(x):
+    """FLOAT32 denormals to sign-preserving zero inside a Pallas kernel (``flush_denormals``'s rule
+    in operations Triton lowers, without its custom_jvp)."""
+    return jnp.where(jnp.abs(x) < F32_TINY, x * 0.0, x)
 
 
 def mark_flushed(x) -> None:

@@ -198,17 +198,17 @@ def test_axis_count_in_a_desc():
 @pytest.mark.parametrize("log", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_row_kernel_matches_the_reference(log, dtype, rng):
-    # Long rows on a GPU take a Pallas kernel (dmljax/_src/row_kernels.py); run here in Pallas's
+    # Long rows on a GPU take a Pallas kernel (dmljax/_src/kernels/softmax.py); run here in Pallas's
     # interpreter, it must give what the operator's reference gives, NaN rows included, and so
     # must its gradient (the H100 run checks the compiled kernel: benchmarks/issue10_gpu.py).
-    from dmljax._src.kernels.softmax import MIN_ROW, softmax_rows, softmax_rows_grad, use_kernel
+    from dmljax._src.kernels.softmax import MIN_ROW, SOFTMAX_ROWS, softmax_rows, softmax_rows_grad
     x = (rng.standard_normal((3, MIN_ROW)) * 6).astype(dtype)
     x[0, :2] = [NAN, 1.0]
     x[1, 5] = -INF
     if dtype == np.float32:
         x[2, :4] = [1e-40, -1e-40, 1e-39, 0.0]
-    assert use_kernel(x.shape, (1,), dtype, False) and not use_kernel(x.shape, (1,), dtype, True)
-    assert not use_kernel((4, 1024), (1,), dtype, False) and not use_kernel(x.shape, (0,), dtype, False)
+    assert SOFTMAX_ROWS.applies(x.shape, (1,), dtype, False) and not SOFTMAX_ROWS.applies(x.shape, (1,), dtype, True)
+    assert not SOFTMAX_ROWS.applies((4, 1024), (1,), dtype, False) and not SOFTMAX_ROWS.applies(x.shape, (0,), dtype, False)
     out = softmax_rows(jnp.asarray(x), log, interpret=True)
     dt = dmljax.DataType.from_dtype(np.dtype(dtype))
     want = (ref._log_softmax if log else ref._softmax)(x)

@@ -89,18 +89,18 @@ def test_desc_output_sizes_and_axis_count():
 @pytest.mark.parametrize("larger", [True, False])
 @pytest.mark.parametrize("last", [False, True])
 def test_float16_rows_take_the_top_k_kernel_with_the_xla_paths_index(larger, last):
-    # FLOAT16 rows on a GPU take the TOP_K kernel with K = 1 (dmljax/_src/select_kernels.py); run
+    # FLOAT16 rows on a GPU take the TOP_K kernel with K = 1 (dmljax/_src/kernels/top_k.py); run
     # in Pallas's interpreter, it must give the XLA path's index bit for bit, in both directions:
     # ties, -0 tied with +0, a row of NaN (its first or last index), NaN beside -inf.
     from dmljax._src.ops.reduction.arg_extreme import _arg_extreme_xla
-    from dmljax._src.kernels.top_k import top_k_rows, use_arg_kernel
+    from dmljax._src.kernels.top_k import ARG_EXTREME_ROWS, top_k_rows
     rng = np.random.default_rng(3)
     x = (rng.integers(-20, 20, (8, 1024)) * 0.5).astype(np.float16)
     x[0, :5] = [np.nan, -np.inf, np.nan, 0.0, -0.0]
     x[2, :], x[3, :] = np.nan, -0.0
     x[4, :], x[4, 7] = np.nan, -np.inf
-    assert use_arg_kernel(x.shape, (1,), np.float16) and not use_arg_kernel(x.shape, (1,), np.float32)
-    assert not use_arg_kernel(x.shape, (0,), np.float16) and not use_arg_kernel(x.shape, (0, 1), np.float16)
+    assert ARG_EXTREME_ROWS.applies(x.shape, (1,), np.float16) and not ARG_EXTREME_ROWS.applies(x.shape, (1,), np.float32)
+    assert not ARG_EXTREME_ROWS.applies(x.shape, (0,), np.float16) and not ARG_EXTREME_ROWS.applies(x.shape, (0, 1), np.float16)
     got = top_k_rows(jnp.asarray(x), 1, larger, last, interpret=True)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(_arg_extreme_xla(jnp.asarray(x), (1,), larger, last)))
 
@@ -109,18 +109,18 @@ def test_float16_rows_take_the_top_k_kernel_with_the_xla_paths_index(larger, las
 @pytest.mark.parametrize("last", [False, True])
 def test_float16_columns_take_the_column_kernel_with_the_xla_paths_index(larger, last):
     # FLOAT16 over an axis with elements after it takes the column kernel on a GPU
-    # (select_kernels.arg_columns); in Pallas's interpreter it must give the XLA path's index bit
+    # (extreme_columns.arg_columns); in Pallas's interpreter it must give the XLA path's index bit
     # for bit: ties across the row blocks it walks, -0 tied with +0, a column of NaN, NaN beside
     # -inf, and a leading axis kept.
     from dmljax._src.ops.reduction.arg_extreme import _arg_extreme_xla
-    from dmljax._src.kernels.top_k import arg_columns, use_column_arg_kernel
+    from dmljax._src.kernels.extreme_columns import EXTREME_COLUMNS, arg_columns
     rng = np.random.default_rng(4)
     x = (rng.integers(-3, 3, (2, 96, 2, 256)) * 0.5).astype(np.float16)  # many ties
     x[0, :, 0, 0], x[1, :, 1, 5] = np.nan, -0.0
     x[0, :, 1, 3], x[0, 70, 1, 3] = np.nan, -np.inf
     x[1, 40:, 0, 9] = 7.0  # a tie spanning row blocks
-    assert use_column_arg_kernel(x.shape, (1,), np.float16) and not use_column_arg_kernel(x.shape, (1,), np.float32)
-    assert not use_column_arg_kernel(x.shape, (3,), np.float16) and not use_column_arg_kernel((2, 90, 512), (1,), np.float16)
+    assert EXTREME_COLUMNS.applies(x.shape, (1,), np.float16) and not EXTREME_COLUMNS.applies(x.shape, (1,), np.float32)
+    assert not EXTREME_COLUMNS.applies(x.shape, (3,), np.float16) and not EXTREME_COLUMNS.applies((2, 90, 512), (1,), np.float16)
     got = arg_columns(jnp.asarray(x), 1, larger, last, interpret=True)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(_arg_extreme_xla(jnp.asarray(x), (1,), larger, last)))
 

@@ -1,4 +1,4 @@
-"""CONVOLUTION's FLOAT32 kernel (dmljax/_src/conv_kernels.py): run here by Pallas's interpreter
+"""CONVOLUTION's FLOAT32 kernel (dmljax/_src/kernels/convolution.py): run here by Pallas's interpreter
 against the float64 reference within the record's budget, with DirectML's flushes bit for bit;
 which convolutions take it; and the derivatives of the path that holds it, against autodiff of the
 XLA formula (on the CPU the path computes that formula). benchmarks/conv_kernel_check.py runs the
@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 import dmljax
 from dmljax import DataType
-from dmljax._src.kernels import convolution as conv_kernels
+from dmljax._src.kernels import convolution as conv_kernel
 from dmljax._src.enums import ConvolutionDirection, ConvolutionMode
+from dmljax._src.kernel_seam import Route
 from dmljax._src.ops.convolution import convolution as conv_op
 from dmljax._src.ops.convolution.convolution import CONVOLUTION
 from tests import catalog
@@ -62,9 +63,9 @@ def _kernel_args(attrs):
 @pytest.mark.parametrize("x_shape,w_shape,attrs", GEOMETRIES)
 def test_kernel_in_the_interpreter_matches_the_reference(x_shape, w_shape, attrs):
     x, w = _inputs(x_shape, w_shape)
-    assert conv_kernels.use_kernel(x_shape, w_shape, np.float32, True, 1, *_kernel_args(attrs), (0, 0))
+    assert conv_kernel.CONVOLUTION_TAPS.applies(x_shape, w_shape, np.float32, True, 1, *_kernel_args(attrs), (0, 0))
     wk = w[:, :, ::-1, ::-1] if attrs.get("mode") == "CONVOLUTION" else w  # the caller flips
-    got = conv_kernels.convolve_taps(jnp.asarray(x), jnp.asarray(np.ascontiguousarray(wk)), *_kernel_args(attrs),
+    got = conv_kernel.convolve_taps(jnp.asarray(x), jnp.asarray(np.ascontiguousarray(wk)), *_kernel_args(attrs),
                                      interpret=True)
     assert got.shape == reference(x, w, **attrs)[0].shape
     check_against_reference(got, x, w, attrs)
@@ -83,10 +84,10 @@ def test_kernel_in_the_interpreter_over_random_geometries(data):
     end = tuple(data.draw(st.integers(0, 2)) for _ in range(2))
     h, w, n = data.draw(st.integers(1, 7)), data.draw(st.integers(1, 7)), data.draw(st.integers(1, 2))
     x_shape, w_shape = (n, 16, h, w), (data.draw(st.sampled_from((16, 32))), 16, kh, kw)
-    assume(conv_kernels.use_kernel(x_shape, w_shape, np.float32, True, 1, strides, dilations, start, end, (0, 0)))
+    assume(conv_kernel.CONVOLUTION_TAPS.applies(x_shape, w_shape, np.float32, True, 1, strides, dilations, start, end, (0, 0)))
     attrs = {"strides": strides, "dilations": dilations, "start_padding": start, "end_padding": end}
     x, wt = _inputs(x_shape, w_shape, seed=data.draw(st.integers(0, 3)))
-    got = conv_kernels.convolve_taps(jnp.asarray(x), jnp.asarray(wt), strides, dilations, start, end, interpret=True)
+    got = conv_kernel.convolve_taps(jnp.asarray(x), jnp.asarray(wt), strides, dilations, start, end, interpret=True)
     assert got.shape == reference(x, wt, **attrs)[0].shape
     check_against_reference(got, x, wt, attrs)
 
@@ -99,13 +100,13 @@ def test_kernel_flushes_its_inputs_and_sums():
     # only benchmarks/conv_kernel_check.py on a GPU can fail on a kernel without its flushes.
     x = np.full((1, 16, 3, 4), 1e-39, np.float32)
     w = np.full((16, 16, 3, 3), 2.0**100, np.float32)
-    got = np.asarray(conv_kernels.convolve_taps(jnp.asarray(x), jnp.asarray(w), (1, 1), (1, 1), (1, 1), (1, 1),
+    got = np.asarray(conv_kernel.convolve_taps(jnp.asarray(x), jnp.asarray(w), (1, 1), (1, 1), (1, 1), (1, 1),
                                                 interpret=True))
     assert not got.any()
     x = np.full((1, 16, 3, 4), 1e-20, np.float32)
     w = np.zeros((16, 16, 3, 3), np.float32)
     w[:, 0] = -1e-19
-    got = np.asarray(conv_kernels.convolve_taps(jnp.asarray(x), jnp.asarray(w), (1, 1), (1, 1), (1, 1), (1, 1),
+    got = np.asarray(conv_kernel.convolve_taps(jnp.asarray(x), jnp.asarray(w), (1, 1), (1, 1), (1, 1), (1, 1),
                                                 interpret=True))
     assert not got.any() and not np.isnan(got).any()
 
@@ -123,16 +124,16 @@ def test_kernel_flushes_its_inputs_and_sums():
     ((2, 16, 8), (16, 16, 3), ((1,), (1,), (1,)), False),  # one spatial dimension
 ])
 def test_which_convolutions_take_the_kernel(x_shape, w_shape, args, takes):
-    assert conv_kernels.use_kernel(x_shape, w_shape, np.float32, True, 1, (1,) * (len(x_shape) - 2), *args,
+    assert conv_kernel.CONVOLUTION_TAPS.applies(x_shape, w_shape, np.float32, True, 1, (1,) * (len(x_shape) - 2), *args,
                                    (0,) * (len(x_shape) - 2)) is takes
     x, w, two = (2, 16, 8, 8), (16, 16, 3, 3), ((1, 1), (1, 1), (1, 1))
-    assert conv_kernels.use_kernel(x, w, np.float32, True, 1, (2, 1), *two, (0, 0))
-    assert not conv_kernels.use_kernel(x, w, np.float32, True, 1, (3, 1), *two, (0, 0))  # beyond MAX_STRIDE
-    assert not conv_kernels.use_kernel(x, w, np.float16, True, 1, (1, 1), *two, (0, 0))
-    assert not conv_kernels.use_kernel(x, w, np.float32, False, 1, (1, 1), *two, (0, 0))
-    assert not conv_kernels.use_kernel(x, w, np.float32, True, 2, (1, 1), *two, (0, 0))
-    assert not conv_kernels.use_kernel(x, w, np.float32, True, 1, (1, 1), *two, (0, 1))
-    assert not conv_kernels.use_kernel((2, 16, 2, 8), w, np.float32, True, 1, (1, 1), (1, 1), (0, 0), (0, 0), (0, 0))
+    assert conv_kernel.CONVOLUTION_TAPS.applies(x, w, np.float32, True, 1, (2, 1), *two, (0, 0))
+    assert not conv_kernel.CONVOLUTION_TAPS.applies(x, w, np.float32, True, 1, (3, 1), *two, (0, 0))  # beyond MAX_STRIDE
+    assert not conv_kernel.CONVOLUTION_TAPS.applies(x, w, np.float16, True, 1, (1, 1), *two, (0, 0))
+    assert not conv_kernel.CONVOLUTION_TAPS.applies(x, w, np.float32, False, 1, (1, 1), *two, (0, 0))
+    assert not conv_kernel.CONVOLUTION_TAPS.applies(x, w, np.float32, True, 2, (1, 1), *two, (0, 0))
+    assert not conv_kernel.CONVOLUTION_TAPS.applies(x, w, np.float32, True, 1, (1, 1), *two, (0, 1))
+    assert not conv_kernel.CONVOLUTION_TAPS.applies((2, 16, 2, 8), w, np.float32, True, 1, (1, 1), (1, 1), (0, 0), (0, 0), (0, 0))
 
 
 def geometry_of(attrs):
@@ -143,6 +144,7 @@ def geometry_of(attrs):
 
 
 xla_formula = conv_op.written_float32
+TAPS = Route(conv_kernel.CONVOLUTION_TAPS)  # the route to the kernel that choose() gives on a GPU
 """The FLOAT32 convolution written to FLOAT32 by XLA's convolution (what the path holding the
 kernel computes on other backends)."""
 
@@ -152,23 +154,23 @@ def test_the_kernels_path_differentiates_as_the_xla_formula():
     x, w = _inputs(x_shape, w_shape)
     geometry_ = geometry_of(attrs)
     rng = np.random.default_rng(1)
-    y = jax.jit(lambda a, b: conv_op._taps(a, b, geometry_))(x, w)
+    y = jax.jit(lambda a, b: conv_op._taps(a, b, geometry_, TAPS))(x, w)
     np.testing.assert_array_equal(np.asarray(y), np.asarray(xla_formula(x, w, geometry_)))
     np.testing.assert_array_equal(np.asarray(y), np.asarray(dmljax.convolution(x, w, **attrs)))
     dy = rng.standard_normal(y.shape).astype(np.float32)
     dx, dw = (rng.standard_normal(s).astype(np.float32) for s in (x_shape, w_shape))
     for argnums in ((0, 1), 0, 1):  # one argument alone: the other's tangent is a symbolic zero
-        got = jax.grad(lambda a, b: jnp.vdot(conv_op._taps(a, b, geometry_), dy), argnums=argnums)(x, w)
+        got = jax.grad(lambda a, b: jnp.vdot(conv_op._taps(a, b, geometry_, TAPS), dy), argnums=argnums)(x, w)
         want = jax.grad(lambda a, b: jnp.vdot(xla_formula(a, b, geometry_), dy), argnums=argnums)(x, w)
         for g, h in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
             np.testing.assert_allclose(np.asarray(g), np.asarray(h), rtol=1e-6, atol=1e-6)
     # forward mode (a custom_vjp would refuse it)
-    _, t = jax.jvp(lambda a, b: conv_op._taps(a, b, geometry_), (x, w), (dx, dw))
+    _, t = jax.jvp(lambda a, b: conv_op._taps(a, b, geometry_, TAPS), (x, w), (dx, dw))
     _, t_xla = jax.jvp(lambda a, b: xla_formula(a, b, geometry_), (x, w), (dx, dw))
     np.testing.assert_allclose(np.asarray(t), np.asarray(t_xla), rtol=1e-5, atol=1e-5)
     # and batched
     xs = np.stack([x, x * 2])
-    got = jax.vmap(lambda a: conv_op._taps(a, w, geometry_))(xs)
+    got = jax.vmap(lambda a: conv_op._taps(a, w, geometry_, TAPS))(xs)
     np.testing.assert_array_equal(np.asarray(got[1]), np.asarray(xla_formula(xs[1], w, geometry_)))
 
 

@@ -130,14 +130,14 @@ def test_product_partials_never_overflow_where_the_prefix_does_not():
 @pytest.mark.parametrize("reverse, exclusive", [(False, False), (False, True), (True, False), (True, True)])
 @pytest.mark.parametrize("max_row", [8192, 64])
 def test_row_kernel_matches_the_reference(dtype, reverse, exclusive, max_row, monkeypatch):
-    # Rows on a GPU take a Pallas kernel (dmljax/_src/scan_kernels.py); run here in Pallas's
+    # Rows on a GPU take a Pallas kernel (dmljax/_src/kernels/cumulative.py); run here in Pallas's
     # interpreter, it must give what the operator's reference gives within the operator's budget,
     # NaN, infinities and FLOAT32 denormals included (the H100 run checks the compiled kernel:
     # benchmarks/scan_kernel_check.py, gpu_check): whole rows in a block, and rows longer than
     # MAX_ROW (64 here: four blocks a row, the sum carried across).
-    from dmljax._src.kernels import cumulative as scan_kernels
-    from dmljax._src.kernels.cumulative import scan_rows, use_kernel
-    monkeypatch.setattr(scan_kernels, "MAX_ROW", max_row)
+    from dmljax._src.kernels import cumulative as cumulative_kernel
+    from dmljax._src.kernels.cumulative import CUMULATIVE_SUMMATION_ROWS, scan_rows
+    monkeypatch.setattr(cumulative_kernel, "MAX_ROW", max_row)
     from tests.compare import assert_matches
     from tests.reference.reduction import _cumulative, _sum_magnitude
     rng = np.random.default_rng(7)
@@ -147,9 +147,9 @@ def test_row_kernel_matches_the_reference(dtype, reverse, exclusive, max_row, mo
     if dtype == np.float32:
         x[3, 0, :4] = [1e-40, -1e-40, 1e-39, 0.0]
         x[3, 0, 126:130] = [1e-40, -1e-40, 1e-39, 0.0]
-    assert use_kernel(x.shape, 2, dtype, False) and not use_kernel(x.shape, 2, dtype, True)
-    assert not use_kernel(x.shape, 1, dtype, False) and not use_kernel((4, 3, 200), 2, dtype, False)
-    assert not use_kernel((3, 64), 1, dtype, False)  # 64 elements a program: XLA
+    assert CUMULATIVE_SUMMATION_ROWS.applies(x.shape, 2, dtype, False) and not CUMULATIVE_SUMMATION_ROWS.applies(x.shape, 2, dtype, True)
+    assert not CUMULATIVE_SUMMATION_ROWS.applies(x.shape, 1, dtype, False) and not CUMULATIVE_SUMMATION_ROWS.applies((4, 3, 200), 2, dtype, False)
+    assert not CUMULATIVE_SUMMATION_ROWS.applies((3, 64), 1, dtype, False)  # 64 elements a program: XLA
     kwargs = {"axis": 2, "axis_direction": int(reverse), "has_exclusive_sum": exclusive}
     got = scan_rows(jnp.asarray(x), reverse, exclusive, interpret=True)
     dt = dmljax.DataType.from_dtype(np.dtype(dtype))
@@ -167,17 +167,17 @@ _MODES = [(False, False), (False, True), (True, False), (True, True)]
     (block, sub, *mode, dtype) for block, sub in ((1024, 0), (64, 8)) for mode in _MODES
     for dtype in (np.float32, np.float16)] + [(64, 0, False, False, np.float32), (64, 0, True, True, np.float16)])
 def test_product_row_kernel_matches_the_reference(dtype, reverse, exclusive, block, sub, monkeypatch):
-    # CUMULATIVE_PRODUCT's rows take the pair scan kernel on a GPU (scan_kernels.product_rows):
+    # CUMULATIVE_PRODUCT's rows take the pair scan kernel on a GPU (cumulative_kernel.product_rows):
     # in Pallas's interpreter it must give the reference within the budget, with partial products
     # beyond FLOAT32's range whose prefixes are in it, true overflow and underflow, a prefix that
     # comes back into range, zeros, NaN, infinities and FLOAT32 denormals; whole rows in a block,
     # and rows longer than PRODUCT_BLOCK (64 here: four blocks a row, the product carried across,
     # the extremes placed across the blocks' edges), by the pair scan of every element (sub 0) and
     # by sub-blocks of 8 (the tile kernel: extremes also across a sub-block's edge inside a block).
-    from dmljax._src.kernels import cumulative as scan_kernels
-    from dmljax._src.kernels.cumulative import product_rows, use_product_kernel
-    monkeypatch.setattr(scan_kernels, "PRODUCT_BLOCK", block)
-    monkeypatch.setattr(scan_kernels, "PRODUCT_SUB", sub)
+    from dmljax._src.kernels import cumulative as cumulative_kernel
+    from dmljax._src.kernels.cumulative import CUMULATIVE_PRODUCT_ROWS, product_rows
+    monkeypatch.setattr(cumulative_kernel, "PRODUCT_BLOCK", block)
+    monkeypatch.setattr(cumulative_kernel, "PRODUCT_SUB", sub)
     from tests.compare import assert_matches, round_to
     from tests.reference.reduction import _cumulative
     rng = np.random.default_rng(8)
@@ -196,8 +196,8 @@ def test_product_row_kernel_matches_the_reference(dtype, reverse, exclusive, blo
     x[0, 1, 191:193] = [np.inf, 0.0]  # inf * 0 across an edge: NaN on
     x[1, 2, 20] = -0.0  # zeros of either sign on, the sign carried across sub-blocks and blocks
     x = x.astype(dtype)
-    assert use_product_kernel(x.shape, 2, dtype, False) and not use_product_kernel(x.shape, 2, dtype, True)
-    assert not use_product_kernel(x.shape, 1, dtype, False) and not use_product_kernel((4, 3, 200), 2, dtype, False)
+    assert CUMULATIVE_PRODUCT_ROWS.applies(x.shape, 2, dtype, False) and not CUMULATIVE_PRODUCT_ROWS.applies(x.shape, 2, dtype, True)
+    assert not CUMULATIVE_PRODUCT_ROWS.applies(x.shape, 1, dtype, False) and not CUMULATIVE_PRODUCT_ROWS.applies((4, 3, 200), 2, dtype, False)
     kwargs = {"axis": 2, "axis_direction": int(reverse), "has_exclusive_product": exclusive}
     got = product_rows(jnp.asarray(x), reverse, exclusive, interpret=True)
     dt = dmljax.DataType.from_dtype(np.dtype(dtype))

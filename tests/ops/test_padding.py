@@ -88,7 +88,7 @@ def test_tile_page_example_limits_and_gradients():
     assert np.asarray(g).tolist() == [2, 2, 1]  # [2, 1 | 1, 2, 3]: elements 1 and 2 copied once each
 
 
-# The CUDA kernel (dmljax/_src/pad_kernels.py), run here by Pallas's interpreter: every copying mode
+# The CUDA kernel (dmljax/_src/kernels/padding.py), run here by Pallas's interpreter: every copying mode
 # against np.pad (an independent implementation of the same modes), pads longer than the axis
 # included, bit for bit; what the CUDA lowering holds; and its gradient's rule (the XLA form's
 # transpose) under jax.grad. The H100 run compiles it (benchmarks/issue11_gpu.py, gpu_check).

@@ -311,15 +311,15 @@ def test_geometry_messages():
 # ------------------------------------------------------------------------------ the GPU kernel
 @pytest.mark.parametrize("dtype", [np.float16, np.float32])
 def test_max_pool_kernel_gives_the_xla_paths_bits(dtype, monkeypatch):
-    # FLOAT16 MAX_POOLING's values on NVIDIA GPUs take pool_kernels.py (float max of the gathered
+    # FLOAT16 MAX_POOLING's values on NVIDIA GPUs take pool_kernel.py (float max of the gathered
     # window, the page's order kept by NaN for the padding, a +0 test of the window's smallest bit
     # pattern and -inf for windows wholly in the padding); run here in Pallas's interpreter, it must
     # give the XLA path's bits (integer keys) for windows of NaN only, NaN beside -inf, -0 beside +0
     # in either order, ties, FLOAT32 denormals (the kernel's FLOAT32 form, not taken by default),
     # strides, dilations, padding on each side and windows wholly in it.
-    from dmljax._src.kernels import max_pooling as pool_kernels
-    monkeypatch.setattr(pool_kernels, "DTYPES", (np.float16, np.float32))
-    monkeypatch.setattr(pool_kernels, "MIN_WINDOW", 1)  # the kernel's own rules for every window
+    from dmljax._src.kernels import max_pooling as pool_kernel
+    monkeypatch.setattr(pool_kernel, "DTYPES", (np.float16, np.float32))
+    monkeypatch.setattr(pool_kernel, "MIN_WINDOW", 1)  # the kernel's own rules for every window
     rng = np.random.default_rng(3)
     x = (rng.integers(-4, 4, (2, 3, 9, 10)) * 0.5).astype(dtype)  # many ties, zeros among them
     x[0, 0, :2, :] = np.nan  # windows of NaN only
@@ -338,25 +338,25 @@ def test_max_pool_kernel_gives_the_xla_paths_bits(dtype, monkeypatch):
         ((8, 8), (1, 2), (1, 1), (0, 0), (0, 0)),  # MAX_WINDOW positions
     ]
     for size, strides, dilations, start, end in geometries:
-        assert pool_kernels.use_kernel(x.shape, dtype, size, strides, dilations, start, end)
-        got = pool_kernels.max_pool_values(jnp.asarray(x), size, strides, dilations, start, end, interpret=True)
+        assert pool_kernel.MAX_POOLING_VALUES.applies(x.shape, dtype, size, strides, dilations, start, end)
+        got = pool_kernel.max_pool_values(jnp.asarray(x), size, strides, dilations, start, end, interpret=True)
         want = dmljax.max_pooling2(x, strides=strides, window_size=size, start_padding=start, end_padding=end,
                                    dilations=dilations)[0]
         np.testing.assert_array_equal(_bits(got), _bits(want))
     # outputs of whole blocks (24 x 8 x 8 = 6 blocks of 256: each program stores its block; above,
     # the last block is masked)
     y = np.tile(x[:, :, :8, :8], (2, 2, 2, 2))
-    got = pool_kernels.max_pool_values(jnp.asarray(y), (3, 3), (2, 2), (1, 1), (1, 1), (0, 0), interpret=True)
+    got = pool_kernel.max_pool_values(jnp.asarray(y), (3, 3), (2, 2), (1, 1), (1, 1), (0, 0), interpret=True)
     want = dmljax.max_pooling2(y, strides=(2, 2), window_size=(3, 3), start_padding=(1, 1), end_padding=(0, 0),
                                dilations=(1, 1))[0]
-    assert got.size == 6 * pool_kernels.BLOCK
+    assert got.size == 6 * pool_kernel.BLOCK
     np.testing.assert_array_equal(_bits(got), _bits(want))
-    assert not pool_kernels.use_kernel((2, 3, 9), np.float16, (3,), (1,), (1,), (0,), (0,))  # 3-D: XLA's
-    assert not pool_kernels.use_kernel(x.shape, np.float16, (9, 9), (1, 1), (1, 1), (0, 0), (0, 0))  # 81 positions
+    assert not pool_kernel.MAX_POOLING_VALUES.applies((2, 3, 9), np.float16, (3,), (1,), (1,), (0,), (0,))  # 3-D: XLA's
+    assert not pool_kernel.MAX_POOLING_VALUES.applies(x.shape, np.float16, (9, 9), (1, 1), (1, 1), (0, 0), (0, 0))  # 81 positions
     monkeypatch.undo()
-    assert not pool_kernels.use_kernel(x.shape, np.float16, (2, 2), (2, 2), (1, 1), (0, 0), (0, 0))  # 4: XLA's
-    assert not pool_kernels.use_kernel(x.shape, np.float32, (3, 3), (2, 2), (1, 1), (1, 1), (1, 1))
-    assert pool_kernels.use_kernel(x.shape, np.float16, (3, 3), (2, 2), (1, 1), (1, 1), (1, 1))
+    assert not pool_kernel.MAX_POOLING_VALUES.applies(x.shape, np.float16, (2, 2), (2, 2), (1, 1), (0, 0), (0, 0))  # 4: XLA's
+    assert not pool_kernel.MAX_POOLING_VALUES.applies(x.shape, np.float32, (3, 3), (2, 2), (1, 1), (1, 1), (1, 1))
+    assert pool_kernel.MAX_POOLING_VALUES.applies(x.shape, np.float16, (3, 3), (2, 2), (1, 1), (1, 1), (1, 1))
 
 
 def test_max_pool_kernel_lowers_for_nvidia_gpus_only():

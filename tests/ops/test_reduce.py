@@ -231,17 +231,17 @@ def test_multiply_has_no_intermediate_overflow(rng):
 @pytest.mark.parametrize("larger", [True, False])
 def test_float16_columns_take_the_column_kernel_with_the_xla_paths_keys(larger):
     # REDUCE MAX/MIN of FLOAT16 over an axis with elements after it take the column kernel on a
-    # GPU (select_kernels.max_key_columns, MIN's keys complemented); in Pallas's interpreter the
+    # GPU (top_k_kernel.max_key_columns, MIN's keys complemented); in Pallas's interpreter the
     # keys must be the XLA path's bit for bit: NaN columns, NaN beside -inf, -0 and +0 (+0 above),
     # a column of -0, ties across the row blocks.
     from dmljax._src.numerics import is_nan
     from dmljax._src.ops.reduction.reduce import _order_keys
-    from dmljax._src.kernels.top_k import max_key_columns, use_column_arg_kernel
+    from dmljax._src.kernels.extreme_columns import EXTREME_COLUMNS, max_key_columns
     rng = np.random.default_rng(5)
     x = (rng.integers(-3, 3, (2, 96, 2, 256)) * 0.5).astype(np.float16)
     x[0, :, 0, 0], x[0, :, 1, 3], x[0, 70, 1, 3] = np.nan, np.nan, -np.inf
     x[1, :, 1, 5], x[1, 3, 1, 5], x[1, :, 0, 7] = -0.0, 0.0, -0.0
-    assert use_column_arg_kernel(x.shape, (1,), np.float16)
+    assert EXTREME_COLUMNS.applies(x.shape, (1,), np.float16)
     never = np.int32(np.iinfo(np.int32).min if larger else np.iinfo(np.int32).max)
 
     def keys(v):

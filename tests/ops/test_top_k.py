@@ -121,14 +121,14 @@ def test_staged_selection_is_exact(monkeypatch, rng):
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("largest", [True, False])
 def test_row_kernel_gives_the_xla_paths_indices(dtype, largest, group, n, monkeypatch):
-    # Short selections of rows on a GPU take a Pallas kernel (dmljax/_src/select_kernels.py); run
+    # Short selections of rows on a GPU take a Pallas kernel (dmljax/_src/kernels/top_k.py); run
     # here in Pallas's interpreter, in each form (with and without ranking groups first), it must
     # give the XLA path's indices bit for bit: ties (half the row repeats a value) to the
     # lower index, -0 tied with +0, FLOAT32 denormals with zero,
     # NaN after every number (a row of NaN with one -inf, a row of -0 only).
-    from dmljax._src.kernels import top_k as select_kernels
-    from dmljax._src.kernels.top_k import top_k_rows, use_kernel
-    monkeypatch.setattr(select_kernels, "GROUP", group)  # 0: K passes over the row; else groups first
+    from dmljax._src.kernels import top_k as top_k_kernel
+    from dmljax._src.kernels.top_k import TOP_K_ROWS, top_k_rows
+    monkeypatch.setattr(top_k_kernel, "GROUP", group)  # 0: K passes over the row; else groups first
     rng = np.random.default_rng(5)
     x = (rng.integers(-20, 20, (8, n)) * 0.5).astype(dtype)
     x[0, :5] = [np.nan, -np.inf, np.nan, 0.0, -0.0]
@@ -137,10 +137,10 @@ def test_row_kernel_gives_the_xla_paths_indices(dtype, largest, group, n, monkey
     x[4, :] = -0.0
     if dtype == np.float32:
         x[3, :6] = [1e-40, -1e-40, 0.0, -0.0, 1e-39, 5.0]
-    assert use_kernel(x.shape, 1, 16, dtype) and not use_kernel(x.shape, 1, 17, dtype)
-    assert not use_kernel(x.shape, 0, 4, dtype) and not use_kernel((8, 1000), 1, 4, dtype)
-    assert not use_kernel((8, 2048), 1, 4, dtype)  # longer rows: the threshold kernels
-    assert not use_kernel(x.shape, 1, 1, dtype)  # K = 1: ARGMAX's one pass
+    assert TOP_K_ROWS.applies(x.shape, 1, 16, dtype) and not TOP_K_ROWS.applies(x.shape, 1, 17, dtype)
+    assert not TOP_K_ROWS.applies(x.shape, 0, 4, dtype) and not TOP_K_ROWS.applies((8, 1000), 1, 4, dtype)
+    assert not TOP_K_ROWS.applies((8, 2048), 1, 4, dtype)  # longer rows: the threshold kernels
+    assert not TOP_K_ROWS.applies(x.shape, 1, 1, dtype)  # K = 1: ARGMAX's one pass
     for k in (2, 5, 16):
         got = np.asarray(top_k_rows(jnp.asarray(x), k, largest, interpret=True))
         if largest:
@@ -166,15 +166,15 @@ def test_long_selections_are_staged_on_nvidia_gpus_only():
 @pytest.mark.parametrize("dtype, largest", [(np.float32, True), (np.float16, False)])
 def test_threshold_kernels_give_the_xla_paths_indices(dtype, largest, monkeypatch):
     # K from 17 over rows of 2,048 or more on a GPU take two Pallas kernels
-    # (dmljax/_src/threshold_kernels.py: the K best groups by a bisected threshold, then the K best
+    # (dmljax/_src/kernels/top_k_threshold.py: the K best groups by a bisected threshold, then the K best
     # of their elements); run here in Pallas's interpreter, they must give the XLA path's indices
     # bit for bit: ties across the threshold (values of a few levels, so the K-th value repeats in
     # many groups) to the lower index, -0 tied with +0, FLOAT32 denormals with zero, NaN after every
     # number (a row of NaN with one -inf, a row of -0 only), and K up to a quarter of the groups;
     # the K ordered in the second kernel (their ranks: of the candidates at or above the best groups'
     # threshold where few reach it, else of the K after a bisection), in a third and by XLA's sort.
-    from dmljax._src.kernels import top_k_threshold as threshold_kernels
-    from dmljax._src.kernels.top_k_threshold import threshold_rows, use_kernel
+    from dmljax._src.kernels import top_k_threshold as threshold_kernel
+    from dmljax._src.kernels.top_k_threshold import TOP_K_THRESHOLD, threshold_rows
     rng = np.random.default_rng(7)
     n = 2048
     x = (rng.integers(-20, 20, (8, n)) * 0.5).astype(dtype)
@@ -188,10 +188,10 @@ def test_threshold_kernels_give_the_xla_paths_indices(dtype, largest, monkeypatc
     x[7] = np.sort(rng.standard_normal(n))[::-1].astype(dtype)  # descending: the best groups first
     if dtype == np.float32:
         x[3, :6] = [1e-40, -1e-40, 0.0, -0.0, 1e-39, 5.0]
-    assert use_kernel(x.shape, 1, 2, dtype) and use_kernel(x.shape, 1, 64, dtype)
-    assert not use_kernel(x.shape, 1, 1, dtype) and not use_kernel(x.shape, 1, 65, dtype)  # 2048 / 8 / 4
-    assert not use_kernel(x.shape, 0, 17, dtype) and not use_kernel((7, 3000), 1, 17, dtype)
-    assert not use_kernel(x.shape, 1, 17, np.int32)
+    assert TOP_K_THRESHOLD.applies(x.shape, 1, 2, dtype) and TOP_K_THRESHOLD.applies(x.shape, 1, 64, dtype)
+    assert not TOP_K_THRESHOLD.applies(x.shape, 1, 1, dtype) and not TOP_K_THRESHOLD.applies(x.shape, 1, 65, dtype)  # 2048 / 8 / 4
+    assert not TOP_K_THRESHOLD.applies(x.shape, 0, 17, dtype) and not TOP_K_THRESHOLD.applies((7, 3000), 1, 17, dtype)
+    assert not TOP_K_THRESHOLD.applies(x.shape, 1, 17, np.int32)
     # DIRECT_MAX 1: every row's K-th key bisected; 256 (K * GROUP here): every row's candidates ranked
     # directly; narrow: the bisection from two bounds' common bits (NARROW_DTYPES), else over every bit;
     # K > ORDER_MAX: ordered by the third kernel's ranks up to RANK_MAX, beyond by XLA's sort
@@ -199,10 +199,10 @@ def test_threshold_kernels_give_the_xla_paths_indices(dtype, largest, monkeypatc
             (2, 32, 64, True, 256), (17, 32, 64, True, 256), (17, 32, 1, True, 256), (17, 32, 1, False, 256),
             (17, 32, 256, True, 256), (50, 64, 64, True, 256), (64, 32, 64, False, 256), (40, 32, 64, True, 256),
             (50, 32, 64, True, 32)):
-        monkeypatch.setattr(threshold_kernels, "RANK_MAX", rank_max)
-        monkeypatch.setattr(threshold_kernels, "ORDER_MAX", order_max)
-        monkeypatch.setattr(threshold_kernels, "DIRECT_MAX", direct_max)
-        monkeypatch.setattr(threshold_kernels, "NARROW_DTYPES", (dtype,) if narrow else ())
+        monkeypatch.setattr(threshold_kernel, "RANK_MAX", rank_max)
+        monkeypatch.setattr(threshold_kernel, "ORDER_MAX", order_max)
+        monkeypatch.setattr(threshold_kernel, "DIRECT_MAX", direct_max)
+        monkeypatch.setattr(threshold_kernel, "NARROW_DTYPES", (dtype,) if narrow else ())
         got, values = (np.asarray(a) for a in threshold_rows(jnp.asarray(x), k, largest, interpret=True))
         if largest:
             want = dmljax.top_k(x, axis=1, k=k)[1]
@@ -230,10 +230,10 @@ def test_threshold_kernels_half_keys_order_as_argmaxs(largest):
     # The threshold kernels rank FLOAT16 by 17-bit keys of their own (fewer bisection steps): over
     # every FLOAT16 bit pattern they must order, and tie, exactly as ARGMAX's 32-bit keys do (-0 with
     # +0, every NaN together below every number).
-    from dmljax._src.kernels.top_k import _keys_of
+    from dmljax._src.kernels.top_k import keys_of
     from dmljax._src.kernels.top_k_threshold import _key_range, _keys
     v = jnp.asarray(np.arange(1 << 16, dtype=np.uint16).view(np.float16))
-    short, wide = np.asarray(_keys(v, largest)).astype(np.int64), np.asarray(_keys_of(v, largest, False)).astype(np.int64)
+    short, wide = np.asarray(_keys(v, largest)).astype(np.int64), np.asarray(keys_of(v, largest, False)).astype(np.int64)
     order = np.argsort(wide, kind="stable")
     assert np.all(np.diff(short[order]) >= 0)
     assert np.array_equal(np.diff(short[order]) == 0, np.diff(wide[order]) == 0)
@@ -243,7 +243,7 @@ def test_threshold_kernels_half_keys_order_as_argmaxs(largest):
 
 def test_values_of_the_threshold_path_differentiate_as_a_gather():
     # Where the threshold kernels may run (rows of 2,048 on a GPU) the values come with the
-    # selection (threshold_kernels gathers them in its second kernel) and get their derivative from
+    # selection (threshold_kernel gathers them in its second kernel) and get their derivative from
     # top_k's _selected: the cotangent scattered to the selected elements (jax.grad), the tangent's
     # elements there (jax.jvp), also under vmap; here on the CPU the same rule wraps XLA's gather.
     rng = np.random.default_rng(2)

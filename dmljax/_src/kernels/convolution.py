@@ -29,10 +29,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from dmljax._src.kernel_seam import Kernel
+from dmljax._src.numerics import flush_values
 from dmljax._src.window import windows_per_dimension
-from dmljax._src.kernels.softmax import flush_values
 
-__all__ = ["use_kernel", "convolve_taps", "BLOCK", "WARPS", "STAGES", "CHANNELS", "MAX_WINDOW", "MAX_STRIDE"]
+__all__ = ["CONVOLUTION_TAPS", "convolve_taps", "BLOCK", "WARPS", "STAGES", "CHANNELS", "MAX_WINDOW", "MAX_STRIDE"]
 
 BLOCK = 64
 """Output positions a program. On the H100 (results/h100_session10/conv_pallas*.txt, 64 -> 64
@@ -58,16 +59,14 @@ MAX_STRIDE = 2
 64 -> 64 at 56 x 56 with stride 2 1.48x, 32 -> 64 at 112 1.52x, 16 -> 32 at 112 unpadded 1.66x,
 64 -> 64 unpadded 1.19x, where cuDNN's path with the flush passes took 0.76-0.91x."""
 
-ENABLED = True
-"""False sends every call to the XLA formula."""
 
-def use_kernel(x_shape, w_shape, dtype, forward: bool, groups: int, strides, dilations, start, end,
+def _applies(x_shape, w_shape, dtype, forward: bool, groups: int, strides, dilations, start, end,
                output_padding) -> bool:
     """Whether a convolution can take the kernel: FLOAT32, two spatial dimensions, FORWARD, one
     group, strides of at most MAX_STRIDE, no OutputPadding, a window of more than one element
     and at most MAX_WINDOW a side, input and output channels in CHANNELS, an output of at least
     one element, and fewer than 2^31 elements in and out (int32 offsets)."""
-    if not ENABLED or np.dtype(dtype) != np.float32 or len(x_shape) != 4 or not forward or groups != 1:
+    if np.dtype(dtype) != np.float32 or len(x_shape) != 4 or not forward or groups != 1:
         return False
     n, c, h, w = x_shape
     o, c_w, kh, kw = w_shape
@@ -79,6 +78,9 @@ def use_kernel(x_shape, w_shape, dtype, forward: bool, groups: int, strides, dil
         return False
     out_h, out_w = windows_per_dimension((h, w), (kh, kw), strides, dilations, start, end)
     return min(out_h, out_w) >= 1 and n * c * h * w < 2**31 and n * o * out_h * out_w < 2**31
+
+
+CONVOLUTION_TAPS = Kernel("convolution", _applies, measured="benchmarks/convolution")
 
 
 def _kernel(x_ref, w_ref, y_ref, *, total, out_size, h, w, kw, strides, dil, start):

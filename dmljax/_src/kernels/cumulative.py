@@ -27,10 +27,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dmljax._src.numerics import associative_scan
-from dmljax._src.kernels.softmax import flush_values
+from dmljax._src.kernel_seam import Kernel
+from dmljax._src.numerics import associative_scan, flush_values
 
-__all__ = ["use_kernel", "use_product_kernel", "scan_rows", "product_rows", "MIN_ROW", "MAX_ROW", "LOOP_MAX_ROW",
+__all__ = ["CUMULATIVE_SUMMATION_ROWS", "CUMULATIVE_PRODUCT_ROWS", "scan_rows", "product_rows", "MIN_ROW", "MAX_ROW", "LOOP_MAX_ROW",
            "BLOCK"]
 
 MIN_ROW = 16
@@ -44,8 +44,6 @@ LOOP_MAX_ROW = 1 << 20
 BLOCK = 8192
 """Elements per program: rows of n are taken BLOCK / n at a time (at least one)."""
 
-ENABLED = True
-"""False sends every call to XLA's formula (benchmarks/issue11_gpu.py times the two paths)."""
 
 def _rows_per_program(r: int, n: int, block: int = BLOCK) -> int:
     """The largest power of two up to block / n that divides the row count."""
@@ -55,11 +53,11 @@ def _rows_per_program(r: int, n: int, block: int = BLOCK) -> int:
     return b
 
 
-def use_kernel(shape: tuple[int, ...], axis: int, dtype, half: bool) -> bool:
+def _sum_applies(shape: tuple[int, ...], axis: int, dtype, half: bool) -> bool:
     """Whether a tally can take the kernel: along the last axis, FLOAT32 or FLOAT16 computed in
     FLOAT32, a power-of-two row length from MIN_ROW to LOOP_MAX_ROW, and at least 1,024 elements
     per program (rows that short in a row count with no power-of-two factor stay with XLA)."""
-    if not ENABLED or half or np.dtype(dtype) not in (np.float32, np.float16) or not shape:
+    if half or np.dtype(dtype) not in (np.float32, np.float16) or not shape:
         return False
     n, r = shape[-1], int(np.prod(shape[:-1], dtype=np.int64))
     if axis != len(shape) - 1 or not MIN_ROW <= n <= LOOP_MAX_ROW or n & (n - 1):
@@ -323,13 +321,15 @@ def _running_sum(x, reverse: bool):
     return _sum_scan()[0].bind(x, axis=1, reverse=True)[0]
 
 
-def use_product_kernel(shape: tuple[int, ...], axis: int, dtype, half: bool) -> bool:
-    """use_kernel's rule, for CUMULATIVE_PRODUCT (where this JAX's Triton lowering has the scan)."""
-    return PRODUCT_ENABLED and use_kernel(shape, axis, dtype, half) and _pair_scan()[1]
+def _product_applies(shape: tuple[int, ...], axis: int, dtype, half: bool) -> bool:
+    """The sum's rule, for CUMULATIVE_PRODUCT (where this JAX's Triton lowering has the scan)."""
+    return _sum_applies(shape, axis, dtype, half) and _pair_scan()[1]
 
 
-PRODUCT_ENABLED = True
-"""False sends every CUMULATIVE_PRODUCT to XLA's formula (benchmarks time the two paths)."""
+CUMULATIVE_SUMMATION_ROWS = Kernel("cumulative", _sum_applies, measured="benchmarks/reductions")
+CUMULATIVE_PRODUCT_ROWS = Kernel("cumulative", _product_applies, measured="benchmarks/reductions")
+
+
 PRODUCT_BLOCK = 1024
 """Elements per program of the product's kernel: a pair per element, and the pair scan's combine
 is longer than a sum's. The H100 sweep (benchmarks/scan_product_sweep.py, rows of 1,024) gave

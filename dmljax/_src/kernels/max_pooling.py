@@ -32,10 +32,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dmljax._src.kernel_seam import Kernel
+from dmljax._src.numerics import flush_values
 from dmljax._src.window import windows_per_dimension
-from dmljax._src.kernels.softmax import flush_values
 
-__all__ = ["use_kernel", "max_pool_values", "BLOCK", "WARPS", "MAX_WINDOW"]
+__all__ = ["MAX_POOLING_VALUES", "max_pool_values", "BLOCK", "WARPS", "MAX_WINDOW"]
 
 BLOCK = 256
 WARPS = 4
@@ -52,15 +53,13 @@ DTYPES = (np.float16,)
 """The types that take the kernel. FLOAT32's integer keys are no wider than its values, and XLA's
 path took the same time as the kernel there (3 x 3 windows: 0.0464 ms against 0.0462)."""
 
-ENABLED = True
-"""False sends every call to the XLA formula (benchmarks time the two paths)."""
 
 
-def use_kernel(shape: tuple[int, ...], dtype, size, strides, dilations, start, end) -> bool:
+def _applies(shape: tuple[int, ...], dtype, size, strides, dilations, start, end) -> bool:
     """Whether a MAX_POOLING's values can take the kernel: a 4-D tensor of a type in DTYPES, a
     window of MIN_WINDOW to MAX_WINDOW positions, at least one output, and fewer than 2^31
     elements in and out, the output's last block included (int32 offsets)."""
-    if not ENABLED or len(shape) != 4 or np.dtype(dtype) not in DTYPES:
+    if len(shape) != 4 or np.dtype(dtype) not in DTYPES:
         return False
     if not MIN_WINDOW <= int(np.prod(size)) <= MAX_WINDOW:
         return False
@@ -69,6 +68,9 @@ def use_kernel(shape: tuple[int, ...], dtype, size, strides, dilations, start, e
         return False
     # (lanes run to whole blocks: the last lane's number must fit too)
     return int(np.prod(shape, dtype=np.int64)) < 2**31 and shape[0] * shape[1] * int(np.prod(pooled)) + BLOCK <= 2**31
+
+
+MAX_POOLING_VALUES = Kernel("max_pooling", _applies, measured="benchmarks/pooling")
 
 
 def _kernel(x_ref, o_ref, *, planes, spatial, pooled, size, strides, dilations, start, whole_blocks, interpret):

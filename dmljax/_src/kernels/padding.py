@@ -34,8 +34,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from dmljax._src.enums import PaddingMode
+from dmljax._src.kernel_seam import Kernel
 
-__all__ = ["use_kernel", "pad_rows", "source_index", "MODES", "BLOCK", "ELEMENTS", "WARPS"]
+__all__ = ["PADDING_ROWS", "pad_rows", "source_index", "MODES", "BLOCK", "ELEMENTS", "WARPS"]
 
 BLOCK = 4096
 """Output columns per program at most (the last axis, rounded up to a power of two below it)."""
@@ -43,22 +44,23 @@ ELEMENTS = 8192
 """Output elements per program: ROWS = ELEMENTS // the column block."""
 WARPS = 4
 
-ENABLED = True
-"""False sends every call to the XLA formula (benchmarks/issue11_gpu.py times the two paths)."""
 
 MODES = (PaddingMode.EDGE,)
 """The modes that take the kernel (pad_rows does all four copying modes)."""
 
 
-def use_kernel(shape: tuple[int, ...], dtype, mode: PaddingMode, start, end) -> bool:
+def _applies(shape: tuple[int, ...], dtype, mode: PaddingMode, start, end) -> bool:
     """Whether a PADDING can take the kernel: a mode in MODES, some padding, no empty axis, 1-, 2-
     or 4-byte elements, and fewer than 2^31 elements in and out (int32 offsets)."""
-    if not ENABLED or mode not in MODES or not shape or min(shape) < 1 or not any(start) and not any(end):
+    if mode not in MODES or not shape or min(shape) < 1 or not any(start) and not any(end):
         return False
     if np.dtype(dtype).itemsize not in (1, 2, 4) or np.dtype(dtype) == np.bool_:
         return False
     out = [n + s + e for n, s, e in zip(shape, start, end)]
     return int(np.prod(shape, dtype=np.int64)) < 2**31 and int(np.prod(out, dtype=np.int64)) < 2**31
+
+
+PADDING_ROWS = Kernel("padding", _applies, measured="benchmarks/data_movement")
 
 
 def source_index(j, n: int, s: int, mode: PaddingMode, xp=jnp):

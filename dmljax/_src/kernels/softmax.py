@@ -22,7 +22,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["use_kernel", "softmax_rows", "softmax_rows_grad", "flush_values", "MIN_ROW", "MAX_ROW"]
+from dmljax._src.kernel_seam import Kernel
+from dmljax._src.numerics import flush_values
+
+__all__ = ["SOFTMAX_ROWS", "softmax_rows", "softmax_rows_grad", "MIN_ROW", "MAX_ROW"]
 
 MIN_ROW = 2048
 """Shorter rows stay with XLA, which reaches a copy's bandwidth on them already (measured on the
@@ -30,27 +33,20 @@ H100 for rows of 1,024)."""
 MAX_ROW = 65536
 """A row of more than this many elements does not fit in one program's registers."""
 
-_TINY = np.float32(np.finfo(np.float32).tiny)
-
-ENABLED = True
-"""False sends every call to XLA's formula (benchmarks/softmax_gpu.py compares the two paths)."""
 WARPS = {4096: 4, 16384: 8, MAX_ROW: 16}
 """Warps per program by row length (the smallest key >= n); tuned on the H100."""
 
 
-def use_kernel(shape: tuple[int, ...], axes: tuple[int, ...], dtype, half: bool) -> bool:
+def _applies(shape: tuple[int, ...], axes: tuple[int, ...], dtype, half: bool) -> bool:
     """Whether a row-wise call can take the kernel: over the last axis only, FLOAT32 or FLOAT16
     computed in FLOAT32, a power-of-two row length from MIN_ROW to MAX_ROW."""
-    if not ENABLED or half or np.dtype(dtype) not in (np.float32, np.float16) or not shape:
+    if half or np.dtype(dtype) not in (np.float32, np.float16) or not shape:
         return False
     n = shape[-1]
     return tuple(axes) == (len(shape) - 1,) and MIN_ROW <= n <= MAX_ROW and n & (n - 1) == 0
 
 
-def flush_values(x):
-    """FLOAT32 denormals to sign-preserving zero inside a kernel (numerics.flush_denormals's rule
-    in operations Triton lowers)."""
-    return jnp.where(jnp.abs(x) < _TINY, x * 0.0, x)
+SOFTMAX_ROWS = Kernel("softmax", _applies, measured="benchmarks/softmax")
 
 
 def _warps(n: int) -> int:

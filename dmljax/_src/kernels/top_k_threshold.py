@@ -2,7 +2,7 @@
 a threshold found by bisection, then the elements above it, instead of K selection steps or a sort.
 
 XLA's top_k over rows of 32,768 sorts the whole row for K > 16 on the GPU (4.3 ms for K = 256 and
-2^26 elements on the H100, even staged in chunks: 0.02 of the read bandwidth), and select_kernels'
+2^26 elements on the H100, even staged in chunks: 0.02 of the read bandwidth), and top_k_kernel'
 K steps grow with K. Here K up to ORDER_MAX costs two launches, up to RANK_MAX three
 (benchmarks/README.md, "TOP_K by a threshold" and "TOP_K's K from 33 to 256 ordered by a third
 kernel"):
@@ -51,11 +51,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dmljax._src.kernels.top_k import _INT_MIN, _keys_of
+from dmljax._src.kernel_seam import Kernel
+from dmljax._src.kernels.top_k import INT_MIN, keys_of
 
 _INT_MAX = np.int32(np.iinfo(np.int32).max)
 
-__all__ = ["use_kernel", "threshold_rows", "MIN_ROW", "MAX_ROW", "MIN_K", "MAX_K"]
+__all__ = ["TOP_K_THRESHOLD", "threshold_rows", "MIN_ROW", "MAX_ROW", "MIN_K", "MAX_K"]
 
 MIN_ROW = 2048
 MAX_ROW = 32768
@@ -63,9 +64,9 @@ MIN_K = 2
 MAX_K = 1024
 """Rows of a power-of-two length from MIN_ROW to MAX_ROW and K from MIN_K to MAX_K (and at most
 a quarter of the row's groups) take the kernels. Rows of 1,024 with K up to 16 stay with
-select_kernels' K steps; K = 1 is ARGMAX's pass. On the H100 (results/h100_top_k_threshold/final,
+top_k_kernel' K steps; K = 1 is ARGMAX's pass. On the H100 (results/h100_top_k_threshold/final,
 rows of 32,768) these kernels took K = 8 and 16 in 0.118 and 0.123 ms (FLOAT32) and 0.074 and
-0.077 ms (FLOAT16), where select_kernels' K steps took 0.125, 0.181, 0.099 and 0.167 (since one
+0.077 ms (FLOAT16), where top_k_kernel' K steps took 0.125, 0.181, 0.099 and 0.167 (since one
 count a bisection step, results/h100_session6/top_k: 0.114, 0.119, 0.070 and 0.074). Longer rows
 (measured and checked up to 32,768 only) would hold n / GROUP group keys a program, up to 128
 registers a thread at 131,072: they stay with XLA's staged top_k."""
@@ -119,8 +120,6 @@ results/h100_session9/rank_3): K = 256 took 0.232 ms (FLOAT32) and 0.159 (FLOAT1
 faster (FLOAT16 K = 128: 0.118 against 8 warps' 0.121). RANK_BLOCK 2,048 or 8,192: the same to
 0.001 ms."""
 
-ENABLED = True
-"""False sends every call to the XLA formula (benchmarks/issue11_gpu.py times the two paths)."""
 
 
 def group_size(n: int, k: int) -> int:
@@ -132,15 +131,18 @@ def group_size(n: int, k: int) -> int:
     return g
 
 
-def use_kernel(shape: tuple[int, ...], axis: int, k: int, dtype) -> bool:
+def _applies(shape: tuple[int, ...], axis: int, k: int, dtype) -> bool:
     """Whether a selection can take the kernels: along the last axis of a FLOAT32 or FLOAT16 tensor,
     a power-of-two row length from MIN_ROW to MAX_ROW, K from MIN_K to MAX_K and at most a quarter
     of the row's groups (so that the second kernel reads at most a quarter of the row)."""
-    if not ENABLED or np.dtype(dtype) not in (np.float32, np.float16) or not shape:
+    if np.dtype(dtype) not in (np.float32, np.float16) or not shape:
         return False
     n = shape[-1]
     return (axis == len(shape) - 1 and MIN_ROW <= n <= MAX_ROW and n & (n - 1) == 0
             and MIN_K <= k <= MAX_K and k * group_size(n, k) * 4 <= n)
+
+
+TOP_K_THRESHOLD = Kernel("top_k_threshold", _applies, measured="benchmarks/reductions")
 
 
 _HALF_NAN_KEY = np.int32(-32769)  # below every FLOAT16 number's 16-bit key
@@ -148,11 +150,11 @@ _HALF_NAN_KEY = np.int32(-32769)  # below every FLOAT16 number's 16-bit key
 
 def _keys(v, largest: bool):
     """Order-preserving int32 keys, larger first in the selection: FLOAT32's are ARGMAX's
-    (select_kernels._keys_of: denormals as zero, -0 equal to +0, NaN below every number; 32 bits);
+    (top_k_kernel.keys_of: denormals as zero, -0 equal to +0, NaN below every number; 32 bits);
     FLOAT16's are its 16 bits made order-preserving (-0 equal to +0, NaN below every number: from
     -32,769 to 32,767, so the bisection needs 17 steps, not 32). Complemented for the smallest."""
     if v.dtype != jnp.float16:
-        return _keys_of(v, largest, True)
+        return keys_of(v, largest, True)
     bits = jnp.where(v == 0, 0, jax.lax.bitcast_convert_type(v, jnp.int16).astype(jnp.int32))
     key = jnp.where(bits < 0, bits ^ np.int32(0x7FFF), bits)  # negatives: magnitude bits reversed
     if not largest:
@@ -162,7 +164,7 @@ def _keys(v, largest: bool):
 
 def _key_range(dtype) -> tuple[np.int32, int]:
     """(lowest key, bits): every key of ``_keys`` (padding's INT_MIN aside) is lowest + u, u < 2^bits."""
-    return (_HALF_NAN_KEY, 17) if np.dtype(dtype) == np.float16 else (_INT_MIN, 32)
+    return (_HALF_NAN_KEY, 17) if np.dtype(dtype) == np.float16 else (INT_MIN, 32)
 
 
 def _count(parts, hit):
@@ -305,7 +307,7 @@ def _store_ranked(x_ref, o_ref, value_ref, at_ref, key_ref, slots: int, count, k
     from jax.experimental.pallas import triton as pl_triton
 
     slot = jnp.arange(slots, dtype=jnp.int32)[None, :]
-    others = jnp.where(slot < count, key_ref[:, :slots], _INT_MIN)  # (1, slots); unused: below every key
+    others = jnp.where(slot < count, key_ref[:, :slots], INT_MIN)  # (1, slots); unused: below every key
     b = max(1, min(slots, 4096 // slots))
     for first in range(0, slots, b):
         mine = first + jnp.arange(b, dtype=jnp.int32)[:, None]  # (b, 1)
@@ -330,7 +332,7 @@ def _pick_kernel(x_ref, group_ref, o_ref, *scratch, g: int, k: int, k2: int, lar
     group = group_ref[...]
     at = (group[:, :, None] * g + jnp.arange(g, dtype=jnp.int32)[None, None, :]).reshape(1, m)
     at = jnp.where(real, at, 0)
-    key = jnp.where(real, _keys(x_ref[jnp.zeros_like(at), at], largest), _INT_MIN)
+    key = jnp.where(real, _keys(x_ref[jnp.zeros_like(at), at], largest), INT_MIN)
     if ranked or not scratch:  # the K in ascending index order; _rank_kernel (given their keys) or XLA orders them
         keys = [(scratch[0], [key])] if ranked else []
         _store_best([key], _kth_key([key], k, x_ref.dtype), k, k2, (o_ref, [at]), *keys)
@@ -375,12 +377,12 @@ def _rank_kernel(x_ref, best_ref, key_ref, o_ref, value_ref, *, k: int, k2: int)
 
     slot = jnp.arange(k2, dtype=jnp.int32)[None, :]  # (1, k2): i
     live = slot < k
-    key = jnp.where(live, key_ref[:, :k2], _INT_MIN)  # unused slots: below every key
+    key = jnp.where(live, key_ref[:, :k2], INT_MIN)  # unused slots: below every key
     b = max(1, min(k2, RANK_BLOCK // k2))
     total = jnp.zeros((b, k2), jnp.int32)
     for first in range(0, k2, b):
         j = first + jnp.arange(b, dtype=jnp.int32)[:, None]  # (b, 1)
-        key_j = pl_triton.load(key_ref.at[jnp.zeros_like(j), j], mask=j < k, other=_INT_MIN)
+        key_j = pl_triton.load(key_ref.at[jnp.zeros_like(j), j], mask=j < k, other=INT_MIN)
         total = total + _precedes(key_j, j, key, slot).astype(jnp.int32)
     rank = jnp.sum(total, axis=0, keepdims=True)
     rank = jnp.where(live, rank, k2 + slot)  # the unused slots' (masked) stores aim past the K

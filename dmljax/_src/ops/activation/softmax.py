@@ -21,7 +21,8 @@ from dmljax._src.errors import Violation
 from dmljax._src.numerics import flush_denormals, load, mark_flushed, store
 from dmljax._src.op import operator
 from dmljax._src.ops.factories import SUPPORT_ACTIVATION, activation_op, check_axes
-from dmljax._src.kernels.softmax import softmax_rows, softmax_rows_grad, use_kernel
+from dmljax._src.kernel_seam import choose
+from dmljax._src.kernels.softmax import SOFTMAX_ROWS, softmax_rows, softmax_rows_grad
 from dmljax._src.spec import ParamSpec
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
@@ -83,7 +84,7 @@ def normalize(x: jnp.ndarray, axes: tuple[int, ...], log: bool, half: bool) -> j
     row's maximum subtracted, exp summed, rounded once to the tensor's type. A row holding NaN
     or +inf, and a row of -inf only, is NaN (x - max is NaN there)."""
     dt = DataType.from_dtype(x.dtype)
-    kernel = use_kernel(x.shape, axes, x.dtype, half)  # long rows on a GPU: row_kernels.py
+    route = choose(SOFTMAX_ROWS, facts=(x.shape, axes, x.dtype, half))  # long rows on a GPU
 
     def xla_forward(x):
         xf = load(x, half)
@@ -102,9 +103,7 @@ def normalize(x: jnp.ndarray, axes: tuple[int, ...], log: bool, half: bool) -> j
         return store(dx, DataType.from_dtype(dy.dtype))
 
     def forward(x):
-        if not kernel:
-            return xla_forward(x)
-        return jax.lax.platform_dependent(x, cuda=lambda v: softmax_rows(v, log), default=xla_forward)
+        return route.run(xla_forward, lambda v: softmax_rows(v, log), x)
 
     @jax.custom_vjp
     def run(x):
@@ -117,10 +116,7 @@ def normalize(x: jnp.ndarray, axes: tuple[int, ...], log: bool, half: bool) -> j
     def run_bwd(y, dy):
         # softmax: dX = y * (dY - sum(dY * y)); log-softmax: dX = dY - exp(y) * sum(dY), with y
         # the stored output, in the compute type, rounded once (FLOAT32 denormals flushed).
-        if not kernel:
-            return (xla_backward(y, dy),)
-        return (jax.lax.platform_dependent(y, dy, cuda=lambda a, b: softmax_rows_grad(a, b, log),
-                                           default=xla_backward),)
+        return (route.run(xla_backward, lambda a, b: softmax_rows_grad(a, b, log), y, dy),)
 
     run.defvjp(run_fwd, run_bwd)
     out = run(x)

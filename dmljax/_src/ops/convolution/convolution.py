@@ -18,7 +18,8 @@ import numpy as np
 from jax import lax
 from jax.custom_derivatives import SymbolicZero
 
-from dmljax._src.kernels import convolution as conv_kernels
+from dmljax._src.kernel_seam import Route, choose
+from dmljax._src.kernels.convolution import CONVOLUTION_TAPS, convolve_taps
 from dmljax._src.catalog import PREFIX
 from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
 from dmljax._src.enums import ConvolutionDirection, ConvolutionMode
@@ -319,12 +320,12 @@ def _half_operands(x, w, geometry_):
     return run(x, w)
 
 
-def _taps_kernel(x, w, geometry_) -> bool:
-    """Whether a FLOAT32 convolution takes conv_kernels' kernel on CUDA (``_taps``)."""
+def _taps_route(x, w, geometry_) -> Route:
+    """Whether a FLOAT32 convolution takes the taps kernel on CUDA (``_taps``)."""
     direction, _, groups, g = geometry_
-    return conv_kernels.use_kernel(x.shape, w.shape, x.dtype, direction is ConvolutionDirection.FORWARD, groups,
-                                   g["Strides"], g["Dilations"], g["StartPadding"], g["EndPadding"],
-                                   g["OutputPadding"])
+    return choose(CONVOLUTION_TAPS, facts=(x.shape, w.shape, x.dtype, direction is ConvolutionDirection.FORWARD,
+                                           groups, g["Strides"], g["Dilations"], g["StartPadding"],
+                                           g["EndPadding"], g["OutputPadding"]))
 
 
 def written_float32(x, w, geometry_):
@@ -334,9 +335,9 @@ def written_float32(x, w, geometry_):
     return store(convolve(load(x), load(w), *geometry_, lax.Precision.HIGHEST, np.float32), F32)
 
 
-def _taps(x, w, geometry_):
+def _taps(x, w, geometry_, route: Route):
     """A FLOAT32 convolution written to FLOAT32 (denormals of the inputs read as zeros, of the
-    result written as zeros): on CUDA by conv_kernels' kernel, which flushes in its loads and
+    result written as zeros): on CUDA by conv_kernel' kernel, which flushes in its loads and
     stores, elsewhere by the XLA formula. The derivative is the XLA formula's (the flushes'
     derivative being the identity): the convolution is bilinear, so its tangent is two
     convolutions JAX can transpose for reverse mode, and forward mode works as a custom_vjp's
@@ -351,11 +352,11 @@ def _taps(x, w, geometry_):
 
     def kernel(a, b):
         b = _spatial_flip(b) if mode is ConvolutionMode.CONVOLUTION else b
-        return conv_kernels.convolve_taps(a, b, g["Strides"], g["Dilations"], g["StartPadding"], g["EndPadding"])
+        return convolve_taps(a, b, g["Strides"], g["Dilations"], g["StartPadding"], g["EndPadding"])
 
     @jax.custom_jvp
     def run(a, b):
-        return lax.platform_dependent(a, b, cuda=kernel, default=xla)
+        return route.run(xla, kernel, a, b)
 
     def run_jvp(primals, tangents):
         (a, b), (da, db) = primals, tangents
@@ -394,8 +395,8 @@ def convolution(input, filter, bias=None, *, mode, direction, strides, dilations
     g = geometry(input.ndim - 2, attrs)
     geometry_ = (direction, mode, group_count, g)
     if dt is F32:  # the convolution written to the output (denormals flushed), then the bias added to it
-        taps = _taps_kernel(input, filter, geometry_)
-        out = (_taps if taps else written_float32)(input, filter, geometry_)
+        route = _taps_route(input, filter, geometry_)
+        out = written_float32(input, filter, geometry_) if route.kernel is None else _taps(input, filter, geometry_, route)
         if bias is not None:
             out = store(out + load(bias), dt)
         return apply_fused(fused_activation, out, half)

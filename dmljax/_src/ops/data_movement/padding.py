@@ -11,7 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from dmljax._src.kernels import padding as pad_kernels
+from dmljax._src.kernel_seam import Route, choose
+from dmljax._src.kernels.padding import PADDING_ROWS, pad_rows, source_index
 from dmljax._src.catalog import PREFIX
 from dmljax._src.dtypes import (
     FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8,
@@ -58,36 +59,36 @@ def _sliced(x, axis: int, s: int, e: int, mode: PaddingMode):
 def pad(x, mode: PaddingMode, value, start, end):
     """``x`` padded by ``start``/``end`` elements per dimension in ``mode`` (value: a scalar of
     x's type, for CONSTANT): lax.pad for CONSTANT; EDGE on CUDA, one Pallas kernel that reads
-    each output element from its source (pad_kernels.py); otherwise, per padded dimension, slices
+    each output element from its source (pad_kernel.py); otherwise, per padded dimension, slices
     of x around it (mirrored where the mode mirrors), or for a pad longer than one fold a gather of
-    indices fixed at trace time (pad_kernels.source_index, the kernels' map in NumPy)."""
+    indices fixed at trace time (pad_kernel.source_index, the kernels' map in NumPy)."""
     if mode is PaddingMode.CONSTANT:
         return lax.pad(x, jnp.asarray(value, x.dtype), [(s, e, 0) for s, e in zip(start, end)])
     start, end = tuple(int(s) for s in start), tuple(int(e) for e in end)
-    if not pad_kernels.use_kernel(x.shape, x.dtype, mode, start, end):
+    route = choose(PADDING_ROWS, facts=(x.shape, x.dtype, mode, start, end))
+    if route.kernel is None:
         return _pad_xla(x, mode, start, end)
     if jnp.issubdtype(x.dtype, jnp.floating):
-        return _pad_cuda_differentiable(x, mode, start, end)
-    return _pad_cuda(x, mode, start, end)
+        return _pad_cuda_differentiable(x, route, mode, start, end)
+    return _pad_cuda(x, route, mode, start, end)
 
 
-def _pad_cuda(x, mode, start, end):
-    return lax.platform_dependent(x, cuda=lambda v: pad_kernels.pad_rows(v, mode, start, end),
-                                  default=lambda v: _pad_xla(v, mode, start, end))
+def _pad_cuda(x, route: Route, mode, start, end):
+    return route.run(lambda v: _pad_xla(v, mode, start, end), lambda v: pad_rows(v, mode, start, end), x)
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2, 3))
-def _pad_cuda_differentiable(x, mode, start, end):
-    return _pad_cuda(x, mode, start, end)
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2, 3, 4))
+def _pad_cuda_differentiable(x, route: Route, mode, start, end):
+    return _pad_cuda(x, route, mode, start, end)
 
 
 @_pad_cuda_differentiable.defjvp
-def _pad_cuda_jvp(mode, start, end, primals, tangents):
+def _pad_cuda_jvp(route, mode, start, end, primals, tangents):
     # PADDING is linear: the tangent is the tangent padded, by the XLA formula, which JAX can
     # transpose for reverse mode (dY of every output element added to the element it was read
     # from); the primal stays the kernel's. Forward mode works too, as a custom_vjp would not.
     (x,), (t,) = primals, tangents
-    return _pad_cuda(x, mode, start, end), _pad_xla(t, mode, start, end)
+    return _pad_cuda(x, route, mode, start, end), _pad_xla(t, mode, start, end)
 
 
 def _pad_xla(x, mode: PaddingMode, start, end):
@@ -97,7 +98,7 @@ def _pad_xla(x, mode: PaddingMode, start, end):
         y = _sliced(x, axis, s, e, mode)
         if y is None:
             n = x.shape[axis]
-            index = pad_kernels.source_index(np.arange(s + n + e), n, s, mode, np)
+            index = source_index(np.arange(s + n + e), n, s, mode, np)
             y = jnp.take(x, jnp.asarray(index, np.int32), axis=axis)
         x = y
     return x

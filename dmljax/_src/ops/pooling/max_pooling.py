@@ -5,7 +5,7 @@ geometry every windowed pooling shares (pooling_average.py's AVERAGE and LP pool
 A window's maximum is exact: XLA's max reduce_window over integer keys in the order the page
 and SEMANTICS.md give the values (FLOAT32 denormals as zeros, -0 below +0, NaN below every number,
 the padding below all); FLOAT16 windows of 5 positions or more on NVIDIA GPUs take a Pallas kernel
-with the same bits (pool_kernels.py). Its index (MAX_POOLING1/2, and the forward pass under jax.grad): one
+with the same bits (pool_kernel.py). Its index (MAX_POOLING1/2, and the forward pass under jax.grad): one
 reduce_window over (key, position) pairs, the higher key first and the lower position at a tie;
 MAX_POOLING_GRAD adds dY where those indices point (see ``SPREAD``). No loop runs over windows
 in Python."""
@@ -20,7 +20,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from dmljax._src.kernels import max_pooling as pool_kernels
+from dmljax._src.kernel_seam import choose
+from dmljax._src.kernels.max_pooling import MAX_POOLING_VALUES, max_pool_values
 from dmljax._src.catalog import PREFIX
 from dmljax._src.dtypes import (
     FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT8_UINT8, FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8,
@@ -344,11 +345,9 @@ def max_pool(x, w: Window, index_dtype=None):
 
     def primal(v):
         # the values by XLA's max reduce_window (its fastest pass; FLOAT16 on NVIDIA GPUs:
-        # pool_kernels.py), the indices by a second pass, which XLA drops where they are not used
-        if pool_kernels.use_kernel(v.shape, v.dtype, *w):
-            values = lax.platform_dependent(v, cuda=lambda t: pool_kernels.max_pool_values(t, *w), default=xla_values)
-        else:
-            values = xla_values(v)
+        # pool_kernel.py), the indices by a second pass, which XLA drops where they are not used
+        route = choose(MAX_POOLING_VALUES, facts=(v.shape, v.dtype, *w))
+        values = route.run(xla_values, lambda t: max_pool_values(t, *w), v)
         if index_dtype is None:
             return values
         return values, _flat_indices(_max_and_position(v, w)[1], spatial, index_dtype)

@@ -17,7 +17,9 @@ from dmljax._src.enums import AxisDirection
 from dmljax._src.numerics import flush_denormals, is_nan
 from dmljax._src.op import operator
 from dmljax._src.ops.factories import check_axes
-from dmljax._src.kernels.top_k import arg_columns, top_k_rows, use_arg_kernel, use_column_arg_kernel
+from dmljax._src.kernel_seam import choose
+from dmljax._src.kernels.extreme_columns import EXTREME_COLUMNS, arg_columns
+from dmljax._src.kernels.top_k import ARG_EXTREME_ROWS, top_k_rows
 from dmljax._src.spec import OpSpec, ParamSpec, TensorSpec, table
 from dmljax._src.validate import TensorInfo
 
@@ -59,15 +61,17 @@ def arg_extreme(x, axes, larger: bool, last: bool, out_dtype) -> jnp.ndarray:
     rows on a GPU, the TOP_K kernel with K = 1, and FLOAT16 columns (an axis with elements after
     it) the column kernel (the same keys, the same index)."""
     axes = tuple(sorted(axes))
-    if use_arg_kernel(x.shape, axes, x.dtype):  # FLOAT16 rows on a GPU: select_kernels.py, K = 1
-        return lax.platform_dependent(
-            jax.lax.stop_gradient(x), cuda=lambda v: top_k_rows(v, 1, larger, last),
-            default=lambda v: _arg_extreme_xla(v, axes, larger, last)).astype(out_dtype)
-    if use_column_arg_kernel(x.shape, axes, x.dtype):  # FLOAT16 columns on a GPU: select_kernels.py
-        return lax.platform_dependent(
-            jax.lax.stop_gradient(x), cuda=lambda v: arg_columns(v, axes[0], larger, last),
-            default=lambda v: _arg_extreme_xla(v, axes, larger, last)).astype(out_dtype)
-    return _arg_extreme_xla(x, axes, larger, last).astype(out_dtype)
+    route = choose(ARG_EXTREME_ROWS, EXTREME_COLUMNS, facts=(x.shape, axes, x.dtype))  # FLOAT16 on a GPU
+    if route.kernel is None:
+        return _arg_extreme_xla(x, axes, larger, last).astype(out_dtype)
+    if route.kernel is ARG_EXTREME_ROWS:  # the TOP_K kernel with K = 1
+        def kernel(v):
+            return top_k_rows(v, 1, larger, last)
+    else:
+        def kernel(v):
+            return arg_columns(v, axes[0], larger, last)
+    return route.run(lambda v: _arg_extreme_xla(v, axes, larger, last), kernel,
+                     jax.lax.stop_gradient(x)).astype(out_dtype)
 
 
 def _arg_extreme_xla(x, axes, larger: bool, last: bool) -> jnp.ndarray:

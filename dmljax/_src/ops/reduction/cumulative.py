@@ -16,7 +16,10 @@ from dmljax._src.errors import Violation
 from dmljax._src.numerics import associative_scan, load, mark_flushed, store
 from dmljax._src.op import operator
 from dmljax._src.ops.factories import unary_op
-from dmljax._src.kernels.cumulative import product_rows, scan_rows, use_kernel, use_product_kernel
+from dmljax._src.kernel_seam import choose
+from dmljax._src.kernels.cumulative import (
+    CUMULATIVE_PRODUCT_ROWS, CUMULATIVE_SUMMATION_ROWS, product_rows, scan_rows,
+)
 from dmljax._src.spec import ParamSpec
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
@@ -122,17 +125,16 @@ def tally(x, axis: int, reverse: bool, exclusive: bool, product: bool, half: boo
 
     if dt.is_integer:
         return core(x)
-    # rows on a GPU: scan_kernels.py (a sum, or a product of (mantissa, exponent) pairs)
-    kernel = (use_product_kernel if product else use_kernel)(x.shape, axis, x.dtype, half)
+    # rows on a GPU: a kernel's scan (a sum, or a product of (mantissa, exponent) pairs)
+    route = choose(CUMULATIVE_PRODUCT_ROWS if product else CUMULATIVE_SUMMATION_ROWS,
+                   facts=(x.shape, axis, x.dtype, half))
     rows = product_rows if product else scan_rows
 
     def summed(v, rev):
         """The tally of v (the tensor's type), read, tallied and rounded as the rules say."""
         def xla(u):
             return store(core(load(u, half), rev), DataType.from_dtype(u.dtype))
-        if not kernel:
-            return xla(v)
-        return lax.platform_dependent(v, cuda=lambda u: rows(u, rev, exclusive), default=xla)
+        return route.run(xla, lambda u: rows(u, rev, exclusive), v)
 
     @jax.custom_vjp
     def run(v):

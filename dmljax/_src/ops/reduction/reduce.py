@@ -18,7 +18,8 @@ from dmljax._src.dtypes import (
 )
 from dmljax._src.enums import ReduceFunction as F
 from dmljax._src.errors import Violation
-from dmljax._src.kernels.top_k import max_key_columns, use_column_arg_kernel
+from dmljax._src.kernel_seam import choose
+from dmljax._src.kernels.extreme_columns import EXTREME_COLUMNS, max_key_columns
 from dmljax._src.numerics import flush_denormals, is_nan, load, mark_flushed, store
 from dmljax._src.op import operator
 from dmljax._src.ops.factories import check_axes
@@ -216,10 +217,7 @@ def _max_min(x, axes, larger: bool):
 
     @jax.custom_vjp
     def run(v):
-        if use_column_arg_kernel(v.shape, tuple(axes), v.dtype):  # FLOAT16 columns on a GPU
-            k = lax.platform_dependent(v, cuda=column_keys, default=xla_keys)
-        else:
-            k = xla_keys(v)
+        k = choose(EXTREME_COLUMNS, facts=(v.shape, tuple(axes), v.dtype)).run(xla_keys, column_keys, v)  # FLOAT16 columns on a GPU
         return jnp.where(k == never, jnp.asarray(np.nan, v.dtype), _from_keys(k, v.dtype))
 
     def fwd(v):

@@ -20,8 +20,9 @@ from dmljax._src.errors import Violation
 from dmljax._src.numerics import flush_denormals, is_nan
 from dmljax._src.op import operator
 from dmljax._src.ops.reduction.arg_extreme import _keys, arg_extreme
-from dmljax._src.kernels.top_k import top_k_rows, use_kernel
-from dmljax._src.kernels.top_k_threshold import threshold_rows, use_kernel as use_threshold_kernel
+from dmljax._src.kernel_seam import choose
+from dmljax._src.kernels.top_k import TOP_K_ROWS, top_k_rows
+from dmljax._src.kernels.top_k_threshold import TOP_K_THRESHOLD, threshold_rows
 from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, table
 from dmljax._src.validate import TensorInfo
 
@@ -121,8 +122,8 @@ def top_k_along(x, axis: int, k: int, largest: bool, index_dtype):
     (FLOAT32 denormals as zero, -0 equal to +0) with NaN after every number; the values returned
     are the input's own bits. K = 1 is ARGMAX/ARGMIN's one pass (the first extreme, NaN never
     before a number); over rows on a GPU, two Pallas kernels of the same integer keys (a
-    threshold, then the elements above it: threshold_kernels.py, K up to its MAX_K over rows of
-    2,048 to 32,768; they also write the values, which _selected differentiates) or one (K steps: select_kernels.py, K up to 16 over rows of 1,024), with the
+    threshold, then the elements above it: threshold_kernel.py, K up to its MAX_K over rows of
+    2,048 to 32,768; they also write the values, which _selected differentiates) or one (K steps: top_k_kernel.py, K up to 16 over rows of 1,024), with the
     same indices; otherwise one lax.top_k (its ties go to the lower index) of
     keys in the wanted order."""
     if k == 1:
@@ -160,18 +161,19 @@ def top_k_along(x, axis: int, k: int, largest: bool, index_dtype):
             return lax.cond(clash, by_integer_keys, lambda t: _top_k_index(f, k, -np.inf, chunk), v)
         return by_integer_keys(v)
 
-    if use_threshold_kernel(x.shape, axis, k, x.dtype):  # rows on a GPU: threshold_kernels.py (with the values)
+    route = choose(TOP_K_THRESHOLD, TOP_K_ROWS, facts=(x.shape, axis, k, x.dtype))  # rows on a GPU
+    if route.kernel is TOP_K_THRESHOLD:  # a threshold, then the elements above it (with the values)
         def gathered(t):
             index = xla_index(t)
             return index.astype(index_dtype), jnp.take_along_axis(t, index, axis=-1)
 
         def kernels(t):  # the indices written in the caller's type: no conversion after
             return threshold_rows(t, k, largest, index_dtype=index_dtype)
-        index, values = lax.platform_dependent(v, cuda=kernels, default=gathered)
+        index, values = route.run(gathered, kernels, v)
         index = jnp.moveaxis(index, -1, axis)
         return _selected(x, index, jnp.moveaxis(values, -1, axis), axis), index
-    if use_kernel(x.shape, axis, k, x.dtype):  # shorter rows, K up to 16: select_kernels.py
-        index = lax.platform_dependent(v, cuda=lambda t: top_k_rows(t, k, largest), default=xla_index)
+    if route.kernel is TOP_K_ROWS:  # shorter rows, K up to 16: K selection steps
+        index = route.run(xla_index, lambda t: top_k_rows(t, k, largest), v)
     elif v.shape[-1] > GPU_STAGE_CHUNK >= 2 * k:  # rows staged in chunks on a GPU
         index = lax.platform_dependent(v, cuda=lambda t: xla_index(t, GPU_STAGE_CHUNK), default=xla_index)
     else:

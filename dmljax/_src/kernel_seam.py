@@ -1,0 +1,111 @@
+"""The one place that decides between a Pallas kernel and an operator's XLA formula, and the
+switches that turn kernels off.
+
+A kernel module (``kernels/``) declares each path it offers as a ``Kernel``: the switch's name,
+the rule of where the kernel pays (a function of the call's static facts, written beside the
+measured constants it reads) and the benchmark that measured the rule. An operator asks
+``choose`` once a call, with the kernels it could take in order of preference and the call's
+facts; the ``Route`` it gets runs the XLA formula alone, or the kernel on CUDA and the XLA formula
+elsewhere (``jax.lax.platform_dependent``, picked at lowering time, so CPU and TPU programs never
+contain a kernel).
+
+``use_kernels`` (public as ``dmljax.use_kernels``) turns kernels off and on again within a
+``with`` block, for comparing the two paths; the operators' compile caches key on the switches.
+This module is core: it imports nothing of dmljax's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+from typing import Callable, Iterator
+
+from jax import lax
+
+__all__ = ["Kernel", "Route", "choose", "use_kernels", "kernel_names", "disabled_kernels"]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Kernel:
+    """One path to a Pallas kernel: ``name`` is its switch (several paths to one kernel share
+    it), ``applies(*facts)`` the measured rule of where it is taken, ``measured`` the benchmark
+    that measured the rule."""
+
+    name: str
+    applies: Callable[..., bool]
+    measured: str
+
+    def __post_init__(self):
+        _NAMES.add(self.name)
+
+
+_NAMES: set[str] = set()
+_DISABLED: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("dmljax_disabled_kernels",
+                                                                           default=frozenset())
+
+
+def kernel_names() -> tuple[str, ...]:
+    """The switches' names, sorted (once the operators are imported: ``import dmljax``)."""
+    return tuple(sorted(_NAMES))
+
+
+def disabled_kernels() -> frozenset[str]:
+    """The kernels turned off where this is called (a part of each compile cache's key)."""
+    return _DISABLED.get()
+
+
+@contextlib.contextmanager
+def use_kernels(enabled: bool = True, *names: str) -> Iterator[None]:
+    """Within the block, the named Pallas kernels (all of them if none is named) are taken where
+    their rules apply (``enabled=True``) or never (``False``: the operators' XLA formulas
+    everywhere). Kernels run on NVIDIA GPUs only; elsewhere this changes nothing. The choice is
+    made when an operator is traced, so call operators afresh inside the block.
+
+    >>> import dmljax
+    >>> with dmljax.use_kernels(False, "softmax"):
+    ...     pass
+    >>> with dmljax.use_kernels(False, "softmaxx"):  # doctest: +ELLIPSIS
+    ...     pass
+    Traceback (most recent call last):
+    ...
+    ValueError: 'softmaxx' is not a dmljax kernel; the kernels are ...
+    """
+    if not isinstance(enabled, bool):
+        raise TypeError(f"use_kernels: enabled is {enabled!r}; expected True or False")
+    unknown = [n for n in names if n not in _NAMES]
+    if unknown:
+        raise ValueError(f"{', '.join(map(repr, unknown))} {'is' if len(unknown) == 1 else 'are'} not "
+                         f"{'a dmljax kernel' if len(unknown) == 1 else 'dmljax kernels'}; the kernels are "
+                         f"{', '.join(kernel_names())}")
+    chosen = frozenset(names or _NAMES)
+    current = _DISABLED.get()
+    token = _DISABLED.set(current - chosen if enabled else current | chosen)
+    try:
+        yield
+    finally:
+        _DISABLED.reset(token)
+
+
+@dataclasses.dataclass(frozen=True)
+class Route:
+    """What ``choose`` decided: ``kernel`` is the path taken on CUDA, or None for the XLA formula
+    on every platform."""
+
+    kernel: Kernel | None
+
+    def run(self, xla: Callable, cuda: Callable, *operands):
+        """``xla(*operands)``, or on CUDA ``cuda(*operands)`` where a kernel was chosen."""
+        if self.kernel is None:
+            return xla(*operands)
+        return lax.platform_dependent(*operands, cuda=cuda, default=xla)
+
+
+def choose(*kernels: Kernel, facts: tuple) -> Route:
+    """The first of ``kernels`` that is switched on and whose rule applies to ``facts``, else the
+    XLA formula."""
+    off = _DISABLED.get()
+    for kernel in kernels:
+        if kernel.name not in off and kernel.applies(*facts):
+            return Route(kernel)
+    return Route(None)
