@@ -80,7 +80,7 @@ def _applies(x_shape, w_shape, dtype, forward: bool, groups: int, strides, dilat
     return min(out_h, out_w) >= 1 and n * c * h * w < 2**31 and n * o * out_h * out_w < 2**31
 
 
-CONVOLUTION_TAPS = Kernel("convolution", _applies, measured="benchmarks/convolution")
+CONVOLUTION_TAPS = Kernel("convolution", _applies, measured="benchmarks/convolution/convolution.py")
 
 
 def _kernel(x_ref, w_ref, y_ref, *, total, out_size, h, w, kw, strides, dil, start):

@@ -326,8 +326,8 @@ def _product_applies(shape: tuple[int, ...], axis: int, dtype, half: bool) -> bo
     return _sum_applies(shape, axis, dtype, half) and _pair_scan()[1]
 
 
-CUMULATIVE_SUMMATION_ROWS = Kernel("cumulative", _sum_applies, measured="benchmarks/reductions")
-CUMULATIVE_PRODUCT_ROWS = Kernel("cumulative", _product_applies, measured="benchmarks/reductions")
+CUMULATIVE_SUMMATION_ROWS = Kernel("cumulative", _sum_applies, measured="benchmarks/reductions/reductions.py")
+CUMULATIVE_PRODUCT_ROWS = Kernel("cumulative", _product_applies, measured="benchmarks/reductions/reductions.py")
 
 
 PRODUCT_BLOCK = 1024

@@ -45,7 +45,7 @@ def _applies(shape: tuple[int, ...], axes: tuple[int, ...], dtype) -> bool:
     return after >= COLUMN_WIDTH and after % COLUMN_WIDTH == 0 and shape[a] % COLUMN_ROWS == 0
 
 
-EXTREME_COLUMNS = Kernel("extreme_columns", _applies, measured="benchmarks/reductions")
+EXTREME_COLUMNS = Kernel("extreme_columns", _applies, measured="benchmarks/reductions/reductions.py")
 
 
 def _segment(r: int) -> int:

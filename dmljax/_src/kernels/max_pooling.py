@@ -70,7 +70,7 @@ def _applies(shape: tuple[int, ...], dtype, size, strides, dilations, start, end
     return int(np.prod(shape, dtype=np.int64)) < 2**31 and shape[0] * shape[1] * int(np.prod(pooled)) + BLOCK <= 2**31
 
 
-MAX_POOLING_VALUES = Kernel("max_pooling", _applies, measured="benchmarks/pooling")
+MAX_POOLING_VALUES = Kernel("max_pooling", _applies, measured="benchmarks/pooling/pooling.py")
 
 
 def _kernel(x_ref, o_ref, *, planes, spatial, pooled, size, strides, dilations, start, whole_blocks, interpret):

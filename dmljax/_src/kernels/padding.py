@@ -60,7 +60,7 @@ def _applies(shape: tuple[int, ...], dtype, mode: PaddingMode, start, end) -> bo
     return int(np.prod(shape, dtype=np.int64)) < 2**31 and int(np.prod(out, dtype=np.int64)) < 2**31
 
 
-PADDING_ROWS = Kernel("padding", _applies, measured="benchmarks/data_movement")
+PADDING_ROWS = Kernel("padding", _applies, measured="benchmarks/data_movement/data_movement.py")
 
 
 def source_index(j, n: int, s: int, mode: PaddingMode, xp=jnp):

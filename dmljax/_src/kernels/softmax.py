@@ -46,7 +46,7 @@ def _applies(shape: tuple[int, ...], axes: tuple[int, ...], dtype, half: bool) -
     return tuple(axes) == (len(shape) - 1,) and MIN_ROW <= n <= MAX_ROW and n & (n - 1) == 0
 
 
-SOFTMAX_ROWS = Kernel("softmax", _applies, measured="benchmarks/softmax")
+SOFTMAX_ROWS = Kernel("softmax", _applies, measured="benchmarks/activations/softmax.py")
 
 
 def _warps(n: int) -> int:

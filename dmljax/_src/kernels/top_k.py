@@ -83,8 +83,8 @@ def _arg_applies(shape: tuple[int, ...], axes: tuple[int, ...], dtype) -> bool:
     return tuple(axes) == (len(shape) - 1,) and MIN_ROW <= n <= MAX_ROW and n & (n - 1) == 0
 
 
-TOP_K_ROWS = Kernel("top_k", _applies, measured="benchmarks/reductions")
-ARG_EXTREME_ROWS = Kernel("top_k", _arg_applies, measured="benchmarks/reductions")
+TOP_K_ROWS = Kernel("top_k", _applies, measured="benchmarks/reductions/reductions.py")
+ARG_EXTREME_ROWS = Kernel("top_k", _arg_applies, measured="benchmarks/reductions/reductions.py")
 """TOP_K with K from 2 to MAX_K, and ARGMAX/ARGMIN (K = 1) of FLOAT16 rows."""
 
 

@@ -142,7 +142,7 @@ def _applies(shape: tuple[int, ...], axis: int, k: int, dtype) -> bool:
             and MIN_K <= k <= MAX_K and k * group_size(n, k) * 4 <= n)
 
 
-TOP_K_THRESHOLD = Kernel("top_k_threshold", _applies, measured="benchmarks/reductions")
+TOP_K_THRESHOLD = Kernel("top_k_threshold", _applies, measured="benchmarks/reductions/reductions.py")
 
 
 _HALF_NAN_KEY = np.int32(-32769)  # below every FLOAT16 number's 16-bit key
