@@ -1,4 +1,6 @@
-"""Activation operators: each page's record, with its formula right below it."""
+"""The piecewise activations (ELU, SCALED_ELU, RELU and RELU_GRAD, LEAKY_RELU, THRESHOLDED_RELU,
+HARD_SIGMOID, LINEAR, SOFTSIGN, IDENTITY, SHRINK): each page's record, with its formula right below it.
+``relu_grad_rule`` is RELU_GRAD's formula and the rule that jax.grad of RELU uses."""
 
 from __future__ import annotations
 
@@ -11,12 +13,11 @@ from dmljax._src.dtypes import (
     DataType,
 )
 from dmljax._src.numerics import (
-    attr_as, expm1_nonpositive, float32_as, float32_product, mark_flushed, max_num, min_num,
+    F32_TINY, attr_as, expm1_nonpositive, float32_as, float32_product, mark_flushed, max_num, min_num,
 )
 from dmljax._src.op import operator
 from dmljax._src.ops.factories import activation_op, elementwise
-from dmljax._src.ops.activation.gated import relu_grad_rule, relu_passes
-from dmljax._src.spec import ParamSpec
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, TensorSpec, table
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
 
@@ -121,8 +122,8 @@ ACTIVATION_RELU = activation_op(
     ulp={F32: 0, F16: 0},
     ulp_half=0,
     grad_operator="DML_OPERATOR_ACTIVATION_RELU_GRAD",
-    gradient=("As DML_OPERATOR_ACTIVATION_RELU_GRAD: dX = X > 0 ? dY : 0 (activation_gated."
-              "relu_grad_rule, the operator's own formula): nothing at 0, -0, NaN or a FLOAT32 "
+    gradient=("As DML_OPERATOR_ACTIVATION_RELU_GRAD: dX = X > 0 ? dY : 0 (relu_grad_rule,"
+              " the operator's own formula): nothing at 0, -0, NaN or a FLOAT32 "
               "denormal, +0 there even for a NaN dY; where X > 0, dY's very bits. Integer inputs: "
               "no gradient."),
     notes=("max is IEEE maxNum (SEMANTICS.md 2), so RELU(NaN) = 0; RELU(-0) = +0 (the page's "
@@ -160,6 +161,83 @@ def activation_relu(input, *, allow_half_precision_computation):
     if dt is DataType.FLOAT32:
         mark_flushed(out)  # no denormal can pass x >= the smallest normal
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# RELU_GRAD: DirectML's backward operator of RELU, public, computing relu_grad_rule, the rule that
+# jax.grad of RELU uses (one declaration serves both).
+
+def relu_passes(x):
+    """``X > 0`` on the raw InputTensor as math reads it: a FLOAT32 denormal reads as a signed
+    zero, so for FLOAT32 this is ``x >= `` the smallest normal (one compare, no flush); NaN
+    compares false. Exact for every type (a FLOAT16 compares the same in FLOAT32)."""
+    if x.dtype == np.float32:
+        return x >= F32_TINY
+    return x > jnp.zeros((), x.dtype)
+
+
+def relu_grad_rule(x, dy):
+    """RELU_GRAD's formula ``X > 0 ? dY : 0``, the one declaration of the rule: ``x`` is the raw
+    InputTensor (``relu_passes`` reads it), ``dy`` passes with its bits (NaN, -0, FLOAT32
+    denormals included) where x > 0, and +0 replaces it elsewhere (at 0, -0, NaN, FLOAT32
+    denormals, negative x), even where dY is NaN."""
+    return jnp.where(relu_passes(x), dy, jnp.zeros_like(dy))
+
+
+def _relu_grad_table(level, dims, types):
+    return table(level, InputTensor=(dims, types), InputGradientTensor=(dims, types),
+                 OutputGradientTensor=(dims, types))
+
+
+ACTIVATION_RELU_GRAD = OpSpec(
+    enum_name="DML_OPERATOR_ACTIVATION_RELU_GRAD",
+    summary=("Computes backpropagation gradients for a rectified linear unit (ReLU). This "
+             "operator performs the following element-wise computation."),
+    formula=("X = InputTensor\n"
+             "dY = InputGradientTensor\n"
+             "\n"
+             "OutputGradientTensor = (X > 0 ? dY : 0)"),
+    tensors=(
+        TensorSpec("InputTensor", "input"),
+        TensorSpec("InputGradientTensor", "input"),
+        TensorSpec("OutputGradientTensor", "output"),
+    ),
+    support=(
+        _relu_grad_table("5.1", "1 to 8", FLOAT32_FLOAT16_INT32_INT16_INT8),
+        _relu_grad_table("4.0", "1 to 8", FLOAT32_FLOAT16),
+        _relu_grad_table("3.0", "1 to 8", FLOAT32_FLOAT16),
+    ),
+    # "InputGradientTensor, InputTensor, and OutputGradientTensor must have the same DataType,
+    # DimensionCount, and Sizes."
+    constraints=(
+        SameDataType(("InputTensor", "InputGradientTensor", "OutputGradientTensor")),
+        SameSizes(("InputTensor", "InputGradientTensor", "OutputGradientTensor")),
+    ),
+    math=False,
+    gradient=("Second order: d/dInputGradientTensor is the same mask (1 where X > 0, else 0); "
+              "d/dInputTensor is 0 (the output is piecewise constant in X). Integer inputs: no "
+              "gradient."),
+    notes=("The rule of jax.grad of ACTIVATION_RELU (with dY as InputGradientTensor, bit for "
+           "bit). X is compared as RELU reads it: a FLOAT32 denormal is a zero, so nothing passes "
+           "there; NaN compares false, so nothing passes for NaN either; X > 0 is strict, so "
+           "nothing passes at +-0. dY passes with its bits (NaN, -0, FLOAT32 denormals: "
+           "selection, not math); elsewhere +0, even for a NaN dY. No "
+           "allow_half_precision_computation: a comparison and a selection give the same bits in "
+           "any precision. Integers (DML_FEATURE_LEVEL_5_1) exact."),
+)
+
+
+@operator(ACTIVATION_RELU_GRAD)
+def activation_relu_grad(input, input_gradient):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> x = np.array([-1.0, 0.0, 1e-40, 2.0, np.nan], np.float32)
+        >>> dmljax.activation_relu_grad(x, np.full(5, 3.0, np.float32))
+        Array([0., 0., 0., 3., 0.], dtype=float32)
+        >>> dmljax.activation_relu_grad(np.array([-5, 0, 7], np.int8), np.array([9, 9, -9], np.int8))
+        Array([ 0,  0, -9], dtype=int8)
+    """
+    return relu_grad_rule(input, input_gradient)
 
 
 # --------------------------------------------------------------------------------------------

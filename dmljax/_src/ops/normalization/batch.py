@@ -1,6 +1,6 @@
 """BATCH_NORMALIZATION, BATCH_NORMALIZATION_TRAINING and their *_GRAD operators, of the
 normalization family: each page's record with its formula below it, and the pieces that the mean
-variance normalizations (normalization.py) share with them.
+variance normalizations (mean_variance.py) share with them.
 
 Broadcasting is the pages': a dimension of 1 in a statistics tensor (Mean, Variance, Scale, Bias)
 is broadcast over the InputTensor's; the statistics of the training operators are taken over the
