@@ -1,8 +1,8 @@
-"""Instruction counts of each chain's compiled HLO (dmljax against jnp), by opcode: where the
-chain's extra time goes (benchmarks/README.md, "Chains"). Runs on any backend; the counts quoted
-there are the CPU's.
+"""Instructions in each chained-operator program's compiled HLO (dmljax against the jnp chain),
+counted by opcode: where a chain's extra time goes (benchmarks/README.md, "Element-wise operators
+and chains"). Runs on any backend; prints one line per chain, type and program (it writes no file).
 
-    python benchmarks/chain_hlo.py
+    python benchmarks/elementwise/chain_hlo.py
 """
 
 import os
@@ -10,7 +10,7 @@ import re
 import sys
 from collections import Counter
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402

@@ -1,43 +1,40 @@
-"""GEMM on a GPU against the jax.numpy formula a user would write, side by side in one run.
+"""GEMM against the jax.numpy product a user would write, side by side in one run.
 
-    python benchmarks/gemm_gpu.py OUT_DIR
+    python benchmarks/gemm/gemm.py [--out DIR]        (GEMM_N=1024: a smaller product; SMOKE=1: 256)
 
-8192^3 in FLOAT32 (dmljax: true FLOAT32 products, precision HIGHEST) against jnp.matmul with
-precision=HIGHEST and with jnp's default precision (TF32 passes on the GPU, which dmljax never
-takes), and in FLOAT16 (dmljax: FLOAT32 accumulation) against jnp.matmul of FLOAT16 (its default
-accumulation) and with preferred_element_type=float32 then a cast; then forward+backward (the product
-and both gradients through jax.vjp, 3 GEMMs), a check that FLOAT16 accumulates in FLOAT32 on the
-device, and torch.matmul of FLOAT16 where torch is installed. Device-side kernel time (CUPTI),
-20 calls over two input sets; TFLOP/s = 2 M N K / time (x 3 with the gradients). Writes
-results.json and results.md.
+M = N = K = 8192. FLOAT32 (dmljax: true FLOAT32 products, precision HIGHEST) against jnp.matmul
+with precision=HIGHEST and with jnp's default precision (TF32 passes on the GPU, which dmljax never
+takes); FLOAT16 (dmljax: FLOAT32 accumulation) against jnp.matmul of FLOAT16 (its default
+accumulation) and with preferred_element_type=float32 then a cast. Then forward+backward (the
+product and both gradients through jax.vjp: 3 products), a check that FLOAT16 accumulates in
+FLOAT32 on the device, the relative error of the first 256 rows against float64, and
+torch.matmul of FLOAT16 where torch and a GPU are present (CUDA events, 50 calls). Per-call time
+(device time where the backend records it: benchmarks/common.py), two input sets; TFLOP/s =
+2 M N K / time (x 3 with the gradients). Writes gemm.json and gemm.md to DIR (default:
+benchmarks/results/<device>/gemm).
 """
 
-import json
 import os
 import sys
-import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[2])]
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
+import common  # noqa: E402
 import dmljax  # noqa: E402
-from dmljax.bench.timing import jax_device_times  # noqa: E402
 
-N = int(os.environ.get("GEMM_N", 8192))
+N = int(os.environ.get("GEMM_N", 256 if common.SMOKE else 8192))
 
 
 def main():
-    out_dir = sys.argv[1] if len(sys.argv) > 1 else "."
-    os.makedirs(out_dir, exist_ok=True)
+    report = common.Report("gemm", f"M = N = K = {N}; per-call time (benchmarks/common.py), two input sets; "
+                           "TFLOP/s = 2 M N K / time (x 3 with the gradients)")
+    report.group = "gemm"
     rng = np.random.default_rng(0)
-    lines = [f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}; jax {jax.__version__}; {jax.devices()[0]}; "
-             f"M = N = K = {N}"]
-    print(lines[0], flush=True)
-    points = []
     hi = jax.lax.Precision.HIGHEST
     for dtype, variants in (
             (np.float32, [("dmljax.gemm", lambda a, b: dmljax.gemm(a, b)),
@@ -50,38 +47,27 @@ def main():
         sets = [(jnp.asarray(rng.standard_normal((N, N), dtype=np.float32).astype(dtype)),
                  jnp.asarray(rng.standard_normal((N, N), dtype=np.float32).astype(dtype))) for _ in range(2)]
         fns = [(name, jax.jit(f)) for name, f in variants]
-        for _, f in fns:
-            jax.block_until_ready(f(*sets[0]))
-        t = jax_device_times([(name, lambda i, f=f: f(*sets[i % 2])) for name, f in fns], 2)
+        t = common.times([(name, lambda i, f=f: f(*sets[i % 2])) for name, f in fns])
         for name, v in t.items():
             tflops = 2 * N ** 3 / v["s"] / 1e12
-            points.append({"dtype": np.dtype(dtype).name, "variant": name, "ms": v["s"] * 1e3, "tflops": tflops})
-            lines.append(f"{np.dtype(dtype).name:7s} {name:34s} {v['s'] * 1e3:8.3f} ms  {tflops:6.1f} TFLOP/s")
-            print(lines[-1], flush=True)
-        rows = 256  # the first rows against float64 on the host (the whole product would take minutes there)
+            report.point(f"{np.dtype(dtype).name:7s} {name:34s} {v['s'] * 1e3:8.3f} ms  {tflops:6.1f} TFLOP/s",
+                         dtype=np.dtype(dtype).name, variant=name, ms=v["s"] * 1e3, tflops=tflops, method=v["method"])
+        rows = min(256, N)  # the first rows against float64 on the host (the whole product would take minutes there)
         ref = np.asarray(sets[0][0][:rows], np.float64) @ np.asarray(sets[0][1], np.float64)
         for name, f in fns:
             err = np.linalg.norm(np.asarray(f(*sets[0])[:rows], np.float64) - ref) / np.linalg.norm(ref)
-            lines.append(f"{np.dtype(dtype).name:7s} {name:34s} relative error {err:.2e} against float64")
-            print(lines[-1], flush=True)
-    points += forward_backward(rng, lines)
-    lines.append(accumulation_check())
-    print(lines[-1], flush=True)
-    torch_line = torch_float16(rng)
+            report.line(f"{np.dtype(dtype).name:7s} {name:34s} relative error {err:.2e} against float64")
+    forward_backward(rng, report)
+    report.line(accumulation_check())
+    torch_line = torch_float16()
     if torch_line:
-        lines.append(torch_line)
-        print(lines[-1], flush=True)
-    with open(os.path.join(out_dir, "results.json"), "w") as fh:
-        json.dump({"points": points, "jax": jax.__version__, "device": str(jax.devices()[0]), "n": N,
-                   "method": "CUPTI kernel durations via jax.profiler, 20 calls, 2 input sets"}, fh, indent=1)
-    with open(os.path.join(out_dir, "results.md"), "w") as fh:
-        fh.write("\n".join(lines) + "\n")
+        report.line(torch_line)
+    report.write()
 
 
-def forward_backward(rng, lines):
+def forward_backward(rng, report):
     """The product and both gradients (jax.vjp, a cotangent of the output's type), jitted: 3 GEMMs."""
     hi = jax.lax.Precision.HIGHEST
-    points = []
     for dtype, variants in (
             (np.float32, [("dmljax.gemm", lambda a, b: dmljax.gemm(a, b)),
                           ("jnp.matmul HIGHEST", lambda a, b: jnp.matmul(a, b, precision=hi))]),
@@ -99,17 +85,13 @@ def forward_backward(rng, lines):
                 return y, vjp(dy)
             return jax.jit(run)
         fns = [(name, both(f)) for name, f in variants]
-        for _, f in fns:
-            jax.block_until_ready(f(*sets[0]))
-        t = jax_device_times([(name, lambda i, f=f: f(*sets[i % 2])) for name, f in fns], 2)
+        t = common.times([(name, lambda i, f=f: f(*sets[i % 2])) for name, f in fns])
         for name, v in t.items():
             tflops = 3 * 2 * N ** 3 / v["s"] / 1e12
-            points.append({"dtype": np.dtype(dtype).name, "variant": name + " forward+backward", "ms": v["s"] * 1e3,
-                           "tflops": tflops, "kernels": v["kernels_per_call"]})
-            lines.append(f"{np.dtype(dtype).name:7s} {name + ' fwd+bwd':44s} {v['s'] * 1e3:8.3f} ms  {tflops:6.1f} "
-                         f"TFLOP/s (3 products), {v['kernels_per_call']} kernels")
-            print(lines[-1], flush=True)
-    return points
+            report.point(f"{np.dtype(dtype).name:7s} {name + ' fwd+bwd':44s} {v['s'] * 1e3:8.3f} ms  {tflops:6.1f} "
+                         f"TFLOP/s (3 products), {v['kernels_per_call']} kernels",
+                         dtype=np.dtype(dtype).name, variant=name + " forward+backward", ms=v["s"] * 1e3,
+                         tflops=tflops, kernels=v["kernels_per_call"], method=v["method"])
 
 
 def accumulation_check() -> str:
@@ -126,11 +108,13 @@ def accumulation_check() -> str:
             f"{sorted(set(y.ravel().tolist()))}; expected [6144.0]); gradient {float(np.asarray(da)[0, 0])} (expected 1024.0)")
 
 
-def torch_float16(rng) -> str | None:
-    """torch.matmul of FLOAT16 on this GPU (CUDA events over 50 calls), for the issue's 754 TFLOP/s."""
+def torch_float16() -> str | None:
+    """torch.matmul of FLOAT16 on this GPU (CUDA events over 50 calls), where torch sees one."""
     try:
         import torch
     except ImportError:
+        return None
+    if not torch.cuda.is_available():
         return None
     a = torch.randn(N, N, device="cuda", dtype=torch.float16)
     b = torch.randn(N, N, device="cuda", dtype=torch.float16)
