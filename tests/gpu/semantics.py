@@ -1,4 +1,9 @@
-"""GPU semantics check (run on a machine with a GPU: `python tests/gpu_check.py`).
+"""Semantics on a GPU: every operator's GPU result against the CPU's and the float64 reference.
+
+    python tests/gpu/semantics.py [OPERATOR ...]      (DML or short names; default: every operator)
+
+on a machine with a GPU, from the repository root (GPU_CHECK_ON_CPU=1: a dry run of this script's
+own code, CPU against CPU).
 
 For every registered operator with a reference (each attribute set of its record in
 tests/reference/<family>.py, plus the extra attributes in CASES), on random inputs plus specials
@@ -6,15 +11,16 @@ tests/reference/<family>.py, plus the extra attributes in CASES), on random inpu
 UINT16 and UINT8 where the operator takes them (random values over the whole range plus 0, ±1 and
 the type's extremes: zero divisors, INT_MIN / -1, shifts by the width and more): the GPU result
 against the CPU result (bit-identical where the operator is exact; within the record's ULP budget
-otherwise) and against the float64 (or exact integer) reference. Prints one line per case and a summary; exits 1 on any failure. Not part of
-the pytest suite: CI has no GPU. Needs only this checkout (not ../shared).
+otherwise) and against the float64 (or exact integer) reference. Prints one line per case and a
+summary; exits 1 on any failure. Not a pytest module: CI has no GPU, and pytest only imports this
+file. Needs only this checkout (not ../shared).
 """
 
 import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
