@@ -78,14 +78,14 @@ def _run(cmd: list[str]) -> str:
 
 def environment() -> dict:
     """The device, its driver and clocks (nvidia-smi, where there is one), the versions and the
-    checkout's commit."""
+    checkout's commit (``BENCH_COMMIT`` where the copy being run has no git history)."""
     import jaxlib
 
     d = jax.devices()[0]
     env = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "device": d.device_kind, "platform": d.platform, "jax": jax.__version__,
            "jaxlib": jaxlib.__version__, "numpy": np.__version__, "python": platform.python_version(),
-           "commit": _run(["git", "rev-parse", "HEAD"]),
+           "commit": _run(["git", "rev-parse", "HEAD"]) or os.environ.get("BENCH_COMMIT", ""),
            "uncommitted changes": bool(_run(["git", "status", "--porcelain", "--untracked-files=no"]))}
     smi = _run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.mem", "--format=csv,noheader"])
     if smi:
