@@ -1,5 +1,5 @@
 """What the topic scripts share: the results folder, the environment each result records, the
-timer, and the writer of results.json and results.md.
+timer, and the writer of each result's ``.json`` and ``.md`` (``Report``).
 
 A topic script puts this folder and the checkout first on ``sys.path`` (so that it runs the
 checkout's dmljax without installing it), then ``import common``. Nothing here is part of dmljax.

@@ -70,12 +70,12 @@ def gather_scatter_cases(rng):
     for dtype in (np.float32, np.float16):
         table = [jnp.asarray(rng.standard_normal((ROWS, 4), dtype=np.float32).astype(dtype)) for _ in range(2)]
         idx = [jnp.asarray(rng.integers(0, ROWS, (1, ROWS)).astype(np.int32)) for _ in range(2)]
-        yield (f"GATHER rows of 4", dtype, list(zip(table, idx)),
+        yield ("GATHER rows of 4", dtype, list(zip(table, idx)),
                jax.jit(lambda a: dmljax.gather(a[0], a[1], axis=0, index_dimensions=1)),
                jax.jit(lambda a: jnp.take(a[0], a[1][0], axis=0)))
         perm = [jnp.asarray(rng.permutation(ROWS).astype(np.int32)) for _ in range(2)]
         upd = [jnp.asarray(rng.standard_normal((ROWS, 4), dtype=np.float32).astype(dtype)) for _ in range(2)]
-        yield (f"SCATTER_ND rows of 4", dtype, list(zip(table, perm, upd)),
+        yield ("SCATTER_ND rows of 4", dtype, list(zip(table, perm, upd)),
                jax.jit(lambda a: dmljax.scatter_nd(a[0], a[1][:, None], a[2], input_dimension_count=2,
                                                    indices_dimension_count=2)),
                jax.jit(lambda a: a[0].at[a[1]].set(a[2])))
