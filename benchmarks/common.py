@@ -1,0 +1,191 @@
+"""What the topic scripts share: the results folder, the environment each result records, the
+timer, and the writer of each result's ``.json`` and ``.md`` (``Report``).
+
+A topic script puts this folder and the checkout first on ``sys.path`` (so that it runs the
+checkout's dmljax without installing it), then ``import common``. Nothing here is part of dmljax.
+
+Times: ``times`` takes each variant's device time from the profiler's kernel records (CUPTI, the
+sum of kernel durations per call over 20 calls, the calls cycling through the input sets:
+``dmljax.bench.jax_device_times``); a backend without device records (the CPU) gets the median
+host-clock time of back-to-back calls instead, and the results say which.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import traceback
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+from dmljax.bench import jax_device_times, time_calls  # noqa: E402
+
+SMOKE = bool(os.environ.get("SMOKE"))
+"""SMOKE=1: small shapes, for a dry run of a script's code on any machine (its figures mean
+nothing)."""
+
+
+def device_name() -> str:
+    """The results folder's device name: the GPU's model (``h100``, ``h200``, ...) or the platform
+    (``cpu``)."""
+    d = jax.devices()[0]
+    if d.platform == "cpu":
+        return "cpu"
+    m = re.search(r"\b([a-z]+\d{2,4}[a-z]?)\b", d.device_kind.lower().replace("nvidia", ""))
+    return m.group(1) if m else d.platform
+
+
+def arguments() -> tuple[str | None, list[str]]:
+    """The command line: the folder after ``--out`` (or None), and the other arguments."""
+    out, rest, argv = None, [], sys.argv[1:]
+    while argv:
+        a = argv.pop(0)
+        if a == "--out" and argv:
+            out = argv.pop(0)
+        elif a.startswith("--out="):
+            out = a.split("=", 1)[1]
+        else:
+            rest.append(a)
+    return out, rest
+
+
+def out_dir(topic: str) -> Path:
+    """The folder a script writes to: ``--out DIR``, or ``benchmarks/results/<device>/<topic>``."""
+    out, _ = arguments()
+    path = Path(out) if out else HERE / "results" / device_name() / topic
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _run(cmd: list[str]) -> str:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=20, cwd=ROOT).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def environment() -> dict:
+    """The device, its driver and clocks (nvidia-smi, where there is one), the versions and the
+    checkout's commit (``BENCH_COMMIT`` where the copy being run has no git history)."""
+    import jaxlib
+
+    d = jax.devices()[0]
+    env = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "device": d.device_kind, "platform": d.platform, "jax": jax.__version__,
+           "jaxlib": jaxlib.__version__, "numpy": np.__version__, "python": platform.python_version(),
+           "commit": _run(["git", "rev-parse", "HEAD"]) or os.environ.get("BENCH_COMMIT", ""),
+           "uncommitted changes": bool(_run(["git", "status", "--porcelain", "--untracked-files=no"]))}
+    smi = _run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.mem", "--format=csv,noheader"])
+    if smi:
+        env["nvidia-smi"] = smi.splitlines()[0]
+    return env
+
+
+def nbytes(tree) -> int:
+    """Bytes of every array in ``tree``."""
+    return sum(int(np.prod(x.shape)) * np.dtype(x.dtype).itemsize for x in jax.tree.leaves(tree))
+
+
+copy = jax.jit(lambda tree: jax.tree.map(lambda v: v.copy(), tree))
+"""A device copy of the input: the bandwidth every figure is held against."""
+
+
+def compiled(fn, *args):
+    """``fn`` traced and compiled for ``args`` now: the program it keeps, whatever switch (such as
+    ``dmljax.use_kernels``) is in force later."""
+    return jax.jit(fn).lower(*args).compile()
+
+
+def times(groups, n_sets: int = 2) -> dict:
+    """Per-call time of each ``(name, call)``: ``{name: {"s", "kernels_per_call", "method"}}``,
+    from device records, or from the host clock where the backend has none."""
+    got = jax_device_times(groups, n_sets)
+    if got:
+        return {k: {"s": v["s"], "kernels_per_call": v.get("kernels_per_call"),
+                    "method": "device time (CUPTI kernel durations, 20 calls)"} for k, v in got.items()}
+    out = {}
+    for name, call in groups:
+        t = time_calls(call, n_sets, jax.block_until_ready, budget_s=0.05 if SMOKE else 0.5)
+        out[name] = {"s": t.s, "kernels_per_call": None, "method": "host clock (median of back-to-back calls)"}
+    return out
+
+
+class Report:
+    """Lines printed as they come and points collected, then written as ``<name>.md`` (the lines)
+    and ``<name>.json`` (the environment, the method and the points): ``results`` for a script
+    without groups; one pair of files a group for a script with groups (``report.group = name``
+    before its cases), so that a run of some groups leaves the others' latest files in place."""
+
+    def __init__(self, topic: str, method: str):
+        self.out = out_dir(topic)
+        self.method = method
+        self.env = environment()
+        self.group = "results"
+        self.points: dict[str, list[dict]] = {}
+        self.lines: dict[str, list[str]] = {}
+        self.head = (f"{self.env['date']}; {self.env['device']}; jax {self.env['jax']}, jaxlib {self.env['jaxlib']}; "
+                     f"commit {self.env['commit'][:12] or 'unknown'}")
+        print(self.head, flush=True)
+
+    def line(self, text: str) -> None:
+        self.lines.setdefault(self.group, []).append(text)
+        print(text, flush=True)
+
+    def point(self, text: str | None = None, **fields) -> None:
+        self.points.setdefault(self.group, []).append(fields)
+        if text:
+            self.line(text)
+
+    def write(self) -> Path:
+        for name in sorted(set(self.points) | set(self.lines)):
+            (self.out / f"{name}.json").write_text(json.dumps(
+                {"environment": self.env, "method": self.method, "points": self.points.get(name, [])},
+                indent=1) + "\n")
+            (self.out / f"{name}.md").write_text("\n".join([self.head, *self.lines.get(name, [])]) + "\n")
+            print(f"written: {self.out / name}.json, .md", flush=True)
+        return self.out
+
+
+def against_jnp(report: Report, groups: dict, chosen) -> None:
+    """Each case of each chosen group (``groups[name](rng)`` yields (name, dtype, input sets,
+    dmljax's function, the jnp formula's)): the copy's, dmljax's and the formula's time per call,
+    their ratio, and dmljax's bandwidth as a fraction of the copy's ((input + output bytes) / time
+    against the copy's 2 x input bytes / time). A failing case is reported and the run goes on."""
+    rng = np.random.default_rng(0)
+    for group in chosen:
+        report.group = group
+        try:
+            for name, dtype, inputs, f_dml, f_jnp in groups[group](rng):
+                try:
+                    t = times([("copy", lambda i: copy(inputs[i % 2])),
+                               ("dmljax", lambda i, f=f_dml: f(inputs[i % 2])),
+                               ("jnp", lambda i, f=f_jnp: f(inputs[i % 2]))])
+                except Exception:  # noqa: BLE001  (one case's failure is reported, the run goes on)
+                    report.line(f"{name}: FAILED {traceback.format_exc(limit=2)[-300:]}")
+                    continue
+                ms = {k: v["s"] * 1e3 for k, v in t.items()}
+                moved_in = nbytes(inputs[0])
+                moved = moved_in + nbytes(f_dml(inputs[0]))
+                frac = (moved / ms["dmljax"]) / (2 * moved_in / ms["copy"])
+                kernels = {k: v["kernels_per_call"] for k, v in t.items()}
+                report.point(
+                    f"{name:38s} {np.dtype(dtype).name:7s}: copy {ms['copy']:.3f} ms, dmljax {ms['dmljax']:.3f}, "
+                    f"jnp {ms['jnp']:.3f}: time(dmljax)/time(jnp) {ms['dmljax'] / ms['jnp']:.3f}, "
+                    f"of a copy's bandwidth {frac:.2f}" + (f", kernels {kernels['dmljax']}/{kernels['jnp']}"
+                                                              if kernels["dmljax"] is not None else ""),
+                    op=name, group=group, dtype=np.dtype(dtype).name, ms=ms, bytes_moved=moved, copy_fraction=frac,
+                    kernels=kernels, method=t["copy"]["method"])
+        except Exception:  # noqa: BLE001
+            report.line(f"group {group}: FAILED {traceback.format_exc(limit=3)[-400:]}")

@@ -1,0 +1,551 @@
+"""dmljax's Pallas kernels compiled on a GPU, each against the float64 reference (where its result
+is rounded) and against XLA's formula of the same call with the kernels off
+(``dmljax.use_kernels(False, ...)``), bit for bit where the kernel's contract is exact. The test
+suite runs the kernels only in Pallas's interpreter, on the CPU; this is their check on the device.
+
+    python tests/gpu/kernels.py [KERNEL ...]
+
+on a machine with a CUDA GPU, from the repository root. Kernels (default: all): softmax
+(SOFTMAX/LOG_SOFTMAX rows, values and gradients), cumulative (CUMULATIVE_SUMMATION/PRODUCT rows,
+every direction and exclusivity, and the signs of zero results), top_k (TOP_K/TOP_K1 rows by the
+K-steps and threshold kernels, ARGMAX/ARGMIN of FLOAT16 rows, and the threshold path under
+jax.grad, jax.jvp and vmap), extreme_columns (ARGMAX/ARGMIN and REDUCE MAX/MIN of FLOAT16
+columns), max_pooling, convolution, padding. Inputs hold NaN, infinities, signed zeros, ties and
+FLOAT32 denormals. Prints one line per case and a summary; exit status 1 if any failed.
+KERNEL_CHECK_ON_CPU=1 runs the script's code on the CPU (XLA's formula against itself, the
+kernels called directly in Pallas's interpreter; nothing about the kernels is learnt). Not a
+pytest module: CI has no GPU, and pytest only imports this file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import dmljax  # noqa: E402
+
+ON_CPU = bool(os.environ.get("KERNEL_CHECK_ON_CPU"))
+"""A dry run on the CPU: both paths are XLA's, and the kernels are not looked for in the programs."""
+
+
+class Cases:
+    """Named checks, each reported as it ends; ``summary`` prints the count and gives the exit
+    status (1 if any failed)."""
+
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    @contextlib.contextmanager
+    def case(self, name: str):
+        try:
+            yield
+        except Exception as e:  # noqa: BLE001  (every case is reported, the run goes on)
+            self.failed += 1
+            print(f"{name}: FAIL {str(e)[:600]}", flush=True)
+        else:
+            self.passed += 1
+            print(f"{name}: ok", flush=True)
+
+    def summary(self) -> int:
+        print(f"{self.passed} passed, {self.failed} failed")
+        return 1 if self.failed else 0
+
+
+def kernel_in(f, *args, name: str) -> None:
+    """The kernel named ``name`` (its pallas_call's name) is in the program of ``f`` for ``args``,
+    as lowered or as compiled."""
+    if ON_CPU:
+        return
+    lowered = jax.jit(f).lower(*args)
+    assert name in lowered.as_text() or name in lowered.compile().as_text(), f"the kernel {name} is not in the program"
+
+
+def kernels_off(f, *args, names=()):
+    """``f(*args)`` traced and compiled afresh with the named kernels (every kernel, if none is
+    named) off: XLA's formula of the same call."""
+    with dmljax.use_kernels(False, *names):
+        return jax.device_get(jax.jit(f).lower(*args).compile()(*args))
+
+
+def _bits(a):
+    a = np.asarray(jax.device_get(a))
+    return a.view({1: np.uint8, 2: np.uint16, 4: np.uint32}[a.dtype.itemsize])
+
+
+# ----------------------------------------------------------------------------------------- softmax
+def softmax(cases: Cases):
+    """SOFTMAX and LOG_SOFTMAX over rows of 2,048 to 65,536 (the kernel's rows): values and
+    gradients within the record's budget of the float64 reference (the gradient's +2 ULP), rows
+    with NaN, +inf, -inf only, zeros and FLOAT32 denormals."""
+    from tests.compare import assert_matches
+    from tests.reference.activation import softmax as ref
+
+    rng = np.random.default_rng(0)
+    for dtype in (np.float32, np.float16):
+        for n in (2048, 4096, 32768, 65536):
+            x = (rng.standard_normal((6, n)) * 8).astype(dtype)
+            x[0, :3] = [np.nan, 1.0, 2.0]
+            x[1, 7] = np.inf
+            x[2, :] = -np.inf
+            x[3, ::5] = -np.inf
+            if dtype == np.float32:
+                x[4, :100] = (rng.standard_normal(100) * 1e-39).astype(np.float32)
+            x[5, :] = 0.0
+            dy = rng.standard_normal(x.shape).astype(dtype)
+            dt = dmljax.DataType.from_dtype(np.dtype(dtype))
+            budget = dmljax.get_operator("ACTIVATION_SOFTMAX").spec.budget(dt, x.shape)
+            for log in (False, True):
+                op = dmljax.activation_log_softmax if log else dmljax.activation_softmax
+                name = f"{'LOG_' if log else ''}SOFTMAX {np.dtype(dtype).name} rows of {n}"
+                with cases.case(name):
+                    kernel_in(op, x, name="dmljax_row_softmax")
+                    y, pull = jax.vjp(jax.jit(op), jnp.asarray(x))
+                    g = pull(jnp.asarray(dy))[0]
+                    want = (ref._log_softmax if log else ref._softmax)(x)
+                    assert_matches(np.asarray(y), want, dt, budget, name,
+                                   magnitude=ref._log_magnitude(x) if log else None)
+                    grad = (ref._log_softmax_grad if log else ref._softmax_grad)(dy, x)[0]
+                    size = (ref._log_softmax_grad_size if log else ref._softmax_grad_size)(dy, x)[0]
+                    assert_matches(np.asarray(g), [grad], dt, budget + 2, name + " gradient", magnitude=size)
+                    off = kernels_off(op, x, names=("softmax",))
+                    assert_matches(np.asarray(y), [np.asarray(off, np.float64)], dt, 2 * budget,
+                                   name + " against XLA's formula", magnitude=ref._log_magnitude(x) if log else None)
+
+
+# -------------------------------------------------------------------------------------- cumulative
+def _tally64(x, axis, axis_direction, has_exclusive_sum):
+    """The float64 running sum (np.cumsum: its rounding, about n * 2^-53 of the magnitude, is far
+    below FLOAT32's budget; the reference's exact sums are quadratic in the row length)."""
+    from tests.reference.rules import read
+
+    v = read(np.asarray(x))
+    v = v[:, ::-1] if axis_direction else v
+    with np.errstate(invalid="ignore"):
+        y = np.cumsum(v, axis=1)
+    if has_exclusive_sum:
+        y = np.concatenate([np.zeros((y.shape[0], 1)), y[:, :-1]], axis=1)
+    return y[:, ::-1] if axis_direction else y
+
+
+def _magnitude(x, **kw):
+    from tests.reference.rules import read
+
+    return _tally64(np.abs(read(np.asarray(x))), **kw)
+
+
+def _grad64(dy, **kw):  # the transpose: the tally of dY the other way
+    return _tally64(np.asarray(dy, np.float64), kw["axis"], 1 - kw["axis_direction"], kw["has_exclusive_sum"])
+
+
+def _product64(x, axis, axis_direction, has_exclusive_product):
+    """The float64 running product (an overflow past float64 is far beyond FLOAT32's range)."""
+    from tests.reference.rules import read
+
+    v = read(np.asarray(x))
+    v = v[:, ::-1] if axis_direction else v
+    with np.errstate(all="ignore"):
+        y = np.cumprod(v, axis=1)
+    if has_exclusive_product:
+        y = np.concatenate([np.ones((y.shape[0], 1)), y[:, :-1]], axis=1)
+    return y[:, ::-1] if axis_direction else y
+
+
+def cumulative(cases: Cases):
+    """The sum and product row kernels: rows of 16 to 32,768 (longer than a block: the tally
+    carried from block to block), every direction and exclusivity, FLOAT32 and FLOAT16, against
+    float64 within the budget and against XLA's formula within twice it; the sum's gradient (the
+    tally the other way); products past FLOAT32's range with prefixes inside it, true overflow
+    coming back into range; and the signs of zero results."""
+    from tests.compare import assert_matches
+
+    rng = np.random.default_rng(11)
+    spec = dmljax.get_operator("CUMULATIVE_SUMMATION").spec
+    for n, rows in ((16, 256), (256, 40), (1024, 24), (8192, 3), (32768, 3)):
+        for dtype in (np.float32, np.float16):
+            x = (rng.standard_normal((rows, n)) * 4).astype(dtype)
+            x[0, 3], x[1, n // 2], x[2, 0] = np.nan, np.inf, -np.inf
+            if dtype == np.float32:
+                x[-1, :4] = [1e-40, -1e-40, 1e-39, 0.0]
+            dt = dmljax.DataType.from_dtype(np.dtype(dtype))
+            budget = spec.budget(dt, x.shape, {"Axis": 1})
+            for reverse in (False, True):
+                for exclusive in (False, True):
+                    kw = {"axis": 1, "axis_direction": int(reverse), "has_exclusive_sum": exclusive}
+                    name = f"CUMULATIVE_SUMMATION rows of {n:5d} {np.dtype(dtype).name} reverse={reverse} " \
+                           f"exclusive={exclusive}"
+                    with cases.case(name):
+                        f = lambda v, kw=kw: dmljax.cumulative_summation(v, **kw)  # noqa: E731
+                        kernel_in(f, x, name="dmljax_row_cumsum")
+                        got = jax.jit(f)(x)
+                        assert_matches(got, [_tally64(x, **kw)], dt, budget, magnitude=_magnitude(x, **kw),
+                                       context=name)
+                        off = kernels_off(f, x, names=("cumulative",))
+                        assert_matches(got, [np.asarray(off, np.float64)], dt, 2 * budget,
+                                       magnitude=_magnitude(x, **kw), context=name + " against XLA's formula")
+                        clean = np.nan_to_num(x, nan=0.5, posinf=1.0, neginf=-1.0)
+                        dy = rng.standard_normal(x.shape).astype(dtype)
+                        g = jax.jit(jax.grad(lambda v, f=f: (f(v).astype(jnp.float32) * dy).sum()))(clean)
+                        assert_matches(g, [_grad64(dy, **kw)], dt, budget, magnitude=_grad64(np.abs(dy), **kw),
+                                       context=name + " gradient")
+    spec = dmljax.get_operator("CUMULATIVE_PRODUCT").spec
+    for n, rows in ((16, 256), (1024, 24), (8192, 3), (32768, 3)):
+        for dtype in (np.float32, np.float16):
+            x = np.exp(rng.standard_normal((rows, n)) * 0.3) * rng.choice([-1, 1], (rows, n))
+            x[0, 3], x[1, n // 2], x[2, 0] = np.nan, np.inf, 0.0
+            if n > 1024:  # extremes across a block's edge
+                x[0, 1022:1028] = [3e38 if dtype == np.float32 else 6e4, 0.47, 2.0, 0.5, 4.0, 0.25]
+            if dtype == np.float32:
+                x[-1, :6] = [3e38, 0.47, 2.0, 0.5, 4.0, 0.25]
+                x[-2, :4] = [1e30, 1e30, 1e-30, 1e-30]
+                x[-3, :4] = [1e-40, 2.0, -1e-39, 3.0]
+            x = x.astype(dtype)
+            dt = dmljax.DataType.from_dtype(np.dtype(dtype))
+            budget = spec.budget(dt, x.shape, {"Axis": 1})
+            for reverse in (False, True):
+                for exclusive in (False, True):
+                    kw = {"axis": 1, "axis_direction": int(reverse), "has_exclusive_product": exclusive}
+                    name = f"CUMULATIVE_PRODUCT rows of {n:5d} {np.dtype(dtype).name} reverse={reverse} " \
+                           f"exclusive={exclusive}"
+                    with cases.case(name):
+                        f = lambda v, kw=kw: dmljax.cumulative_product(v, **kw)  # noqa: E731
+                        kernel_in(f, x, name="dmljax_row_cumprod")
+                        got = jax.jit(f)(x)
+                        assert_matches(got, [_product64(x, **kw)], dt, budget, context=name)
+                        off = kernels_off(f, x, names=("cumulative",))
+                        assert_matches(got, [np.asarray(off, np.float64)], dt, 2 * budget,
+                                       context=name + " against XLA's formula")
+    zero_signs(cases, rng)
+
+
+def zero_signs(cases: Cases, rng):
+    """The signs of zero results against float64 NumPy: products whose zero crosses a block's edge
+    (rows of 8,192: the carried element) and a short row (one block), forward and reverse, all of
+    float64's sign; a sum of leading -0.0 terms is reported, not checked (its sign is left open)."""
+    for dtype in (np.float32, np.float16):
+        for n in (1024, 8192):
+            x = rng.choice([-1.0, 1.0], (64, n)) * np.exp2(rng.uniform(-0.01, 0.01, (64, n)))
+            x[:, 1000] = -0.0  # zeros from here on, their signs the product of the terms'
+            x = x.astype(dtype)
+            for reverse in (0, 1):
+                name = f"CUMULATIVE_PRODUCT {np.dtype(dtype).name} rows of {n} {'reverse' if reverse else 'forward'}: " \
+                       "the signs of zeros"
+                with cases.case(name):
+                    got = np.asarray(jax.jit(lambda v, r=reverse: dmljax.cumulative_product(
+                        v, axis=1, axis_direction=r))(x))
+                    wide = x.astype(np.float64)
+                    ref = np.cumprod(wide[:, ::-1], axis=1)[:, ::-1] if reverse else np.cumprod(wide, axis=1)
+                    zero = (ref == 0) & (got == 0)
+                    same = int((np.signbit(got[zero]) == np.signbit(ref[zero])).sum())
+                    assert zero.any() and same == int(zero.sum()), f"{same} of {int(zero.sum())} zeros of float64's sign"
+        s = np.full((64, 1024), -0.0, dtype)
+        s[:, 512:] = 1.0
+        got = np.asarray(jax.jit(lambda v: dmljax.cumulative_summation(v, axis=1))(s))
+        zero = got == 0
+        print(f"CUMULATIVE_SUMMATION {np.dtype(dtype).name} of leading -0.0: {int(zero.sum())} zeros, "
+              f"{int(np.signbit(got[zero]).sum())} of them -0.0 (left open; float64's cumsum gives +0.0)", flush=True)
+
+
+# ------------------------------------------------------------------------------ top_k, extreme columns
+def top_k(cases: Cases):
+    """TOP_K and TOP_K1 (both directions) over rows of 1,024 to 32,768, K of 2 to 1,024 (the
+    K-steps kernel up to K = 16 on rows of 1,024, the threshold kernels on longer rows): indices and
+    values bit for bit against XLA's formula, rows with many ties, NaN, infinities, signed zeros
+    and FLOAT32 denormals; ARGMAX/ARGMIN of FLOAT16 rows (the K-steps kernel with K = 1); the
+    threshold path's values under jax.grad, jax.jvp and vmap."""
+    rng = np.random.default_rng(13)
+    for n, rows in ((1024, 64), (8192, 8), (32768, 4)):
+        for dtype in (np.float32, np.float16):
+            x = (rng.integers(-200, 200, (rows, n)) * 0.25).astype(dtype)
+            x[0, :5] = [np.nan, -np.inf, np.nan, 0.0, -0.0]
+            x[1, 64:128], x[1, 3::37] = np.nan, np.nan  # groups of NaN only, and NaN in many groups
+            x[1, 10:14] = [np.inf, -np.inf, np.nan, -np.nan]
+            x[2, :], x[2, 100] = np.nan, -np.inf
+            x[3, :] = -0.0
+            if dtype == np.float32:
+                x[-1, :6] = [1e-40, -1e-40, 0.0, -0.0, 1e-39, 5.0]
+            x[-2] = rng.standard_normal(n).astype(dtype)
+            for largest in (True, False):
+                for k in (2, 8, 16) + ((17, 32, 256) if n > 1024 else ()) + ((1024,) if n == 32768 else ()):
+                    name = f"TOP_K rows of {n:5d} {np.dtype(dtype).name} {'largest' if largest else 'smallest'} k={k}"
+                    with cases.case(name):
+                        if largest:
+                            f = lambda v, k=k: dmljax.top_k(v, axis=1, k=k)  # noqa: E731
+                        else:
+                            f = lambda v, k=k: dmljax.top_k1(v, axis=1, k=k, axis_direction="INCREASING")  # noqa: E731
+                        kernel_in(f, x, name="dmljax_row_top_k")
+                        got = jax.device_get(jax.jit(f)(x))
+                        want = kernels_off(f, x)
+                        np.testing.assert_array_equal(got[1], want[1])
+                        np.testing.assert_array_equal(_bits(got[0]), _bits(want[0]))
+    for n in (1024, 32768):
+        x = (rng.integers(-200, 200, (64, n)) * 0.25).astype(np.float16)
+        x[0, :5] = [np.nan, -np.inf, np.nan, 0.0, -0.0]
+        x[2, :], x[3, :] = np.nan, -0.0
+        for op in (dmljax.argmax, dmljax.argmin):
+            for direction in ("INCREASING", "DECREASING"):
+                with cases.case(f"rows of {n:5d} float16 {op.__name__.upper()} {direction}"):
+                    f = lambda v, op=op, d=direction: op(v, axes=(1,), axis_direction=d)  # noqa: E731
+                    kernel_in(f, x, name="dmljax_row_top_k")
+                    np.testing.assert_array_equal(jax.device_get(jax.jit(f)(x)), kernels_off(f, x))
+    for dtype in (np.float32, np.float16):
+        x = rng.standard_normal((3, 8192)).astype(dtype)
+        w = rng.standard_normal((3, 24)).astype(dtype)
+        with cases.case(f"threshold path {np.dtype(dtype).name}: jax.grad, jax.jvp and vmap"):
+            def loss(t):
+                return jnp.sum((dmljax.top_k(t, axis=1, k=24)[0] * w).astype(np.float32))
+            grad = jax.grad(loss)
+            kernel_in(grad, x, name="dmljax_row_top_k_pick")
+            idx = np.asarray(jax.device_get(dmljax.top_k(x, axis=1, k=24)[1])).astype(np.int64)
+            want = np.zeros_like(x)
+            np.put_along_axis(want, idx, w, axis=1)
+            np.testing.assert_array_equal(np.asarray(jax.device_get(jax.jit(grad)(x))), want)
+            dx = rng.standard_normal(x.shape).astype(dtype)
+            _, tangent = jax.jit(lambda a, b: jax.jvp(lambda t: dmljax.top_k(t, axis=1, k=24)[0], (a,), (b,)))(x, dx)
+            np.testing.assert_array_equal(np.asarray(jax.device_get(tangent)), np.take_along_axis(dx, idx, axis=1))
+            batched = jax.device_get(jax.jit(jax.vmap(lambda t: dmljax.top_k(t, axis=1, k=24)))(np.stack([x, -x])))
+            for b, t in enumerate((x, -x)):
+                one = jax.device_get(dmljax.top_k(t, axis=1, k=24))
+                np.testing.assert_array_equal(batched[1][b], one[1])
+                np.testing.assert_array_equal(batched[0][b], one[0])
+
+
+def extreme_columns(cases: Cases):
+    """ARGMAX/ARGMIN (both directions) and REDUCE MAX/MIN of FLOAT16 over the first axes (the
+    column kernel), three shapes with many ties, NaN and signed zeros: bit for bit against XLA's
+    formula."""
+    rng = np.random.default_rng(17)
+    for shape, axis in (((256, 1024), 0), ((4, 96, 512), 1), ((32, 2, 256), 0)):
+        x = (rng.integers(-6, 6, shape) * 0.5).astype(np.float16)  # many ties
+        flat = x.reshape(-1, x.shape[-1])
+        flat[:, 0], flat[:, 1] = np.nan, -0.0
+        flat[5, 2], flat[:, 3] = -np.inf, np.nan
+        for op in (dmljax.argmax, dmljax.argmin):
+            for direction in ("INCREASING", "DECREASING"):
+                with cases.case(f"columns {shape} axis {axis} float16 {op.__name__.upper()} {direction}"):
+                    f = lambda v, op=op, d=direction, a=axis: op(v, axes=(a,), axis_direction=d)  # noqa: E731
+                    kernel_in(f, x, name="dmljax_column_arg")
+                    np.testing.assert_array_equal(jax.device_get(jax.jit(f)(x)), kernels_off(f, x))
+        for function in ("MAX", "MIN"):
+            with cases.case(f"columns {shape} axis {axis} float16 REDUCE {function}"):
+                f = lambda v, fn=function, a=axis: dmljax.reduce(v, function=fn, axes=(a,))  # noqa: E731
+                kernel_in(f, x, name="dmljax_column_max")
+                np.testing.assert_array_equal(_bits(jax.jit(f)(x)), _bits(kernels_off(f, x)))
+
+
+# ------------------------------------------------------------------------------------- max_pooling
+POOL_GEOMETRIES = [  # (size, strides, dilations, start, end)
+    ((3, 3), (2, 2), (1, 1), (1, 1), (1, 1)),
+    ((2, 2), (2, 2), (1, 1), (0, 0), (0, 0)),
+    ((2, 3), (1, 2), (2, 1), (0, 2), (1, 0)),
+    ((1, 2), (1, 1), (1, 1), (0, 3), (2, 4)),
+    ((8, 8), (3, 1), (1, 1), (2, 0), (0, 5)),
+    ((3, 3), (1, 1), (3, 3), (4, 4), (4, 4)),
+]
+
+
+def _pool_inputs(rng, dtype):
+    x = (rng.integers(-4, 4, (4, 8, 37, 41)) * 0.5).astype(dtype)  # many ties and zeros
+    x[0, 0, :3, :] = np.nan
+    x[0, 1, 0, :6] = [np.nan, -np.inf, -0.0, 0.0, np.nan, -0.0]
+    x[0, 2] = -0.0
+    x[0, 2, 3::2, 1::3] = 0.0
+    x[1, 0] = -np.inf
+    x[1, 0, 4::7, 4::5] = np.nan
+    x[2, 3] = rng.standard_normal((37, 41)).astype(dtype)
+    if dtype == np.float32:
+        x[1, 1, 0, :8] = [1e-40, -1e-40, -0.0, -1e-40, 0.0, 1e-40, -1e-40, -1e-40]
+    return x
+
+
+def max_pooling(cases: Cases):
+    """The MAX_POOLING kernel called directly (it serves FLOAT16 windows of 5 positions or more in
+    dmljax; here every geometry and FLOAT32 as well), compiled, against MAX_POOLING2's values with
+    the kernel off, bit for bit: windows of NaN only, NaN beside -inf, every ordered pair of NaN,
+    -inf, -0, +0, -1, 1 and inf, ties, FLOAT32 denormals, strides, dilations, padding on each side
+    and windows wholly in it; and that dmljax's own FLOAT16 3 x 3 call holds the kernel."""
+    from dmljax._src.kernels.max_pooling import max_pool_values
+
+    rng = np.random.default_rng(5)
+
+    def xla(v, size, strides, dilations, start, end):
+        return dmljax.max_pooling2(v, window_size=size, strides=strides, dilations=dilations, start_padding=start,
+                                   end_padding=end)[0]
+
+    for dtype in (np.float16, np.float32):
+        x = _pool_inputs(rng, dtype)
+        values = np.array([np.nan, -np.inf, -0.0, 0.0, -1.0, 1.0, np.inf], dtype)
+        pairs = np.stack(np.meshgrid(values, values), -1).reshape(1, 1, 1, -1)
+        for label, v, geometries in ((f"{np.dtype(dtype).name} window", x, POOL_GEOMETRIES),
+                                     (f"{np.dtype(dtype).name} every ordered pair of NaN, -inf, -0, +0, -1, 1, inf",
+                                      pairs, [((1, 2), (1, 2), (1, 1), (0, 0), (0, 0))])):
+            for g in geometries:
+                with cases.case(f"{label} {g}"):
+                    got = jax.jit(lambda t, g=g: max_pool_values(t, *g, interpret=ON_CPU))(v)
+                    want = kernels_off(lambda t, g=g: xla(t, *g), v, names=("max_pooling",))
+                    np.testing.assert_array_equal(_bits(got), _bits(want))
+    with cases.case("float16 3 x 3 windows every 2: dmljax's call holds the kernel"):
+        x = _pool_inputs(rng, np.float16)
+        f = lambda t: dmljax.max_pooling(t, window_size=(3, 3), strides=(2, 2), start_padding=(1, 1),  # noqa: E731
+                                         end_padding=(1, 1))
+        kernel_in(f, x, name="dmljax_max_pool")
+        np.testing.assert_array_equal(_bits(jax.jit(f)(x)), _bits(kernels_off(f, x, names=("max_pooling",))))
+
+
+# ------------------------------------------------------------------------------------- convolution
+CONV_GEOMETRIES = [  # (input Sizes, filter Sizes, attributes): FLOAT32 forwards the kernel takes
+    ((2, 16, 5, 7), (32, 16, 3, 3), {"start_padding": (1, 1), "end_padding": (1, 1)}),
+    ((1, 32, 9, 10), (16, 32, 3, 3), {"dilations": (2, 2), "start_padding": (0, 2), "end_padding": (1, 2)}),
+    ((1, 16, 4, 20), (16, 16, 1, 3), {"mode": "CONVOLUTION", "start_padding": (0, 0), "end_padding": (0, 2)}),
+    ((2, 16, 9, 11), (16, 16, 3, 3), {"strides": (2, 2), "start_padding": (0, 1), "end_padding": (1, 0)}),
+    ((1, 32, 7, 12), (16, 32, 3, 2), {"strides": (1, 2), "dilations": (2, 1)}),
+    ((4, 64, 56, 56), (64, 64, 3, 3), {"start_padding": (1, 1), "end_padding": (1, 1)}),
+    ((2, 32, 28, 28), (64, 32, 3, 2), {"start_padding": (1, 0), "end_padding": (1, 1)}),
+    ((3, 64, 17, 19), (16, 64, 3, 3), {"dilations": (2, 1), "start_padding": (1, 1), "end_padding": (3, 1)}),
+    ((2, 16, 33, 8), (32, 16, 2, 3), {"mode": "CONVOLUTION", "start_padding": (1, 0), "end_padding": (0, 2)}),
+    ((4, 64, 56, 56), (64, 64, 3, 3), {"strides": (2, 2), "start_padding": (1, 1), "end_padding": (1, 1)}),
+    ((3, 32, 29, 30), (64, 32, 3, 3), {"strides": (2, 1), "dilations": (1, 2)}),
+    ((2, 64, 20, 17), (32, 64, 3, 3), {"strides": (1, 2), "start_padding": (2, 0), "end_padding": (0, 1)}),
+]
+
+
+def _conv_inputs(x_shape, w_shape, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = (rng.standard_normal(w_shape) / np.sqrt(np.prod(w_shape[1:]))).astype(np.float32)
+    x.flat[:6] = [1e-39, -1e-39, 0.0, -0.0, 3e4, -2.5]  # denormals read as zeros
+    w.flat[:2] = [-1e-40, 1e-38]
+    return x, w
+
+
+def convolution(cases: Cases):
+    """CONVOLUTION's FLOAT32 kernel: each geometry in the program, within the record's budget of the
+    float64 reference, within twice it of XLA's formula on the same GPU (cuDNN's convolution between
+    the flush passes), and its gradients against that formula's; bias and RELU after the kernel;
+    a batch by jax.vmap; DirectML's flushes (denormals read and written as zeros)."""
+    from tests import catalog
+    from tests.compare import assert_matches
+    from tests.reference.convolution import _magnitude
+    from tests.reference.convolution import convolution as reference
+    from tests.reference.record import Attrs
+
+    spec = dmljax.get_operator("CONVOLUTION").spec
+    rng = np.random.default_rng(0)
+    for x_shape, w_shape, attrs in CONV_GEOMETRIES:
+        label = f"CONVOLUTION {x_shape} * {w_shape} {attrs}"
+        x, w = _conv_inputs(x_shape, w_shape)
+        f = lambda a, b, attrs=attrs: dmljax.convolution(a, b, **attrs)  # noqa: E731
+        budget = catalog.budget(spec, Attrs(attrs), dmljax.DataType.FLOAT32, sizes=x.shape, args=(x, w))
+        with cases.case(f"{label}: against the reference and XLA's formula"):
+            kernel_in(f, x, w, name="dmljax_convolution_taps")
+            y = np.asarray(jax.jit(f)(x, w))
+            assert_matches(y, [reference(x, w, **attrs)[0]], dmljax.DataType.FLOAT32, budget, "kernel vs reference",
+                           magnitude=_magnitude(x, w, **attrs))
+            want = np.asarray(kernels_off(f, x, w, names=("convolution",)))
+            assert_matches(y, [want.astype(np.float64)], dmljax.DataType.FLOAT32, 2 * budget,
+                           "kernel vs XLA's formula", magnitude=_magnitude(x, w, **attrs))
+        with cases.case(f"{label}: gradients against XLA's formula's"):
+            dy = rng.standard_normal(y.shape).astype(np.float32)
+            grad = lambda a, b, f=f: jax.grad(lambda p, q: jnp.vdot(f(p, q), dy), argnums=(0, 1))(a, b)  # noqa: E731
+            got = jax.jit(grad)(x, w)
+            for g, h in zip(got, kernels_off(grad, x, w, names=("convolution",))):
+                np.testing.assert_allclose(np.asarray(g), np.asarray(h), rtol=1e-5, atol=1e-5)
+    with cases.case("CONVOLUTION: bias and RELU after the kernel"):
+        x, w = _conv_inputs((2, 32, 12, 12), (32, 32, 3, 3))
+        b = rng.standard_normal((1, 32, 1, 1)).astype(np.float32)
+        relu = dmljax.FusedActivation("ACTIVATION_RELU")
+        got = np.asarray(dmljax.convolution(x, w, b, start_padding=(1, 1), end_padding=(1, 1), fused_activation=relu))
+        want = np.maximum(np.asarray(dmljax.convolution(x, w, start_padding=(1, 1), end_padding=(1, 1))) + b, 0)
+        np.testing.assert_array_equal(got, want)
+    with cases.case("CONVOLUTION: batched by jax.vmap"):
+        x, w = _conv_inputs((2, 16, 7, 9), (32, 16, 3, 3))
+        xs = np.stack([x, 2 * x, -x])
+        pads = {"start_padding": (1, 1), "end_padding": (1, 1)}
+        got = np.asarray(jax.jit(jax.vmap(lambda a: dmljax.convolution(a, w, **pads)))(xs))
+        for i in range(3):
+            np.testing.assert_array_equal(got[i], np.asarray(dmljax.convolution(xs[i], w, **pads)))
+    with cases.case("CONVOLUTION: denormals read and written as zeros"):
+        x = np.full((1, 16, 9, 9), 1e-39, np.float32)
+        w = np.full((16, 16, 3, 3), 2.0**100, np.float32)
+        assert not np.asarray(dmljax.convolution(x, w, start_padding=(1, 1), end_padding=(1, 1))).any()
+        x = np.full((1, 16, 9, 9), 1e-20, np.float32)
+        w = np.zeros((16, 16, 3, 3), np.float32)
+        w[:, 0] = -1e-19
+        got = np.asarray(dmljax.convolution(x, w, start_padding=(1, 1), end_padding=(1, 1)))
+        assert not got.any() and not np.isnan(got).any()
+        print(f"  negative zeros: {int(np.signbit(got).sum())} of {got.size}")
+
+
+# ----------------------------------------------------------------------------------------- padding
+PAD_CASES = [((10,), (3,), (4,)), ((5, 7), (2, 9), (3, 1)), ((3, 4, 5), (1, 0, 2), (2, 3, 0)),
+             ((2, 3, 2, 6), (0, 1, 2, 7), (1, 0, 3, 5)), ((2, 2, 3, 3, 9), (1, 0, 2, 0, 3), (0, 1, 0, 4, 4)),
+             ((1000, 1024), (64, 64), (64, 64)), ((37, 6000), (3, 100), (5, 2)), ((3, 5000), (0, 5), (0, 5000))]
+NP_MODES = {"EDGE": "edge", "REFLECTION": "reflect", "SYMMETRIC": "symmetric", "WRAP": "wrap"}
+
+
+def padding(cases: Cases):
+    """The PADDING kernels called directly for every copying mode (dmljax sends only EDGE to them),
+    compiled, against PADDING with the kernel off and against np.pad, bit for bit: FLOAT32, FLOAT16,
+    INT8 and UINT16, 1-D to 5-D, pads longer than the axis, a last axis longer than a column block,
+    rows not filling the last program; dmljax's EDGE call holds the kernel, and its gradient equals
+    the kernel-off formula's."""
+    from dmljax._src.kernels.padding import pad_rows
+
+    rng = np.random.default_rng(0)
+    for shape, s, e in PAD_CASES:
+        for mode, np_mode in NP_MODES.items():
+            for dtype in (np.float32, np.float16, np.int8, np.uint16):
+                with cases.case(f"PADDING {mode} {shape} {s} {e} {np.dtype(dtype).name}"):
+                    x = jnp.asarray((rng.standard_normal(shape) * 40).astype(dtype))
+                    got = np.asarray(jax.jit(lambda v, m=mode: pad_rows(v, dmljax.PaddingMode[m], s, e,
+                                                                        interpret=ON_CPU))(x))
+                    off = np.asarray(kernels_off(lambda v, m=mode: dmljax.padding(
+                        v, padding_mode=m, start_padding=s, end_padding=e), x, names=("padding",)))
+                    want = np.pad(np.asarray(x), list(zip(s, e)), mode=np_mode)
+                    assert got.shape == want.shape, (got.shape, want.shape)
+                    assert np.array_equal(got.view(np.uint8), off.view(np.uint8)), "kernel != XLA's formula"
+                    assert np.array_equal(got.view(np.uint8), want.view(np.uint8)), "kernel != np.pad"
+    with cases.case("PADDING EDGE: dmljax's call holds the kernel; its gradient"):
+        x = jnp.asarray(rng.standard_normal((64, 700)).astype(np.float32))
+        dy = jnp.asarray(rng.standard_normal((64 + 9, 700 + 300)).astype(np.float32))
+        f = lambda v: dmljax.padding(v, padding_mode="EDGE", start_padding=(4, 100), end_padding=(5, 200))  # noqa: E731
+        kernel_in(f, x, name="dmljax_pad")
+        grad = jax.grad(lambda v: jnp.sum(f(v) * dy))
+        np.testing.assert_array_equal(np.asarray(jax.jit(grad)(x)), np.asarray(kernels_off(grad, x, names=("padding",))))
+    with cases.case("PADDING: the kernel-off formula is another program (the checks above can fail)"):
+        x = jnp.asarray(rng.standard_normal((40, 300)).astype(np.float16))
+        f = lambda v: dmljax.padding(v, padding_mode="EDGE", start_padding=(3, 5), end_padding=(3, 5))  # noqa: E731
+        with dmljax.use_kernels(False, "padding"):
+            off = jax.jit(f).lower(x).as_text()
+        assert "dmljax_pad" not in off
+
+
+KERNELS = {"softmax": softmax, "cumulative": cumulative, "top_k": top_k, "extreme_columns": extreme_columns,
+           "max_pooling": max_pooling, "convolution": convolution, "padding": padding}
+
+
+def main() -> int:
+    chosen = sys.argv[1:] or list(KERNELS)
+    unknown = [k for k in chosen if k not in KERNELS]
+    if unknown:
+        print(f"unknown kernels {unknown}; choose from {list(KERNELS)}")
+        return 2
+    print(f"jax {jax.__version__}; {jax.devices()[0]}", flush=True)
+    if jax.default_backend() != "gpu" and not ON_CPU:
+        print("no GPU: nothing to check (KERNEL_CHECK_ON_CPU=1 runs the script's code on the CPU)")
+        return 0
+    cases = Cases()
+    for name in chosen:
+        KERNELS[name](cases)
+    return cases.summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

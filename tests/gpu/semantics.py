@@ -1,0 +1,208 @@
+"""Semantics on a GPU: every operator's GPU result against the CPU's and the float64 reference.
+
+    python tests/gpu/semantics.py [OPERATOR ...]      (DML or short names; default: every operator)
+
+on a machine with a GPU, from the repository root (GPU_CHECK_ON_CPU=1: a dry run of this script's
+own code, CPU against CPU).
+
+For every registered operator with a reference (each attribute set of its record in
+tests/reference/<family>.py, plus the extra attributes in CASES), on random inputs plus specials
+(NaN, ±inf, ±0, FLOAT32 denormals), in FLOAT32 and FLOAT16, and in INT32, INT16, INT8, UINT32,
+UINT16 and UINT8 where the operator takes them (random values over the whole range plus 0, ±1 and
+the type's extremes: zero divisors, INT_MIN / -1, shifts by the width and more): the GPU result
+against the CPU result (bit-identical where the operator is exact; within the record's ULP budget
+otherwise) and against the float64 (or exact integer) reference. Prints one line per case and a
+summary; exits 1 on any failure. Not a pytest module: CI has no GPU, and pytest only imports this
+file. Needs only this checkout (not ../shared).
+"""
+
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+import dmljax  # noqa: E402
+from dmljax import DataType  # noqa: E402
+from tests import catalog  # noqa: E402
+from tests.compare import assert_matches, ulp_distance  # noqa: E402
+from tests.reference.record import Attrs  # noqa: E402
+
+REFERENCES = catalog.references()
+
+SPECIALS32 = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, -1e-40, 1e-45, 3e38, -3e38, 1.0, -1.0], np.float32)
+
+CHECKED_TYPES = (DataType.FLOAT32, DataType.FLOAT16, DataType.INT32, DataType.INT16, DataType.INT8,
+                 DataType.UINT32, DataType.UINT16, DataType.UINT8)
+"""The types checked where an operator's newest table lists them (64-bit types need x64 mode)."""
+
+# Attribute sets checked besides each record's own (the reference takes the same keywords).
+CASES = [
+    ("DML_OPERATOR_ELEMENT_WISE_THRESHOLD", {"min": -0.25, "scale_bias": (0.75, 0.125)}),
+    ("DML_OPERATOR_ELEMENT_WISE_CONSTANT_POW", {"exponent": 0.5}),
+    ("DML_OPERATOR_ELEMENT_WISE_CONSTANT_POW", {"exponent": -2.5, "scale_bias": (2.0, 1.0)}),
+]
+
+
+ELEMENTS = {"resample": 1 << 10}
+"""Families whose float64 references build dense per-axis interpolation matrices (outputs x
+inputs): their inputs here are smaller than the others' 2^16 elements."""
+
+
+def cases():
+    """(operator, Attrs, numpy dtype, shape) for every registered operator with a reference and
+    every checked type its newest table lists, each attribute set of its record (resolved for the
+    shape: REDUCE's every-axis sets, SPLIT's sizes, CAST's output type), then CASES."""
+    out = []
+    for name, op in dmljax.registry().items():
+        ref = REFERENCES.get(name)
+        if ref is None:
+            continue
+        spec = op.spec
+        n = ELEMENTS.get(spec.family, 1 << 16)
+        shape = ref.case_shape(catalog.vector_shape(spec.support[0].tensors[catalog.main_tensor(spec)].dims, n))
+        types = catalog.newest_types(spec)
+        for dt in CHECKED_TYPES:
+            if dt in types:
+                extra = [Attrs(kw) for n, kw in CASES if n == name]
+                out += [(name, attrs, dt.dtype, shape) for attrs in (*catalog.newest_sets(spec, ref, dt, shape), *extra)]
+    return out
+
+
+def _plain(spec, ref) -> bool:
+    """Whether the inputs can be drawn here with specials: one array per input, all of one shape
+    (not indices, a tensor array or a generator's none)."""
+    return bool(spec.inputs) and ref.make_inputs is None and not any(t.array for t in spec.inputs)
+
+
+def inputs(spec, ref, dtype, rng, n=None):
+    """The inputs, of the fewest dimensions the newest table allows (or the shape the reference
+    maps them to: VALUE_SCALE_2D's three channels)."""
+    n = n or ELEMENTS.get(spec.family, 1 << 16)
+    shape = ref.case_shape(catalog.vector_shape(spec.support[0].tensors[catalog.main_tensor(spec)].dims, n))
+    return [x.reshape(shape) for x in _flat_inputs(spec, ref, dtype, rng, int(np.prod(shape)))]
+
+
+def _flat_inputs(spec, ref, dtype, rng, n):
+    outs = []
+    for t in spec.inputs:
+        dtype = np.dtype(dtype)
+        if ref.role(t.dml_name) == "condition":
+            outs.append(rng.choice(np.array([0, 1, 255], np.uint8), n))
+            continue
+        if np.issubdtype(dtype, np.integer):
+            info = np.iinfo(dtype)
+            x = rng.integers(int(info.min), int(info.max), n, dtype=dtype, endpoint=True)
+            x[n // 2:] = rng.integers(max(int(info.min), -40), 41, n - n // 2).astype(dtype)  # small values too
+            specials = np.array(sorted({0, 1, int(info.max), int(info.min), int(info.max) - 1}
+                                       | ({-1, int(info.min) + 1} if info.min < 0 else {2})), dtype=object)
+            k = len(specials)
+            x[:k] = specials.astype(dtype)
+            x[k: 2 * k] = rng.permutation(x[:k])
+            pairs = np.repeat(specials, k) if len(outs) == 0 else np.tile(specials, k)  # every pair of two inputs
+            x[2 * k: 2 * k + k * k] = pairs.astype(dtype)
+            outs.append(x)
+            continue
+        x = (rng.standard_normal(n) * 10).astype(dtype)
+        specials = SPECIALS32.astype(dtype) if dtype == np.float32 else np.clip(SPECIALS32, -6e4, 6e4).astype(dtype)
+        k = len(SPECIALS32)
+        pairs = np.repeat(specials, k) if len(outs) == 0 else np.tile(specials, k)  # every pair
+        # as many of them as the reference's shape holds (a shape hook may give fewer elements)
+        filler = np.concatenate([specials, rng.permutation(specials), pairs])[:n]
+        x[:len(filler)] = filler
+        if dtype == np.float32:
+            d = min(1000, n // 4)
+            x[n - d:] = (rng.standard_normal(d) * 1e-39).astype(np.float32)  # denormals
+        outs.append(x)
+    return outs
+
+
+def _compare(spec, ref, attrs, args, on_gpu, on_cpu, candidates, exact, first, line, output=0):
+    """One output: GPU against the reference, then GPU against CPU (bit-identical where the
+    operator is exact; within the record's budget otherwise)."""
+    out_dt = DataType.from_dtype(on_gpu.dtype)
+    sizes = np.shape(args[0]) if args and not isinstance(args[0], list) else None
+    # further outputs: indices (exact) or values (the record's budget: ADAM_OPTIMIZER's moments)
+    budget = catalog.budget(spec, attrs, out_dt, sizes=sizes, args=args) if first or not exact else 0
+    magnitude = catalog.output_magnitude(ref, args, attrs, output)
+    assert_matches(on_gpu, candidates, out_dt, budget, "GPU vs reference", flush=not exact, magnitude=magnitude)
+    if out_dt.is_float:
+        both_nan = np.isnan(on_gpu) & np.isnan(on_cpu)
+        d = ulp_distance(np.where(both_nan, 0, on_gpu).astype(on_gpu.dtype),
+                         np.where(both_nan, 0, on_cpu).astype(on_cpu.dtype))
+        bits_equal = int((on_gpu.view(np.uint8) == on_cpu.view(np.uint8)).all())
+        same = int((d == 0).sum())
+        print(f"{line} ok: GPU==CPU on {same}/{d.size} elements (max {int(d.max())} ULP, budget {budget}); "
+              f"bit-identical arrays: {bool(bits_equal)}")
+        if magnitude is not None:
+            # a budget counted in ULP of the terms (LOG_SOFTMAX, REDUCE's SUM): GPU and CPU each
+            # within it of the reference (above), so within twice it of each other
+            assert_matches(on_gpu, [on_cpu.astype(np.float64)], out_dt, 2 * budget, "GPU vs CPU", magnitude=magnitude,
+                           flush=not exact)
+        elif not catalog.fusable(spec, attrs):
+            # With a ScaleBias, x * Scale + Bias may be fused on one backend and not on the
+            # other (XLA's CPU backend fuses under jit, its GPU backend does not); DirectML
+            # allows both, and each was checked against both candidates above.
+            # each within budget of the reference; an accumulation's order may differ between them
+            limit = 2 * budget if ref.accumulates else budget
+            assert d.max() <= limit, f"GPU and CPU differ by {int(d.max())} ULP"
+    elif catalog.fusable(spec, attrs):
+        # An integer ScaleBias is x * Scale + Bias in FLOAT32, fused or not by the backend before
+        # it is truncated: both candidates were checked against the reference above.
+        same = int((on_gpu == on_cpu).sum())
+        print(f"{line} ok: GPU==CPU on {same}/{on_gpu.size} elements (a multiply-add, fused on one "
+              "backend: each checked against both candidates)")
+    else:
+        assert np.array_equal(on_gpu, on_cpu), f"GPU and CPU differ on {int((on_gpu != on_cpu).sum())} elements"
+        print(f"{line} ok: GPU and CPU bit-identical")
+
+
+def main():
+    only = set(sys.argv[1:])  # operator names (DML or short) to check; none: all
+    gpu = [d for d in jax.devices() if d.platform != "cpu"]
+    if os.environ.get("GPU_CHECK_ON_CPU"):  # a dry run of this script's own code, CPU against CPU
+        gpu = jax.devices("cpu")
+    cpu = jax.devices("cpu")[0]
+    print(f"jax {jax.__version__}; devices: {jax.devices()}")
+    if not gpu:
+        print("no GPU: nothing to compare")
+        return 0
+    rng = np.random.default_rng(0)
+    failures = 0
+    todo = [c for c in cases() if not only or c[0] in only or c[0][13:] in only]
+    for name, attrs, dtype, shape in todo:
+        op = dmljax.get_operator(name)
+        spec, ref = op.spec, REFERENCES[name]
+        kwargs = dict(attrs.dml)
+        if _plain(spec, ref):
+            args = inputs(spec, ref, dtype, rng)
+        else:
+            types = catalog.tensor_types(spec, spec.support[0].level, DataType.from_dtype(np.dtype(dtype)))
+            args = catalog.inputs_for(spec, ref, types, shape, rng, attrs)
+        f = jax.jit(lambda *a: op(*a, **kwargs))
+        on_gpu = jax.tree.map(np.asarray, f(*jax.device_put(args, gpu[0])))
+        on_cpu = jax.tree.map(np.asarray, f(*jax.device_put(args, cpu)))
+        several = isinstance(on_gpu, tuple)
+        ref_kwargs = dict(attrs.ref_kwargs)
+        if ref.output_type_arg:  # CAST: the reference takes the chosen output type
+            ref_kwargs.update({k: v for k, v in kwargs.items() if k.endswith("_data_type")})
+        want = ref.fn(*args, **ref_kwargs)
+        line = f"{name[13:]:28s} {str(kwargs)[:40]:40s} {np.dtype(dtype).name:8s}"
+        try:
+            for k, (g, c) in enumerate(zip(*((on_gpu, on_cpu) if several else ((on_gpu,), (on_cpu,))))):
+                cands = [np.asarray(w[k]) if several else w for w in want]
+                exact = ref.selects(attrs) if k == 0 else np.asarray(cands[0]).dtype != np.float64
+                _compare(spec, ref, attrs, args, g, c, cands, exact, k == 0, f"{line}{f' output {k}' if several else ''}",
+                         output=k)
+        except AssertionError as e:
+            failures += 1
+            print(f"{line} FAIL: {str(e)[:400]}")
+    print(f"{len(todo) - failures} passed, {failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
