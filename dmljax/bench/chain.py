@@ -87,7 +87,7 @@ CHAIN8 = Chain(
     compare_to="ELEMENT_WISE_IF",
     limit_vs_jnp=1.05,
 )
-"""SUBTRACT -> MULTIPLY -> ABS -> SQRT -> DIVIDE -> TANH -> MAX -> IF (issue 9's chain of eight):
+"""SUBTRACT -> MULTIPLY -> ABS -> SQRT -> DIVIDE -> TANH -> MAX -> IF (a chain of eight):
 arithmetic with a second input, a sign, a root, a quotient, a transcendental function, IEEE maxNum
 and a selection, each operator rounding to the tensor's type as DirectML does."""
 
