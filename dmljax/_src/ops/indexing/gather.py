@@ -171,17 +171,43 @@ def _indices_table(level, dims, data, indices):
     return table(level, InputTensor=(dims, data), IndicesTensor=(dims, indices), OutputTensor=(dims, data))
 
 
+GATHER_TENSORS = (TensorSpec("InputTensor", "input"), TensorSpec("IndicesTensor", "input"),
+                  TensorSpec("OutputTensor", "output"))
+GATHER_TABLES_SINCE_2_1 = (
+    _indices_table("4.1", "1 to 8", V41, INT64_INT32_UINT64_UINT32),
+    _indices_table("3.0", "1 to 8", V30, INT64_INT32_UINT64_UINT32),
+    _indices_table("2.1", "4", V30, UINT32),
+)
+"""The gathers' tables from DML_FEATURE_LEVEL_2_1 on (each page's newest three, the same)."""
+
+
+def elements_checks(tensors, attrs, same_count: tuple[str, ...], axis_of: str) -> list[Violation]:
+    """GATHER_ELEMENTS' and SCATTER_ELEMENTS' rules: the tensors ``same_count`` have one
+    DimensionCount, Axis is one of its dimensions (of ``axis_of``, as each page words its range),
+    and the IndicesTensor's Sizes equal the InputTensor's in every dimension but Axis."""
+    problems = same_dimension_count(tensors, same_count)
+    x, idx, axis = tensors.get("InputTensor"), tensors.get("IndicesTensor"), attrs.get("Axis")
+    if problems or x is None or idx is None or axis is None or not x.shape:
+        return problems
+    if axis >= len(x.shape):
+        return [Violation("Axis", "axis", f"is {axis} for a {len(x.shape)}-dimensional {axis_of}",
+                          f"in the range [0, {len(x.shape) - 1}]")]
+    bad = [d for d in range(len(x.shape)) if d != axis and x.shape[d] != idx.shape[d]]
+    if bad:
+        problems.append(Violation(
+            "IndicesTensor", "indices", f"has Sizes {list(idx.shape)} for InputTensor Sizes {list(x.shape)}",
+            f"the InputTensor's Sizes in every dimension except Axis ({axis}); dimension {bad[0]} differs"))
+    return problems
+
+
 GATHER = OpSpec(
     enum_name=PREFIX + "GATHER",
     summary=("Gathers elements from the input tensor along Axis, using IndicesTensor to remap "
              "indices."),
     formula="output[...] = input[..., indices[...], ...]",
-    tensors=(TensorSpec("InputTensor", "input"), TensorSpec("IndicesTensor", "input"),
-             TensorSpec("OutputTensor", "output")),
+    tensors=GATHER_TENSORS,
     support=(
-        _indices_table("4.1", "1 to 8", V41, INT64_INT32_UINT64_UINT32),
-        _indices_table("3.0", "1 to 8", V30, INT64_INT32_UINT64_UINT32),
-        _indices_table("2.1", "4", V30, UINT32),
+        *GATHER_TABLES_SINCE_2_1,
         _indices_table("1.0", "4", FLOAT32_FLOAT16, UINT32),
     ),
     params=(
@@ -239,19 +265,7 @@ def gather(input, indices, *, axis, index_dimensions):
 
 # -------------------------------------------------------------------------------- GATHER_ELEMENTS
 def _elements_checks(tensors, attrs, level) -> list[Violation]:
-    problems = same_dimension_count(tensors, ("InputTensor", "IndicesTensor"))
-    x, idx, axis = tensors.get("InputTensor"), tensors.get("IndicesTensor"), attrs.get("Axis")
-    if problems or x is None or idx is None or axis is None or not x.shape:
-        return problems
-    if axis >= len(x.shape):
-        return [Violation("Axis", "axis", f"is {axis} for a {len(x.shape)}-dimensional InputTensor",
-                          f"in the range [0, {len(x.shape) - 1}]")]
-    bad = [d for d in range(len(x.shape)) if d != axis and x.shape[d] != idx.shape[d]]
-    if bad:
-        problems.append(Violation(
-            "IndicesTensor", "indices", f"has Sizes {list(idx.shape)} for InputTensor Sizes {list(x.shape)}",
-            f"the InputTensor's Sizes in every dimension except Axis ({axis}); dimension {bad[0]} differs"))
-    return problems
+    return elements_checks(tensors, attrs, ("InputTensor", "IndicesTensor"), "InputTensor")
 
 
 def _elements_outputs(tensors, attrs, problems) -> dict:
@@ -263,12 +277,9 @@ GATHER_ELEMENTS = OpSpec(
     summary=("Gathers elements from the input tensor along the given axis using the indices tensor "
              "to remap into the input."),
     formula="output[i, j, k, ...] = input[index[i, j, k, ...], j, k, ...] // if axis == 0",
-    tensors=(TensorSpec("InputTensor", "input"), TensorSpec("IndicesTensor", "input"),
-             TensorSpec("OutputTensor", "output")),
+    tensors=GATHER_TENSORS,
     support=(
-        _indices_table("4.1", "1 to 8", V41, INT64_INT32_UINT64_UINT32),
-        _indices_table("3.0", "1 to 8", V30, INT64_INT32_UINT64_UINT32),
-        _indices_table("2.1", "4", V30, UINT32),
+        *GATHER_TABLES_SINCE_2_1,
     ),
     params=(ParamSpec("Axis", "UINT", doc=("The axis dimension of InputTensor to gather along, ranging "
                                            "[0, InputTensor.DimensionCount).")),),
@@ -417,12 +428,9 @@ GATHER_ND = OpSpec(
     summary=("Gathers elements from the input tensor, using the indices tensor to remap indices to "
              "entire subblocks of the input."),
     formula="output[...] = input[indices[...]]",
-    tensors=(TensorSpec("InputTensor", "input"), TensorSpec("IndicesTensor", "input"),
-             TensorSpec("OutputTensor", "output")),
+    tensors=GATHER_TENSORS,
     support=(
-        _indices_table("4.1", "1 to 8", V41, INT64_INT32_UINT64_UINT32),
-        _indices_table("3.0", "1 to 8", V30, INT64_INT32_UINT64_UINT32),
-        _indices_table("2.1", "4", V30, UINT32),
+        *GATHER_TABLES_SINCE_2_1,
     ),
     params=_ND_PARAMS,
     constraints=(SameDataType(("InputTensor", "OutputTensor")),),
@@ -453,8 +461,7 @@ GATHER_ND1 = OpSpec(
     summary=("Gathers elements from the input tensor, using the indices tensor to remap indices to "
              "entire subblocks of the input."),
     formula="output[batch, ...] = input[batch, indices[batch, ...], ...]",
-    tensors=(TensorSpec("InputTensor", "input"), TensorSpec("IndicesTensor", "input"),
-             TensorSpec("OutputTensor", "output")),
+    tensors=GATHER_TENSORS,
     support=(
         _indices_table("4.1", "1 to 8", V41, INT64_INT32_UINT64_UINT32),
         _indices_table("3.0", "1 to 8", V30, INT64_INT32_UINT64_UINT32),

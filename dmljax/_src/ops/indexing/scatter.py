@@ -19,8 +19,10 @@ from dmljax._src.catalog import PREFIX
 from dmljax._src.dtypes import FLOAT32_FLOAT16, INT64_INT32_UINT64_UINT32, UINT32
 from dmljax._src.errors import Violation
 from dmljax._src.op import operator
-from dmljax._src.ops.indexing.gather import V30, V41, flat_size, nd_checks, nd_layout, nd_shape, position_type, resolve_index, resolve_tuples, same_dimension_count
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, TensorSpec, table
+from dmljax._src.ops.indexing.gather import (
+    V30, V41, elements_checks, flat_size, nd_checks, nd_layout, nd_shape, position_type, resolve_index, resolve_tuples,
+)
+from dmljax._src.spec import OpSpec, PageSlip, ParamSpec, SameDataType, SameSizes, TensorSpec, table
 
 LAST_WINS = (
     "Duplicate indices (the page: 'no guarantee of which last write wins'): the last update in "
@@ -58,34 +60,30 @@ def take_winners(winner: jnp.ndarray, updates_rows: jnp.ndarray, input_rows: jnp
     return jnp.where(hit, rows, input_rows)
 
 
+_SUMMARY = ("Copies the whole input tensor to the output, then overwrites selected indices with "
+            "corresponding values from the updates tensor.")  # both pages' first sentence
+_TENSORS = (TensorSpec("InputTensor", "input"), TensorSpec("IndicesTensor", "input"),
+            TensorSpec("UpdatesTensor", "input"), TensorSpec("OutputTensor", "output"))
+_TABLES_SINCE_2_1 = (
+    _table("4.1", "1 to 8", V41, INT64_INT32_UINT64_UINT32),
+    _table("3.0", "1 to 8", V30, INT64_INT32_UINT64_UINT32),
+    _table("2.1", "4", V30, UINT32),
+)
+"""Both scatters' tables from DML_FEATURE_LEVEL_2_1 on (the same on both pages)."""
+
+
 # -------------------------------------------------------------------------------- SCATTER_ELEMENTS
 def _elements_checks(tensors, attrs, level) -> list[Violation]:
-    problems = same_dimension_count(tensors, ("InputTensor", "IndicesTensor", "UpdatesTensor"))
-    x, idx, axis = tensors.get("InputTensor"), tensors.get("IndicesTensor"), attrs.get("Axis")
-    if problems or x is None or idx is None or axis is None or not x.shape:
-        return problems
-    if axis >= len(x.shape):
-        return [Violation("Axis", "axis", f"is {axis} for a {len(x.shape)}-dimensional OutputTensor",
-                          f"in the range [0, {len(x.shape) - 1}]")]
-    bad = [d for d in range(len(x.shape)) if d != axis and x.shape[d] != idx.shape[d]]
-    if bad:
-        problems.append(Violation(
-            "IndicesTensor", "indices", f"has Sizes {list(idx.shape)} for InputTensor Sizes {list(x.shape)}",
-            f"the InputTensor's Sizes in every dimension except Axis ({axis}); dimension {bad[0]} differs"))
-    return problems
+    return elements_checks(tensors, attrs, ("InputTensor", "IndicesTensor", "UpdatesTensor"), "OutputTensor")
 
 
 SCATTER_ELEMENTS = OpSpec(
     enum_name=PREFIX + "SCATTER_ELEMENTS",
-    summary=("Copies the whole input tensor to the output, then overwrites selected indices with "
-             "corresponding values from the updates tensor."),
+    summary=_SUMMARY,
     formula="output[index[i, j, k, ...], j, k, ...] = updates[i, j, k, ...] // if axis == 0",
-    tensors=(TensorSpec("InputTensor", "input"), TensorSpec("IndicesTensor", "input"),
-             TensorSpec("UpdatesTensor", "input"), TensorSpec("OutputTensor", "output")),
+    tensors=_TENSORS,
     support=(
-        _table("4.1", "1 to 8", V41, INT64_INT32_UINT64_UINT32),
-        _table("3.0", "1 to 8", V30, INT64_INT32_UINT64_UINT32),
-        _table("2.1", "4", V30, UINT32),
+        *_TABLES_SINCE_2_1,
         _table("2.0", "4", FLOAT32_FLOAT16, UINT32),
     ),
     params=(ParamSpec("Axis", "UINT", doc=("The axis dimension to use for indexing in OutputTensor, "
@@ -102,6 +100,10 @@ SCATTER_ELEMENTS = OpSpec(
            "(the page says 1.0). DML_OPERATOR_SCATTER is the same operator (an alias of the enum "
            "value): dmljax.get_operator('SCATTER') returns scatter_elements."),
     extra_checks=(_elements_checks,),
+    page_slip=PageSlip(
+        levels={"2.0": "1.0"},
+        why=("The page's Availability and oldest table say DML_FEATURE_LEVEL_1_0; DirectML.h and the "
+             "feature-level history introduce the operator at 2.0, which the record follows.")),
 )
 
 
@@ -146,15 +148,11 @@ def _nd_checks(tensors, attrs, level) -> list[Violation]:
 
 SCATTER_ND = OpSpec(
     enum_name=PREFIX + "SCATTER_ND",
-    summary=("Copies the whole input tensor to the output, then overwrites selected indices with "
-             "corresponding values from the updates tensor."),
+    summary=_SUMMARY,
     formula="output[indices[...]] = updates[...]",
-    tensors=(TensorSpec("InputTensor", "input"), TensorSpec("IndicesTensor", "input"),
-             TensorSpec("UpdatesTensor", "input"), TensorSpec("OutputTensor", "output")),
+    tensors=_TENSORS,
     support=(
-        _table("4.1", "1 to 8", V41, INT64_INT32_UINT64_UINT32),
-        _table("3.0", "1 to 8", V30, INT64_INT32_UINT64_UINT32),
-        _table("2.1", "4", V30, UINT32),
+        *_TABLES_SINCE_2_1,
     ),
     params=(
         ParamSpec("InputDimensionCount", "UINT",

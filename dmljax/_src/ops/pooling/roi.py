@@ -584,6 +584,18 @@ _ALIGN_GRADIENT = (
     "sample's coordinate (0 for NEAREST_NEIGHBOR, off the input and at integer coordinates, where the "
     "floor and ceil taps meet); BatchIndicesTensor: none.")
 
+_ALIGN_TENSORS = (TensorSpec("InputTensor", "input"), TensorSpec("ROITensor", "input"),
+                  TensorSpec("BatchIndicesTensor", "input"), TensorSpec("OutputTensor", "output", sizes_arg=True))
+_ALIGN_ACCURACY_AND_GRADIENT = dict(
+    constraints=(SameDataType(("InputTensor", "OutputTensor", "ROITensor")),),
+    ulp={F32: 8, F16: 1},
+    ulp_half=8,
+    ulp_growth=_growth,
+    grad_operator=PREFIX + "ROI_ALIGN_GRAD",
+    gradient=_ALIGN_GRADIENT,
+)
+"""What ROI_ALIGN and ROI_ALIGN1 declare alike: the constraint, the budgets, the gradient rule."""
+
 ROI_ALIGN = OpSpec(
     enum_name=PREFIX + "ROI_ALIGN",
     summary=("Performs an ROI align operation, as described in the Mask R-CNN paper. In summary, the "
@@ -593,16 +605,10 @@ ROI_ALIGN = OpSpec(
              "output size specified by the last 2 dimensions of *OutputTensor* using the specified "
              "*InterpolationMode*.\n(ROI_ALIGN1's formula with InputPixelOffset 0.5, OutputPixelOffset -0.5 "
              "and AlignRegionsToCorners FALSE, which its page calls ROI_ALIGN's behaviour)"),
-    tensors=(TensorSpec("InputTensor", "input"), TensorSpec("ROITensor", "input"),
-             TensorSpec("BatchIndicesTensor", "input"), TensorSpec("OutputTensor", "output", sizes_arg=True)),
+    tensors=_ALIGN_TENSORS,
     support=_align_tables("3.0"),
     params=_align_params(False),
-    constraints=(SameDataType(("InputTensor", "OutputTensor", "ROITensor")),),
-    ulp={F32: 8, F16: 1},
-    ulp_half=8,
-    ulp_growth=_growth,
-    grad_operator=PREFIX + "ROI_ALIGN_GRAD",
-    gradient=_ALIGN_GRADIENT,
+    **_ALIGN_ACCURACY_AND_GRADIENT,
     notes="ROI_ALIGN1 with InputPixelOffset 0.5, OutputPixelOffset -0.5, AlignRegionsToCorners FALSE. " + _SAMPLING,
     extra_checks=(_align_checks,),
 )
@@ -653,16 +659,10 @@ ROI_ALIGN1 = OpSpec(
              "    inputValue = interpolate2D(InputTensor, BatchIndicesTensor[roiIndex], channel, inputTensorX, "
              "inputTensorY)\n"
              "    outputValue = either average or maximum with inputValue"),
-    tensors=(TensorSpec("InputTensor", "input"), TensorSpec("ROITensor", "input"),
-             TensorSpec("BatchIndicesTensor", "input"), TensorSpec("OutputTensor", "output", sizes_arg=True)),
+    tensors=_ALIGN_TENSORS,
     support=_align_tables("4.0"),
     params=_align_params(True),
-    constraints=(SameDataType(("InputTensor", "OutputTensor", "ROITensor")),),
-    ulp={F32: 8, F16: 1},
-    ulp_half=8,
-    ulp_growth=_growth,
-    grad_operator=PREFIX + "ROI_ALIGN_GRAD",
-    gradient=_ALIGN_GRADIENT,
+    **_ALIGN_ACCURACY_AND_GRADIENT,
     notes=(_SAMPLING + " The page's outputSampleToInputScaleY divides scaledRegionSizeX by outputSampleSizeX "
            "(a slip): dmljax uses the Y sizes. With AlignRegionsToCorners the scale divides by "
            "outputSampleSize - 1, so that with OutputPixelOffset 0 the first and last samples sit on the "
