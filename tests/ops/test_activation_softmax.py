@@ -200,7 +200,7 @@ def test_axis_count_in_a_desc():
 def test_row_kernel_matches_the_reference(log, dtype, rng):
     # Long rows on a GPU take a Pallas kernel (dmljax/_src/kernels/softmax.py); run here in Pallas's
     # interpreter, it must give what the operator's reference gives, NaN rows included, and so
-    # must its gradient (the H100 run checks the compiled kernel: benchmarks/issue10_gpu.py).
+    # must its gradient (tests/gpu/kernels.py checks the compiled kernel on a GPU).
     from dmljax._src.kernels.softmax import MIN_ROW, SOFTMAX_ROWS, softmax_rows, softmax_rows_grad
     x = (rng.standard_normal((3, MIN_ROW)) * 6).astype(dtype)
     x[0, :2] = [NAN, 1.0]

@@ -1,7 +1,7 @@
 """CONVOLUTION's FLOAT32 kernel (dmljax/_src/kernels/convolution.py): run here by Pallas's interpreter
 against the float64 reference within the record's budget, with DirectML's flushes bit for bit;
 which convolutions take it; and the derivatives of the path that holds it, against autodiff of the
-XLA formula (on the CPU the path computes that formula). benchmarks/conv_kernel_check.py runs the
+XLA formula (on the CPU the path computes that formula). tests/gpu/kernels.py runs the
 compiled kernel on a GPU against the same reference."""
 
 import jax
@@ -97,7 +97,7 @@ def test_kernel_flushes_its_inputs_and_sums():
     # smallest normal written as zeros (1e-20 * -1e-19 summed up to nine times: -9e-39; the zero's
     # sign is the sum's order's: products flushed on the CPU add up to +0, SEMANTICS.md 8). XLA's
     # CPU backend, which runs the interpreter, reads and writes denormals as zeros by itself, so
-    # only benchmarks/conv_kernel_check.py on a GPU can fail on a kernel without its flushes.
+    # only tests/gpu/kernels.py on a GPU can fail on a kernel without its flushes.
     x = np.full((1, 16, 3, 4), 1e-39, np.float32)
     w = np.full((16, 16, 3, 3), 2.0**100, np.float32)
     got = np.asarray(conv_kernel.convolve_taps(jnp.asarray(x), jnp.asarray(w), (1, 1), (1, 1), (1, 1), (1, 1),

@@ -133,7 +133,7 @@ def test_row_kernel_matches_the_reference(dtype, reverse, exclusive, max_row, mo
     # Rows on a GPU take a Pallas kernel (dmljax/_src/kernels/cumulative.py); run here in Pallas's
     # interpreter, it must give what the operator's reference gives within the operator's budget,
     # NaN, infinities and FLOAT32 denormals included (the H100 run checks the compiled kernel:
-    # benchmarks/scan_kernel_check.py, gpu_check): whole rows in a block, and rows longer than
+    # tests/gpu/kernels.py, gpu_check): whole rows in a block, and rows longer than
     # MAX_ROW (64 here: four blocks a row, the sum carried across).
     from dmljax._src.kernels import cumulative as cumulative_kernel
     from dmljax._src.kernels.cumulative import CUMULATIVE_SUMMATION_ROWS, scan_rows
@@ -212,7 +212,7 @@ def test_product_row_kernel_matches_the_reference(dtype, reverse, exclusive, blo
 
 def test_product_rows_lower_to_one_triton_kernel():
     # What the GPU compiles (lowered here for CUDA without a GPU): one Triton kernel for the rows,
-    # and no XLA scan; the H100 run compiles and checks it (benchmarks/scan_kernel_check.py).
+    # and no XLA scan; the H100 run compiles and checks it (tests/gpu/kernels.py).
     f = jax.jit(lambda v: dmljax.cumulative_product(v, axis=1, has_exclusive_product=True))
     text = f.trace(jax.ShapeDtypeStruct((64, 1024), jnp.float16)).lower(lowering_platforms=("cuda",)).as_text()
     assert text.count("xla.gpu.triton") == 1 and 'name = "dmljax_row_cumprod"' in text

@@ -478,7 +478,7 @@ def test_pow_integer_operands_get_float0():
 @pytest.mark.parametrize("name", ["sqrt", "log", "erf", "tanh"])
 def test_float16_takes_xla_float16_function_on_cuda_only(name):
     # half_native (ops/factories.py): on CUDA the FLOAT16 tensor goes to XLA's FLOAT16 function
-    # (benchmarks/half_native_check.py: within 0.51 FLOAT16 ULP of float64 for all 65,536 inputs
+    # (tests/gpu/half_precision.py: within 0.51 FLOAT16 ULP of float64 for all 65,536 inputs
     # on an H100); the CPU keeps the FLOAT32 function rounded once. With a ScaleBias, or in
     # FLOAT32, nothing changes. Lowered here for CUDA without a GPU.
     op = getattr(dmljax, f"element_wise_{name}")

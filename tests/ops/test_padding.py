@@ -91,7 +91,7 @@ def test_tile_page_example_limits_and_gradients():
 # The CUDA kernel (dmljax/_src/kernels/padding.py), run here by Pallas's interpreter: every copying mode
 # against np.pad (an independent implementation of the same modes), pads longer than the axis
 # included, bit for bit; what the CUDA lowering holds; and its gradient's rule (the XLA form's
-# transpose) under jax.grad. The H100 run compiles it (benchmarks/issue11_gpu.py, gpu_check).
+# transpose) under jax.grad. tests/gpu/kernels.py compiles it on a GPU.
 _NP_MODES = {"EDGE": "edge", "REFLECTION": "reflect", "SYMMETRIC": "symmetric", "WRAP": "wrap"}
 _KERNEL_CASES = [((10,), (3,), (4,)), ((5, 7), (2, 9), (3, 1)), ((3, 4, 5), (1, 0, 2), (2, 3, 0)),
                  ((2, 3, 2, 6), (0, 1, 2, 7), (1, 0, 3, 5))]

@@ -190,7 +190,7 @@ def elementwise(math: Callable, *arrays, half: bool, slopes: Callable | None = N
     ``half_native``: on CUDA, a FLOAT16 tensor without ScaleBias goes to ``math`` as it is, so that
     XLA picks its FLOAT16 form of the function (still computed in FLOAT32 and rounded once, but
     with the cheaper FLOAT32 approximation that FLOAT16's precision allows). Give it only where
-    ``benchmarks/half_native_check.py`` found that form within half a FLOAT16 ULP (plus rounding)
+    ``tests/gpu/half_precision.py`` found that form within half a FLOAT16 ULP (plus rounding)
     of float64 for every one of the 65,536 inputs on an H100: then the operator's FLOAT16 budget
     holds. Other backends keep the FLOAT32 form. The gradient is unchanged.
     """

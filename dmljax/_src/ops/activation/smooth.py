@@ -398,7 +398,7 @@ def activation_parametric_softplus(input, *, alpha, beta, allow_half_precision_c
             return out
         # Far out (the tail is exactly 0) f = Alpha * Beta * x, taken as (Alpha * Beta) * x: Beta * x
         # alone may overflow where f does not (Alpha -0.5, Beta -1.3 at x = -3e38 gave -inf, f is
-        # -1.95e38: tests/gpu_check.py on the H100).
+        # -1.95e38: tests/gpu/semantics.py on the H100).
         far = t > _c(2.0 ** 100 if x.dtype == np.float32 else 2.0 ** 14, x)
         return jnp.where(far, _c(ab, x) * x, out)
 

@@ -449,7 +449,7 @@ ELEMENT_WISE_TANH = unary_op(
            "(XLA's own tanh measured 4 ULP)."
            " FLOAT16 without ScaleBias on CUDA: XLA's FLOAT16 tanh (computed in FLOAT32 with the "
            "cheaper approximation FLOAT16 allows, rounded once), within 0.50 FLOAT16 ULP of "
-           "float64 for all 65,536 inputs on an H100 (benchmarks/half_native_check.py); elsewhere "
+           "float64 for all 65,536 inputs on an H100 (tests/gpu/half_precision.py); elsewhere "
            "the FLOAT32 tanh rounded once."),
 )
 
