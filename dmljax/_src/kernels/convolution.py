@@ -1,11 +1,10 @@
 """A Pallas kernel for CONVOLUTION's FLOAT32 forward on NVIDIA GPUs: true FLOAT32 products with
-DirectML's denormal flushes in its loads and stores, where cuDNN's FLOAT32 convolution needed a
+DirectML's denormal flushes in its loads and stores, where cuDNN's FLOAT32 convolution needs a
 flush pass before it and another after.
 
-On the H100 (batch 32, 64 -> 64 channels, 56 x 56, 3 x 3, padding 1; benchmarks/README.md,
-"Session 10 (2026-11-27): CONVOLUTION FLOAT32 by taps"), cuDNN's true FLOAT32 convolution took 0.278 ms with NHWC memory
-and dmljax's two flush passes 0.037 more (0.898x lax); this kernel takes 0.227 ms with both
-flushes (1.22x lax).
+On the H100 (batch 32, 64 -> 64 channels, 56 x 56, 3 x 3, padding 1, NHWC memory) the kernel
+takes 0.234 ms with both flushes, 1.19x lax's speed; cuDNN's true FLOAT32 convolution between
+the two flush passes takes 0.312 ms (0.89x).
 
 The kernel is an implicit product over the filter's taps. One program computes BLOCK
 consecutive output positions (counted over all the images, row by row), all output channels:
@@ -14,10 +13,10 @@ Strides[0] + i * Dilations[0] - StartPadding[0], and likewise for columns; NHWC,
 position's C channels are contiguous; outside the image masked to zero: the padding) times the
 tap's (C, O) filter, accumulated in FLOAT32 by Triton's FLOAT32 product (FMA instructions, never
 TF32). The input and filter blocks are flushed as they are loaded, the sums as they are stored.
-The sums' order is another than cuDNN's (SEMANTICS.md 8: the order is the library's).
 
-``use_kernel`` says which convolutions take it; ``jax.lax.platform_dependent`` picks it at
-lowering time on CUDA, so other backends never contain it.
+Exactness: within the operator's budget, not bit for bit: the products are the same FLOAT32
+products, summed in another order than cuDNN's (SEMANTICS.md 8: the order is the library's).
+``CONVOLUTION_TAPS`` says which convolutions take the kernel.
 """
 
 from __future__ import annotations
@@ -36,28 +35,29 @@ from dmljax._src.window import windows_per_dimension
 __all__ = ["CONVOLUTION_TAPS", "convolve_taps", "BLOCK", "WARPS", "STAGES", "CHANNELS", "MAX_WINDOW", "MAX_STRIDE"]
 
 BLOCK = 64
-"""Output positions a program. On the H100 (results/h100_session10/conv_pallas*.txt, 64 -> 64
-channels, 56 x 56, 3 x 3): 64 positions with 8 warps and 2 stages 0.227 ms; 32 with 4 warps 0.241;
-64 with 4 warps 0.277; 128 with 8 warps 0.313 (4 warps: 1.54)."""
+"""Output positions a program. H100, 64 -> 64 channels, 56 x 56, 3 x 3: 64 positions with 8 warps
+and 2 stages 0.227 ms; 32 with 4 warps 0.241; 64 with 4 warps 0.277; 128 with 8 warps 0.313 (4
+warps: 1.54). Timed at this setting by benchmarks/convolution/convolution.py."""
 WARPS = 8
 STAGES = 2
 """Triton's pipelining stages of the taps' loop (3: 0.230 ms, 4: 0.257, 1 with 4 warps: 0.480)."""
 CHANNELS = (16, 32, 64)
-"""Input and output channel counts that take the kernel. On the H100 (results/h100_session10/
-conv_shapes.txt, batch 32, 3 x 3, NHWC memory, lax's time over dmljax's): 16 -> 16 at 112 x 112
-1.27x, 32 -> 32 at 112 x 112 and 56 x 56 1.13x and 1.12x, 16 -> 64 1.53x, 64 -> 32 1.05x,
-64 -> 64 at 28 x 28 1.08x. Every (C, O) tap of the filter is staged in shared memory whole: 128
-channels spilled (1.28 ms against cuDNN's 0.167 at 28 x 28) and 256 overflowed it (656 KB asked,
-232 KB on the H100), where cuDNN's FLOAT32 convolution runs at 37-44 TFLOP/s anyway."""
+"""Input and output channel counts that take the kernel. H100, batch 32, 3 x 3, NHWC memory, lax's
+time over dmljax's: 16 -> 16 at 112 x 112 1.27x, 32 -> 32 at 112 x 112 and 56 x 56 1.13x and
+1.12x, 16 -> 64 1.53x, 64 -> 32 1.05x, 64 -> 64 at 28 x 28 1.08x. Every (C, O) tap of the filter
+is staged in shared memory whole: 128 channels spilled (1.28 ms against cuDNN's 0.167 at 28 x 28)
+and 256 overflowed it (656 KB asked, 232 KB on the H100), where cuDNN's FLOAT32 convolution runs
+at 37-44 TFLOP/s anyway. Measured by benchmarks/convolution/convolution.py."""
 MAX_WINDOW = 3
 """The largest window side that takes the kernel: cuDNN takes a 5 x 5 FLOAT32 convolution by a
-faster algorithm than direct products (64 -> 64 channels at 56 x 56: 0.347 ms, 59 TFLOP/s
-counted as direct products, against this kernel's 0.620)."""
+faster algorithm than direct products (H100, 64 -> 64 channels at 56 x 56: 0.347 ms, 59 TFLOP/s
+counted as direct products, against this kernel's 0.620). Measured by
+benchmarks/convolution/convolution.py."""
 MAX_STRIDE = 2
-"""The largest stride that takes the kernel (measured: 1 and 2). On the H100
-(results/h100_session10/conv_geometry.txt, batch 32, NHWC memory, lax's time over dmljax's):
-64 -> 64 at 56 x 56 with stride 2 1.48x, 32 -> 64 at 112 1.52x, 16 -> 32 at 112 unpadded 1.66x,
-64 -> 64 unpadded 1.19x, where cuDNN's path with the flush passes took 0.76-0.91x."""
+"""The largest stride that takes the kernel (measured: 1 and 2). H100, batch 32, NHWC memory,
+lax's time over dmljax's: 64 -> 64 at 56 x 56 with stride 2 1.48x, 32 -> 64 at 112 1.52x,
+16 -> 32 at 112 unpadded 1.66x, 64 -> 64 unpadded 1.19x, where cuDNN's path with the flush
+passes takes 0.76-0.91x. Measured by benchmarks/convolution/convolution.py."""
 
 
 def _applies(x_shape, w_shape, dtype, forward: bool, groups: int, strides, dilations, start, end,
@@ -117,7 +117,7 @@ def _kernel(x_ref, w_ref, y_ref, *, total, out_size, h, w, kw, strides, dil, sta
 def convolve_taps(x: jnp.ndarray, w: jnp.ndarray, strides, dilations, start, end,
                   interpret: bool = False) -> jnp.ndarray:
     """The FORWARD cross-correlation of ``x`` {N, C, H, W} with ``w`` {O, C, KH, KW} (FLOAT32, a
-    geometry ``use_kernel`` accepts), FLOAT32 denormals of both read as zeros and of the result
+    geometry ``CONVOLUTION_TAPS`` applies to), FLOAT32 denormals of both read as zeros and of the result
     written as zeros: {N, O, out rows, out columns}. The kernel reads NHWC: the transposes here
     cancel against a caller's whose memory is NHWC (XLA drops a transpose of a transpose)."""
     from jax.experimental import pallas as pl

@@ -1,22 +1,25 @@
-"""Pallas kernels for CUMULATIVE_SUMMATION and CUMULATIVE_PRODUCT of FLOAT32 and FLOAT16 rows on
-NVIDIA GPUs: each program reads a block of whole rows once, scans them in registers and writes
-them once; a row longer than a block (up to LOOP_MAX_ROW) is one program's, walked a block at a
-time in scan order with the tally of the blocks before it carried on (``_sum_loop_kernel``,
-``_product_loop_kernel``). (The product's kernel is described with it, below.)
+"""Pallas kernels for CUMULATIVE_SUMMATION and CUMULATIVE_PRODUCT of FLOAT32 and FLOAT16 rows
+along the last axis on NVIDIA GPUs, which read each row once and write it once.
 
-XLA's cumsum over rows of 1,024 moved 1.18 TB/s in FLOAT32 and 0.67 TB/s in FLOAT16 on the H100,
-where a copy moves about 2.9 (issue 11). The kernel's formula is the XLA path's: read in FLOAT32
-(FLOAT32 denormals flushed, FLOAT16 widened), summed in FLOAT32, rounded once to the tensor's
-type (denormals flushed). The order of the additions is Triton's scan tree instead of XLA's,
-which DirectML leaves open (SEMANTICS.md 8): results agree within the operator's budget.
+On the H100, XLA's formula over rows of 1,024 moves 0.23 of a copy's bandwidth for sums and 0.15
+(FLOAT32) and 0.08 (FLOAT16) for products; the kernels move 0.94 to 1.01 for sums and 0.65 to
+0.99 for products. Each program reads a block of whole rows (BLOCK elements; PRODUCT_BLOCK for
+products), scans them in registers and writes them once. A row longer than a block is one
+program's, walked a block at a time in scan order with the tally of the blocks before it carried
+on and the next block read ahead (``_sum_loop_kernel``, ``_product_tile_kernel``). Triton's scan
+runs either way along a row (``_scan_primitive``: Pallas lowers only a forward cumsum), so a
+reverse tally reads and writes its row in place, as a forward one; an exclusive tally reads it
+through an index vector shifted by one (the identity in front): every mode is one pass.
 
-Triton's scan runs either way along a row (``_scan_primitive``: Pallas lowers only a forward
-cumsum), so a reverse tally reads and writes its row in place, as a forward one; an exclusive
-tally reads it through an index vector shifted by one (the identity in front): every mode is one
-pass. (Until the reverse scan, reverse sums read and wrote through reversed index vectors: on the
-H100 rows of 1,024 FLOAT16 moved 0.74 of a copy's bandwidth that way, forward 1.01.)
-``use_kernel`` says whether a call takes this path on a GPU; ``jax.lax.platform_dependent``
-picks it at lowering time, so CPU (and TPU) programs never contain it.
+A sum follows the XLA path's formula: read in FLOAT32 (FLOAT32 denormals flushed, FLOAT16
+widened), summed in FLOAT32, rounded once to the tensor's type (denormals flushed). A product is
+scanned as (mantissa, exponent) pairs, so that no partial product overflows or vanishes whatever
+order the scan combines them in (the rule the XLA path keeps by a rescan), turned into a FLOAT32
+value in one step (infinity above its range, a signed zero below its normal range) and rounded
+to the tensor's type. Exactness: within the operators' budgets, not bit for bit: the order of
+the additions and multiplications is Triton's scan tree instead of XLA's, which DirectML leaves
+open (SEMANTICS.md 8).
+``CUMULATIVE_SUMMATION_ROWS`` and ``CUMULATIVE_PRODUCT_ROWS`` say where the kernels apply.
 """
 
 from __future__ import annotations
@@ -35,14 +38,16 @@ __all__ = ["CUMULATIVE_SUMMATION_ROWS", "CUMULATIVE_PRODUCT_ROWS", "scan_rows", 
 
 MIN_ROW = 16
 MAX_ROW = 8192
-"""A row of more than this many elements does not fit in one program's registers with room to
-scan: the sum's kernel takes it MAX_ROW elements at a time (``_sum_loop_kernel``), the running
-sum carried from block to block; shorter rows than MIN_ROW stay with XLA."""
+"""Rows from MIN_ROW up take the kernels (shorter ones stay with XLA). A row of more than MAX_ROW
+elements does not fit in one program's registers with room to scan: the sum's kernel takes it
+MAX_ROW elements at a time (``_sum_loop_kernel``), the running sum carried from block to block."""
 LOOP_MAX_ROW = 1 << 20
 """Rows up to this length take the kernels, a program a row carrying its tally block to block
 (the product's carried exponent, at most 2^20 x 278 in magnitude, stays far inside int32)."""
 BLOCK = 8192
-"""Elements per program: rows of n are taken BLOCK / n at a time (at least one)."""
+"""Elements per program of the sum's kernel: rows of n are taken BLOCK / n at a time (at least
+one). H100, rows of 128 to 8,192: 0.94 to 1.01 of a copy's bandwidth in FLOAT32 and FLOAT16.
+Timed at this setting by benchmarks/reductions/reductions.py."""
 
 
 def _rows_per_program(r: int, n: int, block: int = BLOCK) -> int:
@@ -56,7 +61,8 @@ def _rows_per_program(r: int, n: int, block: int = BLOCK) -> int:
 def _sum_applies(shape: tuple[int, ...], axis: int, dtype, half: bool) -> bool:
     """Whether a tally can take the kernel: along the last axis, FLOAT32 or FLOAT16 computed in
     FLOAT32, a power-of-two row length from MIN_ROW to LOOP_MAX_ROW, and at least 1,024 elements
-    per program (rows that short in a row count with no power-of-two factor stay with XLA)."""
+    per program (rows that short in a row count with no power-of-two factor stay with XLA), where
+    this JAX's Triton lowering has the scan either way along a row."""
     if half or np.dtype(dtype) not in (np.float32, np.float16) or not shape:
         return False
     n, r = shape[-1], int(np.prod(shape[:-1], dtype=np.int64))
@@ -152,18 +158,15 @@ def _prefetched_loop(blocks: int, read, step, init, ahead: bool):
 
 PREFETCH = True
 """Whether the loops over a long row's blocks read the next block ahead (``_prefetched_loop``);
-False: none does (benchmarks/scan_product_sweep.py and scan_default_check.py time both). On the
-H100 (2^28 elements; forward / reverse, of a copy's bandwidth; results/h100_session8/): FLOAT32
-products over rows of 65,536 went from 0.85 / 0.81 (the pair scan of every element, four warps,
-nothing read ahead) to 0.88 / 0.85 (two warps, read ahead; prefetch/), and 0.90 / 0.88 by
-sub-blocks (``_product_tile_kernel``, one warp; scan_tiles/); FLOAT16 products, which the pair
-arithmetic bounds, gained nothing with the pair scan (0.58 / 0.52) and reach 0.70 / 0.65 by
-sub-blocks read ahead (0.64 / 0.58 without)."""
+False: none does. H100, FLOAT16 products over rows of 65,536 (2^28 elements; forward / reverse,
+of a copy's bandwidth): 0.70 / 0.65 read ahead, 0.64 / 0.58 without. Timed at this setting by
+benchmarks/reductions/reductions.py."""
 
 
 def scan_rows(x: jnp.ndarray, reverse: bool, exclusive: bool, interpret: bool = False) -> jnp.ndarray:
     """The running sum of ``x`` along its last axis (reversed and/or exclusive), by the kernel
-    (``interpret=True`` runs it on any backend, for tests); ``use_kernel`` must allow the shape."""
+    (``interpret=True`` runs it on any backend, for tests); ``CUMULATIVE_SUMMATION_ROWS`` must
+    apply to the shape."""
     n = x.shape[-1]
     if n > MAX_ROW:
         return _rows_call(functools.partial(_sum_loop_kernel, chunk=MAX_ROW), "dmljax_row_cumsum", x, reverse,
@@ -196,10 +199,10 @@ def _rows_call(body, name, x, reverse, exclusive, interpret, block=None, warps=N
 
 # ------------------------------------------------------------------ CUMULATIVE_PRODUCT's rows
 # A product scan combines (mantissa, exponent) pairs, so that no partial product overflows or
-# vanishes whatever order Triton's scan tree combines them in (the XLA path's rule, done there by
-# a rescan: ops/cumulative.py). Pallas lowers only cumsum to Triton's scan, so the pair scan is a
-# primitive of its own: Triton's scan with this combine on a GPU, numerics.associative_scan elsewhere
-# (Pallas's interpreter in the tests).
+# vanishes whatever order Triton's scan tree combines them in (the XLA path's rule, kept there by
+# a rescan: ops/reduction/cumulative.py). Pallas lowers only cumsum to Triton's scan, so the pair
+# scan is a primitive of its own: Triton's scan with this combine on a GPU,
+# numerics.associative_scan elsewhere (Pallas's interpreter in the tests).
 _EXP_MASK = np.int32(0x7F800000)
 
 
@@ -332,14 +335,13 @@ CUMULATIVE_PRODUCT_ROWS = Kernel("cumulative", _product_applies, measured="bench
 
 PRODUCT_BLOCK = 1024
 """Elements per program of the product's kernel: a pair per element, and the pair scan's combine
-is longer than a sum's. The H100 sweep (benchmarks/scan_product_sweep.py, rows of 1,024) gave
-0.96 of a copy's bandwidth forward and 0.92 reverse in FLOAT32 with 1,024 elements and two warps,
-against 0.70 and 0.64 with the sum's 8,192 and eight."""
+is longer than a sum's. H100, FLOAT32 rows of 1,024 (forward / reverse, of a copy's bandwidth):
+0.99 / 0.96 with 1,024 elements and two warps; the sum's 8,192 and eight warps gave 0.70 / 0.64.
+Timed at this setting by benchmarks/reductions/reductions.py."""
 PRODUCT_WARPS = None
 """Warps per program of the product's kernel (None: one per 512 elements, 1 to 8; rows longer
 than PRODUCT_BLOCK, which one program scans PRODUCT_BLOCK elements at a time with the running
-product carried from block to block (``_product_tile_kernel``): ``LOOP_WARPS``). Before the
-carried form, rows of 8,192 were one block of eight warps: 0.52 of a copy's bandwidth in FLOAT16."""
+product carried from block to block (``_product_tile_kernel``): ``LOOP_WARPS``)."""
 
 
 def _product_kernel(x_ref, o_ref, *, b: int, n: int, reverse: bool, exclusive: bool, flush: bool):
@@ -444,22 +446,26 @@ def _product_tile_kernel(x_ref, o_ref, *, b: int, n: int, chunk: int, sub: int, 
 
 PRODUCT_SUB = 64
 """Elements of a sub-block in ``_product_tile_kernel`` (products of up to 64 mantissas in [1, 2)
-stay below 2^64); 0: long rows take ``_product_loop_kernel``'s pair scan of every element."""
+stay below 2^64); 0: long rows take ``_product_loop_kernel``'s pair scan of every element. H100,
+rows of 65,536, read ahead (forward / reverse, of a copy's bandwidth): FLOAT32 0.90 / 0.88 by
+sub-blocks against 0.88 / 0.85 by the pair scan of every element; FLOAT16, which the pair
+arithmetic bounds, 0.70 / 0.65 against 0.58 / 0.52. Timed at this setting by
+benchmarks/reductions/reductions.py."""
 
 
 LOOP_WARPS = 1
 """Warps of a program that carries a row's product from block to block, its next block read
-ahead (PRODUCT_WARPS None). On the H100 (results/h100_session8/scan_tiles and scan_tiles_26,
-sub-blocks read ahead; forward / reverse, of a copy's bandwidth), 4,096 rows of 65,536 (2^28):
-FLOAT32 0.90 / 0.88 with one warp, 0.76 / 0.71 with two, 0.86 / 0.80 with four; FLOAT16 0.70 /
-0.65, 0.58 / 0.51, 0.56 / 0.53; 1,024 rows of 65,536 (2^26): FLOAT32 0.85 / 0.83 with one,
-0.78 / 0.74 with four; FLOAT16 0.64 / 0.59 with one, 0.49 / 0.48 with four. (The pair scan of
-every element, PRODUCT_SUB 0, wanted four warps for fewer rows: results/h100_session6/scan.)"""
+ahead (PRODUCT_WARPS None). H100, 4,096 rows of 65,536 by sub-blocks (forward / reverse, of a
+copy's bandwidth): FLOAT32 0.90 / 0.88 with one warp, 0.76 / 0.71 with two, 0.86 / 0.80 with
+four; FLOAT16 0.70 / 0.65, 0.58 / 0.51, 0.56 / 0.53; 1,024 rows of 65,536: FLOAT32 0.85 / 0.83
+with one, 0.78 / 0.74 with four; FLOAT16 0.64 / 0.59 with one, 0.49 / 0.48 with four. Timed at
+this setting by benchmarks/reductions/reductions.py."""
 
 
 def product_rows(x: jnp.ndarray, reverse: bool, exclusive: bool, interpret: bool = False) -> jnp.ndarray:
     """The running product of ``x`` along its last axis (reversed and/or exclusive), by the pair
-    scan kernel; ``use_product_kernel`` must allow the shape (``interpret=True``: any backend)."""
+    scan kernel; ``CUMULATIVE_PRODUCT_ROWS`` must apply to the shape (``interpret=True``: any
+    backend)."""
     n = x.shape[-1]
     if n > PRODUCT_BLOCK:
         warps = PRODUCT_WARPS or LOOP_WARPS

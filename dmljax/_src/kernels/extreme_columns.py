@@ -1,10 +1,19 @@
 """A Pallas kernel for the extreme of FLOAT16 values along an axis with elements after it (a
 matrix's first axis) on NVIDIA GPUs: ARGMAX and ARGMIN (``arg_columns``) and REDUCE's MAX and MIN
-(``max_key_columns``), by the same order-preserving integer keys as the TOP_K kernel
-(``top_k.keys_of``). Each program takes COLUMN_WIDTH adjacent columns and a segment of the
-reduced axis, walks it COLUMN_ROWS rows at a time keeping each column's best key (and the index
-holding it), and XLA picks among the segments' winners (a small reduction); ties go to the first
-index (the last with ``last``), NaN is never chosen unless alone, as in the XLA formula.
+(``max_key_columns``).
+
+XLA's arg-reduction of FLOAT16 keys over the first axis reads at 0.58 of a copy's bandwidth
+(H100, 262,144 x 1,024: 1.454x jnp.argmax's time); the kernel reads at 0.93 (0.912x). It keeps
+the largest of integer keys: ARGMAX/ARGMIN's are the TOP_K kernel's order-preserving keys
+(``top_k.keys_of``); REDUCE passes its own (-0 below +0), complemented for MIN. Each program
+takes COLUMN_WIDTH adjacent columns and a segment of the reduced axis, walks it COLUMN_ROWS rows
+at a time keeping each column's best key (and the index holding it), and XLA picks among the
+segments' winners (a small reduction).
+
+Exactness: bit for bit the XLA path's result. Keys are compared exactly, so the order of the
+comparisons cannot change the extreme; ties go to the first index (the last with ``last``) both
+within a segment and among the segments, and NaN is never chosen unless alone, as in the XLA
+formula. ``EXTREME_COLUMNS`` says where the kernel applies.
 """
 
 from __future__ import annotations
@@ -21,23 +30,21 @@ from dmljax._src.kernels.top_k import ARG_TYPES, INT_MIN, keys_of
 __all__ = ["EXTREME_COLUMNS", "arg_columns", "max_key_columns", "COLUMN_WIDTH", "COLUMN_ROWS", "COLUMN_SEGMENT"]
 
 COLUMN_WIDTH = 128
-"""ARGMAX/ARGMIN over an axis with elements after it (the first axis of a matrix): one program per
-COLUMN_WIDTH adjacent columns and COLUMN_SEGMENT elements of the reduced axis, walking down its
-segment COLUMN_ROWS rows at a time, keeping each column's best key and its index; XLA then picks
-among the segments' (a small reduction). XLA's arg-reduction of FLOAT16 over the first axis took
-1.43x jnp.argmax's time on the H100 (issue 11)."""
+"""Adjacent columns a program takes (one lane each), walking down its segment of COLUMN_SEGMENT
+elements COLUMN_ROWS rows at a time with COLUMN_WARPS warps."""
 COLUMN_ROWS = 8
 COLUMN_SEGMENT = 512
 COLUMN_WARPS = 1
-"""Settings from the H100 (benchmarks/issue11_gpu.py's arg group, FLOAT16 262,144 x 1,024 over the
-first axis; results/h100_remeasure/arg_columns_*): 128 columns, 8 rows a step, segments of 512
-and 1 warp took 0.910x jnp.argmax's time; 128, 16, 512, 2: 1.002-1.007x; 256, 32, 1,024, 4:
-1.059x; 256, 32, 4,096, 4: 1.228x (fewer, longer programs hide less of each step's latency)."""
+"""Settings from the H100 (ARGMAX of FLOAT16 262,144 x 1,024 over the first axis, time over
+jnp.argmax's): 128 columns, 8 rows a step, segments of 512 and 1 warp 0.912x; segments of 256 or
+1,024 0.948x and 0.990x; 4 rows a step 1.017x, 16 with 2 warps 1.000x; 64 columns 1.074x, 256
+with 2 warps 1.120x. Measured by benchmarks/reductions/reductions.py."""
 
 
 def _applies(shape: tuple[int, ...], axes: tuple[int, ...], dtype) -> bool:
-    """Whether ARGMAX/ARGMIN can take the column kernel: one axis of a FLOAT16 tensor with at least
-    COLUMN_WIDTH elements after it (a multiple of it) and a multiple of COLUMN_ROWS along it."""
+    """Whether ARGMAX/ARGMIN or REDUCE's MAX/MIN can take the column kernel: one axis of a FLOAT16
+    tensor with at least COLUMN_WIDTH elements after it (a multiple of it) and a multiple of
+    COLUMN_ROWS along it."""
     if np.dtype(dtype) not in ARG_TYPES or len(axes) != 1 or not shape:
         return False
     a = axes[0]
@@ -113,7 +120,7 @@ def _columns_call(x: jnp.ndarray, axis: int, keys, index: bool, last: bool, inte
 
 def max_key_columns(x: jnp.ndarray, axis: int, keys, interpret: bool = False) -> jnp.ndarray:
     """The largest of ``keys(x)`` (int32) along ``axis`` of FLOAT16 ``x``, the axis kept as 1, by the
-    column kernel (REDUCE's MAX and MIN); ``use_column_arg_kernel`` must allow the shape."""
+    column kernel (REDUCE's MAX and MIN); ``EXTREME_COLUMNS`` must apply to the shape."""
     best = jnp.max(_columns_call(x, axis, keys, False, False, interpret, "dmljax_column_max"), axis=1)
     return best.reshape(x.shape[:axis] + (1,) + x.shape[axis + 1:])
 
@@ -121,7 +128,7 @@ def max_key_columns(x: jnp.ndarray, axis: int, keys, interpret: bool = False) ->
 def arg_columns(x: jnp.ndarray, axis: int, largest: bool, last: bool, interpret: bool = False) -> jnp.ndarray:
     """The index (int32) of the largest (smallest) element along ``axis`` of FLOAT16 ``x``, ties to
     the first (``last``: the last), NaN never chosen unless alone (ARGMAX's keys), with the axis
-    kept as 1; ``use_column_arg_kernel`` must allow the call (``interpret=True``: any backend)."""
+    kept as 1; ``EXTREME_COLUMNS`` must apply to the call (``interpret=True``: any backend)."""
     shape = x.shape
     keys, at = _columns_call(x, axis, lambda v: keys_of(v, largest, False), True, last, interpret,
                              "dmljax_column_arg")

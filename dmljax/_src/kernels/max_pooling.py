@@ -1,11 +1,11 @@
 """A Pallas kernel for MAX_POOLING's values of FLOAT16 (N, C, H, W) tensors on NVIDIA GPUs: each
 output element gathers its window from the input and keeps the largest, in one pass.
 
-XLA's path (ops/pooling.py) ranks the values by order-preserving integer keys in one max
-reduce_window: exact, but for FLOAT16 the keys are 4 bytes an element where lax.reduce_window's
-own float max works on 2, and it took 0.83x lax's time on the H100 (3 x 3 windows every 2 over
-32 x 64 x 112 x 112; benchmarks/README.md). Here the values are compared as they are, with the
-page's order kept as follows:
+XLA's path (ops/pooling/max_pooling.py) ranks the values by order-preserving integer keys in one
+max reduce_window: exact, but for FLOAT16 the keys are 4 bytes an element where
+lax.reduce_window's own float max works on 2 (H100, 3 x 3 windows every 2 over 32 x 64 x 112 x
+112: the keys 0.0386 ms, 0.83x lax's speed; the kernel 0.0327 ms, 0.98x). Here the values are
+compared as they are, with the page's order kept as follows:
 
 - NaN below every number (maxNum: a window's maximum is NaN only when all its elements are), and
   the padding below NaN: a padding position is loaded as NaN, so it is passed over like one, and
@@ -14,14 +14,16 @@ page's order kept as follows:
   tie, so the window's smallest bit pattern is kept beside its maximum, and a zero maximum is +0
   where that pattern is +0's (all zero bits).
 
-The result is the maximum's own bits, as the XLA path's (benchmarks/pool_kernel_check.py checks
-that on the GPU, bit for bit, on windows of NaN, infinities and signed zeros; the tests run the
-kernel in Pallas's interpreter). Output elements are taken BLOCK at a time in row-major order
-over (plane, row, column), so a program's lanes hold consecutive outputs (those past the end of
-the last block are masked) and the stores are contiguous; each window position is one gathered
-load at a fixed offset from the window's first element, masked where it falls in the padding.
-``use_kernel`` says whether a call can take this path; ``jax.lax.platform_dependent`` picks it at
-lowering time on CUDA.
+Output elements are taken BLOCK at a time in row-major order over (plane, row, column), so a
+program's lanes hold consecutive outputs (those past the end of the last block are masked) and
+the stores are contiguous; each window position is one gathered load at a fixed offset from the
+window's first element, masked where it falls in the padding.
+
+Exactness: bit for bit the XLA path's result, the maximum's own bits (NaN written as the XLA
+path writes it): the kernel compares values exactly and mends the zeros' and NaN's order after.
+The tests run the kernel in Pallas's interpreter; tests/gpu/kernels.py checks it compiled on a
+GPU on windows of NaN, infinities and signed zeros. ``MAX_POOLING_VALUES`` says where the kernel
+applies.
 """
 
 from __future__ import annotations
@@ -40,18 +42,20 @@ __all__ = ["MAX_POOLING_VALUES", "max_pool_values", "BLOCK", "WARPS", "MAX_WINDO
 
 BLOCK = 256
 WARPS = 4
-"""Output elements per program, and its warps: two outputs a thread. On the H100 (FLOAT16,
-32 x 64 x 112 x 112, 3 x 3 windows every 2; results/h100_session6/pool_2.txt) 0.0326 ms against
-lax.reduce_window's 0.0323; four outputs a thread took 0.0332 to 0.0412, eight 0.0692, one
-0.0380."""
+"""Output elements per program, and its warps: two outputs a thread. H100, FLOAT16 3 x 3 windows
+every 2 over 32 x 64 x 112 x 112: 0.0327 ms against lax.reduce_window's 0.0321; one output a
+thread took 0.0380, four 0.0332 to 0.0412, eight 0.0692. Timed at this setting by
+benchmarks/pooling/pooling.py."""
 MIN_WINDOW = 5
 MAX_WINDOW = 64
 """Windows of MIN_WINDOW to MAX_WINDOW positions take the kernel (one gathered load each,
-unrolled). Smaller ones stay with XLA's reduce_window of keys, which was the faster there: 2 x 2
-windows every 2 in 0.0227 ms against the kernel's 0.0247 (3 x 3: 0.0386 against 0.0326)."""
+unrolled). Smaller ones stay with XLA's reduce_window of keys, the faster there (H100, FLOAT16
+2 x 2 windows every 2: the keys 0.0228 ms, the kernel 0.0246; 3 x 3: the keys 0.0386, the
+kernel 0.0327). Measured by benchmarks/pooling/pooling.py."""
 DTYPES = (np.float16,)
 """The types that take the kernel. FLOAT32's integer keys are no wider than its values, and XLA's
-path took the same time as the kernel there (3 x 3 windows: 0.0464 ms against 0.0462)."""
+path takes the same time as the kernel there (H100, 3 x 3 windows: 0.0464 ms against 0.0462).
+Measured by benchmarks/pooling/pooling.py."""
 
 
 
@@ -120,7 +124,7 @@ def _kernel(x_ref, o_ref, *, planes, spatial, pooled, size, strides, dilations, 
 
 def max_pool_values(x: jnp.ndarray, size, strides, dilations, start, end, interpret: bool = False) -> jnp.ndarray:
     """Each window's maximum of the (N, C, H, W) ``x`` in MAX_POOLING's order, by the kernel
-    (``use_kernel`` must allow it; ``interpret=True`` runs it on any backend)."""
+    (``MAX_POOLING_VALUES`` must apply; ``interpret=True`` runs it on any backend)."""
     from jax.experimental import pallas as pl
 
     n, c = x.shape[:2]
@@ -135,7 +139,7 @@ def max_pool_values(x: jnp.ndarray, size, strides, dilations, start, end, interp
     # position, the last block's lanes past the end masked, so that on a GPU the output is exactly
     # ``total`` long and no slice copies it after (in the interpreter it is rounded up to whole
     # blocks). On the H100 the masked store took 1.025x the block store's time where both apply
-    # (FLOAT16 3 x 3 windows; results/h100_session12/pool/masked_everywhere/), hence the two.
+    # (FLOAT16 3 x 3 windows), hence the two.
     whole_blocks = total % BLOCK == 0
     kernel = functools.partial(_kernel, planes=n * c, spatial=spatial, pooled=pooled, size=tuple(size),
                                strides=tuple(strides), dilations=tuple(dilations), start=tuple(start),

@@ -1,28 +1,24 @@
 """Pallas kernels for PADDING's EDGE mode on NVIDIA GPUs: the padded tensor written in one pass.
 
 XLA builds EDGE from slices of the input concatenated around broadcasts of its edges (as jnp.pad
-does), one padded axis at a time: two kernels for a tensor padded on two axes, 0.95 (FLOAT32) and
-0.85 (FLOAT16) of a copy's bandwidth on the H100 (benchmarks/README.md, "PADDING's kernel").
+does), one padded axis at a time: on the H100, a tensor padded on two axes takes two kernels and
+moves 0.95 (FLOAT32) and 0.85 (FLOAT16) of a copy's bandwidth; these kernels move 0.99 and 0.93.
 
 The output is viewed as rows (every axis but the last) by columns (the last axis). Each output
 row reads the input row its position maps to: per axis, the position j counted from the input's
 first element goes to clip(j, 0, n - 1) (EDGE), j mod n (WRAP), or the fold of period 2(n - 1)
 (REFLECTION, the edges not repeated) or 2n (SYMMETRIC, the edges repeated): ``source_index``,
-which padding.py's XLA formula also takes, in NumPy. Two kernels:
+which ops/data_movement/padding.py's XLA formula also takes, in NumPy. Two kernels:
 - the gather kernel (``_kernel``): ROWS x BLOCK output elements a program, each loaded from its
   source element; any copying mode. FLOAT32 EDGE at 0.99 of a copy.
 - the column-block kernel (``_edge_kernel``, EDGE of 1- and 2-byte elements): ROWS rows x BLOCK
   input columns a program, copied with contiguous loads and stores, the first and last blocks
   also writing the repeated edges. FLOAT16 EDGE at 0.93, where the gather kernel's 2-byte loads
   read 0.87 (each warp's gathered load fills only part of its memory transactions).
-Only EDGE takes a kernel: XLA does the mirroring and wrapping modes in one kernel already, and
-their maps take a remainder, a multiply-and-shift sequence unless the period is a power of two
-(FLOAT16 REFLECTION of rows of 1,024, period 2,046: 0.86 by the gather kernel against XLA's
-0.91). They stay tested (Pallas's interpreter in the tests, benchmarks/pad_kernel_check.py on the
-H100). Pure data movement: the bits are the input's.
 
-``use_kernel`` says whether a call can take this path; ``jax.lax.platform_dependent`` picks it at
-lowering time on CUDA, so other backends never contain it.
+Exactness: bit for bit: pure data movement, the bits are the input's. ``PADDING_ROWS`` says where
+the kernels apply (EDGE only, ``MODES``); ``pad_rows`` does every copying mode, and the tests (in
+Pallas's interpreter) and tests/gpu/kernels.py (compiled on a GPU) check them all.
 """
 
 from __future__ import annotations
@@ -46,7 +42,11 @@ WARPS = 4
 
 
 MODES = (PaddingMode.EDGE,)
-"""The modes that take the kernel (pad_rows does all four copying modes)."""
+"""The modes that take the kernel (``pad_rows`` does all four copying modes). XLA does the
+mirroring and wrapping modes in one kernel already, at 0.91-0.99 of a copy's bandwidth, and
+their maps take a remainder, a multiply-and-shift sequence unless the period is a power of two
+(H100, FLOAT16 REFLECTION of rows of 1,024, period 2,046: 0.86 of a copy by the gather kernel
+against XLA's 0.91). Measured by benchmarks/data_movement/data_movement.py."""
 
 
 def _applies(shape: tuple[int, ...], dtype, mode: PaddingMode, start, end) -> bool:
@@ -153,8 +153,9 @@ def _edge_kernel(x_ref, o_ref, *, shape, out, start, rows, block, n_rows, n_bloc
 
 
 def pad_rows(x: jnp.ndarray, mode: PaddingMode, start, end, interpret: bool = False) -> jnp.ndarray:
-    """``x`` padded by ``start``/``end`` per axis in ``mode`` by the kernel (``use_kernel`` must
-    allow it; ``interpret=True`` runs it on any backend)."""
+    """``x`` padded by ``start``/``end`` per axis in ``mode`` (any copying mode) by the kernels
+    (the operator takes them where ``PADDING_ROWS`` applies; ``interpret=True`` runs them on any
+    backend)."""
     from jax.experimental import pallas as pl
 
     shape = tuple(int(n) for n in x.shape)

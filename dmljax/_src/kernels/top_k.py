@@ -1,26 +1,27 @@
-"""A Pallas kernel for TOP_K / TOP_K1 with a small K (and ARGMAX/ARGMIN of FLOAT16 rows, K = 1)
-over FLOAT32 and FLOAT16 rows on NVIDIA GPUs, which reads each row once.
+"""A Pallas kernel for TOP_K / TOP_K1 with K from 2 to MAX_K over FLOAT32 and FLOAT16 rows of
+TOP_K_ROW elements, and for ARGMAX/ARGMIN (K = 1) of FLOAT16 rows of MIN_ROW to MAX_ROW, on NVIDIA
+GPUs: one program a row, which reads the row once and writes the selected indices (the caller
+gathers the values).
 
-XLA's top_k over rows of 32,768 ran at 0.07 of the read bandwidth for k = 8 on the H100 (one
-thread block per row and a sort network), and lax.top_k of FLOAT16 sorts the whole row. The
-kernel orders elements by the same integer keys as ARGMAX (``arg_extreme._keys``): FLOAT32
-denormals read as zero, -0 equal to +0, the bits made order-preserving, NaN below every number
-(and taken, after every number, in ascending index); for the smallest K the keys are
-complemented. A selection step takes the largest key and the lowest index holding it, then
-retires that element, so ties go to the lower index and the order is the page's (a maximum and a
-minimum of indices per step: Triton's argmax, one reduction of (key, index) pairs, took as long
-over rows of 32,768 and 2.6 times as long over rows of 1,024 on the H100).
+On the H100, lax.top_k with K = 8 over rows of 1,024 takes 17x the kernel's time in FLOAT32 (the
+kernel: 0.119 ms, 0.76 of a copy's read) and 26x in FLOAT16; XLA's arg-reduction of FLOAT16 keys
+over rows of 1,024 reads at 0.59 of a copy's bandwidth, the kernel at 1.00.
 
-For K >= 2 it serves rows of 1,024 (TOP_K_ROW): longer rows take threshold_kernel.py, which is
-faster there (benchmarks/README.md, "TOP_K by a threshold"; the segments of 1,024 that served them
-here before are gone). Within a program the row is ranked in groups of GROUP by their best key, K
-groups are selected, then K elements among theirs (benchmarks/README.md, "The TOP_K kernel").
-Each level is exact (the K best lie among the K best groups; equal keys keep index order): the
-same indices as the XLA path, bit for bit. It returns the indices; the caller gathers the
-values.
+The kernel orders elements by integer keys in ARGMAX's order (``keys_of``, as
+ops/reduction/arg_extreme.py's ``_keys``): FLOAT32 denormals read as zero, -0 equal to +0, the
+bits made order-preserving, NaN below every number (and taken, after every number, in ascending
+index); for the smallest K the keys are complemented. A selection step takes the largest key and
+the lowest index holding it (a maximum of keys, then a minimum of indices: Triton's argmax, one
+reduction of (key, index) pairs, took as long over rows of 32,768 and 2.6 times as long over
+rows of 1,024), then retires that element, so ties go to the lower index (the higher with
+``last``, ARGMAX/ARGMIN's DECREASING). For K > 1 the row is first ranked in groups of GROUP
+adjacent elements by their best key: K groups are selected, then K elements among theirs
+(``_grouped_kernel``).
 
-``use_kernel`` says whether a call takes this path on a GPU; ``jax.lax.platform_dependent``
-picks it at lowering time, so CPU (and TPU) programs never contain it.
+Exactness: the XLA path's indices, bit for bit. Keys compare exactly and each step is exact; the
+grouping loses nothing, since the K best elements lie among the K best groups ranked by (best
+key, group index), and equal keys keep index order. ``TOP_K_ROWS`` and ``ARG_EXTREME_ROWS`` say
+where the kernel applies; longer rows with K > 1 take kernels/top_k_threshold.py.
 """
 
 from __future__ import annotations
@@ -38,18 +39,20 @@ __all__ = ["TOP_K_ROWS", "ARG_EXTREME_ROWS", "top_k_rows", "keys_of", "INT_MIN",
 
 MIN_ROW = 1024
 MAX_ROW = 32768
-"""ARGMAX/ARGMIN (K = 1): rows of a power-of-two length from MIN_ROW to MAX_ROW."""
+"""ARGMAX/ARGMIN (K = 1): rows of a power-of-two length from MIN_ROW to MAX_ROW. H100, FLOAT16
+rows of 1,024: 0.845x jnp.argmax's time (XLA's arg-reduction of keys: 1.431x); rows of 32,768:
+0.68 of a copy's read. Measured by benchmarks/reductions/reductions.py."""
 TOP_K_ROW = 1024
 MAX_K = 16
-"""TOP_K with K from 2 to MAX_K: rows of TOP_K_ROW (K steps each); longer rows take
-threshold_kernel, which took K = 8 over rows of 32,768 in 0.119 ms (FLOAT32) and 0.075 (FLOAT16)
-on the H100 where these K steps took 0.125 and 0.099, and rows of 1,024 in 3.6x and 3.1x these
-steps' time."""
+"""TOP_K with K from 2 to MAX_K: rows of TOP_K_ROW, K selection steps each. Longer rows take
+kernels/top_k_threshold.py, which took K = 8 over rows of 32,768 in 0.119 ms (FLOAT32) and 0.075
+(FLOAT16) on the H100 where these K steps took 0.125 and 0.099, and rows of 1,024 in 3.6x and 3.1x
+these steps' time. Timed at this setting by benchmarks/reductions/reductions.py."""
 WARPS_PER_1024 = 1
-"""One row per program, with a warp for each 1,024 elements up to MAX_WARPS: on the H100 (k = 8,
-FLOAT32, select_sweep_8.txt, by a sweep script since removed) rows of 1,024 took 0.104 ms per
-2^25 elements with one warp a row, against 0.407 ms with 32 rows and 8 warps a program; rows of
-32,768 0.140 ms with 8 or 16 warps, 0.593 ms with 4."""
+"""One row per program, with a warp for each 1,024 elements up to MAX_WARPS. H100 (K = 8,
+FLOAT32): rows of 1,024 took 0.104 ms per 2^25 elements with one warp a row, against 0.407 ms
+with 32 rows and 8 warps a program; rows of 32,768 0.140 ms with 8 or 16 warps, 0.593 ms with 4.
+Timed at this setting by benchmarks/reductions/reductions.py."""
 MAX_WARPS = 16
 
 GROUP = 8
@@ -57,7 +60,9 @@ GROUP = 8
 _grouped_kernel); 0 takes the extreme K times over the whole row."""
 
 ARG_TYPES = (np.dtype(np.float16),)
-"""The types ARGMAX/ARGMIN take the kernel for (benchmarks/issue11_gpu.py times FLOAT32's too)."""
+"""The types ARGMAX/ARGMIN take the kernel for. FLOAT32's XLA arg-reduction of keys already reads
+at jnp.argmax's speed (H100, rows of 1,024: 1.000x; the kernel 0.994x). Measured by
+benchmarks/reductions/reductions.py."""
 
 
 INT_MIN = np.int32(np.iinfo(np.int32).min)
@@ -85,7 +90,8 @@ def _arg_applies(shape: tuple[int, ...], axes: tuple[int, ...], dtype) -> bool:
 
 TOP_K_ROWS = Kernel("top_k", _applies, measured="benchmarks/reductions/reductions.py")
 ARG_EXTREME_ROWS = Kernel("top_k", _arg_applies, measured="benchmarks/reductions/reductions.py")
-"""TOP_K with K from 2 to MAX_K, and ARGMAX/ARGMIN (K = 1) of FLOAT16 rows."""
+"""The two paths to the kernel, under one switch ("top_k"): ``TOP_K_ROWS`` for TOP_K with K from 2
+to MAX_K, ``ARG_EXTREME_ROWS`` for ARGMAX/ARGMIN (and TOP_K's K = 1) of FLOAT16 rows."""
 
 
 def _warps(n: int) -> int:
@@ -170,7 +176,7 @@ def _run(rows: jnp.ndarray, k: int, largest: bool, last: bool, interpret: bool) 
 def top_k_rows(x: jnp.ndarray, k: int, largest: bool, last: bool = False, interpret: bool = False) -> jnp.ndarray:
     """The indices (int32) of the ``k`` largest (or smallest) elements of each row of ``x`` along
     its last axis, in the selection's order, by the kernel (``interpret=True`` runs it on any
-    backend, for tests); ``use_kernel`` (``use_arg_kernel`` for K = 1) must allow the call.
+    backend, for tests); ``TOP_K_ROWS`` (``ARG_EXTREME_ROWS`` for K = 1) must apply to the call.
     ``last``: ties go to the higher index (ARGMAX/ARGMIN's DECREASING; K = 1 only)."""
     n = x.shape[-1]
     return _run(x.reshape((-1, n)), k, largest, last, interpret).reshape(x.shape[:-1] + (k,))

@@ -1,11 +1,11 @@
-"""Pallas kernels for TOP_K / TOP_K1 over FLOAT32 and FLOAT16 rows of 2,048 or more on NVIDIA GPUs:
-a threshold found by bisection, then the elements above it, instead of K selection steps or a sort.
+"""Pallas kernels for TOP_K / TOP_K1 over FLOAT32 and FLOAT16 rows of MIN_ROW to MAX_ROW elements on
+NVIDIA GPUs: a threshold found by bisection, then the elements above it, instead of K selection
+steps or a sort.
 
-XLA's top_k over rows of 32,768 sorts the whole row for K > 16 on the GPU (4.3 ms for K = 256 and
-2^26 elements on the H100, even staged in chunks: 0.02 of the read bandwidth), and top_k_kernel'
-K steps grow with K. Here K up to ORDER_MAX costs two launches, up to RANK_MAX three
-(benchmarks/README.md, "TOP_K by a threshold" and "TOP_K's K from 33 to 256 ordered by a third
-kernel"):
+XLA's top_k over rows of 32,768 runs one thread block a row for K <= 16 and sorts the whole row
+beyond: on the H100, even staged in chunks (ops/reduction/top_k.py), it reads at 0.04 of a copy's
+bandwidth for K = 8 and 0.02 for K = 256, where these kernels read at 0.81 and 0.40 (FLOAT32).
+K up to ORDER_MAX costs two launches, up to RANK_MAX three:
 
 1. ``_groups_kernel``, one program a row: the row is read chunk by chunk, each element's integer
    key taken (``_keys``: FLOAT32 denormals as zero, -0 equal to +0, NaN below every number;
@@ -25,22 +25,19 @@ kernel"):
    selection's order, each at its rank (the number of the K with a larger key, or an equal key
    at a lower index); there, where at most DIRECT_MAX candidates reach the K best groups' least
    best key (which K elements reach), those are ranked against each other directly instead,
-   with no bisection (on the H100, rows of 32,768: FLOAT16 K = 32 0.086 -> 0.082 ms, FLOAT32
-   0.135 -> 0.124; results/h100_session7/top_k/sweep_12.txt).
-
+   with no bisection.
 3. ``_rank_kernel``, for K from ORDER_MAX + 1 to RANK_MAX, one program a row: the K (positions
    and keys, which the second kernel writes in ascending index order) each written at its rank,
    counted against the other K (K x K comparisons), with its value.
 
 For K up to RANK_MAX the last kernel writes the values and the indices in the caller's index
 type, so the call is these kernels and nothing else. For a larger K, XLA orders the K by key (a
-stable sort of K keys a row, so ties stay in index order) and gathers the values. The indices
-are the XLA path's, bit for bit
-(tests/ops/test_top_k.py in Pallas's interpreter; benchmarks/select_kernel_check.py compiled on
-the GPU).
+stable sort of K keys a row, so ties stay in index order) and gathers the values.
 
-``use_kernel`` says whether a call takes this path on a GPU; ``jax.lax.platform_dependent`` picks
-it at lowering time, so CPU (and TPU) programs never contain it.
+Exactness: the XLA path's indices and values, bit for bit. Every step compares integer keys
+exactly, the groups lose no candidate (above), and every tie is settled by index as the page
+says. The tests run the kernels in Pallas's interpreter; tests/gpu/kernels.py checks them
+compiled on a GPU. ``TOP_K_THRESHOLD`` says where the kernels apply.
 """
 
 from __future__ import annotations
@@ -64,12 +61,12 @@ MIN_K = 2
 MAX_K = 1024
 """Rows of a power-of-two length from MIN_ROW to MAX_ROW and K from MIN_K to MAX_K (and at most
 a quarter of the row's groups) take the kernels. Rows of 1,024 with K up to 16 stay with
-top_k_kernel' K steps; K = 1 is ARGMAX's pass. On the H100 (results/h100_top_k_threshold/final,
-rows of 32,768) these kernels took K = 8 and 16 in 0.118 and 0.123 ms (FLOAT32) and 0.074 and
-0.077 ms (FLOAT16), where top_k_kernel' K steps took 0.125, 0.181, 0.099 and 0.167 (since one
-count a bisection step, results/h100_session6/top_k: 0.114, 0.119, 0.070 and 0.074). Longer rows
-(measured and checked up to 32,768 only) would hold n / GROUP group keys a program, up to 128
-registers a thread at 131,072: they stay with XLA's staged top_k."""
+kernels/top_k.py's K steps; K = 1 is ARGMAX's pass. H100, rows of 32,768: these kernels take
+K = 8 and 16 in 0.111 and 0.113 ms (FLOAT32) and 0.064 and 0.066 ms (FLOAT16), where XLA's staged
+top_k takes 2.353 ms for K = 8 in FLOAT32 and kernels/top_k.py's K steps took 0.125, 0.181, 0.099
+and 0.167. Longer rows (measured and checked up to 32,768 only) would hold n / GROUP group keys a
+program, up to 128 registers a thread at 131,072: they stay with XLA's staged top_k. Measured by
+benchmarks/reductions/reductions.py."""
 
 MIN_GROUP = 8
 MAX_GROUP = 32
@@ -80,32 +77,34 @@ CHUNK_PER_WARP = 1024
 """Elements each warp of the first kernel reads per chunk (32 a thread)."""
 WARPS = 4
 """Warps of the first kernel (the second takes one per CANDIDATES_PER_WARP candidates, 1 to WARPS).
-One row a program: 2, 4 or 8 rows a program (one collective a count for all of them; commit
-f0c30de) took 1.5x to 4x the first kernel's time on the H100
-(results/h100_session9/rows_per_program)."""
+One row a program: 2, 4 or 8 rows a program (one collective a count for all of them) took 1.5x
+to 4x the first kernel's time on the H100. Timed at this setting by
+benchmarks/reductions/reductions.py."""
 CANDIDATES_PER_WARP = 1024
 NARROW_DTYPES = (np.float16,)
 """The types whose bisection (one bit a step) settles only the bits below the highest one where
 two bounds of the K-th key differ (``_narrowed_kth_key``); the others settle all their key's bits.
-On the H100 (rows of 32,768, results/h100_session8/top_k/sweep_13.txt; of a copy's read, narrowed
-against all bits): FLOAT16 K = 8, 16, 32, 256 0.70, 0.68, 0.62, 0.25 against 0.67, 0.66, 0.59,
-0.23; FLOAT32 0.84, 0.76, 0.70, 0.34 against 0.81, 0.79, 0.74, 0.36 (the bounds' reductions and a
-loop of unknown length cost more than the 9 of 32 steps they save there)."""
+H100, rows of 32,768, of a copy's read, narrowed against all bits: FLOAT16 K = 8, 16, 32, 256
+0.70, 0.68, 0.62, 0.25 against 0.67, 0.66, 0.59, 0.23; FLOAT32 0.84, 0.76, 0.70, 0.34 against
+0.81, 0.79, 0.74, 0.36 (the bounds' reductions and a loop of unknown length cost more than the 9
+of 32 steps they save there). Timed at this setting by benchmarks/reductions/reductions.py."""
 DIGIT_BITS = 1
-"""Bits of the threshold settled per counting step: 2^DIGIT_BITS - 1 counts at once, 32 (FLOAT16: 17)
-/ DIGIT_BITS steps, rounded up. On the H100 (sweep_3.txt, FLOAT32 rows of 32,768) one bit a step (a bisection) took 0.123,
-0.128 and 0.150 ms for K = 8, 16 and 32, two bits 0.122, 0.130 and 0.161, four bits 0.159, 0.179
-and 0.273 (16 counts of every key a step). Digit 0 was counted too then; it is not since
-(results/h100_session6/top_k/sweep_10.txt: one bit a step took FLOAT16 K = 16 from 0.077 to 0.073 ms)."""
+"""Bits of the threshold settled per counting step: 2^DIGIT_BITS - 1 counts at once, 32 (FLOAT16:
+17) / DIGIT_BITS steps, rounded up. H100, FLOAT32 rows of 32,768: one bit a step (a bisection)
+took 0.123, 0.128 and 0.150 ms for K = 8, 16 and 32, two bits 0.122, 0.130 and 0.161, four bits
+0.159, 0.179 and 0.273 (16 counts of every key a step). Timed at this setting by
+benchmarks/reductions/reductions.py."""
 DIRECT_MAX = 64
 """K up to ORDER_MAX: candidates at or above the K best groups' threshold ranked against each other
-directly, with no bisection, where at most this many reach it (``_pick_kernel``)."""
+directly, with no bisection, where at most this many reach it (``_pick_kernel``). H100, rows of
+32,768, K = 32: FLOAT16 0.082 ms against 0.086 by bisection, FLOAT32 0.124 against 0.135. Timed
+at this setting by benchmarks/reductions/reductions.py."""
 ORDER_MAX = 32
 """K up to this: the second kernel also puts the K in the selection's order (each one's rank
-counted against the others); a larger K is ordered by XLA's sort. On the H100 (sweep_4.txt,
-rows of 32,768) the ranks took K = 8, 16 and 32 in 0.119, 0.125 and 0.138 ms (FLOAT32) where the
-sort took 0.125, 0.131 and 0.145; for K = 256 0.350 ms where the sort took 0.290 (ranks from the
-second kernel's scratch; beyond ORDER_MAX a third kernel ranks them now: RANK_MAX)."""
+counted against the others); a larger K, by the third kernel up to RANK_MAX, then by XLA's
+sort. H100, rows of 32,768: the ranks took K = 8, 16 and 32 in 0.119, 0.125 and 0.138 ms
+(FLOAT32) where XLA's sort took 0.125, 0.131 and 0.145; for K = 256, ranks in this kernel took
+0.350 ms where the sort took 0.290. Timed at this setting by benchmarks/reductions/reductions.py."""
 
 RANK_MAX = 256
 """K from ORDER_MAX + 1 to this: a third kernel puts the K in the selection's order, each one's rank
@@ -114,11 +113,11 @@ RANK_BLOCK = 4096
 """Comparisons a step of ``_rank_kernel`` (RANK_BLOCK / K of the K against all K), added up
 element by element and reduced once at the end."""
 RANK_WARPS = 0
-"""Warps of ``_rank_kernel``; 0: 8 for K above 128, else WARPS. On the H100 (rows of 32,768,
-results/h100_session9/rank_3): K = 256 took 0.232 ms (FLOAT32) and 0.159 (FLOAT16) with 8 warps,
-0.246 and 0.170 with 4, 0.293 and 0.217 with 2; for K = 64 and 128, 4 warps were as fast or
-faster (FLOAT16 K = 128: 0.118 against 8 warps' 0.121). RANK_BLOCK 2,048 or 8,192: the same to
-0.001 ms."""
+"""Warps of ``_rank_kernel``; 0: 8 for K above 128, else WARPS. H100, rows of 32,768: K = 256
+took 0.232 ms (FLOAT32) and 0.159 (FLOAT16) with 8 warps, 0.246 and 0.170 with 4, 0.293 and 0.217
+with 2; for K = 64 and 128, 4 warps were as fast or faster (FLOAT16 K = 128: 0.118 against 8
+warps' 0.121). RANK_BLOCK 2,048 or 8,192: the same to 0.001 ms. Timed at this setting by
+benchmarks/reductions/reductions.py."""
 
 
 
@@ -150,7 +149,7 @@ _HALF_NAN_KEY = np.int32(-32769)  # below every FLOAT16 number's 16-bit key
 
 def _keys(v, largest: bool):
     """Order-preserving int32 keys, larger first in the selection: FLOAT32's are ARGMAX's
-    (top_k_kernel.keys_of: denormals as zero, -0 equal to +0, NaN below every number; 32 bits);
+    (kernels/top_k.py's ``keys_of``: denormals as zero, -0 equal to +0, NaN below every number; 32 bits);
     FLOAT16's are its 16 bits made order-preserving (-0 equal to +0, NaN below every number: from
     -32,769 to 32,767, so the bisection needs 17 steps, not 32). Complemented for the smallest."""
     if v.dtype != jnp.float16:
@@ -451,8 +450,8 @@ def threshold_rows(x: jnp.ndarray, k: int, largest: bool, interpret: bool = Fals
     """(indices, values): the indices (``index_dtype``) of the ``k`` largest (or smallest) elements of each
     row of ``x`` along its last axis, in the selection's order (best first, ties in ascending
     index), and those elements (their own bits), by the kernels (``interpret=True`` runs them on any
-    backend, for tests); ``use_kernel`` must allow the call. The values carry no derivative: the
-    caller gives them one (top_k's ``_selected``)."""
+    backend, for tests); ``TOP_K_THRESHOLD`` must apply to the call. The values carry no
+    derivative: the caller gives them one (ops/reduction/top_k.py's ``_selected``)."""
     n = x.shape[-1]
     rows = x.reshape((-1, n))
     best, values = best_in_groups(rows, best_groups(rows, k, largest, interpret), k, largest, interpret, index_dtype)

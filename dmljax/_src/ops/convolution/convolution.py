@@ -243,10 +243,11 @@ def _transposed_filter(w, groups):
 
 def _pointwise(w, direction, groups, g, precision) -> bool:
     """Whether the convolution is a product over the channels alone: a 1 x 1 (x 1) FLOAT32 filter
-    at HIGHEST precision, forward, one group, unit strides, no padding. As a dot_general it ran
-    1.56x (NCHW) and 1.42x (NHWC memory) faster than the convolution on the H100 (batch 32, 1024 ->
-    256 channels, 14 x 14; results/h100_session6/conv_probe), whose true FLOAT32 kernels are slow
-    for it; the sums are the same products in another order (SEMANTICS.md 8)."""
+    at HIGHEST precision, forward, one group, unit strides, no padding. As a dot_general it runs
+    1.23x (NCHW) and 1.37x (NHWC memory) as fast as lax's true FLOAT32 convolution on the H100,
+    flushes included (batch 32, 1024 -> 256 channels, 14 x 14; measured by
+    benchmarks/convolution/convolution.py); the sums are the same products in another order
+    (SEMANTICS.md 8)."""
     return (precision == lax.Precision.HIGHEST and direction is ConvolutionDirection.FORWARD and groups == 1
             and all(k == 1 for k in w.shape[2:]) and all(s == 1 for s in g["Strides"])
             and not any(g["StartPadding"]) and not any(g["EndPadding"]) and not any(g["OutputPadding"]))
@@ -283,8 +284,8 @@ def _half_operands(x, w, geometry_):
     exact in FLOAT32; widening them first would make XLA skip the tensor cores, as with GEMM).
 
     Its gradient is written out because autodiff's is slow: the cotangent of the FLOAT32 result
-    is FLOAT32, so JAX's transposed convolutions widened the filter and the input and ran FLOAT32
-    convolutions (1.75x lax's forward+backward time on the H100, run 7). The cotangent holds
+    is FLOAT32, so JAX's transposed convolutions would widen the filter and the input and run
+    FLOAT32 convolutions (1.75x lax's forward+backward time on the H100). The cotangent holds
     FLOAT16 values (it is the cotangent of the FLOAT16 output, widened by the rounding's
     transpose), so it goes back to FLOAT16 exactly, and the transposed convolutions take FLOAT16
     operands: on a GPU with FLOAT16 results, which cuDNN accumulates in FLOAT32 and rounds once;
@@ -337,11 +338,11 @@ def written_float32(x, w, geometry_):
 
 def _taps(x, w, geometry_, route: Route):
     """A FLOAT32 convolution written to FLOAT32 (denormals of the inputs read as zeros, of the
-    result written as zeros): on CUDA by conv_kernel' kernel, which flushes in its loads and
-    stores, elsewhere by the XLA formula. The derivative is the XLA formula's (the flushes'
-    derivative being the identity): the convolution is bilinear, so its tangent is two
-    convolutions JAX can transpose for reverse mode, and forward mode works as a custom_vjp's
-    would not."""
+    result written as zeros), where ``CONVOLUTION_TAPS`` applies: on CUDA by
+    kernels/convolution.py's kernel, which flushes in its loads and stores, elsewhere by the XLA
+    formula. The derivative is the XLA formula's (the flushes' derivative being the identity):
+    the convolution is bilinear, so its tangent is two convolutions JAX can transpose for reverse
+    mode, and forward mode works as a custom_vjp's would not."""
     direction, mode, groups, g = geometry_
 
     def conv(a, b):

@@ -58,10 +58,11 @@ def _sliced(x, axis: int, s: int, e: int, mode: PaddingMode):
 
 def pad(x, mode: PaddingMode, value, start, end):
     """``x`` padded by ``start``/``end`` elements per dimension in ``mode`` (value: a scalar of
-    x's type, for CONSTANT): lax.pad for CONSTANT; EDGE on CUDA, one Pallas kernel that reads
-    each output element from its source (pad_kernel.py); otherwise, per padded dimension, slices
-    of x around it (mirrored where the mode mirrors), or for a pad longer than one fold a gather of
-    indices fixed at trace time (pad_kernel.source_index, the kernels' map in NumPy)."""
+    x's type, for CONSTANT): lax.pad for CONSTANT; EDGE on CUDA, one Pallas kernel that writes
+    the padded tensor in one pass (kernels/padding.py, ``PADDING_ROWS``); otherwise, per padded
+    dimension, slices of x around it (mirrored where the mode mirrors), or for a pad longer than
+    one fold a gather of indices fixed at trace time (kernels/padding.py's ``source_index``, the
+    kernels' map, in NumPy)."""
     if mode is PaddingMode.CONSTANT:
         return lax.pad(x, jnp.asarray(value, x.dtype), [(s, e, 0) for s, e in zip(start, end)])
     start, end = tuple(int(s) for s in start), tuple(int(e) for e in end)
@@ -311,9 +312,9 @@ def tile(input, *, repeats):
 
 CONCATENATED = 32
 """A dimension repeated up to this many times is its copies concatenated (one XLA concatenation,
-which wrote at 0.97-0.98 of a copy's bandwidth on the H100 where jnp.tile's broadcast and reshape
-wrote at 0.70-0.83: benchmarks/README.md); more repeats take the broadcast, whose program does
-not grow with the count."""
+which writes at 0.97-0.98 of a copy's bandwidth on the H100 where jnp.tile's broadcast and
+reshape write at 0.70-0.83; measured by benchmarks/data_movement/data_movement.py); more repeats
+take the broadcast, whose program does not grow with the count."""
 
 
 def tiled(x, repeats: tuple[int, ...]):

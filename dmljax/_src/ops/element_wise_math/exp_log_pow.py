@@ -389,9 +389,9 @@ def _pow_less_one(g, e, integral, log_g):
     (above 1/2) only arises where the power under- or overflows anyway: the factor is dropped
     there (as it is for NaN, from an infinite e, and for 0 * inf at g = inf), since any positive
     factor leaves 0 and inf as they are. Beyond 2^p, where lo = +-1, the odd power's sign is given
-    back where g's sign bit is set (-0 included). No division: pow(g, e) / g, which this replaced,
-    took more instructions (issue 9's forward+backward) for half a rounding less (3 FLOAT32 ULP
-    at most against float64 here, 2 there, on the CPU)."""
+    back where g's sign bit is set (-0 included). No division: pow(g, e) / g takes more
+    instructions in POW's forward+backward for half a rounding less (3 FLOAT32 ULP at most
+    against float64 here, 2 there, on the CPU)."""
     em1, lo = _less_one(e)
     p = _pow_parts(g, em1, None, None, integral, None, rounded=True)
     corr = lo * log_g
@@ -415,8 +415,8 @@ def _half_ln_abs_table() -> np.ndarray:
 def _half_ln_abs(g):
     """ln|g| for FLOAT32 ``g`` holding FLOAT16 values (a FLOAT16 base without ScaleBias), read
     from ``_half_ln_abs_table``: one gather from a 128 KB table where XLA's FLOAT32 log costs
-    about 9% of POW FLOAT16's forward+backward on the H100 (results/h100_session7); correctly
-    rounded, where XLA's log is within an ULP. 0 at g = 0, like log(1)."""
+    about 9% of POW FLOAT16's forward+backward on the H100; correctly rounded, where XLA's log
+    is within an ULP. 0 at g = 0, like log(1)."""
     bits = lax.bitcast_convert_type(g.astype(np.float16), np.uint16) & np.uint16(0x7FFF)
     dims = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,), start_index_map=(0,))
     return lax.gather(jnp.asarray(_half_ln_abs_table()), bits.astype(np.int32)[..., None], dims, (1,),

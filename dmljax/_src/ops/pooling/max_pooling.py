@@ -1,14 +1,14 @@
 """The windowed max poolings, of the pooling family: MAX_POOLING, MAX_POOLING1, MAX_POOLING2,
 MAX_POOLING_GRAD and MAX_UNPOOLING, each page's record with its formula below it; and the window
-geometry every windowed pooling shares (pooling_average.py's AVERAGE and LP poolings too).
+geometry every windowed pooling shares (average_pooling.py's AVERAGE and LP poolings too).
 
 A window's maximum is exact: XLA's max reduce_window over integer keys in the order the page
 and SEMANTICS.md give the values (FLOAT32 denormals as zeros, -0 below +0, NaN below every number,
 the padding below all); FLOAT16 windows of 5 positions or more on NVIDIA GPUs take a Pallas kernel
-with the same bits (pool_kernel.py). Its index (MAX_POOLING1/2, and the forward pass under jax.grad): one
-reduce_window over (key, position) pairs, the higher key first and the lower position at a tie;
-MAX_POOLING_GRAD adds dY where those indices point (see ``SPREAD``). No loop runs over windows
-in Python."""
+with the same bits (kernels/max_pooling.py, ``MAX_POOLING_VALUES``). Its index (MAX_POOLING1/2,
+and the forward pass under jax.grad): one reduce_window over (key, position) pairs, the higher
+key first and the lower position at a tie; MAX_POOLING_GRAD adds dY where those indices point
+(see ``SPREAD``). No loop runs over windows in Python."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def window_sum(x, w: Window):
 SPREAD = 64
 """Gradients go back to the input elements as one broadcast where the windows tile the input
 (``tiles``), else, for windows of up to SPREAD positions, as one padded copy per window position,
-summed (_window.spread_windows): XLA fuses either into one pass, where the windowed sum's transpose (a
+summed (window.spread_windows): XLA fuses either into one pass, where the windowed sum's transpose (a
 reduce_window over the dilated gradient) first wrote the flushed gradient out and a scatter-add
 ran atomics (measured on an H100, 3 x 3 windows every 2: jax.grad of AVERAGE_POOLING 0.84x its jnp
 twin's by the transpose, 1.56x by the copies; of MAX_POOLING 1.0x by a scatter-add, 1.3x by the
@@ -345,7 +345,7 @@ def max_pool(x, w: Window, index_dtype=None):
 
     def primal(v):
         # the values by XLA's max reduce_window (its fastest pass; FLOAT16 on NVIDIA GPUs:
-        # pool_kernel.py), the indices by a second pass, which XLA drops where they are not used
+        # kernels/max_pooling.py), the indices by a second pass, which XLA drops where they are not used
         route = choose(MAX_POOLING_VALUES, facts=(v.shape, v.dtype, *w))
         values = route.run(xla_values, lambda t: max_pool_values(t, *w), v)
         if index_dtype is None:

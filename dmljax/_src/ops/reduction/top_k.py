@@ -73,9 +73,9 @@ def _outputs(tensors, attrs, problems) -> dict:
 # over the chunks' winners (repeated while that shrinks the row by half or more). Exact: the
 # winners stay in index order, so ties still go to the lower index. On NVIDIA GPUs, where XLA's
 # top_k runs one thread block per row (k <= 16) or sorts the whole row (k > 16), rows are staged
-# in chunks of GPU_STAGE_CHUNK: on the H100 (benchmarks/top_k_stage_gpu.py, rows of 32,768, 2^26
-# elements) chunks of 1,024 took FLOAT32 k = 32 from 4.96 to 3.44 ms and k = 256 from 4.98 to
-# 4.34 (lax.top_k: 4.66), FLOAT16 k = 256 from 4.81 to 4.13 (lax.top_k: 6.95). Elsewhere one
+# in chunks of GPU_STAGE_CHUNK: on the H100 (rows of 32,768, 2^26 elements) chunks of 1,024 took
+# FLOAT32 k = 32 from 4.96 to 3.44 ms and k = 256 from 4.98 to 4.34 (lax.top_k: 4.66), FLOAT16
+# k = 256 from 4.81 to 4.13 (lax.top_k: 6.95). Elsewhere one
 # lax.top_k (the CPU's float top_k is one linear pass: chunks of 1,024 took 2.0x the unstaged
 # time for k = 8 and 10.4x for k = 256). STAGE_CHUNK, when set, stages on every backend (tests).
 GPU_STAGE_CHUNK = 1024
@@ -121,10 +121,11 @@ def top_k_along(x, axis: int, k: int, largest: bool, index_dtype):
     (largest first, or smallest first), ties in ascending index; floats compared as math reads them
     (FLOAT32 denormals as zero, -0 equal to +0) with NaN after every number; the values returned
     are the input's own bits. K = 1 is ARGMAX/ARGMIN's one pass (the first extreme, NaN never
-    before a number); over rows on a GPU, two Pallas kernels of the same integer keys (a
-    threshold, then the elements above it: threshold_kernel.py, K up to its MAX_K over rows of
-    2,048 to 32,768; they also write the values, which _selected differentiates) or one (K steps: top_k_kernel.py, K up to 16 over rows of 1,024), with the
-    same indices; otherwise one lax.top_k (its ties go to the lower index) of
+    before a number); over rows on a GPU, two or three Pallas kernels of the same integer keys (a
+    threshold, then the elements above it: kernels/top_k_threshold.py, ``TOP_K_THRESHOLD``, K up
+    to its MAX_K over rows of 2,048 to 32,768; they also write the values, which _selected
+    differentiates) or one (K steps: kernels/top_k.py, ``TOP_K_ROWS``, K up to 16 over rows of
+    1,024), with the same indices; otherwise one lax.top_k (its ties go to the lower index) of
     keys in the wanted order."""
     if k == 1:
         index = arg_extreme(x, (axis,), largest, False, np.int32)
