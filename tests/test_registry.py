@@ -10,6 +10,7 @@ import pytest
 import dmljax
 from dmljax._src.docstrings import support_table_text
 from dmljax._src.registry import registry
+from dmljax._src.spec import PageSlip
 
 SPEC = Path(__file__).resolve().parents[2] / "shared" / "spec"
 needs_spec = pytest.mark.skipif(not SPEC.is_dir(), reason="the spec folder ../shared/spec is not beside this checkout")
@@ -59,23 +60,24 @@ def page_tables(page: str, groups: bool = False):
 
 OPS = list(registry().values())
 
-LEVEL_SLIPS = {"DML_OPERATOR_SCATTER_ELEMENTS": {"2.0": "1.0"}, "DML_OPERATOR_TOP_K": {"1.0": "2.0"},
-               "DML_OPERATOR_MAX_UNPOOLING": {"2.0": "3.0"}}
-"""Records' levels -> the page's, where a page gives another introducing level than DirectML.h
-(INDEX.md flags it): SCATTER's page says 1.0 in its Availability and oldest table, TOP_K's 2.0,
-MAX_UNPOOLING's 3.0; the header (and for SCATTER and MAX_UNPOOLING the feature-level history) say
-2.0, 1.0 and 2.0, which the records follow."""
+def page_slip(spec):
+    """Where the record says its page contradicts DirectML.h or itself (``OpSpec.page_slip``): the
+    records hold each difference, with the reason, once; an empty one where the page is followed."""
+    return spec.page_slip or PageSlip(why="")
 
 
-TYPE_GAPS = {"DML_OPERATOR_FOLD", "DML_OPERATOR_UNFOLD"}
-"""Pages whose tables leave the data types blank: the records choose them (their notes and the
-README say which); the page's cells must still be blank, so that a filled-in page fails here."""
+SLIPPED = [op for op in OPS if op.spec.page_slip]
 
 
-TYPE_SLIPS = {"DML_OPERATOR_ADAM_OPTIMIZER": {"TrainingStepTensor": (["FLOAT32", "FLOAT16"], ["UINT32"])}}
-"""Table cells that contradict their page's own field text, as (the page's cell, the record's):
-ADAM_OPTIMIZER's TrainingStepTensor "must ... have data type DML_TENSOR_DATA_TYPE_UINT32", and the
-table gives it the FLOAT32, FLOAT16 of the other rows. A page that mends the cell fails here."""
+@pytest.mark.parametrize("op", SLIPPED, ids=lambda o: o.spec.short_name)
+def test_a_page_slip_names_what_the_record_has(op):
+    slip, spec = op.spec.page_slip, op.spec
+    assert slip.why and (slip.levels or slip.types or slip.blank_types)
+    levels = {t.level.version for t in spec.support}
+    assert set(slip.levels) <= levels, f"{spec.short_name}: page_slip.levels names no table of the record"
+    for tensor, (_, record_types) in slip.types.items():
+        assert all([d.name for d in t.tensors[tensor].data_types] == list(record_types) for t in spec.support)
+    assert slip.why in op.__doc__  # the docstring says it
 
 
 @needs_spec
@@ -93,14 +95,14 @@ def test_support_tables_match_the_page(op):
             named = re.findall(r"[A-Z][A-Z0-9_]+", g.title)
             assert sorted(named) == sorted(m.name for m in g.members), g.title
     else:
-        slips = LEVEL_SLIPS.get(spec.enum_name, {})
-        ours = {slips.get(k, k): v for k, v in rows(spec.support).items()}
-        if spec.enum_name in TYPE_GAPS:
+        slip = page_slip(spec)
+        ours = {slip.levels.get(k, k): v for k, v in rows(spec.support).items()}
+        if slip.blank_types:
             ours = {level: {n: (dims, [""]) for n, (dims, _) in row.items()} for level, row in ours.items()}
-        for tensor, (page_types, record_types) in TYPE_SLIPS.get(spec.enum_name, {}).items():
+        for tensor, (page_types, record_types) in slip.types.items():
             for row in ours.values():
-                assert row[tensor][1] == record_types
-                row[tensor] = (row[tensor][0], page_types)
+                assert row[tensor][1] == list(record_types)
+                row[tensor] = (row[tensor][0], list(page_types))
         assert ours == page_tables(spec.page)
 
 
@@ -113,7 +115,7 @@ def test_enum_value_and_level_match_the_index(op):
     assert m, spec.enum_name
     assert int(m.group(1)) == spec.value
     assert m.group(2) == spec.introduced.version
-    page_level = LEVEL_SLIPS.get(spec.enum_name, {}).get(spec.introduced.version, spec.introduced.version)
+    page_level = page_slip(spec).levels.get(spec.introduced.version, spec.introduced.version)
     assert page_level in page_levels(spec.page)
     page = (SPEC / "operators" / spec.page).read_text()
     assert spec.formula.split("\n")[0].strip() in page  # the formula is the page's

@@ -164,6 +164,8 @@ def _tail_lines(spec: OpSpec) -> list[str]:
     lines = [f"Accuracy: {_ulp_text(spec)}", "", f"Gradient: {grad}", ""]
     if spec.notes:
         lines += [f"Notes: {spec.notes}", ""]
+    if spec.page_slip:
+        lines += [f"Where the page differs: {spec.page_slip.why}", ""]
     return lines
 
 

@@ -88,6 +88,8 @@ def docstring(spec: OpSpec, extra: str) -> str:
         lines += ["", "Gradient:", "    " + spec.gradient]
     if spec.notes:
         lines += ["", "Notes:", "    " + spec.notes]
+    if spec.page_slip:
+        lines += ["", "Where the page differs:", "    " + spec.page_slip.why]
     lines += ["", "Support::", ""]
     lines += ["    " + ln if ln else "" for ln in support_table_text(spec).splitlines()]
     return "\n".join(lines) + "\n"

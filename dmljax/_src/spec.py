@@ -20,6 +20,7 @@ __all__ = [
     "INFERRED",
     "TensorSpec",
     "ParamSpec",
+    "PageSlip",
     "TensorSupport",
     "SupportTable",
     "SupportGroup",
@@ -222,6 +223,26 @@ class SameSizes:
 
 
 @dataclasses.dataclass(frozen=True)
+class PageSlip:
+    """Where an operator's reference page contradicts DirectML.h or its own text, and the record
+    follows the other source. The registry's tests hold each record against its page with these
+    differences, so a page that is mended, or a record that drifts, fails there.
+
+    levels: the record's support-table level -> the page's, where the page dates a table (and the
+        operator's introduction) otherwise than DirectML.h does.
+    types: tensor -> (the page's cell, the record's types), where a table cell contradicts the
+        field's own text.
+    blank_types: the page's tables leave the data types blank; the record chooses them.
+    why: the difference in words, for the docs.
+    """
+
+    why: str
+    levels: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    types: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = dataclasses.field(default_factory=dict)
+    blank_types: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
 class OpSpec:
     """Everything the page says about one operator that code needs.
 
@@ -246,6 +267,7 @@ class OpSpec:
     support_by, groups: for a page whose tables depend on an attribute (REDUCE's Function):
         that attribute's DML name and the page's groups; ``support`` is then their union (what
         some value allows, computed), and ``support_at(level, value)`` gives the group's.
+    page_slip: where the page contradicts DirectML.h or itself and the record does not follow it.
     The value, introducing level, page and family are the catalog's (``entry``), not repeated.
     """
 
@@ -268,6 +290,7 @@ class OpSpec:
     infer_outputs: Callable | None = None
     support_by: str | None = None
     groups: tuple[SupportGroup, ...] = ()
+    page_slip: PageSlip | None = None
 
     def __post_init__(self):
         e = BY_NAME.get(self.enum_name)

@@ -20,7 +20,7 @@ from dmljax._src.numerics import load, mark_flushed, store
 from dmljax._src.op import operator
 from dmljax._src.window import array_violations, fit_violations, spread_windows, window_offsets
 from dmljax._src.window import windows_per_dimension as blocks_per_dimension
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, table
+from dmljax._src.spec import OpSpec, PageSlip, ParamSpec, SameDataType, TensorSpec, table
 from dmljax._src.validate import MAX_ELEMENTS, TensorInfo
 
 _ALL = FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8
@@ -132,7 +132,7 @@ def _params(dims: str) -> tuple[ParamSpec, ...]:
 _GEOMETRY = ("BlocksPerDimension[d] = ((SpatialSize[d] + StartPadding[d] + EndPadding[d] - Dilations[d] * "
              "(WindowSizes[d] - 1) - 1) / stride[d]) + 1 (floor division), BlockCount their product; "
              "DimensionCount is the number of spatial dimensions (the five arrays' length), 1 to 6.")
-_TYPES = ("The page's table leaves the data types blank: dmljax takes the eleven types of the other "
+_TYPES = ("The page's table leaves the data types blank: the record takes the eleven types of the other "
           "DML_FEATURE_LEVEL_6_4 data-movement tables (FLOAT64 to UINT8).")
 _LAYOUT = ("The column tensor is (N, C x prod(WindowSizes), BlockCount), as the page's text and examples give it; "
            "its row is c * prod(WindowSizes) + the window position (row-major), its column the block "
@@ -155,10 +155,13 @@ UNFOLD = OpSpec(
     math=False,
     gradient=("dInputTensor = FOLD of dOutputTensor with the same window (every copy of an element adds its "
               "gradient), accumulated in FLOAT32 for FLOAT16 and rounded once; integer inputs: none."),
-    notes=" ".join((_GEOMETRY, _LAYOUT, "output_sizes may be left out (None): the 3-D Sizes.", _TYPES,
+    notes=" ".join((_GEOMETRY, _LAYOUT, "output_sizes may be left out (None): the 3-D Sizes.",
                     "Bit-exact data movement: each element's bits are copied, the padding writes zeros.")),
     extra_checks=(_geometry_checks("InputTensor", "OutputTensor"),),
     infer_outputs=_unfolded,
+    page_slip=PageSlip(
+        blank_types=True,
+        why=_TYPES),
 )
 
 
@@ -211,12 +214,15 @@ FOLD = OpSpec(
               "the output element it was added to); integer inputs: none."),
     notes=" ".join((_GEOMETRY, "The OutputTensor's Sizes (N, C, spatial...) are the caller's (output_sizes=), "
                     "as the desc's OutputTensor gives them; the InputTensor must be (N, C x prod(WindowSizes), "
-                    "BlockCount) for them.", _LAYOUT, _TYPES,
+                    "BlockCount) for them.", _LAYOUT,
                     "Overlapping values are summed: FLOAT16 in FLOAT32 (unless allow_half_precision_computation), "
                     "rounded once; integers wrap around, as two's complement sums do; the order of the additions "
                     "is not DirectML's to promise (SEMANTICS.md 8): a budget of prod(WindowSizes) rounding units "
                     "of the terms' magnitude.")),
     extra_checks=(_geometry_checks("OutputTensor", "InputTensor"),),
+    page_slip=PageSlip(
+        blank_types=True,
+        why=_TYPES),
 )
 
 

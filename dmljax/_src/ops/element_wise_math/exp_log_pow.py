@@ -111,7 +111,7 @@ ELEMENT_WISE_SQRT = unary_op(
            "budget of 2 ULP is also the gradient's (a square root and a division)."
            " FLOAT16 without ScaleBias on CUDA: XLA's FLOAT16 sqrt (computed in FLOAT32 with the "
            "cheaper approximation FLOAT16 allows, rounded once), within 0.50 FLOAT16 ULP of "
-           "float64 for all 65,536 inputs on an H100 (benchmarks/half_native_check.py); elsewhere "
+           "float64 for all 65,536 inputs on an H100 (tests/gpu/half_precision.py); elsewhere "
            "the FLOAT32 sqrt rounded once."),
 )
 
@@ -181,7 +181,7 @@ ELEMENT_WISE_LOG = unary_op(
            "on an H100."
            " FLOAT16 without ScaleBias on CUDA: XLA's FLOAT16 log (computed in FLOAT32 with the "
            "cheaper approximation FLOAT16 allows, rounded once), within 0.51 FLOAT16 ULP of "
-           "float64 for all 65,536 inputs on an H100 (benchmarks/half_native_check.py); elsewhere "
+           "float64 for all 65,536 inputs on an H100 (tests/gpu/half_precision.py); elsewhere "
            "the FLOAT32 log rounded once."),
 )
 
@@ -223,7 +223,7 @@ ELEMENT_WISE_ERF = unary_op(
            "below 2; 6 ULP on an H100 over the same range), hence the FLOAT32 budget of 8 ULP."
            " FLOAT16 without ScaleBias on CUDA: XLA's FLOAT16 erf (computed in FLOAT32 with the "
            "cheaper approximation FLOAT16 allows, rounded once), within 0.50 FLOAT16 ULP of "
-           "float64 for all 65,536 inputs on an H100 (benchmarks/half_native_check.py); elsewhere "
+           "float64 for all 65,536 inputs on an H100 (tests/gpu/half_precision.py); elsewhere "
            "the FLOAT32 erf rounded once."),
 )
 

@@ -95,9 +95,7 @@ SCATTER_ELEMENTS = OpSpec(
     gradient=("dInput = dY where no update landed, 0 where one did; dUpdates = dY at the cell an "
               "update won, 0 for an update that was overwritten or dropped; IndicesTensor: no gradient."),
     notes=(LAST_WINS + " The IndicesTensor's Sizes equal the InputTensor's except along Axis; the "
-           "UpdatesTensor's equal the IndicesTensor's. The page's table for DML_FEATURE_LEVEL_1_0 is "
-           "recorded at 2.0, where DirectML.h and the feature-level history introduce the operator "
-           "(the page says 1.0). DML_OPERATOR_SCATTER is the same operator (an alias of the enum "
+           "UpdatesTensor's equal the IndicesTensor's. DML_OPERATOR_SCATTER is the same operator (an alias of the enum "
            "value): dmljax.get_operator('SCATTER') returns scatter_elements."),
     extra_checks=(_elements_checks,),
     page_slip=PageSlip(

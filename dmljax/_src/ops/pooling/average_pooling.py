@@ -1,6 +1,6 @@
 """The windowed summing poolings, of the pooling family: AVERAGE_POOLING, AVERAGE_POOLING1,
 AVERAGE_POOLING_GRAD, LP_POOLING and LP_POOLING1, each page's record with its formula below it
-(the window geometry is pooling.py's).
+(the window geometry is window.py's).
 
 Each window's sum is one lax.reduce_window (XLA's windowed sum; the padding adds zeros), in
 FLOAT32 for FLOAT16 tensors, then divided (AVERAGE) or rooted (LP) and rounded once. Gradients

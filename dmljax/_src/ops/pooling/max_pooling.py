@@ -31,7 +31,7 @@ from dmljax._src.errors import Violation
 from dmljax._src.numerics import flush_denormals, is_nan, load, mark_flushed, store
 from dmljax._src.op import operator
 from dmljax._src.window import array_violations, fit_violations, spread_windows, windows_per_dimension
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, TensorSpec, table
+from dmljax._src.spec import OpSpec, PageSlip, ParamSpec, SameDataType, SameSizes, TensorSpec, table
 from dmljax._src.validate import MAX_ELEMENTS, TensorInfo
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
@@ -621,9 +621,12 @@ MAX_UNPOOLING = OpSpec(
         "any index past the end) writes nothing; where several elements name one output element (overlapping "
         "max-pooling windows that chose the same element, so the same value), the first of them in row-major "
         "order of the InputTensor is written, on every backend. Bit-exact data movement: the values' bits "
-        "are copied, every other element is +0 (0 for integers). The page's Availability says "
-        "DML_FEATURE_LEVEL_3_0 and its oldest table is headed 3.0; DirectML.h and the feature-level history "
-        "introduce the operator in DML_FEATURE_LEVEL_2_0, which the record follows with that table."),
+        "are copied, every other element is +0 (0 for integers)."),
+    page_slip=PageSlip(
+        levels={"2.0": "3.0"},
+        why=("The page's Availability says DML_FEATURE_LEVEL_3_0 and its oldest table is headed 3.0; DirectML.h "
+             "and the feature-level history introduce the operator in DML_FEATURE_LEVEL_2_0, which the record "
+             "follows with that table.")),
     infer_outputs=_unpooled,
 )
 

@@ -225,7 +225,7 @@ CUMULATIVE_PRODUCT = unary_op(
         "apart (the check is one element-wise pass; a row with a 0, inf or NaN term whose prefix "
         "overflows for real and then comes back into range before that term keeps the plain "
         "product's inf). On an NVIDIA GPU, FLOAT32 and FLOAT16 rows along the last axis (lengths "
-        "a power of two from 16 to 8,192) take a kernel that scans (mantissa, exponent) pairs in "
+        "a power of two from 16 to 2^20, at least 1,024 elements a program) take a kernel that scans (mantissa, exponent) pairs in "
         "one pass: no partial product leaves the range, and such a prefix is its value there too."),
     extra_checks=(_axis_in_range,),
 )

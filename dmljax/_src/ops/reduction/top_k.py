@@ -23,7 +23,7 @@ from dmljax._src.ops.reduction.arg_extreme import _keys, arg_extreme
 from dmljax._src.kernel_seam import choose
 from dmljax._src.kernels.top_k import TOP_K_ROWS, top_k_rows
 from dmljax._src.kernels.top_k_threshold import TOP_K_THRESHOLD, threshold_rows
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, table
+from dmljax._src.spec import OpSpec, PageSlip, ParamSpec, SameDataType, TensorSpec, table
 from dmljax._src.validate import TensorInfo
 
 _NEW = FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8
@@ -184,7 +184,8 @@ def top_k_along(x, axis: int, k: int, largest: bool, index_dtype):
     return values, index.astype(index_dtype)
 
 
-def _record(short: str, summary: str, formula: str, first: str, oldest_types, direction: bool) -> OpSpec:
+def _record(short: str, summary: str, formula: str, first: str, oldest_types, direction: bool,
+            page_slip: PageSlip | None = None) -> OpSpec:
     params = (
         ParamSpec("Axis", "UINT", doc="The dimension to select elements across; less than the InputTensor's "
                                       "DimensionCount."),
@@ -217,6 +218,7 @@ def _record(short: str, summary: str, formula: str, first: str, oldest_types, di
                "DML_FEATURE_LEVEL_5_0, JAX's 64-bit mode)."),
         extra_checks=(_k_rules,),
         infer_outputs=_outputs,
+        page_slip=page_slip,
     )
 
 
@@ -226,7 +228,10 @@ TOP_K = _record(
     "respectively.",
     "[[[[11, 10],\n(the page's Example 1: K 2 along Axis 3 of [[0, 1, 10, 11], [3, 2, 9, 8], [4, 5, 6, 7]] gives "
     "the values [[11, 10], [9, 8], [7, 6]] and the indices [[3, 2], [2, 3], [3, 2]])",
-    "1.0", FLOAT32_FLOAT16, False)
+    "1.0", FLOAT32_FLOAT16, False,
+    PageSlip(levels={"1.0": "2.0"},
+             why=("The page's Availability and oldest table say DML_FEATURE_LEVEL_2_0; DirectML.h declares "
+                  "the operator in DML_FEATURE_LEVEL_1_0, which the record follows with that table.")))
 TOP_K1 = _record(
     "TOP_K1", "Selects the largest or smallest K elements from each sequence along an axis of the "
     "InputTensor, and returns the values and indices of those elements in the OutputValueTensor and "

@@ -15,7 +15,7 @@ from dmljax._src.dtypes import FLOAT32_FLOAT16, UINT32, DataType
 from dmljax._src.errors import Violation
 from dmljax._src.numerics import load, store
 from dmljax._src.op import operator
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, TensorSpec, table
+from dmljax._src.spec import OpSpec, PageSlip, ParamSpec, SameDataType, SameSizes, TensorSpec, table
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
 _SAME = ("InputParametersTensor", "InputFirstMomentTensor", "InputSecondMomentTensor", "GradientTensor",
@@ -60,14 +60,17 @@ ADAM_OPTIMIZER = OpSpec(
     ulp_half=8,
     gradient="none: an optimizer step (its outputs are new parameters and moments, not differentiated).",
     notes=("Returns (OutputParametersTensor, OutputFirstMomentTensor, OutputSecondMomentTensor). TrainingStepTensor is "
-           "a UINT32 scalar {1, 1, 1, 1}, as the field's text says (the page's table lists FLOAT32, FLOAT16 for it, "
-           "the other tensors' types); T is used as the page writes it, so T = 0 gives Alpha = 0 / 0 = NaN: start "
+           "a UINT32 scalar {1, 1, 1, 1}, as the field's text says; T is used as the page writes it, so T = 0 gives Alpha = 0 / 0 = NaN: start "
            "counting at 1 (the page's 'typically starts at 0' would poison the parameters). The arithmetic is "
            "FLOAT32 (FLOAT16 inputs widened, each output rounded once), pow(Beta, T) in FLOAT32; M and V are the "
            "updated moments the parameter update uses; its multiply-adds may be fused into FMAs or not (SEMANTICS.md 2), "
            "on which the compiled and op-by-op results may differ in the last bit. Beta1, Beta2 and Epsilon default to the page's typical "
            "values; LearningRate has no default."),
     extra_checks=(_scalar_step,),
+    page_slip=PageSlip(
+        types={"TrainingStepTensor": (("FLOAT32", "FLOAT16"), ("UINT32",))},
+        why=("The page's table gives TrainingStepTensor FLOAT32, FLOAT16 (the other rows' types), where its "
+             "field's text says it must have data type DML_TENSOR_DATA_TYPE_UINT32, which the record follows.")),
     math=True,
 )
 
