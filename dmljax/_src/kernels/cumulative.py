@@ -98,6 +98,28 @@ def _kernel(x_ref, o_ref, *, b: int, n: int, reverse: bool, exclusive: bool, flu
     o_ref[...] = y.astype(o_ref.dtype)
 
 
+def _blocks_in_scan_order(x_ref, n: int, chunk: int, reverse: bool, exclusive: bool, first: float):
+    """A row of n elements walked ``chunk`` at a time in scan order (from its end with
+    ``reverse``): the block count, the mask of a block's final element in scan order, each block's
+    first position, and its read (an exclusive tally's through index vectors, ``first`` its
+    identity)."""
+    from jax.experimental import pallas as pl
+
+    col = jnp.arange(chunk, dtype=jnp.int32)[None, :]
+    blocks = n // chunk
+    last = col == (0 if reverse else chunk - 1)
+
+    def start(i):
+        return ((blocks - 1 - i) if reverse else i) * chunk
+
+    def read(i):
+        if exclusive:
+            return _exclusive_input(x_ref, jnp.zeros_like(col), start(i) + col, n, reverse, first)
+        return x_ref[:, pl.ds(start(i), chunk)]
+
+    return blocks, last, start, read
+
+
 def _sum_loop_kernel(x_ref, o_ref, *, b: int, n: int, chunk: int, reverse: bool, exclusive: bool, flush: bool):
     """One row (b = 1) of n > chunk elements, ``chunk`` at a time in scan order (exclusive tallies
     through index vectors, as ``_kernel``): each block's running sum plus the sum carried from the
@@ -105,17 +127,7 @@ def _sum_loop_kernel(x_ref, o_ref, *, b: int, n: int, chunk: int, reverse: bool,
     read before this one is scanned (``_prefetched_loop``)."""
     from jax.experimental import pallas as pl
 
-    col = jnp.arange(chunk, dtype=jnp.int32)[None, :]
-    blocks = n // chunk
-    last = col == (0 if reverse else chunk - 1)  # the block's final element in scan order
-
-    def start(i):
-        return ((blocks - 1 - i) if reverse else i) * chunk
-
-    def read(i):
-        if exclusive:
-            return _exclusive_input(x_ref, jnp.zeros_like(col), start(i) + col, n, reverse, 0.0)
-        return x_ref[:, pl.ds(start(i), chunk)]
+    blocks, last, start, read = _blocks_in_scan_order(x_ref, n, chunk, reverse, exclusive, 0.0)
 
     def step(i, x, carry):
         x = x.astype(jnp.float32)
@@ -368,17 +380,7 @@ def _product_loop_kernel(x_ref, o_ref, *, b: int, n: int, chunk: int, ahead: boo
     the block written, its last pair carried on; the next block read ahead (``_prefetched_loop``)."""
     from jax.experimental import pallas as pl
 
-    col = jnp.arange(chunk, dtype=jnp.int32)[None, :]
-    blocks = n // chunk
-    last = col == (0 if reverse else chunk - 1)  # the block's final element in scan order
-
-    def start(i):
-        return ((blocks - 1 - i) if reverse else i) * chunk
-
-    def read(i):
-        if exclusive:
-            return _exclusive_input(x_ref, jnp.zeros_like(col), start(i) + col, n, reverse, 1.0)
-        return x_ref[:, pl.ds(start(i), chunk)]
+    blocks, last, start, read = _blocks_in_scan_order(x_ref, n, chunk, reverse, exclusive, 1.0)
 
     def step(i, x, carry):
         x = x.astype(jnp.float32)
