@@ -28,7 +28,7 @@ from tests import catalog  # noqa: E402
 from tests.compare import assert_matches  # noqa: E402
 from tests.ops.test_conv_kernels import (GEOMETRIES, _inputs, check_against_reference, geometry_of,  # noqa: E402
                                          xla_formula)
-from tests.reference.convolution import _magnitude  # noqa: E402
+from tests.reference.convolution.convolution import _magnitude  # noqa: E402
 from tests.reference.record import Attrs  # noqa: E402
 
 CHECKS = GEOMETRIES + [

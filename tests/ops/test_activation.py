@@ -15,7 +15,7 @@ from jax.test_util import check_grads
 import dmljax
 from dmljax import DataType
 from tests.compare import assert_matches
-from tests.reference import activation as ref
+from tests.reference.activation import piecewise as ref
 
 NAN, INF = np.nan, np.inf
 DENORM = 1e-40  # a FLOAT32 denormal

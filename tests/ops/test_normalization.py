@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import dmljax
-from tests.reference.normalization import local, mean_variance
+from tests.reference.normalization import local_response, lp, mean_variance
 
 RELU = dmljax.FusedActivation("ACTIVATION_RELU")
 
@@ -147,7 +147,7 @@ def test_lrn_regions_cross_channel_and_within():
                   x64 / (1 + sq.sum(axis=1, keepdims=True)))
     # within each channel: LocalSize x LocalSize of Height x Width, Alpha / LocalSize
     y = rng_image = np.random.default_rng(3).normal(size=(2, 2, 3, 4)).astype(np.float32)
-    want = local.local_response_normalization(rng_image, cross_channel=False, local_size=2, alpha=0.5, beta=0.75,
+    want = local_response.local_response_normalization(rng_image, cross_channel=False, local_size=2, alpha=0.5, beta=0.75,
                                               bias=1.0)[0]
     y = dmljax.local_response_normalization(rng_image, cross_channel=False, local_size=2, alpha=0.5)
     _assert_close(y, want, rtol=1e-5)
@@ -163,9 +163,9 @@ def test_lrn_gradient_is_its_grad_operator():
         g = jax.grad(lambda x, kw=kw: (dmljax.local_response_normalization(x, **kw) * dy).sum())(x)
         np.testing.assert_array_equal(np.asarray(g), np.asarray(dmljax.local_response_normalization_grad(x, dy, **kw)))
         # the reference LRN_GRAD (the derivative written out) is the complex-step derivative of the LRN
-        want = local.local_response_normalization_grad(x, dy, **kw)[0]
+        want = local_response.local_response_normalization_grad(x, dy, **kw)[0]
         _assert_close(g, want, rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(want, local._lrn_grad(dy, x, **kw)[0], rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(want, local_response._lrn_grad(dy, x, **kw)[0], rtol=1e-12, atol=1e-14)
 
 
 def test_lrn_rules():
@@ -204,4 +204,4 @@ def test_lp_gradient_is_the_formulas(p):
     x = rng.normal(size=(3, 5)).astype(np.float32)
     dy = rng.normal(size=x.shape).astype(np.float32)
     got = jax.grad(lambda x: (dmljax.lp_normalization(x, axis=1, p=p, epsilon=0.5) * dy).sum())(x)
-    _assert_close(got, local._lp_grad(dy, x, axis=1, p=p, epsilon=0.5)[0], rtol=1e-5, atol=1e-6)
+    _assert_close(got, lp._lp_grad(dy, x, axis=1, p=p, epsilon=0.5)[0], rtol=1e-5, atol=1e-6)

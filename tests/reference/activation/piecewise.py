@@ -1,17 +1,12 @@
-"""float64 references for the activation family, transcribed from the pages
-(dml_activation_*_operator_desc.md in ../shared/spec/operators/) and SEMANTICS.md: the first
-point-wise activations here; smooth.py (sigmoid, tanh, softplus, CELU), gated.py (GELU, SWISH,
-HARD_SWISH, PARAMETERIZED_RELU, RELU_GRAD) and softmax.py (SOFTMAX, LOG_SOFTMAX, HARDMAX and their
-*1 forms) hold the rest. ``REFERENCES`` is the whole family's."""
+"""float64 references for the piecewise activations (ELU, HARD_SIGMOID, IDENTITY, LEAKY_RELU,
+LINEAR, RELU and its RELU_GRAD, SCALED_ELU, SHRINK, SOFTSIGN, THRESHOLDED_RELU), transcribed from
+their pages (dml_activation_*_operator_desc.md in ../shared/spec/operators/) and SEMANTICS.md."""
 
 import numpy as np
 
+from tests.reference.activation._common import _near_zero
 from tests.reference.record import Attrs, Reference
 from tests.reference.rules import c_float, elementwise_vjp, float_g, int_attr, is_int, read, wrap
-
-
-def _near_zero(x, **_):
-    return np.abs(read(x)) < 1e-2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -64,6 +59,26 @@ def activation_relu(x):
 def relu_slope(x):
     # RELU_GRAD's rule: X > 0 ? dY : 0.
     return np.where(read(x) > 0, 1.0, 0.0)
+
+
+# ---------------------------------------------------------------------------------------------
+def activation_relu_grad(x, gradient):
+    # OutputGradientTensor = (X > 0 ? dY : 0). X is read as math reads it (a FLOAT32 denormal is
+    # a zero) and compared strictly (NaN compares false); dY passes with its bits (a selection).
+    x_np, dy = np.asarray(x), np.asarray(gradient)
+    if is_int(x_np):
+        passes = np.array([int(v) > 0 for v in x_np.ravel()], bool).reshape(x_np.shape)
+    else:
+        with np.errstate(invalid="ignore"):
+            passes = read(x_np) > 0
+    return [np.where(passes, dy, np.zeros_like(dy))]
+
+
+def relu_grad_slopes(x, gradient):
+    # Second order: the output is piecewise constant in X (0 away from X = 0) and dY times the
+    # mask X > 0.
+    with np.errstate(invalid="ignore"):
+        return np.zeros(np.shape(x)), np.where(read(x) > 0, 1.0, 0.0)
 
 
 def activation_leaky_relu(x, alpha=0.01):
@@ -169,7 +184,7 @@ def _near(*points):
     return near
 
 
-FIRST = {
+REFERENCES = {
     "DML_OPERATOR_ACTIVATION_SCALED_ELU": Reference(
         activation_scaled_elu,
         attrs=(Attrs(), Attrs({"alpha": 1.0, "gamma": 2.0})),
@@ -185,6 +200,12 @@ FIRST = {
     "DML_OPERATOR_ACTIVATION_RELU": Reference(
         activation_relu,
         grad=elementwise_vjp(relu_slope),
+        near_kink=_near_zero,
+    ),
+    "DML_OPERATOR_ACTIVATION_RELU_GRAD": Reference(
+        activation_relu_grad,
+        selection=True,
+        grad=elementwise_vjp(relu_grad_slopes),
         near_kink=_near_zero,
     ),
     "DML_OPERATOR_ACTIVATION_LEAKY_RELU": Reference(
@@ -230,8 +251,3 @@ FIRST = {
         grad=elementwise_vjp(softsign_slope),
     ),
 }
-
-
-from tests.reference.activation import gated, smooth, softmax  # noqa: E402  (they import nothing from here)
-
-REFERENCES = {**FIRST, **smooth.REFERENCES, **gated.REFERENCES, **softmax.REFERENCES}

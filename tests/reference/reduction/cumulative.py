@@ -1,5 +1,5 @@
-"""float64 references for the reduction family, transcribed from the pages
-(dml_cumulative_summation_operator_desc.md, dml_cumulative_product_operator_desc.md in
+"""float64 references of CUMULATIVE_SUMMATION and CUMULATIVE_PRODUCT, transcribed from their
+pages (dml_cumulative_summation_operator_desc.md, dml_cumulative_product_operator_desc.md in
 ../shared/spec/operators/) and SEMANTICS.md (section 8: accumulating operators)."""
 
 import math
@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from tests.reference.record import Attrs, Reference
+from tests.reference.reduction._common import _axis_first, _direction
 from tests.reference.rules import is_int, read, wrap
 
 
@@ -32,10 +33,6 @@ def _tally_rows(rows, reverse, exclusive, product, combine=None):
                 acc = acc * v if product else acc + v
                 out[idx + (i,)] = acc
     return out
-
-
-def _direction(axis_direction):
-    return int(axis_direction) == 1 or str(axis_direction).upper().endswith("DECREASING")
 
 
 def _cumulative(product):
@@ -95,22 +92,13 @@ def _grad(dy, x, axis, axis_direction, exclusive, product):
     return np.moveaxis(out, -1, axis)
 
 
-def _axis_first(shape):
-    """A 1-D vector as 8 rows along axis 0 (the cases' Axis), and a size-1 leading dimension
-    swapped with the long last one, so that the tallied axis has more than one element."""
-    if len(shape) == 1:
-        return (8, shape[0] // 8) if shape[0] >= 16 and shape[0] % 8 == 0 else shape
-    if shape[0] == 1 and shape[-1] >= 16 and shape[-1] % 8 == 0:
-        return (8,) + tuple(shape[1:-1]) + (shape[-1] // 8,)
-    return tuple(shape)
-
-
 _SUM_SETS = (
     Attrs({"axis": 0}, half={"axis": 0, "half": True}),
     Attrs({"axis": 0, "axis_direction": "DECREASING", "has_exclusive_sum": True},
           ref={"axis": 0, "axis_direction": 1, "has_exclusive_sum": True},
           half={"axis": 0, "axis_direction": 1, "has_exclusive_sum": True, "half": True}),
 )
+
 _PRODUCT_SETS = (
     Attrs({"axis": 0}, half={"axis": 0, "half": True}),
     Attrs({"axis": 0, "axis_direction": "DECREASING", "has_exclusive_product": True},
@@ -118,50 +106,7 @@ _PRODUCT_SETS = (
           half={"axis": 0, "axis_direction": 1, "has_exclusive_product": True, "half": True}),
 )
 
-def _arg_extreme(larger):
-    def reference(x, axes, axis_direction=0):
-        # The index, in row-major order of the reduced coordinates, of the first (DECREASING:
-        # last) extreme; NaN never wins (maxNum/minNum), a group of NaN only gives its first
-        # (last) index; FLOAT32 denormals read as zero; the reduced axes kept with size 1.
-        x_np = np.asarray(x)
-        vals = x_np.astype(object) if is_int(x_np) else read(x_np)
-        axes = sorted(axes)
-        keep = [a for a in range(x_np.ndim) if a not in axes]
-        moved = np.transpose(vals, keep + axes)
-        lead = moved.shape[:len(keep)]
-        flat = moved.reshape(lead + (-1,))
-        last = _direction(axis_direction)
-        out = np.empty(lead, dtype=object)
-        for idx in np.ndindex(lead):
-            row = list(flat[idx])
-            order = range(len(row) - 1, -1, -1) if last else range(len(row))
-            best, where = None, (len(row) - 1 if last else 0)
-            for i in order:
-                v = row[i]
-                if not is_int(x_np) and math.isnan(v):
-                    continue
-                if best is None or (v > best if larger else v < best):
-                    best, where = v, i
-            out[idx] = where
-        kept = tuple(1 if a in axes else x_np.shape[a] for a in range(x_np.ndim))
-        return [out.reshape(kept)]
-    return reference
-
-
-def _each(types):
-    return types
-
-
-_ARG_SETS = (Attrs({"axes": (0,)}),
-             Attrs({"axes": (0,), "axis_direction": "DECREASING"}, ref={"axes": (0,), "axis_direction": 1}))
-
-FIRST = {
-    "DML_OPERATOR_ARGMAX": Reference(
-        _arg_extreme(True), attrs=_ARG_SETS, output_types=_each, no_grad="integer output (indices)",
-        pointwise=False, shape=_axis_first),
-    "DML_OPERATOR_ARGMIN": Reference(
-        _arg_extreme(False), attrs=_ARG_SETS, output_types=_each, no_grad="integer output (indices)",
-        pointwise=False, shape=_axis_first),
+REFERENCES = {
     "DML_OPERATOR_CUMULATIVE_SUMMATION": Reference(
         _cumulative(False), attrs=_SUM_SETS, magnitude=_sum_magnitude, grad=_sum_grad,
         grad_magnitude=_sum_grad_size, pointwise=False, shape=_axis_first),
@@ -169,8 +114,3 @@ FIRST = {
         _cumulative(True), attrs=_PRODUCT_SETS, roles={"InputTensor": "factor"}, grad=_product_grad,
         grad_magnitude=_product_grad_size, pointwise=False, shape=_axis_first),
 }
-
-
-from tests.reference.reduction import reduce, top_k  # noqa: E402  (they import nothing from here)
-
-REFERENCES = {**FIRST, **reduce.REFERENCES, **top_k.REFERENCES}
