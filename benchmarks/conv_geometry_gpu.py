@@ -20,7 +20,7 @@ from jax import lax  # noqa: E402
 import dmljax  # noqa: E402
 from dmljax._src import conv_kernels  # noqa: E402
 from dmljax.bench.timing import jax_device_times  # noqa: E402
-from tests.ops.test_conv_kernels import geometry_of, xla_formula  # noqa: E402
+from tests.ops.convolution.test_convolution_kernel import geometry_of, xla_formula  # noqa: E402
 
 SMOKE = bool(os.environ.get("SMOKE"))
 B = 2 if SMOKE else 32

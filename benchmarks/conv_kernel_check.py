@@ -26,7 +26,7 @@ from dmljax._src.ops import convolution as conv_op  # noqa: E402
 from dmljax._src.ops.convolution import CONVOLUTION  # noqa: E402
 from tests import catalog  # noqa: E402
 from tests.compare import assert_matches  # noqa: E402
-from tests.ops.test_conv_kernels import (GEOMETRIES, _inputs, check_against_reference, geometry_of,  # noqa: E402
+from tests.ops.convolution.test_convolution_kernel import (GEOMETRIES, _inputs, check_against_reference, geometry_of,  # noqa: E402
                                          xla_formula)
 from tests.reference.convolution.convolution import _magnitude  # noqa: E402
 from tests.reference.record import Attrs  # noqa: E402
