@@ -477,7 +477,7 @@ def _same_bits(a, b, context):
 # ---------------------------------------------------------------------------------- gradients
 def _plain_inputs(name) -> bool:
     # Generators have no inputs to differentiate; JOIN's tensor array is differentiated by hand
-    # (tests/ops/test_join_split.py): these checks take one array per input.
+    # (tests/ops/data_movement/test_join_split.py): these checks take one array per input.
     spec = get_operator(name).spec
     return bool(spec.inputs) and not any(t.array for t in spec.inputs)
 
@@ -717,7 +717,7 @@ def test_generated_transformation_coverage():
     # Every operator that has a float type gets gradient cases; every one with an integer type
     # a float0 case; every one an eager-versus-jit case. Except, named here, the operators
     # whose inputs these checks cannot take: generators (none) and JOIN (a tensor array), whose
-    # gradients tests/ops/test_join_split.py checks.
+    # gradients tests/ops/data_movement/test_join_split.py checks.
     by_hand = {n for n in OPS if not _plain_inputs(n)}
     assert {n for n in by_hand if get_operator(n).spec.inputs} <= {"DML_OPERATOR_JOIN"}
     for name in OPS:

@@ -23,7 +23,7 @@ def _values(rng, data_type, shape):
     if dt.kind == "f":
         x = (rng.standard_normal(shape) * 3).astype(dt)
         flat = x.reshape(-1)
-        if flat.size >= 4:  # -0 and a denormal move untouched (NaN payloads: tests/ops/test_gather.py)
+        if flat.size >= 4:  # -0 and a denormal move untouched (NaN payloads: tests/ops/indexing/test_gather.py)
             flat[1:3] = np.array([-0.0, np.finfo(dt).smallest_subnormal], dt)
         return x
     info = np.iinfo(dt)

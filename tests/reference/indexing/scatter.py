@@ -117,7 +117,7 @@ REFERENCES = {
         fn=lambda x, i, u, **kw: [_scatter_nd(x, i, u, **kw)],
         attrs=(Attrs(shaped=_nd_attrs("rows")),),
         # 1-D cases as (1, n): a 1-D scatter writes one element (UpdatesTensor {1}), and the generated
-        # gradient test needs every float input in one shape (1-D calls: tests/ops/test_scatter.py)
+        # gradient test needs every float input in one shape (1-D calls: tests/ops/indexing/test_scatter.py)
         shape=lambda s: (1,) + tuple(s) if len(s) == 1 else tuple(s),
         selection=True, pointwise=False, make_inputs=_scatter_nd_inputs, grad=_scatter_nd_grad),
 }

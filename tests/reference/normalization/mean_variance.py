@@ -111,7 +111,7 @@ def _last(shape):
 
 # few sets (each costs compiles in every generated check), a fused activation never in the first
 # (tests/test_dxdispatch_catalog.py writes the first set as a DxDispatch model); the other variants
-# are in tests/ops/test_normalization.py
+# are in tests/ops/normalization/test_mean_variance.py
 _MVN_SETS = (  # CrossChannel FALSE is MVN1's Axes {2, 3}, NormalizeVariance FALSE is MVN1's: the hand tests
     Attrs({"cross_channel": True, "epsilon": 0.25}, half={"cross_channel": True, "epsilon": 0.25, "half": True}),
 )

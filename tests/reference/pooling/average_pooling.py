@@ -192,7 +192,7 @@ def _average_sets(dilations: bool):
 
 def _lp_sets(dilations: bool):
     """P = 2 over the plain window and P = 3 over the padded one; LP_POOLING1 (the same function with
-    Dilations) P = 2 over the padded, dilated one (P = 1 is test_pooling.py's)."""
+    Dilations) P = 2 over the padded, dilated one (P = 1 is tests/ops/pooling/test_max_pooling.py's)."""
     if dilations:
         return (Attrs(shaped=_strided(True)),)
     return (Attrs(shaped=_plain(False)), Attrs({"p": 3}, shaped=_strided(False)))

@@ -150,7 +150,7 @@ def _sets(dilations: bool, plain: bool = True):
     """Per spatial rank r: a plain 2-wide window (MAX_POOLING's), and a strided, padded (and dilated)
     one; the operators that share MAX_POOLING's function (MAX_POOLING1/2, MAX_POOLING_GRAD) run the
     second alone, which keeps the suite's time down. The windows that lie wholly in the padding are
-    tests/ops/test_pooling.py's."""
+    tests/ops/pooling/test_max_pooling.py's."""
     strided = (Attrs(shaped=_strided(dilations)),)
     return ((Attrs(shaped=_plain(dilations)),) + strided) if plain else strided
 
