@@ -78,6 +78,13 @@ def families() -> tuple[str, ...]:
     return tuple(dict.fromkeys(e.family for e in dmljax.catalog()))
 
 
+def unimplemented(index: int = 0):
+    """The ``index``-th entry of dmljax.catalog() (in value order) that dmljax does not implement,
+    the first by default: the tests' example of a DirectML operator without an implementation,
+    derived so that implementing that operator moves the example on instead of breaking them."""
+    return [e for e in dmljax.catalog() if not e.implemented][index]
+
+
 def home(family: str, module: str | None = None) -> str:
     """Where references live: a family's package, tests/reference/<family>/, or with ``module``
     one module of it, tests/reference/<family>/<module>.py (named as the library's

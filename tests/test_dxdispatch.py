@@ -23,6 +23,7 @@ import dmljax
 from dmljax._src import dxdispatch
 from dmljax._src.cli import main
 from dmljax._src.dxdispatch import Model, ModelError, load_json
+from tests import catalog
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 MODELS = SHARED / "dxdispatch" / "models"
@@ -440,7 +441,8 @@ def _bad(tmp_path, resources=None, dispatchables=None, commands=None):
     ("buffer too small", ["command 0 (dispatch of 'id')", "OutputTensor is bound to a range of 4 bytes",
                           "it must hold TotalTensorSizeInBytes: 12 bytes"]),
     ("unknown member", ["dispatchable 'id' (ELEMENT_WISE_IDENTITY)", "Scale is not a member of ELEMENT_WISE_IDENTITY's desc"]),
-    ("unimplemented operator", ["dispatchable 'g' (LSTM)", "DML_OPERATOR_LSTM is not implemented yet in dmljax"]),
+    ("unimplemented operator", [f"dispatchable 'g' ({catalog.unimplemented().short_name})",
+                                f"{catalog.unimplemented().enum_name} is not implemented yet in dmljax"]),
     ("wrong type", ["dispatchable 'id' (ACTIVATION_ELU)", "InputTensor (argument `input`) has DataType INT32",
                     "supported: "]),
     ("wrong value", ["resource 'A'", "initialValues has 'one', not a number"]),
@@ -465,7 +467,7 @@ def test_malformed_model_messages(tmp_path, case, fragments):
     elif case == "unknown member":
         disp = {"id": identity([3], Scale=2)}
     elif case == "unimplemented operator":
-        disp = {"id": identity([3]), "g": {"type": "LSTM", "desc": {}}}
+        disp = {"id": identity([3]), "g": {"type": catalog.unimplemented().short_name, "desc": {}}}
     elif case == "wrong type":
         disp = {"id": {"type": "ACTIVATION_ELU", "desc": {"InputTensor": {"DataType": "INT32", "Sizes": [3]},
                                                           "OutputTensor": {"DataType": "INT32", "Sizes": [3]},
@@ -501,11 +503,12 @@ def test_malformed_model_messages(tmp_path, case, fragments):
 
 
 def test_unimplemented_operator_stops_before_anything_runs(tmp_path, capsys):
-    p = write_model(tmp_path, BASE_RES, {"id": identity([3]), "r": {"type": "DML_OPERATOR_LSTM", "desc": {}}},
+    missing = catalog.unimplemented().enum_name
+    p = write_model(tmp_path, BASE_RES, {"id": identity([3]), "r": {"type": missing, "desc": {}}},
                     [{"type": "print", "resource": "A"}])
     status, out, err = run_cli(["run", p], capsys)
     assert status == 1 and out == ""
-    assert err.count("not implemented yet") == 1 and "dispatchable 'r' (DML_OPERATOR_LSTM)" in err
+    assert err.count("not implemented yet") == 1 and f"dispatchable 'r' ({missing})" in err
 
 
 # --------------------------------------------------------------- files, structure and memory
