@@ -3,7 +3,7 @@ shapes' layout along the tallied axis."""
 
 
 def _direction(axis_direction):
-    return int(axis_direction) == 1 or str(axis_direction).upper().endswith("DECREASING")
+    return str(axis_direction).upper().endswith("DECREASING") or axis_direction == 1
 
 
 def _axis_first(shape):
