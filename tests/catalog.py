@@ -1,9 +1,10 @@
 """Cases generated from the registry and the references, for every registered operator.
 
-An operator's record (dmljax/_src/ops/<family>.py) gives its support tables, constraints, budgets
-and attributes; its reference (tests/reference/<family>.py, a ``Reference`` in that module's
-``REFERENCES``) gives the float64 function, the attribute sets, input roles and the gradient.
-From the two:
+An operator's record (dmljax/_src/ops/<family>/<module>.py) gives its support tables,
+constraints, budgets and attributes; its reference (a ``Reference`` in the ``REFERENCES`` of
+tests/reference/<family>/<module>.py, the module of the same name) gives the float64 function, the
+attribute sets, input roles and the gradient. The references are found by walking the tree: every
+family's package, every module in it whose name does not start with an underscore. From the two:
 
 - positive cases: every support table x data type of the main tensor x {fewest, most, 4}
   dimensions (x each output DataType the caller may choose) x attribute set of the reference,
@@ -12,17 +13,19 @@ From the two:
 - negative cases, all of them (``jax.eval_shape`` only): one dimension too few and too many, each
   DataType the main tensor's row does not list, the level below the operator's introduction;
 - ``completeness()``: what a registered operator lacks (reference, generated case, gradient rule
-  or the reason for none) and which references name no registered operator.
+  or the reason for none), which references name no registered operator, and what in
+  tests/reference is out of its place (``stray_reference_modules``); ``unmatched_reference_modules``
+  checks that the references' tree mirrors the library's.
 
 No operator is named here: whatever differs between operators lives in its record or reference.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 import importlib
-import importlib.util
 import os
 import pkgutil
 import zlib
@@ -55,7 +58,8 @@ FULL = os.environ.get(FULL_ENV, "") not in ("", "0")
 SHAPE8 = (2, 3, 1, 2, 1, 1, 2, 1)
 ALL_TYPES = tuple(DataType)
 REFERENCE_DIR = Path(__file__).resolve().parent / "reference"
-SHARED_MODULES = {"__init__", "record", "rules"}  # tests/reference modules that are not families
+LIBRARY_DIR = Path(dmljax.__file__).resolve().parent / "_src" / "ops"
+SHARED_MODULES = ("record", "rules")  # tests/reference's top-level modules, which are not families
 
 
 def shape_of(ndim):
@@ -74,46 +78,117 @@ def families() -> tuple[str, ...]:
     return tuple(dict.fromkeys(e.family for e in dmljax.catalog()))
 
 
-def home(family: str) -> str:
-    """Where a family's references live: tests/reference/<family>.py, or the package
-    tests/reference/<family>/ (whose __init__ merges its parts' REFERENCES) for a family that
-    several people write at once."""
-    return f"tests/reference/{family}/" if (REFERENCE_DIR / family).is_dir() else f"tests/reference/{family}.py"
+def unimplemented(index: int = 0):
+    """The ``index``-th entry of dmljax.catalog() (in value order) that dmljax does not implement,
+    the first by default: the tests' example of a DirectML operator without an implementation,
+    derived so that implementing that operator moves the example on instead of breaking them."""
+    return [e for e in dmljax.catalog() if not e.implemented][index]
+
+
+def home(family: str, module: str | None = None) -> str:
+    """Where references live: a family's package, tests/reference/<family>/, or with ``module``
+    one module of it, tests/reference/<family>/<module>.py (named as the library's
+    dmljax/_src/ops/<family>/<module>.py)."""
+    return f"tests/reference/{family}/" if module is None else f"tests/reference/{family}/{module}.py"
+
+
+def library_module(name: str) -> str | None:
+    """The module of an operator's record in its family's package ("gated" for a record in
+    dmljax/_src/ops/activation/gated.py), or None for a record outside one."""
+    op = get_operator(name)
+    package = f"dmljax._src.ops.{op.spec.family}."
+    module = op.__module__
+    return module[len(package):] if module.startswith(package) and "." not in module[len(package):] else None
 
 
 def reference_modules() -> dict[str, object]:
-    """tests/reference/<family>.py (or the package <family>/) for every family that has one, imported."""
-    return {f: importlib.import_module(f"tests.reference.{f}") for f in families()
-            if importlib.util.find_spec(f"tests.reference.{f}") is not None}
+    """Every reference module, imported, by its path in tests/reference without ".py"
+    ("activation/piecewise"): each module of each family's package (pkgutil) whose name does not
+    start with an underscore (those hold what the family's modules share)."""
+    modules = {}
+    for family in families():
+        if not (REFERENCE_DIR / family / "__init__.py").is_file():
+            continue  # stray_reference_modules() reports a family that is not a package
+        package = importlib.import_module(f"tests.reference.{family}")
+        for m in pkgutil.iter_modules(package.__path__):
+            if not m.name.startswith("_"):
+                modules[f"{family}/{m.name}"] = importlib.import_module(f"{package.__name__}.{m.name}")
+    return modules
 
 
-def stray_reference_modules() -> list[str]:
-    """Modules in tests/reference that are neither a family nor shared (a misspelt family name
-    would hide its references from the suite)."""
+def _is_docstring_only(path: Path) -> bool:
+    body = ast.parse(path.read_text()).body
+    return len(body) <= 1 and all(isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
+                                  and isinstance(n.value.value, str) for n in body)
+
+
+def stray_reference_modules(root: Path = REFERENCE_DIR) -> list[str]:
+    """What in tests/reference the discovery does not read as it should, each as a sentence: a
+    top-level module or folder that is neither a family's package nor a shared module (a misspelt
+    family, a family written as one module, a folder without __init__.py), and a family's
+    __init__.py that holds more than a docstring (a family's references live in its modules)."""
     fams = set(families())
-    return sorted(m.name for m in pkgutil.iter_modules([str(REFERENCE_DIR)])
-                  if m.name not in fams and m.name not in SHARED_MODULES)
+    problems = []
+    for path in sorted(root.iterdir()):
+        if path.name.startswith((".", "__")):
+            continue  # __init__.py, __pycache__
+        rel = f"tests/reference/{path.name}" + ("/" if path.is_dir() else "")
+        if path.is_dir() and path.name in fams and (path / "__init__.py").is_file():
+            if not _is_docstring_only(path / "__init__.py"):
+                problems.append(f"{rel}__init__.py holds more than a docstring: the family's references "
+                                f"live in its modules ({rel}<module>.py), which tests/catalog.py finds")
+            continue
+        if path.suffix == ".py" and path.stem in SHARED_MODULES:
+            continue
+        if path.is_dir() or path.suffix == ".py":
+            problems.append(f"{rel} is neither a family's package (tests/reference/<family>/ with an "
+                            f"__init__.py, <family> one of dmljax.catalog()'s families) nor a shared "
+                            f"module ({', '.join(m + '.py' for m in SHARED_MODULES)})")
+    return problems
+
+
+def unmatched_reference_modules(library: Path = LIBRARY_DIR, module_of=library_module) -> list[str]:
+    """Where the references' tree and the library's differ, each as a sentence: a reference module
+    without a library module of its name (dmljax/_src/ops/<family>/<module>.py under
+    ``library``), and an operator whose reference is in another module than its record
+    (``module_of(name)``: the record's module in its family's package, as ``library_module``)."""
+    problems = []
+    for key, module in reference_modules().items():
+        family, name = key.split("/")
+        if not (library / family / f"{name}.py").is_file():
+            problems.append(f"tests/reference/{key}.py has no library module of its name "
+                            f"(dmljax/_src/ops/{key}.py)")
+        for op in getattr(module, "REFERENCES", {}):
+            if op in registry() and module_of(op) != name:
+                where = module_of(op)
+                record = (f"dmljax/_src/ops/{family}/{where}.py" if where is not None
+                          else f"{get_operator(op).__module__}, outside dmljax/_src/ops/{family}/")
+                problems.append(f"{op}: its reference is in tests/reference/{key}.py; its record "
+                                f"is in {record}")
+    return problems
 
 
 def collect_references(modules: Mapping[str, object]) -> tuple[dict[str, Reference], list[str]]:
     """Every module's REFERENCES merged, and the problems found: a module without a REFERENCES
     dict, an entry that is not a Reference, an operator filed under another family's module,
-    an operator in two modules."""
+    an operator in two modules. ``modules`` are keyed by their path in tests/reference without
+    ".py" ("activation/piecewise"), as ``reference_modules()`` gives them."""
     refs: dict[str, Reference] = {}
     problems = []
-    for family, module in modules.items():
+    for key, module in modules.items():
+        family, where = key.split("/")[0], f"tests/reference/{key}.py"
         table = getattr(module, "REFERENCES", None)
         if not isinstance(table, dict):
-            problems.append(f"{home(family)} has no REFERENCES dict")
+            problems.append(f"{where} has no REFERENCES dict")
             continue
         for name, ref in table.items():
             if not isinstance(ref, Reference):
-                problems.append(f"{name}: its REFERENCES entry in {home(family)} is "
+                problems.append(f"{name}: its REFERENCES entry in {where} is "
                                 f"{type(ref).__name__}, not a Reference record")
                 continue
             e = entry(name)
             if e is not None and e.enum_name == name and e.family != family:
-                problems.append(f"{name}: its reference is in {home(family)}; its family "
+                problems.append(f"{name}: its reference is in {where}; its family "
                                 f"is {e.family} ({home(e.family)})")
             if name in refs:
                 problems.append(f"{name}: referenced twice")
@@ -477,15 +552,15 @@ def completeness(ops: Mapping[str, object] | None = None, refs: Mapping[str, Ref
     ops = registry() if ops is None else ops
     if refs is None:
         refs, loaded = _loaded()
-        load_problems = list(loaded) + [f"{home(m)} is neither a family of dmljax.catalog() "
-                                        "nor a shared module" for m in stray_reference_modules()]
+        load_problems = list(loaded) + stray_reference_modules()
     report: dict[str, list[str]] = {name: [] for name in ops}
     report[""] = list(load_problems or [])
     for name, op in ops.items():
         spec = op.spec
         ref = refs.get(name)
         if ref is None:
-            report[name].append(f"{name}: no reference (a Reference in {home(spec.family)}'s REFERENCES)")
+            report[name].append(f"{name}: no reference (a Reference in the REFERENCES of "
+                                f"{home(spec.family, library_module(name))})")
             continue
         if not all_positive_cases(name, ref):
             report[name].append(f"{name}: no generated case (its attribute sets give none for any data type)")

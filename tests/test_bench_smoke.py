@@ -18,6 +18,7 @@ from dmljax._src.spec import REQUIRED
 from dmljax.bench import cases, chain, memory, ratios
 from dmljax.bench.cli import parse_sizes
 from dmljax.bench.hlo import hlo_kernel_count
+from tests import catalog
 
 TINY = ["--budget-per-point", "0", "--compile-reps", "1", "--no-torch", "--no-ort", "--quiet"]
 FAST = TINY + ["--no-grad", "--no-overhead", "--no-plots"]
@@ -72,8 +73,9 @@ def test_names_go_through_the_registry():
     assert cases.resolve(str(dmljax.element_wise_if.spec.value)) is dmljax.element_wise_if
     with pytest.raises(ValueError, match="ambiguous"):
         cases.resolve("ELU")
-    with pytest.raises(ValueError, match="does not implement yet"):
-        cases.resolve("LSTM")
+    with pytest.raises(ValueError, match=f"{catalog.unimplemented().enum_name} is a DirectML operator that "
+                       "dmljax does not implement yet"):
+        cases.resolve(catalog.unimplemented().short_name)
     with pytest.raises(ValueError, match="not a DirectML operator"):
         cases.resolve("NOPE")
 
@@ -145,8 +147,10 @@ def test_smoke_run_writes_json_markdown_and_plots(tmp_path, capsys):
 def test_unknown_operator(capsys, tmp_path):
     status, out, err = bench(["--ops", "NOPE", "--out", tmp_path], capsys)
     assert_clean_error(status, err, "'NOPE' is not a DirectML operator")
-    status, out, err = bench(["--ops", "ELU", "LSTM", "--out", tmp_path], capsys)
-    assert_clean_error(status, err, "ambiguous", "LSTM is a DirectML operator that dmljax does not implement")
+    missing = catalog.unimplemented()
+    status, out, err = bench(["--ops", "ELU", missing.short_name, "--out", tmp_path], capsys)
+    assert_clean_error(status, err, "ambiguous", f"{missing.enum_name} is a DirectML operator that dmljax does not "
+                       "implement")
 
 
 @pytest.mark.parametrize("argv, words", [
@@ -217,7 +221,8 @@ def test_unwritable_output_folder(capsys, tmp_path):
 
 # ------------------------------------------------------------------------------------ fuzzing
 VALID_NAMES = [n.removeprefix("DML_OPERATOR_") for n in dmljax.registry()] + ["SCALED_ELU", "IF", "element_wise_add"]
-NAMES = VALID_NAMES + ["ELU", "NOPE", "LSTM", "0", "88", "", " ", "DML_OPERATOR_", "ELEMENT_WISE_IF\n", "_", "x" * 300]
+NAMES = VALID_NAMES + ["ELU", "NOPE", catalog.unimplemented().short_name, "0", "88", "", " ", "DML_OPERATOR_",
+                       "ELEMENT_WISE_IF\n", "_", "x" * 300]
 TYPES = list(dmljax.DataType.__members__) + ["float32", "BFLOAT16", "", "7", "FLOAT32 "]
 VALID_SIZES = ["2", "3,4", "2:4", "2:4:2", " 3 ", "3,", "16", "20"]  # 2^20 does not fit the 80 MB below
 SIZES = VALID_SIZES + ["4:2", "40", "31", "abc", "", ",", "1:2:0", "-1", "2:", "99999999999999999999", "1.5", "٣"]

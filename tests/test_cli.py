@@ -17,6 +17,7 @@ import dmljax
 from dmljax._src import cli
 from dmljax._src.cli import main
 from dmljax._src.docstrings import support_table_text
+from tests import catalog
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "dxdispatch_threshold.json"
@@ -157,13 +158,16 @@ def test_ops_one_operator(capsys):
 
 
 def test_ops_not_implemented_and_unknown(capsys):
-    status, out, err = run(["ops", "lstm", "GRU", "SCATTER"], capsys)
+    first, second = catalog.unimplemented(0), catalog.unimplemented(1)  # each named its own way
+    status, out, err = run(["ops", first.short_name.lower(), second.short_name, "SCATTER"], capsys)
     assert status == 0 and err == ""
-    assert out.splitlines()[0] == "DML_OPERATOR_LSTM (value 77; introduced in DML_FEATURE_LEVEL_1_0; family recurrent)"
+    assert out.splitlines()[0] == (f"{first.enum_name} (value {first.value}; introduced in "
+                                   f"{first.introduced.dml_name}; family {first.family})")
     assert out.count("not implemented yet in dmljax") == 2 + (not dmljax.registry().get("DML_OPERATOR_SCATTER_ELEMENTS"))
     # an alias is named whether the operator is implemented or not
     assert "DML_OPERATOR_SCATTER_ELEMENTS (value 94;" in out and "also named DML_OPERATOR_SCATTER" in out
-    assert "https://learn.microsoft.com/windows/win32/api/directml/ns-directml-dml_lstm_operator_desc" in out
+    page = first.page.removesuffix(".md")  # dml_<name>_operator_desc
+    assert f"https://learn.microsoft.com/windows/win32/api/directml/ns-directml-{page}" in out
     status, out, err = run(["ops", "ELEMENT_WISE_NEGAT", "gemm"], capsys)
     assert status == 2 and out == ""
     assert err.splitlines() == ["dmljax ops: error: 'ELEMENT_WISE_NEGAT' is not a DirectML operator type; did you "

@@ -2,11 +2,13 @@
 error messages of malformed models.
 
 The shared folder (../shared next to the repository, as CI has it) holds DxDispatch's own example
-models. For those whose operators dmljax implements, the expected output is computed here by an
-independent NumPy reading of the model (float64 formulas, rounded once to the tensor type) and
-printed with C++'s default stream format (%g, 6 significant digits).
+models. For those whose operators dmljax implements, the expected output is computed here from
+the model by the operators' float64 references (tests/reference: the desc's members given by the
+records' names, each result rounded once to the tensor type) and printed with C++'s default stream
+format (%g, 6 significant digits).
 """
 
+import inspect
 import io
 import json
 import math
@@ -23,6 +25,7 @@ import dmljax
 from dmljax._src.dxdispatch import model as dxdispatch
 from dmljax._src.cli import main
 from dmljax._src.dxdispatch.model import Model, ModelError, load_json
+from tests import catalog
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 MODELS = SHARED / "dxdispatch" / "models"
@@ -65,91 +68,72 @@ def c_format(v):
     return "%g" % v
 
 
-def reference(type_, desc, inputs):
-    """Float64 formulas from the operator pages, on packed 1-D tensors."""
-    t = type_.replace("DML_OPERATOR_", "")
-    if t == "ELEMENT_WISE_ADD":
-        return inputs["ATensor"] + inputs["BTensor"]
-    if t == "ELEMENT_WISE_ADD1":
-        y = inputs["ATensor"] + inputs["BTensor"]
-        fa = desc.get("FusedActivation")
-        if fa:
-            alpha = fa.get("Alpha", fa.get("Desc", {}).get("Alpha"))
-            y = np.where(y >= 0, y, alpha * (np.exp(y) - 1))
-        return y
-    if t in ("ELEMENT_WISE_CLIP", "ELEMENT_WISE_CLIP1"):
-        return np.minimum(np.maximum(inputs["InputTensor"], desc["Min"]), desc["Max"])
-    if t == "ELEMENT_WISE_IDENTITY":
-        sb = desc.get("ScaleBias", {"Scale": 1, "Bias": 0})
-        return inputs["InputTensor"] * sb["Scale"] + sb["Bias"]
-    if t in ("CUMULATIVE_SUMMATION", "CUMULATIVE_PRODUCT"):
-        # packed 1-D: the tallied axis is the last one whose size is not 1 in the models here
-        x = inputs["InputTensor"]
-        sizes = desc["InputTensor"]["Sizes"]
-        assert all(s == 1 for i, s in enumerate(sizes) if i != desc["Axis"]), "a model this reading cannot do"
-        if str(desc.get("AxisDirection", "")).endswith("DECREASING"):
-            x = x[::-1]
-        y = np.cumprod(x) if t == "CUMULATIVE_PRODUCT" else np.cumsum(x)
-        if desc.get("HasExclusiveProduct", desc.get("HasExclusiveSum", False)):
-            y = np.concatenate([[1.0 if t == "CUMULATIVE_PRODUCT" else 0.0], y[:-1]])
-        return y[::-1] if str(desc.get("AxisDirection", "")).endswith("DECREASING") else y
-    if t == "REDUCE":
-        x = inputs["InputTensor"].reshape(desc["InputTensor"]["Sizes"])
-        f = str(desc["Function"]).replace("DML_REDUCE_FUNCTION_", "")
-        fn = {"SUM": np.sum, "MAX": np.max, "MIN": np.min, "MULTIPLY": np.prod, "AVERAGE": np.mean}[f]
-        return fn(x, axis=tuple(desc["Axes"]), keepdims=True).ravel()
-    if t == "JOIN":  # each input read with its own Sizes, joined along Axis
-        parts = [x.reshape(d["Sizes"]) for x, d in zip(inputs["InputTensors"], desc["InputTensors"])]
-        return np.concatenate(parts, axis=desc["Axis"]).ravel()
-    if t in ("SLICE", "SLICE1"):  # input[offset + i * stride] (SLICE1: from the window's end if negative)
-        x = inputs["InputTensor"].reshape(desc["InputTensor"]["Sizes"])
-        if t == "SLICE":
-            idx = tuple(slice(o, o + (s - 1) * st + 1, st) for o, s, st in zip(desc["Offsets"], desc["Sizes"], desc["Strides"]))
+def _json_value(value, type_=None):
+    """A desc member's JSON value as the references take it: a ScaleBias {"Scale", "Bias"} as
+    (Scale, Bias), a list as a tuple; numbers, enums in their DML_* spelling and other structures
+    (DML_SIZE_2D's {"Width", "Height"}) as they are."""
+    if type_ == "DML_SCALE_BIAS" and isinstance(value, dict):
+        return (value["Scale"], value["Bias"])
+    if isinstance(value, list):
+        return tuple(_json_value(v) for v in value)
+    return value
+
+
+def _reference_kwargs(spec, desc, fn):
+    """The reference's keyword arguments for a desc, by the record's names (each attribute
+    member's Python argument; each output's Sizes and caller-chosen DataType where the caller
+    gives them and the reference takes them). A member the reference does not take must be one it
+    implies: a DataType that Min and Max are converted to a tensor's (CLIP1's MinMaxDataType) is
+    that tensor's. Fused activations are left out: ``expected_outputs`` applies them after."""
+    params = inspect.signature(fn).parameters
+    takes_all = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    kwargs = {}
+    for p in spec.params:
+        if p.type == "DML_OPERATOR_DESC*" or desc.get(p.dml_name) is None:
+            continue
+        if takes_all or p.arg in params:
+            kwargs[p.arg] = _json_value(desc[p.dml_name], p.type)
         else:
-            idx = tuple(slice(o, o + s, st) if st > 0 else slice(o + s - 1, o - 1 if o else None, st) for o, s, st in
-                        zip(desc["InputWindowOffsets"], desc["InputWindowSizes"], desc["InputWindowStrides"]))
-        return x[idx].ravel()
-    if t == "FILL_VALUE_SEQUENCE":  # ValueStart + i * ValueDelta, element by element
-        n = int(np.prod(desc["OutputTensor"]["Sizes"]))
-        return np.array([desc["ValueStart"] + i * desc["ValueDelta"] for i in range(n)], np.float64)
-    if t == "SPLIT":  # a list: one packed output per OutputTensors desc
-        x = inputs["InputTensor"].reshape(desc["InputTensor"]["Sizes"])
-        cuts = np.cumsum([d["Sizes"][desc["Axis"]] for d in desc["OutputTensors"]])[:-1]
-        return [p.ravel() for p in np.split(x, cuts, axis=desc["Axis"])]
-    if t == "CONVOLUTION":  # FORWARD cross-correlation without padding, the models' (asserted)
-        x = inputs["InputTensor"].reshape(desc["InputTensor"]["Sizes"])
-        w = inputs["FilterTensor"].reshape(desc["FilterTensor"]["Sizes"])
-        assert str(desc["Mode"]).endswith("CROSS_CORRELATION") and str(desc["Direction"]).endswith("FORWARD")
-        assert desc["GroupCount"] == 1 and not any(desc["StartPadding"] + desc["EndPadding"] + desc["OutputPadding"])
-        assert set(desc["Strides"]) == set(desc["Dilations"]) == {1}
-        out = desc["OutputTensor"]["Sizes"]
-        y = np.zeros(out)
-        for p in np.ndindex(*out[2:]):
-            window = x[(slice(None), slice(None)) + tuple(slice(i, i + k) for i, k in zip(p, w.shape[2:]))]
-            y[(slice(None), slice(None)) + p] = np.tensordot(window, w, axes=(list(range(1, x.ndim)),
-                                                                              list(range(1, w.ndim))))
-        return y.ravel()
-    if t == "GEMM":  # Alpha * TransA(A) x TransB(B) + Beta * C, over the batch dimensions
-        def mat(name, trans=""):
-            m = inputs[name].reshape(desc[name]["Sizes"])
-            return np.swapaxes(m, -1, -2) if str(desc.get(trans, "")).endswith("TRANSPOSE") else m
-        y = desc.get("Alpha", 1.0) * (mat("ATensor", "TransA") @ mat("BTensor", "TransB"))
-        if desc.get("CTensor") is not None and inputs.get("CTensor") is not None:
-            y = y + desc.get("Beta", 1.0) * mat("CTensor")
-        return y.ravel()
-    if t == "UPSAMPLE_2D":  # height, then width: sampled at the pixel centers, x = (o + 0.5) / scale - 0.5
-        x = inputs["InputTensor"].reshape(desc["InputTensor"]["Sizes"])
-        for axis, s in ((-2, desc["ScaleSize"]["Height"]), (-1, desc["ScaleSize"]["Width"])):
-            n, o = x.shape[axis], np.arange(x.shape[axis] * s)
-            if not str(desc["InterpolationMode"]).endswith("LINEAR"):
-                x = np.take(x, o // s, axis)  # nearest: each element s times
-                continue
-            c = np.clip((o + 0.5) / s - 0.5, 0, n - 1)  # the edges clamped
-            i0 = np.floor(c).astype(int)
-            f = (c - i0).reshape([-1 if d == x.ndim + axis else 1 for d in range(x.ndim)])
-            x = np.take(x, i0, axis) * (1 - f) + np.take(x, np.minimum(i0 + 1, n - 1), axis) * f
-        return x.ravel()
-    raise KeyError(t)
+            assert p.type == "DML_TENSOR_DATA_TYPE" and p.converted_to is not None and np_type(
+                desc[p.dml_name]) == np_type(desc[p.converted_to]["DataType"]), f"the reference takes no {p.arg}"
+    for t in spec.outputs:
+        d = desc[t.dml_name]
+        if t.sizes_arg and (takes_all or f"{t.arg}_sizes" in params):
+            kwargs[f"{t.arg}_sizes"] = [tuple(e["Sizes"]) for e in d] if t.array else tuple(d["Sizes"])
+        if t.default_data_type is not None and not t.array and (takes_all or t.data_type_arg in params):
+            kwargs[t.data_type_arg] = d["DataType"]
+    return kwargs
+
+
+def _fused(value):
+    """A fused activation's type and members (DxDispatch writes them flat, or under "Desc")."""
+    members = value.get("Desc", {k: v for k, v in value.items() if k != "Type"})
+    return value["Type"], members or {}
+
+
+def expected_outputs(type_, desc, inputs):
+    """The acceptable results of one dispatch, from the float64 reference of its operator
+    (tests/reference, through tests/catalog.py): a list of candidates, each a tuple of one array
+    per output element (a tensor array's elements in turn), rounded once to its desc's DataType.
+    A fused activation is the activation's own reference on the host's stored result, as DirectML
+    defines it ("the same result as the two operators in turn")."""
+    spec = dmljax.get_operator(type_).spec
+    ref = catalog.references()[spec.enum_name]
+    out_types = [np_type(d["DataType"]) for t in spec.outputs
+                 for d in (desc[t.dml_name] if t.array else [desc[t.dml_name]])]
+    candidates = []
+    for result in ref.fn(*inputs, **_reference_kwargs(spec, desc, ref.fn)):
+        parts = result if isinstance(result, tuple) else (result,)
+        candidates.append(tuple(np.asarray(y).astype(dt) for y, dt in zip(parts, out_types, strict=True)))
+    fused = [p for p in spec.params if p.type == "DML_OPERATOR_DESC*" and desc.get(p.dml_name)]
+    for p in fused:  # one output: the activation reads it and writes it
+        name, members = _fused(desc[p.dml_name])
+        act = dmljax.get_operator(name).spec
+        act_ref = catalog.references()[act.enum_name].fn
+        act_desc = {**members, **{t.dml_name: desc[spec.outputs[0].dml_name] for t in act.tensors}}
+        candidates = [(np.asarray(y).astype(out_types[0]),) for (host,) in candidates
+                      for y in act_ref(host, **_reference_kwargs(act, act_desc, act_ref))]
+    return candidates
 
 
 def _bound(state, binding, count):
@@ -165,34 +149,43 @@ def _elements(tensor_desc):
     return int(np.prod(tensor_desc["Sizes"]))
 
 
+def _binding_names(binding):
+    return [b if isinstance(b, str) else b["name"] for b in (binding if isinstance(binding, list) else [binding])]
+
+
 def expected_prints(model_path):
+    """Each print command's acceptable lines (one for each candidate result of the dispatch that
+    last wrote the resource; later dispatches read the first)."""
     m = json.loads(model_path.read_text())
     if not any(cmd["type"] == "print" for cmd in m["commands"]):
         return []  # image_io.json: its written picture is checked in test_dxdispatch_images.py
     state = {k: np_initial(v, model_path.parent) for k, v in m["resources"].items()}
+    written = {}  # resource -> its candidate values
     lines = []
     for cmd in m["commands"]:
         if cmd["type"] == "dispatch":
             d = m["dispatchables"][cmd["dispatchable"]]
             desc = d.get("desc", d.get("Desc"))
             binds = {**d.get("bindings", {}), **cmd["bindings"]}
-            outputs = ("OutputTensor", "OutputTensors")
-            inputs = {}
-            for k, v in binds.items():
-                if k in outputs:
+            spec = dmljax.get_operator(d["type"]).spec
+            inputs = []
+            for t in spec.inputs:
+                if binds.get(t.dml_name) is None or desc.get(t.dml_name) is None:
+                    inputs.append(None)  # an optional tensor left out
                     continue
-                if isinstance(v, list) and isinstance(desc[k], list):  # an array bind point (JOIN's)
-                    inputs[k] = [_bound(state, b, _elements(td)).astype(np.float64) for b, td in zip(v, desc[k])]
-                else:
-                    inputs[k] = _bound(state, v[0] if isinstance(v, list) else v, _elements(desc[k])).astype(np.float64)
-            y = reference(d["type"], desc, inputs)
-            if "OutputTensors" in binds:
-                for name, part, td in zip(binds["OutputTensors"], y, desc["OutputTensors"]):
-                    state[name] = part.astype(np_type(td["DataType"]))
-            else:
-                state[binds["OutputTensor"]] = y.astype(np_type(desc["OutputTensor"]["DataType"]))
+                tds = desc[t.dml_name] if t.array else [desc[t.dml_name]]
+                bs = binds[t.dml_name] if isinstance(binds[t.dml_name], list) else [binds[t.dml_name]]
+                arrays = [_bound(state, b, _elements(td)).astype(np_type(td["DataType"])).reshape(td["Sizes"])
+                          for b, td in zip(bs, tds)]
+                inputs.append(arrays if t.array else arrays[0])
+            candidates = expected_outputs(d["type"], desc, inputs)
+            names = [n for t in spec.outputs for n in _binding_names(binds[t.dml_name])]
+            for i, name in enumerate(names):
+                written[name] = [c[i].ravel() for c in candidates]
+                state[name] = written[name][0]
         elif cmd["type"] == "print":
-            lines.append(f"Resource '{cmd['resource']}': " + ", ".join(c_format(v) for v in state[cmd["resource"]]))
+            values = written.get(cmd["resource"], [state[cmd["resource"]]])
+            lines.append({f"Resource '{cmd['resource']}': " + ", ".join(c_format(v) for v in vs) for vs in values})
     return lines
 
 
@@ -225,7 +218,8 @@ def test_shared_model(path, tmp_path, capsys):
     if all(implemented(t) for t in ops):  # image_io.json's picture: test_dxdispatch_images.py
         assert status == 0, err
         printed = [ln for ln in out.splitlines() if ln.startswith("Resource '") and "written to" not in ln]
-        assert printed == expected_prints(path)
+        expected = expected_prints(path)
+        assert len(printed) == len(expected) and all(p in e for p, e in zip(printed, expected)), (printed, expected)
     else:
         missing = next(t for t in ops if not implemented(t))
         name = next(n for n, d in json.loads(path.read_text())["dispatchables"].items() if d["type"] == missing)
@@ -440,7 +434,8 @@ def _bad(tmp_path, resources=None, dispatchables=None, commands=None):
     ("buffer too small", ["command 0 (dispatch of 'id')", "OutputTensor is bound to a range of 4 bytes",
                           "it must hold TotalTensorSizeInBytes: 12 bytes"]),
     ("unknown member", ["dispatchable 'id' (ELEMENT_WISE_IDENTITY)", "Scale is not a member of ELEMENT_WISE_IDENTITY's desc"]),
-    ("unimplemented operator", ["dispatchable 'g' (LSTM)", "DML_OPERATOR_LSTM is not implemented yet in dmljax"]),
+    ("unimplemented operator", [f"dispatchable 'g' ({catalog.unimplemented().short_name})",
+                                f"{catalog.unimplemented().enum_name} is not implemented yet in dmljax"]),
     ("wrong type", ["dispatchable 'id' (ACTIVATION_ELU)", "InputTensor (argument `input`) has DataType INT32",
                     "supported: "]),
     ("wrong value", ["resource 'A'", "initialValues has 'one', not a number"]),
@@ -465,7 +460,7 @@ def test_malformed_model_messages(tmp_path, case, fragments):
     elif case == "unknown member":
         disp = {"id": identity([3], Scale=2)}
     elif case == "unimplemented operator":
-        disp = {"id": identity([3]), "g": {"type": "LSTM", "desc": {}}}
+        disp = {"id": identity([3]), "g": {"type": catalog.unimplemented().short_name, "desc": {}}}
     elif case == "wrong type":
         disp = {"id": {"type": "ACTIVATION_ELU", "desc": {"InputTensor": {"DataType": "INT32", "Sizes": [3]},
                                                           "OutputTensor": {"DataType": "INT32", "Sizes": [3]},
@@ -501,11 +496,12 @@ def test_malformed_model_messages(tmp_path, case, fragments):
 
 
 def test_unimplemented_operator_stops_before_anything_runs(tmp_path, capsys):
-    p = write_model(tmp_path, BASE_RES, {"id": identity([3]), "r": {"type": "DML_OPERATOR_LSTM", "desc": {}}},
+    missing = catalog.unimplemented().enum_name
+    p = write_model(tmp_path, BASE_RES, {"id": identity([3]), "r": {"type": missing, "desc": {}}},
                     [{"type": "print", "resource": "A"}])
     status, out, err = run_cli(["run", p], capsys)
     assert status == 1 and out == ""
-    assert err.count("not implemented yet") == 1 and "dispatchable 'r' (DML_OPERATOR_LSTM)" in err
+    assert err.count("not implemented yet") == 1 and f"dispatchable 'r' ({missing})" in err
 
 
 # --------------------------------------------------------------- files, structure and memory

@@ -10,8 +10,10 @@ from hypothesis.extra import numpy as hnp
 import dmljax
 from dmljax import DataType
 from tests.compare import assert_matches
-from tests.reference import activation, element_wise_logical as logical, element_wise_math as emath
-from tests.reference import element_wise_arithmetic as arithmetic
+from tests.reference.activation import piecewise as activation
+from tests.reference.element_wise_arithmetic import arithmetic, clamp
+from tests.reference.element_wise_logical import logical
+from tests.reference.element_wise_math import exp_log_pow as emath
 from tests.reference.rules import read
 
 SETTINGS = settings(max_examples=40, deadline=None)
@@ -29,7 +31,7 @@ def arrays(dtype, elements):
 @given(arrays(np.float32, f32), attr, st.none() | st.tuples(attr, attr))
 def test_threshold_matches_reference(x, m, sb):
     out = dmljax.element_wise_threshold(x, min=m, scale_bias=sb)
-    assert_matches(out, arithmetic.element_wise_threshold(x, m, sb), DataType.FLOAT32, 1, f"min={m} sb={sb}")
+    assert_matches(out, clamp.element_wise_threshold(x, m, sb), DataType.FLOAT32, 1, f"min={m} sb={sb}")
 
 
 @SETTINGS

@@ -432,8 +432,8 @@ def convolution(cases: Cases):
     a batch by jax.vmap; DirectML's flushes (denormals read and written as zeros)."""
     from tests import catalog
     from tests.compare import assert_matches
-    from tests.reference.convolution import _magnitude
-    from tests.reference.convolution import convolution as reference
+    from tests.reference.convolution.convolution import _magnitude
+    from tests.reference.convolution.convolution import convolution as reference
     from tests.reference.record import Attrs
 
     spec = dmljax.get_operator("CONVOLUTION").spec

@@ -6,7 +6,7 @@ on a machine with a GPU, from the repository root (GPU_CHECK_ON_CPU=1: a dry run
 own code, CPU against CPU).
 
 For every registered operator with a reference (each attribute set of its record in
-tests/reference/<family>.py, plus the extra attributes in CASES), on random inputs plus specials
+tests/reference/<family>/<module>.py, plus the extra attributes in CASES), on random inputs plus specials
 (NaN, ±inf, ±0, FLOAT32 denormals), in FLOAT32 and FLOAT16, and in INT32, INT16, INT8, UINT32,
 UINT16 and UINT8 where the operator takes them (random values over the whole range plus 0, ±1 and
 the type's extremes: zero divisors, INT_MIN / -1, shifts by the width and more): the GPU result

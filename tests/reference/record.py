@@ -1,8 +1,9 @@
-"""The record that each family's ``REFERENCES`` dict (tests/reference/<family>.py) holds for one
-operator: everything the generated tests (tests/catalog.py, tests/test_catalog.py) need to know
-about it that its OpSpec does not say. Adding an operator is its OpSpec in
-dmljax/_src/ops/<family>.py and one ``Reference(...)`` entry here in tests/reference/<family>.py;
-test_catalog.py fails until both exist.
+"""The record that each reference module's ``REFERENCES`` dict (tests/reference/<family>/<module>.py)
+holds for one operator: everything the generated tests (tests/catalog.py, tests/test_catalog.py)
+need to know about it that its OpSpec does not say. Adding an operator is its OpSpec in
+dmljax/_src/ops/<family>/<module>.py and one ``Reference(...)`` entry in the ``REFERENCES`` of
+tests/reference/<family>/<module>.py, the module of the same name; test_catalog.py fails until
+both exist.
 
 A reference is written from the operator's page in ../shared/spec/operators/ and SEMANTICS.md,
 in float64 NumPy (rules.py holds the shared rules), never from dmljax's code.

@@ -1,7 +1,7 @@
 """SEMANTICS.md's rules, in float64 NumPy: the FLOAT32 denormal rule, FLOAT attributes as C
 floats, attribute-to-integer conversion, ScaleBias's fused / unfused candidates, two's complement
 wraparound, Direct3D's min/max (maxNum/minNum), and element-wise reference gradients. Every
-family's reference module (tests/reference/<family>.py) builds on these."""
+reference module (tests/reference/<family>/<module>.py) builds on these."""
 
 import math
 from fractions import Fraction

@@ -164,7 +164,7 @@ REFERENCES = {
     "DML_OPERATOR_ACTIVATION_SOFTPLUS": Reference(
         activation_softplus,
         # Steepness >= 1 at every level the cases run (1.0 to 6.4); Steepness < 1 and negative
-        # ones (6.4 and up) are in tests/ops/test_activation_smooth.py.
+        # ones (6.4 and up) are in tests/ops/activation/test_smooth.py.
         attrs=(Attrs(half={"half": True}),
                Attrs({"steepness": 1.7}, half={"steepness": 1.7, "half": True})),
         grad=elementwise_vjp(softplus_slope),

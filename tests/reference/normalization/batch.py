@@ -5,12 +5,12 @@ operators, transcribed from their pages (../shared/spec/operators/dml_batch_norm
 
 with the training operator's Mean and Variance computed over the dimensions where Scale has size
 1 (the variance divided by the element count: the biased one), and the GRAD pages' formulas term
-by term. Gradients by complex-step differentiation of these formulas (common.py)."""
+by term. Gradients by complex-step differentiation of these formulas (_common.py)."""
 
 import numpy as np
 
 import dmljax
-from tests.reference.normalization.common import (
+from tests.reference.normalization._common import (
     activation, centering_sizes, columns_of, complex_step, ones_axes, reduce_to, slope, stat_shape, total,
 )
 from tests.reference.record import Attrs, Reference
@@ -108,7 +108,7 @@ def _training_grad(dy, x, scale, bias, fused_add=None, epsilon=1e-5, fused=None,
     grads, mags = complex_step(_training_core(eps, fused, np.shape(scale)), args, dy)
     if not sizes:
         return grads
-    # the sizes of the terms, and what the rounding of the normalized input adds (common.py)
+    # the sizes of the terms, and what the rounding of the normalized input adds (_common.py)
     xs, s = args[0], args[1]
     mean, var = _moments(xs, s.shape)
     sigma = np.sqrt(var + eps)

@@ -7,7 +7,7 @@ FALSE (dmljax's reading of a TBD page): Mean 0, so Variance = mean(Input^2)."""
 import numpy as np
 
 import dmljax
-from tests.reference.normalization.common import (
+from tests.reference.normalization._common import (
     activation, centering_sizes, complex_step, reduce_to, rows_of, slope, total,
 )
 from tests.reference.record import Attrs, Reference
@@ -67,7 +67,7 @@ def _grad(dy, x, scale=None, bias=None, sizes=False, **kwargs):
     use_mean, use_var = _flags(kwargs)
     if not sizes or not use_var:
         return mags if sizes else grads
-    # the sizes of the terms, and what the rounding of the normalized input adds (common.py)
+    # the sizes of the terms, and what the rounding of the normalized input adds (_common.py)
     xs, s, _ = args
     axes = _axes(kwargs, xs.ndim)
     plain = _core(axes, use_mean, use_var, c_float(kwargs.get("epsilon", 1e-5)), None)
@@ -111,7 +111,7 @@ def _last(shape):
 
 # few sets (each costs compiles in every generated check), a fused activation never in the first
 # (tests/test_dxdispatch_catalog.py writes the first set as a DxDispatch model); the other variants
-# are in tests/ops/test_normalization.py
+# are in tests/ops/normalization/test_mean_variance.py
 _MVN_SETS = (  # CrossChannel FALSE is MVN1's Axes {2, 3}, NormalizeVariance FALSE is MVN1's: the hand tests
     Attrs({"cross_channel": True, "epsilon": 0.25}, half={"cross_channel": True, "epsilon": 0.25, "half": True}),
 )

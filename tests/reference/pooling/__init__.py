@@ -1,7 +1,3 @@
-"""float64 references for the pooling family, transcribed from the pages in
-../shared/spec/operators/: the windowed poolings and their *_GRAD operators (window.py) and the
-region-of-interest operators (roi.py)."""
-
-from tests.reference.pooling import roi, window
-
-REFERENCES = {**window.REFERENCES, **roi.REFERENCES}
+"""float64 references of the pooling family: one module per module of dmljax/_src/ops/pooling/, of
+the same name, holding the REFERENCES of that module's operators; _common.py holds what they
+share."""

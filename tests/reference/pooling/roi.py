@@ -414,7 +414,7 @@ _roi_align1 = _align_fns(True)
 
 # ranks=True leaves out the generated finite differences along random directions: the outputs jump
 # where a sample count, a rounding or MAX's choice changes and bend at every integer coordinate, which
-# such steps cross; tests/ops/test_roi.py takes differences where the geometry keeps away from them.
+# such steps cross; tests/ops/pooling/test_roi.py takes differences where the geometry keeps away from them.
 REFERENCES = {
     "DML_OPERATOR_ROI_POOLING": Reference(
         roi_pooling, attrs=(Attrs({"pooled_size": (2, 3), "spatial_scale": 0.5}),),

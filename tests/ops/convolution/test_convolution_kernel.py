@@ -20,8 +20,8 @@ from dmljax._src.ops.convolution import convolution as conv_op
 from dmljax._src.ops.convolution.convolution import CONVOLUTION
 from tests import catalog
 from tests.compare import assert_matches
-from tests.reference.convolution import _magnitude
-from tests.reference.convolution import convolution as reference
+from tests.reference.convolution.convolution import _magnitude
+from tests.reference.convolution.convolution import convolution as reference
 from tests.reference.record import Attrs
 
 # (input Sizes, filter Sizes, attributes): geometries the kernel takes

@@ -22,8 +22,8 @@ from dmljax._src.dtypes import INTS
 from dmljax._src.fused import FUSABLE
 from dmljax._src.op import TRACE_COUNTS
 from tests.compare import assert_matches
-from tests.reference import activation as activation_ref
-from tests.reference import element_wise_arithmetic as ref
+from tests.reference.activation import piecewise as activation_ref
+from tests.reference.element_wise_arithmetic import clamp as ref
 
 NAN, INF = np.nan, np.inf
 DENORM = 1e-40  # a FLOAT32 denormal

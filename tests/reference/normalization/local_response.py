@@ -1,4 +1,4 @@
-"""float64 references of LOCAL_RESPONSE_NORMALIZATION (and its GRAD) and LP_NORMALIZATION.
+"""float64 references of LOCAL_RESPONSE_NORMALIZATION and LOCAL_RESPONSE_NORMALIZATION_GRAD.
 
 LRN, from its page: Output = Input / (Bias + (Alpha / LocalSize) * sum(Input^2 over the local
 region))^Beta, the region LocalSize channels (CrossChannel) or LocalSize x LocalSize of Height x
@@ -7,15 +7,14 @@ clipped (ONNX's LRN, which ONNX Runtime maps onto CrossChannel TRUE). LRN_GRAD's
 formula: its reference is the derivative of the LRN formula, written out element by element
 (dX_q = dY_q D_q^-Beta - 2 Alpha Beta / LocalSize * X_q * sum over the regions p holding q of dY_p
 X_p D_p^(-Beta-1)); the LRN's own gradient reference is the complex-step derivative of the LRN
-formula, an independent check of that algebra.
-
-LP (dmljax's reading of a page without formula): Input / (sum(|Input|^P along Axis) + Epsilon)^(1/P)."""
+formula, an independent check of that algebra."""
 
 import numpy as np
 
-from tests.reference.normalization.common import complex_step, rows_of, total
+from tests.reference.normalization._common import _sizes, complex_step, rows_of, total
 from tests.reference.record import Attrs, Reference
 from tests.reference.rules import c_float, read
+
 
 F32_MAX = float(np.finfo(np.float32).max)
 
@@ -116,40 +115,13 @@ def _second_order(dy2, x, dy, half=False, sizes=False, **kwargs):
     return mags if sizes else grads
 
 
-def _sizes(grad):
-    return lambda *a, **k: grad(*a, **k, sizes=True)
-
-
 _LRN_SETS = (  # Alpha large enough for the region to matter next to FLOAT16's rounding; few sets: each
     # costs compiles in every generated check (a region wider than the channels: the hand tests)
     Attrs({"local_size": 3, "alpha": 0.5}, half={"local_size": 3, "alpha": 0.5, "half": True}),
     Attrs({"local_size": 2, "cross_channel": False, "alpha": 0.5, "beta": 0.6, "bias": 2.0}),
 )
+
 _ROLES = {"InputTensor": "factor", "InputGradientTensor": "factor"}  # moderate values (FLOAT16 differences)
-
-
-# ----------------------------------------------------------------------------- LP_NORMALIZATION
-def _lp_core(axis, p, eps):
-    def core(x):
-        mag = x * np.sign(np.real(x)) if p == 1 else x * x  # |x|^P, complex-safe
-        return x / (np.sum(mag, axis=axis, keepdims=True) + eps) ** (1.0 / p)
-    return core
-
-
-def lp_normalization(x, axis, epsilon=1e-5, p=2, half=False):
-    return [_lp_core(axis, p, c_float(epsilon))(read(x))]
-
-
-def _lp_grad(dy, x, axis, epsilon=1e-5, p=2, half=False, sizes=False):
-    grads, mags = complex_step(_lp_core(axis, p, c_float(epsilon)), [read(x)], dy)
-    return mags if sizes else grads
-
-
-def _longest(shape):
-    return {"axis": int(np.argmax(shape)) if len(shape) else 0}
-
-
-_LP_SETS = (Attrs({}, half={"half": True}, shaped=_longest),)  # P = 1: the hand tests
 
 REFERENCES = {
     "DML_OPERATOR_LOCAL_RESPONSE_NORMALIZATION": Reference(
@@ -158,7 +130,4 @@ REFERENCES = {
     "DML_OPERATOR_LOCAL_RESPONSE_NORMALIZATION_GRAD": Reference(
         local_response_normalization_grad, attrs=_LRN_SETS[1:], roles=_ROLES, magnitude=_lrn_grad_magnitude, grad=_second_order,
         grad_magnitude=_sizes(_second_order), pointwise=False, accumulates=True, shape=rows_of),
-    "DML_OPERATOR_LP_NORMALIZATION": Reference(
-        lp_normalization, attrs=_LP_SETS, grad=_lp_grad, grad_magnitude=_sizes(_lp_grad), pointwise=False,
-        accumulates=True),
 }

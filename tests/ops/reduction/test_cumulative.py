@@ -139,7 +139,7 @@ def test_row_kernel_matches_the_reference(dtype, reverse, exclusive, max_row, mo
     from dmljax._src.kernels.cumulative import CUMULATIVE_SUMMATION_ROWS, scan_rows
     monkeypatch.setattr(cumulative_kernel, "MAX_ROW", max_row)
     from tests.compare import assert_matches
-    from tests.reference.reduction import _cumulative, _sum_magnitude
+    from tests.reference.reduction.cumulative import _cumulative, _sum_magnitude
     rng = np.random.default_rng(7)
     x = (rng.standard_normal((4, 3, 256)) * 4).astype(dtype)
     x[0, 0, 3], x[1, 2, 9], x[2, 1, 0] = np.nan, np.inf, -np.inf
@@ -179,7 +179,7 @@ def test_product_row_kernel_matches_the_reference(dtype, reverse, exclusive, blo
     monkeypatch.setattr(cumulative_kernel, "PRODUCT_BLOCK", block)
     monkeypatch.setattr(cumulative_kernel, "PRODUCT_SUB", sub)
     from tests.compare import assert_matches, round_to
-    from tests.reference.reduction import _cumulative
+    from tests.reference.reduction.cumulative import _cumulative
     rng = np.random.default_rng(8)
     x = np.exp(rng.standard_normal((4, 3, 256)) * 0.3).astype(np.float32) * rng.choice([-1, 1], (4, 3, 256))
     x[0, 0, 3], x[1, 2, 9], x[2, 1, 0], x[2, 2, 5] = np.nan, np.inf, -np.inf, 0.0

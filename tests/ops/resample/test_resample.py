@@ -15,7 +15,7 @@ import pytest
 import dmljax
 from dmljax._src.cli import main
 from dmljax._src.ops.resample import resample as module
-from tests.reference import resample as ref
+from tests.reference.resample import resample as ref
 
 MODEL = Path(__file__).resolve().parents[3] / "shared" / "dxdispatch" / "models" / "dml_upsample_2d.json"
 NN, LIN = "NEAREST_NEIGHBOR", "LINEAR"

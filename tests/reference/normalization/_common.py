@@ -120,3 +120,7 @@ def rows_of(shape):
     if len(shape) == 4 and shape[:3] == (1, 1, 1) and shape[3] % 8 == 0:
         return (1, shape[3] // 8, 2, 4)
     return shape
+
+
+def _sizes(grad):
+    return lambda *a, **k: grad(*a, **k, sizes=True)

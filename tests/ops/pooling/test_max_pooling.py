@@ -12,7 +12,7 @@ import pytest
 
 import dmljax
 from dmljax._src.ops.pooling import max_pooling as pooling
-from tests.reference.pooling import window as ref
+from tests.reference.pooling import average_pooling as average_ref, max_pooling as max_ref
 
 PLAIN = {"strides": (1, 1), "window_size": (2, 2), "start_padding": (0, 0), "end_padding": (0, 0)}
 PAGE_X = np.array([[[[1, 2, 3], [2, 4, 2], [5, 6, 7]]]], np.float32)  # MAX_POOLING_GRAD's example
@@ -60,7 +60,7 @@ def test_jax_grad_of_max_pooling_is_max_pooling_grad(dtype):
     y = dmljax.max_pooling(x, **GEOMETRY)
     dy = rng.integers(-4, 5, y.shape).astype(dtype)
     want = dmljax.max_pooling_grad(x, dy, **GEOMETRY, dilations=(1, 1))
-    np.testing.assert_array_equal(np.asarray(want), ref._max_grad(dy, x, **GEOMETRY)[0].astype(dtype))
+    np.testing.assert_array_equal(np.asarray(want), max_ref._max_grad(dy, x, **GEOMETRY)[0].astype(dtype))
 
     def loss(f):
         return jax.jit(jax.grad(lambda v: (f(v).astype(jnp.float32) * dy.astype(np.float32)).sum()))
@@ -84,14 +84,14 @@ def test_jax_grad_of_average_pooling_is_average_pooling_grad():
         y = dmljax.average_pooling(x, **GEOMETRY, include_padding=include)
         dy = rng.integers(-4, 5, y.shape).astype(np.float32)
         want = dmljax.average_pooling_grad(dy, **GEOMETRY, include_padding=include, output_gradient_sizes=x.shape)
-        size = ref._spread(dy, x.shape, GEOMETRY, include, magnitude=True)  # sum |dY| / divisor: 6 terms at most
+        size = average_ref._spread(dy, x.shape, GEOMETRY, include, magnitude=True)  # sum |dY| / divisor: 6 terms at most
         for f in (lambda v: dmljax.average_pooling(v, **GEOMETRY, include_padding=include),
                   lambda v: dmljax.average_pooling1(v, **GEOMETRY, dilations=(1, 1), include_padding=include)):
             g = jax.jit(jax.grad(lambda v: (f(v) * dy).sum()))(x)
             # the same function; XLA may compile its sums differently inside another jit (it moved a
             # division by a scalar divisor across the padded copies here): within the budget
             _close(g, want, size, 4)
-        _close(want, ref._spread(dy, x.shape, GEOMETRY, include), size, 4)
+        _close(want, average_ref._spread(dy, x.shape, GEOMETRY, include), size, 4)
 
 
 def test_the_grad_operators_own_gradients():
@@ -102,10 +102,10 @@ def test_the_grad_operators_own_gradients():
     gx, gdy = jax.grad(lambda a, b: (dmljax.max_pooling_grad(a, b, **GEOMETRY, dilations=(1, 1)) * ddx).sum(),
                        argnums=(0, 1))(x, dy)
     assert not np.asarray(gx).any()  # the input only selects
-    want = ref._max_pooling_grad_grad(ddx, x, dy, **GEOMETRY, dilations=(1, 1))[1]
+    want = max_ref._max_pooling_grad_grad(ddx, x, dy, **GEOMETRY, dilations=(1, 1))[1]
     np.testing.assert_array_equal(np.asarray(gdy), want.astype(np.float32))
     g = jax.grad(lambda b: (dmljax.average_pooling_grad(b, **GEOMETRY, output_gradient_sizes=x.shape) * ddx).sum())(dy)
-    size = ref._average64(np.abs(ddx.astype(np.float64)), GEOMETRY, False)  # the average's terms' magnitude
+    size = average_ref._average64(np.abs(ddx.astype(np.float64)), GEOMETRY, False)  # the average's terms' magnitude
     _close(g, dmljax.average_pooling(ddx, **GEOMETRY), size, 8)
 
 
@@ -139,7 +139,7 @@ def test_the_gradient_paths_agree(monkeypatch, geometry):
         np.testing.assert_array_equal(other[0], first[0])  # small integers: every sum exact
         np.testing.assert_allclose(other[1], first[1], rtol=1e-6)
         np.testing.assert_allclose(other[2], first[2], rtol=1e-6)
-    np.testing.assert_array_equal(first[0], ref._max_grad(dy, x, **geometry)[0])
+    np.testing.assert_array_equal(first[0], max_ref._max_grad(dy, x, **geometry)[0])
 
 
 # ------------------------------------------------------------------------------ the maximum's rules
@@ -244,7 +244,7 @@ def test_lp_norms_and_their_gradients():
     g1 = jax.grad(lambda v: dmljax.lp_pooling(v, **row, p=1).sum())(x)
     assert np.asarray(g1).tolist() == [[[[1, -1, 0, 0]]]]  # sign(x), 0 at 0
     g3 = jax.grad(lambda v: dmljax.lp_pooling(v, **row, p=3).sum())(x)
-    want = ref._lp_grad(np.ones((1, 1, 1, 2)), x, **row, p=3)[0]
+    want = average_ref._lp_grad(np.ones((1, 1, 1, 2)), x, **row, p=3)[0]
     np.testing.assert_allclose(np.asarray(g3), want, rtol=1e-5)
 
 

@@ -1,0 +1,3 @@
+"""float64 references of the indexing family: one module per module of dmljax/_src/ops/indexing/, of
+the same name, holding the REFERENCES of that module's operators; _common.py holds what they
+share."""
