@@ -25,6 +25,7 @@ import dmljax
 from dmljax._src import dxdispatch
 from dmljax._src.cli import main
 from dmljax._src.dxdispatch import Model, ModelError, load_json
+
 from tests import catalog
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
