@@ -118,8 +118,6 @@ def test_unmatched_reference_modules_are_reported(tmp_path):
         "tests/reference/reduction/top_k.py has no library module of its name (dmljax/_src/ops/reduction/top_k.py)"]
 
 
-@pytest.mark.xfail(reason="dmljax/_src/ops/ has no family packages yet: its operator modules are still "
-                   "dmljax/_src/ops/<module>.py", strict=True)
 def test_reference_modules_mirror_the_library_modules():
     problems = catalog.unmatched_reference_modules()
     assert not problems, "\n".join(problems)

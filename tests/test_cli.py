@@ -17,6 +17,7 @@ import dmljax
 from dmljax._src import cli
 from dmljax._src.cli import main
 from dmljax._src.docstrings import support_table_text
+
 from tests import catalog
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import dmljax
 from dmljax import BufferBinding, ValidationError, compile_operator
 from dmljax._src.spec import REQUIRED
+
 from tests import catalog
 
 

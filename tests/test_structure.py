@@ -12,6 +12,7 @@ from dmljax._src.errors import Violation
 from dmljax._src.feature_level import FeatureLevel
 from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, table
 from dmljax._src.validate import TensorInfo, check_call
+
 from tests import catalog
 
 

@@ -17,7 +17,7 @@ from dmljax._src.cli import main
 from dmljax._src.ops.resample import resample as module
 from tests.reference.resample import resample as ref
 
-MODEL = Path(__file__).resolve().parents[3] / "shared" / "dxdispatch" / "models" / "dml_upsample_2d.json"
+MODEL = Path(__file__).resolve().parents[4] / "shared" / "dxdispatch" / "models" / "dml_upsample_2d.json"
 NN, LIN = "NEAREST_NEIGHBOR", "LINEAR"
 
 
