@@ -177,10 +177,10 @@ def main():
         op = dmljax.get_operator(name)
         spec, ref = op.spec, REFERENCES[name]
         kwargs = dict(attrs.dml)
-        if _plain(spec, ref):
-            args = inputs(spec, ref, dtype, rng)
+        types = catalog.tensor_types(spec, spec.support[0].level, DataType.from_dtype(np.dtype(dtype)))
+        if _plain(spec, ref) and all(types.get(t.dml_name) == types[catalog.main_tensor(spec)] for t in spec.inputs):
+            args = inputs(spec, ref, dtype, rng)  # one type for every input: drawn here with specials
         else:
-            types = catalog.tensor_types(spec, spec.support[0].level, DataType.from_dtype(np.dtype(dtype)))
             args = catalog.inputs_for(spec, ref, types, shape, rng, attrs)
         f = jax.jit(lambda *a: op(*a, **kwargs))
         on_gpu = jax.tree.map(np.asarray, f(*jax.device_put(args, gpu[0])))
