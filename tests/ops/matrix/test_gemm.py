@@ -117,7 +117,7 @@ def test_shape_rules():
 def test_float16_products_on_nvidia_gpus_have_float16_results_without_alpha():
     # Lowered for CUDA here (no GPU needed): without Alpha the forward and backward products give
     # FLOAT16 results, which cuBLAS and XLA's Triton GEMMs accumulate in FLOAT32 and round once
-    # (gpu_check holds the H100 to the reference); with Alpha, or on the CPU, FLOAT32 results
+    # (tests/gpu/semantics.py holds the GPU to the reference); with Alpha, or on the CPU, FLOAT32 results
     # are scaled, then rounded.
     a = jax.ShapeDtypeStruct((2, 64, 32), jnp.float16)
     b = jax.ShapeDtypeStruct((2, 32, 16), jnp.float16)

@@ -133,7 +133,7 @@ def test_row_kernel_matches_the_reference(dtype, reverse, exclusive, max_row, mo
     # Rows on a GPU take a Pallas kernel (dmljax/_src/kernels/cumulative.py); run here in Pallas's
     # interpreter, it must give what the operator's reference gives within the operator's budget,
     # NaN, infinities and FLOAT32 denormals included (the H100 run checks the compiled kernel:
-    # tests/gpu/kernels.py, gpu_check): whole rows in a block, and rows longer than
+    # tests/gpu/kernels.py, tests/gpu/semantics.py): whole rows in a block, and rows longer than
     # MAX_ROW (64 here: four blocks a row, the sum carried across).
     from dmljax._src.kernels import cumulative as cumulative_kernel
     from dmljax._src.kernels.cumulative import CUMULATIVE_SUMMATION_ROWS, scan_rows

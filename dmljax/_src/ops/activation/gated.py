@@ -224,7 +224,7 @@ def _swish_float16(input, scale: float):
     """SWISH of a FLOAT16 tensor computed in FLOAT32: FLOAT32's error (a few units of 2^-24) is
     far below FLOAT16's half ULP, so the plain formula x * Sigmoid(z), and its derivative
     s (1 + z (1 - s)), both from one exp (XLA's logistic), are within 1 FLOAT16 ULP of the
-    float64 values for every FLOAT16 input (tests/ops/test_activation_gated.py checks all of
+    float64 values for every FLOAT16 input (tests/ops/activation/test_gated.py checks all of
     them): the careful FLOAT32 formula costs time here that FLOAT16 cannot show (measured on the
     H100: 1.23x jnp's forward+backward, this one 1.0x). x is bounded to FLOAT32's largest value
     (an infinite x times Sigmoid = 0 gives the limit +-0, not NaN), z to +-100 in the derivative."""

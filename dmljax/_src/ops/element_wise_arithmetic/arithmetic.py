@@ -1,5 +1,5 @@
 """Element-wise arithmetic (sums, products, quotients, moduli, means, identity, negation): each
-page's record, with its formula right below it (clamps, MAX and MIN: element_wise_clamp.py)."""
+page's record, with its formula right below it (clamps, MAX and MIN: clamp.py)."""
 
 from __future__ import annotations
 

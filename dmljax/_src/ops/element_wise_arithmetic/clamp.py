@@ -258,7 +258,7 @@ def _max_min(x, y, larger: bool):
     if not jnp.issubdtype(x.dtype, jnp.floating):
         return jnp.where(_selects_b(x, y, larger), y, x)
     # maxNum/minNum: XLA's maximum/minimum order a tie of zeros (max(-0, +0) = +0 and
-    # min(-0, +0) = -0 in either order: tested on the CPU, and by gpu_check's signed-zero pairs on
+    # min(-0, +0) = -0 in either order: tested on the CPU, and by tests/gpu/semantics.py's signed-zero pairs on
     # an H100) and propagate NaN, so a NaN operand is answered first by the other one, tested on
     # the bits.
     # Fewer instructions than comparing order keys of the bits (a chain of eight FLOAT16
