@@ -32,16 +32,16 @@ capability 9.0) on any host, so that dumps made on different hosts compare.
 
 Normalization: each module is printed without debug information (no ``loc(...)``: no file names,
 line numbers or name stacks), large constants in full. A Triton kernel's custom call carries the
-kernel's own module as MLIR bytecode in its backend config (``ir = "ML\\EFR..."``), which keeps
-locations of its own (file paths, with JAX's full-traceback locations); each such payload is parsed
-and replaced by its text printed without debug information. JAX prints a nested jitted function
-once per cached trace of it, so that what was lowered before (its caches) can print one function
-twice (@isinf beside an identical @isinf_11) and shift the numbers of the others: identical private
-functions are merged and all are renumbered per base name (``canonical_functions``), and every
-task (up to GROUP calls of one operator) starts from cleared caches. Everything else (operations,
-types, shapes, constants, attributes, the functions and their call graph, the kernels' grid, warps
-and stages) is hashed as printed. An error's message is recorded with file paths and line numbers
-replaced.
+kernel's own module as MLIR bytecode in its backend config (``ir = "ML\\EFR..."``), with locations
+of its own (JAX's default full-traceback locations: the paths and lines of the files that built the
+kernel); each such payload is parsed and replaced by its text printed without debug information.
+JAX prints a nested jitted function once per cached trace of it, so that what was lowered before
+(its caches) can print one function twice (@isinf beside an identical @isinf_11) and shift the
+numbers of the others: identical private functions are merged and all are renumbered per base name
+(``canonical_functions``), and every task (up to GROUP calls of one operator) starts from cleared
+caches. Everything else (operations, types, shapes, constants, attributes, the functions and their
+call graph, the kernels' grid, warps and stages) is hashed as printed. An error's message is
+recorded with file paths and line numbers replaced.
 
 Usage (from the repository root)::
 
@@ -59,7 +59,8 @@ missing from B and new in B, lists the non-identical ones, and exits 1 if any en
 missing. Take a dump before a change and one after it (same JAX and jaxlib, same options) and
 compare the two.
 
-On a 2-core machine a full dump takes about 10 minutes with two processes (``--sample``: 2).
+On a 2-core machine a full dump (about 9,700 calls) takes 6 to 8 minutes with two processes,
+``--sample`` (about 1,700) under 2.
 Importing this module runs nothing, and pytest does not collect it as a test.
 """
 
