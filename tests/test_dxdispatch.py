@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 import dmljax
-from dmljax._src.dxdispatch import model as dxdispatch
 from dmljax._src.cli import main
+from dmljax._src.dxdispatch import model as dxdispatch
 from dmljax._src.dxdispatch.model import Model, ModelError, load_json
 from tests import catalog
 

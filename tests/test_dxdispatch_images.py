@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from dmljax._src.dxdispatch import model as dxdispatch
 from dmljax._src.cli import main
+from dmljax._src.dxdispatch import model as dxdispatch
 from dmljax._src.dxdispatch.model import Model, ModelError
 
 MODELS = Path(__file__).resolve().parents[2] / "shared" / "dxdispatch" / "models"

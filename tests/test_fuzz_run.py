@@ -33,8 +33,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dmljax
-from dmljax._src.dxdispatch import model as dxdispatch
 from dmljax._src.cli import main
+from dmljax._src.dxdispatch import model as dxdispatch
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_MODELS = ROOT.parent / "shared" / "dxdispatch" / "models"

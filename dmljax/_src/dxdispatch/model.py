@@ -39,11 +39,11 @@ import numpy as np
 from dmljax._src.buffers import BufferBinding, layout_plan
 from dmljax._src.compile import CompiledOperator, _get_op, compile_operator
 from dmljax._src.dtypes import DataType
+from dmljax._src.dxdispatch import images
+from dmljax._src.dxdispatch.schema import describe, structure_problems
 from dmljax._src.errors import ValidationError
 from dmljax._src.feature_level import resolve_feature_level
-from dmljax._src.dxdispatch import images
 from dmljax._src.memory import device_available, host_available
-from dmljax._src.dxdispatch.schema import describe, structure_problems
 
 __all__ = ["ModelError", "Model", "Resource", "format_values", "load_json", "MAX_NESTING"]
 

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 import dmljax
 from dmljax import DataType
-from dmljax._src.kernels import convolution as conv_kernel
 from dmljax._src.enums import ConvolutionDirection, ConvolutionMode
 from dmljax._src.kernel_seam import Route
+from dmljax._src.kernels import convolution as conv_kernel
 from dmljax._src.ops.convolution import convolution as conv_op
 from dmljax._src.ops.convolution.convolution import CONVOLUTION
 from tests import catalog

@@ -18,11 +18,11 @@ import numpy as np
 
 from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
 from dmljax._src.errors import Violation
+from dmljax._src.kernel_seam import choose
+from dmljax._src.kernels.softmax import SOFTMAX_ROWS, softmax_rows, softmax_rows_grad
 from dmljax._src.numerics import flush_denormals, load, mark_flushed, store
 from dmljax._src.op import operator
 from dmljax._src.ops.factories import SUPPORT_ACTIVATION, activation_op, check_axes
-from dmljax._src.kernel_seam import choose
-from dmljax._src.kernels.softmax import SOFTMAX_ROWS, softmax_rows, softmax_rows_grad
 from dmljax._src.spec import ParamSpec
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16

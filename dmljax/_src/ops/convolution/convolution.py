@@ -18,18 +18,18 @@ import numpy as np
 from jax import lax
 from jax.custom_derivatives import SymbolicZero
 
-from dmljax._src.kernel_seam import Route, choose
-from dmljax._src.kernels.convolution import CONVOLUTION_TAPS, convolve_taps
 from dmljax._src.catalog import PREFIX
 from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
 from dmljax._src.enums import ConvolutionDirection, ConvolutionMode
 from dmljax._src.errors import Violation
+from dmljax._src.kernel_seam import Route, choose
+from dmljax._src.kernels.convolution import CONVOLUTION_TAPS, convolve_taps
 from dmljax._src.numerics import compute_dtype, load, store
 from dmljax._src.op import operator
 from dmljax._src.ops.factories import apply_fused
-from dmljax._src.window import array_violations, fit_violations, windows_per_dimension
 from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, snake_case, table
 from dmljax._src.validate import MAX_ELEMENTS, TensorInfo
+from dmljax._src.window import array_violations, fit_violations, windows_per_dimension
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
 _ARRAYS = ("Strides", "Dilations", "StartPadding", "EndPadding", "OutputPadding")

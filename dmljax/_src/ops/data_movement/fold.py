@@ -18,10 +18,10 @@ from dmljax._src.dtypes import FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UI
 from dmljax._src.errors import Violation
 from dmljax._src.numerics import load, mark_flushed, store
 from dmljax._src.op import operator
-from dmljax._src.window import array_violations, fit_violations, spread_windows, window_offsets
-from dmljax._src.window import windows_per_dimension as blocks_per_dimension
 from dmljax._src.spec import OpSpec, PageSlip, ParamSpec, SameDataType, TensorSpec, table
 from dmljax._src.validate import MAX_ELEMENTS, TensorInfo
+from dmljax._src.window import array_violations, fit_violations, spread_windows, window_offsets
+from dmljax._src.window import windows_per_dimension as blocks_per_dimension
 
 _ALL = FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8
 _WINDOW = ("WindowSizes", "Strides", "Dilations", "StartPadding", "EndPadding")

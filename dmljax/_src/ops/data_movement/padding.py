@@ -11,8 +11,6 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from dmljax._src.kernel_seam import Route, choose
-from dmljax._src.kernels.padding import PADDING_ROWS, pad_rows, source_index
 from dmljax._src.catalog import PREFIX
 from dmljax._src.dtypes import (
     FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8,
@@ -22,6 +20,8 @@ from dmljax._src.dtypes import (
 from dmljax._src.enums import PaddingMode
 from dmljax._src.errors import Violation
 from dmljax._src.feature_level import FeatureLevel
+from dmljax._src.kernel_seam import Route, choose
+from dmljax._src.kernels.padding import PADDING_ROWS, pad_rows, source_index
 from dmljax._src.numerics import attr_as
 from dmljax._src.op import operator
 from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, table

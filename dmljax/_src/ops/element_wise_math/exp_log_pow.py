@@ -15,10 +15,10 @@ from dmljax._src.dtypes import (
     FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8, DataType,
 )
 from dmljax._src.errors import Violation
+from dmljax._src.feature_level import FeatureLevel
 from dmljax._src.numerics import (
     apply_scale_bias, float32_as, float32_product, float_to_int, flush_denormals, load, pow_c99, store,
 )
-from dmljax._src.feature_level import FeatureLevel
 from dmljax._src.op import operator
 from dmljax._src.ops.factories import (
     SUPPORT_FLOAT_MATH,

@@ -20,19 +20,19 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from dmljax._src.kernel_seam import choose
-from dmljax._src.kernels.max_pooling import MAX_POOLING_VALUES, max_pool_values
 from dmljax._src.catalog import PREFIX
 from dmljax._src.dtypes import (
     FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT8_UINT8, FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8,
     UINT32, UINT64_UINT32, DataType,
 )
 from dmljax._src.errors import Violation
+from dmljax._src.kernel_seam import choose
+from dmljax._src.kernels.max_pooling import MAX_POOLING_VALUES, max_pool_values
 from dmljax._src.numerics import flush_denormals, is_nan, load, mark_flushed, store
 from dmljax._src.op import operator
-from dmljax._src.window import array_violations, fit_violations, spread_windows, windows_per_dimension
 from dmljax._src.spec import OpSpec, PageSlip, ParamSpec, SameDataType, SameSizes, TensorSpec, table
 from dmljax._src.validate import MAX_ELEMENTS, TensorInfo
+from dmljax._src.window import array_violations, fit_violations, spread_windows, windows_per_dimension
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
 _ALL = FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8

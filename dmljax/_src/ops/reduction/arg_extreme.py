@@ -14,12 +14,12 @@ from dmljax._src.dtypes import (
     INT64_INT32_UINT64_UINT32, DataType,
 )
 from dmljax._src.enums import AxisDirection
-from dmljax._src.numerics import flush_denormals, is_nan
-from dmljax._src.op import operator
-from dmljax._src.ops.factories import check_axes
 from dmljax._src.kernel_seam import choose
 from dmljax._src.kernels.extreme_columns import EXTREME_COLUMNS, arg_columns
 from dmljax._src.kernels.top_k import ARG_EXTREME_ROWS, top_k_rows
+from dmljax._src.numerics import flush_denormals, is_nan
+from dmljax._src.op import operator
+from dmljax._src.ops.factories import check_axes
 from dmljax._src.spec import OpSpec, ParamSpec, TensorSpec, table
 from dmljax._src.validate import TensorInfo
 

@@ -13,13 +13,13 @@ from jax import lax
 from dmljax._src.dtypes import FLOAT32_FLOAT16_INT32_UINT32, FLOAT32_FLOAT16_INT64_INT32_UINT64_UINT32, DataType
 from dmljax._src.enums import AxisDirection
 from dmljax._src.errors import Violation
-from dmljax._src.numerics import associative_scan, load, mark_flushed, store
-from dmljax._src.op import operator
-from dmljax._src.ops.factories import unary_op
 from dmljax._src.kernel_seam import choose
 from dmljax._src.kernels.cumulative import (
     CUMULATIVE_PRODUCT_ROWS, CUMULATIVE_SUMMATION_ROWS, product_rows, scan_rows,
 )
+from dmljax._src.numerics import associative_scan, load, mark_flushed, store
+from dmljax._src.op import operator
+from dmljax._src.ops.factories import unary_op
 from dmljax._src.spec import ParamSpec
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16

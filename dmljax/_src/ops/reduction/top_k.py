@@ -17,12 +17,12 @@ from dmljax._src.dtypes import (
 )
 from dmljax._src.enums import AxisDirection
 from dmljax._src.errors import Violation
-from dmljax._src.numerics import flush_denormals, is_nan
-from dmljax._src.op import operator
-from dmljax._src.ops.reduction.arg_extreme import _keys, arg_extreme
 from dmljax._src.kernel_seam import choose
 from dmljax._src.kernels.top_k import TOP_K_ROWS, top_k_rows
 from dmljax._src.kernels.top_k_threshold import TOP_K_THRESHOLD, threshold_rows
+from dmljax._src.numerics import flush_denormals, is_nan
+from dmljax._src.op import operator
+from dmljax._src.ops.reduction.arg_extreme import _keys, arg_extreme
 from dmljax._src.spec import OpSpec, PageSlip, ParamSpec, SameDataType, TensorSpec, table
 from dmljax._src.validate import TensorInfo
 
