@@ -8,13 +8,10 @@ computes ``(x - x_zero_point) * x_scale``."""
 
 from __future__ import annotations
 
-import jax.numpy as jnp
-import numpy as np
-from jax import lax
-
 from dmljax._src.dtypes import FLOAT32, FLOAT32_FLOAT16, INT32_INT16_INT8_UINT32_UINT16_UINT8, UINT8, DataType
 from dmljax._src.errors import Violation
 from dmljax._src.feature_level import FeatureLevel
+from dmljax._src.linear_quantization import exact_difference
 from dmljax._src.numerics import compute_dtype, load, mark_flushed, store
 from dmljax._src.op import operator
 from dmljax._src.spec import OpSpec, SameDataType, SameSizes, TensorSpec, table
@@ -77,20 +74,6 @@ ELEMENT_WISE_DEQUANTIZE_LINEAR = OpSpec(
 )
 
 
-def exact_difference(x, zero_point) -> jnp.ndarray:
-    """``x - zero_point`` of two integer tensors of one type, exactly, rounded once to FLOAT32: in
-    int32 for types of up to 16 bits; for 32-bit types as (high halves' difference) * 2^16 + (low
-    halves' difference), two terms that FLOAT32 holds exactly, added with one rounding."""
-    if x.dtype.itemsize <= 2:
-        return (x.astype(np.int32) - zero_point.astype(np.int32)).astype(np.float32)
-    shift = np.asarray(16, x.dtype)
-    mask = np.asarray(0xFFFF, x.dtype)
-    high = lax.shift_right_arithmetic if x.dtype == np.int32 else lax.shift_right_logical
-    dh = high(x, shift).astype(np.int32) - high(zero_point, shift).astype(np.int32)
-    dl = (x & mask).astype(np.int32) - (zero_point & mask).astype(np.int32)
-    return dh.astype(np.float32) * np.float32(65536) + dl.astype(np.float32)
-
-
 @operator(ELEMENT_WISE_DEQUANTIZE_LINEAR)
 def element_wise_dequantize_linear(input, scale, zero_point=None, *, allow_half_precision_computation):
     """Example:
@@ -100,8 +83,7 @@ def element_wise_dequantize_linear(input, scale, zero_point=None, *, allow_half_
         Array([-64. ,   0. ,  63.5], dtype=float32)
     """
     dt = DataType.from_dtype(scale.dtype)
-    zp = jnp.zeros_like(input) if zero_point is None else zero_point
-    d = exact_difference(input, zp)  # integers: no gradient flows through them
+    d = exact_difference(input, zero_point)  # integers: no gradient flows through them
     ct = compute_dtype(dt, allow_half_precision_computation)
     out = store(d.astype(ct) * load(scale, allow_half_precision_computation), dt)
     if dt is F32:

@@ -1,0 +1,73 @@
+"""Linear quantization's arithmetic, one definition for every quantized operator.
+
+DirectML's quantized operators (ELEMENT_WISE_QUANTIZE_LINEAR, QUANTIZE, the QUANTIZED_LINEAR_*
+operators' requantization, DYNAMIC_QUANTIZE_LINEAR) all end in the page's
+
+    clamp(round(value / scale) + zero_point, Min, Max)
+
+and all dequantize as ``(input - zero_point) * scale``. Where the pages leave the details open,
+dmljax follows ONNX's QuantizeLinear and DequantizeLinear (which ONNX Runtime's DirectML provider
+maps onto these operators), and dmljax's own rules for NaN and denormals:
+
+- ``value / scale`` is divided in FLOAT32 (FLOAT16 widened exactly, unless half-precision
+  computation is allowed), rounded once, FLOAT32 denormals flushed on the way in;
+- ``round`` rounds halves to even (ONNX: "rounding to nearest ties to even");
+- the zero point is added to the rounded value, then the sum is saturated to the output type's
+  range. The clamp follows IEEE minNum/maxNum, as every dmljax min and max does, so a NaN value
+  (0 / 0, a NaN input or scale) becomes ``Min``; +-inf (a scale of 0) becomes ``Max``/``Min``;
+- ``input - zero_point`` is exact (a 32-bit difference can need 33 bits) and rounded once to
+  FLOAT32.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from dmljax._src.dtypes import DataType
+from dmljax._src.numerics import compute_dtype, load, max_num, min_num
+
+__all__ = ["integer_range", "quantize_values", "exact_difference"]
+
+
+def integer_range(data_type: DataType) -> tuple[int, int]:
+    """``(Min, Max)`` of an integer type, the 4-bit ones included (INT4: -8..7, UINT4: 0..15)."""
+    info = jnp.iinfo(data_type.dtype)
+    return int(info.min), int(info.max)
+
+
+def quantize_values(value, scale, zero_point, data_type: DataType, *, allow_half: bool = False):
+    """``clamp(round(value / scale) + zero_point, Min, Max)`` as ``data_type`` (INT8, UINT8, INT4,
+    UINT4, or a wider integer type).
+
+    ``value`` is a float tensor or an INT32 one (rounded once to FLOAT32 first, as ONNX's
+    QuantizeLinear reads an INT32 input); ``scale`` a float tensor; ``zero_point`` an integer
+    tensor or None (0). All three already have the output's shape or broadcast to it."""
+    if not jnp.issubdtype(value.dtype, jnp.floating):
+        value = value.astype(np.float32)
+    ct = compute_dtype(DataType.from_dtype(scale.dtype), allow_half)
+    if value.dtype == np.float32 or scale.dtype == np.float32:
+        ct = np.dtype(np.float32)
+    v = load(value, allow_half).astype(ct) / load(scale, allow_half).astype(ct)
+    r = jnp.round(v)  # halves to even
+    if zero_point is not None:
+        r = r + zero_point.astype(ct)  # exact: |zero point| <= 2^8 for the types that reach here
+    lo, hi = integer_range(data_type)
+    return min_num(max_num(r, float(lo)), float(hi)).astype(data_type.dtype)
+
+
+def exact_difference(x, zero_point) -> jnp.ndarray:
+    """``x - zero_point`` of two integer tensors of one type, exactly, rounded once to FLOAT32: in
+    int32 for types of up to 16 bits; for 32-bit types as (high halves' difference) * 2^16 + (low
+    halves' difference), two terms that FLOAT32 holds exactly, added with one rounding."""
+    if zero_point is None:
+        zero_point = jnp.zeros_like(x)
+    if x.dtype.itemsize <= 2:
+        return (x.astype(np.int32) - zero_point.astype(np.int32)).astype(np.float32)
+    shift = np.asarray(16, x.dtype)
+    mask = np.asarray(0xFFFF, x.dtype)
+    high = lax.shift_right_arithmetic if x.dtype == np.int32 else lax.shift_right_logical
+    dh = high(x, shift).astype(np.int32) - high(zero_point, shift).astype(np.int32)
+    dl = (x & mask).astype(np.int32) - (zero_point & mask).astype(np.int32)
+    return dh.astype(np.float32) * np.float32(65536) + dl.astype(np.float32)
