@@ -32,3 +32,28 @@ def pytest_make_parametrize_id(config, val, argname):
     if " at 0x" in text:
         return type(val).__name__
     return None
+
+
+# The slow tier: exhaustive cases, real models, long fuzzing. The README's command runs the fast
+# tier; `python3 -m pytest --slow` (or DMLJAX_SLOW=1) runs everything, as .ci/run does after it.
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true", default=False,
+                     help="also run the slow tier (tests marked slow): exhaustive cases, real models, long fuzzing")
+
+
+def slow_tier(config) -> bool:
+    import os
+    return config.getoption("--slow") or os.environ.get("DMLJAX_SLOW", "") not in ("", "0")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: the slow tier, run by `pytest --slow` (exhaustive cases, real models)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if slow_tier(config):
+        return
+    skip = pytest.mark.skip(reason="slow tier: run with `python3 -m pytest --slow`")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
