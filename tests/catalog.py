@@ -9,7 +9,8 @@ family's package, every module in it whose name does not start with an underscor
 - positive cases: every support table x data type of the main tensor x {fewest, most, 4}
   dimensions (x each output DataType the caller may choose) x attribute set of the reference,
   sampled per operator with a fixed seed under ``CAP`` (the sample covers every table, data type,
-  dimension count and attribute set it can); ``DMLJAX_FULL_CASES=1`` runs all of them;
+  dimension count and attribute set it can) for the fast tier; the slow tier (tests/tiers.py) runs
+  the rest (``tiered_cases``);
 - negative cases, all of them (``jax.eval_shape`` only): one dimension too few and too many, each
   DataType the main tensor's row does not list, the level below the operator's introduction;
 - ``completeness()``: what a registered operator lacks (reference, generated case, gradient rule
@@ -26,7 +27,6 @@ import ast
 import dataclasses
 import functools
 import importlib
-import os
 import pkgutil
 import zlib
 from pathlib import Path
@@ -34,6 +34,7 @@ from typing import Mapping
 
 import jax
 import numpy as np
+import pytest
 
 import dmljax
 from dmljax._src.dtypes import DataType
@@ -41,19 +42,20 @@ from dmljax._src.feature_level import FeatureLevel
 from dmljax._src.fused import FusedActivation
 from dmljax._src.registry import entry, get_operator, registry
 from dmljax._src.spec import INFERRED, REQUIRED, OpSpec, SameDataType
+from tests import tiers
 from tests.reference.record import KNOWN_ISSUES, ROLES, Attrs, Reference
 
 CAP = 12
 """Positive cases per operator in a default run: enough to cover the 11 data types of the widest
 tables (the sample covers every support table, data type, dimension count and attribute set it
 can within the cap)."""
-FILL = 2
+FILL = 0
 """Random cases added after the covering ones (within the cap): combinations the coverage alone
-would not pick. Two keep the suite inside CI's time at 160 operators (four gave 1,523 cases and
-545-630 s of pytest on this project's 2-core machine), where filling up to the cap took 1,766
-cases (1,058 cover every feature); DMLJAX_FULL_CASES=1 runs all of them."""
-FULL_ENV = "DMLJAX_FULL_CASES"
-FULL = os.environ.get(FULL_ENV, "") not in ("", "0")
+would not pick. None in the fast tier, which must finish within the README's 6 minutes on a
+2-core machine (two gave 1,414 cases at 161 operators, the covering ones alone 1,216): the slow
+tier runs every case."""
+FULL = tiers.slow()
+"""The slow tier: every generated case, not only the sample (``positive_cases``'s default)."""
 
 SHAPE8 = (2, 3, 1, 2, 1, 1, 2, 1)
 ALL_TYPES = tuple(DataType)
@@ -396,7 +398,7 @@ def cap_of(name: str, cap: int = CAP) -> int:
 
 def positive_cases(names=None, full: bool | None = None, cap: int = CAP) -> list[Case]:
     """The positive cases the suite runs: for each operator (default: every registered one)
-    its sample under ``cap``, or all of them in a full run (``DMLJAX_FULL_CASES=1``)."""
+    its sample under ``cap``, or all of them (``full``; default: in the slow tier)."""
     full = FULL if full is None else full
     refs = references()
     out = []
@@ -406,6 +408,15 @@ def positive_cases(names=None, full: bool | None = None, cap: int = CAP) -> list
         cases = all_positive_cases(name, refs[name])
         out += cases if full else sample(cases, cap_of(name, cap), name)
     return out
+
+
+def tiered_cases(names=None) -> list:
+    """Every positive case as a parameter list: the sample first, plain (the fast tier), then the
+    rest marked ``slow``, so that ``pytest --slow -m slow`` runs only what the fast tier left out."""
+    sampled = positive_cases(names, full=False)
+    fast = set(sampled)
+    rest = [c for c in positive_cases(names, full=True) if c not in fast]
+    return [*sampled, *(pytest.param(c, marks=pytest.mark.slow, id=c.id) for c in rest)]
 
 
 def negative_cases(names=None):

@@ -6,8 +6,12 @@ import jax
 jax.config.update("jax_num_cpu_devices", 8)
 jax.config.update("jax_numpy_dtype_promotion", "strict")
 
+import os  # noqa: E402
+
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+
+from tests import tiers  # noqa: E402
 
 
 @pytest.fixture
@@ -34,26 +38,39 @@ def pytest_make_parametrize_id(config, val, argname):
     return None
 
 
-# The slow tier: exhaustive cases, real models, long fuzzing. The README's command runs the fast
-# tier; `python3 -m pytest --slow` (or DMLJAX_SLOW=1) runs everything, as .ci/run does after it.
+# The slow tier (tests/tiers.py): `python3 -m pytest --slow`, or DMLJAX_SLOW=1.
 def pytest_addoption(parser):
     parser.addoption("--slow", action="store_true", default=False,
-                     help="also run the slow tier (tests marked slow): exhaustive cases, real models, long fuzzing")
-
-
-def slow_tier(config) -> bool:
-    import os
-    return config.getoption("--slow") or os.environ.get("DMLJAX_SLOW", "") not in ("", "0")
+                     help="also run the slow tier (tests marked slow): every generated case, real models, long fuzzing")
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "slow: the slow tier, run by `pytest --slow` (exhaustive cases, real models)")
+    config.addinivalue_line("markers", "slow: the slow tier, run by `pytest --slow` (every case, real models)")
+    config.addinivalue_line("markers", "fuzz: hypothesis tests, which draw more examples in the slow tier")
+    if config.getoption("--slow"):
+        os.environ[tiers.SLOW_ENV] = "1"  # before collection, in every worker: module-level lists read it
 
 
 def pytest_collection_modifyitems(config, items):
-    if slow_tier(config):
+    """The fast tier leaves the slow tier's tests out (deselected, and counted in the summary)."""
+    if tiers.slow():
         return
-    skip = pytest.mark.skip(reason="slow tier: run with `python3 -m pytest --slow`")
-    for item in items:
-        if "slow" in item.keywords:
-            item.add_marker(skip)
+    slow = [item for item in items if "slow" in item.keywords]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if "slow" not in item.keywords]
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line per reason for what was skipped, so that a skipped tier or a missing ../shared
+    folder shows in the summary, not only in -rs's list."""
+    reasons = {}
+    for rep in terminalreporter.stats.get("skipped", []):
+        reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        reasons[reason] = reasons.get(reason, 0) + 1
+    for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"skipped {n}: {reason}")
+    if not tiers.slow():  # (pytest-xdist's workers deselect, so the count is not known here)
+        terminalreporter.write_line("left out: the slow tier (every generated case, every kernel geometry, every "
+                                    "operator from a DxDispatch model, long fuzzing); `python3 -m pytest --slow` runs it")

@@ -21,7 +21,7 @@ from tests.compare import assert_matches
 
 REFS = catalog.references()
 OPS = list(registry())
-POSITIVE = catalog.positive_cases()
+POSITIVE = catalog.positive_cases(full=False)  # the fast tier's sample
 NEGATIVE = catalog.negative_cases()
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
 
@@ -213,8 +213,8 @@ def test_generated_counts():
     for name, cases in per_op.items():
         full = catalog.all_positive_cases(name)
         cap = catalog.cap_of(name)
-        assert 0 < len(cases) <= (len(full) if catalog.FULL else min(cap, len(full))), name
-        if not catalog.FULL and len(full) > cap:
+        assert 0 < len(cases) <= min(cap, len(full)), name
+        if len(full) > cap:
             # every data type and attribute set is covered when the cap allows it
             types = {c.data_type for c in full}
             if len(types) <= cap:
@@ -250,11 +250,22 @@ def test_sampling_is_fixed_and_covering():
     cases = catalog.all_positive_cases("DML_OPERATOR_ELEMENT_WISE_IDENTITY")
     a = catalog.sample(cases, 12, "DML_OPERATOR_ELEMENT_WISE_IDENTITY")
     assert a == catalog.sample(cases, 12, "DML_OPERATOR_ELEMENT_WISE_IDENTITY")  # a fixed seed
-    assert len(a) == 12 and len(set(a)) == 12 and a == [c for c in cases if c in a]  # in order
+    assert len(a) <= 12 and len(set(a)) == len(a) and a == [c for c in cases if c in a]  # in order
     assert {c.data_type for c in a} == {c.data_type for c in cases}  # 11 types within 12
     assert {c.ndim for c in a} == {c.ndim for c in cases}
     assert catalog.sample(cases, 1000, "x") == cases
     assert catalog.positive_cases(["DML_OPERATOR_ELEMENT_WISE_IDENTITY"], full=True) == cases
+
+
+def test_tiers_split_the_cases_without_loss_or_repetition():
+    # the fast tier's sample plain, every other case marked slow: together exactly all of them
+    params = catalog.tiered_cases(["DML_OPERATOR_ELEMENT_WISE_IDENTITY", "DML_OPERATOR_GEMM"])
+    fast = [p for p in params if not hasattr(p, "marks")]
+    slow = [p.values[0] for p in params if hasattr(p, "marks")]
+    assert all(m.name == "slow" for p in params if hasattr(p, "marks") for m in p.marks)
+    assert fast == catalog.positive_cases(["DML_OPERATOR_ELEMENT_WISE_IDENTITY", "DML_OPERATOR_GEMM"], full=False)
+    everything = catalog.positive_cases(["DML_OPERATOR_ELEMENT_WISE_IDENTITY", "DML_OPERATOR_GEMM"], full=True)
+    assert sorted(fast + slow, key=everything.index) == everything and len(fast) < len(everything)
 
 
 def test_random_tensor_roles(rng):
@@ -269,7 +280,7 @@ def test_random_tensor_roles(rng):
 
 
 # ---------------------------------------------------------------------------------- positive
-@pytest.mark.parametrize("case", POSITIVE, ids=lambda c: c.id)
+@pytest.mark.parametrize("case", catalog.tiered_cases(), ids=lambda c: c.id)
 def test_matches_reference(case, rng):
     op = get_operator(case.op_name)
     spec, ref = op.spec, REFS[case.op_name]
@@ -413,13 +424,13 @@ def test_64_bit_types_need_x64(name):
 
 # ---------------------------------------------------------------------------------- transformations
 def _jit_types(name):
-    # A float type (else an integer one); both in a full run.
+    # A float type (else an integer one); the integer one too in the slow tier.
     types = catalog.newest_types(get_operator(name).spec)
-    pair = [t for t in [next((t for t in types if t.is_float), None), _int_type(name)] if t is not None]
-    return pair if catalog.FULL else pair[:1]
+    return [t for t in [next((t for t in types if t.is_float), None), _int_type(name)] if t is not None]
 
 
-JIT = [(n, dt) for n in _with_ref(OPS) for dt in _jit_types(n)]
+JIT = [pytest.param(n, dt, marks=() if i == 0 else pytest.mark.slow)
+       for n in _with_ref(OPS) for i, dt in enumerate(_jit_types(n))]
 
 
 @pytest.mark.parametrize("name,dt", JIT, ids=lambda v: _short(v) if isinstance(v, str) else v.name)
@@ -725,4 +736,4 @@ def test_generated_transformation_coverage():
         assert (name in {n for n, _ in GRADS}) == any(t in (F32, F16) for t in types), name
         assert (name in FLOAT0) == any(t.is_integer for t in types), name
     for name in OPS:
-        assert name in {n for n, _ in JIT}, name
+        assert name in {p.values[0] for p in JIT}, name

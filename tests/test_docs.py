@@ -12,6 +12,7 @@ import pytest
 import dmljax
 from dmljax._src import docgen
 from dmljax._src.cli import main
+from tests import tiers
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -84,7 +85,7 @@ def test_data_type_history_of_element_wise_add():
     assert [(lv.version, d) for lv, d in docgen.dims_history(spec, "ATensor")] == [("1.0", "4 to 5"), ("3.0", "1 to 8")]
 
 
-@pytest.mark.skipif(not SPEC.is_dir(), reason=f"the reference pages are not at {SPEC}")
+@tiers.needs_shared
 def test_page_urls_follow_where_each_page_comes_from():
     for e in dmljax.catalog():
         head = (SPEC / e.page).read_text(encoding="utf-8").split("\n", 1)[0]

@@ -25,12 +25,12 @@ import dmljax
 from dmljax._src.cli import main
 from dmljax._src.dxdispatch import model as dxdispatch
 from dmljax._src.dxdispatch.model import Model, ModelError, load_json
-from tests import catalog
+from tests import catalog, tiers
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 MODELS = SHARED / "dxdispatch" / "models"
 MODEL_FILES = sorted(MODELS.glob("*.json")) if MODELS.is_dir() else []
-needs_shared = pytest.mark.skipif(not MODELS.is_dir(), reason=f"the shared DxDispatch models are not at {MODELS}")
+needs_shared = tiers.needs_shared
 
 
 # --------------------------------------------------------------- an independent NumPy reader

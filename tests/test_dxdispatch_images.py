@@ -21,9 +21,10 @@ from PIL import Image
 from dmljax._src.cli import main
 from dmljax._src.dxdispatch import model as dxdispatch
 from dmljax._src.dxdispatch.model import Model, ModelError
+from tests import tiers
 
 MODELS = Path(__file__).resolve().parents[2] / "shared" / "dxdispatch" / "models"
-needs_shared = pytest.mark.skipif(not MODELS.is_dir(), reason=f"the shared DxDispatch models are not at {MODELS}")
+needs_shared = tiers.needs_shared
 
 # Bytes whose / 255 prints short: 0, 0.2, 0.4, 0.6, 0.8, 1.
 LEVELS = {0: "0", 51: "0.2", 102: "0.4", 153: "0.6", 204: "0.8", 255: "1"}

@@ -14,10 +14,10 @@ and a message is at most ``MAX_MESSAGE`` characters. Most calls go through ``jax
 (shapes up to 2^33 elements cost nothing); small ones also run for real, at top level and inside
 ``jax.jit``/``jax.vmap``.
 
-Seeds are fixed (``derandomize=True``). ``DMLJAX_FUZZ_EXAMPLES`` sets the examples per test
-(default 25, which keeps the whole suite inside CI's ten minutes at 160 operators: the file took
-94 s of CPU with 40 in a suite of 9,591 tests that ran 546 s on two cores; a nightly-size run is
-``DMLJAX_FUZZ_EXAMPLES=5000``, and every public surface has run at 1,500 or more).
+Seeds are fixed (``derandomize=True``). The examples per test: 10 in the fast tier (the README's
+command must stay within 6 minutes on two cores: 25 took 95 s of CPU there at 161 operators), 100
+in the slow tier (tests/tiers.py), or ``DMLJAX_FUZZ_EXAMPLES`` (a nightly-size run is
+``DMLJAX_FUZZ_EXAMPLES=5000``; every public surface has run at 1,500 or more).
 """
 
 from __future__ import annotations
@@ -39,9 +39,11 @@ from dmljax import DataType, FeatureLevel, FusedActivation, ScalarUnion, ScaleBi
 from dmljax._src.fused import FUSABLE, FUSED_OUTPUT_TYPES
 from dmljax._src.errors import quote
 from dmljax._src.spec import INFERRED, REQUIRED, SameDataType, SameSizes
+from tests import tiers
 from tests.doubles import BadHash, BadRepr, FakeArray, RaisingArray
 
-EXAMPLES = int(os.environ.get("DMLJAX_FUZZ_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("DMLJAX_FUZZ_EXAMPLES", "0")) or tiers.by_tier(10, 100)
+pytestmark = pytest.mark.fuzz
 MAX_MESSAGE = 2000
 SETTINGS = settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
                     suppress_health_check=list(HealthCheck))

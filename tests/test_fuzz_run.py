@@ -12,7 +12,8 @@ corrupted .npy sources are fuzzed too. Every run sees 64 MiB of memory "availabl
 dmljax's own memory check, not by the strategies. Strings have no path separators, so writeFile
 stays in the example's temporary folder.
 
-The examples are derandomized, so the suite is deterministic and fast; for a long run:
+The examples are derandomized, so the suite is deterministic; the fast tier runs a third of each
+test's count, the slow tier (tests/tiers.py) twice it; for a long run:
 
     DMLJAX_FUZZ_EXAMPLES=3000 python3 -m pytest -q -p no:cacheprovider tests/test_fuzz_run.py
 """
@@ -35,7 +36,9 @@ from hypothesis import strategies as st
 import dmljax
 from dmljax._src.cli import main
 from dmljax._src.dxdispatch import model as dxdispatch
+from tests import tiers
 
+pytestmark = pytest.mark.fuzz
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_MODELS = ROOT.parent / "shared" / "dxdispatch" / "models"
 EXAMPLE_FILES = sorted((ROOT / "examples").glob("*.json"))
@@ -55,7 +58,7 @@ RUNNABLE_FILES = [p for p in SHARED_FILES if all(
 
 
 def fuzz_settings(default: int):
-    count = int(os.environ.get("DMLJAX_FUZZ_EXAMPLES", "0")) or default
+    count = int(os.environ.get("DMLJAX_FUZZ_EXAMPLES", "0")) or tiers.by_tier(max(1, default // 3), 2 * default)
     return settings(max_examples=count, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                            HealthCheck.data_too_large])
@@ -204,8 +207,7 @@ def test_fuzz_examples(data, capsys):
     fuzz_model(data, data.draw(st.sampled_from(EXAMPLE_FILES), label="model"), capsys)
 
 
-@pytest.mark.skipif(not SHARED_FILES, reason=f"DxDispatch's models are not at {SHARED_MODELS} "
-                                             "(the shared folder is absent, e.g. on the GPU machine)")
+@tiers.needs_shared
 @fuzz_settings(120)
 @given(data=st.data())
 def test_fuzz_shared_models(data, capsys):

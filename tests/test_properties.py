@@ -4,11 +4,13 @@ against laws the pages state (results signed like the divisor, selection by cond
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import dmljax
 from dmljax import DataType
+from tests import tiers
 from tests.compare import assert_matches
 from tests.reference.activation import piecewise as activation
 from tests.reference.element_wise_arithmetic import arithmetic, clamp
@@ -16,7 +18,8 @@ from tests.reference.element_wise_logical import logical
 from tests.reference.element_wise_math import exp_log_pow as emath
 from tests.reference.rules import read
 
-SETTINGS = settings(max_examples=40, deadline=None)
+SETTINGS = settings(max_examples=tiers.by_tier(15, 100), deadline=None)
+pytestmark = pytest.mark.fuzz
 shapes = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=6)
 f32 = st.floats(width=32, allow_nan=True, allow_infinity=True, allow_subnormal=True)
 f16 = st.floats(width=16, allow_nan=True, allow_infinity=True)

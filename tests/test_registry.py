@@ -11,9 +11,10 @@ import dmljax
 from dmljax._src.docstrings import support_table_text
 from dmljax._src.registry import registry
 from dmljax._src.spec import PageSlip
+from tests import tiers
 
 SPEC = Path(__file__).resolve().parents[2] / "shared" / "spec"
-needs_spec = pytest.mark.skipif(not SPEC.is_dir(), reason="the spec folder ../shared/spec is not beside this checkout")
+needs_spec = tiers.needs_shared
 
 
 def page_level(page: str) -> str:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import dmljax
+from tests import tiers
 
 PAGE_X = np.array([[[[2, 1, 3, 5], [3, 8, 7, 3], [9, 6, 2, 4]]]], np.float32)  # both pages' input
 
@@ -126,9 +127,12 @@ def test_product_partials_never_overflow_where_the_prefix_does_not():
 
 
 # ---------------------------------------------------------------------------------- the GPU kernel
-@pytest.mark.parametrize("dtype", [np.float32, np.float16])
-@pytest.mark.parametrize("reverse, exclusive", [(False, False), (False, True), (True, False), (True, True)])
-@pytest.mark.parametrize("max_row", [8192, 64])
+_MODES = [(False, False), (False, True), (True, False), (True, True)]
+
+
+@pytest.mark.parametrize("dtype, reverse, exclusive, max_row", tiers.fast_sample([
+    pytest.param(dtype, *mode, max_row) for max_row in (8192, 64) for mode in _MODES
+    for dtype in (np.float32, np.float16)], keep=4, key="rows"))
 def test_row_kernel_matches_the_reference(dtype, reverse, exclusive, max_row, monkeypatch):
     # Rows on a GPU take a Pallas kernel (dmljax/_src/kernels/cumulative.py); run here in Pallas's
     # interpreter, it must give what the operator's reference gives within the operator's budget,
@@ -136,10 +140,12 @@ def test_row_kernel_matches_the_reference(dtype, reverse, exclusive, max_row, mo
     # tests/gpu/kernels.py, tests/gpu/semantics.py): whole rows in a block, and rows longer than
     # MAX_ROW (64 here: four blocks a row, the sum carried across).
     from dmljax._src.kernels import cumulative as cumulative_kernel
-    from dmljax._src.kernels.cumulative import CUMULATIVE_SUMMATION_ROWS, scan_rows
+    from dmljax._src.kernels.cumulative import (CUMULATIVE_SUMMATION_ROWS,
+                                                scan_rows)
     monkeypatch.setattr(cumulative_kernel, "MAX_ROW", max_row)
     from tests.compare import assert_matches
-    from tests.reference.reduction.cumulative import _cumulative, _sum_magnitude
+    from tests.reference.reduction.cumulative import (_cumulative,
+                                                      _sum_magnitude)
     rng = np.random.default_rng(7)
     x = (rng.standard_normal((4, 3, 256)) * 4).astype(dtype)
     x[0, 0, 3], x[1, 2, 9], x[2, 1, 0] = np.nan, np.inf, -np.inf
@@ -157,15 +163,13 @@ def test_row_kernel_matches_the_reference(dtype, reverse, exclusive, max_row, mo
     assert_matches(got, _cumulative(False)(x, **kwargs), dt, budget, magnitude=_sum_magnitude(x, **kwargs))
 
 
-_MODES = [(False, False), (False, True), (True, False), (True, True)]
-
-
 # The defaults' two paths (whole rows in a block; longer rows by sub-blocks) in every mode and
 # type; the pair scan of every element of a long row (PRODUCT_SUB 0, kept for the benchmarks'
-# comparisons) in two.
-@pytest.mark.parametrize("block, sub, reverse, exclusive, dtype", [
-    (block, sub, *mode, dtype) for block, sub in ((1024, 0), (64, 8)) for mode in _MODES
-    for dtype in (np.float32, np.float16)] + [(64, 0, False, False, np.float32), (64, 0, True, True, np.float16)])
+# comparisons) in two. Three of them in the fast tier (each takes seconds in the interpreter).
+@pytest.mark.parametrize("block, sub, reverse, exclusive, dtype", tiers.fast_sample([
+    pytest.param(block, sub, *mode, dtype) for block, sub in ((1024, 0), (64, 8)) for mode in _MODES
+    for dtype in (np.float32, np.float16)] + [pytest.param(64, 0, False, False, np.float32),
+                                              pytest.param(64, 0, True, True, np.float16)], keep=3, key="product"))
 def test_product_row_kernel_matches_the_reference(dtype, reverse, exclusive, block, sub, monkeypatch):
     # CUMULATIVE_PRODUCT's rows take the pair scan kernel on a GPU (cumulative_kernel.product_rows):
     # in Pallas's interpreter it must give the reference within the budget, with partial products
@@ -175,7 +179,8 @@ def test_product_row_kernel_matches_the_reference(dtype, reverse, exclusive, blo
     # the extremes placed across the blocks' edges), by the pair scan of every element (sub 0) and
     # by sub-blocks of 8 (the tile kernel: extremes also across a sub-block's edge inside a block).
     from dmljax._src.kernels import cumulative as cumulative_kernel
-    from dmljax._src.kernels.cumulative import CUMULATIVE_PRODUCT_ROWS, product_rows
+    from dmljax._src.kernels.cumulative import (CUMULATIVE_PRODUCT_ROWS,
+                                                product_rows)
     monkeypatch.setattr(cumulative_kernel, "PRODUCT_BLOCK", block)
     monkeypatch.setattr(cumulative_kernel, "PRODUCT_SUB", sub)
     from tests.compare import assert_matches, round_to

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import dmljax
+from tests import tiers
 
 X = np.array([[[[0, 1, 10, 11], [3, 2, 9, 8], [4, 5, 6, 7]]]], np.float32)  # the pages' input
 T = np.array([[[[1, 2, 2, 3], [3, 4, 5, 5], [6, 6, 6, 6]]]], np.float32)  # Example 3's ties
@@ -117,9 +118,9 @@ def test_staged_selection_is_exact(monkeypatch, rng):
 
 
 # ---------------------------------------------------------------------------------- the GPU kernel
-@pytest.mark.parametrize("group, n", [(0, 1024), (8, 1024), (32, 1024)])
-@pytest.mark.parametrize("dtype", [np.float32, np.float16])
-@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("dtype, largest, group, n", tiers.fast_sample([
+    pytest.param(dtype, largest, group, n) for largest in (True, False) for dtype in (np.float32, np.float16)
+    for group, n in ((0, 1024), (8, 1024), (32, 1024))], keep=3, key="rows"))
 def test_row_kernel_gives_the_xla_paths_indices(dtype, largest, group, n, monkeypatch):
     # Short selections of rows on a GPU take a Pallas kernel (dmljax/_src/kernels/top_k.py); run
     # here in Pallas's interpreter, in each form (with and without ranking groups first), it must
@@ -163,7 +164,7 @@ def test_long_selections_are_staged_on_nvidia_gpus_only():
     assert "tensor<4x30000xf32>" in top_k_inputs("cpu") and not any("x1024x" in s for s in top_k_inputs("cpu"))
 
 
-@pytest.mark.parametrize("dtype, largest", [(np.float32, True), (np.float16, False)])
+@pytest.mark.parametrize("dtype, largest", tiers.fast_sample([(np.float32, True), (np.float16, False)]))
 def test_threshold_kernels_give_the_xla_paths_indices(dtype, largest, monkeypatch):
     # K from 17 over rows of 2,048 or more on a GPU take two Pallas kernels
     # (dmljax/_src/kernels/top_k_threshold.py: the K best groups by a bisected threshold, then the K best
@@ -174,7 +175,8 @@ def test_threshold_kernels_give_the_xla_paths_indices(dtype, largest, monkeypatc
     # the K ordered in the second kernel (their ranks: of the candidates at or above the best groups'
     # threshold where few reach it, else of the K after a bisection), in a third and by XLA's sort.
     from dmljax._src.kernels import top_k_threshold as threshold_kernel
-    from dmljax._src.kernels.top_k_threshold import TOP_K_THRESHOLD, threshold_rows
+    from dmljax._src.kernels.top_k_threshold import (TOP_K_THRESHOLD,
+                                                     threshold_rows)
     rng = np.random.default_rng(7)
     n = 2048
     x = (rng.integers(-20, 20, (8, n)) * 0.5).astype(dtype)

@@ -15,6 +15,7 @@ import pytest
 import dmljax
 from dmljax._src.cli import main
 from dmljax._src.ops.resample import resample as module
+from tests import tiers
 from tests.reference.resample import resample as ref
 
 MODEL = Path(__file__).resolve().parents[4] / "shared" / "dxdispatch" / "models" / "dml_upsample_2d.json"
@@ -312,9 +313,8 @@ def test_upsample_2d_values():
                                                                            interpolation_mode=LIN))[0, 0])
 
 
+@tiers.needs_shared
 def test_upsample_2d_dxdispatch_model(capsys):
-    if not MODEL.is_file():
-        pytest.skip(f"the shared DxDispatch models are not at {MODEL.parent}")
     status = main(["run", str(MODEL), "--no-timing"])
     out = capsys.readouterr().out
     assert status == 0

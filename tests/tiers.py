@@ -1,0 +1,57 @@
+"""The suite's two tiers.
+
+The fast tier is the README's command (`python3 -m pytest`): every operator's covering sample of
+generated cases, every hand-written edge, short fuzzing, one case of each Pallas kernel through
+the interpreter. The slow tier (`python3 -m pytest --slow`, or DMLJAX_SLOW=1) adds what costs
+minutes: every generated case, every kernel geometry, every operator from a DxDispatch model,
+long fuzzing and the benchmark's smoke run. `.ci/run` runs both, the fast tier first.
+
+A test of the slow tier carries ``pytest.mark.slow``; `fast_sample` marks all but a few of a
+parameter list, so that the fast tier still runs each test."""
+
+from __future__ import annotations
+
+import os
+import zlib
+from pathlib import Path
+
+import pytest
+
+SLOW_ENV = "DMLJAX_SLOW"
+
+
+def slow() -> bool:
+    """Whether this run is the slow tier (the conftest sets the variable from ``--slow``)."""
+    return os.environ.get(SLOW_ENV, "") not in ("", "0")
+
+
+def by_tier(fast: int, slow_value: int) -> int:
+    """A count for the fast tier, and another for the slow one (fuzzing examples)."""
+    return slow_value if slow() else fast
+
+
+def fast_sample(params, keep: int = 1, key: str = "") -> list:
+    """``params`` (values or ``pytest.param``s) with all but ``keep`` of them in the slow tier: the
+    first one and, for ``keep`` > 1, others picked by a fixed hash of ``key`` and the position."""
+    params = list(params)
+    picked = {0} | {i for i in range(len(params)) if zlib.crc32(f"{key}{i}".encode()) % max(1, len(params)) < keep - 1}
+    out = []
+    for i, p in enumerate(params):
+        if i in picked:
+            out.append(p)
+            continue
+        if isinstance(p, type(pytest.param())):
+            out.append(pytest.param(*p.values, marks=(*p.marks, pytest.mark.slow), id=p.id))
+        elif isinstance(p, tuple):  # the values of several argument names
+            out.append(pytest.param(*p, marks=pytest.mark.slow))
+        else:
+            out.append(pytest.param(p, marks=pytest.mark.slow))
+    return out
+
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+"""The folder beside the checkout with DirectML's reference pages and DxDispatch's models. Users
+clone only the repository: tests that read it skip without it, all with one reason."""
+SHARED_REASON = ("../shared is not beside this checkout: the checks against DirectML's reference pages and "
+                 "DxDispatch's example models need it")
+needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=SHARED_REASON)
