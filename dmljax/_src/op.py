@@ -54,6 +54,17 @@ def _leaves(arrays) -> list:
     return [v for x in arrays for v in (x if isinstance(x, (list, tuple)) else (x,))]
 
 
+def _concrete(x):
+    """An input's value where it can be read now (a NumPy array, a JAX array that is not a
+    tracer; a tensor array item by item), else None: a tracer's values are known only when it
+    runs."""
+    if isinstance(x, (list, tuple)):
+        return [_concrete(v) for v in x]
+    if x is None or isinstance(x, jax.core.Tracer) or not isinstance(x, (np.ndarray, np.generic, jax.Array)):
+        return None
+    return np.asarray(x)
+
+
 def _signature(spec: OpSpec, math: bool) -> inspect.Signature:
     P = inspect.Parameter
     params = [P(t.arg, P.POSITIONAL_OR_KEYWORD) for t in spec.inputs if not t.optional]
@@ -197,6 +208,11 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
                 {t.dml_name: a[t.data_type_arg] for t in type_args},
                 {t.dml_name: a[t.sizes_kwarg] for t in sized_args},
             )
+            if spec.value_checks:
+                values = {name: _concrete(x) for name, x in inputs.items()}
+                problems = [v for check in spec.value_checks for v in check(values, call.attrs, level)]
+                if problems:
+                    raise ValidationError(spec.python_name, spec.enum_name, level.dml_name, problems)
             statics = tuple((arg, call.attrs[p.dml_name]) for arg, p in zip(attr_args, spec.params))
             statics += tuple((t.data_type_arg, call.tensors[t.dml_name].data_type) for t in type_args)
             statics += tuple((t.sizes_kwarg, _sizes_of(call, t)) for t in sized_args)

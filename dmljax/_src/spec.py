@@ -259,6 +259,12 @@ class OpSpec:
         the forward pass selects), or why there is none; grad_operator: the *_GRAD enum name.
     extra_checks: functions ``(tensors, attrs, level) -> [Violation, ...]`` for what the page's
         constraints say beyond same DataType / same Sizes (``level``: the FeatureLevel checked).
+    value_checks: functions ``(values, attrs, level) -> [Violation, ...]`` for what a tensor's
+        values must be where they can be read before anything runs (a quantization scale that is
+        not 0, NaN or infinite): ``values`` maps each input's DML name to its concrete value (a
+        NumPy array, or a list of them for a tensor array) or None where the caller passes a
+        tracer (inside the caller's jax.jit, grad or vmap), whose values are unknown until run
+        time; the record's notes say what such a value gives. Called after the static checks.
     infer_outputs: for operators whose outputs' Sizes or DataType no constraint gives (REDUCE's
         kept axes, GEMM's M x N, CAST's chosen type...): ``(tensors, attrs, problems) ->
         {output name: TensorInfo}`` from the validated inputs and attributes, appending
@@ -287,6 +293,7 @@ class OpSpec:
     math: bool = True
     notes: str = ""
     extra_checks: tuple[Callable, ...] = ()
+    value_checks: tuple[Callable, ...] = ()
     infer_outputs: Callable | None = None
     support_by: str | None = None
     groups: tuple[SupportGroup, ...] = ()
