@@ -26,9 +26,10 @@ import numpy as np
 from jax import lax
 
 from dmljax._src.dtypes import DataType
+from dmljax._src.errors import Violation
 from dmljax._src.numerics import compute_dtype, load, max_num, min_num
 
-__all__ = ["integer_range", "quantize_values", "exact_difference"]
+__all__ = ["integer_range", "quantize_values", "exact_difference", "scale_violations"]
 
 
 def integer_range(data_type: DataType) -> tuple[int, int]:
@@ -71,3 +72,32 @@ def exact_difference(x, zero_point) -> jnp.ndarray:
     dh = high(x, shift).astype(np.int32) - high(zero_point, shift).astype(np.int32)
     dl = (x & mask).astype(np.int32) - (zero_point & mask).astype(np.int32)
     return dh.astype(np.float32) * np.float32(65536) + dl.astype(np.float32)
+
+
+def scale_violations(scale, subject: str, argument: str) -> list[Violation]:
+    """Why a scale whose values can be read now (a NumPy array; None when it is traced) cannot
+    quantize: an element that is 0, NaN or infinite, or a FLOAT32 denormal (math reads it as 0).
+    Returns [] for a usable or traced scale. Traced scales are not checked: their results are the
+    arithmetic's (``quantize_values``: +-inf to Max/Min, NaN to Min)."""
+    if scale is None:
+        return []
+    s = np.asarray(scale)
+    if not np.issubdtype(s.dtype, np.floating):
+        return []
+    with np.errstate(invalid="ignore"):
+        zero = np.abs(s.astype(np.float64)) < (np.finfo(np.float32).tiny if s.dtype == np.float32 else 0)
+        zero |= s == 0
+        bad = zero | ~np.isfinite(s)
+    if not bad.any():
+        return []
+    first = tuple(int(i) for i in np.argwhere(bad)[0])
+    value = s[first] if s.ndim else s[()]
+    kinds = [word for word, mask in (("0", zero), ("NaN", np.isnan(s)), ("infinite", np.isinf(s))) if mask.any()]
+    where = f" at {list(first)}" if s.ndim else ""
+    denormal = " (a FLOAT32 denormal, which math reads as 0)" if value != 0 and zero[first] else ""
+    return [Violation(subject, argument,
+                      f"holds {int(bad.sum())} element{'s' if bad.sum() != 1 else ''} that {'is' if bad.sum() == 1 else 'are'} "
+                      f"{' or '.join(kinds)}, the first {float(value)!r}{where}{denormal}",
+                      "a scale is finite and not 0 (DirectML leaves such a quantization undefined)",
+                      "give every element a finite, nonzero scale (a traced one is not checked: the "
+                      "operator's notes say what it then gives)")]
