@@ -29,7 +29,7 @@ from dmljax._src.dtypes import DataType
 from dmljax._src.errors import Violation
 from dmljax._src.numerics import compute_dtype, load, max_num, min_num
 
-__all__ = ["integer_range", "quantize_values", "exact_difference", "scale_violations"]
+__all__ = ["integer_range", "quantize_values", "unsaturated_values", "exact_difference", "scale_violations"]
 
 
 def integer_range(data_type: DataType) -> tuple[int, int]:
@@ -45,6 +45,15 @@ def quantize_values(value, scale, zero_point, data_type: DataType, *, allow_half
     ``value`` is a float tensor or an INT32 one (rounded once to FLOAT32 first, as ONNX's
     QuantizeLinear reads an INT32 input); ``scale`` a float tensor; ``zero_point`` an integer
     tensor or None (0). All three already have the output's shape or broadcast to it."""
+    r = unsaturated_values(value, scale, zero_point, allow_half=allow_half)
+    lo, hi = integer_range(data_type)
+    return min_num(max_num(r, float(lo)), float(hi)).astype(data_type.dtype)
+
+
+def unsaturated_values(value, scale, zero_point, *, allow_half: bool = False):
+    """``round(value / scale) + zero_point`` before the saturation, in the compute type (FLOAT32,
+    or FLOAT16 with half-precision computation): what ``quantize_values`` clamps, for a caller
+    that needs to know where the clamp acts (a straight-through gradient's mask)."""
     if not jnp.issubdtype(value.dtype, jnp.floating):
         value = value.astype(np.float32)
     ct = compute_dtype(DataType.from_dtype(scale.dtype), allow_half)
@@ -54,8 +63,7 @@ def quantize_values(value, scale, zero_point, data_type: DataType, *, allow_half
     r = jnp.round(v)  # halves to even
     if zero_point is not None:
         r = r + zero_point.astype(ct)  # exact: |zero point| <= 2^8 for the types that reach here
-    lo, hi = integer_range(data_type)
-    return min_num(max_num(r, float(lo)), float(hi)).astype(data_type.dtype)
+    return r
 
 
 def exact_difference(x, zero_point) -> jnp.ndarray:
