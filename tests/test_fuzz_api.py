@@ -760,8 +760,8 @@ def compile_call(draw, name):
         if v is None and p.nullable:
             continue
         desc[p.dml_name] = v
-    if spec.extra_checks and outcome == VALID:
-        outcome = EITHER
+    if (spec.extra_checks or spec.infer_outputs) and outcome == VALID:
+        outcome = EITHER  # what the page says beyond the tables, or outputs the record computes (REDUCE's axes)
 
     # Mutations: each definitely invalid, or of unknown effect (EITHER). A member made definitely
     # invalid is left alone afterwards (a later mutation could repair it).
