@@ -67,8 +67,12 @@ def _concrete(x):
 
 def _signature(spec: OpSpec, math: bool) -> inspect.Signature:
     P = inspect.Parameter
-    params = [P(t.arg, P.POSITIONAL_OR_KEYWORD) for t in spec.inputs if not t.optional]
-    params += [P(t.arg, P.POSITIONAL_OR_KEYWORD, default=None) for t in spec.inputs if t.optional]
+    # The inputs in the page's order; an optional input defaults to None where no required input
+    # follows it, and one that comes before a required input (CONVOLUTION_INTEGER's
+    # InputZeroPointTensor, before its FilterTensor) is passed like the others, None for a null desc.
+    last = max((i for i, t in enumerate(spec.inputs) if not t.optional), default=-1)
+    params = [P(t.arg, P.POSITIONAL_OR_KEYWORD, **({"default": None} if t.optional and i > last else {}))
+              for i, t in enumerate(spec.inputs)]
     for p in spec.params:
         params.append(P(p.arg, P.KEYWORD_ONLY, **({} if p.default is REQUIRED else {"default": p.default})))
     for t in spec.outputs:
