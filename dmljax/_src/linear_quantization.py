@@ -16,7 +16,10 @@ maps onto these operators), and dmljax's own rules for NaN and denormals:
   range. The clamp follows IEEE minNum/maxNum, as every dmljax min and max does, so a NaN value
   (0 / 0, a NaN input or scale) becomes ``Min``; +-inf (a scale of 0) becomes ``Max``/``Min``;
 - ``input - zero_point`` is exact (a 32-bit difference can need 33 bits) and rounded once to
-  FLOAT32.
+  FLOAT32;
+- a sum of products of differences (an integer convolution's or matrix product's) is accumulated
+  in INT32, as the pages' INT32 outputs and accumulators are; ``accumulation_violations`` refuses,
+  at trace time, a reduction long enough for the worst case of the types to pass INT32's range.
 """
 
 from __future__ import annotations
@@ -30,7 +33,10 @@ from dmljax._src.dtypes import DataType
 from dmljax._src.errors import Violation
 from dmljax._src.numerics import compute_dtype, load, max_num, min_num
 
-__all__ = ["integer_range", "quantize_values", "unsaturated_values", "divide", "exact_difference", "scale_violations"]
+__all__ = ["integer_range", "quantize_values", "unsaturated_values", "divide", "exact_difference", "scale_violations",
+           "INT32_MAX", "difference_reach", "accumulation_violations", "per_channel_violations"]
+
+INT32_MAX = 2**31 - 1
 
 
 def integer_range(data_type: DataType) -> tuple[int, int]:
@@ -178,3 +184,45 @@ def scale_violations(scale, subject: str, argument: str) -> list[Violation]:
                       "a scale is finite and not 0 (DirectML leaves such a quantization undefined)",
                       "give every element a finite, nonzero scale (a traced one is not checked: the "
                       "operator's notes say what it then gives)")]
+
+
+def difference_reach(data_type: DataType, zero_point: bool) -> int:
+    """The largest ``|x - zero_point|`` of an integer type: Max - Min with a zero point (UINT8's 255
+    for 255 - 0, INT8's 255 for 127 - (-128)), the largest ``|x|`` without one (INT8's 128)."""
+    lo, hi = integer_range(data_type)
+    return hi - lo if zero_point else max(-lo, hi)
+
+
+def accumulation_violations(terms: int, reach_a: int, reach_b: int, subject: str, arg: str,
+                            what: str) -> list[Violation]:
+    """A sum of ``terms`` products of differences of at most ``reach_a`` and ``reach_b`` in size
+    may pass INT32's range (``terms * reach_a * reach_b > 2^31 - 1``): refused, naming the bound,
+    since an INT32 accumulator would wrap silently. ``what`` says what the terms are."""
+    if terms * reach_a * reach_b <= INT32_MAX:
+        return []
+    most = INT32_MAX // (reach_a * reach_b)
+    return [Violation(subject, arg, f"makes each output a sum of {terms} products ({what}) of up to "
+                      f"{reach_a} x {reach_b}",
+                      f"at most {most} products, so that {most} x {reach_a} x {reach_b} <= 2^31 - 1: the INT32 "
+                      "accumulator cannot pass its range",
+                      "split the channels into groups of convolutions whose results you add in a wider type")]
+
+
+def per_channel_violations(shape, name: str, arg: str, channels: int | None, what: str = "output channel",
+                           ) -> list[Violation]:
+    """A scale's or zero point's Sizes: every size 1 (per tensor) or, where ``channels`` is given,
+    the pages' { [1], ChannelCount, [1], [1] } (one value per channel): that count in dimension 1
+    (dimension 0 of a 1-dimensional tensor) and 1 elsewhere."""
+    shape = list(shape)
+    if all(s == 1 for s in shape):
+        return []
+    axis = 1 if len(shape) >= 2 else 0
+    if channels is not None and shape[axis] == channels and all(s == 1 for i, s in enumerate(shape) if i != axis):
+        return []
+    allowed = f"every size 1 (per tensor, {[1] * len(shape)})"
+    if channels is not None:
+        per_channel = [1] * len(shape)
+        per_channel[axis] = channels
+        allowed += f" or {per_channel} (per {what}: the count {channels} in dimension {axis})"
+    return [Violation(name, arg, f"has Sizes {shape}", allowed,
+                      "a per-tensor value repeated over a shape is one value: pass it with sizes of 1")]
