@@ -37,7 +37,8 @@ def page_tables(page: str, groups: bool = False):
     ``groups``, for a page whose tables depend on an attribute ("### MIN and MAX" headings above
     the level headings, as REDUCE's): {heading: {level version: ...}}."""
     text = (SPEC / "operators" / page).read_text()
-    section = text.split("## Tensor support", 1)[1].split("\n## ", 1)[0]
+    # "## Tensor support" (CONVOLUTION_INTEGER's page has "# Tensor support")
+    section = text.split("# Tensor support", 1)[1].split("\n## ", 1)[0]
     level = None if "### DML_FEATURE_LEVEL_" in section else page_level(page)
     tables = {level: {}} if level else {}
     by_group = {}
