@@ -74,32 +74,32 @@ def quantize_dequantize(input, scale, zero_point=None, data_type=None, *, scale_
     if scale_gradient not in SCALE_GRADIENTS:
         raise ValueError(f"quantize_dequantize: scale_gradient is {scale_gradient!r}; one of "
                          f"{', '.join(map(repr, SCALE_GRADIENTS))}")
-    if not isinstance(allow_half_precision_computation, bool):
-        raise TypeError("quantize_dequantize: allow_half_precision_computation must be True or False")
     name = None if data_type is None else DataType.parse(data_type).name
-    level = None if feature_level is None else str(feature_level)
-    return _composition(name, scale_gradient, allow_half_precision_computation, level)(input, scale, zero_point)
+    q = element_wise_quantize_linear(input, scale, zero_point, output_data_type=name,
+                                     allow_half_precision_computation=allow_half_precision_computation,
+                                     feature_level=feature_level)
+    y = element_wise_dequantize_linear(q, scale, zero_point,
+                                       allow_half_precision_computation=allow_half_precision_computation,
+                                       feature_level=feature_level)
+    dt = DataType.from_dtype(np.dtype(q.dtype))
+    return _straight_through(dt, scale_gradient, allow_half_precision_computation)(input, scale, zero_point, y)
 
 
 @functools.lru_cache(maxsize=None)
-def _composition(data_type, scale_gradient: str, half: bool, level):
-    """The custom_jvp function of one static configuration."""
+def _straight_through(data_type: DataType, scale_gradient: str, half: bool):
+    """``(x, scale, zero_point, y) -> y`` whose derivative is the straight-through estimator's
+    for a quantization to ``data_type`` (``y``, the two operators' result, computed outside it so
+    that they read concrete arguments' values; its own tangent is not used)."""
 
-    def forward(x, scale, zero_point):
-        q = element_wise_quantize_linear(x, scale, zero_point, output_data_type=data_type,
-                                         allow_half_precision_computation=half, feature_level=level)
-        return element_wise_dequantize_linear(q, scale, zero_point, allow_half_precision_computation=half,
-                                              feature_level=level)
+    @jax.custom_jvp
+    def passed(x, scale, zero_point, y):
+        return y
 
-    fake = jax.custom_jvp(forward)
-
-    @fake.defjvp
+    @passed.defjvp
     def straight_through(primals, tangents):
-        x, scale, zero_point = primals
-        dx, dscale, _ = tangents
-        y = fake(x, scale, zero_point)
-        dt = DataType.from_dtype(zero_point.dtype) if zero_point is not None else DataType.parse(data_type or "UINT8")
-        lo, hi = integer_range(dt)
+        x, scale, zero_point, y = primals
+        dx, dscale, _, _ = tangents
+        lo, hi = integer_range(data_type)
         r = unsaturated_values(x, scale, zero_point, allow_half=half)
         inside = (r >= lo) & (r <= hi)  # False for NaN
         dy = jnp.zeros(y.shape, y.dtype)
@@ -116,5 +116,4 @@ def _composition(data_type, scale_gradient: str, half: bool, level):
             dy = dy + (term * dscale.astype(ct)).astype(y.dtype)
         return y, dy
 
-    return fake
-
+    return passed
