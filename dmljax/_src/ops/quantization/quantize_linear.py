@@ -82,7 +82,8 @@ ELEMENT_WISE_QUANTIZE_LINEAR = OpSpec(
               "composition of this operator and ELEMENT_WISE_DEQUANTIZE_LINEAR, not a DirectML operator) has a "
               "straight-through gradient."),
     notes=("input / scale is divided in FLOAT32 (a FLOAT16 input and scale widened exactly, or divided in FLOAT16 "
-           "with allow_half_precision_computation) and rounded once, FLOAT32 denormals flushed on the way in; an "
+           "with allow_half_precision_computation) and rounded once, correctly on every backend (XLA's own "
+           "quotient is not: linear_quantization.divide), FLOAT32 denormals flushed on the way in; an "
            "INT32 input is first rounded once to FLOAT32 (exact up to 2^24), as ONNX's QuantizeLinear reads it. "
            "The quotient is rounded to an integer with halves to even (ONNX: \"rounding to nearest ties to even\"), "
            "the zero point added, and the sum saturated to the OutputTensor's range (UINT8 0 to 255, INT8 -128 "
