@@ -25,9 +25,10 @@ def _table(level, dims, ints, floats):
                  OutputTensor=(dims, floats))
 
 
-def _zero_point_checks(tensors, attrs, level) -> list[Violation]:
+def zero_point_checks(tensors, attrs, level) -> list[Violation]:
     """The ZeroPointTensor is optional from DML_FEATURE_LEVEL_6_2 on (the tables' "Optional
-    input"); before, it is an input like the others."""
+    input"); before, it is an input like the others. ELEMENT_WISE_QUANTIZE_LINEAR's tables say the
+    same of its ZeroPointTensor, and its record uses this check too."""
     if "ZeroPointTensor" in tensors or level >= FeatureLevel.FL_6_2:
         return []
     return [Violation("ZeroPointTensor", "zero_point", "is missing",
@@ -70,7 +71,7 @@ ELEMENT_WISE_DEQUANTIZE_LINEAR = OpSpec(
            "the page leaves a scale of 0 undefined, and these are IEEE arithmetic's results. Per-axis and "
            "per-block scales and zero points are broadcast tensors (a desc's zero strides, or "
            "jnp.broadcast_to)."),
-    extra_checks=(_zero_point_checks,),
+    extra_checks=(zero_point_checks,),
 )
 
 
