@@ -164,10 +164,16 @@ def _output(data_type):
 # ------------------------------------------------------------------------------------ the product
 def _as_int8(x):
     """(x as INT8, its offset): a UINT8 tensor is read as x - 128 (its top bit flipped, exact),
-    so that every product runs INT8 by INT8; INT8 as it is, offset 0."""
-    if x.dtype == np.uint8:
+    so that every product runs INT8 by INT8; INT8 as it is, offset 0. The flip runs on four
+    bytes at a time through a UINT32 view where the size allows: XLA's GPU backend then leaves it
+    out of the product (a byte-wise flip is fused into a Triton GEMM that runs at a third of
+    cuBLAS's integer kernel: 3.7 ms against 1.36 at 8192^3 on an H200)."""
+    if x.dtype != np.uint8:
+        return x, 0
+    if x.size % 4:
         return lax.bitcast_convert_type(x ^ np.uint8(0x80), np.int8), 128
-    return x, 0
+    words = lax.bitcast_convert_type(x.reshape(-1, 4), np.uint32) ^ np.uint32(0x80808080)
+    return lax.bitcast_convert_type(words, np.int8).reshape(x.shape), 128
 
 
 def _row(p):
@@ -202,7 +208,12 @@ def integer_product(a, b, a_zero_point=None, b_zero_point=None):
     y, ob = _as_int8(b)
     za = _effective_zero_point(a_zero_point, oa, _row)
     zb = _effective_zero_point(b_zero_point, ob, _column)
+    # The barrier keeps the product a plain INT8 x INT8 dot for XLA's GPU backend, which runs it on
+    # cuBLAS's integer tensor-core kernel (about 1000 TOPS at 8192^3 on an H200). Left to itself,
+    # XLA fuses the product's consumers (the requantization, the conversion to float) into a
+    # Triton GEMM: 1.36 ms instead of 1.26 for the requantized product.
     acc = lax.dot_general(x, y, (((nb + 1,), (nb,)), (batch, batch)), preferred_element_type=np.int32)
+    acc = lax.optimization_barrier(acc)
     if zb is not None:  # - zb[n] * sum_k x[m, k]
         acc = acc - zb * jnp.sum(x, axis=-1, dtype=np.int32)[..., :, None]
     if za is not None:  # - za[m] * sum_k y[k, n]
@@ -489,5 +500,6 @@ def quantized_linear_matrix_multiply(a, a_scale, b, b_scale, output_scale, a_zer
     acc = integer_product(a, b, a_zero_point, b_zero_point)
     scales = flush_denormals(_row(load(a_scale)) * _column(load(b_scale)))
     value = acc.astype(np.float32) * scales
+    mark_flushed(value)  # |P| >= 1 (or 0) times a flushed scale is never a denormal
     zero_point = None if output_zero_point is None else _row(output_zero_point)
     return quantize_values(value, _row(output_scale), zero_point, output_data_type)
