@@ -465,8 +465,8 @@ QUANTIZED_LINEAR_MATRIX_MULTIPLY = OpSpec(
         "product as ONNX's QLinearMatMul text writes it (y = saturate(x / y_scale + y_zero_point)): P is converted "
         "to FLOAT32 (rounded once: exact up to 2^24), multiplied by AScale * BScale (rounded once, then the "
         "product rounded once, denormals flushed), then quantize_values of linear_quantization.py divides by "
-        "OutputScale in FLOAT32 (rounded once; XLA's GPU backend's quotient can be an ULP or two off, SEMANTICS.md "
-        "7, which moves a value that close to a half by one), rounds halves to even, adds the zero point and saturates to the "
+        "OutputScale in FLOAT32 (correctly rounded on every backend: linear_quantization.divide), rounds halves "
+        "to even, adds the zero point and saturates to the "
         "output type (NaN to Min by minNum/maxNum). ONNX Runtime's CPU kernel instead multiplies P by one FLOAT32 "
         "multiplier AScale * BScale / OutputScale: the two can differ by one where a value lands within a "
         "rounding of a half.",
@@ -501,6 +501,5 @@ def quantized_linear_matrix_multiply(a, a_scale, b, b_scale, output_scale, a_zer
     acc = integer_product(a, b, a_zero_point, b_zero_point)
     scales = flush_denormals(_row(load(a_scale)) * _column(load(b_scale)))
     value = acc.astype(np.float32) * scales
-    mark_flushed(value)  # |P| >= 1 (or 0) times a flushed scale is never a denormal
     zero_point = None if output_zero_point is None else _row(output_zero_point)
     return quantize_values(value, _row(output_scale), zero_point, output_data_type)
