@@ -222,7 +222,8 @@ def test_int32_bound(ta, tb, zero_points, limit):
     with pytest.raises(dmljax.ValidationError) as e:
         call(limit + 1)
     msg = str(e.value)
-    assert f"ATensor (argument `a`) has K = {limit + 1}" in msg and f"K at most {limit}" in msg, msg
+    assert f"ATensor (argument `a`) makes each output a sum of {limit + 1} products" in msg, msg
+    assert f"at most {limit} products" in msg, msg
     assert f"split the product along K into pieces of at most {limit}" in msg, msg
 
 

@@ -10,7 +10,7 @@ zero points and that shift are applied afterwards by the expansion
     A x B - zb * rowsum(A) - za * colsum(B) + K * za * zb,
 
 all in INT32 (wrapping arithmetic, whose result is exact whenever the true sum fits, which the
-bound ``max_int32_terms`` of linear_quantization.py guarantees). Widening the operands before the
+bound checked at trace time (linear_quantization.accumulation_violations) guarantees). Widening the operands before the
 product would move four times the bytes and leave the tensor cores idle."""
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from jax import lax
 from dmljax._src.catalog import PREFIX
 from dmljax._src.dtypes import FLOAT32, FLOAT32_FLOAT16, INT8_UINT8, INT32, INT32_INT16_INT8_UINT32_UINT16_UINT8, DataType
 from dmljax._src.errors import Violation
-from dmljax._src.linear_quantization import exact_difference, max_int32_terms, quantize_values, scale_violations
+from dmljax._src.linear_quantization import (INT32_MAX, accumulation_violations, difference_reach, exact_difference,
+                                               quantize_values, scale_violations)
 from dmljax._src.numerics import flush_denormals, load, mark_flushed, store
 from dmljax._src.op import operator
 from dmljax._src.spec import INFERRED, OpSpec, SameDataType, TensorSpec, snake_case as _arg, table
@@ -127,30 +128,28 @@ def _same_dimension_count(*names: str):
     return check
 
 
-def _terms_limit(tensors) -> int | None:
-    """The most products an INT32 sum of this call's types holds (``max_int32_terms``), or None
+def _reaches(tensors) -> tuple[int, int] | None:
+    """The largest |a - za| and |b - zb| of this call's types (``difference_reach``), or None
     where a type is unknown."""
     a, b = tensors.get("ATensor"), tensors.get("BTensor")
     if a is None or b is None or not (a.data_type.is_integer and b.data_type.is_integer):
         return None  # a type the tables refuse, reported already
-    return max_int32_terms(a.data_type, b.data_type, "AZeroPointTensor" in tensors, "BZeroPointTensor" in tensors)
+    return (difference_reach(a.data_type, "AZeroPointTensor" in tensors),
+            difference_reach(b.data_type, "BZeroPointTensor" in tensors))
 
 
 def _accumulator_check(tensors, attrs, level) -> list[Violation]:
-    """No silent overflow: K at most ``max_int32_terms`` of the types (INT8 x INT8 without zero
-    points: 131071; with a zero point or a UINT8 operand: 33025)."""
-    got, limit = _matrices(tensors), _terms_limit(tensors)
-    if got is None or limit is None or got[2] <= limit:
+    """No silent overflow: K * |a - za|max * |b - zb|max within INT32's range (INT8 x INT8 without
+    zero points: K up to 131071; with a zero point or a UINT8 operand: 33025)."""
+    got, reach = _matrices(tensors), _reaches(tensors)
+    if got is None or reach is None:
         return []
-    a, b = tensors["ATensor"], tensors["BTensor"]
-    zps = [z for z in _ZERO_POINTS.values() if z in tensors]
-    kind = f"{a.data_type.name} by {b.data_type.name}" + (f" with {' and '.join(zps)}" if zps else "")
-    return [Violation(
-        "ATensor", "a", f"has K = {got[2]} (Sizes {list(a.shape)})",
-        f"K at most {limit}: an INT32 accumulator of {kind} products overflows beyond (K * |a - za| * |b - zb| "
-        "must stay within 2^31 - 1 whatever the values)",
-        f"split the product along K into pieces of at most {limit} and add the pieces' INT32 results in a wider "
-        "type (e.g. int64, or float64 with jax_enable_x64)")]
+    k = got[2]
+    most = INT32_MAX // (reach[0] * reach[1])
+    return accumulation_violations(
+        k, reach[0], reach[1], "ATensor", "a", f"K = {k}: sum_k (A[m, k] - za) * (B[k, n] - zb)",
+        tip=f"split the product along K into pieces of at most {most} and add the pieces' INT32 results in a wider "
+            "type (int64, or float64 with jax_enable_x64)")
 
 
 def _output(data_type):
@@ -200,7 +199,7 @@ def integer_product(a, b, a_zero_point=None, b_zero_point=None):
     """``sum_k (a[..., m, k] - za[m]) * (b[..., k, n] - zb[n])`` in INT32 for INT8 / UINT8 ``a``
     and ``b`` (any mix) with batch dimensions {batch..., M, K} x {batch..., K, N}: one INT8 x INT8
     ``dot_general`` with an INT32 result, and the expansion's corrections (module docstring).
-    Exact where K is within ``max_int32_terms`` of the types (the records check it)."""
+    Exact where K * |a - za|max * |b - zb|max fits INT32 (the records check it)."""
     nb = a.ndim - 2
     batch = tuple(range(nb))
     k = a.shape[-1]
@@ -395,9 +394,9 @@ def matrix_multiply_integer_to_float(a, a_scale, b, b_scale, a_zero_point=None, 
                [6.375, 7.25 ]], dtype=float32)
     """
     dt = DataType.from_dtype(a_scale.dtype)
-    limit = max_int32_terms(DataType.from_dtype(a.dtype), DataType.from_dtype(b.dtype),
-                            a_zero_point is not None, b_zero_point is not None)
-    if a.dtype.itemsize == 1 and a.shape[-1] <= limit:
+    reach = (difference_reach(DataType.from_dtype(a.dtype), a_zero_point is not None)
+             * difference_reach(DataType.from_dtype(b.dtype), b_zero_point is not None))
+    if a.dtype.itemsize == 1 and a.shape[-1] * reach <= INT32_MAX:
         p = integer_product(a, b, a_zero_point, b_zero_point).astype(np.float32)
     else:
         p = _float_product(a, b, a_zero_point, b_zero_point)
