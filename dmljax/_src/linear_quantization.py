@@ -194,10 +194,12 @@ def difference_reach(data_type: DataType, zero_point: bool) -> int:
 
 
 def accumulation_violations(terms: int, reach_a: int, reach_b: int, subject: str, arg: str,
-                            what: str) -> list[Violation]:
+                            what: str, tip: str = "split the channels into groups of convolutions whose results you "
+                                                  "add in a wider type") -> list[Violation]:
     """A sum of ``terms`` products of differences of at most ``reach_a`` and ``reach_b`` in size
     may pass INT32's range (``terms * reach_a * reach_b > 2^31 - 1``): refused, naming the bound,
-    since an INT32 accumulator would wrap silently. ``what`` says what the terms are."""
+    since an INT32 accumulator would wrap silently. ``what`` says what the terms are, ``tip`` how
+    to split the sum (a convolution's channels by default)."""
     if terms * reach_a * reach_b <= INT32_MAX:
         return []
     most = INT32_MAX // (reach_a * reach_b)
@@ -205,7 +207,7 @@ def accumulation_violations(terms: int, reach_a: int, reach_b: int, subject: str
                       f"{reach_a} x {reach_b}",
                       f"at most {most} products, so that {most} x {reach_a} x {reach_b} <= 2^31 - 1: the INT32 "
                       "accumulator cannot pass its range",
-                      "split the channels into groups of convolutions whose results you add in a wider type")]
+                      tip)]
 
 
 def per_channel_violations(shape, name: str, arg: str, channels: int | None, what: str = "output channel",
