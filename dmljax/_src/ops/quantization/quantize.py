@@ -198,7 +198,8 @@ QUANTIZE = OpSpec(
     notes=(_shape_notes("InputTensor's DataType") + "The zero point has the OutputTensor's DataType; without "
            "one, output_data_type chooses the OutputTensor's (INT8, INT4, UINT8 or UINT4), UINT8 by default as in "
            "ONNX's QuantizeLinear. input / scale is divided in FLOAT32 (FLOAT16 widened, unless "
-           "allow_half_precision_computation), FLOAT32 denormals flushed, rounded once; round() rounds halves to "
+           "allow_half_precision_computation), FLOAT32 denormals flushed, rounded once as IEEE division rounds, on "
+           "every backend (XLA's GPU quotient, 2 ULP off at worst, is corrected); round() rounds halves to "
            "even; the zero point is added and the sum saturated to the OutputTensor's range by minNum/maxNum, so "
            "NaN gives Min. " + _scale_notes(
                "a scale of 0 gives Max or Min by the input's sign (Min where it is 0: 0 / 0 is NaN), an infinite "
