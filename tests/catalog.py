@@ -264,9 +264,9 @@ def tensor_types(spec: OpSpec, level: FeatureLevel, data_type: DataType,
         elif chosen is not None and t is chosen:
             row = table.tensors[t.dml_name].data_types
             default = t.default_data_type
-            if default is INFERRED or (default is REQUIRED and data_type in row):
+            if default in (INFERRED, REQUIRED) and data_type in row:
                 default = data_type
-            elif default is REQUIRED:
+            elif default in (INFERRED, REQUIRED):  # a row without the case's type (an integer output of float inputs)
                 default = row[0]
             types[t.dml_name] = out_type or default
         elif data_type in table.tensors[t.dml_name].data_types:  # POW's ExponentTensor: the same

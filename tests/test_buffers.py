@@ -201,3 +201,75 @@ def test_reinterpret_bytes_under_another_type():
     expected[0:2] = [0x02, 0x01]
     expected[4:6] = [0xB0, 0xA0]
     np.testing.assert_array_equal(out, expected)
+
+
+# ---------------------------------------------------------------- 4-bit elements, two a byte
+def _nibbles_by_hand(data: bytes, count: int, signed: bool) -> list[int]:
+    """Element i of a 4-bit buffer: byte i // 2, its low nibble for even i, high for odd."""
+    out = []
+    for i in range(count):
+        code = (data[i // 2] >> (4 * (i % 2))) & 0xF
+        out.append(code - 16 if signed and code >= 8 else code)
+    return out
+
+
+def test_four_bit_packing_matches_the_page_byte_for_byte():
+    # dml_tensor_data_type.md: UINT4 [1, 2, 3, 4, 5] is the bytes [0x21, 0x43, 0x05], the tail nibble ignored
+    import jax.numpy as jnp
+
+    out = np.asarray(write_view(np.zeros(4, np.uint8), TensorDesc("UINT4", [5]), np.array([1, 2, 3, 4, 5], jnp.uint4)))
+    assert out.tolist() == [0x21, 0x43, 0x05, 0x00]
+    for tail in (0x05, 0xF5, 0x85):
+        got = read_view(np.array([0x21, 0x43, tail, 0x99], np.uint8), TensorDesc("UINT4", [5]))
+        assert got.dtype == jnp.uint4 and np.asarray(got).astype(int).tolist() == [1, 2, 3, 4, 5]
+    kept = np.asarray(write_view(np.full(4, 0xEE, np.uint8), TensorDesc("UINT4", [5]), np.array([1, 2, 3, 4, 5], jnp.uint4)))
+    assert kept.tolist() == [0x21, 0x43, 0xE5, 0xEE]  # the tail nibble and the bytes past the view kept
+    signed = np.asarray(write_view(np.zeros(4, np.uint8), TensorDesc("INT4", [5]), np.array([-1, 2, -8, 7, -3], jnp.int4)))
+    assert signed.tolist() == [0x2F, 0x78, 0x0D, 0x00]  # two's complement nibbles
+    assert calc_size("UINT4", [5]) == 4 and calc_size("INT4", [9]) == 8 and calc_size("UINT4", [2, 3], [4, 1]) == 4
+
+
+def calc_size(data_type, sizes, strides=None):
+    return dmljax.calc_buffer_tensor_size(data_type, sizes, strides)
+
+
+@pytest.mark.parametrize("data_type", ["UINT4", "INT4"])
+@pytest.mark.parametrize("sizes, strides, offset", [
+    ((5,), None, 0), ((7,), (1,), 16), ((3, 5), None, 0), ((3, 5), (6, 1), 0), ((2, 3), (1, 2), 0),
+    ((2, 3), (0, 1), 0), ((2, 3), (2, 3), 0), ((3,), (3,), 16), ((1, 3, 1), (3, 1, 1), 0), ((2, 2, 3), (1, 6, 2), 0)])
+def test_four_bit_views_match_index_arithmetic(data_type, sizes, strides, offset):
+    # strides count elements (nibbles) from the bound byte: element i is byte i // 2's low or high nibble
+    rng = np.random.default_rng(11)
+    raw = rng.integers(0, 256, 64, dtype=np.uint8)
+    desc = TensorDesc(data_type, sizes, strides)
+    st = desc.effective_strides
+    signed = data_type == "INT4"
+    values = _nibbles_by_hand(raw[offset:].tobytes(), 64, signed)
+    got = np.asarray(read_view(raw, desc, offset)).astype(int)
+    for idx in itertools.product(*[range(s) for s in sizes]):
+        assert got[idx] == values[sum(i * t for i, t in zip(idx, st))]
+    if desc.overlap_violation() is not None:
+        return
+    new = rng.integers(-8 if signed else 0, 8 if signed else 16, sizes)
+    out = np.asarray(write_view(raw, desc, new.astype(desc.data_type.dtype), offset))
+    expect = _nibbles_by_hand(raw.tobytes(), 128, signed)
+    for idx in itertools.product(*[range(s) for s in sizes]):
+        expect[2 * offset + sum(i * t for i, t in zip(idx, st))] = int(new[idx])
+    assert _nibbles_by_hand(out.tobytes(), 128, signed) == expect  # every other nibble kept
+
+
+def test_four_bit_buffer_arrays_are_their_packed_bytes():
+    import jax.numpy as jnp
+
+    from dmljax._src.buffers import buffer_size_in_bytes, to_bytes
+
+    buf = np.array([1, 2, 3, 4, 5], jnp.uint4)  # a buffer of 5 UINT4 elements: 3 bytes
+    assert buffer_size_in_bytes(buf) == 3 and np.asarray(to_bytes(buf)).tolist() == [0x21, 0x43, 0x05]
+    assert np.asarray(read_view(buf, TensorDesc("UINT8", [2]))).tolist() == [0x21, 0x43]
+    assert np.asarray(read_view(buf, TensorDesc("UINT4", [2], [2]))).astype(int).tolist() == [1, 3]
+    out = write_view(buf, TensorDesc("UINT4", [2], [3]), np.array([9, 15], jnp.uint4))
+    assert out.dtype == jnp.uint4 and np.asarray(out).astype(int).tolist() == [9, 2, 3, 15, 5]
+    out = write_view(buf, TensorDesc("UINT8", [1]), np.array([0xBA], np.uint8))
+    assert np.asarray(out).astype(int).tolist() == [10, 11, 3, 4, 5]
+    with pytest.raises(ValidationError, match="it must hold the tensor's last element: 4 bytes"):
+        read_view(buf, TensorDesc("UINT4", [7]))

@@ -725,10 +725,12 @@ def test_integer_inputs_get_float0(name, rng):
 def test_generated_transformation_coverage():
     # Every operator that has a float type gets gradient cases; every one with an integer type
     # a float0 case; every one an eager-versus-jit case. Except, named here, the operators
-    # whose inputs these checks cannot take: generators (none) and JOIN (a tensor array), whose
-    # gradients tests/ops/data_movement/test_join_split.py checks.
+    # whose inputs these checks cannot take: generators (none) and those with a tensor array,
+    # whose gradients their own tests check: JOIN (tests/ops/data_movement/test_join_split.py),
+    # QUANTIZE and DEQUANTIZE (tests/ops/quantization/test_quantize.py).
     by_hand = {n for n in OPS if not _plain_inputs(n)}
-    assert {n for n in by_hand if get_operator(n).spec.inputs} <= {"DML_OPERATOR_JOIN"}
+    assert {n for n in by_hand if get_operator(n).spec.inputs} <= {
+        "DML_OPERATOR_JOIN", "DML_OPERATOR_QUANTIZE", "DML_OPERATOR_DEQUANTIZE"}
     for name in OPS:
         if name in by_hand:
             continue

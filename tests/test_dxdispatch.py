@@ -694,3 +694,107 @@ def test_json_errors_keep_their_lines_and_unterminated_strings_stay_linear():
         load_json('{"a": "' + 'x\\"' * 200_000)  # one scan, not one per escaped quote
     assert load_json('{"a": "b\\"c//d", // x\n "e": [1, 2,], /* y */ "f": "/*",}') == {
         "a": 'b"c//d', "e": [1, 2], "f": "/*"}
+
+
+# --------------------------------------------------------------- 4-bit resources, two elements a byte
+def test_four_bit_initializers_print_and_write(tmp_path, capsys):
+    import jax.numpy as jnp
+
+    np.save(tmp_path / "i8.npy", np.array([[-8, 7, -1], [0, 3, -2]], np.int8))  # values, one a byte
+    np.save(tmp_path / "v1.npy", np.array([1, 15, 0, 9, 4], jnp.uint4))  # np.save of ml_dtypes: |V1 codes
+    np.array([0x21, 0x43, 0x05], np.uint8).tofile(tmp_path / "raw.dat")  # the page's packed bytes
+    resources = {
+        "arr": {"initialValuesDataType": "UINT4", "initialValues": [1, 2, 3, 4, 5]},
+        "const": {"initialValuesDataType": "INT4", "initialValues": {"valueCount": 3, "value": -3}},
+        "seq": {"initialValuesDataType": "UINT4", "initialValues": {"valueCount": 5, "valueStart": 13, "valueDelta": 1}},
+        "sseq": {"initialValuesDataType": "INT4", "initialValues": {"valueCount": 4, "valueStart": 6, "valueDelta": 1}},
+        "i8": {"initialValuesDataType": "INT4", "initialValues": {"sourcePath": "i8.npy"}},
+        "v1": {"initialValuesDataType": "UINT4", "initialValues": {"sourcePath": "v1.npy"}},
+        "raw": {"initialValuesDataType": "UINT4", "initialValues": {"sourcePath": "raw.dat"}},
+    }
+    commands = [{"type": "print", "resource": r} for r in resources]
+    commands += [{"type": "writeFile", "resource": "arr", "targetPath": "arr.dat"},
+                 {"type": "writeFile", "resource": "arr", "targetPath": "arr.npy", "dimensions": [5]},
+                 {"type": "writeFile", "resource": "i8", "targetPath": "i8_out.npy", "dimensions": [2, 3]},
+                 {"type": "print", "resource": "arr", "verbose": True}]
+    status, out, err = run_model(tmp_path, capsys, resources, {}, commands)
+    assert status == 0, err
+    assert printed(out)[:7] == [
+        "Resource 'arr': 1, 2, 3, 4, 5",  # the elements written: not the tail nibble
+        "Resource 'const': -3, -3, -3",
+        "Resource 'seq': 13, 14, 15, 0, 1",  # accumulated in UINT4: wraps around
+        "Resource 'sseq': 6, 7, -8, -7",
+        "Resource 'i8': -8, 7, -1, 0, 3, -2",
+        "Resource 'v1': 1, 15, 0, 9, 4",
+        "Resource 'raw': 1, 2, 3, 4, 5, 0",  # a raw file's bytes: two elements each
+    ]
+    assert out.splitlines()[-6:] == ["Resource 'arr':", "[0] 1 (0x1)", "[1] 2 (0x2)", "[2] 3 (0x3)", "[3] 4 (0x4)",
+                                     "[4] 5 (0x5)"]
+    assert (tmp_path / "arr.dat").read_bytes() == bytes([0x21, 0x43, 0x05, 0x00])  # the packed buffer
+    got = np.load(tmp_path / "arr.npy")
+    assert got.dtype == np.uint8 and got.tolist() == [1, 2, 3, 4, 5]  # widened, one element a byte
+    got = np.load(tmp_path / "i8_out.npy")
+    assert got.dtype == np.int8 and got.tolist() == [[-8, 7, -1], [0, 3, -2]]
+    model = Model.load(write_model(tmp_path, resources, {}, []))
+    assert [model.resources[r].initialized_bytes for r in ("arr", "const", "seq", "i8", "v1", "raw")] == [3, 2, 3, 3, 3, 3]
+    assert np.asarray(model.resources["arr"].data).tolist() == [0x21, 0x43, 0x05, 0x00]
+    assert np.asarray(model.resources["i8"].data).tolist() == [0x78, 0x0F, 0xE3, 0x00]
+
+
+def test_four_bit_operator_through_a_model(tmp_path, capsys):
+    # DEQUANTIZE of a UINT4 tensor bound at elementOffset 32 (byte 16), its output quantized back to INT4
+    resources = {
+        "q": {"initialValuesDataType": "UINT4", "initialValues": [15] * 32 + [1, 2, 3, 4, 5, 0]},
+        "s": {"initialValuesDataType": "FLOAT32", "initialValues": [0.5]},
+        "z": {"initialValuesDataType": "UINT4", "initialValues": [3]},
+        "f": {"initialValuesDataType": "FLOAT32", "initialValues": {"valueCount": 5, "value": 0}},
+        "o": {"initialValuesDataType": "INT4", "initialValues": {"valueCount": 5, "value": 0}},
+    }
+    dispatchables = {
+        "deq": {"type": "DEQUANTIZE", "desc": {
+            "InputTensor": {"DataType": "UINT4", "Sizes": [5]}, "QuantizationType": "SCALE_ZERO_POINT",
+            "QuantizationTensors": [{"DataType": "FLOAT32", "Sizes": [1]}, {"DataType": "UINT4", "Sizes": [1]}],
+            "OutputTensor": {"DataType": "FLOAT32", "Sizes": [5]}}},
+        "q": {"type": "DML_OPERATOR_QUANTIZE", "desc": {
+            "InputTensor": {"DataType": "FLOAT32", "Sizes": [5]}, "QuantizationType": "SCALE",
+            "QuantizationTensorCount": 1, "QuantizationTensors": [{"DataType": "FLOAT32", "Sizes": [1]}],
+            "OutputTensor": {"DataType": "INT4", "Sizes": [5]}}},
+    }
+    commands = [
+        {"type": "dispatch", "dispatchable": "deq",
+         "bindings": {"InputTensor": {"name": "q", "elementOffset": 32}, "QuantizationTensors": ["s", "z"],
+                      "OutputTensor": "f"}},
+        {"type": "dispatch", "dispatchable": "q",
+         "bindings": {"InputTensor": "f", "QuantizationTensors": ["s"], "OutputTensor": "o"}},
+        {"type": "print", "resource": "f"}, {"type": "print", "resource": "o"}]
+    status, out, err = run_model(tmp_path, capsys, resources, dispatchables, commands)
+    assert status == 0, err
+    assert printed(out) == ["Resource 'f': -1, -0.5, 0, 0.5, 1", "Resource 'o': -2, -1, 0, 1, 2"]
+    commands[0]["bindings"]["InputTensor"]["elementOffset"] = 33
+    status, out, err = run_model(tmp_path, capsys, resources, dispatchables, commands)
+    assert status == 1
+    assert "elementOffset 33 of UINT4 resource 'q' falls inside a byte (two elements a byte)" in err
+
+
+@pytest.mark.parametrize("resource, file, fragment", [
+    ({"initialValuesDataType": "INT4", "initialValues": [8]}, None, "initialValues has 8, outside INT4's range -8 to 7"),
+    ({"initialValuesDataType": "UINT4", "initialValues": [-1]}, None, "outside UINT4's range 0 to 15"),
+    ({"initialValuesDataType": "UNKNOWN", "initialValues": [{"type": "INT4", "value": 1}]}, None,
+     "initialValues[0].type is INT4: a list initializer packs whole bytes"),
+    ({"initialValues": {"sourcePath": "v.npy"}}, "v1", "holds 1-byte void elements (|V1), which is what np.save writes"),
+    ({"initialValuesDataType": "INT4", "initialValues": {"sourcePath": "v.npy"}}, "big",
+     "element 1 is 9, outside INT4's range -8 to 7"),
+    ({"initialValuesDataType": "UINT4", "initialValues": {"sourcePath": "v.npy"}}, "float",
+     "holds float32; a UINT4 resource's .npy file holds integers"),
+    ({"initialValuesDataType": "UINT4", "initialValues": {"sourcePath": "v.npy"}}, "bytes",
+     "element 0 is the byte 0x21, not a 4-bit value's code"),
+])
+def test_four_bit_resources_refused(tmp_path, capsys, resource, file, fragment):
+    import jax.numpy as jnp
+
+    arrays = {"v1": np.array([1, 2], jnp.uint4), "big": np.array([1, 9], np.int16),
+              "float": np.array([1.0], np.float32), "bytes": np.array([0x21], np.uint8).view("V1")}
+    if file is not None:
+        np.save(tmp_path / "v.npy", arrays[file])
+    status, out, err = run_model(tmp_path, capsys, {"r": resource}, {}, [{"type": "print", "resource": "r"}])
+    assert status == 1 and fragment in err, err

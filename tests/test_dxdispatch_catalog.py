@@ -8,7 +8,12 @@ ScaleBias as ``{"Scale", "Bias"}``, an enum by its DML_* name, a fused activatio
 "Desc"}``, a caller-chosen output type as the output desc's DataType), and every output is written
 back to a .npy file by the model's own ``writeFile`` command. The expected bits are the operator's
 function on the same arrays: this checks the DxDispatch path (schema, desc parsing, bindings,
-files), while the values themselves are checked against the float64 references elsewhere."""
+files), while the values themselves are checked against the float64 references elsewhere.
+
+An operator whose tables list UINT4 or INT4 also runs a case with UINT4 (else INT4) as its main
+tensor's or its chosen output's type: 4-bit inputs are .npy files of ml_dtypes' int4/uint4 arrays
+(one element a byte, np.save's ``|V1``) read with their initialValuesDataType, packed two a byte
+into their buffers; 4-bit outputs are written back widened to INT8/UINT8."""
 
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ from dmljax._src.structs import ScaleBias
 from tests import catalog, tiers
 
 OPS = sorted(dmljax.registry())
+FOUR_BIT = (DataType.UINT4, DataType.INT4)
 
 
 def _json_value(value):
@@ -58,13 +64,32 @@ def _finite(value) -> bool:
     return True
 
 
-def _case(name):
-    """The first generated case of ``name`` at its newest level in a type JAX holds without x64."""
+def _cases(name):
+    """The generated cases of ``name`` at its newest level in types JAX holds without x64."""
     ref = catalog.references()[name]
     cases = [c for c in catalog.all_positive_cases(name, ref) if not c.data_type.needs_x64
              and (c.out_type is None or not c.out_type.needs_x64)]
     newest = max(c.level for c in cases)
-    return ref, next(c for c in cases if c.level == newest)
+    return ref, [c for c in cases if c.level == newest]
+
+
+def _case(name):
+    """The first generated case of ``name`` at its newest level in a type JAX holds without x64."""
+    ref, cases = _cases(name)
+    return ref, cases[0]
+
+
+def _four_bit_case(name):
+    """The first case whose main type or chosen output type is UINT4, else INT4 (None if none)."""
+    ref, cases = _cases(name)
+    for dt in FOUR_BIT:
+        case = next((c for c in cases if dt in (c.data_type, c.out_type)), None)
+        if case is not None:
+            return ref, case
+    return None
+
+
+FOUR_BIT_OPS = [n for n in OPS if _four_bit_case(n) is not None]
 
 
 # A quarter of the operators in the fast tier (each model is written, parsed, run and read back:
@@ -78,6 +103,14 @@ def test_every_operator_runs_from_a_dxdispatch_model(name, tmp_path, capsys):
     types = catalog.tensor_types(spec, case.level, case.data_type, case.out_type)
     with jax.enable_x64(catalog.needs_x64(types)):  # 64-bit indices (GATHER's INT64): the mode on
         _run_model(name, op, spec, ref, case, types, tmp_path, capsys)
+
+
+@pytest.mark.parametrize("name", FOUR_BIT_OPS, ids=lambda n: n.removeprefix("DML_OPERATOR_"))
+def test_four_bit_operators_run_from_a_dxdispatch_model(name, tmp_path, capsys):
+    op = dmljax.get_operator(name)
+    ref, case = _four_bit_case(name)
+    types = catalog.tensor_types(op.spec, case.level, case.data_type, case.out_type)
+    _run_model(name, op, op.spec, ref, case, types, tmp_path, capsys)
 
 
 def _run_model(name, op, spec, ref, case, types, tmp_path, capsys):
@@ -97,8 +130,11 @@ def _run_model(name, op, spec, ref, case, types, tmp_path, capsys):
         descs = []
         for n, item in zip(names, items):
             np.save(tmp_path / f"{n}.npy", np.asarray(item))
+            dt = DataType.from_dtype(np.asarray(item).dtype)  # a tensor array's items may differ
             resources[n] = {"initialValues": {"sourcePath": f"{n}.npy"}}
-            descs.append({"DataType": types[t.dml_name].name, "Sizes": list(np.shape(item))})
+            if dt in FOUR_BIT:  # np.save writes them as 1-byte void elements: the type says what they are
+                resources[n]["initialValuesDataType"] = dt.name
+            descs.append({"DataType": dt.name, "Sizes": list(np.shape(item))})
         desc[t.dml_name] = descs if t.array else descs[0]
         bindings[t.dml_name] = names if t.array else names[0]
         if t.array:
@@ -144,5 +180,7 @@ def _run_model(name, op, spec, ref, case, types, tmp_path, capsys):
     for _, n, y in outs:
         got = np.load(tmp_path / f"out_{n}.npy")
         want = np.asarray(y)
+        if DataType.from_dtype(want.dtype) in FOUR_BIT:  # written back widened, one element a byte
+            want = want.astype(np.int8 if want.dtype == DataType.INT4.dtype else np.uint8)
         assert got.dtype == want.dtype and got.shape == want.shape
         assert got.tobytes() == want.tobytes(), f"{n}: the model's bits differ from the function's"

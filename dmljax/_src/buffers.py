@@ -5,6 +5,13 @@ A buffer is a 1-D array: its bytes (uint8) or its elements of any DirectML type.
 bytes. A view whose DataType differs from the buffer's dtype reinterprets the bytes (little-endian,
 as Direct3D buffers are), so a buffer filled with FLOAT32 values can be bound as UINT32.
 
+UINT4 and INT4 elements are packed two a byte, the first in the low nibble
+(dml_tensor_data_type.md: [1, 2, 3, 4, 5] is the bytes [0x21, 0x43, 0x05], the tail nibble
+ignored). A 4-bit view's Strides count elements (nibbles) from the bound byte offset; reading
+ignores the nibbles no element covers and writing keeps them. A buffer of 4-bit elements (a JAX
+int4 or uint4 array) is its elements packed that way (an odd count: the last byte's high nibble
+is 0 when read and dropped when written back).
+
 Layouts are planned statically (sizes, strides) and lowered without a gather whenever the strides
 nest: packed, padded (a stride past the extent of the smaller ones), broadcast (stride 0) and
 permuted layouts (NHWC, column-major) become one reshape, one slice, a transpose and a broadcast;
@@ -37,6 +44,8 @@ __all__ = [
     "write_view",
     "binding_violations",
     "layout_plan",
+    "pack_nibbles",
+    "unpack_nibbles",
     "LayoutPlan",
 ]
 
@@ -49,27 +58,72 @@ class BufferBinding(NamedTuple):
     offset_in_bytes: int = 0
 
 
+_FOUR_BIT = (np.dtype(DataType.UINT4.dtype), np.dtype(DataType.INT4.dtype))
+
+
+def _is_four_bit(dtype) -> bool:
+    return np.dtype(dtype) in _FOUR_BIT
+
+
 def buffer_size_in_bytes(buffer) -> int:
-    """Bytes in a 1-D buffer (its length times its element size)."""
-    return int(np.prod(buffer.shape)) * np.dtype(buffer.dtype).itemsize
+    """Bytes in a 1-D buffer (its length times its element size; 4-bit elements two a byte)."""
+    count = int(np.prod(buffer.shape))
+    if _is_four_bit(buffer.dtype):
+        return (count + 1) // 2
+    return count * np.dtype(buffer.dtype).itemsize
+
+
+def pack_nibbles(codes) -> jax.Array:
+    """4-bit codes (a 1-D uint8 array of values 0 to 15) packed two a byte, the first in the low
+    nibble; an odd count gets a high nibble of 0 in its last byte."""
+    codes = jnp.asarray(codes, np.uint8).reshape(-1)
+    if codes.shape[0] % 2:
+        codes = jnp.concatenate([codes, jnp.zeros((1,), np.uint8)])
+    pairs = codes.reshape(-1, 2)
+    return pairs[:, 0] | (pairs[:, 1] << np.uint8(4))
+
+
+def unpack_nibbles(data) -> jax.Array:
+    """A 1-D uint8 array's nibbles as codes 0 to 15 (uint8), two a byte, the low nibble first."""
+    data = jnp.asarray(data, np.uint8).reshape(-1)
+    return jnp.stack([data & np.uint8(0xF), data >> np.uint8(4)], axis=-1).reshape(-1)
+
+
+def _codes(values) -> jax.Array:
+    """4-bit values (UINT4 or INT4) as their codes 0 to 15 (INT4 in two's complement)."""
+    values = jnp.asarray(values)
+    wide = values.astype(np.int8 if values.dtype == DataType.INT4.dtype else np.uint8)
+    return wide.astype(np.uint8) & np.uint8(0xF)
+
+
+def _from_codes(codes, signed: bool) -> jax.Array:
+    """Codes 0 to 15 as INT8 (sign-extended, ``signed``) or UINT8 values."""
+    if not signed:
+        return codes
+    return (codes.astype(np.int8) ^ np.int8(8)) - np.int8(8)
 
 
 def to_bytes(buffer) -> jax.Array:
-    """A 1-D buffer's bytes as a 1-D uint8 array (little-endian)."""
+    """A 1-D buffer's bytes as a 1-D uint8 array (little-endian; 4-bit elements packed)."""
     buffer = jnp.asarray(buffer)
     if buffer.dtype == np.uint8:
         return buffer.reshape(-1)
+    if _is_four_bit(buffer.dtype):
+        return pack_nibbles(_codes(buffer.reshape(-1)))
     if buffer.dtype.itemsize == 1:
         return lax.bitcast_convert_type(buffer, np.uint8).reshape(-1)
     return lax.bitcast_convert_type(buffer.reshape(-1), np.uint8).reshape(-1)
 
 
 def from_bytes(data, dtype) -> jax.Array:
-    """A 1-D uint8 array reinterpreted as 1-D elements of ``dtype`` (its length must divide)."""
+    """A 1-D uint8 array reinterpreted as 1-D elements of ``dtype`` (its length must divide; a
+    4-bit dtype: two elements a byte, the low nibble first)."""
     dtype = np.dtype(dtype)
     data = jnp.asarray(data)
     if dtype == np.uint8:
         return data
+    if _is_four_bit(dtype):
+        return _from_codes(unpack_nibbles(data), dtype == DataType.INT4.dtype).astype(dtype)
     if dtype.itemsize == 1:
         return lax.bitcast_convert_type(data, dtype)
     if data.shape[0] % dtype.itemsize:
@@ -131,11 +185,16 @@ def layout_plan(sizes: tuple[int, ...], strides: tuple[int, ...]) -> LayoutPlan:
 
 
 def _element_size(dt: DataType) -> int:
-    if dt.bits < 8:
-        raise ValidationError("read_view", "DML_BUFFER_TENSOR_DESC", "every feature level", [
-            Violation("DataType", "", f"is {dt.name}",
-                      "dmljax does not read or write 4-bit types in buffers yet")])
-    return dt.bits // 8
+    """Bytes an element takes: 1 for the 4-bit types, whose offsets are whole bytes."""
+    return max(1, dt.bits // 8)
+
+
+def _nibble_elements(buffer, offset: int, count: int) -> jax.Array:
+    """``count`` 4-bit codes (uint8, 0 to 15) starting at byte ``offset`` of ``buffer``, the low
+    nibble of each byte first."""
+    data = to_bytes(buffer)
+    nbytes = (count + 1) // 2
+    return lax.slice(unpack_nibbles(lax.slice(data, (offset,), (offset + nbytes,))), (0,), (count,))
 
 
 def _as_elements(buffer, dtype: np.dtype, offset: int, count: int) -> jax.Array:
@@ -172,11 +231,18 @@ def read_view(buffer, desc: TensorDesc, offset_in_bytes: int = 0) -> jax.Array:
     Array([0., 2., 4.], dtype=float32)
     """
     dt = desc.data_type
-    dtype = dt.dtype
-    _element_size(dt)
     _check_fits(desc, buffer, offset_in_bytes, "read_view")
     plan = layout_plan(desc.sizes, desc.effective_strides)
-    flat = _as_elements(buffer, dtype, offset_in_bytes, plan.needed)
+    if dt.bits < 8:  # laid out as INT8/UINT8 values, narrowed at the end
+        flat = _from_codes(_nibble_elements(buffer, offset_in_bytes, plan.needed), dt.is_signed)
+        return _arrange(flat, plan, desc.sizes).astype(dt.dtype)
+    return _arrange(_as_elements(buffer, dt.dtype, offset_in_bytes, plan.needed), plan, desc.sizes)
+
+
+def _arrange(flat, plan: LayoutPlan, sizes) -> jax.Array:
+    """The tensor of ``sizes`` that ``plan`` lays out in ``flat`` (its elements from the view's
+    start)."""
+    dtype = flat.dtype
     if plan.kind == "gather":
         return flat[_gather_offsets(plan)]
     if plan.region > plan.needed:
@@ -185,13 +251,13 @@ def read_view(buffer, desc: TensorDesc, offset_in_bytes: int = 0) -> jax.Array:
         flat = lax.slice(flat, (0,), (plan.region,))
     grid = flat.reshape(plan.grid)
     block = lax.slice(grid, (0,) * len(plan.grid), plan.corner)
-    moving_shape = tuple(desc.sizes[i] for i in plan.order)
+    moving_shape = tuple(sizes[i] for i in plan.order)
     block = block.reshape(moving_shape)
     # Back to the tensor's own dimension order, then broadcast (stride 0) and size-1 dimensions.
     natural = sorted(plan.order)
     if natural:
         block = jnp.transpose(block, [plan.order.index(i) for i in natural])
-    return lax.broadcast_in_dim(block, desc.sizes, tuple(natural))
+    return lax.broadcast_in_dim(block, tuple(sizes), tuple(natural))
 
 
 def write_view(buffer, desc: TensorDesc, value, offset_in_bytes: int = 0):
@@ -215,7 +281,9 @@ def write_view(buffer, desc: TensorDesc, value, offset_in_bytes: int = 0):
             Violation("Offset", "offset_in_bytes", f"is {offset_in_bytes}",
                       f"a multiple of the element size ({es} bytes)")])
     plan = layout_plan(desc.sizes, desc.effective_strides)
-    same = buffer.dtype == dtype
+    four = dt.bits < 8
+    same = buffer.dtype == dtype and not four
+    value = jnp.asarray(value)
     if same:
         elements = buffer.reshape(-1)
     else:
@@ -224,10 +292,12 @@ def write_view(buffer, desc: TensorDesc, value, offset_in_bytes: int = 0):
         pad = (-nbytes) % es
         if pad:
             data = lax.pad(data, jnp.zeros((), np.uint8), ((0, pad, 0),))
-        elements = from_bytes(data, dtype)
-    start = offset_in_bytes // es
+        if four:  # every nibble of the buffer as a code; the view's values as theirs
+            elements, value, dtype = unpack_nibbles(data), _codes(value), np.dtype(np.uint8)
+        else:
+            elements = from_bytes(data, dtype)
+    start = offset_in_bytes * 2 if four else offset_in_bytes // es
     length = elements.shape[0]
-    value = jnp.asarray(value)
     if plan.kind == "gather":
         idx = _gather_offsets(plan) + start
         elements = elements.at[idx].set(value, unique_indices=True)
@@ -249,8 +319,11 @@ def write_view(buffer, desc: TensorDesc, value, offset_in_bytes: int = 0):
         elements = lax.dynamic_update_slice(elements, region, (start,))
     if same:
         return elements.reshape(buffer.shape)
-    data = lax.slice(to_bytes(elements), (0,), (nbytes,))
-    return from_bytes(data, buffer.dtype).reshape(buffer.shape)
+    data = lax.slice(pack_nibbles(elements) if four else to_bytes(elements), (0,), (nbytes,))
+    out = from_bytes(data, buffer.dtype)
+    if _is_four_bit(buffer.dtype):  # an odd count of 4-bit elements: the last byte's high nibble goes
+        out = lax.slice(out, (0,), (buffer.shape[0],))
+    return out.reshape(buffer.shape)
 
 
 def binding_violations(desc: TensorDesc, buffer_bytes: int, offset: int, subject: str,
@@ -274,7 +347,8 @@ def binding_violations(desc: TensorDesc, buffer_bytes: int, offset: int, subject
     if check_total:
         need, what = desc.total_tensor_size_in_bytes, "TotalTensorSizeInBytes"
     else:
-        need = (index_of_last_element(desc.sizes, desc.effective_strides) + 1) * max(1, desc.data_type.bits // 8)
+        count = index_of_last_element(desc.sizes, desc.effective_strides) + 1
+        need = (count * desc.data_type.bits + 7) // 8
         what = "the tensor's last element"
     if rng < need:
         problems.append(Violation(

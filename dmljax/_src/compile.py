@@ -243,6 +243,9 @@ class CompiledOperator:
             if t.array and isinstance(merged.get(t.dml_name), list):
                 for i, b in enumerate(merged.pop(t.dml_name)):
                     merged[f"{t.dml_name}[{i}]"] = b
+            elif t.array and t.dml_name in merged and len(element_names(t, self.tensor_descs)) == 1:
+                # an array of one (a DxDispatch binding of a one-item list is its item)
+                merged[f"{t.dml_name}[0]"] = merged.pop(t.dml_name)
         problems, resolved = [], {}
         for name, b in merged.items():
             if name not in allowed:

@@ -274,6 +274,8 @@ FLOAT32_FLOAT16_INT8_UINT8 = _named("FLOAT32_FLOAT16_INT8_UINT8")
 INT64_INT32_UINT64_UINT32 = _named("INT64_INT32_UINT64_UINT32")
 UINT64_UINT32 = _named("UINT64_UINT32")
 INT32 = _named("INT32")
+INT8_INT4_UINT8_UINT4 = _named("INT8_INT4_UINT8_UINT4")
+FLOAT32_FLOAT16_INT8_INT4_UINT8_UINT4 = _named("FLOAT32_FLOAT16_INT8_INT4_UINT8_UINT4")
 
 TYPE_LISTS = {name: value for name, value in globals().items()
               if name.isupper() and isinstance(value, tuple) and value and isinstance(value[0], DataType)}

@@ -14,6 +14,17 @@ device. The reference is DxDispatch's Guide.md.
    memory available; only then are the buffers filled and every binding compiled.
 
 Every problem is one ModelError naming the file and the part of the model at fault.
+
+UINT4 and INT4 resources hold their elements packed two a byte, the first in the low nibble
+(dml_tensor_data_type.md), as DirectML reads them: an array, constant or sequence initializer's
+values are packed (an odd count leaves the last high nibble 0); a raw file's bytes are taken as
+they are (two elements a byte); a ``.npy`` file holds one element a byte, as integers (INT8,
+UINT8 or wider, in the type's range) or as 1-byte void elements (``|V1``, what ``np.save`` writes
+for ml_dtypes' int4 and uint4 arrays: the value's code in the low nibble), and needs
+``initialValuesDataType`` INT4 or UINT4 to say so. ``print`` shows the elements the initializer
+wrote, ``writeFile`` writes the packed bytes to a raw file and the elements widened to INT8 or
+UINT8 to a ``.npy`` file (which loads back with ``initialValuesDataType``). A binding's
+``elementOffset`` counts elements, and must fall on a whole byte (an even count).
 ``Model.run()`` then executes the commands in order; side effects persist between commands, as in
 DxDispatch's execution model.
 """
@@ -34,6 +45,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, TextIO
 
 import jax
+import ml_dtypes
 import numpy as np
 
 from dmljax._src.buffers import BufferBinding, layout_plan
@@ -125,6 +137,7 @@ class Resource:
     data_type: DataType | None
     initialized_bytes: int
     size_in_bytes: int
+    initialized_elements: int | None = None  # 4-bit resources: the elements written, from byte 0
 
 
 @dataclasses.dataclass
@@ -172,9 +185,7 @@ def _convert(values: list, dt: DataType, what: str) -> np.ndarray:
             if dt is not DataType.FLOAT64:
                 arr = arr.astype(np.float32)
             return arr.astype(le)
-    if dt.bits < 8:
-        raise ValueError(f"{what}: dmljax does not initialize {dt.name} buffers yet")
-    info = np.iinfo(dt.dtype)
+    info = ml_dtypes.iinfo(dt.dtype)
     out = []
     for v in values:
         if not _is_number(v) or (isinstance(v, float) and not v.is_integer()):
@@ -184,7 +195,45 @@ def _convert(values: list, dt: DataType, what: str) -> np.ndarray:
         if not info.min <= iv <= info.max:
             raise ValueError(f"{what} has {describe(v)}, outside {dt.name}'s range {info.min} to {info.max}")
         out.append(iv)
+    if dt.bits < 8:
+        return pack4(np.asarray(out, np.int64))
     return np.asarray(out, le)
+
+
+def pack4(values: np.ndarray) -> np.ndarray:
+    """4-bit values (integers in the type's range) packed two a byte, the first in the low
+    nibble; an odd count leaves the last byte's high nibble 0."""
+    codes = (np.asarray(values).reshape(-1).astype(np.int64) & 0xF).astype(np.uint8)
+    if len(codes) % 2:
+        codes = np.append(codes, np.uint8(0))
+    return codes[0::2] | (codes[1::2] << 4)
+
+
+def unpack4(data: np.ndarray, data_type: DataType) -> np.ndarray:
+    """Bytes' nibbles as INT8 (sign-extended, for INT4) or UINT8 values, the low nibble first."""
+    data = np.asarray(data, np.uint8)
+    codes = np.stack([data & 0xF, data >> 4], axis=-1).reshape(-1)
+    if data_type is DataType.INT4:
+        return ((codes.astype(np.int8) ^ 8) - 8).astype(np.int8)
+    return codes
+
+
+def _npy_four_bit(values: np.ndarray, dt: DataType, what: str) -> np.ndarray:
+    """A .npy file's elements (integers, or 1-byte void elements holding codes) as 4-bit values,
+    checked."""
+    if values.dtype.kind == "V":
+        codes = values.view(np.uint8)
+        bad = np.flatnonzero(codes > 0xF)
+        if bad.size:
+            raise ValueError(f"{what}: element {int(bad[0])} is the byte 0x{int(codes[bad[0]]):02X}, not a 4-bit "
+                             "value's code (0x00 to 0x0F, as ml_dtypes stores int4 and uint4)")
+        return codes
+    info = ml_dtypes.iinfo(dt.dtype)
+    bad = np.flatnonzero((values < info.min) | (values > info.max))
+    if bad.size:
+        raise ValueError(f"{what}: element {int(bad[0])} is {values.reshape(-1)[bad[0]]}, outside {dt.name}'s range "
+                         f"{info.min} to {info.max}")
+    return values
 
 
 def _typed(target: np.ndarray, dt: DataType) -> np.ndarray:
@@ -272,10 +321,8 @@ def _npy_header(path: Path, file_size: int, what: str) -> tuple[np.dtype, DataTy
         reason = e.args[0] if isinstance(e, tokenize.TokenError) and e.args else str(e) or type(e).__name__
         raise ValueError(f"{what} is not a readable .npy file ({describe(str(reason), 120)[1:-1]})") from None
     dt = DataType.from_dtype(dtype.newbyteorder("="))
-    if dt is None:
+    if dt is None and not (dtype.kind == "V" and dtype.itemsize == 1 and dtype.fields is None):
         raise ValueError(f"{what} holds {dtype}, which is not a DirectML data type")
-    if dt.bits < 8:
-        raise ValueError(f"{what}: dmljax does not initialize {dt.name} buffers yet")
     count = math.prod(shape)
     if count == 0:
         raise ValueError(f"{what} holds an empty array (shape {shape})")
@@ -303,13 +350,12 @@ def _plan_resource(name: str, spec: Mapping, base: Path) -> tuple[Resource, _Fil
             except ValueError as e:
                 raise ValueError(f"initialValuesDataType: {e}") from None
     init = spec["initialValues"]
+    elements = None  # a 4-bit resource's count of initial elements
 
     def need_type(kind):
         if dt is None:
             raise ValueError(f"initialValues is a{'n' if kind[0] in 'aeiou' else ''} {kind} initializer, which needs "
                              "initialValuesDataType (a DML_TENSOR_DATA_TYPE other than UNKNOWN)")
-        if dt.bits < 8:
-            raise ValueError(f"initialValues: dmljax does not initialize {dt.name} buffers yet")
         return dt
 
     if isinstance(init, list):
@@ -328,6 +374,10 @@ def _plan_resource(name: str, spec: Mapping, base: Path) -> tuple[Resource, _Fil
                 if it is None:
                     raise ValueError(f"initialValues[{i}].type is {describe(item['type'])}; "
                                      "expected a DML_TENSOR_DATA_TYPE name")
+                if it.bits < 8:
+                    raise ValueError(f"initialValues[{i}].type is {it.name}: a list initializer packs whole bytes, "
+                                     "one item after another, and a 4-bit item would leave half of one; give 4-bit "
+                                     "values in an array initializer")
                 parts.append(_convert([item["value"]], it, f"initialValues[{i}]").view(np.uint8))
             data, dt = np.concatenate(parts), None
         else:
@@ -335,6 +385,8 @@ def _plan_resource(name: str, spec: Mapping, base: Path) -> tuple[Resource, _Fil
             if not init:
                 raise ValueError("initialValues is an empty array (its size must be larger than 0)")
             data = _convert(init, t, "initialValues").view(np.uint8)
+            if t.bits < 8:
+                elements = len(init)
         nbytes = len(data)
 
         def write(target, data=data):
@@ -351,7 +403,10 @@ def _plan_resource(name: str, spec: Mapping, base: Path) -> tuple[Resource, _Fil
         if suffix in images.READ_SUFFIXES:
             return _plan_image(name, spec, path, need_type("image"), what)
         if path.suffix.lower() == ".npy":
+            four = dt if dt is not None and dt.bits < 8 else None
             dtype, dt, shape, fortran, data_offset = _npy_header(path, file_size, what)
+            if four is not None or dt is None:
+                return _plan_four_bit_npy(name, spec, four, path, dtype, dt, shape, fortran, data_offset, what)
             nbytes = math.prod(shape) * dtype.itemsize
 
             def write(target, path=path, dtype=dtype, shape=shape, fortran=fortran, offset=data_offset, what=what):
@@ -363,7 +418,8 @@ def _plan_resource(name: str, spec: Mapping, base: Path) -> tuple[Resource, _Fil
                     target[:] = np.ascontiguousarray(values.reshape(shape, order="F")).reshape(-1).view(np.uint8)
             fill = _Fill(write, nbytes if fortran and len(shape) > 1 else 0)
         else:
-            need_type("raw file")
+            if need_type("raw file").bits < 8:
+                elements = 2 * file_size
             nbytes = file_size
 
             def write(target, path=path, what=what):
@@ -372,8 +428,11 @@ def _plan_resource(name: str, spec: Mapping, base: Path) -> tuple[Resource, _Fil
     elif isinstance(init, Mapping):
         t = need_type("constant" if "value" in init else "sequence")
         count = init["valueCount"]
-        nbytes = count * (t.bits // 8)
-        if "value" in init:
+        nbytes = (count * t.bits + 7) // 8
+        if t.bits < 8:
+            elements = count
+            fill = _four_bit_fill(init, t, count)
+        elif "value" in init:
             v = _convert([init["value"]], t, "initialValues.value")
 
             def write(target, t=t, v=v):
@@ -390,7 +449,8 @@ def _plan_resource(name: str, spec: Mapping, base: Path) -> tuple[Resource, _Fil
                 values[1:] = delta[0]
                 with np.errstate(over="ignore", invalid="ignore"):
                     np.cumsum(values, out=values)
-        fill = _Fill(write)
+        if t.bits >= 8:
+            fill = _Fill(write)
     elif init == "deferred":
         raise ValueError("initialValues is \"deferred\", which only ONNX dispatchables use; not implemented in dmljax")
     else:
@@ -398,11 +458,50 @@ def _plan_resource(name: str, spec: Mapping, base: Path) -> tuple[Resource, _Fil
                          "initializer object, or a list initializer")
     if "resampleSize" in spec or "resampleMode" in spec:
         raise ValueError("resampleSize/resampleMode apply only to image initializers (a .png or .jpg sourcePath)")
-    return _sized(name, spec, dt, nbytes, fill)
+    return _sized(name, spec, dt, nbytes, fill, elements)
 
 
-def _sized(name: str, spec: Mapping, dt: DataType | None, nbytes: int, fill: _Fill) -> tuple[Resource, _Fill]:
-    """The resource of ``nbytes`` initial bytes, with its offset, sizeInBytes and alignment."""
+def _four_bit_fill(init: Mapping, t: DataType, count: int) -> _Fill:
+    """A 4-bit constant or sequence initializer: its values packed (a sequence accumulates with
+    4-bit wrap-around, as in the element type)."""
+    def value(key):
+        return int(unpack4(_convert([init[key]], t, f"initialValues.{key}"), t)[0])
+
+    start, delta = (value("value"), 0) if "value" in init else (value("valueStart"), value("valueDelta"))
+
+    def write(target, start=start, delta=delta, count=count):
+        # start + i * delta has the nibble of i wrapped-around additions
+        target[:] = pack4(start + np.arange(count, dtype=np.int64) * delta)
+    return _Fill(write, extra=9 * count)
+
+
+def _plan_four_bit_npy(name, spec, dt, path, dtype, file_dt, shape, fortran, data_offset, what):
+    """A .npy file for a 4-bit resource: integers or 1-byte void elements (ml_dtypes' int4 and
+    uint4 as np.save writes them), one element a byte, packed two a byte into the buffer."""
+    if dt is None:
+        raise ValueError(f"{what} holds 1-byte void elements ({dtype.str}), which is what np.save writes for "
+                         "ml_dtypes' int4 and uint4 arrays: give initialValuesDataType INT4 or UINT4 to read them")
+    if not (dtype.kind == "V" or (file_dt is not None and file_dt.is_integer)):
+        raise ValueError(f"{what} holds {dtype}; a {dt.name} resource's .npy file holds integers (in {dt.name}'s "
+                         "range) or 1-byte void elements (np.save of an ml_dtypes int4 or uint4 array)")
+    count = math.prod(shape)
+
+    def write(target, path=path, dtype=dtype, shape=shape, fortran=fortran, offset=data_offset, what=what):
+        raw = np.empty(count * dtype.itemsize, np.uint8)
+        _read_into(path, offset, raw, what)
+        values = raw.view(dtype)
+        if dtype.byteorder == ">" or (dtype.byteorder == "=" and sys.byteorder == "big"):
+            values = values.byteswap()
+        if fortran and len(shape) > 1:  # element order: C order, as NumPy's reshape(-1) gives
+            values = np.ascontiguousarray(values.reshape(shape, order="F")).reshape(-1)
+        target[:] = pack4(_npy_four_bit(values, dt, what))
+    return _sized(name, spec, dt, (count + 1) // 2, _Fill(write, extra=count * (dtype.itemsize + 9)), count)
+
+
+def _sized(name: str, spec: Mapping, dt: DataType | None, nbytes: int, fill: _Fill,
+           elements: int | None = None) -> tuple[Resource, _Fill]:
+    """The resource of ``nbytes`` initial bytes, with its offset, sizeInBytes and alignment
+    (``elements``: a 4-bit resource's count of initial elements)."""
     offset = spec.get("initialValuesOffsetInBytes", 0)
     needed = offset + nbytes
     size = spec.get("sizeInBytes")
@@ -413,7 +512,7 @@ def _sized(name: str, spec: Mapping, dt: DataType | None, nbytes: int, fill: _Fi
                          + (f" at offset {offset}" if offset else ""))
     size = (size + 3) & ~3  # inflated to DirectML's 4-byte alignment
     fill.offset, fill.nbytes = offset, nbytes
-    return Resource(name, None, dt, needed, size), fill
+    return Resource(name, None, dt, needed, size, None if elements is None else 2 * offset + elements), fill
 
 
 def _plan_image(name: str, spec: Mapping, path: Path, dt: DataType, what: str) -> tuple[Resource, _Fill]:
@@ -701,7 +800,7 @@ class Model:
                 if problem:
                     raise ModelError(path, where, f"writes the image {target!r}: {problem}")
             elif dims is not None:
-                need = math.prod(dims) * (res.data_type.bits // 8)
+                need = (math.prod(dims) * res.data_type.bits + 7) // 8
                 if need > res.size_in_bytes:
                     raise ModelError(path, where, f"dimensions {describe(dims)} need {need} bytes; resource "
                                      f"{_q(rname)} has {res.size_in_bytes}")
@@ -830,17 +929,21 @@ class Model:
             for i, s in enumerate(samples):
                 print(f"iteration {i}: {s:.4f} ms (CPU)", file=out)
 
-    def _elements(self, name, state, nbytes) -> np.ndarray:
+    def _elements(self, name, state, nbytes, count=None) -> np.ndarray:
         """The first ``nbytes`` of a resource (whole elements) as its elements, on the host; a
-        view of the device buffer where the device is the CPU."""
+        view of the device buffer where the device is the CPU. 4-bit elements are unpacked to
+        INT8 or UINT8 values, the first ``count`` of them (default: two a byte)."""
         res = self.resources[name]
-        es = res.data_type.bits // 8
         data = np.asarray(jax.device_get(state[name]))
+        if res.data_type.bits < 8:
+            return unpack4(data[:nbytes], res.data_type)[:count]
+        es = res.data_type.bits // 8
         return _typed(data[: nbytes // es * es], res.data_type)
 
     def _print(self, cmd, state, out):
         name = cmd.fields["resource"]
-        values = self._elements(name, state, self.resources[name].initialized_bytes)
+        res = self.resources[name]
+        values = self._elements(name, state, res.initialized_bytes, res.initialized_elements)
         chunks = range(0, len(values), _PRINT_CHUNK)  # formatted a chunk at a time: memory stays flat
         if not cmd.fields.get("verbose", False):
             out.write(f"Resource '{name}': ")
@@ -852,10 +955,13 @@ class Model:
         width = len(str(len(values) - 1)) if len(values) > 1 else 1
         itemsize = values.dtype.itemsize
         raw = values.view(f"<u{itemsize}") if itemsize > 1 else values.view(np.uint8)
+        digits = itemsize * 2
+        if res.data_type.bits < 8:  # a nibble's code
+            raw, digits = raw & 0xF, 1
         for start in chunks:
             texts = format_values(values[start:start + _PRINT_CHUNK])
             for i, (t, r) in enumerate(zip(texts, raw[start:start + _PRINT_CHUNK]), start):
-                print(f"[{i:>{width}}] {t} (0x{int(r):>{itemsize * 2}X})", file=out)
+                print(f"[{i:>{width}}] {t} (0x{int(r):>{digits}X})", file=out)
 
     def _write(self, cmd, state, out):
         name = cmd.fields["resource"]
@@ -866,7 +972,7 @@ class Model:
             with open(dest, "wb") as f:
                 if dest.suffix.lower() in images.READ_SUFFIXES:
                     c, h, w = _image_shape(cmd.fields.get("dimensions") or [])
-                    values = self._elements(name, state, c * h * w * (res.data_type.bits // 8))
+                    values = self._elements(name, state, c * h * w * (res.data_type.bits // 8))  # FLOAT only
                     images.write_image(f, dest.suffix.lower(), values, c, h, w)
                 elif dest.suffix.lower() == ".npy":
                     values = self._elements(name, state, res.size_in_bytes)
@@ -951,7 +1057,13 @@ def _parse_binding(value, resources: Mapping[str, Resource]) -> tuple[str, int]:
     if el_size is None:
         if res.data_type is None and offset_el:
             raise ValueError(f"resource {_q(name)} has a list initializer: give elementSizeInBytes with elementOffset")
-        el_size = res.data_type.bits // 8 if res.data_type is not None else 1
+        if res.data_type is not None and res.data_type.bits < 8:
+            if offset_el % 2:
+                raise ValueError(f"elementOffset {offset_el} of {res.data_type.name} resource {_q(name)} falls inside a "
+                                 "byte (two elements a byte); a binding starts at a whole byte: an even elementOffset")
+            offset_el, el_size = offset_el // 2, 1
+        else:
+            el_size = res.data_type.bits // 8 if res.data_type is not None else 1
     offset = offset_el * el_size
     if offset > res.size_in_bytes:
         raise ValueError(f"elementOffset {offset_el} ({offset} bytes) is past the end of resource {_q(name)} "
