@@ -348,3 +348,20 @@ def test_to_float_gradient():
     np.testing.assert_allclose(fwd, ref.exact_sum(a, b, za, zb).astype(np.float64) * 0.25, rtol=1e-6)
     batched = jax.vmap(lambda x, y, c: I2F(x, sa, y, sb, za, zb, c))(a, b, bias)
     np.testing.assert_array_equal(batched, I2F(a, sa, b, sb, za, zb, bias))
+
+
+@pytest.mark.parametrize("k", [1, 5, 7, 8])
+def test_the_integer_product_takes_whole_words_of_k(k):
+    # XLA's GPU backend computes INT8 x INT8 -> INT32 products wrongly where K is not a multiple
+    # of 4 (an H200 with jax 0.11.2: every element of a 3 x 5 by 5 x 4 product): K is padded with
+    # zeros, which the lowered product shows, and the result stays exact.
+    rng = np.random.default_rng(k)
+    a = rng.integers(-128, 128, (3, k)).astype(np.int8)
+    b = rng.integers(0, 256, (k, 4)).astype(np.uint8)
+    za, zb = np.full((3, 1), -7, np.int8), np.full((1, 4), 200, np.uint8)
+    f = jax.jit(dmljax.matrix_multiply_integer)
+    text = f.lower(a, b, za, zb).as_text()
+    padded = k + (-k % 4)
+    assert f"tensor<3x{padded}xi8>" in text and f"tensor<{padded}x4xi8>" in text
+    want = (a.astype(np.int64) + 7) @ (b.astype(np.int64) - 200)
+    np.testing.assert_array_equal(np.asarray(f(a, b, za, zb)), want)
