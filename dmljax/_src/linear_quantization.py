@@ -31,9 +31,9 @@ from jax import lax
 
 from dmljax._src.dtypes import DataType
 from dmljax._src.errors import Violation
-from dmljax._src.numerics import compute_dtype, load, max_num, min_num
+from dmljax._src.numerics import compute_dtype, load, mark_flushed, max_num, min_num, store
 
-__all__ = ["integer_range", "quantize_values", "unsaturated_values", "divide", "exact_difference", "scale_violations",
+__all__ = ["integer_range", "quantize_values", "unsaturated_values", "divide", "exact_difference", "dequantize_values", "scale_violations",
            "INT32_MAX", "difference_reach", "accumulation_violations", "per_channel_violations"]
 
 INT32_MAX = 2**31 - 1
@@ -139,6 +139,19 @@ def _nearer(a, b, q):
     even = (lax.bitcast_convert_type(n, np.uint32) & np.uint32(1)) == 0
     move = (jnp.abs(r) > half) | ((jnp.abs(r) == half) & even)
     return jnp.where(move & (r != 0), n, q)
+
+
+def dequantize_values(x, scale, zero_point, *, allow_half: bool = False):
+    """``(x - zero_point) * scale`` stored in the scale's type: the difference exact and rounded
+    once to FLOAT32 (``exact_difference``), the product computed in the compute type and rounded
+    once, FLOAT32 denormals flushed. No gradient flows through the integers."""
+    dt = DataType.from_dtype(scale.dtype)
+    d = exact_difference(x, zero_point)
+    ct = compute_dtype(dt, allow_half)
+    out = store(d.astype(ct) * load(scale, allow_half), dt)
+    if dt is DataType.FLOAT32:
+        mark_flushed(out)
+    return out
 
 
 def exact_difference(x, zero_point) -> jnp.ndarray:

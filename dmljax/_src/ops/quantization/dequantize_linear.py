@@ -11,8 +11,7 @@ from __future__ import annotations
 from dmljax._src.dtypes import FLOAT32, FLOAT32_FLOAT16, INT32_INT16_INT8_UINT32_UINT16_UINT8, UINT8, DataType
 from dmljax._src.errors import Violation
 from dmljax._src.feature_level import FeatureLevel
-from dmljax._src.linear_quantization import exact_difference
-from dmljax._src.numerics import compute_dtype, load, mark_flushed, store
+from dmljax._src.linear_quantization import dequantize_values
 from dmljax._src.op import operator
 from dmljax._src.spec import OpSpec, SameDataType, SameSizes, TensorSpec, table
 
@@ -83,10 +82,4 @@ def element_wise_dequantize_linear(input, scale, zero_point=None, *, allow_half_
         >>> dmljax.element_wise_dequantize_linear(q, np.full(3, 0.5, np.float32), np.full(3, 128, np.uint8))
         Array([-64. ,   0. ,  63.5], dtype=float32)
     """
-    dt = DataType.from_dtype(scale.dtype)
-    d = exact_difference(input, zero_point)  # integers: no gradient flows through them
-    ct = compute_dtype(dt, allow_half_precision_computation)
-    out = store(d.astype(ct) * load(scale, allow_half_precision_computation), dt)
-    if dt is F32:
-        mark_flushed(out)
-    return out
+    return dequantize_values(input, scale, zero_point, allow_half=allow_half_precision_computation)

@@ -25,8 +25,7 @@ from dmljax._src.catalog import PREFIX
 from dmljax._src.dtypes import FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT8_INT4_UINT8_UINT4, INT8_INT4_UINT8_UINT4, DataType
 from dmljax._src.enums import QuantizationType
 from dmljax._src.errors import Violation
-from dmljax._src.linear_quantization import exact_difference, quantize_values, scale_violations
-from dmljax._src.numerics import compute_dtype, load, mark_flushed, store
+from dmljax._src.linear_quantization import dequantize_values, quantize_values, scale_violations
 from dmljax._src.op import operator
 from dmljax._src.spec import INFERRED, OpSpec, ParamSpec, TensorSpec, table
 from dmljax._src.validate import TensorInfo
@@ -292,10 +291,4 @@ def dequantize(input, quantizations, *, quantization_type, allow_half_precision_
         Array([[ -4.,   0.,  14., -10.]], dtype=float32)
     """
     scale, zero_point = _parameters(input, quantizations)
-    dt = DataType.from_dtype(scale.dtype)
-    d = exact_difference(input, zero_point)  # integers: no gradient flows through them
-    ct = compute_dtype(dt, allow_half_precision_computation)
-    out = store(d.astype(ct) * load(scale, allow_half_precision_computation), dt)
-    if dt is F32:
-        mark_flushed(out)
-    return out
+    return dequantize_values(input, scale, zero_point, allow_half=allow_half_precision_computation)
