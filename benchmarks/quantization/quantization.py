@@ -1,0 +1,219 @@
+"""The quantized operators against what a user would write in jax.numpy (and torch's integer
+product, where torch sees a GPU), side by side in one run.
+
+    python benchmarks/quantization/quantization.py [--out DIR] [GROUP ...]   (SMOKE=1: small shapes, any machine)
+
+Groups (default: all):
+- ``integer_gemm``: MATRIX_MULTIPLY_INTEGER, INT8 x INT8 -> INT32, M = N = K = 8192 (2048 on a
+  CPU), without and with zero points, against ``jnp.matmul(a, b, preferred_element_type=int32)``
+  and ``torch._int_mm``. Goal: at least 0.95x jnp's speed, within 1.2x torch's time.
+- ``requantized``: QUANTIZED_LINEAR_MATRIX_MULTIPLY at the same size and QUANTIZED_LINEAR_CONVOLUTION
+  (batch 32, 256 -> 256 channels, 14 x 14, 3 x 3, padding 1; batch 4 on a CPU) against the
+  integer product alone (MATRIX_MULTIPLY_INTEGER, CONVOLUTION_INTEGER). Goal: at most 1.1x the
+  integer product's time, the requantization fused.
+- ``int4_gemm``: MatMulNBits' pattern, DEQUANTIZE of INT4 weights (4096 x 4096, one FLOAT16 scale
+  per block of 32 along K) then GEMM with FLOAT16 activations of batch 1 to 16 (1024 x 1024 on a
+  CPU), against FLOAT16 GEMM of the same shape with FLOAT16 weights. Goal: faster than the FLOAT16
+  GEMM, where reading the weights dominates.
+- ``elementwise``: ELEMENT_WISE_QUANTIZE_LINEAR, ELEMENT_WISE_DEQUANTIZE_LINEAR, QUANTIZE and
+  DEQUANTIZE (INT8 and INT4) over 2^26 elements (2^22 on a CPU), per-tensor scales broadcast, as
+  bandwidth (bytes read + written / time) against a device copy of a FLOAT32 array of the same
+  element count (``x + 0`` would be folded: the copy is ``jnp.copy`` inside jit with a donated
+  input kept alive), and against the jnp twin. Goal: at least 90% of the copy's bandwidth.
+
+Per-call time (device time where the backend records it: benchmarks/common.py), two input sets.
+Writes <group>.json and <group>.md for each group run to DIR (default:
+benchmarks/results/<device>/quantization).
+"""
+
+import sys
+from pathlib import Path
+
+sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[2])]
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax import lax  # noqa: E402
+
+import common  # noqa: E402
+import dmljax  # noqa: E402
+
+GPU = jax.devices()[0].platform == "gpu"
+N = 256 if common.SMOKE else (8192 if GPU else 2048)
+CONV = (2, 16, 16, 8) if common.SMOKE else ((32, 256, 256, 14) if GPU else (4, 256, 256, 14))  # batch, in, out, size
+NBITS_K = 256 if common.SMOKE else (4096 if GPU else 1024)
+BLOCK = 32
+BATCHES = (1, 4, 16)
+ELEMENTS = 1 << (12 if common.SMOKE else (26 if GPU else 22))
+I32 = jnp.int32
+
+
+def main():
+    _, groups = common.arguments()
+    groups = groups or ["integer_gemm", "requantized", "int4_gemm", "elementwise"]
+    report = common.Report("quantization", "per-call time (benchmarks/common.py), two input sets")
+    rng = np.random.default_rng(0)
+    for g in groups:
+        report.group = g
+        {"integer_gemm": integer_gemm, "requantized": requantized, "int4_gemm": int4_gemm,
+         "elementwise": elementwise}[g](rng, report)
+    report.write()
+
+
+def _ints(rng, shape, dtype=np.int8):
+    info = np.iinfo(dtype)
+    return jnp.asarray(rng.integers(info.min, info.max + 1, shape, dtype=np.int64).astype(dtype))
+
+
+def _point(report, group, name, v, base=None, **fields):
+    ratio = "" if base is None else f"  {v['s'] / base['s']:.3f}x"
+    report.point(f"{group:28s} {name:46s} {v['s'] * 1e3:9.4f} ms{ratio}", group=group, variant=name,
+                 ms=v["s"] * 1e3, kernels=v["kernels_per_call"], method=v["method"], **fields)
+
+
+# ---------------------------------------------------------------------------------- integer GEMM
+def integer_gemm(rng, report):
+    sets = [(_ints(rng, (N, N)), _ints(rng, (N, N))) for _ in range(2)]
+    zp = [jnp.asarray(np.int8(3)), jnp.asarray(np.int8(-5))]
+    variants = [
+        ("dmljax.matrix_multiply_integer", jax.jit(lambda a, b: dmljax.matrix_multiply_integer(a, b))),
+        ("dmljax.matrix_multiply_integer zero points", jax.jit(lambda a, b: dmljax.matrix_multiply_integer(
+            a, b, jnp.broadcast_to(zp[0], (N, 1)), jnp.broadcast_to(zp[1], (1, N))))),
+        ("jnp.matmul preferred_element_type=int32", jax.jit(lambda a, b: jnp.matmul(a, b, preferred_element_type=I32))),
+    ]
+    t = common.times([(name, lambda i, f=f: f(*sets[i % 2])) for name, f in variants])
+    base = t["jnp.matmul preferred_element_type=int32"]
+    for name, v in t.items():
+        _point(report, f"INT8 {N}^3", name, v, base, tops=2 * N ** 3 / v["s"] / 1e12)
+    a, b = (np.asarray(x) for x in sets[0])
+    rows = min(64, N)
+    want = a[:rows].astype(np.int64) @ b.astype(np.int64)
+    got = np.asarray(variants[0][1](*sets[0]))[:rows]
+    report.line(f"exact against int64 on the first {rows} rows: {bool((got == want).all())}")
+    line = _torch_int_mm(a, b)
+    if line:
+        report.line(line)
+
+
+def _torch_int_mm(a, b) -> str | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+    for _ in range(3):
+        torch._int_mm(ta, tb)
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(20):
+        torch._int_mm(ta, tb)
+    end.record()
+    torch.cuda.synchronize()
+    ms = start.elapsed_time(end) / 20
+    return (f"torch._int_mm INT8 {N}^3: {ms:.4f} ms (CUDA events over 20 calls, torch {torch.__version__}); "
+            f"{2 * N ** 3 / ms / 1e9:.0f} TOPS")
+
+
+# ---------------------------------------------------------------------------------- requantized
+def requantized(rng, report):
+    f32 = np.float32
+    sets = [(_ints(rng, (N, N)), _ints(rng, (N, N))) for _ in range(2)]
+
+    def scalar(v, dtype, shape):
+        return jnp.broadcast_to(jnp.asarray(np.asarray(v, dtype)), shape)
+
+    mm = [("dmljax.matrix_multiply_integer", jax.jit(lambda a, b: dmljax.matrix_multiply_integer(a, b))),
+          ("dmljax.quantized_linear_matrix_multiply", jax.jit(lambda a, b: dmljax.quantized_linear_matrix_multiply(
+              a, scalar(0.02, f32, (1, 1)), b, scalar(0.01, f32, (1, 1)), scalar(0.5, f32, (1, 1)),
+              scalar(1, np.int8, (1, 1)), scalar(-2, np.int8, (1, 1)), scalar(4, np.int8, (1, 1))))),
+          ("jnp twin (int32 product, FLOAT32 requantization)", jax.jit(lambda a, b: jnp.clip(jnp.round(
+              (jnp.matmul(a, b, preferred_element_type=I32) - 0).astype(f32) * f32(0.02 * 0.01 / 0.5)) + 4,
+              -128, 127).astype(jnp.int8)))]
+    t = common.times([(name, lambda i, f=f: f(*sets[i % 2])) for name, f in mm])
+    base = t["dmljax.matrix_multiply_integer"]
+    for name, v in t.items():
+        _point(report, f"matmul INT8 {N}^3", name, v, base)
+    n, ci, co, s = CONV
+    xs = [(_ints(rng, (n, ci, s, s)), _ints(rng, (co, ci, 3, 3))) for _ in range(2)]
+    geometry = dict(strides=(1, 1), dilations=(1, 1), start_padding=(1, 1), end_padding=(1, 1), group_count=1)
+    conv = [("dmljax.convolution_integer", jax.jit(lambda x, w: dmljax.convolution_integer(x, None, w, **geometry))),
+            ("dmljax.quantized_linear_convolution", jax.jit(lambda x, w: dmljax.quantized_linear_convolution(
+                x, scalar(0.02, f32, (1, 1, 1, 1)), scalar(0, np.int8, (1, 1, 1, 1)), w, scalar(0.01, f32, (1, 1, 1, 1)),
+                None, None, scalar(0.5, f32, (1, 1, 1, 1)), scalar(4, np.int8, (1, 1, 1, 1)), **geometry))),
+            ("lax twin (int32 convolution)", jax.jit(lambda x, w: lax.conv_general_dilated(
+                x, w, (1, 1), ((1, 1), (1, 1)), preferred_element_type=I32)))]
+    t = common.times([(name, lambda i, f=f: f(*xs[i % 2])) for name, f in conv])
+    base = t["dmljax.convolution_integer"]
+    for name, v in t.items():
+        _point(report, f"conv INT8 {n}x{ci}x{s}x{s} -> {co} 3x3", name, v, base)
+
+
+# ---------------------------------------------------------------------------------- int4 GEMM
+def int4_gemm(rng, report):
+    k = n = NBITS_K
+    w = jnp.asarray(rng.integers(-8, 8, (k, n)).astype(jnp.int4))
+    scale = jnp.asarray((rng.random((k // BLOCK, n)) * 0.02 + 0.01).astype(np.float16))
+    w16 = jnp.asarray(rng.standard_normal((k, n)).astype(np.float16))
+    for batch in BATCHES:
+        xs = [jnp.asarray(rng.standard_normal((batch, k)).astype(np.float16)) for _ in range(2)]
+        variants = [
+            ("dmljax.dequantize INT4 + dmljax.gemm", jax.jit(lambda x, w, s: dmljax.gemm(
+                x, dmljax.dequantize(w, [s], quantization_type="DML_QUANTIZATION_TYPE_SCALE")))),
+            ("jnp twin: INT4 -> FLOAT16 * scale, matmul", jax.jit(lambda x, w, s: jnp.matmul(
+                x, w.astype(jnp.float16) * jnp.repeat(s, BLOCK, axis=0), preferred_element_type=jnp.float32
+            ).astype(jnp.float16))),
+            ("dmljax.gemm FLOAT16 weights", jax.jit(lambda x, w, s: dmljax.gemm(x, w16))),
+            ("jnp.matmul FLOAT16 weights", jax.jit(lambda x, w, s: jnp.matmul(x, w16))),
+        ]
+        t = common.times([(name, lambda i, f=f: f(xs[i % 2], w, scale)) for name, f in variants])
+        base = t["dmljax.gemm FLOAT16 weights"]
+        for name, v in t.items():
+            _point(report, f"batch {batch:2d}, K = N = {k}", name, v, base, batch=batch)
+
+
+# ---------------------------------------------------------------------------------- element-wise
+def elementwise(rng, report):
+    n = ELEMENTS
+    x = [jnp.asarray(rng.standard_normal(n).astype(np.float32)) for _ in range(2)]
+    q = [_ints(rng, (n,)) for _ in range(2)]
+    q4 = [jnp.asarray(rng.integers(-8, 8, n).astype(jnp.int4)) for _ in range(2)]
+    s32 = jnp.broadcast_to(jnp.float32(0.05), (n,))
+    z8 = jnp.broadcast_to(jnp.int8(3), (n,))
+    s1 = jnp.full((1,), 0.05, jnp.float32)
+    z1 = jnp.full((1,), 3, jnp.int8)
+    copy = jax.jit(lambda a: jnp.copy(a) * 1)  # one read and one write of FLOAT32 (the multiply keeps it a kernel)
+    cases = [
+        ("copy FLOAT32", copy, x, 8),
+        ("dmljax.element_wise_quantize_linear FLOAT32 -> INT8", jax.jit(
+            lambda a: dmljax.element_wise_quantize_linear(a, s32, z8)), x, 5),
+        ("jnp twin: quantize FLOAT32 -> INT8", jax.jit(
+            lambda a: jnp.clip(jnp.round(a / jnp.float32(0.05)) + 3, -128, 127).astype(jnp.int8)), x, 5),
+        ("dmljax.element_wise_dequantize_linear INT8 -> FLOAT32", jax.jit(
+            lambda a: dmljax.element_wise_dequantize_linear(a, s32, z8)), q, 5),
+        ("jnp twin: dequantize INT8 -> FLOAT32", jax.jit(
+            lambda a: (a.astype(jnp.int32) - 3).astype(jnp.float32) * jnp.float32(0.05)), q, 5),
+        ("dmljax.quantize FLOAT32 -> INT8", jax.jit(lambda a: dmljax.quantize(
+            a, [s1, z1], quantization_type="DML_QUANTIZATION_TYPE_SCALE_ZERO_POINT", output_data_type="INT8")), x, 5),
+        ("dmljax.dequantize INT8 -> FLOAT32", jax.jit(lambda a: dmljax.dequantize(
+            a, [s1, z1], quantization_type="DML_QUANTIZATION_TYPE_SCALE_ZERO_POINT")), q, 5),
+        ("dmljax.quantize FLOAT32 -> INT4", jax.jit(lambda a: dmljax.quantize(
+            a, [s1], quantization_type="DML_QUANTIZATION_TYPE_SCALE", output_data_type="INT4")), x, 4.5),
+        ("dmljax.dequantize INT4 -> FLOAT32", jax.jit(lambda a: dmljax.dequantize(
+            a, [s1], quantization_type="DML_QUANTIZATION_TYPE_SCALE")), q4, 4.5),
+    ]
+    t = common.times([(name, lambda i, f=f, a=a: f(a[i % 2])) for name, f, a, _ in cases])
+    copy_bw = 8 * n / t["copy FLOAT32"]["s"]
+    for name, _, _, bytes_per in cases:
+        v = t[name]
+        bw = bytes_per * n / v["s"]
+        report.point(f"{'2^' + str(n.bit_length() - 1):6s} {name:56s} {v['s'] * 1e3:9.4f} ms  {bw / 1e9:8.1f} GB/s  "
+                     f"{bw / copy_bw:6.1%} of the copy's", variant=name, ms=v["s"] * 1e3, gbps=bw / 1e9,
+                     of_copy=bw / copy_bw, kernels=v["kernels_per_call"], method=v["method"])
+
+
+if __name__ == "__main__":
+    main()
