@@ -301,10 +301,10 @@ def matrix_multiply_integer(a, b, a_zero_point=None, b_zero_point=None):
         >>> a = np.array([[11, 7, 3], [10, 6, 2], [9, 5, 1], [8, 4, 0]], np.uint8)   # ONNX's MatMulInteger test
         >>> b = np.array([[1, 4], [2, 5], [3, 6]], np.uint8)
         >>> dmljax.matrix_multiply_integer(a, b, np.array([12], np.uint8), np.array([0], np.uint8))
-        Array([[-38, -83],
-               [-44, -98],
-               [-50, -113],
-               [-56, -128]], dtype=int32)
+        Array([[ -38,  -83],
+               [ -44,  -98],
+               [ -50, -113],
+               [ -56, -128]], dtype=int32)
     """
     return integer_product(a, b, a_zero_point, b_zero_point)
 
