@@ -415,7 +415,8 @@ def tiered_cases(names=None) -> list:
     rest marked ``slow``, so that ``pytest --slow -m slow`` runs only what the fast tier left out."""
     sampled = positive_cases(names, full=False)
     fast = set(sampled)
-    rest = [c for c in positive_cases(names, full=True) if c not in fast]
+    # (outside the slow tier the rest would only be collected to be left out)
+    rest = [c for c in positive_cases(names, full=True) if c not in fast] if tiers.slow() else []
     return [*sampled, *(pytest.param(c, marks=pytest.mark.slow, id=c.id) for c in rest)]
 
 

@@ -6,6 +6,7 @@ operator lacks a reference, a generated case or a gradient rule (with proof that
 
 import dataclasses
 import functools
+from unittest import mock
 
 import jax
 import jax.numpy as jnp
@@ -16,7 +17,7 @@ import dmljax
 from dmljax._src.dtypes import DataType
 from dmljax._src.registry import get_operator, registry
 from dmljax._src.validate import static_key
-from tests import catalog
+from tests import catalog, tiers
 from tests.compare import assert_matches
 
 REFS = catalog.references()
@@ -24,6 +25,14 @@ OPS = list(registry())
 POSITIVE = catalog.positive_cases(full=False)  # the fast tier's sample
 NEGATIVE = catalog.negative_cases()
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
+
+
+def _quarter(params, key):
+    """A transformation check's operators: a quarter of them in the fast tier (a fixed hash of
+    ``key`` and the position picks them, so each run of the README's command checks the same ones),
+    every one in the slow tier. Every operator's values are checked in the fast tier anyway, by
+    test_matches_reference's covering sample."""
+    return tiers.fast_sample(params, keep=max(1, len(params) // 4), key=key)
 
 
 def _short(name):
@@ -259,7 +268,8 @@ def test_sampling_is_fixed_and_covering():
 
 def test_tiers_split_the_cases_without_loss_or_repetition():
     # the fast tier's sample plain, every other case marked slow: together exactly all of them
-    params = catalog.tiered_cases(["DML_OPERATOR_ELEMENT_WISE_IDENTITY", "DML_OPERATOR_GEMM"])
+    with mock.patch.object(tiers, "slow", lambda: True):
+        params = catalog.tiered_cases(["DML_OPERATOR_ELEMENT_WISE_IDENTITY", "DML_OPERATOR_GEMM"])
     fast = [p for p in params if not hasattr(p, "marks")]
     slow = [p.values[0] for p in params if hasattr(p, "marks")]
     assert all(m.name == "slow" for p in params if hasattr(p, "marks") for m in p.marks)
@@ -327,7 +337,7 @@ def _check_outputs(spec, ref, attrs, out, want, out_dt, shape, args, context):
 HALF = [n for n in _with_ref(OPS) if get_operator(n).spec.math and F16 in catalog.newest_types(get_operator(n).spec)]
 
 
-@pytest.mark.parametrize("name", HALF, ids=_short)
+@pytest.mark.parametrize("name", _quarter(HALF, "half"), ids=_short)
 def test_half_precision_computation(name, rng):
     op = get_operator(name)
     spec, ref = op.spec, REFS[name]
@@ -433,7 +443,7 @@ JIT = [pytest.param(n, dt, marks=() if i == 0 else pytest.mark.slow)
        for n in _with_ref(OPS) for i, dt in enumerate(_jit_types(n))]
 
 
-@pytest.mark.parametrize("name,dt", JIT, ids=lambda v: _short(v) if isinstance(v, str) else v.name)
+@pytest.mark.parametrize("name,dt", _quarter(JIT, "jit"), ids=lambda v: _short(v) if isinstance(v, str) else v.name)
 def test_eager_equals_jit(name, dt, rng):
     # The operator's own call, the same inside a caller's jax.jit, and op by op under
     # jax.disable_jit: the same bits, except that a ScaleBias multiply-add may be fused into an
@@ -539,7 +549,7 @@ def _grad_all(op, kwargs, args, dy=None):
     return fn(jnp.float32(1) if dy is None else jnp.asarray(dy, jnp.float32), *args)
 
 
-@pytest.mark.parametrize("name,dt", GRADS, ids=lambda v: _short(v) if isinstance(v, str) else v.name)
+@pytest.mark.parametrize("name,dt", _quarter(GRADS, "grads"), ids=lambda v: _short(v) if isinstance(v, str) else v.name)
 def test_gradient_matches_reference(name, dt, rng):
     # jax.grad against the float64 reference derivative (dY = 1), away from the kinks, within
     # the record's budget; inputs that are not floats (a condition) get float0. An operator with
@@ -589,7 +599,7 @@ ROW_FD = [(n, dt) for n, dt in GRADS if REFS[n].grad is not None and not REFS[n]
 FD_STEP = {F32: 1e-3, F16: 3e-2}  # relative steps: far above the type's rounding, small for curvature
 
 
-@pytest.mark.parametrize("name,dt", FD, ids=lambda v: _short(v) if isinstance(v, str) else v.name)
+@pytest.mark.parametrize("name,dt", _quarter(FD, "fd"), ids=lambda v: _short(v) if isinstance(v, str) else v.name)
 def test_gradient_matches_finite_differences(name, dt, rng):
     # An independent check of jax.grad (and of the reference derivative it is compared with
     # above): central differences of the operator's own values, in the tensor's own type, one
@@ -657,7 +667,7 @@ def test_gradient_matches_finite_differences(name, dt, rng):
                                    f"{fd[bad][:4]} at {x[bad][:4]}")
 
 
-@pytest.mark.parametrize("name,dt", ROW_FD, ids=lambda v: _short(v) if isinstance(v, str) else v.name)
+@pytest.mark.parametrize("name,dt", _quarter(ROW_FD, "row_fd"), ids=lambda v: _short(v) if isinstance(v, str) else v.name)
 def test_gradient_matches_directional_differences(name, dt, rng):
     # For an operator whose outputs mix its inputs (a softmax's row): the derivative of
     # L(x) = sum(f(x) * dY) along random directions v, by central differences of the operator's
@@ -700,7 +710,7 @@ def test_gradient_matches_directional_differences(name, dt, rng):
 FLOAT0 = [n for n in _with_ref(OPS) if _int_type(n) is not None and _plain_inputs(n)]
 
 
-@pytest.mark.parametrize("name", FLOAT0, ids=_short)
+@pytest.mark.parametrize("name", _quarter(FLOAT0, "float0"), ids=_short)
 def test_integer_inputs_get_float0(name, rng):
     op = get_operator(name)
     spec, ref = op.spec, REFS[name]

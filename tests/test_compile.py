@@ -4,16 +4,14 @@ and broadcast layouts, in-place execution, OWNED_BY_DML, and the error messages.
 Expected values come from NumPy (or the operator's own array API on packed arrays, for the
 "strided equals packed" property); never from the buffer code under test."""
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
-
-import jax.numpy as jnp
 
 import dmljax
 from dmljax import BufferBinding, ValidationError, compile_operator
 from dmljax._src.spec import REQUIRED
-
-from tests import catalog
+from tests import catalog, tiers
 
 
 def unary(op, sizes, in_strides=None, out_strides=None, dt="FLOAT32", **attrs):
@@ -133,7 +131,7 @@ def _unary_layouts():
             for i, name in enumerate(ops) for k in range(2) for j in [_layout_for(name, 2 * i + k)]]
 
 
-@pytest.mark.parametrize("name, sizes, strides, n", _unary_layouts())
+@pytest.mark.parametrize("name, sizes, strides, n", tiers.fast_sample(_unary_layouts(), keep=27, key="strided"))
 def test_strided_input_equals_packed_for_every_unary_operator(name, sizes, strides, n):
     op_fn = dmljax.get_operator(name)
     attrs = _attrs(op_fn.spec)

@@ -12,7 +12,9 @@ import pytest
 
 import dmljax
 from dmljax._src.ops.pooling import max_pooling as pooling
-from tests.reference.pooling import average_pooling as average_ref, max_pooling as max_ref
+from tests import tiers
+from tests.reference.pooling import average_pooling as average_ref
+from tests.reference.pooling import max_pooling as max_ref
 
 PLAIN = {"strides": (1, 1), "window_size": (2, 2), "start_padding": (0, 0), "end_padding": (0, 0)}
 PAGE_X = np.array([[[[1, 2, 3], [2, 4, 2], [5, 6, 7]]]], np.float32)  # MAX_POOLING_GRAD's example
@@ -309,7 +311,7 @@ def test_geometry_messages():
 
 
 # ------------------------------------------------------------------------------ the GPU kernel
-@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+@pytest.mark.parametrize("dtype", tiers.fast_sample([np.float16, np.float32]))
 def test_max_pool_kernel_gives_the_xla_paths_bits(dtype, monkeypatch):
     # FLOAT16 MAX_POOLING's values on NVIDIA GPUs take pool_kernel.py (float max of the gathered
     # window, the page's order kept by NaN for the padding, a +0 test of the window's smallest bit
