@@ -14,7 +14,7 @@ and a message is at most ``MAX_MESSAGE`` characters. Most calls go through ``jax
 (shapes up to 2^33 elements cost nothing); small ones also run for real, at top level and inside
 ``jax.jit``/``jax.vmap``.
 
-Seeds are fixed (``derandomize=True``). The examples per test: 10 in the fast tier (the README's
+Seeds are fixed (``derandomize=True``). The examples per test: 6 in the fast tier (the README's
 command must stay within 6 minutes on two cores: 25 took 95 s of CPU there at 161 operators), 100
 in the slow tier (tests/tiers.py), or ``DMLJAX_FUZZ_EXAMPLES`` (a nightly-size run is
 ``DMLJAX_FUZZ_EXAMPLES=5000``; every public surface has run at 1,500 or more).
@@ -42,7 +42,7 @@ from dmljax._src.spec import INFERRED, REQUIRED, SameDataType, SameSizes
 from tests import tiers
 from tests.doubles import BadHash, BadRepr, FakeArray, RaisingArray
 
-EXAMPLES = int(os.environ.get("DMLJAX_FUZZ_EXAMPLES", "0")) or tiers.by_tier(10, 100)
+EXAMPLES = int(os.environ.get("DMLJAX_FUZZ_EXAMPLES", "0")) or tiers.by_tier(6, 100)
 pytestmark = pytest.mark.fuzz
 MAX_MESSAGE = 2000
 SETTINGS = settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,

@@ -18,7 +18,7 @@ from dmljax._src.kernel_seam import Route
 from dmljax._src.kernels import convolution as conv_kernel
 from dmljax._src.ops.convolution import convolution as conv_op
 from dmljax._src.ops.convolution.convolution import CONVOLUTION
-from tests import catalog
+from tests import catalog, tiers
 from tests.compare import assert_matches
 from tests.reference.convolution.convolution import _magnitude
 from tests.reference.convolution.convolution import convolution as reference
@@ -71,7 +71,8 @@ def test_kernel_in_the_interpreter_matches_the_reference(x_shape, w_shape, attrs
     check_against_reference(got, x, w, attrs)
 
 
-@settings(max_examples=12, derandomize=True, deadline=None, database=None)
+@pytest.mark.fuzz  # (the slow tier draws more geometries)
+@settings(max_examples=tiers.by_tier(4, 24), derandomize=True, deadline=None, database=None)
 @given(st.data())
 def test_kernel_in_the_interpreter_over_random_geometries(data):
     # the kernel's index arithmetic (each position's window from its own first row and column,
