@@ -13,6 +13,7 @@ import pytest
 import dmljax
 from dmljax import TensorDesc, ValidationError
 from dmljax._src.buffers import layout_plan, read_view, write_view
+from tests import tiers
 
 
 # ---------------------------------------------------------------- DMLCalcBufferTensorSize
@@ -234,9 +235,10 @@ def calc_size(data_type, sizes, strides=None):
 
 
 @pytest.mark.parametrize("data_type", ["UINT4", "INT4"])
-@pytest.mark.parametrize("sizes, strides, offset", [
+@pytest.mark.parametrize("sizes, strides, offset", tiers.fast_sample([
     ((5,), None, 0), ((7,), (1,), 16), ((3, 5), None, 0), ((3, 5), (6, 1), 0), ((2, 3), (1, 2), 0),
-    ((2, 3), (0, 1), 0), ((2, 3), (2, 3), 0), ((3,), (3,), 16), ((1, 3, 1), (3, 1, 1), 0), ((2, 2, 3), (1, 6, 2), 0)])
+    ((2, 3), (0, 1), 0), ((2, 3), (2, 3), 0), ((3,), (3,), 16), ((1, 3, 1), (3, 1, 1), 0), ((2, 2, 3), (1, 6, 2), 0)],
+    keep=4, key="four_bit"))
 def test_four_bit_views_match_index_arithmetic(data_type, sizes, strides, offset):
     # strides count elements (nibbles) from the bound byte: element i is byte i // 2's low or high nibble
     rng = np.random.default_rng(11)
