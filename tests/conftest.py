@@ -52,7 +52,7 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """The fast tier leaves the slow tier's tests out (deselected, and counted in the summary)."""
+    """The fast tier leaves the slow tier's tests out (deselected; the summary says so in one line)."""
     if tiers.slow():
         return
     slow = [item for item in items if "slow" in item.keywords]
