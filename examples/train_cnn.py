@@ -23,16 +23,29 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib
+import sys
 import time
 
-import jax
-import jax.numpy as jnp
-import numpy as np
-import optax
-from jax import lax
-from tqdm import tqdm
+EXTRA = ("sklearn", "optax", "matplotlib", "tqdm")  # the examples extra (scikit-learn's module is sklearn)
+if __name__ == "__main__":
+    absent = []
+    for module in EXTRA:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            absent.append(module)
+    if absent:
+        sys.exit(f"examples/train_cnn.py needs {', '.join(absent)}, of the examples extra: pip install \".[examples]\"")
 
-import dmljax
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import optax  # noqa: E402
+from jax import lax  # noqa: E402
+from tqdm import tqdm  # noqa: E402
+
+import dmljax  # noqa: E402
 
 CHANNELS = (1, 16, 32)
 CLASSES = 10

@@ -58,3 +58,14 @@ def test_train_cnn_short_run_and_its_twin(tmp_path):
         assert abs(dml - twin) <= 1e-3 * abs(twin), history
     assert history["dml_loss"][1] < history["dml_loss"][0] * 0.7, history
     assert history["dml_acc"][-1] > 0.6 and abs(history["dml_acc"][-1] - history["jnp_acc"][-1]) <= 0.02, history
+
+
+def test_an_example_names_its_missing_extra():
+    # Without the examples extra (optax hidden here), train_cnn.py says what it needs and how to
+    # install it, in one line, not a ModuleNotFoundError's traceback.
+    code = ("import runpy, sys; sys.modules['optax'] = None; sys.argv = ['train_cnn.py']; "
+            "runpy.run_path('examples/train_cnn.py', run_name='__main__')")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 1, out.stderr
+    assert out.stderr.strip() == 'examples/train_cnn.py needs optax, of the examples extra: pip install ".[examples]"'
