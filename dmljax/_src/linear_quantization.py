@@ -78,59 +78,33 @@ def divide(a, b) -> jnp.ndarray:
     """``a / b`` (broadcast together), correctly rounded: the quotient a division that rounds once
     gives, on every backend.
 
-    XLA's own quotient is not that everywhere: its algebraic simplifier rewrites a division by a
-    constant or by a broadcast scalar (a per-tensor scale) into a product with the reciprocal, two
-    roundings (measured on the CPU: 7% of FLOAT32 quotients by a broadcast scalar off in the last
-    bit, -127.49999 becoming -127.5, which rounds to another integer), and its GPU division is an
-    approximation (measured on an H200: 28% of FLOAT32 quotients off by an ULP or two). On the CPU,
-    whose division instruction rounds once, the divisor goes to the division behind an optimization
-    barrier, whole-shaped, so that the simplifier cannot see a broadcast scalar (measured: no
-    quotient off among 4 million, in 0.2x the time of the correction below). Elsewhere the
-    backend's quotient q is corrected twice, each time by at most one ULP toward the exact value:
-    the residual a - q * b is computed exactly (Dekker's product of 12-bit halves, whose partial
-    products are exact, so that contraction into FMAs changes nothing, and q * b rounded once behind a
-    barrier; a - q * b is then exact
-    once q is within an ULP of a / b, and of the right sign before), and q moves to its neighbour
-    where a / b lies beyond their midpoint (to the even one at the midpoint). Two steps take a
-    quotient within 2 ULP to the correctly rounded one (measured: no quotient off among 7 million
-    on the CPU and on an H200, where 28% were before). The correction applies where every step of
-    it stays among FLOAT32's normal numbers, |a|, |b| and |q| from 2^-64 to 2^64 (a quantization's
-    quotient outside that is far from an integer's rounding boundary, or saturates); elsewhere, and
-    for +-inf, NaN and 0, the backend's quotient stands. A FLOAT16 quotient is the FLOAT32 one
-    rounded to FLOAT16 (FLOAT32 has more than 2 * 11 + 2 bits: the double rounding is exact)."""
-    shape = jnp.broadcast_shapes(jnp.shape(a), jnp.shape(b))
-    a, b = jnp.broadcast_to(a, shape), jnp.broadcast_to(b, shape)
+    XLA's own FLOAT32 quotient is not that everywhere: its algebraic simplifier rewrites a division
+    by a constant or by a broadcast scalar (a per-tensor scale) into a product with the reciprocal,
+    two roundings (measured on the CPU: 7% of FLOAT32 quotients by a broadcast scalar off in the
+    last bit, -127.49999 becoming -127.5, which rounds to another integer), and its GPU division is
+    an approximation (measured on an H200: 28% of FLOAT32 quotients off by an ULP or two). So the
+    quotient is taken in FLOAT64, as a times the FLOAT64 reciprocal of b, and rounded to FLOAT32,
+    which gives the correctly rounded FLOAT32 quotient: a / b of two FLOAT32 numbers is never a
+    FLOAT32 midpoint (a midpoint times b would need more than 24 significant bits) and lies at least
+    2^-49 (relative) from every one, while the product with the rounded reciprocal is within 2^-52
+    of a / b; so both round to the same FLOAT32 number, overflow and FLOAT32 denormals included.
+    (A FLOAT64 division would not do: LLVM narrows a FLOAT64 division of widened FLOAT32 operands
+    rounded back to FLOAT32 into a FLOAT32 division, the GPU's approximate one.) The reciprocal of
+    a per-tensor or per-axis scale is taken once, before the broadcast. FLOAT64 is used inside the
+    computation alone, whatever ``jax_enable_x64`` says (measured on an H200 at 2^26 elements: the
+    quotient by a broadcast scalar at the time of a copy, by a full tensor at 1.05x a plain FLOAT32
+    division's). A FLOAT16 quotient is the FLOAT32 one rounded to FLOAT16 (FLOAT32 has more than
+    2 * 11 + 2 bits: the double rounding is exact)."""
+    a, b = jnp.asarray(a), jnp.asarray(b)
     if a.dtype == np.float16:
         return divide(a.astype(np.float32), b.astype(np.float32)).astype(np.float16)
     if a.dtype != np.float32:
         return a / b
-    return lax.platform_dependent(a, b, cpu=_rounded_once, default=_corrected)
-
-
-@jax.custom_batching.custom_vmap
-def _rounded_once(a, b):
-    """The division instruction's quotient, the divisor opaque to the algebraic simplifier."""
-    return a / lax.optimization_barrier(b)
-
-
-@_rounded_once.def_vmap
-def _rounded_once_vmap(axis_size, in_batched, a, b):
-    """Both operands batched before the barrier: vmap would otherwise broadcast an unbatched
-    divisor after it, where the simplifier sees a broadcast again (measured: a scale off by an ULP
-    under vmap)."""
-    a, b = (v if batched else jnp.broadcast_to(v, (axis_size,) + v.shape) for v, batched in zip((a, b), in_batched))
-    return _rounded_once(a, b), True
-
-
-def _corrected(a, b):
-    """The backend's quotient, moved twice by at most one ULP toward the exact value."""
-    q = a / b
-    lo, hi = np.float32(2.0**-64), np.float32(2.0**64)
-    safe = ((jnp.abs(a) >= lo) & (jnp.abs(a) <= hi) & (jnp.abs(b) >= lo) & (jnp.abs(b) <= hi)
-            & (jnp.abs(q) >= lo) & (jnp.abs(q) <= hi))
-    for _ in range(2):
-        q = jnp.where(safe, _nearer(a, b, q), q)
-    return q
+    shape = jnp.broadcast_shapes(a.shape, b.shape)
+    with jax.enable_x64(True):
+        reciprocal = 1.0 / lax.convert_element_type(b, np.float64)
+        q = lax.convert_element_type(jnp.broadcast_to(a, shape), np.float64) * jnp.broadcast_to(reciprocal, shape)
+    return lax.convert_element_type(q, np.float32)
 
 
 @divide.defjvp
@@ -139,29 +113,6 @@ def _divide_jvp(primals, tangents):
     da, db = tangents
     q = divide(a, b)
     return q, (da - q * db) / b
-
-
-def _split(x):
-    """x = hi + lo exactly, hi of x's top 12 significant bits (by masking) and lo of at most 12."""
-    hi = lax.bitcast_convert_type(lax.bitcast_convert_type(x, np.uint32) & np.uint32(0xFFFFF000), np.float32)
-    return hi, x - hi
-
-
-def _nearer(a, b, q):
-    """q, or its neighbour toward a / b where that is nearer to a / b (the even one at a tie)."""
-    # p is q * b rounded once: the barrier keeps XLA from contracting it with a subtraction below
-    # into an FMA, which would leave p unrounded there (Dekker's sum needs p's own rounding)
-    p = lax.optimization_barrier(q * b)
-    qh, ql = _split(q)
-    bh, bl = _split(b)
-    e = ((qh * bh - p) + qh * bl + ql * bh) + ql * bl  # q * b - p, exactly
-    r = (a - p) - e  # a - q * b: exact once q is within an ULP of a / b, of the right sign before
-    up = (r > 0) == (b > 0)
-    n = lax.nextafter(q, jnp.where(up, jnp.float32(np.inf), jnp.float32(-np.inf)))
-    half = jnp.abs((n - q) * np.float32(0.5) * b)  # the midpoint's distance, times |b|: exact
-    even = (lax.bitcast_convert_type(n, np.uint32) & np.uint32(1)) == 0
-    move = (jnp.abs(r) > half) | ((jnp.abs(r) == half) & even)
-    return jnp.where(move & (r != 0), n, q)
 
 
 def dequantize_values(x, scale, zero_point, *, allow_half: bool = False):
