@@ -384,10 +384,9 @@ def _activation_descs(ctx: ParamContext, p: ParamSpec, value: object):
         if fa is None:
             continue
         if fa.type not in RECURRENT_ACTIVATIONS or implemented(fa.type) is None:
-            hint = _fusable_hint(fa.type)
             ctx.problems.append(Violation(
                 subject, p.arg, f"is {fa.type}, which is not an element-wise activation dmljax implements",
-                "allowed: " + ", ".join(n for n in RECURRENT_ACTIVATIONS if implemented(n) is not None), hint))
+                "allowed: " + ", ".join(n for n in RECURRENT_ACTIVATIONS if implemented(n) is not None)))
             continue
         out.append(_activation_members(ctx, subject, p.arg, fa, None))
     return tuple(out) if len(ctx.problems) == n0 else None
