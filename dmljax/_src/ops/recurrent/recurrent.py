@@ -244,7 +244,8 @@ _GRADIENT = ("Back-propagation through time: the derivative of the formula on th
 RNN = _record(
     "RNN",
     summary="Performs a one-layer simple recurrent neural network (RNN) function on the input.",
-    formula=("Ht = f(Xt * (Wi^T) + Ht-1 * (Ri^T) + Wbi + Rbi)\n"
+    formula=("Equation for the forward direction\n(the page's image; ONNX's equations in text)\n"
+             "Ht = f(Xt * (Wi^T) + Ht-1 * (Ri^T) + Wbi + Rbi)\n"
              "(backward direction: WBi, RBi, WBbi, RBbi and the sequence reversed; ONNX's RNN equation)"),
     inputs=_tensors("InputTensor", "WeightTensor", "RecurrenceTensor", "BiasTensor", "HiddenInitTensor",
                     "SequenceLengthsTensor"),
@@ -279,7 +280,8 @@ LSTM = _record(
     summary=("Performs a one-layer long short term memory (LSTM) function on the input. This operator uses "
              "multiple gates to perform this layer. These gates are performed multiple times in a loop, dictated "
              "by the sequence length dimension and the SequenceLengthsTensor."),
-    formula=("it = f(Xt*(Wi^T) + Ht-1*(Ri^T) + Pi (.) Ct-1 + Wbi + Rbi)\n"
+    formula=("Equation for the forward direction\n(the page's image; ONNX's equations in text)\n"
+             "it = f(Xt*(Wi^T) + Ht-1*(Ri^T) + Pi (.) Ct-1 + Wbi + Rbi)\n"
              "ft = f(Xt*(Wf^T) + Ht-1*(Rf^T) + Pf (.) Ct-1 + Wbf + Rbf)   (CoupleInputForget: ft = 1 - it)\n"
              "ct = g(Xt*(Wc^T) + Ht-1*(Rc^T) + Wbc + Rbc)\n"
              "Ct = ft (.) Ct-1 + it (.) ct\n"
@@ -337,7 +339,8 @@ GRU = _record(
     summary=("Performs a (standard layers) one-layer gated recurrent unit (GRU) function on the input. This "
              "operator uses multiple gates to perform this layer. These gates are performed multiple times in a "
              "loop dictated by the sequence length dimension and the SequenceLengthsTensor."),
-    formula=("zt = f(Xt*(Wz^T) + Ht-1*(Rz^T) + Wbz + Rbz)\n"
+    formula=("Equation for the forward direction\n(the page's image; ONNX's equations in text)\n"
+             "zt = f(Xt*(Wz^T) + Ht-1*(Rz^T) + Wbz + Rbz)\n"
              "rt = f(Xt*(Wr^T) + Ht-1*(Rr^T) + Wbr + Rbr)\n"
              "ht = g(Xt*(Wh^T) + (rt (.) Ht-1)*(Rh^T) + Rbh + Wbh)     (LinearBeforeReset FALSE)\n"
              "ht = g(Xt*(Wh^T) + (rt (.) (Ht-1*(Rh^T) + Rbh)) + Wbh)   (LinearBeforeReset TRUE)\n"
