@@ -273,7 +273,7 @@ def test_every_option_against_the_reference(short, direction, act, opts, lengths
     want = ref.network(short, *(args if short == "LSTM" else args[:5] + [None] + args[5:6] + [None]), **kw)
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g, np.float64), w, rtol=2e-5, atol=2e-6)
-    if not lengths:
+    if not lengths and not opts.get("use_clip_threshold"):  # finite differences of 1e-2 would cross the clip's kinks
         floats = [i for i, a in enumerate(args) if a is not None]
 
         def f(*vals):
