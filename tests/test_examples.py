@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import jax
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -69,3 +70,14 @@ def test_an_example_names_its_missing_extra():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 1, out.stderr
     assert out.stderr.strip() == 'examples/train_cnn.py needs optax, of the examples extra: pip install ".[examples]"'
+
+
+def test_train_lstm_short_run_and_its_twin():
+    """80 steps: the dmljax LSTM and its jax.lax.scan twin start from the same weights on the same
+    batches, so their losses agree closely, and the loss goes down."""
+    mod = runpy.run_path(str(EXAMPLES / "train_lstm.py"))
+    losses, acc = mod["main"](["--steps", "80"])
+    ours, twin = np.array(losses["dmljax"]), np.array(losses["jax.numpy"])
+    np.testing.assert_allclose(ours, twin, rtol=1e-3, atol=1e-4)
+    assert ours[-10:].mean() < 0.8 * ours[:10].mean(), ours
+    assert abs(acc["dmljax"] - acc["jax.numpy"]) <= 0.02

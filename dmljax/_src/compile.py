@@ -420,7 +420,10 @@ class CompiledOperator:
                     args[t.arg] = read(names[0], owned_map, buffers)
             result = op(**args, **kwargs)
             result = result if isinstance(result, tuple) else (result,)
-            by_name = dict(zip(outputs, result))
+            # the operator returns every output; the desc may leave optional ones out (LSTM's
+            # OutputSequenceTensor), so results are matched to the record's outputs by name
+            every = [n for t in spec.outputs for n in (element_names(t, descs) if t.array else [t.dml_name])]
+            by_name = dict(zip(every, result))
             current = list(buffers)
             for name in outputs:
                 bi, off = where[name]
@@ -530,6 +533,8 @@ def compile_operator(type: str | int, desc: Mapping[str, Any], *, feature_level=
             v = _parse_float(v)
         elif p.type in _OPERATOR_DESC_TYPES or p.dml_name == "FusedActivation":
             v = _fused_activation_value(v)
+        elif p.type == "DML_OPERATOR_DESC[]" and isinstance(v, list):  # the recurrent ActivationDescs
+            v = [_fused_activation_value(a) for a in v]
         attrs[p.dml_name] = v
         if p.count and p.count in desc:
             problems += _count_problems(p, desc[p.count], v)

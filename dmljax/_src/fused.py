@@ -22,7 +22,7 @@ from dmljax._src.dtypes import DataType
 from dmljax._src.errors import quote
 from dmljax._src.registry import entry
 
-__all__ = ["FusedActivation", "FUSION_HOSTS", "FUSABLE", "FUSED_OUTPUT_TYPES", "NULL_TENSORS"]
+__all__ = ["FusedActivation", "FUSION_HOSTS", "FUSABLE", "FUSED_OUTPUT_TYPES", "NULL_TENSORS", "RECURRENT_ACTIVATIONS"]
 
 # "Operators that support fused activation" (core/dml-fused-activations.md), in the page's order.
 FUSION_HOSTS = (
@@ -58,6 +58,11 @@ FUSABLE: dict[str, tuple[str, ...] | None] = {
     # "(For Convolution and GEMM only)"
     "DML_OPERATOR_ELEMENT_WISE_CLIP": ("DML_OPERATOR_CONVOLUTION", "DML_OPERATOR_GEMM"),
 }
+# The activations RNN, LSTM and GRU take in their ActivationDescs: the pages name none, so dmljax
+# takes the element-wise activations that any host may fuse (they are the ones with InputTensor and
+# OutputTensor alone; ONNX's recurrent activations Relu, Tanh, Sigmoid, Affine (LINEAR), LeakyRelu,
+# ThresholdedRelu, ScaledTanh, HardSigmoid, Elu, Softsign and Softplus are all among them).
+RECURRENT_ACTIVATIONS = tuple(name for name, hosts in FUSABLE.items() if hosts is None)
 # "Fused activation may be used only when the output datatype is FLOAT16 or FLOAT32." (ADD1)
 FUSED_OUTPUT_TYPES = (DataType.FLOAT32, DataType.FLOAT16)
 NULL_TENSORS = ("InputTensor", "OutputTensor")
@@ -82,6 +87,8 @@ class FusedActivation:
     take the activation's defaults. Wherever a FusedActivation is accepted, so is DxDispatch's
     JSON form ``{"Type": "DML_OPERATOR_ACTIVATION_ELU", "Desc": {"Alpha": 0.5}}`` (with
     ``"InputTensor": null`` and ``"OutputTensor": null`` allowed in Desc) and a bare type name.
+
+    The same value is one element of the recurrent operators' ActivationDescs (RNN, LSTM, GRU).
 
     Immutable and hashable (attributes are static, as in DirectML); what the operator does with
     it is checked when the operator is called, against the activation's page and the host's.

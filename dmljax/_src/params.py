@@ -7,7 +7,8 @@ appends Violations and returns None. None of them raises for a bad value: a call
 attribute always ends in one ValidationError naming the operator.
 
 Kinds: FLOAT, UINT, INT, BOOL, UINT[], INT[], FLOAT[], DML_SCALE_BIAS, DML_SIZE_2D, DML_SCALAR_UNION,
-DML_TENSOR_DATA_TYPE, DML_OPERATOR_DESC* (a fused activation), and every DirectML enum
+DML_TENSOR_DATA_TYPE, DML_OPERATOR_DESC* (a fused activation), DML_OPERATOR_DESC[] (an array of
+activation descs: the recurrent operators' ActivationDescs), and every DirectML enum
 (``ParamSpec(..., type="DML_ROUNDING_MODE", enum=RoundingMode)``).
 """
 
@@ -24,7 +25,8 @@ import numpy as np
 from dmljax._src.dtypes import DataType, round_to_float
 from dmljax._src.errors import Violation, quote
 from dmljax._src.feature_level import FeatureLevel
-from dmljax._src.fused import FUSABLE, FUSED_OUTPUT_TYPES, FUSION_HOSTS, NULL_TENSORS, FusedActivation
+from dmljax._src.fused import (FUSABLE, FUSED_OUTPUT_TYPES, FUSION_HOSTS, NULL_TENSORS, RECURRENT_ACTIVATIONS,
+                               FusedActivation)
 from dmljax._src.registry import implemented
 from dmljax._src.spec import REQUIRED, OpSpec, ParamSpec
 from dmljax._src.structs import ScalarUnion, ScaleBias, Size2D
@@ -253,51 +255,32 @@ def _fusable_hint(name: str) -> str:
     return f"did you mean {close[0]}?" if close else ""
 
 
-def _fused_activation(ctx: ParamContext, p: ParamSpec, value: object):
-    subject, arg, problems, host = p.dml_name, p.arg, ctx.problems, ctx.spec
+def _coerce_activation(problems: list, subject: str, arg: str, value: object) -> FusedActivation | None:
+    """A DML_OPERATOR_DESC value as a FusedActivation (not yet checked against any record), or
+    None after appending a Violation."""
     if isinstance(value, Mapping) and not isinstance(value.get("Desc"), (Mapping, type(None))):
         problems.append(Violation(subject, arg, f"is {quote(value)}",
                                   "expected {'Type': 'DML_OPERATOR_...', 'Desc': {member: value, ...}}"))
         return None
     try:
-        fa = FusedActivation.coerce(value)
+        return FusedActivation.coerce(value)
     except (TypeError, ValueError) as e:  # ValueError: e.g. a Desc that has no truth value
         problems.append(Violation(subject, arg, f"is {quote(value)}", str(e)))
         return None
+
+
+def _activation_members(ctx: ParamContext, subject: str, arg: str, fa: FusedActivation, out) -> FusedActivation | None:
+    """An activation desc's members checked against the activation's own record (its level, each
+    member's kind and default, NULL tensors, its page's extra rules with ``out`` as its
+    InputTensor and OutputTensor); the normalized desc, or None after appending Violations."""
+    problems = ctx.problems
     n0 = len(problems)
-    if fa.type not in FUSABLE:
-        hint = _fusable_hint(fa.type)
-        problems.append(Violation(
-            subject, arg, f"is {fa.type}, which DirectML does not support for fused activation",
-            "fusable: " + ", ".join(FUSABLE),
-            hint or "apply it as a separate operator after this one"))
-        return None
-    hosts = FUSABLE[fa.type]
-    if host.enum_name not in FUSION_HOSTS:
-        problems.append(Violation(subject, arg, f"is given but {host.enum_name} supports no fused activation"))
-        return None
-    if hosts is not None and host.enum_name not in hosts:
-        problems.append(Violation(
-            subject, arg, f"is {fa.type}, which DirectML fuses only into {' and '.join(hosts)}",
-            tip=f"apply {fa.short_name.lower()} as a separate operator after this one"))
-        return None
     op = implemented(fa.type)
-    if op is None:
-        available = [n for n in FUSABLE if implemented(n) is not None and (FUSABLE[n] is None or host.enum_name in FUSABLE[n])]
-        problems.append(Violation(
-            subject, arg, f"is {fa.type}, which DirectML can fuse but dmljax does not implement yet",
-            "implemented: " + ", ".join(available)))
-        return None
     act: OpSpec = op.spec
     if ctx.level is not None and act.introduced > ctx.level:
         problems.append(Violation(
             subject, arg, f"is {fa.type}, which was introduced in {act.introduced.dml_name}",
             tip=f"pass feature_level='{act.introduced.version}' or newer"))
-    out = ctx.tensors.get(host.outputs[0].dml_name)
-    if out is not None and out.data_type not in FUSED_OUTPUT_TYPES:
-        problems.append(Violation(
-            subject, arg, f"is given but {host.outputs[0].dml_name} has DataType {out.data_type.name}",
-            "fused activation may be used only when the output datatype is FLOAT16 or FLOAT32"))
     by_name = {}
     for q in act.params:
         by_name[q.dml_name] = q
@@ -309,7 +292,7 @@ def _fused_activation(ctx: ParamContext, p: ParamSpec, value: object):
             if v is not None:
                 problems.append(Violation(
                     f"{subject}.Desc.{key}", arg, f"is {quote(v)}",
-                    "the fused activation's InputTensor and OutputTensor must be NULL (None)"))
+                    "the activation's InputTensor and OutputTensor must be NULL (None)"))
             continue
         q = by_name.get(key)
         if q is None:
@@ -348,6 +331,67 @@ def _fused_activation(ctx: ParamContext, p: ParamSpec, value: object):
     return FusedActivation(fa.type, **normalized)
 
 
+def _fused_activation(ctx: ParamContext, p: ParamSpec, value: object):
+    subject, arg, problems, host = p.dml_name, p.arg, ctx.problems, ctx.spec
+    fa = _coerce_activation(problems, subject, arg, value)
+    if fa is None:
+        return None
+    if fa.type not in FUSABLE:
+        hint = _fusable_hint(fa.type)
+        problems.append(Violation(
+            subject, arg, f"is {fa.type}, which DirectML does not support for fused activation",
+            "fusable: " + ", ".join(FUSABLE),
+            hint or "apply it as a separate operator after this one"))
+        return None
+    hosts = FUSABLE[fa.type]
+    if host.enum_name not in FUSION_HOSTS:
+        problems.append(Violation(subject, arg, f"is given but {host.enum_name} supports no fused activation"))
+        return None
+    if hosts is not None and host.enum_name not in hosts:
+        problems.append(Violation(
+            subject, arg, f"is {fa.type}, which DirectML fuses only into {' and '.join(hosts)}",
+            tip=f"apply {fa.short_name.lower()} as a separate operator after this one"))
+        return None
+    if implemented(fa.type) is None:
+        available = [n for n in FUSABLE if implemented(n) is not None and (FUSABLE[n] is None or host.enum_name in FUSABLE[n])]
+        problems.append(Violation(
+            subject, arg, f"is {fa.type}, which DirectML can fuse but dmljax does not implement yet",
+            "implemented: " + ", ".join(available)))
+        return None
+    out = ctx.tensors.get(host.outputs[0].dml_name)
+    if out is not None and out.data_type not in FUSED_OUTPUT_TYPES:
+        problems.append(Violation(
+            subject, arg, f"is given but {host.outputs[0].dml_name} has DataType {out.data_type.name}",
+            "fused activation may be used only when the output datatype is FLOAT16 or FLOAT32"))
+    return _activation_members(ctx, subject, arg, fa, out)
+
+
+def _activation_descs(ctx: ParamContext, p: ParamSpec, value: object):
+    """An array of activation DML_OPERATOR_DESCs (the recurrent operators' ActivationDescs): each
+    one an element-wise activation (RECURRENT_ACTIVATIONS) with its own record's members."""
+    if isinstance(value, (str, Mapping, FusedActivation)) or not isinstance(value, (list, tuple)):
+        ctx.refuse(p, f"is {quote(value)} ({_kind(value)})",
+                   "expected a sequence of activation descs (dmljax.FusedActivation, a name or "
+                   "{'Type': ..., 'Desc': {...}})")
+        return None
+    if len(value) > _MAX_ARRAY:
+        ctx.refuse(p, f"has {len(value)} entries", f"at most {_MAX_ARRAY}")
+        return None
+    out, n0 = [], len(ctx.problems)
+    for i, v in enumerate(value):
+        subject = f"{p.dml_name}[{i}]"
+        fa = _coerce_activation(ctx.problems, subject, p.arg, v)
+        if fa is None:
+            continue
+        if fa.type not in RECURRENT_ACTIVATIONS or implemented(fa.type) is None:
+            ctx.problems.append(Violation(
+                subject, p.arg, f"is {fa.type}, which is not an element-wise activation dmljax implements",
+                "allowed: " + ", ".join(n for n in RECURRENT_ACTIVATIONS if implemented(n) is not None)))
+            continue
+        out.append(_activation_members(ctx, subject, p.arg, fa, None))
+    return tuple(out) if len(ctx.problems) == n0 else None
+
+
 PARAM_KINDS: dict[str, Callable[[ParamContext, ParamSpec, object], object]] = {
     "FLOAT": _float,
     "UINT": _integer(0, _UINT32_MAX, "UINT"),
@@ -361,6 +405,7 @@ PARAM_KINDS: dict[str, Callable[[ParamContext, ParamSpec, object], object]] = {
     "DML_SCALAR_UNION": _scalar_union,
     "DML_TENSOR_DATA_TYPE": _tensor_data_type,
     "DML_OPERATOR_DESC*": _fused_activation,
+    "DML_OPERATOR_DESC[]": _activation_descs,
 }
 """DirectML member type -> checker. Enum-typed members (``ParamSpec.enum`` set) use the enum
 checker whatever their type name."""

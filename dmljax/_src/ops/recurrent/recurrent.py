@@ -1,0 +1,539 @@
+"""RNN, LSTM and GRU, the recurrent family: each page's record, with its formula below it.
+
+The pages' equations are images that the reference pages lack; ONNX's RNN, LSTM and GRU define
+the same equations in text with the same gate orders (RNN: i; LSTM: i, o, f, c; GRU: z, r, h),
+and their tensors map onto DirectML's 4-D ones by a leading 1 (ONNX's 3-D X {seq, batch, input}
+is DirectML's {1, seq, batch, input}; W {dirs, G*hidden, input} is {1, dirs, G*hidden, input}; R
+likewise; B {dirs, 2*G*hidden} is {1, 1, dirs, 2*G*hidden}; initial_h/initial_c {dirs, batch,
+hidden} are {1, dirs, batch, hidden}; sequence_lens {batch} is {1, 1, 1, batch} UINT32; P {dirs,
+3*hidden} is {1, 1, dirs, 3*hidden}; Y {seq, dirs, batch, hidden} is DirectML's 4-D
+OutputSequenceTensor as it is; Y_h/Y_c {dirs, batch, hidden} are {1, dirs, batch, hidden}).
+
+One engine runs the three: the input projection X x W^T + Wb for every step and direction is one
+GEMM before the loop; ``lax.scan`` runs the steps, both directions of a bidirectional network
+stacked in one scan (the backward direction reads each sequence reversed within its own length);
+each step is checkpointed so that reverse mode keeps only the carried states (H, and C for the
+LSTM) and recomputes the gates. Forward mode (``jax.jvp``, ``jax.jacfwd``) goes through the
+same scan: nothing here is a ``custom_vjp``.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.ad_checkpoint import checkpoint_name
+
+from dmljax._src.catalog import PREFIX
+from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
+from dmljax._src.enums import RecurrentNetworkDirection
+from dmljax._src.errors import Violation
+from dmljax._src.fused import FusedActivation
+from dmljax._src.numerics import compute_dtype, load, max_num, min_num
+from dmljax._src.op import operator
+from dmljax._src.ops.factories import apply_fused
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, table
+from dmljax._src.validate import TensorInfo
+
+F32, F16 = DataType.FLOAT32, DataType.FLOAT16
+U32 = (DataType.UINT32,)
+Direction = RecurrentNetworkDirection
+
+STATE_NAME = "dmljax_recurrent_state"
+"""The name (``jax.ad_checkpoint.checkpoint_name``) of the carried states, the only values of a
+step that reverse mode keeps."""
+
+# The activations each operator applies, per direction, in the pages' order, and ONNX's defaults
+# for them (the pages give none: dmljax's choice, README).
+_DEFAULTS = {
+    "RNN": ("DML_OPERATOR_ACTIVATION_TANH",),
+    "LSTM": ("DML_OPERATOR_ACTIVATION_SIGMOID", "DML_OPERATOR_ACTIVATION_TANH", "DML_OPERATOR_ACTIVATION_TANH"),
+    "GRU": ("DML_OPERATOR_ACTIVATION_SIGMOID", "DML_OPERATOR_ACTIVATION_TANH"),
+}
+_GATES = {"RNN": 1, "LSTM": 4, "GRU": 3}
+
+
+def num_directions(direction) -> int:
+    return 2 if direction is Direction.BIDIRECTIONAL else 1
+
+
+def default_activations(short: str, direction) -> tuple[FusedActivation, ...]:
+    """ONNX's default activations for ``short`` (RNN: f = Tanh; LSTM: f = Sigmoid, g = h = Tanh;
+    GRU: f = Sigmoid, g = Tanh), repeated for each direction."""
+    return tuple(FusedActivation(n) for n in _DEFAULTS[short]) * num_directions(direction)
+
+
+# ---------------------------------------------------------------------------------- validation
+def _shape_checks(short: str):
+    """The Sizes each page gives its tensors, from InputTensor {1, seq_length, batch_size,
+    input_size}, the Direction (num_directions) and hidden_size (WeightTensor's third Sizes / the
+    gate count); and ActivationDescCount against the Direction."""
+    gates = _GATES[short]
+
+    def check(tensors, attrs, level) -> list[Violation]:
+        problems = []
+        x, w, r = tensors.get("InputTensor"), tensors.get("WeightTensor"), tensors.get("RecurrenceTensor")
+        direction = attrs.get("Direction")
+        descs = attrs.get("ActivationDescs")
+        if direction is not None and descs is not None:
+            want = len(_DEFAULTS[short]) * num_directions(direction)
+            if len(descs) != want:
+                problems.append(Violation(
+                    "ActivationDescCount", "activation_descs", f"is {len(descs)} with Direction {direction.dml_name}",
+                    f"{want}: {', '.join(('f()', 'g()', 'h()')[:len(_DEFAULTS[short])])} for "
+                    f"{'forward, then for backward' if want > len(_DEFAULTS[short]) else 'the direction'}",
+                    "leave activation_descs out (None) for ONNX's defaults"))
+        if x is None or w is None or r is None or direction is None or any(len(t.shape) != 4 for t in (x, w, r)):
+            return problems
+        _, seq, batch, inp = x.shape
+        dirs = num_directions(direction)
+        if x.shape[0] != 1:
+            problems.append(Violation("InputTensor", "input", f"has Sizes {list(x.shape)}",
+                                      "{1, seq_length, batch_size, input_size}"))
+        if w.shape[2] % gates:
+            problems.append(Violation("WeightTensor", "weight", f"has Sizes {list(w.shape)}",
+                                      f"{{1, num_directions, {gates} * hidden_size, input_size}}: "
+                                      f"a third Sizes that {gates} divides" if gates > 1 else ""))
+            return problems
+        hidden = w.shape[2] // gates
+        g = f"{gates} * hidden_size" if gates > 1 else "hidden_size"
+        expect = {
+            "WeightTensor": ((1, dirs, gates * hidden, inp), f"{{1, num_directions, {g}, input_size}}"),
+            "RecurrenceTensor": ((1, dirs, gates * hidden, hidden), f"{{1, num_directions, {g}, hidden_size}}"),
+            "BiasTensor": ((1, 1, dirs, 2 * gates * hidden), f"{{1, 1, num_directions, {2 * gates} * hidden_size}}"),
+            "HiddenInitTensor": ((1, dirs, batch, hidden), "{1, num_directions, batch_size, hidden_size}"),
+            "CellMemInitTensor": ((1, dirs, batch, hidden), "{1, num_directions, batch_size, hidden_size}"),
+            "SequenceLengthsTensor": ((1, 1, 1, batch), "{1, 1, 1, batch_size}"),
+            "PeepholeTensor": ((1, 1, dirs, 3 * hidden), "{1, 1, num_directions, 3 * hidden_size}"),
+        }
+        facts = (f"num_directions = {dirs} ({direction.dml_name}), seq_length = {seq}, batch_size = {batch}, "
+                 f"input_size = {inp}, hidden_size = {hidden}")
+        for name, (sizes, text) in expect.items():
+            t = tensors.get(name)
+            if t is not None and tuple(t.shape) != sizes:
+                arg = name[: -len("Tensor")]
+                problems.append(Violation(name, _arg(arg), f"has Sizes {list(t.shape)}",
+                                          f"{text} = {list(sizes)} ({facts})"))
+        return problems
+    return check
+
+
+def _arg(name: str) -> str:
+    return {"Weight": "weight", "Recurrence": "recurrence", "Bias": "bias", "HiddenInit": "hidden_init",
+            "CellMemInit": "cell_mem_init", "SequenceLengths": "sequence_lengths", "Peephole": "peephole"}[name]
+
+
+def _lengths_within(values, attrs, level) -> list[Violation]:
+    """A sequence length is at most seq_length (a tracer's values are clamped to it)."""
+    x, lengths = values.get("InputTensor"), values.get("SequenceLengthsTensor")
+    if x is None or lengths is None or x.ndim != 4:
+        return []
+    seq = x.shape[1]
+    bad = np.asarray(lengths).reshape(-1)
+    bad = bad[bad > seq]
+    if bad.size:
+        return [Violation("SequenceLengthsTensor", "sequence_lengths", f"holds {int(bad[0])}",
+                          f"0 to seq_length = {seq} (InputTensor's second Sizes)")]
+    return []
+
+
+def _outputs(short: str):
+    gates = _GATES[short]
+
+    def infer(tensors, attrs, problems):
+        x, w = tensors["InputTensor"], tensors["WeightTensor"]
+        dirs = num_directions(attrs["Direction"])
+        hidden = w.shape[2] // gates
+        _, seq, batch, _ = x.shape
+        dt = x.data_type
+        out = {"OutputSequenceTensor": TensorInfo((seq, dirs, batch, hidden), dt),
+               "OutputSingleTensor": TensorInfo((1, dirs, batch, hidden), dt)}
+        if short == "LSTM":
+            out["OutputCellSingleTensor"] = TensorInfo((1, dirs, batch, hidden), dt)
+        return out
+    return infer
+
+
+def _growth(sizes, attrs) -> dict:
+    """Per step, input_size + hidden_size products summed and a few element-wise roundings; the
+    state carries each step's error into the next, so the budget grows with seq_length times
+    that (SEMANTICS.md 8), in ULP of the largest output value (Reference magnitude). FLOAT16
+    rounds the states to FLOAT16 each step: about one FLOAT16 ULP a step."""
+    seq = sizes[1] if len(sizes) == 4 else 1
+    inp = sizes[3] if len(sizes) == 4 else 1
+    r = attrs.get("RecurrenceTensor")
+    hidden = r[3] if r is not None and len(r) == 4 else 1
+    return {F32: 4 * seq * (inp + hidden + 8), F16: 2 * seq + 2, "half": 4 * seq * (inp + hidden + 8)}
+
+
+# ---------------------------------------------------------------------------------- records
+_ACT_DOC = ("The activation descs f(){more}, {n} a direction (forward's, then backward's when "
+            "BIDIRECTIONAL): each an element-wise activation desc (dmljax.FusedActivation, e.g. "
+            "FusedActivation('ACTIVATION_SCALED_TANH', alpha=1.0, beta=0.5), a name, or {{'Type': ..., "
+            "'Desc': {{...}}}}); ActivationDescCount is its length. None (the default): ONNX's defaults, {dflt}.")
+_DIRECTION_DOC = "FORWARD (the default, ONNX's), BACKWARD or BIDIRECTIONAL (DML_RECURRENT_NETWORK_DIRECTION)."
+_LENGTHS_NOTE = (
+    "SequenceLengthsTensor (UINT32 {1, 1, 1, batch_size}) gives each batch entry its own length L <= seq_length "
+    "(ONNX Runtime's rules, which the page leaves open): the forward direction runs steps 0 to L - 1, the "
+    "backward direction runs from the sequence's own last valid step L - 1 down to 0; OutputSequenceTensor "
+    "holds zeros at steps L and after, and OutputSingleTensor (and OutputCellSingleTensor) the state of the "
+    "last step run (for the backward direction, step 0's), or zeros where L = 0. A length above seq_length is "
+    "refused where its value is known and clamped to seq_length inside a caller's trace.")
+_LAYOUT_NOTE = (
+    "Layouts: InputTensor {{1, seq_length, batch_size, input_size}}; WeightTensor {{1, num_directions, G * "
+    "hidden_size, input_size}} and RecurrenceTensor {{1, num_directions, G * hidden_size, hidden_size}}, the gates "
+    "stacked in the order {order}; BiasTensor {{1, 1, num_directions, 2 * G * hidden_size}}: [Wb, Rb] for each "
+    "direction; HiddenInitTensor{cell} {{1, num_directions, batch_size, hidden_size}}; outputs OutputSequenceTensor "
+    "{{seq_length, num_directions, batch_size, hidden_size}} and OutputSingleTensor{cello} {{1, num_directions, "
+    "batch_size, hidden_size}} (ONNX's 3-D tensors with a leading 1). Returns all outputs, in the page's order; "
+    "an output that a caller does not use is left out of the compiled program under jax.jit, and a DxDispatch "
+    "desc may leave either out. ")
+_NUMERICS_NOTE = (
+    "Numerics: the input projection and each step's recurrent product are FLOAT32 products "
+    "(precision HIGHEST, never TF32); FLOAT16 tensors are multiplied in FLOAT16 and accumulated in FLOAT32, "
+    "the gates are computed in FLOAT32 and the states (H{c}) rounded to the tensors' type at every step, as "
+    "if each step's state were written to its FLOAT16 output and read back. Each activation is its own "
+    "operator's formula (e.g. ACTIVATION_SIGMOID's); the activation of each direction is its own. The order of "
+    "the sums is the library's: a budget growing with seq_length * (input_size + hidden_size), in ULP of "
+    "the largest output value. ")
+
+
+def _record(short: str, summary: str, formula: str, inputs: tuple, outputs: tuple, params: tuple,
+            gradient: str, notes: str) -> OpSpec:
+    names = [t.dml_name for t in inputs + outputs]
+    row = {n: ("4", U32 if n == "SequenceLengthsTensor" else FLOAT32_FLOAT16) for n in names}
+    return OpSpec(
+        enum_name=PREFIX + short,
+        summary=summary,
+        formula=formula,
+        tensors=inputs + outputs,
+        support=(table("1.0", **row),),
+        params=params,
+        constraints=(SameDataType(tuple(n for n in names if n != "SequenceLengthsTensor")),),
+        ulp={F32: 8, F16: 2},
+        ulp_half=8,
+        ulp_growth=_growth,
+        gradient=gradient,
+        notes=notes,
+        extra_checks=(_shape_checks(short),),
+        value_checks=(_lengths_within,),
+        infer_outputs=_outputs(short),
+    )
+
+
+def _tensors(*names):
+    return tuple(TensorSpec(n, "input", optional=n not in ("InputTensor", "WeightTensor", "RecurrenceTensor"))
+                 for n in names)
+
+
+def _activation_param(more: str, n: str, dflt: str) -> ParamSpec:
+    return ParamSpec("ActivationDescs", "DML_OPERATOR_DESC[]", default=None, nullable=True,
+                     count="ActivationDescCount", doc=_ACT_DOC.format(more=more, n=n, dflt=dflt))
+
+
+_DIRECTION = ParamSpec("Direction", "DML_RECURRENT_NETWORK_DIRECTION", default=Direction.FORWARD,
+                       enum=RecurrentNetworkDirection, doc=_DIRECTION_DOC)
+_GRADIENT = ("Back-propagation through time: the derivative of the formula on the branch each activation "
+             "selects, through every step and both states, by JAX's reverse (and forward) mode of the scan; "
+             "each step is checkpointed, so reverse mode keeps the carried states only and recomputes the "
+             "gates. DirectML has no *_GRAD operator for it. SequenceLengthsTensor (UINT32) gets none.")
+
+RNN = _record(
+    "RNN",
+    summary="Performs a one-layer simple recurrent neural network (RNN) function on the input.",
+    formula=("Equation for the forward direction\n(the page's image; ONNX's equations in text)\n"
+             "Ht = f(Xt * (Wi^T) + Ht-1 * (Ri^T) + Wbi + Rbi)\n"
+             "(backward direction: WBi, RBi, WBbi, RBbi and the sequence reversed; ONNX's RNN equation)"),
+    inputs=_tensors("InputTensor", "WeightTensor", "RecurrenceTensor", "BiasTensor", "HiddenInitTensor",
+                    "SequenceLengthsTensor"),
+    outputs=(TensorSpec("OutputSequenceTensor", "output", optional=True),
+             TensorSpec("OutputSingleTensor", "output", optional=True)),
+    params=(_activation_param("", "one", "ACTIVATION_TANH"), _DIRECTION),
+    gradient=_GRADIENT,
+    notes=(_LAYOUT_NOTE.format(order="i (G = 1)", cell="", cello="") + _NUMERICS_NOTE.format(c="")
+           + _LENGTHS_NOTE + " The page calls RecurrenceTensor 'an optional tensor' but types it as required "
+           "(no _Maybenull_) and its table lists it as an Input: it is required."),
+)
+
+
+@operator(RNN)
+def rnn(input, weight, recurrence, bias=None, hidden_init=None, sequence_lengths=None, *, activation_descs,
+        direction, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> x = np.ones((1, 2, 1, 1), np.float32)          # seq_length 2, batch 1, input 1
+        >>> w = np.full((1, 1, 1, 1), 0.5, np.float32)
+        >>> r = np.ones((1, 1, 1, 1), np.float32)
+        >>> seq, last = dmljax.rnn(x, w, r, activation_descs=["ACTIVATION_RELU"])
+        >>> seq.ravel(), last.ravel()                     # H1 = 0.5, H2 = 0.5 + 0.5
+        (Array([0.5, 1. ], dtype=float32), Array([1.], dtype=float32))
+    """
+    return _run("RNN", input, weight, recurrence, bias, hidden_init, None, sequence_lengths, None,
+                activation_descs, direction, allow_half_precision_computation)
+
+
+LSTM = _record(
+    "LSTM",
+    summary=("Performs a one-layer long short term memory (LSTM) function on the input. This operator uses "
+             "multiple gates to perform this layer. These gates are performed multiple times in a loop, dictated "
+             "by the sequence length dimension and the SequenceLengthsTensor."),
+    formula=("Equation for the forward direction\n(the page's image; ONNX's equations in text)\n"
+             "it = f(Xt*(Wi^T) + Ht-1*(Ri^T) + Pi (.) Ct-1 + Wbi + Rbi)\n"
+             "ft = f(Xt*(Wf^T) + Ht-1*(Rf^T) + Pf (.) Ct-1 + Wbf + Rbf)   (CoupleInputForget: ft = 1 - it)\n"
+             "ct = g(Xt*(Wc^T) + Ht-1*(Rc^T) + Wbc + Rbc)\n"
+             "Ct = ft (.) Ct-1 + it (.) ct\n"
+             "ot = f(Xt*(Wo^T) + Ht-1*(Ro^T) + Po (.) Ct + Wbo + Rbo)\n"
+             "Ht = ot (.) h(Ct)\n"
+             "(UseClipThreshold: every activation's input x is clip(x) = min(max(x, -ClipThreshold), "
+             "ClipThreshold), h's too; backward direction: WB, RB, WBb, RBb, PB and the sequence reversed; "
+             "ONNX's LSTM equations)"),
+    inputs=_tensors("InputTensor", "WeightTensor", "RecurrenceTensor", "BiasTensor", "HiddenInitTensor",
+                    "CellMemInitTensor", "SequenceLengthsTensor", "PeepholeTensor"),
+    outputs=(TensorSpec("OutputSequenceTensor", "output", optional=True),
+             TensorSpec("OutputSingleTensor", "output", optional=True),
+             TensorSpec("OutputCellSingleTensor", "output", optional=True)),
+    params=(_activation_param(", g() and h()", "three", "ACTIVATION_SIGMOID, ACTIVATION_TANH, ACTIVATION_TANH"),
+            _DIRECTION,
+            ParamSpec("ClipThreshold", "FLOAT", default=0.0,
+                      doc="The cell clip threshold, used when UseClipThreshold is TRUE (default 0.0)."),
+            ParamSpec("UseClipThreshold", "BOOL", default=False,
+                      doc="TRUE to clip each activation's input to [-ClipThreshold, +ClipThreshold] (default FALSE)."),
+            ParamSpec("CoupleInputForget", "BOOL", default=False,
+                      doc="TRUE to couple the input and forget gates: ft = 1 - it (default FALSE).")),
+    gradient=_GRADIENT + " The clip's gradient is CLIP_GRAD's: 1 strictly inside the bounds, 0 at and beyond.",
+    notes=(_LAYOUT_NOTE.format(order="i, o, f, c (G = 4)", cell=" and CellMemInitTensor",
+                               cello=" and OutputCellSingleTensor")
+           + "PeepholeTensor {1, 1, num_directions, 3 * hidden_size} holds Pi, Po, Pf. "
+           + _NUMERICS_NOTE.format(c=" and C") + _LENGTHS_NOTE
+           + " The clip (ONNX Runtime's reading of 'applied to the input of activations') bounds the inputs of "
+             "f, g and h, h's input being the clipped Ct while Ct itself is carried unclipped; NaN clips to "
+             "-ClipThreshold (maxNum, then minNum: SEMANTICS.md 2). A coupled forget gate ignores Pf and the "
+             "forget rows of W, R and B."),
+)
+
+
+@operator(LSTM)
+def lstm(input, weight, recurrence, bias=None, hidden_init=None, cell_mem_init=None, sequence_lengths=None,
+         peephole=None, *, activation_descs, direction, clip_threshold, use_clip_threshold, couple_input_forget,
+         allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> x = np.zeros((1, 3, 1, 2), np.float32)         # seq_length 3, batch 1, input 2
+        >>> w = np.zeros((1, 1, 4, 2), np.float32)         # hidden_size 1: gates i, o, f, c
+        >>> r = np.zeros((1, 1, 4, 1), np.float32)
+        >>> b = np.array([0, 0, 0, 2, 0, 0, 0, 0], np.float32).reshape(1, 1, 1, 8)  # Wbc = 2
+        >>> seq, h, c = dmljax.lstm(x, w, r, b)
+        >>> c.ravel()                                     # C = 0.5 C + 0.5 tanh(2), three times
+        Array([0.8435242], dtype=float32)
+    """
+    return _run("LSTM", input, weight, recurrence, bias, hidden_init, cell_mem_init, sequence_lengths, peephole,
+                activation_descs, direction, allow_half_precision_computation,
+                clip=clip_threshold if use_clip_threshold else None, couple=couple_input_forget)
+
+
+GRU = _record(
+    "GRU",
+    summary=("Performs a (standard layers) one-layer gated recurrent unit (GRU) function on the input. This "
+             "operator uses multiple gates to perform this layer. These gates are performed multiple times in a "
+             "loop dictated by the sequence length dimension and the SequenceLengthsTensor."),
+    formula=("Equation for the forward direction\n(the page's image; ONNX's equations in text)\n"
+             "zt = f(Xt*(Wz^T) + Ht-1*(Rz^T) + Wbz + Rbz)\n"
+             "rt = f(Xt*(Wr^T) + Ht-1*(Rr^T) + Wbr + Rbr)\n"
+             "ht = g(Xt*(Wh^T) + (rt (.) Ht-1)*(Rh^T) + Rbh + Wbh)     (LinearBeforeReset FALSE)\n"
+             "ht = g(Xt*(Wh^T) + (rt (.) (Ht-1*(Rh^T) + Rbh)) + Wbh)   (LinearBeforeReset TRUE)\n"
+             "Ht = (1 - zt) (.) ht + zt (.) Ht-1\n"
+             "(backward direction: WB, RB, WBb, RBb and the sequence reversed; ONNX's GRU equations)"),
+    inputs=_tensors("InputTensor", "WeightTensor", "RecurrenceTensor", "BiasTensor", "HiddenInitTensor",
+                    "SequenceLengthsTensor"),
+    outputs=(TensorSpec("OutputSequenceTensor", "output", optional=True),
+             TensorSpec("OutputSingleTensor", "output", optional=True)),
+    params=(_activation_param(" and g()", "two", "ACTIVATION_SIGMOID, ACTIVATION_TANH"), _DIRECTION,
+            ParamSpec("LinearBeforeReset", "BOOL", default=False,
+                      doc=("TRUE to apply the hidden gate's linear transformation before multiplying by the "
+                           "reset gate's output (default FALSE)."))),
+    gradient=_GRADIENT,
+    notes=(_LAYOUT_NOTE.format(order="z, r, h (G = 3)", cell="", cello="") + _NUMERICS_NOTE.format(c="")
+           + _LENGTHS_NOTE),
+)
+
+
+@operator(GRU)
+def gru(input, weight, recurrence, bias=None, hidden_init=None, sequence_lengths=None, *, activation_descs,
+        direction, linear_before_reset, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> x = np.zeros((1, 2, 1, 1), np.float32)
+        >>> w = np.zeros((1, 1, 3, 1), np.float32)         # hidden_size 1: gates z, r, h
+        >>> r = np.zeros((1, 1, 3, 1), np.float32)
+        >>> h0 = np.ones((1, 1, 1, 1), np.float32)
+        >>> seq, last = dmljax.gru(x, w, r, hidden_init=h0)
+        >>> seq.ravel()                                   # H = 0.5 * 0 + 0.5 * H, twice
+        Array([0.5 , 0.25], dtype=float32)
+    """
+    return _run("GRU", input, weight, recurrence, bias, hidden_init, None, sequence_lengths, None,
+                activation_descs, direction, allow_half_precision_computation, linear_before_reset=linear_before_reset)
+
+
+# ---------------------------------------------------------------------------------- the engine
+def _product(a, b, dims, dt: DataType, ct):
+    """``lax.dot_general`` of two tensor-type operands: FLOAT32 at precision HIGHEST; FLOAT16
+    operands as they are, accumulated in FLOAT32 (``ct``)."""
+    return lax.dot_general(a, b, dims, precision=lax.Precision.HIGHEST if dt is F32 else None,
+                           preferred_element_type=ct)
+
+
+def _reverse(a, lengths):
+    """``a`` [seq, batch, ...] with each batch entry's first ``lengths`` steps reversed (ONNX's
+    ReverseSequence); the whole axis without lengths. An involution."""
+    if lengths is None:
+        return a[::-1]
+    t = lax.broadcasted_iota(np.int32, (a.shape[0], a.shape[1]), 0)
+    idx = jnp.where(t < lengths[None, :], lengths[None, :] - 1 - t, t)
+    return jnp.take_along_axis(a, idx.reshape(idx.shape + (1,) * (a.ndim - 2)), axis=0)
+
+
+def _clip(x, threshold):
+    """min(max(x, -t), t) (maxNum/minNum: NaN gives -t); CLIP_GRAD's gradient, 1 strictly inside."""
+    if threshold is None:
+        return x
+    t = np.asarray(threshold, x.dtype)
+    clipped = min_num(max_num(x, -t), t)
+    inside = (x > -t) & (x < t)
+    return jnp.where(inside, x, lax.stop_gradient(clipped))
+
+
+def _act(acts, k: int, x, half: bool, threshold=None):
+    """Activation ``k`` (f = 0, g = 1, h = 2) of each direction on ``x`` [dirs, ...]: one call when
+    the directions share it."""
+    x = _clip(x, threshold)
+    per = [a[k] for a in acts]
+    if all(p == per[0] for p in per):
+        return apply_fused(per[0], x, half)
+    return jnp.concatenate([apply_fused(p, x[d:d + 1], half) for d, p in enumerate(per)], axis=0)
+
+
+def _run(short, x, w, r, b, h0, c0, lengths, p, activation_descs, direction, half, **options):
+    """The network under ``jax.checkpoint``: reverse mode keeps the inputs and each step's carried
+    states (named ``STATE_NAME``) and recomputes the rest (the input projection and the gates) as
+    it goes back, so that its memory is the forward pass's states: no more."""
+    network = functools.partial(_network, short, activation_descs=activation_descs, direction=direction,
+                                half=half, **options)
+    policy = jax.checkpoint_policies.save_only_these_names(STATE_NAME)
+    return jax.checkpoint(network, policy=policy, prevent_cse=False)(x, w, r, b, h0, c0, lengths, p)
+
+
+def _network(short, x, w, r, b, h0, c0, lengths, p, *, activation_descs, direction, half, clip=None, couple=False,
+             linear_before_reset=False):
+    dt = DataType.from_dtype(x.dtype)
+    ct = compute_dtype(dt, half)
+    st = dt.dtype if not half else ct  # the states' type between steps: the tensors'
+    dirs = num_directions(direction)
+    g = _GATES[short]
+    _, seq, batch, _ = x.shape
+    hidden = w.shape[2] // g
+    gh = g * hidden
+    n_act = len(_DEFAULTS[short])
+    descs = activation_descs if activation_descs is not None else default_activations(short, direction)
+    acts = [descs[d * n_act:(d + 1) * n_act] for d in range(dirs)]
+    backward = [direction is Direction.BACKWARD or d == 1 for d in range(dirs)]
+
+    def read(v):  # a tensor as math reads it: FLOAT32 flushed; FLOAT16 kept for the products
+        return load(v, half) if dt is F32 or half else v
+
+    xs, ws, rs = read(x[0]), read(w[0]), read(r[0])  # [seq, batch, in], [dirs, gh, in], [dirs, gh, hidden]
+    if lengths is not None:
+        lengths = jnp.minimum(lengths.reshape(batch), np.uint32(seq)).astype(np.int32)
+
+    # The input projection for every step and direction: one GEMM, [seq, batch, dirs, gh].
+    proj = _product(xs, ws, (((2,), (2,)), ((), ())), dt, ct)
+    bias_in = bias_rec = None
+    if b is not None:
+        bb = load(b[0, 0], half)  # [dirs, 2 gh]
+        wb, rb = bb[:, :gh], bb[:, gh:]
+        if short == "GRU" and linear_before_reset:  # Rbh stays inside rt (.) (...)
+            bias_in = wb + jnp.concatenate([rb[:, :2 * hidden], jnp.zeros_like(rb[:, 2 * hidden:])], axis=1)
+            bias_rec = rb[:, None, 2 * hidden:]
+        else:
+            bias_in = wb + rb
+    proj = jnp.swapaxes(proj, 1, 2)  # [seq, dirs, batch, gh]
+    if bias_in is not None:
+        proj = proj + bias_in[None, :, None, :]
+    if any(backward):
+        parts = [_reverse(proj[:, d], lengths) if backward[d] else proj[:, d] for d in range(dirs)]
+        proj = jnp.stack(parts, axis=1)
+
+    h = jnp.zeros((dirs, batch, hidden), st) if h0 is None else read(h0[0]).astype(st)
+    c = None
+    if short == "LSTM":
+        c = jnp.zeros((dirs, batch, hidden), st) if c0 is None else read(c0[0]).astype(st)
+    peep = None
+    if p is not None:
+        pp = load(p[0, 0], half)[:, None, :]  # [dirs, 1, 3 hidden]: Pi, Po, Pf
+        peep = (pp[..., :hidden], pp[..., hidden:2 * hidden], pp[..., 2 * hidden:])
+
+    def recurrent(hp, rows):  # Ht-1 x R[rows]^T, batched over the directions: [dirs, batch, rows]
+        return _product(hp, rows, (((2,), (2,)), ((0,), (0,))), dt, ct)
+
+    def cell(hp, cp, xw):
+        hf = hp.astype(ct)
+        if short == "RNN":
+            return _act(acts, 0, xw + recurrent(hp, rs), half), None
+        if short == "GRU":
+            zr = xw[..., :2 * hidden] + recurrent(hp, rs[:, :2 * hidden])
+            z = _act(acts, 0, zr[..., :hidden], half)
+            rg = _act(acts, 0, zr[..., hidden:], half)
+            if linear_before_reset:
+                lin = recurrent(hp, rs[:, 2 * hidden:])
+                lin = lin if bias_rec is None else lin + bias_rec
+                hh = _act(acts, 1, xw[..., 2 * hidden:] + rg * lin, half)
+            else:
+                gated = (rg * hf).astype(st)
+                hh = _act(acts, 1, xw[..., 2 * hidden:] + recurrent(gated, rs[:, 2 * hidden:]), half)
+            return (1 - z) * hh + z * hf, None
+        cf = cp.astype(ct)
+        gates = xw + recurrent(hp, rs)
+        gi, go, gf, gc = (gates[..., k * hidden:(k + 1) * hidden] for k in range(4))
+        if peep is not None:
+            gi, gf = gi + peep[0] * cf, gf + peep[2] * cf
+        i = _act(acts, 0, gi, half, clip)
+        f = 1 - i if couple else _act(acts, 0, gf, half, clip)
+        cc = _act(acts, 1, gc, half, clip)
+        cn = f * cf + i * cc
+        if peep is not None:
+            go = go + peep[1] * cn
+        o = _act(acts, 0, go, half, clip)
+        return o * _act(acts, 2, cn, half, clip), cn
+
+    def store(v):  # a state written to its tensor type (FLOAT32 denormals flushed)
+        return load(v.astype(st)) if st == np.float32 else v.astype(st)
+
+    def step(carry, inputs):
+        hp, cp = carry
+        xw, t = inputs
+        hn, cn = cell(hp, cp, xw)
+        hn = store(hn)
+        cn = None if cn is None else store(cn)
+        if lengths is not None:
+            valid = (t < lengths)[None, :, None]
+            hn = jnp.where(valid, hn, hp)
+            cn = None if cn is None else jnp.where(valid, cn, cp)
+            y = jnp.where(valid, hn, jnp.zeros_like(hn))
+        else:
+            y = hn
+        hn = checkpoint_name(hn, STATE_NAME)
+        cn = None if cn is None else checkpoint_name(cn, STATE_NAME)
+        return (hn, cn), y
+
+    (h, c), ys = lax.scan(step, (h, c), (proj, jnp.arange(seq, dtype=np.int32)))
+    if any(backward):  # [seq, dirs, batch, hidden]: the backward steps back in place
+        ys = jnp.stack([_reverse(ys[:, d], lengths) if backward[d] else ys[:, d] for d in range(dirs)], axis=1)
+    finals = [h] if c is None else [h, c]
+    if lengths is not None:
+        ran = (lengths > 0)[None, :, None]
+        finals = [jnp.where(ran, v, jnp.zeros_like(v)) for v in finals]
+    out = (ys.astype(dt.dtype),) + tuple(v[None].astype(dt.dtype) for v in finals)
+    return out
+
