@@ -92,6 +92,8 @@ def geometry(tensors, attrs, problems: list) -> dict | None:
     if not ok:
         return None
     given = {n for n in tensors if tensors.get(n) is not None}
+    if any(len(tensors[n].shape) != 5 for n in given if n.startswith("Stacked")):
+        return None  # the support table's check reports it
     for a, others in _EXCLUSIVE.items():
         for b in others:
             if a in given and b in given:
