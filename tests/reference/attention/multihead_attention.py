@@ -299,12 +299,12 @@ def _inputs(rng, types, shape, layout="separate", bias=False, rel=False, past=Fa
         m[..., 0] = 1  # no row wholly masked (the edge tests take those)
         out["mask"] = m
     elif kind == "KEY_SEQUENCE_LENGTH":
-        out["mask"] = rng.integers(1, t + 1, (1, B)).astype(i32)
+        out["mask"] = rng.integers(2, t + 1, (1, B)).astype(i32)  # two keys at least: a query moves the row
     elif kind == "KEY_SEQUENCE_END_START":
-        start = rng.integers(0, t, B)
-        out["mask"] = np.stack([rng.integers(start + 1, t + 1), start]).astype(i32)
+        start = rng.integers(0, t - 1, B)
+        out["mask"] = np.stack([rng.integers(start + 2, t + 1), start]).astype(i32)
     elif kind == "KEY_QUERY_SEQUENCE_LENGTH_START_END":
-        keys = rng.integers(1, t + 1, B)
+        keys = rng.integers(2, t + 1, B)
         out["mask"] = np.concatenate([keys, np.arange(B) * S, [B * S], np.arange(B) * t, [B * t]]).astype(i32)
     if lengths:
         out["past_sequence_lengths"] = rng.integers(0, p + 1, B).astype(i32)
