@@ -169,10 +169,9 @@ def _map(node, inputs):
     q, k, v = inputs[:3]
     if q.dtype not in (np.float32, np.float16):
         return f"{q.dtype}: not a DirectML type"
+    given = dict(zip([n for n in node.input if n], inputs))  # ONNX gives the inputs the node names
     names = list(node.input) + [""] * 6
-    mask = inputs[3] if names[3] else None
-    past_k = inputs[4] if names[4] else None
-    past_v = inputs[5] if names[5] else None
+    mask, past_k, past_v = (given.get(names[i]) if names[i] else None for i in (3, 4, 5))
     if q.ndim == 4:
         hq, hkv = q.shape[1], k.shape[1]
         q, k, v = (x.transpose(0, 2, 1, 3).reshape(x.shape[0], x.shape[2], -1) for x in (q, k, v))
