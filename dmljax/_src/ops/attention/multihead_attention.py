@@ -28,7 +28,7 @@ from dmljax._src.kernel_seam import choose
 from dmljax._src.kernels.attention import ATTENTION_CUDNN, cudnn_attention
 from dmljax._src.numerics import load, store
 from dmljax._src.op import operator
-from dmljax._src.spec import OpSpec, PageSlip, ParamSpec, SameDataType, TensorSpec, table
+from dmljax._src.spec import OpSpec, PageSlip, ParamSpec, SameDataType, TensorSpec, snake_case, table
 from dmljax._src.validate import TensorInfo
 
 F32, F16, I32 = DataType.FLOAT32, DataType.FLOAT16, DataType.INT32
@@ -54,7 +54,6 @@ _MASK_SIZES = {
 
 
 def _arg(name: str) -> str:
-    from dmljax._src.spec import snake_case
     return snake_case(name)
 
 
