@@ -534,14 +534,17 @@ def inputs_for(spec: OpSpec, ref: Reference, types: Mapping[str, DataType], shap
     keywords), or random values of ``shape`` for every input tensor, each of its case type and
     its reference role."""
     if ref.make_inputs is not None:
-        return list(ref.make_inputs(rng, types, tuple(shape), **(attrs.dml if attrs is not None else {})))
+        return list(ref.make_inputs(rng, types, tuple(shape), **({**attrs.dml, **attrs.inputs} if attrs is not None else {})))
     return [[random_tensor(rng, types[t.dml_name], shape, ref.role(t.dml_name)) for _ in range(2)] if t.array
             else random_tensor(rng, types[t.dml_name], shape, ref.role(t.dml_name)) for t in spec.inputs]
 
 
-def leaves_out(args) -> bool:
+def leaves_out(args, ref: Reference | None = None) -> bool:
     """Whether a case leaves an optional input out (None: DIAGONAL_MATRIX1 without its
-    InputTensor), so that there is nothing to differentiate."""
+    InputTensor), so that there is nothing to differentiate; with a reference whose cases leave
+    inputs out by design (``Reference.null_inputs``), only when no input is given."""
+    if ref is not None and ref.null_inputs:
+        return all(a is None for a in args)
     return any(a is None for a in args)
 
 

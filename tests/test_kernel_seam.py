@@ -87,7 +87,7 @@ def test_use_kernels_switches_by_name_and_nests():
 
 
 def test_use_kernels_refuses_what_it_does_not_know():
-    with pytest.raises(ValueError, match=r"^'softmaxx' is not a dmljax kernel; the kernels are convolution, "
+    with pytest.raises(ValueError, match=r"^'softmaxx' is not a dmljax kernel; the kernels are attention_cudnn, convolution, "
                                          r"cumulative, extreme_columns, max_pooling, padding, softmax, top_k, "
                                          r"top_k_threshold$"):
         with dmljax.use_kernels(False, "softmaxx"):

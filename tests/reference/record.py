@@ -48,6 +48,8 @@ class Attrs:
         is noticed and the entry removed) and still checks everything else.
     since: the feature level an attribute value needs (PADDING's WRAP mode: "6.4"); the generated
         cases at older tables leave the set out.
+    inputs: keyword arguments for the reference's ``make_inputs`` only (which optional inputs a
+        case gives: MULTIHEAD_ATTENTION's stacked layouts, its bias and past).
     shaped: attribute values that depend on the case's input shape (an ``output_sizes``, axes
         up to the rank): ``shaped(shape) -> {keyword: value}``, merged into ``dml``, ``ref`` and
         ``half`` by ``at(shape)``.
@@ -60,6 +62,7 @@ class Attrs:
     known_issues: Mapping[str, str] = dataclasses.field(default_factory=dict)
     shaped: Callable[[tuple[int, ...]], Mapping] | None = None
     since: str | None = None
+    inputs: Mapping = dataclasses.field(default_factory=dict)
 
     def at(self, shape: tuple[int, ...]) -> "Attrs":
         """This set for inputs of ``shape``: ``shaped``'s values merged into every kwargs."""
@@ -129,6 +132,9 @@ class Reference:
     accumulates: the operator sums (or multiplies) many terms in an order DirectML does not
         document (SEMANTICS.md 8), which XLA may choose differently when compiled than op by op:
         eager and jit are then each checked against the reference within budget, not for bits.
+    null_inputs: the cases leave optional inputs out (None, a null desc) as the operator's calls do
+        (MULTIHEAD_ATTENTION's query, key and value come stacked or not): the generated gradient
+        tests differentiate the inputs that are given.
     make_inputs: ``make_inputs(rng, types, shape, **dml_kwargs)`` -> one array per input, for an
         operator whose inputs are not all random values of one shape (indices within range, a
         second input of another shape): ``types`` maps each tensor's DML name to its DataType in
@@ -152,6 +158,7 @@ class Reference:
     accumulates: bool = False
     output_type_arg: bool = False
     ranks: bool = False
+    null_inputs: bool = False
 
     def case_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """The input shape a generated case uses (``shape`` unless the reference maps it)."""

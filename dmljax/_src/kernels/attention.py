@@ -1,0 +1,41 @@
+"""cuDNN's fused attention (``jax.nn.dot_product_attention(..., implementation="cudnn")``) for
+MULTIHEAD_ATTENTION and MULTIHEAD_ATTENTION1 on NVIDIA GPUs, where it can express the call.
+
+cuDNN computes the scores in FLOAT32 from FLOAT16 operands, the softmax in FLOAT32, rounds the
+probabilities to FLOAT16 for the second product and accumulates it in FLOAT32: the blockwise XLA
+formula's arithmetic (ops/attention/multihead_attention.py), within the operator's budget, in
+another order. It takes no additive mask without a [sequence, sequence] bias tensor, and its masks
+exclude keys where DirectML adds MaskFilterValue (a fully masked row differs), so calls with a
+mask, a relative position bias or past sequence lengths stay with XLA. ``ATTENTION_CUDNN`` says
+where it applies; benchmarks/attention/attention.py times both paths.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from dmljax._src.kernel_seam import Kernel
+
+__all__ = ["ATTENTION_CUDNN", "cudnn_attention", "HEAD_SIZES"]
+
+HEAD_SIZES = (64, 128)
+"""Head sizes the fused kernel is taken for (the benchmark's; cuDNN's flash attention supports
+multiples of 8 up to 128 and 256 on newer versions)."""
+
+
+def _applies(dtype, head_size: int, value_head_size: int, plain: bool, half: bool, gpu: bool) -> bool:
+    """FLOAT16 computed in FLOAT32 (DirectML's default), equal query and value head sizes the kernel
+    takes, no mask / relative position bias / past sequence lengths (``plain``), a CUDA backend."""
+    return (gpu and plain and not half and np.dtype(dtype) == np.float16 and head_size == value_head_size
+            and head_size in HEAD_SIZES)
+
+
+ATTENTION_CUDNN = Kernel("attention_cudnn", _applies, measured="benchmarks/attention/attention.py")
+
+
+def cudnn_attention(q, k, v, scale: float):
+    """q [B, H, S, D], k and v [B, Hkv, T, D] (FLOAT16): softmax(scale q k^T) v as FLOAT32 [B, H, S, D]."""
+    out = jax.nn.dot_product_attention(q.transpose(0, 2, 1, 3), k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3),
+                                       scale=float(scale), implementation="cudnn")
+    return out.transpose(0, 2, 1, 3).astype(np.float32)

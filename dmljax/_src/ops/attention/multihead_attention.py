@@ -1,0 +1,625 @@
+"""MULTIHEAD_ATTENTION and MULTIHEAD_ATTENTION1, of the attention family: each page's record, with
+the formula below them.
+
+[Add Bias] -> GEMM(Query, Transposed(Key)) * Scale -> [Add RelativePositionBias] -> [Add Mask] ->
+Softmax -> GEMM(SoftmaxResult, Value), per head. The formula never builds the sequence x sequence
+matrix: it walks the keys in blocks (``KEY_BLOCK``) with an online softmax (a running maximum, sum
+and weighted sum per query row, flash attention's recurrence) under ``lax.scan``, each step under
+``jax.checkpoint`` so that the backward pass recomputes a block instead of keeping it. Products take
+FLOAT16 operands and accumulate in FLOAT32 (FLOAT32 ones at HIGHEST precision: never TF32); the
+softmax runs in FLOAT32. On CUDA, a FLOAT16 call without mask and relative position bias forwards
+through cuDNN's fused attention (``jax.nn.dot_product_attention``); its derivatives, forward and
+reverse, are the blockwise formula's (a ``custom_jvp``)."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from dmljax._src.catalog import PREFIX
+from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
+from dmljax._src.enums import MultiheadAttentionMaskType as MaskType
+from dmljax._src.errors import Violation
+from dmljax._src.kernel_seam import choose
+from dmljax._src.kernels.attention import ATTENTION_CUDNN, cudnn_attention
+from dmljax._src.numerics import load, store
+from dmljax._src.op import operator
+from dmljax._src.spec import OpSpec, PageSlip, ParamSpec, SameDataType, TensorSpec, snake_case, table
+from dmljax._src.validate import TensorInfo
+
+F32, F16, I32 = DataType.FLOAT32, DataType.FLOAT16, DataType.INT32
+KEY_BLOCK = 512
+"""Keys per step of the blockwise formula: a step holds [batch, heads, sequence, KEY_BLOCK] scores."""
+
+_FLOATS = ("QueryTensor", "KeyTensor", "ValueTensor", "StackedQueryKeyTensor", "StackedKeyValueTensor",
+           "StackedQueryKeyValueTensor", "BiasTensor", "RelativePositionBiasTensor", "PastKeyTensor",
+           "PastValueTensor", "OutputTensor", "OutputPresentKeyTensor", "OutputPresentValueTensor")
+_EXCLUSIVE = {  # the page: "This tensor is mutually exclusive with ..."
+    "QueryTensor": ("StackedQueryKeyTensor", "StackedQueryKeyValueTensor"),
+    "KeyTensor": ("StackedQueryKeyTensor", "StackedKeyValueTensor", "StackedQueryKeyValueTensor"),
+    "ValueTensor": ("StackedKeyValueTensor", "StackedQueryKeyValueTensor"),
+    "StackedQueryKeyTensor": ("StackedKeyValueTensor", "StackedQueryKeyValueTensor"),
+    "StackedKeyValueTensor": ("StackedQueryKeyValueTensor",),
+}
+_MASK_SIZES = {
+    MaskType.BOOLEAN: "{batchSize, headCount, sequenceLength, totalSequenceLength}",
+    MaskType.KEY_SEQUENCE_LENGTH: "{1, batchSize}",
+    MaskType.KEY_SEQUENCE_END_START: "{2, batchSize}",
+    MaskType.KEY_QUERY_SEQUENCE_LENGTH_START_END: "{batchSize * 3 + 2}",
+}
+
+
+def _arg(name: str) -> str:
+    return snake_case(name)
+
+
+def _core(t, n: int):
+    """A tensor's Sizes without leading 1s down to ``n`` dimensions ("can also have 4 or 5
+    dimensions, as long as the leading dimensions are 1's"), or None."""
+    s = tuple(t.shape)
+    if len(s) < n or any(d != 1 for d in s[: len(s) - n]):
+        return None
+    return s[len(s) - n:]
+
+
+def geometry(tensors, attrs, problems: list) -> dict | None:
+    """The call's sizes from its tensors and head counts: B, S (query rows), Skv (new keys), P
+    (past keys), T = P + Skv, H and Hkv (query and key/value heads), Dh and Dv (head sizes), and
+    which tensors hold query, key and value; Violations appended for every rule broken."""
+    def bad(name, found, allowed, tip=""):
+        problems.append(Violation(name, _arg(name), found, allowed, tip))
+
+    h = attrs.get("HeadCount", attrs.get("QueryHeadCount"))
+    hkv = attrs.get("HeadCount", attrs.get("KeyValueHeadCount"))
+    if not isinstance(h, int) or not isinstance(hkv, int):
+        return None
+    count_names = ("HeadCount",) if "HeadCount" in attrs else ("QueryHeadCount", "KeyValueHeadCount")
+    ok = True
+    for name, v in zip(count_names, (h, hkv)):
+        if v < 1:
+            problems.append(Violation(name, _arg(name), f"is {v}", "at least 1"))
+            ok = False
+    if ok and h % hkv:
+        problems.append(Violation("KeyValueHeadCount", "key_value_head_count", f"is {hkv}",
+                                  f"a divisor of QueryHeadCount ({h}): query head n reads key/value head "
+                                  f"n // (QueryHeadCount / KeyValueHeadCount)"))
+        ok = False
+    if not ok:
+        return None
+    given = {n for n in tensors if tensors.get(n) is not None}
+    if any(len(tensors[n].shape) != 5 for n in given if n.startswith("Stacked")):
+        return None  # the support table's check reports it
+    for a, others in _EXCLUSIVE.items():
+        for b in others:
+            if a in given and b in given:
+                bad(b, f"is given with {a}", f"one of them: {b} is mutually exclusive with {a} (the page)")
+    if problems:
+        return None
+    q_src = [n for n in ("QueryTensor", "StackedQueryKeyTensor", "StackedQueryKeyValueTensor") if n in given]
+    k_src = [n for n in ("KeyTensor", "StackedQueryKeyTensor", "StackedKeyValueTensor", "StackedQueryKeyValueTensor")
+             if n in given]
+    v_src = [n for n in ("ValueTensor", "StackedKeyValueTensor", "StackedQueryKeyValueTensor") if n in given]
+    past = [n for n in ("PastKeyTensor", "PastValueTensor") if n in given]
+    if not q_src:
+        bad("QueryTensor", "is null, and so are StackedQueryKeyTensor and StackedQueryKeyValueTensor",
+            "exactly one query: QueryTensor, StackedQueryKeyTensor or StackedQueryKeyValueTensor")
+        return None
+    if bool(k_src) != bool(v_src):
+        missing = "ValueTensor" if k_src else "KeyTensor"
+        bad(missing, "is null while the " + ("key" if k_src else "value") + " is given",
+            "a key and a value, or neither (then PastKeyTensor and PastValueTensor hold every key and value)")
+        return None
+    if len(past) == 1:
+        missing = "PastValueTensor" if past[0] == "PastKeyTensor" else "PastKeyTensor"
+        bad(missing, f"is null while {past[0]} is given", "PastKeyTensor and PastValueTensor together")
+        return None
+    if not k_src and not past:
+        bad("KeyTensor", "is null, and no StackedKeyValueTensor, stacked query or PastKeyTensor holds keys",
+            "exactly one key (KeyTensor, StackedQueryKeyTensor, StackedKeyValueTensor or "
+            "StackedQueryKeyValueTensor), or PastKeyTensor and PastValueTensor alone")
+        return None
+    g = {"H": h, "Hkv": hkv, "q": q_src[0], "k": k_src[0] if k_src else None, "v": v_src[0] if v_src else None}
+    q = q_src[0]
+    if q == "QueryTensor":
+        s = _core(tensors[q], 3)
+        if s is None:
+            bad(q, f"has Sizes {list(tensors[q].shape)}", "{batchSize, sequenceLength, hiddenSize}, with 4 or 5 "
+                "dimensions only leading 1s")
+            return None
+        if s[2] % h:
+            bad(q, f"has hiddenSize {s[2]}", f"a multiple of the query head count ({h}): hiddenSize = "
+                "headCount * headSize")
+            return None
+        g.update(B=s[0], S=s[1], Dh=s[2] // h)
+    else:
+        s = tuple(tensors[q].shape)
+        n = 3 if q == "StackedQueryKeyValueTensor" else 2
+        if s[2] != h or s[3] != n or h != hkv:
+            bad(q, f"has Sizes {list(s)}", f"{{batchSize, sequenceLength, headCount, {n}, headSize}} with "
+                f"headCount {h}" + ("" if h == hkv else " and equal query and key/value head counts"))
+            return None
+        g.update(B=s[0], S=s[1], Dh=s[4])
+    B, S, Dh = g["B"], g["S"], g["Dh"]
+    Skv, Dv = S, Dh
+    k, v = g["k"], g["v"]
+    if k == "KeyTensor":
+        s = _core(tensors[k], 3)
+        if s is None or s[0] != B or s[2] != hkv * Dh:
+            bad(k, f"has Sizes {list(tensors[k].shape)}", f"{{batchSize, keyValueSequenceLength, hiddenSize}} "
+                f"with batchSize {B} and hiddenSize {hkv * Dh} (key/value heads {hkv} x headSize {Dh}); 4 or 5 "
+                "dimensions only with leading 1s")
+            return None
+        Skv = s[1]
+    elif k == "StackedKeyValueTensor":
+        s = tuple(tensors[k].shape)
+        if s[0] != B or s[2] != hkv or s[3] != 2 or s[4] != Dh:
+            bad(k, f"has Sizes {list(s)}", f"{{batchSize, keyValueSequenceLength, headCount, 2, headSize}} = "
+                f"{{{B}, *, {hkv}, 2, {Dh}}}")
+            return None
+        Skv = s[1]
+    if v == "ValueTensor":
+        s = _core(tensors[v], 3)
+        if s is None or s[0] != B or s[1] != Skv or s[2] % hkv:
+            bad(v, f"has Sizes {list(tensors[v].shape)}", f"{{batchSize, keyValueSequenceLength, "
+                f"valueHiddenSize}} with batchSize {B}, keyValueSequenceLength {Skv} and valueHiddenSize a "
+                f"multiple of {hkv} heads; 4 or 5 dimensions only with leading 1s")
+            return None
+        Dv = s[2] // hkv
+    if not k:
+        Skv = 0
+        pv = _core(tensors["PastValueTensor"], 4)
+        Dv = pv[3] if pv is not None else Dh
+    P = 0
+    if past:
+        pk, pv = _core(tensors["PastKeyTensor"], 4), _core(tensors["PastValueTensor"], 4)
+        if pk is None or pk[0] != B or pk[1] != hkv or pk[3] != Dh:
+            bad("PastKeyTensor", f"has Sizes {list(tensors['PastKeyTensor'].shape)}",
+                f"{{batchSize, headCount, pastSequenceLength, headSize}} = {{{B}, {hkv}, *, {Dh}}}")
+            return None
+        P = pk[2]
+        if pv is None or pv[:3] != (B, hkv, P) or pv[3] != Dv:
+            bad("PastValueTensor", f"has Sizes {list(tensors['PastValueTensor'].shape)}",
+                f"{{batchSize, headCount, pastSequenceLength, valueHeadSize}} = {{{B}, {hkv}, {P}, {Dv}}}")
+            return None
+    g.update(Skv=Skv, Dv=Dv, P=P, T=P + Skv)
+    T = P + Skv
+    if "BiasTensor" in given:
+        s = _core(tensors["BiasTensor"], 1)
+        want = h * Dh + hkv * Dh + hkv * Dv
+        if s is None or s[0] != want:
+            bad("BiasTensor", f"has Sizes {list(tensors['BiasTensor'].shape)}",
+                f"{{hiddenSize + hiddenSize + valueHiddenSize}} = {{{want}}}, with more dimensions only leading 1s")
+    if "RelativePositionBiasTensor" in given:
+        s = _core(tensors["RelativePositionBiasTensor"], 4)
+        if s != (B, h, S, T):
+            bad("RelativePositionBiasTensor", f"has Sizes {list(tensors['RelativePositionBiasTensor'].shape)}",
+                f"{{batchSize, headCount, sequenceLength, totalSequenceLength}} = {[B, h, S, T]} (a broadcast "
+                "is a desc's zero strides: jnp.broadcast_to)")
+    mt = attrs.get("MaskType")
+    if isinstance(mt, MaskType):
+        if mt is MaskType.NONE and "MaskTensor" in given:
+            bad("MaskTensor", "is given with MaskType NONE", "no MaskTensor, or a MaskType that says how to read it")
+        elif mt is not MaskType.NONE and "MaskTensor" not in given:
+            bad("MaskTensor", f"is null with MaskType {mt.name}", "a MaskTensor, or MaskType NONE")
+        elif mt is not MaskType.NONE:
+            want = {MaskType.BOOLEAN: (B, h, S, T), MaskType.KEY_SEQUENCE_LENGTH: (1, B),
+                    MaskType.KEY_SEQUENCE_END_START: (2, B),
+                    MaskType.KEY_QUERY_SEQUENCE_LENGTH_START_END: (3 * B + 2,)}[mt]
+            if _core(tensors["MaskTensor"], len(want)) != want:
+                bad("MaskTensor", f"has Sizes {list(tensors['MaskTensor'].shape)}",
+                    f"{_MASK_SIZES[mt]} = {list(want)} for MaskType {mt.name}, with more dimensions only leading 1s")
+    if "PastSequenceLengthsTensor" in given and _core(tensors["PastSequenceLengthsTensor"], 1) != (B,):
+        bad("PastSequenceLengthsTensor", f"has Sizes {list(tensors['PastSequenceLengthsTensor'].shape)}",
+            f"{{batchSize}} = {{{B}}}, with more dimensions only leading 1s")
+    return g
+
+
+def _checks(tensors, attrs, level) -> list[Violation]:
+    problems: list[Violation] = []
+    geometry(tensors, attrs, problems)
+    return problems
+
+
+def _outputs(tensors, attrs, problems) -> dict:
+    g = geometry(tensors, attrs, [])
+    dt = tensors[g["q"]].data_type
+    return {"OutputTensor": TensorInfo((g["B"], g["S"], g["H"] * g["Dv"]), dt),
+            "OutputPresentKeyTensor": TensorInfo((g["B"], g["Hkv"], g["T"], g["Dh"]), dt),
+            "OutputPresentValueTensor": TensorInfo((g["B"], g["Hkv"], g["T"], g["Dv"]), dt)}
+
+
+def _sizes(attrs, name, n):
+    s = attrs.get(name)
+    if not isinstance(s, tuple) or len(s) < n:
+        return None
+    return s[len(s) - n:]
+
+
+def _growth(sizes, attrs) -> dict:
+    """Each output element is two sums (SEMANTICS.md 8): headSize products per score, and
+    totalSequenceLength softmax-weighted values per output; in ULP of the terms' magnitude
+    (the reference's sum of p * |v| and the scores' sum |q k|), 2 (Dh + T) in FLOAT32; in FLOAT16,
+    whose softmax result is rounded to FLOAT16 before the second product (the page's graph),
+    one unit more and (Dh + T) / 2^12."""
+    dh, t = 1, 1
+    q, sqkv = _sizes(attrs, "QueryTensor", 1), _sizes(attrs, "StackedQueryKeyValueTensor", 5)
+    k = _sizes(attrs, "KeyTensor", 2) or _sizes(attrs, "StackedKeyValueTensor", 5)
+    heads = attrs.get("HeadCount") or attrs.get("QueryHeadCount") or 1
+    if sqkv is not None:
+        dh, t = sqkv[4], sqkv[1]
+    elif _sizes(attrs, "StackedQueryKeyTensor", 5) is not None:
+        s = _sizes(attrs, "StackedQueryKeyTensor", 5)
+        dh, t = s[4], s[1]
+    elif q is not None and isinstance(heads, int) and heads > 0:
+        dh = max(q[0] // heads, 1)
+    if k is not None:
+        t = k[1] if len(k) == 5 else k[0]
+    past = _sizes(attrs, "PastKeyTensor", 4)
+    if past is not None:
+        t += past[2]
+    n = dh + t
+    return {F32: 2 * n, F16: 1 + math.ceil(n / 4096), "half": 2 * n}
+
+
+_MASK_DOC = ("How MaskTensor (INT32) is read: NONE (no mask, the default), BOOLEAN ({batch, heads, sequence, "
+             "totalSequence}: 0 adds MaskFilterValue, any other value nothing), KEY_SEQUENCE_LENGTH ({1, batch}: "
+             "keys at and after the length), KEY_SEQUENCE_END_START ({2, batch}: the end (exclusive) row, then "
+             "the start (inclusive) row; keys outside), KEY_QUERY_SEQUENCE_LENGTH_START_END ({3 * batch + 2}: the "
+             "key lengths, then the packed layout's query and key offsets, which a padded layout does not read).")
+_NOTES = (
+    "Query {batch, sequence, heads * headSize}, Key {batch, keyValueSequence, kvHeads * headSize}, Value {batch, "
+    "keyValueSequence, kvHeads * valueHeadSize}, with 4 or 5 dimensions only as leading 1s; the stacked forms "
+    "{batch, sequence, heads, 2 or 3, headSize}, stacked on the fourth dimension in the order query, key, value. "
+    "Exactly one query; a key and a value, or neither when PastKeyTensor and PastValueTensor hold them all (ONNX "
+    "Runtime's DirectML provider passes a 4-dimensional key as the past so); past key and value together. "
+    "BiasTensor {hiddenSize + hiddenSize + valueHiddenSize} (more dimensions only as leading 1s) is added to "
+    "query, key and value, each rounded to the tensors' type before the products, and the present key and value "
+    "hold the biased key and value. RelativePositionBiasTensor and a BOOLEAN MaskTensor are "
+    "{batch, heads, sequence, totalSequence} (totalSequence = pastSequence + keyValueSequence); a broadcast is a "
+    "desc's zero strides (jnp.broadcast_to), as ONNX Runtime's provider makes them. "
+    "The mask ADDS MaskFilterValue to the masked scores (the page says 'set to' in three places and 'added' in "
+    "two; ONNX Runtime's contrib MultiHeadAttention, which this operator implements, adds it). A fully masked row "
+    "is therefore the softmax of its scores + MaskFilterValue: with the usual finite -10000, the softmax of the "
+    "unmasked scores, as ONNX Runtime gives; with -inf, NaN (SEMANTICS.md 8). The output is 3-dimensional, "
+    "{batch, sequence, heads * valueHeadSize}; the present key and value {batch, kvHeads, totalSequence, "
+    "headSize}, returned always (unused ones cost nothing inside a caller's jax.jit). FLOAT16: products of "
+    "FLOAT16 operands accumulated in FLOAT32, the softmax in FLOAT32, its result rounded to FLOAT16 for the "
+    "second product (the page's graph holds it in a tensor of the operator's type), the output rounded once; "
+    "FLOAT32 products never TF32. The blockwise formula (online softmax over blocks of KEY_BLOCK keys) never "
+    "holds a sequence x sequence matrix. Scale and MaskFilterValue are C floats; MaskFilterValue defaults to "
+    "-10000.0 and MaskType to NONE (ONNX Runtime's defaults; the page gives none).")
+_NOTES1 = (
+    " The page is 'TBD' for the operator, PastSequenceLengthsTensor, QueryHeadCount and KeyValueHeadCount: the "
+    "record follows ONNX Runtime's GroupQueryAttention, which its DirectML provider maps onto this operator. "
+    "Query head n reads key/value head n // (QueryHeadCount / KeyValueHeadCount) (grouped-query attention); the "
+    "stacked forms need equal head counts. PastSequenceLengthsTensor is INT32 {batch} (the page's table says "
+    "FLOAT32 and FLOAT16; ONNX Runtime binds INT32 and the 'same DataType' constraint does not hold for it): "
+    "with it, batch b's past holds L_b = PastSequenceLengths[b] valid keys (L_b <= pastSequence), the present "
+    "holds them, then the new keys at L_b to L_b + keyValueSequence - 1, then zeros; and attention is causal as "
+    "GroupQueryAttention's: query i (at position L_b + keyValueSequence - sequence + i) reads the keys at and "
+    "before its position, the others get MaskFilterValue added like masked ones. Without it, as "
+    "MULTIHEAD_ATTENTION (concatenation, no causal mask).")
+
+_GRADIENT = ("The derivative of the formula (no *_GRAD operator exists): dV = P^T dO, dP = dO V^T, dS = P * (dP - "
+             "rowsum(P * dP)), dQ = Scale dS K, dK = Scale dS^T Q, dRelativePositionBias = dS, dBias the sums "
+             "over batch and sequence, the past's from the keys it supplied, grouped heads summed; by the same "
+             "blockwise formula (jax.checkpoint per block), in reverse and forward mode; MaskTensor and "
+             "PastSequenceLengthsTensor (INT32) get none.")
+
+
+def _tensors(gqa: bool):
+    ins = ["QueryTensor", "KeyTensor", "ValueTensor", "StackedQueryKeyTensor", "StackedKeyValueTensor",
+           "StackedQueryKeyValueTensor", "BiasTensor", "MaskTensor", "RelativePositionBiasTensor", "PastKeyTensor",
+           "PastValueTensor"] + (["PastSequenceLengthsTensor"] if gqa else [])
+    return (tuple(TensorSpec(n, "input", optional=True) for n in ins)
+            + (TensorSpec("OutputTensor", "output"), TensorSpec("OutputPresentKeyTensor", "output", optional=True),
+               TensorSpec("OutputPresentValueTensor", "output", optional=True)))
+
+
+def _table(level: str, gqa: bool):
+    rows = dict(QueryTensor=("3 to 5", FLOAT32_FLOAT16), KeyTensor=("3 to 5", FLOAT32_FLOAT16),
+                ValueTensor=("3 to 5", FLOAT32_FLOAT16), StackedQueryKeyTensor=("5", FLOAT32_FLOAT16),
+                StackedKeyValueTensor=("5", FLOAT32_FLOAT16), StackedQueryKeyValueTensor=("5", FLOAT32_FLOAT16),
+                BiasTensor=("1 to 5", FLOAT32_FLOAT16), MaskTensor=("1 to 5", (I32,)),
+                RelativePositionBiasTensor=("4 to 5", FLOAT32_FLOAT16), PastKeyTensor=("4 to 5", FLOAT32_FLOAT16),
+                PastValueTensor=("4 to 5", FLOAT32_FLOAT16))
+    if gqa:
+        rows["PastSequenceLengthsTensor"] = ("1 to 5", (I32,))
+    rows.update(OutputTensor=("3 to 5", FLOAT32_FLOAT16), OutputPresentKeyTensor=("4 to 5", FLOAT32_FLOAT16),
+                OutputPresentValueTensor=("4 to 5", FLOAT32_FLOAT16))
+    return (table(level, **rows),)
+
+
+def _params(gqa: bool):
+    heads = ((ParamSpec("QueryHeadCount", "UINT", doc="The query's heads (the page: TBD; GroupQueryAttention's "
+                                                      "num_heads)."),
+              ParamSpec("KeyValueHeadCount", "UINT", doc="The key's and value's heads, a divisor of QueryHeadCount "
+                                                         "(the page: TBD; GroupQueryAttention's kv_num_heads)."))
+             if gqa else (ParamSpec("HeadCount", "UINT", doc="Number of attention heads."),))
+    return (ParamSpec("Scale", "FLOAT", doc="Multiplies the QxK product before the softmax; usually 1/sqrt(headSize)."),
+            ParamSpec("MaskFilterValue", "FLOAT", default=-10000.0,
+                      doc="Added to the masked scores (default -10000.0, ONNX Runtime's)."),
+            *heads,
+            ParamSpec("MaskType", "DML_MULTIHEAD_ATTENTION_MASK_TYPE", default=MaskType.NONE, enum=MaskType,
+                      doc=_MASK_DOC))
+
+
+_SUMMARY = ("Performs a multi-head attention operation (for more info, see Attention is all you need). Exactly one "
+            "Query, Key and Value tensor must be present, whether or not they're stacked.")
+_FORMULA = ("[Add Bias to query/key/value] -> GEMM(Query, Transposed(Key)) * Scale -> [Add RelativePositionBias] -> "
+            "[Add Mask] -> Softmax -> GEMM(SoftmaxResult, Value);")
+
+MULTIHEAD_ATTENTION = OpSpec(
+    enum_name=PREFIX + "MULTIHEAD_ATTENTION",
+    summary=_SUMMARY,
+    formula=_FORMULA + "\n(per head h and query row i: Output[i] = sum_j softmax_j(Scale Q[i] . K[j] + "
+                       "RelativePositionBias[i, j] + mask[i, j]) V[j], K and V the past's keys then the new ones)",
+    tensors=_tensors(False),
+    support=_table("6.1", False),
+    params=_params(False),
+    constraints=(SameDataType(_FLOATS),),
+    ulp={F32: 8, F16: 2},
+    ulp_half=4,
+    ulp_growth=_growth,
+    gradient=_GRADIENT,
+    notes=_NOTES,
+    extra_checks=(_checks,),
+    infer_outputs=_outputs,
+)
+
+MULTIHEAD_ATTENTION1 = OpSpec(
+    enum_name=PREFIX + "MULTIHEAD_ATTENTION1",
+    summary=_SUMMARY + " Grouped-query attention (QueryHeadCount query heads over KeyValueHeadCount key/value "
+                       "heads) and per-batch past sequence lengths.",
+    formula="TBD\n" + _FORMULA + " (per query head, with its key/value head, and GroupQueryAttention's causal "
+                                 "rule where PastSequenceLengthsTensor is given)",
+    tensors=_tensors(True),
+    support=_table("6.3", True),
+    params=_params(True),
+    constraints=(SameDataType(_FLOATS),),
+    ulp={F32: 8, F16: 2},
+    ulp_half=4,
+    ulp_growth=_growth,
+    gradient=_GRADIENT,
+    notes=_NOTES + _NOTES1,
+    page_slip=PageSlip(
+        types={"PastSequenceLengthsTensor": (("FLOAT32", "FLOAT16"), ("INT32",))},
+        why=("The page's table types PastSequenceLengthsTensor FLOAT32 and FLOAT16 and its constraint ties it to "
+             "the float tensors; they are lengths, and ONNX Runtime's DirectML provider binds them as INT32: the "
+             "record takes INT32 and leaves it out of the same-DataType constraint.")),
+    extra_checks=(_checks,),
+    infer_outputs=_outputs,
+)
+
+
+# ------------------------------------------------------------------------------------------ formula
+def _heads(x, n):
+    """[B, L, n * D] -> [B, n, L, D]."""
+    b, l, hd = x.shape
+    return x.reshape(b, l, n, hd // n).transpose(0, 2, 1, 3)
+
+
+def _stacked(x, i):
+    """Part ``i`` of a stacked {B, L, heads, n, D} tensor as [B, heads, L, D]."""
+    return x[:, :, :, i, :].transpose(0, 2, 1, 3)
+
+
+def _squeeze(x, n):
+    return None if x is None else x.reshape(x.shape[x.ndim - n:])
+
+
+def _product(a, b, contract, batch, f16: bool):
+    """A product in FLOAT32: FLOAT16 operands accumulate in FLOAT32, FLOAT32 ones at HIGHEST."""
+    return lax.dot_general(a, b, (contract, batch), preferred_element_type=np.float32,
+                           precision=None if f16 else lax.Precision.HIGHEST)
+
+
+def _mask_penalty(mask_type, mask, b, j, filter_value):
+    """MaskFilterValue where a key-length mask excludes key position ``j`` ([blk]) of each batch: [B, blk], or None."""
+    if mask_type in (MaskType.NONE, MaskType.BOOLEAN):
+        return None
+    if mask_type is MaskType.KEY_SEQUENCE_END_START:
+        end, start = mask[0], mask[1]
+        out = (j[None, :] >= end[:, None]) | (j[None, :] < start[:, None])
+    else:  # KEY_SEQUENCE_LENGTH ({1, B}: row 0) and KEY_QUERY_SEQUENCE_LENGTH_START_END (the first B values)
+        length = mask[0] if mask_type is MaskType.KEY_SEQUENCE_LENGTH else mask[:b]
+        out = j[None, :] >= length[:, None]
+    return jnp.where(out, np.float32(filter_value), np.float32(0))
+
+
+def blockwise_attention(q, k, v, *, scale, filter_value, rel_bias=None, bool_mask=None, mask_type=MaskType.NONE,
+                        length_mask=None, past_lengths=None, new_keys=0, key_block=KEY_BLOCK):
+    """softmax(Scale Q K^T + RelativePositionBias + mask) V without the [S, T] matrix.
+
+    q [B, H, S, Dh], k [B, Hkv, T, Dh], v [B, Hkv, T, Dv] (FLOAT16 or FLOAT32); rel_bias [B, H, S, T] and
+    bool_mask (INT32) [B, H, S, T] or None; length_mask: the INT32 key-length mask of ``mask_type``;
+    past_lengths: INT32 [B] (GroupQueryAttention's causal rule, with ``new_keys`` the keys each call appends).
+    Returns FLOAT32 [B, H, S, Dv]."""
+    B, H, S, Dh = q.shape
+    Hkv, T, Dv = k.shape[1], k.shape[2], v.shape[3]
+    G = H // Hkv
+    f16 = q.dtype == np.float16
+    blk = min(key_block, T)
+    nb = -(-T // blk)
+    pad = nb * blk - T
+    qg = q.reshape(B, Hkv, G, S, Dh)
+
+    def blocks(x, axis, fill):
+        if pad:
+            widths = [(0, 0)] * x.ndim
+            widths[axis] = (0, pad)
+            x = jnp.pad(x, widths, constant_values=fill)
+        shape = x.shape[:axis] + (nb, blk) + x.shape[axis + 1:]
+        return jnp.moveaxis(x.reshape(shape), axis, 0)
+
+    xs = {"k": blocks(k, 2, 0), "v": blocks(v, 2, 0), "j0": jnp.arange(nb, dtype=np.int32) * blk}
+    if rel_bias is not None:
+        xs["rel"] = blocks(rel_bias.reshape(B, Hkv, G, S, T), 4, 0)
+    if bool_mask is not None:
+        xs["mask"] = blocks(bool_mask.reshape(B, Hkv, G, S, T), 4, 1)
+    fv = np.float32(filter_value)
+    rows = jnp.arange(S, dtype=np.int32)
+    causal_offset = np.int32(new_keys - S)
+
+    def step(carry, x):
+        m, l, acc = carry
+        j = x["j0"] + jnp.arange(blk, dtype=np.int32)
+        s = _product(qg, x["k"], ((4,), (3,)), ((0, 1), (0, 1)), f16) * np.float32(scale)  # [B, Hkv, G, S, blk]
+        if "rel" in x:
+            s = s + x["rel"].astype(np.float32)
+        if "mask" in x:
+            s = s + jnp.where(x["mask"] == 0, fv, np.float32(0))
+        pen = _mask_penalty(mask_type, length_mask, B, j, filter_value)
+        if pen is not None:
+            s = s + pen[:, None, None, None, :]
+        if past_lengths is not None:  # causal from each batch's past length; keys after the present's end
+            pos = past_lengths[:, None] + (causal_offset + rows)[None, :]  # [B, S]
+            out = (j[None, None, :] > pos[:, :, None]) | (j[None, None, :] >= (past_lengths + np.int32(new_keys))[:, None, None])
+            s = s + jnp.where(out, fv, np.float32(0))[:, None, None, :, :]
+        s = jnp.where(j < T, s, -jnp.inf)  # the padding past the last block's end
+        m_new = lax.stop_gradient(jnp.maximum(m, jnp.max(s, axis=-1)))
+        base = jnp.where(jnp.isfinite(m_new), m_new, np.float32(0))
+        alpha = jnp.exp(m - base)
+        p = jnp.exp(s - base[..., None])
+        l = l * alpha + jnp.sum(p, axis=-1)
+        pv = _product(p.astype(v.dtype) if f16 else p, x["v"], ((4,), (2,)), ((0, 1), (0, 1)), f16)
+        return (m_new, l, acc * alpha[..., None] + pv), None
+
+    init = (jnp.full((B, Hkv, G, S), -jnp.inf, np.float32), jnp.zeros((B, Hkv, G, S), np.float32),
+            jnp.zeros((B, Hkv, G, S, Dv), np.float32))
+    (m, l, acc), _ = lax.scan(jax.checkpoint(step), init, xs)
+    return (acc / l[..., None]).reshape(B, H, S, Dv)
+
+
+
+def _fused(q, k, v, scale):
+    """Plain attention (no mask or bias) through cuDNN on CUDA where ``ATTENTION_CUDNN`` applies, the
+    blockwise formula elsewhere; derivatives (jvp, and so grad) are always the blockwise formula's."""
+    def xla(q, k, v):
+        return blockwise_attention(q, k, v, scale=scale, filter_value=0.0)
+
+    gpu = jax.default_backend() == "gpu"
+    route = choose(ATTENTION_CUDNN, facts=(q.dtype, q.shape[-1], v.shape[-1], True, False, gpu))
+    if route.kernel is None:
+        return xla(q, k, v)
+
+    @jax.custom_jvp
+    def run(q, k, v):
+        return route.run(xla, lambda q, k, v: cudnn_attention(q, k, v, scale), q, k, v)
+
+    @run.defjvp
+    def run_jvp(primals, tangents):
+        return jax.jvp(xla, primals, tangents)
+
+    return run(q, k, v)
+
+
+def _biased(x, bias, dt: DataType, half: bool):
+    """Query, key or value plus its part of BiasTensor, rounded to the tensors' type (the page's graph)."""
+    if bias is None:
+        return x
+    return store(load(x, half) + load(bias, half), dt)
+
+
+def attention(q_in, k_in, v_in, sqk, skv, sqkv, bias, mask, rel, past_k, past_v, past_lengths, *,
+              scale, mask_filter_value, heads, kv_heads, mask_type, half):
+    """Both operators' formula: unpack, add the bias, join the past, attend, pack."""
+    x = next(t for t in (q_in, sqk, sqkv) if t is not None)
+    dt = DataType.from_dtype(x.dtype)
+    if sqkv is not None:
+        q, k, v = (_stacked(sqkv, i) for i in range(3))
+    elif sqk is not None:
+        q, k = _stacked(sqk, 0), _stacked(sqk, 1)
+        v = _heads(_squeeze(v_in, 3), kv_heads)
+    else:
+        q = _heads(_squeeze(q_in, 3), heads)
+        if skv is not None:
+            k, v = _stacked(skv, 0), _stacked(skv, 1)
+        elif k_in is not None:
+            k, v = _heads(_squeeze(k_in, 3), kv_heads), _heads(_squeeze(v_in, 3), kv_heads)
+        else:
+            k = v = None
+    B, H, S, Dh = q.shape
+    if bias is not None:
+        b = _squeeze(bias, 1)
+        dv = (b.shape[0] - (H + kv_heads) * Dh) // kv_heads
+        bq, bk, bv = (b[: H * Dh].reshape(H, 1, Dh), b[H * Dh: (H + kv_heads) * Dh].reshape(kv_heads, 1, Dh),
+                      b[(H + kv_heads) * Dh:].reshape(kv_heads, 1, dv))
+        q = _biased(q, bq, dt, half)
+        if k is not None:
+            k, v = _biased(k, bk, dt, half), _biased(v, bv, dt, half)
+    pk, pv = _squeeze(past_k, 4), _squeeze(past_v, 4)
+    lengths = None if past_lengths is None else _squeeze(past_lengths, 1)
+    if pk is not None and k is not None and lengths is not None:
+        # GroupQueryAttention's present: each batch's valid past, its new keys, then zeros
+        n = k.shape[2]
+        T = pk.shape[2] + n
+
+        def place(past, new, length):
+            full = jnp.concatenate([past, jnp.zeros(past.shape[:1] + (n,) + past.shape[2:], past.dtype)], axis=1)
+            full = lax.dynamic_update_slice(full, new, (np.int32(0), length, np.int32(0)))
+            j = jnp.arange(T, dtype=np.int32)[None, :, None]
+            return jnp.where(j < length + n, full, jnp.zeros((), full.dtype))
+
+        k, v = jax.vmap(place)(pk, k, lengths), jax.vmap(place)(pv, v, lengths)
+    elif pk is not None:
+        k = pk if k is None else jnp.concatenate([pk, k], axis=2)
+        v = pv if v is None else jnp.concatenate([pv, v], axis=2)
+    new_keys = k.shape[2] - (0 if pk is None else pk.shape[2])
+    mask4 = _squeeze(mask, 4) if mask_type is MaskType.BOOLEAN else None
+    length_mask = None
+    if mask is not None and mask_type is not MaskType.BOOLEAN:
+        length_mask = _squeeze(mask, 1 if mask_type is MaskType.KEY_QUERY_SEQUENCE_LENGTH_START_END else 2)
+    qc, kc, vc = (load(t, True) for t in (q, k, v))  # FLOAT16 stays FLOAT16 for the products
+    rel4 = None if rel is None else load(_squeeze(rel, 4), half)
+    if rel4 is None and mask is None and lengths is None and not half:
+        out = _fused(qc, kc, vc, scale)
+    else:
+        out = blockwise_attention(qc, kc, vc, scale=scale, filter_value=mask_filter_value, rel_bias=rel4,
+                                  bool_mask=mask4, mask_type=mask_type, length_mask=length_mask,
+                                  past_lengths=lengths, new_keys=new_keys)
+    out = out.transpose(0, 2, 1, 3).reshape(B, S, -1)
+    return store(out, dt), k, v
+
+
+@operator(MULTIHEAD_ATTENTION)
+def multihead_attention(query, key, value, stacked_query_key, stacked_key_value, stacked_query_key_value, bias, mask,
+                        relative_position_bias, past_key, past_value, *, scale, mask_filter_value, head_count,
+                        mask_type, allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> q = np.array([[[1, 0]]], np.float32)                  # batch 1, one query, one head of size 2
+        >>> k = np.array([[[1, 0], [0, 1]]], np.float32)          # two keys
+        >>> v = np.array([[[10, 0], [0, 10]]], np.float32)
+        >>> out, present_key, present_value = dmljax.multihead_attention(q, k, v, scale=np.log(3.0), head_count=1)
+        >>> out.round(4), present_key.shape                      # softmax([ln 3, 0]) = [3/4, 1/4]
+        (Array([[[7.5, 2.5]]], dtype=float32), (1, 1, 2, 2))
+    """
+    return attention(query, key, value, stacked_query_key, stacked_key_value, stacked_query_key_value, bias, mask,
+                     relative_position_bias, past_key, past_value, None, scale=scale,
+                     mask_filter_value=mask_filter_value, heads=head_count, kv_heads=head_count,
+                     mask_type=mask_type, half=allow_half_precision_computation)
+
+
+@operator(MULTIHEAD_ATTENTION1)
+def multihead_attention1(query, key, value, stacked_query_key, stacked_key_value, stacked_query_key_value, bias,
+                         mask, relative_position_bias, past_key, past_value, past_sequence_lengths, *, scale,
+                         mask_filter_value, query_head_count, key_value_head_count, mask_type,
+                         allow_half_precision_computation):
+    """Example:
+        >>> import numpy as np, dmljax
+        >>> q = np.ones((1, 1, 4), np.float32)                   # 2 query heads of size 2
+        >>> k = np.ones((1, 3, 2), np.float32)                   # 1 key/value head, 3 keys
+        >>> v = np.arange(6, dtype=np.float32).reshape(1, 3, 2)
+        >>> out, _, _ = dmljax.multihead_attention1(q, k, v, scale=1.0, query_head_count=2, key_value_head_count=1)
+        >>> out                                                  # both heads share the values: their mean
+        Array([[[2., 3., 2., 3.]]], dtype=float32)
+    """
+    return attention(query, key, value, stacked_query_key, stacked_key_value, stacked_query_key_value, bias, mask,
+                     relative_position_bias, past_key, past_value, past_sequence_lengths, scale=scale,
+                     mask_filter_value=mask_filter_value, heads=query_head_count, kv_heads=key_value_head_count,
+                     mask_type=mask_type, half=allow_half_precision_computation)
