@@ -9,10 +9,10 @@ reverse mode transposes that tangent back into the rule's own operations, so ``j
 what the rule says (its ties, its FLOAT16 products) and ``jax.jvp`` gives the same derivative.
 Second derivatives differentiate the rule itself, so it is written in differentiable code.
 
-A rule reads and writes its cotangents with ``read_cotangent`` and ``write_cotangent``: in the
-compute type and rounded once, as ``load`` and ``store`` do, without the flush of FLOAT32
-denormals, which is a rule about values (docs/semantics.md section 4: the flush passes gradients
-through unchanged) and is not linear, so JAX could not transpose it."""
+The rule is traced under ``numerics.gradient_rule``, which passes FLOAT32 denormals unflushed:
+the flush is a rule about values (docs/semantics.md section 4: it passes gradients through
+unchanged) and it is not linear, so JAX could not transpose a rule that flushed its cotangent.
+A ``*_GRAD`` operator called as an operator flushes its results as every operator does."""
 
 from __future__ import annotations
 
@@ -23,8 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.custom_derivatives import SymbolicZero
 
-from dmljax._src.dtypes import DataType
-from dmljax._src.numerics import compute_dtype
+from dmljax._src.numerics import gradient_rule
 
 
 def _differentiable(primal, tangent) -> bool:
@@ -49,26 +48,24 @@ def backward_rule(fun: Callable, fwd: Callable, bwd: Callable) -> Callable:
     def run_jvp(primals, tangents):
         out, res = fwd(*primals)
         live = [i for i, (p, t) in enumerate(zip(primals, tangents)) if _differentiable(p, t)]
-        if not live:
-            return out, jax.tree.map(jnp.zeros_like, out)
+        leaves, tree = jax.tree.flatten(out)
+        floats = [jnp.issubdtype(leaf.dtype, jnp.inexact) for leaf in leaves]
 
-        def cotangents(ct):
-            cts = bwd(res, ct)
-            return tuple(jnp.zeros_like(primals[i]) if cts[i] is None else cts[i] for i in live)
+        def cotangents(*float_cts):
+            given = iter(float_cts)
+            cts = [next(given) if f else np.zeros(leaf.shape, jax.dtypes.float0) for leaf, f in zip(leaves, floats)]
+            grads = bwd(res, jax.tree.unflatten(tree, cts))
+            return tuple(jnp.zeros_like(primals[i]) if grads[i] is None else grads[i] for i in live)
 
-        (dout,) = jax.linear_transpose(cotangents, out)(tuple(tangents[i] for i in live))
-        return out, dout
+        douts = iter(())
+        if live:
+            with gradient_rule():
+                transposed = jax.linear_transpose(cotangents, *(leaf for leaf, f in zip(leaves, floats) if f))
+            douts = iter(transposed(tuple(tangents[i] for i in live)))
+        tangent = [(next(douts, None) if f else None) for f in floats]
+        tangent = [jnp.zeros_like(leaf) if f and t is None else t if f else np.zeros(leaf.shape, jax.dtypes.float0)
+                   for leaf, f, t in zip(leaves, floats, tangent)]
+        return out, jax.tree.unflatten(tree, tangent)
 
     run.defjvp(run_jvp, symbolic_zeros=True)
     return run
-
-
-def read_cotangent(ct, allow_half: bool = False):
-    """A cotangent in the compute type of its tensor's type (FLOAT16 widened unless ``allow_half``)."""
-    dt = DataType.from_dtype(ct.dtype)
-    return ct.astype(compute_dtype(dt, allow_half))
-
-
-def write_cotangent(g, data_type: DataType):
-    """A gradient computed in the compute type, rounded once to ``data_type``."""
-    return g.astype(data_type.dtype)

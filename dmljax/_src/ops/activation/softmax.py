@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dmljax._src.derivatives import backward_rule, read_cotangent, write_cotangent
+from dmljax._src.derivatives import backward_rule
 from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
 from dmljax._src.errors import Violation
 from dmljax._src.kernel_seam import choose
@@ -96,12 +96,12 @@ def normalize(x: jnp.ndarray, axes: tuple[int, ...], log: bool, half: bool) -> j
         return store(d - jnp.log(s) if log else e / s, dt)
 
     def xla_backward(y, dy):
-        yf, g = load(y, half), read_cotangent(dy, half)
+        yf, g = load(y, half), load(dy, half)
         if log:
             dx = g - jnp.exp(yf) * jnp.sum(g, axis=axes, keepdims=True)
         else:
             dx = yf * (g - jnp.sum(g * yf, axis=axes, keepdims=True))
-        return write_cotangent(dx, DataType.from_dtype(dy.dtype))
+        return store(dx, DataType.from_dtype(dy.dtype))
 
     def forward(x):
         return route.run(xla_forward, lambda v: softmax_rows(v, log), x)
@@ -112,9 +112,9 @@ def normalize(x: jnp.ndarray, axes: tuple[int, ...], log: bool, half: bool) -> j
 
     def run_bwd(y, dy):
         # softmax: dX = y * (dY - sum(dY * y)); log-softmax: dX = dY - exp(y) * sum(dY), with y
-        # the stored output, in the compute type, rounded once. The
-        # rule is XLA's formula in both modes (JAX transposes it for jax.jvp; a Pallas kernel
-        # cannot be transposed), the forward pass the kernel's where it applies.
+        # the stored output, in the compute type, rounded once. XLA's formula in both modes (JAX
+        # transposes it for jax.jvp, as it cannot a Pallas kernel); the forward pass is the
+        # kernel's where it applies.
         return (xla_backward(y, dy),)
 
     out = backward_rule(forward, run_fwd, run_bwd)(x)
