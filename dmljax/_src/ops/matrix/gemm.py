@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
 from dmljax._src.catalog import PREFIX
-from dmljax._src.derivatives import backward_rule
 from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
 from dmljax._src.enums import MatrixTransform
 from dmljax._src.errors import Violation
@@ -172,6 +172,7 @@ def _half_product(x, y, alpha, to_half: bool):
         return lax.platform_dependent(p, q, cuda=lambda p, q: lax.dot_general(p, q, (contract, (batch, batch))),
                                       default=wide)
 
+    @jax.custom_vjp
     def run(p, q):
         if to_half:
             return rounded(p, q, ((nb + 1,), (nb,)))  # [..., M, K] x [..., K, N]
@@ -187,7 +188,7 @@ def _half_product(x, y, alpha, to_half: bool):
         dq = rounded(p, ds16, ((nb,), (nb,)))  # P^T x dS: [..., M, K] x [..., M, N]
         return dp, dq
 
-    run = backward_rule(run, run_fwd, run_bwd)
+    run.defvjp(run_fwd, run_bwd)
     return run(x, y)
 
 
