@@ -9,7 +9,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 import weakref
 
 import jax
@@ -56,9 +58,30 @@ def flush_denormals(x: jnp.ndarray) -> jnp.ndarray:
     denormals are kept). XLA's CPU backend flushes by itself and its GPU backend does not: doing
     it explicitly makes both give the same bits. The flush is a rule about values, not a function
     to differentiate: its derivative is the identity (a gradient at 0 is not cut off)."""
-    if x.dtype != np.float32:
+    if x.dtype != np.float32 or in_gradient_rule():
         return x
     return _flush_f32(x)
+
+
+_RULE = threading.local()
+
+
+@contextlib.contextmanager
+def gradient_rule():
+    """While a gradient rule is traced to be transposed (derivatives.backward_rule), FLOAT32
+    denormals pass unflushed: the flush is a rule about values whose derivative is the identity,
+    and it is not linear, so JAX could not transpose a rule that applied it to a cotangent."""
+    depth = getattr(_RULE, "depth", 0)
+    _RULE.depth = depth + 1
+    try:
+        yield
+    finally:
+        _RULE.depth = depth
+
+
+def in_gradient_rule() -> bool:
+    """Whether a gradient rule is being traced (``gradient_rule``)."""
+    return getattr(_RULE, "depth", 0) > 0
 
 
 @jax.custom_jvp
@@ -90,7 +113,10 @@ def flush_values(x):
 
 
 def mark_flushed(x) -> None:
-    """Record that ``x`` (an array or tracer) holds FLOAT32 values already flushed."""
+    """Record that ``x`` (an array or tracer) holds FLOAT32 values already flushed (not inside a
+    gradient rule, which does not flush)."""
+    if in_gradient_rule():
+        return
     key = id(x)
 
     def forget(ref, key=key):

@@ -16,10 +16,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dmljax._src.derivatives import backward_rule
 from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
 from dmljax._src.errors import Violation
 from dmljax._src.kernel_seam import choose
-from dmljax._src.kernels.softmax import SOFTMAX_ROWS, softmax_rows, softmax_rows_grad
+from dmljax._src.kernels.softmax import SOFTMAX_ROWS, softmax_rows
 from dmljax._src.numerics import flush_denormals, load, mark_flushed, store
 from dmljax._src.op import operator
 from dmljax._src.ops.factories import SUPPORT_ACTIVATION, activation_op, check_axes
@@ -105,21 +106,18 @@ def normalize(x: jnp.ndarray, axes: tuple[int, ...], log: bool, half: bool) -> j
     def forward(x):
         return route.run(xla_forward, lambda v: softmax_rows(v, log), x)
 
-    @jax.custom_vjp
-    def run(x):
-        return forward(x)
-
     def run_fwd(x):
         y = forward(x)
         return y, y
 
     def run_bwd(y, dy):
         # softmax: dX = y * (dY - sum(dY * y)); log-softmax: dX = dY - exp(y) * sum(dY), with y
-        # the stored output, in the compute type, rounded once (FLOAT32 denormals flushed).
-        return (route.run(xla_backward, lambda a, b: softmax_rows_grad(a, b, log), y, dy),)
+        # the stored output, in the compute type, rounded once. XLA's formula in both modes (JAX
+        # transposes it for jax.jvp, as it cannot a Pallas kernel); the forward pass is the
+        # kernel's where it applies.
+        return (xla_backward(y, dy),)
 
-    run.defvjp(run_fwd, run_bwd)
-    out = run(x)
+    out = backward_rule(forward, run_fwd, run_bwd)(x)
     if dt is F32:
         mark_flushed(out)
     return out

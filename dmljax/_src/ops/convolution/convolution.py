@@ -19,6 +19,7 @@ from jax import lax
 from jax.custom_derivatives import SymbolicZero
 
 from dmljax._src.catalog import PREFIX
+from dmljax._src.derivatives import backward_rule
 from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
 from dmljax._src.enums import ConvolutionDirection, ConvolutionMode
 from dmljax._src.errors import Violation
@@ -295,7 +296,6 @@ def _half_operands(x, w, geometry_):
     def conv(a, b, accumulate):
         return convolve(a, b, *geometry_, None, accumulate)
 
-    @jax.custom_vjp
     def run(a, b):
         return conv(a, b, np.float32)
 
@@ -317,7 +317,7 @@ def _half_operands(x, w, geometry_):
 
         return tuple(lax.platform_dependent(a, b, dy16, cpu=wide, default=narrow))
 
-    run.defvjp(run_fwd, run_bwd)
+    run = backward_rule(run, run_fwd, run_bwd)
     return run(x, w)
 
 

@@ -8,6 +8,7 @@ import numpy as np
 from jax import lax
 
 from dmljax._src.catalog import PREFIX
+from dmljax._src.derivatives import backward_rule
 from dmljax._src.dtypes import (
     FLOAT32_FLOAT16_INT16_INT8_UINT16_UINT8, FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8,
     FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8, DataType,
@@ -84,7 +85,6 @@ def _cast(x, out: DataType):
     if not (src.is_float and out.is_float):
         return jax.lax.stop_gradient(convert(x, out)) if src.is_float else convert(x, out)
 
-    @jax.custom_vjp
     def run(v):
         return convert(v, out)
 
@@ -94,7 +94,7 @@ def _cast(x, out: DataType):
     def bwd(_, dy):
         return (convert(dy, src),)
 
-    run.defvjp(fwd, bwd)
+    run = backward_rule(run, fwd, bwd)
     return run(x)
 
 

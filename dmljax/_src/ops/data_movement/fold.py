@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import math
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
 from dmljax._src.catalog import PREFIX
+from dmljax._src.derivatives import backward_rule
 from dmljax._src.dtypes import FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8, DataType
 from dmljax._src.errors import Violation
 from dmljax._src.numerics import load, mark_flushed, store
@@ -180,7 +180,6 @@ def unfold(input, *, window_sizes, strides, dilations, start_padding, end_paddin
     geometry = (window_sizes, strides, dilations, start_padding, end_padding)
     spatial = input.shape[2:]
 
-    @jax.custom_vjp
     def run(x):
         return columns(x, *geometry)
 
@@ -191,7 +190,7 @@ def unfold(input, *, window_sizes, strides, dilations, start_padding, end_paddin
         dt = DataType.from_dtype(dy.dtype)
         return (store(places(load(dy, flush=False), spatial, *geometry), dt),)
 
-    run.defvjp(run_fwd, run_bwd)
+    run = backward_rule(run, run_fwd, run_bwd)
     out = columns(input, *geometry) if not jnp.issubdtype(input.dtype, jnp.floating) else run(input)
     return out.reshape(output_sizes)
 
@@ -254,7 +253,6 @@ def fold(input, *, window_sizes, strides, dilations, start_padding, end_padding,
     if dt.is_integer:
         return places(x, spatial, *geometry)
 
-    @jax.custom_vjp
     def run(v):
         return store(places(load(v, allow_half_precision_computation), spatial, *geometry), dt)
 
@@ -264,7 +262,7 @@ def fold(input, *, window_sizes, strides, dilations, start_padding, end_padding,
     def run_bwd(_, dy):
         return (columns(dy, *geometry),)
 
-    run.defvjp(run_fwd, run_bwd)
+    run = backward_rule(run, run_fwd, run_bwd)
     out = run(x)
     if dt is DataType.FLOAT32:
         mark_flushed(out)

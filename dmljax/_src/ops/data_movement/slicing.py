@@ -11,6 +11,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from dmljax._src.catalog import PREFIX
+from dmljax._src.derivatives import backward_rule
 from dmljax._src.dtypes import (
     FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8, FLOAT32_FLOAT16_INT32_INT16_UINT32_UINT16,
     FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8,
@@ -191,7 +192,6 @@ def _slice_grad(dy, input_sizes, offsets, sizes, strides):
 
 
 def _window_vjp(x, offsets, sizes, strides):
-    @jax.custom_vjp
     def run(v):
         return _window(v, offsets, sizes, strides)
 
@@ -201,7 +201,7 @@ def _window_vjp(x, offsets, sizes, strides):
     def bwd(_, dy):
         return (_slice_grad(dy, x.shape, offsets, sizes, strides),)
 
-    run.defvjp(fwd, bwd)
+    run = backward_rule(run, fwd, bwd)
     return run(x) if jnp.issubdtype(x.dtype, jnp.floating) else _window(x, offsets, sizes, strides)
 
 

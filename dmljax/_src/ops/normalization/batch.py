@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import math
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jax.custom_derivatives import SymbolicZero
 
 from dmljax._src.catalog import PREFIX
+from dmljax._src.derivatives import backward_rule
 from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
 from dmljax._src.errors import Violation
 from dmljax._src.feature_level import FeatureLevel
@@ -277,7 +277,6 @@ def batch_normalization(input, mean, variance, scale, bias, *, spatial, epsilon,
     eps = np.float32(epsilon)
     shapes = [a.shape for a in (input, mean, variance, scale, bias)]
 
-    @jax.custom_vjp
     def run(x, m, v, s, b):
         mf, vf, sf, bf = load_together(m, v, s, b)
         return store(sf * ((load(x) - mf) * lax.rsqrt(vf + eps)) + bf, dt)
@@ -290,7 +289,7 @@ def batch_normalization(input, mean, variance, scale, bias, *, spatial, epsilon,
         grads = _bn_grads(xf, load(dy), mf, vf, sf, eps, shapes)
         return tuple(store(d, dt) for d in grads)
 
-    run.defvjp(run_fwd, run_bwd)
+    run = backward_rule(run, run_fwd, run_bwd)
     out = run(input, mean, variance, scale, bias)
     if dt is F32:
         mark_flushed(out)
@@ -456,13 +455,11 @@ def batch_normalization_training(input, scale, bias, fused_add=None, *, epsilon,
         return (store(out, dt), store(jnp.broadcast_to(mean, scale.shape), dt),
                 store(jnp.broadcast_to(var, scale.shape), dt)), (mean, var)
 
-    @jax.custom_vjp
     def run(x, s, b, *fa):
         return forward(x, s, b, fa[0] if fa else None)[0]
 
     def run_fwd(x, s, b, *fa):
-        x, s, b = x.value, s.value, b.value
-        fa = fa[0].value if fa else None
+        fa = fa[0] if fa else None
         outs, (mean, var) = forward(x, s, b, fa)
         return outs, (x, s, mean, var)
 
@@ -486,7 +483,7 @@ def batch_normalization_training(input, scale, bias, fused_add=None, *, epsilon,
             grads += (store(jnp.zeros(x.shape, _F32) if dy is None else load(dy), dt),)
         return grads
 
-    run.defvjp(run_fwd, run_bwd, symbolic_zeros=True)
+    run = backward_rule(run, run_fwd, run_bwd)
     out, mean, var = run(input, scale, bias, *((fused_add,) if has_add else ()))
     if dt is F32:
         for o in (out, mean, var):

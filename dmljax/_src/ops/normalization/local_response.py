@@ -5,12 +5,12 @@ Sums are accumulated in FLOAT32 (FLOAT16 inputs widened first) and rounded once.
 from __future__ import annotations
 
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
 from dmljax._src.catalog import PREFIX
+from dmljax._src.derivatives import backward_rule
 from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
 from dmljax._src.errors import Violation
 from dmljax._src.numerics import load, store
@@ -123,7 +123,6 @@ def local_response_normalization(input, *, cross_channel, local_size, alpha, bet
     dt = DataType.from_dtype(input.dtype)
     args = (cross_channel, local_size, alpha, beta, bias)
 
-    @jax.custom_vjp
     def run(x):
         return store(load(x) * jnp.power(_lrn_terms(x, cross_channel, local_size, alpha, bias), np.float32(-beta)), dt)
 
@@ -133,7 +132,7 @@ def local_response_normalization(input, *, cross_channel, local_size, alpha, bet
     def run_bwd(x, dy):
         return (store(lrn_input_grad(x, load(dy), *args), dt),)
 
-    run.defvjp(run_fwd, run_bwd)
+    run = backward_rule(run, run_fwd, run_bwd)
     return flushed_output(run(input), dt)
 
 

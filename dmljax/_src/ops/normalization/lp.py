@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import math
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from dmljax._src.catalog import PREFIX
+from dmljax._src.derivatives import backward_rule
 from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
 from dmljax._src.errors import Violation
 from dmljax._src.numerics import load, store
@@ -91,7 +91,6 @@ def lp_normalization(input, *, axis, epsilon, p, allow_half_precision_computatio
             return jnp.sum(jnp.abs(xf), axis=axis, keepdims=True) + eps
         return jnp.sqrt(jnp.sum(xf * xf, axis=axis, keepdims=True) + eps)
 
-    @jax.custom_vjp
     def run(x):
         xf = load(x)
         return store(xf / norm(xf), dt)
@@ -107,5 +106,5 @@ def lp_normalization(input, *, axis, epsilon, p, allow_half_precision_computatio
         s = y if p == 2 else jnp.sign(xf)
         return (store((g - s * along) / n, dt),)
 
-    run.defvjp(run_fwd, run_bwd)
+    run = backward_rule(run, run_fwd, run_bwd)
     return flushed_output(run(input), dt)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import math
 
-import jax
 import numpy as np
 from jax import lax
 
 from dmljax._src.catalog import PREFIX
+from dmljax._src.derivatives import backward_rule
 from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
 from dmljax._src.errors import Violation
 from dmljax._src.feature_level import FeatureLevel
@@ -57,7 +57,6 @@ def mean_variance_normalize(x, scale, bias, axes, use_mean, use_var, epsilon, fu
         xc = xf - mean if use_mean else xf
         return (xc * lax.rsqrt(var + eps) if use_var else xc), mean, var
 
-    @jax.custom_vjp
     def run(v, *sb):
         xhat = normalized(load(v))[0]
         s, b = _split(sb, has)  # (loaded apart: stacking them took a kernel more on an H100, 0.92x -> 0.94x)
@@ -81,7 +80,7 @@ def mean_variance_normalize(x, scale, bias, axes, use_mean, use_var, epsilon, fu
             grads.append(store(sum_to(g, b.shape), dt))
         return tuple(grads)
 
-    run.defvjp(run_fwd, run_bwd)
+    run = backward_rule(run, run_fwd, run_bwd)
     out = flushed_output(run(x, *(t for t in (scale, bias) if t is not None)), dt)
     return apply_fused(fused, out, half)
 

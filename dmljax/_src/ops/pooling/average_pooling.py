@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import math
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from dmljax._src.catalog import PREFIX
+from dmljax._src.derivatives import backward_rule
 from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
 from dmljax._src.errors import Violation
 from dmljax._src.numerics import flush_denormals, load, mark_flushed, store
@@ -67,7 +67,6 @@ def average_pool(x, w: Window, include_padding: bool, half: bool):
     dt = DataType.from_dtype(x.dtype)
     spatial = x.shape[2:]
 
-    @jax.custom_vjp
     def run(v):
         c = load(v, half)
         return store(window_sum(c, w) / _divisor(spatial, w, include_padding, c.dtype), dt)
@@ -78,7 +77,7 @@ def average_pool(x, w: Window, include_padding: bool, half: bool):
     def bwd(_, dy):
         return (average_pool_grad(dy, spatial, w, include_padding, half),)
 
-    run.defvjp(fwd, bwd)
+    run = backward_rule(run, fwd, bwd)
     return _finish(run(x), dt)
 
 
@@ -265,7 +264,6 @@ def lp_pool(x, w: Window, p: int, half: bool):
     def value(c):
         return _root(window_sum(_terms(jnp.abs(c), p), w), p)
 
-    @jax.custom_vjp
     def run(v):
         return store(value(load(v, half)), dt)
 
@@ -283,7 +281,7 @@ def lp_pool(x, w: Window, p: int, half: bool):
             coef = jnp.where(y > 0, g / jnp.where(y > 0, scale, 1), np.zeros((), g.dtype))
         return (store(window_sum_transpose(coef, spatial, w) * _power(c, p), dt),)
 
-    run.defvjp(fwd, bwd)
+    run = backward_rule(run, fwd, bwd)
     return _finish(run(x), dt)
 
 

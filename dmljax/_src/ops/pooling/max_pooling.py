@@ -21,6 +21,7 @@ import numpy as np
 from jax import lax
 
 from dmljax._src.catalog import PREFIX
+from dmljax._src.derivatives import backward_rule
 from dmljax._src.dtypes import (
     FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT8_UINT8, FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8,
     UINT32, UINT64_UINT32, DataType,
@@ -355,7 +356,6 @@ def max_pool(x, w: Window, index_dtype=None):
     if not jnp.issubdtype(x.dtype, jnp.floating):
         return primal(x)
 
-    @jax.custom_vjp
     def run(v):
         return primal(v)
 
@@ -367,7 +367,7 @@ def max_pool(x, w: Window, index_dtype=None):
         dy = ct if index_dtype is None else ct[0]
         return (_grad_at(at, dy, spatial, w, False),)
 
-    run.defvjp(fwd, bwd)
+    run = backward_rule(run, fwd, bwd)
     out = run(x)
     if x.dtype == np.float32:
         mark_flushed(out if index_dtype is None else out[0])  # keys of flushed values
@@ -378,7 +378,6 @@ def max_pool_grad(x, dy, w: Window, half: bool):
     """MAX_POOLING_GRAD: dY of each window added to its first maximum's element. Its own gradient:
     by dY, the cotangent read back at each window's first maximum; by the input, none (a selection)."""
 
-    @jax.custom_vjp
     def run(v, g):
         return _grad_at(_max_and_position(v, w)[1], g, v.shape[2:], w, half)
 
@@ -392,7 +391,7 @@ def max_pool_grad(x, dy, w: Window, half: bool):
         got = jnp.take_along_axis(ddx.reshape(n, c, -1), jnp.maximum(at, 0).reshape(n, c, -1), axis=2)
         return jnp.zeros_like(v), jnp.where(at < 0, np.zeros((), ddx.dtype), got.reshape(at.shape))
 
-    run.defvjp(fwd, bwd)
+    run = backward_rule(run, fwd, bwd)
     return run(x, dy)
 
 

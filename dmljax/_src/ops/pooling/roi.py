@@ -26,6 +26,7 @@ import numpy as np
 from jax import lax
 
 from dmljax._src.catalog import PREFIX
+from dmljax._src.derivatives import backward_rule
 from dmljax._src.dtypes import FLOAT32_FLOAT16, UINT32, UINT64_UINT32, DataType
 from dmljax._src.enums import InterpolationMode, ReduceFunction
 from dmljax._src.errors import Violation
@@ -426,7 +427,6 @@ def _align(input, roi, batch_indices, s: _Align, half: bool):
         reduce = _average if s.reduction is ReduceFunction.AVERAGE else _maximum
         return store(reduce(load(x, half), load(rois).astype(np.float32).reshape(-1, 4), b, ok, s, ct), dt)
 
-    @jax.custom_vjp
     def run(x, rois, batch):
         return forward(x, rois, batch)
 
@@ -438,7 +438,7 @@ def _align(input, roi, batch_indices, s: _Align, half: bool):
         dx, droi = align_grad(x, dy, rois, batch, s, half, x.shape)
         return store(dx, dt), store(droi, DataType.from_dtype(rois.dtype)), None
 
-    run.defvjp(run_fwd, run_bwd)
+    run = backward_rule(run, run_fwd, run_bwd)
     out = run(input, roi, batch_indices)
     if dt is F32:
         mark_flushed(out)

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from dmljax._src.derivatives import backward_rule
 from dmljax._src.dtypes import FLOAT32_FLOAT16_INT32_UINT32, FLOAT32_FLOAT16_INT64_INT32_UINT64_UINT32, DataType
 from dmljax._src.enums import AxisDirection
 from dmljax._src.errors import Violation
@@ -136,7 +137,6 @@ def tally(x, axis: int, reverse: bool, exclusive: bool, product: bool, half: boo
             return store(core(load(u, half), rev), DataType.from_dtype(u.dtype))
         return route.run(xla, lambda u: rows(u, rev, exclusive), v)
 
-    @jax.custom_vjp
     def run(v):
         return summed(v, reverse)
 
@@ -151,7 +151,7 @@ def tally(x, axis: int, reverse: bool, exclusive: bool, product: bool, half: boo
         _, vjp = jax.vjp(core, load(v, half))
         return (store(vjp(load(dy, half).astype(load(v, half).dtype))[0], DataType.from_dtype(dy.dtype)),)
 
-    run.defvjp(run_fwd, run_bwd)
+    run = backward_rule(run, run_fwd, run_bwd)
     out = run(x)
     if dt is F32:
         mark_flushed(out)

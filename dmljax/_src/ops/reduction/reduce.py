@@ -11,6 +11,7 @@ import numpy as np
 from jax import lax
 
 from dmljax._src.catalog import PREFIX
+from dmljax._src.derivatives import backward_rule
 from dmljax._src.dtypes import (
     FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8, FLOAT32_FLOAT16_INT32_UINT32,
     FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8, FLOAT32_FLOAT16_INT64_INT32_UINT64_UINT32,
@@ -215,7 +216,6 @@ def _max_min(x, axes, larger: bool):
         k = max_key_columns(v, axes[0], keys_of if larger else (lambda u: ~keys_of(u)))
         return k if larger else ~k
 
-    @jax.custom_vjp
     def run(v):
         k = choose(EXTREME_COLUMNS, facts=(v.shape, tuple(axes), v.dtype)).run(xla_keys, column_keys, v)  # FLOAT16 columns on a GPU
         return jnp.where(k == never, jnp.asarray(np.nan, v.dtype), _from_keys(k, v.dtype))
@@ -227,7 +227,7 @@ def _max_min(x, axes, larger: bool):
         mask = _extreme_mask(keys_of(v), axes, larger)
         return (jnp.where(mask, jnp.broadcast_to(dy, v.shape), jnp.zeros((), dy.dtype)),)
 
-    run.defvjp(fwd, bwd)
+    run = backward_rule(run, fwd, bwd)
     out = run(x)
     if x.dtype == np.float32:
         mark_flushed(out)
@@ -310,7 +310,6 @@ def _float_grad(f: F, v, y, dy, axes):
 def _float(x, f: F, axes, half: bool):
     dt = DataType.from_dtype(x.dtype)
 
-    @jax.custom_vjp
     def run(v):
         return store(_float_core(f, load(v, half), axes), dt)
 
@@ -322,7 +321,7 @@ def _float(x, f: F, axes, half: bool):
         y = _float_core(f, c, axes)
         return (store(_float_grad(f, c, y, load(dy, half).astype(c.dtype), axes), DataType.from_dtype(dy.dtype)),)
 
-    run.defvjp(fwd, bwd)
+    run = backward_rule(run, fwd, bwd)
     out = run(x)
     if dt is F32:
         mark_flushed(out)

@@ -19,12 +19,12 @@ import functools
 import math
 from fractions import Fraction
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
 from dmljax._src.catalog import PREFIX
+from dmljax._src.derivatives import backward_rule
 from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
 from dmljax._src.enums import AxisDirection, InterpolationMode
 from dmljax._src.errors import Violation
@@ -300,7 +300,6 @@ def differentiable(x, steps, mode, half: bool):
         return values(x, steps, mode, half)
     dt = DataType.from_dtype(x.dtype)
 
-    @jax.custom_vjp
     def run(v):
         return values(v, steps, mode, half)
 
@@ -310,7 +309,7 @@ def differentiable(x, steps, mode, half: bool):
     def run_bwd(_, dy):
         return (gradient_values(dy, steps, False, dt),)
 
-    run.defvjp(run_fwd, run_bwd)
+    run = backward_rule(run, run_fwd, run_bwd)
     out = run(x)
     if mode is LINEAR and dt is F32:
         mark_flushed(out)
