@@ -11,12 +11,24 @@ import os  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from tests import tiers  # noqa: E402
+from dmljax._src import registry  # noqa: E402
+from tests import catalog, tiers  # noqa: E402
 
 
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
+
+
+@pytest.fixture
+def unimplemented(monkeypatch):
+    """The catalog's last two operators hidden from the registry for one test, as
+    (tests.catalog.unimplemented(0), tests.catalog.unimplemented(1)): DirectML operators that dmljax,
+    for that test, does not implement."""
+    hidden = (catalog.unimplemented(0), catalog.unimplemented(1))
+    for entry in hidden:
+        monkeypatch.delitem(registry._REGISTRY, entry.enum_name)
+    return hidden
 
 
 @pytest.fixture

@@ -18,7 +18,6 @@ from dmljax._src.spec import REQUIRED
 from dmljax.bench import cases, chain, memory, ratios
 from dmljax.bench.cli import parse_sizes
 from dmljax.bench.hlo import hlo_kernel_count
-from tests import catalog
 
 TINY = ["--budget-per-point", "0", "--compile-reps", "1", "--no-torch", "--no-ort", "--quiet"]
 FAST = TINY + ["--no-grad", "--no-overhead", "--no-plots"]
@@ -67,15 +66,15 @@ def test_sizes_parse():
             parse_sizes(bad)
 
 
-def test_names_go_through_the_registry():
+def test_names_go_through_the_registry(unimplemented):
     assert cases.resolve("SCALED_ELU") is dmljax.activation_scaled_elu  # an unambiguous end
     assert cases.resolve("element_wise_if") is dmljax.element_wise_if
     assert cases.resolve(str(dmljax.element_wise_if.spec.value)) is dmljax.element_wise_if
     with pytest.raises(ValueError, match="ambiguous"):
         cases.resolve("ELU")
-    with pytest.raises(ValueError, match=f"{catalog.unimplemented().enum_name} is a DirectML operator that "
+    with pytest.raises(ValueError, match=f"{unimplemented[0].enum_name} is a DirectML operator that "
                        "dmljax does not implement yet"):
-        cases.resolve(catalog.unimplemented().short_name)
+        cases.resolve(unimplemented[0].short_name)
     with pytest.raises(ValueError, match="not a DirectML operator"):
         cases.resolve("NOPE")
 
@@ -145,10 +144,10 @@ def test_smoke_run_writes_json_markdown_and_plots(tmp_path, capsys):
 
 
 # ------------------------------------------------------------------------------ bad inputs
-def test_unknown_operator(capsys, tmp_path):
+def test_unknown_operator(capsys, tmp_path, unimplemented):
     status, out, err = bench(["--ops", "NOPE", "--out", tmp_path], capsys)
     assert_clean_error(status, err, "'NOPE' is not a DirectML operator")
-    missing = catalog.unimplemented()
+    missing = unimplemented[0]
     status, out, err = bench(["--ops", "ELU", missing.short_name, "--out", tmp_path], capsys)
     assert_clean_error(status, err, "ambiguous", f"{missing.enum_name} is a DirectML operator that dmljax does not "
                        "implement")
@@ -222,7 +221,7 @@ def test_unwritable_output_folder(capsys, tmp_path):
 
 # ------------------------------------------------------------------------------------ fuzzing
 VALID_NAMES = [n.removeprefix("DML_OPERATOR_") for n in dmljax.registry()] + ["SCALED_ELU", "IF", "element_wise_add"]
-NAMES = VALID_NAMES + ["ELU", "NOPE", catalog.unimplemented().short_name, "0", "88", "", " ", "DML_OPERATOR_",
+NAMES = VALID_NAMES + ["ELU", "NOPE", "0", "88", "", " ", "DML_OPERATOR_",
                        "ELEMENT_WISE_IF\n", "_", "x" * 300]
 TYPES = list(dmljax.DataType.__members__) + ["float32", "BFLOAT16", "", "7", "FLOAT32 "]
 VALID_SIZES = ["2", "3,4", "2:4", "2:4:2", " 3 ", "3,", "16", "20"]  # 2^20 does not fit the 80 MB below

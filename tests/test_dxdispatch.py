@@ -455,7 +455,9 @@ def _bad(tmp_path, resources=None, dispatchables=None, commands=None):
     ("misaligned offset", ["OutputTensor is bound at byte offset 4; the offset must be a multiple of 16"]),
     ("hlsl", ["dispatchable 'id'", "is an HLSL compute shader ('hlsl'); dmljax runs DirectML operator dispatchables only"]),
 ])
-def test_malformed_model_messages(tmp_path, case, fragments):
+def test_malformed_model_messages(tmp_path, case, fragments, request):
+    if case == "unimplemented operator":
+        request.getfixturevalue("unimplemented")  # hides catalog.unimplemented() from the registry
     res, disp, cmds = dict(BASE_RES), {"id": identity([3])}, None
     dispatch = {"type": "dispatch", "dispatchable": "id", "bindings": {"InputTensor": "A", "OutputTensor": "Out"}}
     if case == "missing resource":
@@ -500,8 +502,8 @@ def test_malformed_model_messages(tmp_path, case, fragments):
         assert f in message, message
 
 
-def test_unimplemented_operator_stops_before_anything_runs(tmp_path, capsys):
-    missing = catalog.unimplemented().enum_name
+def test_unimplemented_operator_stops_before_anything_runs(tmp_path, capsys, unimplemented):
+    missing = unimplemented[0].enum_name
     p = write_model(tmp_path, BASE_RES, {"id": identity([3]), "r": {"type": missing, "desc": {}}},
                     [{"type": "print", "resource": "A"}])
     status, out, err = run_cli(["run", p], capsys)

@@ -160,8 +160,8 @@ def _ops_all(sort: str, level_arg: FeatureLevel | None) -> int:
     entries = catalog()
     done = sum(e.implemented for e in entries)
     if level_arg is None:
-        head = (f"{len(entries)} DirectML operators (DML_TARGET_VERSION 0x6400); dmljax implements {done}, "
-                f"{len(entries) - done} not yet.")
+        head = (f"{len(entries)} DirectML operators (DML_TARGET_VERSION 0x6400); dmljax implements "
+                + ("all of them." if done == len(entries) else f"{done}, {len(entries) - done} not yet."))
     else:
         level = resolve_feature_level(level_arg)
         entries = tuple(e for e in entries if e.introduced <= level)

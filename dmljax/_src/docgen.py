@@ -230,8 +230,9 @@ def operators_markdown() -> str:
         "",
         f"All {len(entries)} operators of DirectML's `DML_OPERATOR_TYPE` (DirectML.h at "
         f"`DML_TARGET_VERSION` 0x6400, feature levels {_v(levels[0])} to {_v(FeatureLevel.newest())}); "
-        f"dmljax implements {n_done}. Calling one that is not implemented yet (`dmljax.get_operator`, "
-        "`dmljax.compile_operator`, `dmljax run`) raises `dmljax.OperatorNotImplementedError`.",
+        + (f"dmljax implements all {n_done}." if n_done == len(entries) else
+           f"dmljax implements {n_done}. Calling one that is not implemented yet (`dmljax.get_operator`, "
+           "`dmljax.compile_operator`, `dmljax run`) raises `dmljax.OperatorNotImplementedError`."),
         "",
         "The same facts from Python: `dmljax.catalog()` (every row below, as `dmljax.CatalogEntry`) and "
         "`dmljax.registry()` (the implemented operators; `op.spec` is each one's record); from a shell: "

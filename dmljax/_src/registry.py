@@ -122,6 +122,6 @@ def catalog() -> tuple[CatalogEntry, ...]:
     >>> import dmljax
     >>> lstm = [e for e in dmljax.catalog() if e.short_name == "LSTM"][0]
     >>> lstm.value, lstm.introduced.version, lstm.family, lstm.implemented
-    (77, '1.0', 'recurrent', False)
+    (77, '1.0', 'recurrent', True)
     """
     return tuple(dataclasses.replace(e, implemented=e.enum_name in _REGISTRY) for e in CATALOG)
