@@ -25,7 +25,8 @@ import dmljax
 from dmljax._src.cli import main
 from dmljax._src.dxdispatch import model as dxdispatch
 from dmljax._src.dxdispatch.model import Model, ModelError, load_json
-from tests import catalog, tiers
+from tests import catalog, compare, tiers
+from tests.reference.record import Attrs
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 MODELS = SHARED / "dxdispatch" / "models"
@@ -232,6 +233,42 @@ def test_shared_model(path, tmp_path, capsys):
         full = missing if missing.startswith("DML_OPERATOR_") else "DML_OPERATOR_" + missing
         assert f"{model}: dispatchable '{name}' ({missing}):" in err
         assert f"{full} is not implemented yet in dmljax" in err
+
+
+@needs_shared
+def test_multihead_attention_model_of_other_refs(tmp_path, capsys):
+    """models/other_refs/dml_mha.json: MULTIHEAD_ATTENTION on a FLOAT16 stacked query/key/value, its
+    optional tensors left out, half-precision computation allowed, then the two commands that print
+    DirectML's temporary resources. The output is held against the float64 reference within the
+    record's half-precision budget (not bit for bit: the budget is what the record promises), and
+    the temporary-resource commands say there is none."""
+    model = tmp_path / "dml_mha.json"
+    shutil.copy(MODELS / "other_refs" / "dml_mha.json", model)
+    status, out, err = run_cli(["run", model, "--no-timing"], capsys)
+    assert status == 0, err
+    printed = [ln for ln in out.splitlines() if ln.startswith("Resource 'output': ")]
+    assert len(printed) == 1, out
+    got = np.array([float(v) for v in printed[0].split(": ", 1)[1].split(", ")]).astype(np.float16)
+    assert [ln for ln in out.splitlines() if ln.startswith("Temporary resource")] == [
+        "Temporary resource (initialization): none; dmljax's operators ask for no temporary resource",
+        "Temporary resource (execution): none; dmljax's operators ask for no temporary resource"]
+
+    m = json.loads(model.read_text())
+    d = m["dispatchables"]["mha"]
+    desc = d["desc"]
+    spec = dmljax.get_operator(d["type"]).spec
+    qkv = np_initial(m["resources"]["stackedQueryKeyValue"], tmp_path)
+    qkv = qkv[:_elements(desc["StackedQueryKeyValueTensor"])].reshape(desc["StackedQueryKeyValueTensor"]["Sizes"])
+    args = [qkv if t.dml_name == "StackedQueryKeyValueTensor" else None for t in spec.inputs]
+    candidates = [c[0] for c in expected_outputs(d["type"], desc, args)]
+    ref = catalog.references()[spec.enum_name]
+    kwargs = _reference_kwargs(spec, desc, ref.fn)
+    attrs = Attrs(kwargs)
+    magnitude = catalog.output_magnitude(ref, args, attrs)
+    budget = catalog.budget(spec, attrs, dmljax.DataType.FLOAT16, half=True, sizes=qkv.shape, args=args)
+    assert got.size == 128 and np.isfinite(got).all()
+    compare.assert_matches(got.reshape(candidates[0].shape), candidates, dmljax.DataType.FLOAT16, ulp=budget,
+                           context="dml_mha.json", magnitude=magnitude)
 
 
 @needs_shared
@@ -451,7 +488,9 @@ def _bad(tmp_path, resources=None, dispatchables=None, commands=None):
     ("unknown dispatchable", ["command 0 (dispatch)", "names dispatchable 'other', which the model does not define"]),
     ("owned bound at dispatch", ["command 0 (dispatch of 'id')", "InputTensor is flagged OWNED_BY_DML: it is bound once"]),
     ("bad flag", ["dispatchable 'id' (ELEMENT_WISE_IDENTITY)", "has execution flag 'FAST'; valid: DML_EXECUTION_FLAG_NONE"]),
-    ("bad command", ["command 1 (printf)", "is not a command type; valid: dispatch, print, writeFile"]),
+    ("bad command", ["command 1 (printf)", "is not a command type; valid: dispatch, print, writeFile, printInitTemporary, "
+                                    "printExecTemporary"]),
+    ("bad temporary type", ["command 1 (printExecTemporary)", "dataType: "]),
     ("misaligned offset", ["OutputTensor is bound at byte offset 4; the offset must be a multiple of 16"]),
     ("hlsl", ["dispatchable 'id'", "is an HLSL compute shader ('hlsl'); dmljax runs DirectML operator dispatchables only"]),
 ])
@@ -491,6 +530,8 @@ def test_malformed_model_messages(tmp_path, case, fragments, request):
         disp = {"id": {**identity([3]), "executionFlags": "FAST"}}
     elif case == "bad command":
         cmds = [dispatch, {"type": "printf", "resource": "A"}]
+    elif case == "bad temporary type":
+        cmds = [dispatch, {"type": "printExecTemporary", "dataType": "FLOAT128", "offset": 0}]
     elif case == "misaligned offset":
         res["Out"] = {"initialValuesDataType": "FLOAT32", "initialValues": {"valueCount": 8, "value": 0}}
         cmds = [{**dispatch, "bindings": {"InputTensor": "A", "OutputTensor": {"name": "Out", "elementOffset": 1}}}]

@@ -62,7 +62,13 @@ __all__ = ["ModelError", "Model", "Resource", "format_values", "load_json", "MAX
 MAX_NESTING = 64  # DxDispatch's own models nest 6 deep; this keeps every reader far from recursion limits
 _EXECUTION_FLAGS = ("NONE", "ALLOW_HALF_PRECISION_COMPUTATION", "DISABLE_META_COMMANDS", "DESCRIPTORS_VOLATILE")
 _COMPILE_TYPES = ("DmlCompileOp", "DmlCompileGraph")
-_COMMAND_TYPES = ("dispatch", "print", "writeFile")
+_COMMAND_TYPES = ("dispatch", "print", "writeFile", "printInitTemporary", "printExecTemporary")
+_TEMPORARY = {"printInitTemporary": "initialization", "printExecTemporary": "execution"}
+"""DxDispatch's commands that print the temporary resource DirectML asks for at an operator's
+initialization or execution (a model in models/other_refs uses them, with ``dataType`` and
+``offset``): its contents are DirectML's scratch, which no caller may read as a result. A dmljax
+operator asks for none (XLA holds its scratch inside the program), so the command checks its
+members and prints that there is none."""
 _NON_DML = {"hlsl": "an HLSL compute shader", "onnx": "an ONNX model",
             "dmlserializedgraph": "a DML serialized graph", "dml_graph_desc": "a DML_GRAPH_DESC graph"}
 _FLOAT_WORDS = {"nan": math.nan, "inf": math.inf, "+inf": math.inf, "-inf": -math.inf}
@@ -768,6 +774,13 @@ class Model:
                     raise ModelError(path, f"{where}, binding {_q(point)}", str(e)) from None
             fields["bindings"] = bindings
             return _Command(i, kind, fields, where)
+        if kind in _TEMPORARY:
+            if "dataType" in spec:
+                try:
+                    DataType.parse(spec["dataType"])
+                except ValueError as e:
+                    raise ModelError(path, where, f"dataType: {e}") from None
+            return _Command(i, kind, fields, where)
         rname = spec["resource"]
         if rname not in self.resources:
             raise ModelError(path, where, f"names resource {_q(rname)}, which the model does not define")
@@ -888,6 +901,9 @@ class Model:
                     self._dispatch(cmd, state, out, iterations, repeat, warmup, timing_verbosity, timing)
                 elif cmd.kind == "print":
                     self._print(cmd, state, out)
+                elif cmd.kind in _TEMPORARY:
+                    print(f"Temporary resource ({_TEMPORARY[cmd.kind]}): none; dmljax's operators ask for no "
+                          "temporary resource", file=out)
                 else:
                     self._write(cmd, state, out)
         except jax.errors.JaxRuntimeError as e:

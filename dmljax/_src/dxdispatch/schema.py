@@ -145,6 +145,8 @@ MODEL_SCHEMA: dict[str, Any] = {
                     "type": {}, "resource": _NAME,
                     "verbose": {"type": "boolean", "x-expected": "true or false"},
                 }, ("resource",))),
+                *(_when_type(kind, _closed({"type": {}, "dataType": _STRING, "offset": _UINT}))
+                  for kind in ("printInitTemporary", "printExecTemporary")),
                 _when_type("writeFile", _closed({
                     "type": {}, "resource": _NAME, "targetPath": _PATH,
                     "dimensions": {"type": "array", "items": _POSITIVE, "x-expected": "an array of sizes"},
