@@ -81,3 +81,13 @@ def test_train_lstm_short_run_and_its_twin():
     np.testing.assert_allclose(ours, twin, rtol=1e-3, atol=1e-4)
     assert ours[-10:].mean() < 0.8 * ours[:10].mean(), ours
     assert abs(acc["dmljax"] - acc["jax.numpy"]) <= 0.02
+
+
+def test_transformer_short_run_learns_to_reverse():
+    """30 steps of the transformer block (MULTIHEAD_ATTENTION, GEMM, MEAN_VARIANCE_NORMALIZATION1,
+    ACTIVATION_GELU, ADAM_OPTIMIZER): reversing a sequence needs each output to attend to the
+    input its position names, which the block learns within these steps (chance is 0.1 a token)."""
+    mod = runpy.run_path(str(EXAMPLES / "transformer.py"))
+    history = mod["main"](["--steps", "30", "--no-progress"])
+    assert len(history["loss"]) == 30 and history["loss"][-1] < history["loss"][0] / 5, history["loss"]
+    assert history["token_acc"][-1] > 0.9, history

@@ -105,6 +105,28 @@ def test_stacked_layouts_equal_separate_tensors():
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=1e-6)
 
 
+def test_packed_sequences_are_separate_calls():
+    # KEY_QUERY_SEQUENCE_LENGTH_START_END: the rows are tokens; each sequence attends to its own keys,
+    # the first keyLength of them, as a call on that sequence alone with its keys cut there does
+    q, k, v = _qkv(b=2, s=4, t=5, h=2)
+    key_length, q_start, k_start = [2, 3], [1, 3, 7], [2, 4, 8]
+    mask = np.array(key_length + q_start + k_start, np.int32)
+    out = np.asarray(dmljax.multihead_attention(q, k, v, mask=mask, scale=0.5, head_count=2,
+                                                mask_type="KEY_QUERY_SEQUENCE_LENGTH_START_END")[0]).reshape(8, -1)
+    qt, kt, vt = (x.reshape(-1, x.shape[-1]) for x in (q, k, v))
+    for seq in range(2):
+        rows = slice(q_start[seq], q_start[seq + 1])
+        keys = slice(k_start[seq], k_start[seq] + key_length[seq])
+        want = dmljax.multihead_attention(qt[None, rows], kt[None, keys], vt[None, keys], scale=0.5, head_count=2)[0]
+        np.testing.assert_allclose(out[rows], np.asarray(want)[0], rtol=1e-5, atol=1e-6)
+    assert not out[[0, 7]].any()  # tokens of no sequence
+    with pytest.raises(dmljax.ValidationError, match=r"PastKeyTensor .* is given with MaskType "
+                                                     r"KEY_QUERY_SEQUENCE_LENGTH_START_END"):
+        past = np.zeros((2, 2, 1, 4), np.float32)
+        dmljax.multihead_attention(q, k, v, mask=mask, past_key=past, past_value=past, scale=0.5, head_count=2,
+                                   mask_type="KEY_QUERY_SEQUENCE_LENGTH_START_END")
+
+
 def test_past_sequence_lengths_place_the_new_rows():
     q, k, v = _qkv(b=2, s=1, t=1, h=2)
     past = R.standard_normal((2, 2, 3, 4)).astype(np.float32)

@@ -4,6 +4,11 @@ ones, query head h reading key/value head h // (QueryHeadCount / KeyValueHeadCou
 MaskFilterValue (ONNX Runtime's contrib MultiHeadAttention); with PastSequenceLengthsTensor, ONNX
 Runtime's GroupQueryAttention: batch b's present holds its L_b valid past rows, the new rows, then
 zeros, and query i (at position L_b + newRows - sequence + i) reads the keys up to its position.
+KEY_QUERY_SEQUENCE_LENGTH_START_END is ONNX Runtime's packed layout: the rows of the {batch, sequence}
+tensors are tokens one after another; sequence b's queries are the tokens queryStart[b] to
+queryStart[b + 1] - 1 and its keys keyStart[b] to keyStart[b + 1] - 1, the first keyLength[b] of
+them read, MaskFilterValue added to the others; no other key is in the row's softmax, and a token of
+no sequence gives 0. The formula then runs on one batch of all the tokens.
 The page's graph holds the biased query/key/value and, for FLOAT16, the softmax result in tensors
 of the operator's type: those are rounded to it. The gradient is the formula's derivative, mapped
 back through the layouts by the index each element was read from."""
@@ -75,6 +80,15 @@ def _present(past, new, lengths, fill=0):
     return out
 
 
+def _tokens(x):
+    """[B, H, L, D] as one batch of B * L tokens: [1, H, B * L, D]."""
+    return x.transpose(1, 0, 2, 3).reshape(1, x.shape[1], x.shape[0] * x.shape[2], x.shape[3])
+
+
+def _packed(kw):
+    return _mask_name(kw.get("mask_type", "NONE")) == "KEY_QUERY_SEQUENCE_LENGTH_START_END"
+
+
 def _heads_of(kw):
     h = kw.get("head_count") or kw.get("query_head_count")
     return h, kw.get("head_count") or kw.get("key_value_head_count")
@@ -115,8 +129,14 @@ def _setup(args, kw):
     # index arrays of the present (-1: a zero row) and of the new rows' bias
     IK = _present(idx.get("past_key"), None if ik is None else np.broadcast_to(ik, k.shape), lengths, -1)
     IV = _present(idx.get("past_value"), None if iv is None else np.broadcast_to(iv, v.shape), lengths, -1)
+    batch, present = q.shape[0], (K, V)
+    new = 0 if k is None else k.shape[2]
+    if _packed(kw):  # one batch of every token (no past: the operator refuses it with this mask)
+        iq = np.broadcast_to(iq, q.shape)
+        q, K, V, iq, IK, IV = (_tokens(x) for x in (q, K, V, iq, IK, IV))
+        new = K.shape[2]
     return dict(h=h, hkv=hkv, dt=dt, q=q, K=K, V=V, iq=iq, IK=IK, IV=IV, ib=ib, given=given, total=total,
-                offsets=offsets, lengths=lengths, new=0 if k is None else k.shape[2], dh=dh, dv=dv)
+                offsets=offsets, lengths=lengths, new=new, dh=dh, dv=dv, batch=batch, present=present)
 
 
 def _additive(st, kw):
@@ -132,6 +152,16 @@ def _additive(st, kw):
     j = np.arange(t)
     m = g.get("mask")
     kind = _mask_name(kw.get("mask_type", "NONE"))
+    if kind == "KEY_QUERY_SEQUENCE_LENGTH_START_END":
+        nb = st["batch"]
+        m = np.asarray(m).reshape(-1)
+        key_length, q_start, k_start = m[:nb], m[nb:2 * nb + 1], m[2 * nb + 1:]
+        out = np.full((s, t), -np.inf)  # keys of no sequence of the row: out of its softmax
+        for seq in range(nb):
+            rows = np.arange(max(q_start[seq], 0), min(q_start[seq + 1], s))
+            keys = np.arange(max(k_start[seq], 0), min(k_start[seq + 1], t))
+            out[np.ix_(rows, keys)] = np.where(keys - k_start[seq] >= key_length[seq], fv, 0.0)[None, :]
+        return add + out[None, None]
     if kind == "BOOLEAN":
         masked |= np.asarray(m).reshape(b, h, s, t) == 0
     elif kind in ("KEY_SEQUENCE_LENGTH", "KEY_QUERY_SEQUENCE_LENGTH_START_END"):
@@ -152,15 +182,18 @@ def _forward(st, kw):
     g = q.shape[1] // hkv
     Kq, Vq = np.repeat(K, g, axis=1), np.repeat(V, g, axis=1)  # query head n reads kv head n // g
     sc = c_float(kw["scale"]) * np.einsum("bhsd,bhtd->bhst", q, Kq) + _additive(st, kw)
-    e = np.exp(sc - sc.max(-1, keepdims=True))
-    p = e / e.sum(-1, keepdims=True)
+    out = np.isneginf(sc)  # keys out of a packed row's softmax; a row of no sequence gives 0
+    top = np.where(out.all(-1, keepdims=True), 0.0, sc.max(-1, keepdims=True))
+    e = np.where(out, 0.0, np.exp(np.where(out, 0.0, sc - top)))
+    total = e.sum(-1, keepdims=True)
+    p = e / np.where(total > 0, total, 1.0)
     pr = read(p.astype(np.float16)) if st["dt"] == np.float16 else p
     return p, pr, Kq, Vq, np.einsum("bhst,bhtd->bhsd", pr, Vq)
 
 
-def _pack(o):
+def _pack(o, batch):
     b, h, s, d = o.shape
-    return o.transpose(0, 2, 1, 3).reshape(b, s, h * d)
+    return o.transpose(0, 2, 1, 3).reshape(batch, b * s // batch, h * d)
 
 
 def attention(*args, scale, mask_filter_value=-10000.0, head_count=None, query_head_count=None,
@@ -169,7 +202,7 @@ def attention(*args, scale, mask_filter_value=-10000.0, head_count=None, query_h
               query_head_count=query_head_count, key_value_head_count=key_value_head_count, mask_type=mask_type)
     st = _setup(args, kw)
     *_, o = _forward(st, kw)
-    return [(_pack(o), st["K"], st["V"])]
+    return [(_pack(o, st["batch"]), *st["present"])]
 
 
 def _magnitude(*args, scale, **kw):
@@ -181,7 +214,7 @@ def _magnitude(*args, scale, **kw):
         a = a + np.abs(read(st["given"]["relative_position_bias"])).reshape(a.shape)
     spread = np.abs(Vq[:, :, None, :, :] - o[:, :, :, None, :])  # |V_j - O_i|
     m = np.einsum("bhst,bhtd->bhsd", p, np.abs(Vq)) + np.einsum("bhst,bhstd->bhsd", p * a, spread)
-    return _pack(m), np.abs(st["K"]), np.abs(st["V"])
+    return _pack(m, st["batch"]), np.abs(st["present"][0]), np.abs(st["present"][1])
 
 
 def _scatter(st, parts):
@@ -211,7 +244,7 @@ def _backward(dy, args, kw, absolute=False):
     b, h, s, _ = st["q"].shape
     g = h // hkv
     f = np.abs if absolute else (lambda x: x)
-    do = f(np.asarray(dy, np.float64)).reshape(b, s, h, -1).transpose(0, 2, 1, 3)
+    do = f(np.asarray(dy, np.float64)).reshape(b, s, h, -1).transpose(0, 2, 1, 3)  # a packed call's tokens too
     q, vq, kq = f(st["q"]), f(Vq), f(Kq)
     dv = np.einsum("bhst,bhsd->bhtd", pr, do)
     dp = np.einsum("bhsd,bhtd->bhst", do, vq)
@@ -303,9 +336,15 @@ def _inputs(rng, types, shape, layout="separate", bias=False, rel=False, past=Fa
     elif kind == "KEY_SEQUENCE_END_START":
         start = rng.integers(0, t - 1, B)
         out["mask"] = np.stack([rng.integers(start + 2, t + 1), start]).astype(i32)
-    elif kind == "KEY_QUERY_SEQUENCE_LENGTH_START_END":
-        keys = rng.integers(2, t + 1, B)
-        out["mask"] = np.concatenate([keys, np.arange(B) * S, [B * S], np.arange(B) * t, [B * t]]).astype(i32)
+    elif kind == "KEY_QUERY_SEQUENCE_LENGTH_START_END":  # sequences of a packed layout, not at the batch rows
+        def starts(count, most):
+            lengths = rng.integers(count, most + 1, B)
+            first = rng.integers(0, B * most - lengths.sum() + 1)
+            return first + np.concatenate([[0], np.cumsum(lengths)]), lengths
+        q_start, _ = starts(1, S)
+        k_start, k_count = starts(2, t)
+        key_length = rng.integers(np.minimum(2, k_count), k_count + 1)  # two keys at least: a query moves the row
+        out["mask"] = np.concatenate([key_length, q_start, k_start]).astype(i32)
     if lengths:
         out["past_sequence_lengths"] = rng.integers(0, p + 1, B).astype(i32)
     n = len(INPUTS) if "PastSequenceLengthsTensor" in types else len(INPUTS) - 1
@@ -327,7 +366,8 @@ def _sets(gqa: bool):
         a({"layout": "stacked_qkv", "bias": True}, mask_type="BOOLEAN"),
         a({"layout": "stacked_qk", "rel": True}, mask_type="KEY_SEQUENCE_LENGTH", mask_filter_value=-100.0),
         a({"layout": "stacked_kv", "past": True}, mask_type="KEY_SEQUENCE_END_START", scale=0.25),
-        a({"past": True, "bias": True, "rel": True, "dv": 3}, mask_type="KEY_QUERY_SEQUENCE_LENGTH_START_END"),
+        a({"bias": True, "dv": 3}, mask_type="KEY_QUERY_SEQUENCE_LENGTH_START_END"),
+        a({"past": True, "bias": True, "rel": True, "dv": 3}, mask_type="KEY_SEQUENCE_LENGTH"),
         a({"layout": "past_only", "rel": True}, mask_type="BOOLEAN"),
         a({"past": True, "bias": True}, mask_type="BOOLEAN", scale=1.0),
     ]

@@ -212,6 +212,12 @@ def geometry(tensors, attrs, problems: list) -> dict | None:
             if _core(tensors["MaskTensor"], len(want)) != want:
                 bad("MaskTensor", f"has Sizes {list(tensors['MaskTensor'].shape)}",
                     f"{_MASK_SIZES[mt]} = {list(want)} for MaskType {mt.name}, with more dimensions only leading 1s")
+    if mt is MaskType.KEY_QUERY_SEQUENCE_LENGTH_START_END:
+        for name in ("PastKeyTensor", "RelativePositionBiasTensor", "PastSequenceLengthsTensor"):
+            if name in given:
+                bad(name, "is given with MaskType KEY_QUERY_SEQUENCE_LENGTH_START_END",
+                    f"no {name} with that mask: it reads the tensors as a packed layout of tokens, which has no "
+                    "past and no [batch, heads, sequence, totalSequence] bias (ONNX Runtime's packed attention)")
     if "PastSequenceLengthsTensor" in given and _core(tensors["PastSequenceLengthsTensor"], 1) != (B,):
         bad("PastSequenceLengthsTensor", f"has Sizes {list(tensors['PastSequenceLengthsTensor'].shape)}",
             f"{{batchSize}} = {{{B}}}, with more dimensions only leading 1s")
@@ -268,8 +274,11 @@ def _growth(sizes, attrs) -> dict:
 _MASK_DOC = ("How MaskTensor (INT32) is read: NONE (no mask, the default), BOOLEAN ({batch, heads, sequence, "
              "totalSequence}: 0 adds MaskFilterValue, any other value nothing), KEY_SEQUENCE_LENGTH ({1, batch}: "
              "keys at and after the length), KEY_SEQUENCE_END_START ({2, batch}: the end (exclusive) row, then "
-             "the start (inclusive) row; keys outside), KEY_QUERY_SEQUENCE_LENGTH_START_END ({3 * batch + 2}: the "
-             "key lengths, then the packed layout's query and key offsets, which a padded layout does not read).")
+             "the start (inclusive) row; keys outside), KEY_QUERY_SEQUENCE_LENGTH_START_END ({3 * batch + 2}: "
+             "keyLength[batch], queryStart[batch] and queryEnd, keyStart[batch] and keyEnd, ONNX Runtime's packed "
+             "layout: the tensors' rows are tokens, sequence b's queries the tokens queryStart[b] to "
+             "queryStart[b + 1] - 1, its keys keyStart[b] to keyStart[b + 1] - 1, of which the first keyLength[b] "
+             "are read and the others masked).")
 _NOTES = (
     "Query {batch, sequence, heads * headSize}, Key {batch, keyValueSequence, kvHeads * headSize}, Value {batch, "
     "keyValueSequence, kvHeads * valueHeadSize}, with 4 or 5 dimensions only as leading 1s; the stacked forms "
@@ -290,7 +299,20 @@ _NOTES = (
     "FLOAT16 operands accumulated in FLOAT32, the softmax in FLOAT32, its result rounded to FLOAT16 for the "
     "second product (the page's graph holds it in a tensor of the operator's type), the output rounded once; "
     "FLOAT32 products never TF32. The blockwise formula (online softmax over blocks of KEY_BLOCK keys) never "
-    "holds a sequence x sequence matrix. Scale and MaskFilterValue are C floats; MaskFilterValue defaults to "
+    "holds a sequence x sequence matrix. With allow_half_precision_computation=True, FLOAT16 calls accumulate both "
+    "products in FLOAT16 (the bias additions too); the softmax and the blockwise recurrence (running maximum, sum "
+    "and output) stay FLOAT32, since they are rescaled at every block of keys and FLOAT16 there would compound "
+    "per block; the budget is ulp_half plus 2 (headSize + totalSequence) ULP of the terms' magnitude. "
+    "KEY_QUERY_SEQUENCE_LENGTH_START_END reads the mask as ONNX Runtime's contrib MultiHeadAttention does for its "
+    "{3 * batch + 2} key_padding_mask (its packed layout: query, key and value rows are tokens one after another, "
+    "batch after batch, viewed as one sequence of batch * sequence tokens): sequence b's queries are the tokens "
+    "queryStart[b] to queryStart[b + 1] - 1 (queryEnd closing the last), its keys and values keyStart[b] to "
+    "keyStart[b + 1] - 1, of which the first keyLength[b] are read and the others get MaskFilterValue added (the "
+    "other mask types' rule; ONNX Runtime skips them, the same result but for a row with no key read); no key of "
+    "another sequence is in a row's softmax; a query token of no sequence gives 0; the output's rows are the "
+    "query's tokens. The packed layout has no past and no [batch, heads, sequence, totalSequence] bias: "
+    "PastKeyTensor, RelativePositionBiasTensor and PastSequenceLengthsTensor are refused with it. "
+    "Scale and MaskFilterValue are C floats; MaskFilterValue defaults to "
     "-10000.0 and MaskType to NONE (ONNX Runtime's defaults; the page gives none).")
 _NOTES1 = (
     " The page is 'TBD' for the operator, PastSequenceLengthsTensor, QueryHeadCount and KeyValueHeadCount: the "
@@ -412,8 +434,11 @@ def _squeeze(x, n):
     return None if x is None else x.reshape(x.shape[x.ndim - n:])
 
 
-def _product(a, b, contract, batch, f16: bool):
-    """A product in FLOAT32: FLOAT16 operands accumulate in FLOAT32, FLOAT32 ones at HIGHEST."""
+def _product(a, b, contract, batch, f16: bool, half: bool = False):
+    """A product: FLOAT16 operands accumulate in FLOAT32 (in FLOAT16 with half-precision computation,
+    the result then widened), FLOAT32 ones at HIGHEST."""
+    if f16 and half:
+        return lax.dot_general(a, b, (contract, batch), preferred_element_type=np.float16).astype(np.float32)
     return lax.dot_general(a, b, (contract, batch), preferred_element_type=np.float32,
                            precision=None if f16 else lax.Precision.HIGHEST)
 
@@ -425,19 +450,25 @@ def _mask_penalty(mask_type, mask, b, j, filter_value):
     if mask_type is MaskType.KEY_SEQUENCE_END_START:
         end, start = mask[0], mask[1]
         out = (j[None, :] >= end[:, None]) | (j[None, :] < start[:, None])
-    else:  # KEY_SEQUENCE_LENGTH ({1, B}: row 0) and KEY_QUERY_SEQUENCE_LENGTH_START_END (the first B values)
-        length = mask[0] if mask_type is MaskType.KEY_SEQUENCE_LENGTH else mask[:b]
-        out = j[None, :] >= length[:, None]
+    elif mask_type is MaskType.KEY_SEQUENCE_LENGTH:  # {1, B}: row 0
+        out = j[None, :] >= mask[0][:, None]
+    else:  # KEY_QUERY_SEQUENCE_LENGTH_START_END: packed tokens, the ``packed`` argument of blockwise_attention
+        return None
     return jnp.where(out, np.float32(filter_value), np.float32(0))
 
 
 def blockwise_attention(q, k, v, *, scale, filter_value, rel_bias=None, bool_mask=None, mask_type=MaskType.NONE,
-                        length_mask=None, past_lengths=None, new_keys=0, key_block=KEY_BLOCK):
+                        length_mask=None, past_lengths=None, new_keys=0, packed=None, half=False,
+                        key_block=KEY_BLOCK):
     """softmax(Scale Q K^T + RelativePositionBias + mask) V without the [S, T] matrix.
 
     q [B, H, S, Dh], k [B, Hkv, T, Dh], v [B, Hkv, T, Dv] (FLOAT16 or FLOAT32); rel_bias [B, H, S, T] and
     bool_mask (INT32) [B, H, S, T] or None; length_mask: the INT32 key-length mask of ``mask_type``;
-    past_lengths: INT32 [B] (GroupQueryAttention's causal rule, with ``new_keys`` the keys each call appends).
+    past_lengths: INT32 [B] (GroupQueryAttention's causal rule, with ``new_keys`` the keys each call appends);
+    packed: (first key, end key, key length, row valid), INT32 or bool [S] per query row of a packed
+    layout (``_packed``): the row reads keys first to end - 1, MaskFilterValue added from first + length
+    on, and no other key; a row of no sequence (no key) gives 0. half: FLOAT16 operands' products
+    accumulate in FLOAT16 (half-precision computation); the softmax and the recurrence stay FLOAT32.
     Returns FLOAT32 [B, H, S, Dv]."""
     B, H, S, Dh = q.shape
     Hkv, T, Dv = k.shape[1], k.shape[2], v.shape[3]
@@ -468,7 +499,7 @@ def blockwise_attention(q, k, v, *, scale, filter_value, rel_bias=None, bool_mas
     def step(carry, x):
         m, l, acc = carry
         j = x["j0"] + jnp.arange(blk, dtype=np.int32)
-        s = _product(qg, x["k"], ((4,), (3,)), ((0, 1), (0, 1)), f16) * np.float32(scale)  # [B, Hkv, G, S, blk]
+        s = _product(qg, x["k"], ((4,), (3,)), ((0, 1), (0, 1)), f16, half) * np.float32(scale)  # [B, Hkv, G, S, blk]
         if "rel" in x:
             s = s + x["rel"].astype(np.float32)
         if "mask" in x:
@@ -480,19 +511,46 @@ def blockwise_attention(q, k, v, *, scale, filter_value, rel_bias=None, bool_mas
             pos = past_lengths[:, None] + (causal_offset + rows)[None, :]  # [B, S]
             out = (j[None, None, :] > pos[:, :, None]) | (j[None, None, :] >= (past_lengths + np.int32(new_keys))[:, None, None])
             s = s + jnp.where(out, fv, np.float32(0))[:, None, None, :, :]
+        if packed is not None:
+            lo, hi, length, valid = (a[:, None] for a in packed)  # [S, 1]
+            inside = (j[None, :] >= lo) & (j[None, :] < hi) & valid
+            s = jnp.where(inside, s + jnp.where(j[None, :] - lo >= length, fv, np.float32(0)), -jnp.inf)
         s = jnp.where(j < T, s, -jnp.inf)  # the padding past the last block's end
         m_new = lax.stop_gradient(jnp.maximum(m, jnp.max(s, axis=-1)))
         base = jnp.where(jnp.isfinite(m_new), m_new, np.float32(0))
         alpha = jnp.exp(m - base)
         p = jnp.exp(s - base[..., None])
         l = l * alpha + jnp.sum(p, axis=-1)
-        pv = _product(p.astype(v.dtype) if f16 else p, x["v"], ((4,), (2,)), ((0, 1), (0, 1)), f16)
+        pv = _product(p.astype(v.dtype) if f16 else p, x["v"], ((4,), (2,)), ((0, 1), (0, 1)), f16, half)
         return (m_new, l, acc * alpha[..., None] + pv), None
 
     init = (jnp.full((B, Hkv, G, S), -jnp.inf, np.float32), jnp.zeros((B, Hkv, G, S), np.float32),
             jnp.zeros((B, Hkv, G, S, Dv), np.float32))
     (m, l, acc), _ = lax.scan(jax.checkpoint(step), init, xs)
+    if packed is not None:  # a row that reads no key: 0 (l is 0 only there)
+        some = l > 0
+        return jnp.where(some[..., None], acc / jnp.where(some, l, np.float32(1))[..., None], 0).reshape(B, H, S, Dv)
     return (acc / l[..., None]).reshape(B, H, S, Dv)
+
+
+def _packed(q, k, v, mask, **kw):
+    """KEY_QUERY_SEQUENCE_LENGTH_START_END ({3 * batch + 2}: keyLength[B], queryStart[B] then queryEnd,
+    keyStart[B] then keyEnd), as ONNX Runtime's contrib MultiHeadAttention reads it: the tensors' rows are
+    a packed layout of tokens, batch after batch (q [B, H, S, Dh] as B * S query tokens, k and v as
+    B * Skv key tokens); sequence b's queries are the tokens queryStart[b] to queryStart[b + 1] - 1 (the
+    last end is queryEnd) and its keys keyStart[b] to keyStart[b + 1] - 1, of which the first keyLength[b]
+    are read and the others get MaskFilterValue added; a query token of no sequence gives 0."""
+    B, H, S, _ = q.shape
+    lengths, qs, ks = mask[:B], mask[B:2 * B + 1], mask[2 * B + 1:]
+
+    def tokens(x):
+        return x.transpose(1, 0, 2, 3).reshape(1, x.shape[1], B * x.shape[2], x.shape[3])
+
+    r = jnp.arange(B * S, dtype=np.int32)
+    rb = jnp.clip(jnp.sum(r[:, None] >= qs[None, 1:B], axis=1), 0, B - 1).astype(np.int32)  # the row's sequence
+    valid = (r >= qs[rb]) & (r < qs[rb + 1])
+    out = blockwise_attention(tokens(q), tokens(k), tokens(v), packed=(ks[rb], ks[rb + 1], lengths[rb], valid), **kw)
+    return out.reshape(H, B, S, -1).transpose(1, 0, 2, 3)
 
 
 
@@ -572,16 +630,18 @@ def attention(q_in, k_in, v_in, sqk, skv, sqkv, bias, mask, rel, past_k, past_v,
     new_keys = k.shape[2] - (0 if pk is None else pk.shape[2])
     mask4 = _squeeze(mask, 4) if mask_type is MaskType.BOOLEAN else None
     length_mask = None
-    if mask is not None and mask_type is not MaskType.BOOLEAN:
-        length_mask = _squeeze(mask, 1 if mask_type is MaskType.KEY_QUERY_SEQUENCE_LENGTH_START_END else 2)
+    if mask is not None and mask_type not in (MaskType.BOOLEAN, MaskType.KEY_QUERY_SEQUENCE_LENGTH_START_END):
+        length_mask = _squeeze(mask, 2)
     qc, kc, vc = (load(t, True) for t in (q, k, v))  # FLOAT16 stays FLOAT16 for the products
     rel4 = None if rel is None else load(_squeeze(rel, 4), half)
-    if rel4 is None and mask is None and lengths is None and not half:
+    if mask is not None and mask_type is MaskType.KEY_QUERY_SEQUENCE_LENGTH_START_END:
+        out = _packed(qc, kc, vc, _squeeze(mask, 1), scale=scale, filter_value=mask_filter_value, half=half)
+    elif rel4 is None and mask is None and lengths is None and not half:
         out = _fused(qc, kc, vc, scale)
     else:
         out = blockwise_attention(qc, kc, vc, scale=scale, filter_value=mask_filter_value, rel_bias=rel4,
                                   bool_mask=mask4, mask_type=mask_type, length_mask=length_mask,
-                                  past_lengths=lengths, new_keys=new_keys)
+                                  past_lengths=lengths, new_keys=new_keys, half=half)
     out = out.transpose(0, 2, 1, 3).reshape(B, S, -1)
     return store(out, dt), k, v
 
