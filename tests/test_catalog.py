@@ -32,7 +32,7 @@ def _quarter(params, key):
     ``key`` and the position picks them, so each run of the README's command checks the same ones),
     every one in the slow tier. Every operator's values are checked in the fast tier anyway, by
     test_matches_reference's covering sample."""
-    return tiers.fast_sample(params, keep=max(1, len(params) // 6), key=key)
+    return tiers.slow_transformations(tiers.fast_sample(params, keep=max(1, len(params) // 6), key=key))
 
 
 def _short(name):

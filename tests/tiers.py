@@ -49,6 +49,30 @@ def fast_sample(params, keep: int = 1, key: str = "") -> list:
     return out
 
 
+SLOW_TRANSFORMATIONS = frozenset({"DML_OPERATOR_MULTIHEAD_ATTENTION", "DML_OPERATOR_MULTIHEAD_ATTENTION1"})
+"""Operators whose generated transformation checks (gradients, forward mode, jit, vmap, half
+precision) run in the slow tier even where ``fast_sample`` picks them: each of their attribute
+sets compiles the blockwise attention forward and backward, seconds a check on 2 cores. Their
+values stay in the fast tier (the covering sample) and so do forward and reverse mode, through
+their hand tests (tests/ops/attention)."""
+
+
+def slow_transformations(params) -> list:
+    """``params`` from ``fast_sample`` with those of SLOW_TRANSFORMATIONS' operators (the first
+    value names the operator) moved to the slow tier."""
+    out = []
+    for p in params:
+        values = p.values if isinstance(p, type(pytest.param())) else (p if isinstance(p, tuple) else (p,))
+        if values[0] not in SLOW_TRANSFORMATIONS or (isinstance(p, type(pytest.param())) and any(
+                m.name == "slow" for m in p.marks)):
+            out.append(p)
+        elif isinstance(p, type(pytest.param())):
+            out.append(pytest.param(*p.values, marks=(*p.marks, pytest.mark.slow), id=p.id))
+        else:
+            out.append(pytest.param(*values, marks=pytest.mark.slow))
+    return out
+
+
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 """The folder beside the checkout with DirectML's reference pages and DxDispatch's models. Users
 clone only the repository: tests that read it skip without it, all with one reason."""
