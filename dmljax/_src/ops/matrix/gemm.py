@@ -125,7 +125,9 @@ GEMM = OpSpec(
     ulp_growth=_growth,
     gradient=("dA = Alpha * dY' x TransB(B)^T and dB = Alpha * TransA(A)^T x dY' (transposed back where TransA / "
               "TransB transpose), dC = Beta * dY', where dY' is dY through the fused activation's gradient; "
-              "in FLOAT32 products, rounded once to each input's type."),
+              "FLOAT32 products; FLOAT16 (without half-precision computation): products of FLOAT16 operands (dY' "
+              "rounded to FLOAT16) accumulated in FLOAT32, scaled by Alpha and rounded once to FLOAT16, the same "
+              "rule in forward and reverse mode."),
     notes=("ATensor is {batch..., M, K} ({batch..., K, M} with TransA), BTensor {batch..., K, N} ({batch..., N, K} "
            "with TransB), CTensor (optional) and OutputTensor {batch..., M, N}; from DML_FEATURE_LEVEL_4_0 the "
            "batch dimensions (BatchCount, ChannelCount) may be left out (2 to 4 dimensions), all four tensors "
