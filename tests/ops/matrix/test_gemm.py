@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import dmljax
+from tests import tiers
 
 A = np.array([[1], [2], [3]], np.float32)
 B = np.array([[4, 5, 6]], np.float32)
@@ -97,18 +98,18 @@ def test_float16_gradient_accumulates_in_float32_from_float16_operands(trans_a, 
     assert len(dots) == 3 and all("xf32>, tensor" not in ln.split(":")[-1].split("->")[0] for ln in dots), dots
 
 
-@pytest.mark.parametrize("trans_a, trans_b, alpha, with_c", [("NONE", "NONE", 1.0, False), ("TRANSPOSE", "TRANSPOSE", -0.5, True)])
-def test_float16_gradient_in_forward_mode_and_under_vmap(trans_a, trans_b, alpha, with_c):
-    # FLOAT16 without half-precision computation: jax.jvp and jax.linearize against the FLOAT32
-    # product's tangent, jax.jacfwd equal to jax.jacrev, jax.hessian against FLOAT32's, jax.vmap of
-    # jax.grad equal to a loop, each under jax.jit too
+FORMS = [("NONE", "NONE", 1.0, False), ("TRANSPOSE", "TRANSPOSE", -0.5, True)]
+
+
+def _float16_case(trans_a, trans_b, alpha, with_c):
+    """GEMM on FLOAT16 without half-precision computation, its FLOAT32 twin and a squared loss."""
     rng = np.random.default_rng(3)
     a = rng.standard_normal((2, 4, 3) if trans_a == "TRANSPOSE" else (2, 3, 4)).astype(np.float16)
     b = rng.standard_normal((2, 5, 4) if trans_b == "TRANSPOSE" else (2, 4, 5)).astype(np.float16)
     c = rng.standard_normal((2, 3, 5)).astype(np.float16) if with_c else None
     kw = dict(trans_a=trans_a, trans_b=trans_b, alpha=alpha)
 
-    def g(a, b, c=c):
+    def g(a, b):
         return dmljax.gemm(a, b, c, **kw)
 
     def g32(a, b):
@@ -116,16 +117,30 @@ def test_float16_gradient_in_forward_mode_and_under_vmap(trans_a, trans_b, alpha
 
     def loss(a, b, g=g):
         return jnp.sum(g(a, b).astype(jnp.float32) ** 2)
+    return rng, a, b, g, g32, loss
+
+
+@pytest.mark.parametrize("form", tiers.fast_sample([pytest.param(f, id="-".join(map(str, f))) for f in FORMS]))
+def test_float16_gradient_in_forward_mode(form):
+    # jax.jvp and jax.linearize against the FLOAT32 product's tangent, jax.jacfwd equal to jax.jacrev
+    rng, a, b, g, g32, loss = _float16_case(*form)
     a32, b32 = a.astype(np.float32), b.astype(np.float32)
     da, db = (rng.standard_normal(v.shape).astype(np.float16) for v in (a, b))
     want = np.asarray(jax.jvp(g32, (a32, b32), (da.astype(np.float32), db.astype(np.float32)))[1])
-    for tangent in (jax.jvp(g, (a, b), (da, db))[1], jax.jit(lambda a, b: jax.jvp(g, (a, b), (da, db))[1])(a, b),
-                    jax.linearize(g, a, b)[1](da, db)):
+    for tangent in (jax.jit(lambda a, b: jax.jvp(g, (a, b), (da, db))[1])(a, b), jax.linearize(g, a, b)[1](da, db)):
         assert tangent.dtype == np.float16
         np.testing.assert_allclose(np.asarray(tangent, np.float32), want, rtol=4e-3, atol=4e-3)
     fwd, rev = jax.jacfwd(g, argnums=(0, 1))(a, b), jax.jacrev(g, argnums=(0, 1))(a, b)
     for x, y in zip(fwd, rev):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))  # each element one rounded product
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("form", FORMS)
+def test_float16_hessian_and_vmap_of_grad(form):
+    # jax.hessian against FLOAT32's, jax.vmap of jax.grad equal to a loop, under jax.jit
+    _, a, b, g, g32, loss = _float16_case(*form)
+    a32, b32 = a.astype(np.float32), b.astype(np.float32)
     hess = jax.jit(jax.hessian(loss, argnums=(0, 1)))(a, b)
     hess32 = jax.hessian(lambda a, b: loss(a, b, g32), argnums=(0, 1))(a32, b32)
     for x, y in zip(jax.tree.leaves(hess), jax.tree.leaves(hess32)):
