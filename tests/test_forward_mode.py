@@ -33,8 +33,12 @@ def _case(name, rng, n=8, dt=F32):
     """The operator, its first attribute set and inputs of type ``dt``, its float inputs' positions."""
     op = get_operator(name)
     spec, ref = op.spec, REFS[name]
-    types = catalog.tensor_types(spec, spec.support[0].level, dt)
-    shape = ref.case_shape(catalog.vector_shape(spec.support[0].tensors[catalog.main_tensor(spec)].dims, n))
+    # the newest table whose types need no 64-bit mode (MAX_UNPOOLING's newest indices are UINT64)
+    table = next((t for t in spec.support
+                  if all(d.dtype.itemsize < 8 for d in catalog.tensor_types(spec, t.level, dt).values())),
+                 spec.support[0])
+    types = catalog.tensor_types(spec, table.level, dt)
+    shape = ref.case_shape(catalog.vector_shape(table.tensors[catalog.main_tensor(spec)].dims, n))
     attrs = catalog.newest_sets(spec, ref, dt, shape)[0]
     args = catalog.inputs_for(spec, ref, types, shape, rng, attrs)
     floats = [i for i, t in enumerate(spec.inputs) if types[t.dml_name].is_float and args[i] is not None]
