@@ -370,7 +370,7 @@ def sample(cases: list[Case], cap: int, seed_key: str) -> list[Case]:
     most tables, data types, dimension counts, output types and attribute sets not yet covered,
     then up to ``FILL`` random ones, in the original order. A new support table or attribute set
     outweighs any number of new types, dimension counts and output types: each table and each
-    attribute set is covered first."""
+    attribute set is covered first, past ``cap`` where an operator has more of them than that."""
     if len(cases) <= cap:
         return list(cases)
     rng = np.random.default_rng(zlib.crc32(seed_key.encode()))
@@ -384,9 +384,10 @@ def sample(cases: list[Case], cap: int, seed_key: str) -> list[Case]:
         return sum(100 if kind in ("level", "attrs") else 1 for kind, _ in new)
 
     chosen, seen = [], set()
-    while len(chosen) < cap:
+    while len(chosen) < len(cases):
         best = max((i for i in order if i not in chosen), key=lambda i: weight(features(cases[i]) - seen))
-        if not features(cases[best]) - seen:
+        new = features(cases[best]) - seen
+        if not new or (len(chosen) >= cap and weight(new) < 100):  # past the cap: tables and attribute sets only
             break
         chosen.append(best)
         seen |= features(cases[best])
