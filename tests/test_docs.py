@@ -145,7 +145,7 @@ def test_readme_sets_up_in_two_commands_and_links_to_the_docs():
 # Citations of docs/semantics.md, and relative links, in the repository's code and docs.
 _WHERE = ["dmljax", "tests", "benchmarks", "examples", "README.md", "docs"]
 _SUFFIXES = {".py", ".md", ".json", ".sh", ".yml", ".toml"}
-_OUTSIDE = "SEMANTICS" + ".md"  # the steering file outside the repository: never cited
+_OUTSIDE = "SEMANTICS" + ".md"  # a file outside the repository: never cited
 _CITE = re.compile(r"([\w./-]*semantics\.md)(#[\w-]*)?( +(?:section|§)? *\d)?")
 _LINK = re.compile(r"\]\(([^()\s]+)\)")
 
