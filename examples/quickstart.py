@@ -34,10 +34,8 @@ def main():
     entries = dmljax.catalog()
     print(f"\ndmljax {dmljax.__version__} implements {sum(e.implemented for e in entries)} of "
           f"DirectML's {len(entries)} operators.")
-    try:
-        dmljax.get_operator("GEMM")
-    except dmljax.OperatorNotImplementedError as err:
-        print(str(err).splitlines()[1].strip())
+    gemm = dmljax.get_operator("GEMM")  # any spelling: DML_OPERATOR_GEMM, GEMM, gemm or 54
+    print(f"{gemm.spec.enum_name}: value {gemm.spec.value}, introduced in {gemm.spec.introduced.version}")
 
     # Three dimensions are refused at feature level 2.0: DirectML takes 4 or 5 there.
     try:

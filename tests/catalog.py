@@ -497,7 +497,7 @@ def output_magnitude(ref, args, attrs: Attrs, output: int = 0):
 def fusable(spec: OpSpec, attrs: Attrs) -> bool:
     """Whether the call holds a multiply-add (a ScaleBias, or a formula that is one, as its
     reference says: ``Reference.multiply_add``) that a backend may fuse into an FMA or not
-    (SEMANTICS.md 2): then results may differ by more than bits between jit and eager."""
+    (docs/semantics.md#fused-multiply-add): then results may differ by more than bits between jit and eager."""
     ref = references().get(spec.enum_name)
     if ref is not None and ref.multiply_add:
         return True

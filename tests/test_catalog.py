@@ -449,7 +449,7 @@ JIT = [pytest.param(n, dt, marks=() if i == 0 else pytest.mark.slow)
 def test_eager_equals_jit(name, dt, rng):
     # The operator's own call, the same inside a caller's jax.jit, and op by op under
     # jax.disable_jit: the same bits, except that a ScaleBias multiply-add may be fused into an
-    # FMA by one and not another (SEMANTICS.md 2): then each is checked against the reference.
+    # FMA by one and not another (docs/semantics.md#fused-multiply-add): then each is checked against the reference.
     # An accumulating operator: its own call and the caller's jit, the same bits, within budget.
     op = get_operator(name)
     spec, ref = op.spec, REFS[name]
@@ -464,7 +464,7 @@ def test_eager_equals_jit(name, dt, rng):
             jitted = _numpy(jax.jit(lambda *a: op(*a, **attrs.dml))(*args))
             context = f"{_short(name)} {dt.name} {attrs}"
             if ref.accumulates:
-                # the order of a sum is XLA's, compiled or op by op (SEMANTICS.md 8): op by op would
+                # the order of a sum is XLA's, compiled or op by op (docs/semantics.md#accumulating-operators): op by op would
                 # only be held to the budget test_matches_reference holds the compiled call to, at
                 # a compilation per primitive (a quarter of this test's time at 160 operators)
                 _check_outputs(spec, ref, attrs, own, ref.fn(*args, **attrs.ref_kwargs), out_dt, shape, args, context)

@@ -1,10 +1,14 @@
-"""Generated documentation: docs/operators.md is what ``dmljax docs`` makes from the registry and
-the catalog (this test fails, naming the command, when it is stale); the page lists all of
-DirectML's operators and each implemented one's section; ``dmljax docs`` and ``--check``;
-docs/semantics.md exists and the README points to it."""
+"""Generated documentation: docs/operators.md and the family pages docs/operators/ are what
+``dmljax docs`` makes from the registry and the catalog (this test fails, naming the command, when
+they are stale); the page lists all of DirectML's operators and each implemented one's section;
+``dmljax docs`` and ``--check``; every citation of docs/semantics.md names a heading that exists
+there, and every relative link of README.md and docs/ a file (and heading) that exists; the README
+gives the set-up commands, the test extras and the links to the docs."""
 
 import difflib
 import re
+import tomllib
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -29,9 +33,19 @@ def test_operators_md_is_up_to_date():
                     f"repository root) and commit it.\n{diff}", pytrace=False)
 
 
+def test_every_generated_document_is_up_to_date():
+    bad = docgen.stale(DOCS)
+    if bad:
+        pytest.fail(f"{', '.join(bad)} stale: regenerate with `dmljax docs` (run from the repository "
+                    "root) and commit.\n" + "".join(bad.values())[:3000], pytrace=False)
+
+
 def test_documents_are_exactly_the_docs_folder_generated_files():
-    assert set(docgen.documents()) == {"operators.md"}
-    assert (DOCS / "semantics.md").is_file()  # written by hand, not generated
+    from dmljax._src.catalog import FAMILIES
+    assert set(docgen.documents()) == {"operators.md", "operators/index.md",
+                                       *(f"operators/{f}.md" for f in FAMILIES)}
+    for page in ("semantics.md", "silent.md", "usage.md", "dxdispatch.md", "index.md"):
+        assert (DOCS / page).is_file()  # written by hand, not generated
 
 
 def test_every_operator_listed_once_and_every_implemented_one_has_a_section():
@@ -113,8 +127,91 @@ def test_docs_command_writes_and_checks(tmp_path, capsys):
     assert (out / "operators.md").read_text(encoding="utf-8") == "stale\n"  # --check writes nothing
 
 
-def test_readme_points_to_the_docs_not_to_the_steering_material():
+def test_readme_sets_up_in_two_commands_and_links_to_the_docs():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "../shared" not in readme
-    for link in ("docs/semantics.md", "docs/operators.md"):
-        assert f"]({link})" in readme and (ROOT / link).is_file()
+    assert "../shared" in readme  # the skipped tests' folder, named once
+    assert "pip install . && python examples/quickstart.py\n" in readme
+    assert 'pip install ".[test]" && python3 -m pytest\n' in readme
+    assert "--slow" in readme and "one summary line" in readme and "dmljax bench" in readme
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    names = [re.match(r"[\w-]+", req).group(0) for req in extras["test"]]
+    assert "(" + ", ".join(names[:-1]) + " and " + names[-1] + ")" in " ".join(readme.split()), names
+    for link in ("docs/usage.md", "docs/semantics.md", "docs/operators.md", "docs/silent.md",
+                 "docs/dxdispatch.md", "benchmarks/README.md", "examples/"):
+        assert f"]({link})" in readme and (ROOT / link).exists(), link
+    assert len(readme.splitlines()) < 100
+
+
+# Citations of docs/semantics.md, and relative links, in the repository's code and docs.
+_WHERE = ["dmljax", "tests", "benchmarks", "examples", "README.md", "docs"]
+_SUFFIXES = {".py", ".md", ".json", ".sh", ".yml", ".toml"}
+_OUTSIDE = "SEMANTICS" + ".md"  # a file outside the repository: never cited
+_CITE = re.compile(r"([\w./-]*semantics\.md)(#[\w-]*)?( +(?:section|§)? *\d)?")
+_LINK = re.compile(r"\]\(([^()\s]+)\)")
+
+
+def _slug(heading: str) -> str:
+    """The anchor MkDocs (markdown's toc) and GitHub give a heading of plain words."""
+    text = re.sub(r"[`*]", "", heading)
+    text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    text = re.sub(r"[^\w\s-]", "", text).strip().lower()
+    return re.sub(r"[-\s]+", "-", text)
+
+
+def _anchors(path: Path) -> set[str]:
+    text = re.sub(r"```.*?```", "", path.read_text(encoding="utf-8"), flags=re.S)
+    return {_slug(h) for h in re.findall(r"^#{1,6} +(.+?) *$", text, re.M)}
+
+
+def _files():
+    for where in _WHERE:
+        p = ROOT / where
+        yield from ([p] if p.is_file() else sorted(f for f in p.rglob("*") if f.suffix in _SUFFIXES
+                                                  and "__pycache__" not in f.parts))
+
+
+def _resolve(source: Path, target: str) -> Path | None:
+    """From the citing file's folder, the repository root, or (code that writes pages) the docs."""
+    for base in (source.parent, ROOT, DOCS, DOCS / "operators"):
+        if (base / target).exists():
+            return (base / target).resolve()
+    return None
+
+
+def test_every_citation_of_the_semantics_names_a_file_and_heading_that_exist():
+    problems, count = [], 0
+    anchors: dict[Path, set[str]] = {}
+    for f in _files():
+        text = f.read_text(encoding="utf-8", errors="replace")
+        rel = f.relative_to(ROOT)
+        if _OUTSIDE in text:
+            problems.append(f"{rel}: cites {_OUTSIDE}, which the repository does not hold")
+        for m in _CITE.finditer(text):
+            count += 1
+            path, anchor, number = m.groups()
+            target = _resolve(f, path)
+            if target is None:
+                problems.append(f"{rel}: {m.group(0)!r}: no such file")
+                continue
+            if number:
+                problems.append(f"{rel}: {m.group(0)!r}: cite a heading's anchor, not a number")
+            if anchor and anchor[1:] not in anchors.setdefault(target, _anchors(target)):
+                problems.append(f"{rel}: {m.group(0)!r}: no such heading in {path}")
+    assert count > 100
+    assert not problems, "\n".join(problems)
+
+
+def test_every_relative_link_of_the_readme_and_docs_resolves():
+    problems = []
+    for f in [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]:
+        text = re.sub(r"```.*?```", "", f.read_text(encoding="utf-8"), flags=re.S)
+        for target in _LINK.findall(text):
+            if re.match(r"[a-z]+:", target):
+                continue
+            path, _, anchor = target.partition("#")
+            dest = (f.parent / path).resolve() if path else f
+            if not dest.exists():
+                problems.append(f"{f.relative_to(ROOT)}: {target}: no such file")
+            elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
+                problems.append(f"{f.relative_to(ROOT)}: {target}: no such heading")
+    assert not problems, "\n".join(problems)

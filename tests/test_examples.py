@@ -28,6 +28,8 @@ def test_quickstart():
     assert "MODULUS_FLOOR  [2.0, -2.0, 1.0241949558258057]" in out  # Python: 1e9 % pi in float32 = 1.024195
     assert "THRESHOLD      [0.0, 0.0, 5.0]" in out
     assert "CONSTANT_POW   [-8.0, 0.0, 27.0]  and 0.5: [nan, 2.0]" in out
+    assert "implements 177 of DirectML's 177 operators." in out
+    assert "DML_OPERATOR_GEMM: value 54, introduced in 1.0" in out
     assert "ValidationError:\nactivation_scaled_elu (DML_OPERATOR_ACTIVATION_SCALED_ELU) at DML_FEATURE_LEVEL_2_0:" in out
 
 

@@ -1,4 +1,4 @@
-"""Gradients across operators (SEMANTICS.md 5): float0 for integer inputs, finite differences away
+"""Gradients across operators (docs/semantics.md#gradients): float0 for integer inputs, finite differences away
 from the kinks, forward mode equal to reverse mode. Each operator's gradient at its kinks is in
 tests/ops/<family>/test_<module>.py; the generated gradient cases (jax.grad against each reference's float64
 derivative) are in tests/test_catalog.py."""

@@ -26,7 +26,7 @@ def test_eager_equals_jit(name, kwargs, rng):
         eager = np.asarray(op(x, **kwargs))
     if "scale_bias" in kwargs:
         # XLA's CPU backend fuses x * Scale + Bias into an FMA under jit, not op by op: DirectML
-        # allows either (SEMANTICS.md 2), the record's budget covers it.
+        # allows either (docs/semantics.md#fused-multiply-add), the record's budget covers it.
         from tests.compare import ulp_distance
         assert ulp_distance(jitted, eager).max() <= op.spec.ulp[dmljax.DataType.FLOAT32]
     else:

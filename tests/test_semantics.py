@@ -1,4 +1,4 @@
-"""SEMANTICS.md's rules that hold across operators (FLOAT16 computed in FLOAT32 and rounded
+"""docs/semantics.md's rules that hold across operators (FLOAT16 computed in FLOAT32 and rounded
 once, FLOAT32 denormals flushed on the input and output of math, half-precision computation within
 its budget), each against values derived independently (IEEE bit patterns or the float64
 reference). Each operator's own edges live in tests/ops/<family>/test_<module>.py."""

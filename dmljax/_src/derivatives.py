@@ -1,6 +1,6 @@
 """Gradient rules written backward, differentiable in both modes.
 
-A DirectML ``*_GRAD`` operator, like most of the gradient rules of SEMANTICS.md section 5, reads
+A DirectML ``*_GRAD`` operator, like most of the gradient rules of docs/semantics.md#gradients, reads
 backward: the cotangent of an operator's output in, the cotangents of its inputs out.
 ``jax.custom_vjp`` takes such a rule but has no forward mode (jax.jvp, jax.jacfwd, jax.linearize,
 jax.hessian refuse it). ``backward_rule`` makes the same rule a ``jax.custom_jvp`` instead: the
@@ -10,7 +10,7 @@ what the rule says (its ties, its FLOAT16 products) and ``jax.jvp`` gives the sa
 Second derivatives differentiate the rule itself, so it is written in differentiable code.
 
 The rule is traced under ``numerics.gradient_rule``, which passes FLOAT32 denormals unflushed:
-the flush is a rule about values (docs/semantics.md section 4: it passes gradients through
+the flush is a rule about values (docs/semantics.md#denormals: it passes gradients through
 unchanged) and it is not linear, so JAX could not transpose a rule that flushed its cotangent.
 A ``*_GRAD`` operator called as an operator flushes its results as every operator does."""
 

@@ -1,10 +1,13 @@
-"""Floating-point rules shared by operators (SEMANTICS.md section 2 and 3).
+"""Floating-point rules shared by operators.
 
-- FLOAT32 denormals are flushed to sign-preserving zero on the input and output of math.
-- FLOAT16 is computed in FLOAT32 and rounded once, unless half-precision computation is allowed.
+- FLOAT32 denormals are flushed to sign-preserving zero on the input and output of math
+  (docs/semantics.md#denormals).
+- FLOAT16 is computed in FLOAT32 and rounded once, unless half-precision computation is allowed
+  (docs/semantics.md#half-precision).
 - FLOAT attributes are float32 values; meeting an integer tensor they are truncated toward zero
-  and saturated to the type's range.
-- min/max follow IEEE maxNum/minNum: one NaN operand gives the other operand.
+  and saturated to the type's range (docs/semantics.md#attributes).
+- min/max follow IEEE maxNum/minNum: one NaN operand gives the other operand
+  (docs/semantics.md#minimum-and-maximum).
 """
 
 from __future__ import annotations

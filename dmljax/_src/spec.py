@@ -246,10 +246,10 @@ class PageSlip:
 class OpSpec:
     """Everything the page says about one operator that code needs.
 
-    ulp: the float budget per output DataType against the float64 reference (SEMANTICS.md 1);
+    ulp: the float budget per output DataType against the float64 reference (docs/semantics.md#the-reference);
         types not listed are bit-exact.
     ulp_half: the FLOAT16 budget when allow_half_precision_computation=True.
-    ulp_growth: for an accumulating operator (SEMANTICS.md 8), ``(sizes, attrs) -> {DataType or
+    ulp_growth: for an accumulating operator (docs/semantics.md#accumulating-operators), ``(sizes, attrs) -> {DataType or
         "half": extra ULP}``: what a call's descriptor adds to ``ulp`` / ``ulp_half`` (a softmax's
         row length); ``budget()`` gives the total.
     math: whether the result depends on the compute precision, so that the operator offers

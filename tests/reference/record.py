@@ -5,7 +5,7 @@ dmljax/_src/ops/<family>/<module>.py and one ``Reference(...)`` entry in the ``R
 tests/reference/<family>/<module>.py, the module of the same name; test_catalog.py fails until
 both exist.
 
-A reference is written from the operator's page in ../shared/spec/operators/ and SEMANTICS.md,
+A reference is written from the operator's page in ../shared/spec/operators/ and docs/semantics.md,
 in float64 NumPy (rules.py holds the shared rules), never from dmljax's code.
 """
 
@@ -111,7 +111,7 @@ class Reference:
         too close to a kink (a tie, a jump) for a derivative to be compared; gradients are
         compared everywhere else.
     multiply_add: the formula itself is a multiply-add (VALUE_SCALE_2D's Scale * x + Bias), which
-        a backend may fuse into an FMA or not, as a ScaleBias (SEMANTICS.md 2).
+        a backend may fuse into an FMA or not, as a ScaleBias (docs/semantics.md#fused-multiply-add).
     shape: for an operator whose attributes fix a dimension (VALUE_SCALE_2D's Bias gives the
         Channel dimension of NCHW), a function from each generated input shape to the one the
         cases use; None: the generated shapes.
@@ -130,7 +130,7 @@ class Reference:
         (CAST): ``fn`` and ``grad`` then take it as the keyword of that choice
         (``output_data_type=``, a DataType name).
     accumulates: the operator sums (or multiplies) many terms in an order DirectML does not
-        document (SEMANTICS.md 8), which XLA may choose differently when compiled than op by op:
+        document (docs/semantics.md#accumulating-operators), which XLA may choose differently when compiled than op by op:
         eager and jit are then each checked against the reference within budget, not for bits.
     null_inputs: the cases leave optional inputs out (None, a null desc) as the operator's calls do
         (MULTIHEAD_ATTENTION's query, key and value come stacked or not): the generated gradient

@@ -1,4 +1,4 @@
-"""SEMANTICS.md's rules, in float64 NumPy: the FLOAT32 denormal rule, FLOAT attributes as C
+"""docs/semantics.md's rules, in float64 NumPy: the FLOAT32 denormal rule, FLOAT attributes as C
 floats, attribute-to-integer conversion, ScaleBias's fused / unfused candidates, two's complement
 wraparound, Direct3D's min/max (maxNum/minNum), and element-wise reference gradients. Every
 reference module (tests/reference/<family>/<module>.py) builds on these."""
@@ -18,7 +18,7 @@ def c_float(v):
 
 def sb_float(v):
     """A ScaleBias member: a C float, and a FLOAT32 denormal one reads as zero of its sign (math
-    reads FLOAT32 denormals as zero, SEMANTICS.md 2)."""
+    reads FLOAT32 denormals as zero, docs/semantics.md#denormals)."""
     f = c_float(v)
     return math.copysign(0.0, f) if f != 0 and abs(f) < F32_TINY else f
 
@@ -41,7 +41,7 @@ def read(x):
 
 def int_attr(v, dtype):
     """A FLOAT attribute converted to an integer type: float32 first, then truncation toward
-    zero, saturated (SEMANTICS.md 3)."""
+    zero, saturated (docs/semantics.md#attributes)."""
     f = c_float(v)
     info = np.iinfo(dtype)
     if math.isinf(f):

@@ -15,7 +15,7 @@ tap's (C, O) filter, accumulated in FLOAT32 by Triton's FLOAT32 product (FMA ins
 TF32). The input and filter blocks are flushed as they are loaded, the sums as they are stored.
 
 Exactness: within the operator's budget, not bit for bit: the products are the same FLOAT32
-products, summed in another order than cuDNN's (SEMANTICS.md 8: the order is the library's).
+products, summed in another order than cuDNN's (docs/semantics.md#accumulating-operators: the order is the library's).
 ``CONVOLUTION_TAPS`` says which convolutions take the kernel.
 """
 

@@ -18,7 +18,7 @@ order the scan combines them in (the rule the XLA path keeps by a rescan), turne
 value in one step (infinity above its range, a signed zero below its normal range) and rounded
 to the tensor's type. Exactness: within the operators' budgets, not bit for bit: the order of
 the additions and multiplications is Triton's scan tree instead of XLA's, which DirectML leaves
-open (SEMANTICS.md 8).
+open (docs/semantics.md#accumulating-operators).
 ``CUMULATIVE_SUMMATION_ROWS`` and ``CUMULATIVE_PRODUCT_ROWS`` say where the kernels apply.
 """
 

@@ -10,7 +10,7 @@ row's maximum subtracted, exp summed, rounded once to the tensor's type (denorma
 gradient is y * (dY - sum(dY * y)), or dY - exp(y) * sum(dY) for log-softmax, likewise.
 
 Exactness: within the operator's budget, not bit for bit. The order of the sum is Triton's
-reduction tree, which DirectML leaves open (SEMANTICS.md 8), and softmax's quotient is taken as a
+reduction tree, which DirectML leaves open (docs/semantics.md#accumulating-operators), and softmax's quotient is taken as a
 product with the row's reciprocal (one rounding more). ``SOFTMAX_ROWS`` says where the kernel
 applies.
 """

@@ -23,7 +23,7 @@ def bits(x):
 
 
 def assert_same(out, want):
-    """The same bits, except that a NaN is compared as "is NaN" (SEMANTICS.md 1), not by payload."""
+    """The same bits, except that a NaN is compared as "is NaN" (docs/semantics.md#nan), not by payload."""
     out, want = np.asarray(out), np.asarray(want)
     np.testing.assert_array_equal(np.isnan(out), np.isnan(want))
     keep = ~np.isnan(want)

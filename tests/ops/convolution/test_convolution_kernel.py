@@ -96,7 +96,7 @@ def test_kernel_in_the_interpreter_over_random_geometries(data):
 def test_kernel_flushes_its_inputs_and_sums():
     # denormal inputs read as zeros (1e-39 * 2^100 would be 1.3e-9), and sums below FLOAT32's
     # smallest normal written as zeros (1e-20 * -1e-19 summed up to nine times: -9e-39; the zero's
-    # sign is the sum's order's: products flushed on the CPU add up to +0, SEMANTICS.md 8). XLA's
+    # sign is the sum's order's: products flushed on the CPU add up to +0, docs/semantics.md#accumulating-operators). XLA's
     # CPU backend, which runs the interpreter, reads and writes denormals as zeros by itself, so
     # only tests/gpu/kernels.py on a GPU can fail on a kernel without its flushes.
     x = np.full((1, 16, 3, 4), 1e-39, np.float32)

@@ -102,7 +102,7 @@ def test_mvn2_use_mean_and_use_variance():
     _assert_close(dmljax.mean_variance_normalization2(x, s, b, axes=(1,), use_mean=False), s * rms + b, rtol=1e-5, atol=1e-5)
     _assert_close(dmljax.mean_variance_normalization2(x, s, b, axes=(1,), use_variance=False),
                   s * _mvn64(x, (1,), use_var=False) + b, rtol=1e-5, atol=1e-5)
-    # neither: Scale * Input + Bias, the multiply-add fused into an FMA or not (SEMANTICS.md 2)
+    # neither: Scale * Input + Bias, the multiply-add fused into an FMA or not (docs/semantics.md#fused-multiply-add)
     got = np.asarray(dmljax.mean_variance_normalization2(x, s, b, axes=(1,), use_mean=False, use_variance=False))
     fused = (x.astype(np.float64) * s + b).astype(np.float32)
     assert ((got == x * s + b) | (got == fused)).all()

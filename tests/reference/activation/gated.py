@@ -1,4 +1,4 @@
-"""float64 references for the activations GELU, SWISH, HARD_SWISH, PARAMETERIZED_RELU, transcribed from their pages and SEMANTICS.md."""
+"""float64 references for the activations GELU, SWISH, HARD_SWISH, PARAMETERIZED_RELU, transcribed from their pages and docs/semantics.md."""
 
 import math
 

@@ -1,6 +1,6 @@
 """float64 references for the piecewise activations (ELU, HARD_SIGMOID, IDENTITY, LEAKY_RELU,
 LINEAR, RELU and its RELU_GRAD, SCALED_ELU, SHRINK, SOFTSIGN, THRESHOLDED_RELU), transcribed from
-their pages (dml_activation_*_operator_desc.md in ../shared/spec/operators/) and SEMANTICS.md."""
+their pages (dml_activation_*_operator_desc.md in ../shared/spec/operators/) and docs/semantics.md."""
 
 import numpy as np
 
@@ -48,7 +48,7 @@ def elu_grad(x, alpha=1.0):
 # inputs the whole range (tests/catalog.py draws them).
 
 def activation_relu(x):
-    # f(x) = max(0, x), max being IEEE maxNum (SEMANTICS.md 2): NaN gives 0; dmljax chose +0 for -0.
+    # f(x) = max(0, x), max being IEEE maxNum (docs/semantics.md#minimum-and-maximum): NaN gives 0; dmljax chose +0 for -0.
     if is_int(x):
         return [wrap([v if v > 0 else 0 for v in np.asarray(x).ravel()], np.asarray(x).dtype).reshape(np.shape(x))]
     x = read(x)
@@ -144,7 +144,7 @@ def activation_shrink(x, bias=0.0, threshold=0.5):
     # f(x) = x - Bias if x > Threshold; x + Bias if x < -Threshold; 0 otherwise.
     x_np = np.asarray(x)
     if is_int(x_np):
-        # Integers: Bias and Threshold truncated toward zero, saturated (SEMANTICS.md 3); the
+        # Integers: Bias and Threshold truncated toward zero, saturated (docs/semantics.md#attributes); the
         # comparisons exact, the sums wrapped.
         b, t = int_attr(bias, x_np.dtype), int_attr(threshold, x_np.dtype)
         vals = [v - b if v > t else (v + b if v < -t else 0) for v in (int(u) for u in x_np.ravel())]

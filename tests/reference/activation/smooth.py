@@ -1,5 +1,5 @@
 """float64 references for the activations SIGMOID, TANH, SCALED_TANH, SOFTPLUS, PARAMETRIC_SOFTPLUS,
-CELU, transcribed from their pages (dml_activation_*_operator_desc.md) and SEMANTICS.md.
+CELU, transcribed from their pages (dml_activation_*_operator_desc.md) and docs/semantics.md.
 
 Each is the page's formula evaluated to float64 accuracy on the inputs as read (FLOAT32 denormals
 flushed) with the attributes as C floats: products of an attribute and x are exact in float64

@@ -1,5 +1,5 @@
 """float64 references for the activations SOFTMAX, SOFTMAX1, LOG_SOFTMAX, LOG_SOFTMAX1, HARDMAX
-and HARDMAX1, transcribed from their pages and SEMANTICS.md (section 8: softmax subtracts the
+and HARDMAX1, transcribed from their pages and docs/semantics.md#accumulating-operators (softmax subtracts the
 row's maximum; a row of -inf only is NaN; maxNum for a maximum).
 
 A group is the set of elements normalized together: a row of the last dimension for the original

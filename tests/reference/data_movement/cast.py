@@ -1,5 +1,5 @@
 """Exact reference of CAST, from its page (dml_cast_operator_desc.md) and the conversion rules
-dmljax applies where the page is silent (Direct3D's, SEMANTICS.md 2; the record's notes): floats to
+dmljax applies where the page is silent (Direct3D's, docs/semantics.md#conversions; the record's notes): floats to
 integers truncated toward zero and saturated, NaN to 0; to floats rounded once to nearest even
 from the exact value; integers to integers wrapped; FLOAT32 denormals read and written as zero."""
 

@@ -1,7 +1,7 @@
 """float64 references for the element-wise arithmetic operators (sums, products, quotients,
 moduli, identity, negation here; signs and rounding in rounding.py, clamps in clamp.py,
 VALUE_SCALE_2D in value_scale.py), transcribed from the pages (dml_element_wise_*_operator_desc.md
-in ../shared/spec/operators/) and SEMANTICS.md.
+in ../shared/spec/operators/) and docs/semantics.md.
 
 Each value reference returns a list of acceptable results (float64, or exact Python ints as an
 object array): one, or two where a ScaleBias multiply-add may be fused or not."""
@@ -34,7 +34,7 @@ def element_wise_multiply(a, b):
 def _python_float_mod(a, b, flush=False):
     # Python's float %, from its definition: r = fmod(a, b); if r and sign(r) != sign(b): r += b;
     # a zero r takes the sign of b. Python raises for b == 0; DirectML's formula gives NaN there.
-    # For FLOAT32 the remainder is a math result: a denormal one is flushed (SEMANTICS.md 2).
+    # For FLOAT32 the remainder is a math result: a denormal one is flushed (docs/semantics.md#denormals).
     if b == 0 or math.isnan(a) or math.isnan(b) or math.isinf(a):
         return math.nan
     r = math.fmod(a, b)

@@ -1,6 +1,6 @@
 """float64 references for the element-wise clamps (THRESHOLD, CLIP, CLIP1, MAX, MIN and the
 gradients CLIP_GRAD, CLIP_GRAD1), transcribed from the pages (dml_element_wise_*_operator_desc.md
-in ../shared/spec/operators/, and CLIP_GRAD / CLIP_GRAD1 for the gradients) and SEMANTICS.md; part
+in ../shared/spec/operators/, and CLIP_GRAD / CLIP_GRAD1 for the gradients) and docs/semantics.md; part
 of the element_wise_arithmetic family's references.
 
 Each value reference returns a list of acceptable results (float64, or exact Python ints as an

@@ -1,6 +1,6 @@
 """float64 references for the element-wise sign and rounding operators (ABS, SIGN, CEIL, FLOOR,
 ROUND), transcribed from the pages (dml_element_wise_*_operator_desc.md in
-../shared/spec/operators/, and core/dml_rounding_mode.md for ROUND's modes) and SEMANTICS.md;
+../shared/spec/operators/, and core/dml_rounding_mode.md for ROUND's modes) and docs/semantics.md;
 part of the element_wise_arithmetic family's references.
 
 Each value reference returns a list of acceptable results (float64, or exact Python ints as an

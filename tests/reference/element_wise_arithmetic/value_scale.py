@@ -1,9 +1,9 @@
 """float64 reference for VALUE_SCALE_2D, transcribed from its page
-(dml_value_scale_2d_operator_desc.md in ../shared/spec/operators/) and SEMANTICS.md; part of the
+(dml_value_scale_2d_operator_desc.md in ../shared/spec/operators/) and docs/semantics.md; part of the
 element_wise_arithmetic family's references.
 
 Output = Scale * Input + Bias[c] on an NCHW tensor: a multiply-add that a backend may fuse into an
-FMA or not (SEMANTICS.md 2), so the reference returns both roundings (and, with FLOAT16 computed
+FMA or not (docs/semantics.md#fused-multiply-add), so the reference returns both roundings (and, with FLOAT16 computed
 in FLOAT16, the FLOAT16 one)."""
 
 import numpy as np

@@ -1,5 +1,5 @@
 """Exact-integer references for the element-wise bitwise family, transcribed from the pages
-(dml_element_wise_bit_*_operator_desc.md in ../shared/spec/operators/) and SEMANTICS.md.
+(dml_element_wise_bit_*_operator_desc.md in ../shared/spec/operators/) and docs/semantics.md.
 
 "The bitwise operation is applied to tensor data in its native encoding": each element is read
 (by a NumPy view) as the unsigned integer of its width holding its bits, the operation runs on

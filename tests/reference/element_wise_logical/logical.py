@@ -1,6 +1,6 @@
 """float64 references for the element-wise logical family (comparisons, boolean logic, NaN and
 infinity tests, selection), transcribed from the pages (dml_element_wise_*_operator_desc.md in
-../shared/spec/operators/) and SEMANTICS.md."""
+../shared/spec/operators/) and docs/semantics.md."""
 
 import math
 import operator

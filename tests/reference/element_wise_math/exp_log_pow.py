@@ -1,6 +1,6 @@
 """float64 references for the element-wise powers, exponentials and logarithms (EXP, LOG, POW,
 CONSTANT_POW, SQRT, ERF), transcribed from the pages (dml_element_wise_*_operator_desc.md in
-../shared/spec/operators/) and SEMANTICS.md; part of the element_wise_math family's references
+../shared/spec/operators/) and docs/semantics.md; part of the element_wise_math family's references
 (trigonometric and hyperbolic functions in trigonometry.py)."""
 
 import math

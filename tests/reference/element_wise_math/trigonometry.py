@@ -1,6 +1,6 @@
 """float64 references for the element-wise trigonometric and hyperbolic functions (SIN, COS, TAN,
 their inverses, ATAN_YX, SINH, COSH, TANH and their inverses), transcribed from the pages
-(dml_element_wise_*_operator_desc.md in ../shared/spec/operators/) and SEMANTICS.md; part of the
+(dml_element_wise_*_operator_desc.md in ../shared/spec/operators/) and docs/semantics.md; part of the
 element_wise_math family's references.
 
 Each unary page says ``f(x) = fn(x)`` with an optional ScaleBias applied first: g(x) = x * Scale
@@ -20,7 +20,7 @@ def _candidates(x, scale_bias, half):
     """g(x) on each acceptable rounding: fused or not in the compute type (FLOAT32 for FLOAT16
     tensors), and with allow_half_precision_computation the FLOAT16 multiply-add too.
 
-    g is a math result in the compute type (SEMANTICS.md 2): the fused candidate is rounded to
+    g is a math result in the compute type (docs/semantics.md#fused-multiply-add): the fused candidate is rounded to
     FLOAT32 here (rules.scale_bias_candidates leaves it exact), because these functions amplify
     g's last bit (sinh and cosh by |g|, sin and cos of g ~ 1e4 by far more) and no FLOAT32
     computation can see the exact x * Scale + Bias."""

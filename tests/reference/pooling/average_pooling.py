@@ -42,7 +42,7 @@ def _reach(x64, kw, of):
 def _or_overflow(value, reach):
     """The value, and where the terms' sizes add up past FLOAT32's range, the infinity of its
     sign too: a FLOAT32 tally may pass the range before the division (AVERAGE) or the root (LP)
-    brings it back, in an order of additions that is the library's (SEMANTICS.md 8)."""
+    brings it back, in an order of additions that is the library's (docs/semantics.md#accumulating-operators)."""
     over = reach > F32_MAX
     if not over.any():
         return [value]

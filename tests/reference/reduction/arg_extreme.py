@@ -1,6 +1,6 @@
 """float64 references of ARGMAX and ARGMIN, transcribed from their pages
 (dml_argmax_operator_desc.md, dml_argmin_operator_desc.md in ../shared/spec/operators/) and
-SEMANTICS.md."""
+docs/semantics.md."""
 
 import math
 

@@ -1,6 +1,6 @@
 """float64 references of CUMULATIVE_SUMMATION and CUMULATIVE_PRODUCT, transcribed from their
 pages (dml_cumulative_summation_operator_desc.md, dml_cumulative_product_operator_desc.md in
-../shared/spec/operators/) and SEMANTICS.md (section 8: accumulating operators)."""
+../shared/spec/operators/) and docs/semantics.md#accumulating-operators."""
 
 import math
 

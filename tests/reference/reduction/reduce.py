@@ -1,6 +1,6 @@
 """float64 (and exact integer) reference of REDUCE, transcribed from its page
 (dml_reduce_operator_desc.md) and the DML_REDUCE_FUNCTION page (dml_reduce_function.md), with
-SEMANTICS.md sections 2 and 8: each output element folds the N elements of its reduced axes, in
+docs/semantics.md#minimum-and-maximum and docs/semantics.md#accumulating-operators: each output element folds the N elements of its reduced axes, in
 row-major order of the reduced coordinates."""
 
 import math

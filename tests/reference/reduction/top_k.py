@@ -1,5 +1,5 @@
 """Exact references of TOP_K and TOP_K1, from their pages (dml_top_k_operator_desc.md,
-dml_top_k1_operator_desc.md) and SEMANTICS.md 8: per sequence along Axis, the K largest (or
+dml_top_k1_operator_desc.md) and docs/semantics.md#accumulating-operators: per sequence along Axis, the K largest (or
 smallest) values sorted that way, ties in ascending index; values compared as math reads them
 (-0 equals +0, FLOAT32 denormals equal zero), NaN after every number."""
 

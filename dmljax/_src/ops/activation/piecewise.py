@@ -126,7 +126,7 @@ ACTIVATION_RELU = activation_op(
               " the operator's own formula): nothing at 0, -0, NaN or a FLOAT32 "
               "denormal, +0 there even for a NaN dY; where X > 0, dY's very bits. Integer inputs: "
               "no gradient."),
-    notes=("max is IEEE maxNum (SEMANTICS.md 2), so RELU(NaN) = 0; RELU(-0) = +0 (the page's "
+    notes=("max is IEEE maxNum (docs/semantics.md#minimum-and-maximum), so RELU(NaN) = 0; RELU(-0) = +0 (the page's "
            "max of two equal zeros is silent: x > 0 ? x : +0). FLOAT32 denormal inputs are "
            "flushed (math, as THRESHOLD). Integers are exact."),
 )
@@ -284,7 +284,7 @@ ACTIVATION_LINEAR = activation_op(
     ulp_half=1,
     gradient="dX = Alpha * dY.",
     notes=("The page gives no default: Alpha and Beta are required. Alpha * x + Beta is a "
-           "multiply-add that a backend may fuse into one FMA or not (SEMANTICS.md 2): either "
+           "multiply-add that a backend may fuse into one FMA or not (docs/semantics.md#fused-multiply-add): either "
            "rounding is within budget."),
 )
 
@@ -381,7 +381,7 @@ ACTIVATION_HARD_SIGMOID = activation_op(
     ulp_half=1,
     gradient=("dX = Alpha * dY where 0 < Alpha * x + Beta < 1 (strictly), 0 at and beyond the "
               "bounds and for NaN."),
-    notes=("min and max are IEEE minNum/maxNum (SEMANTICS.md 2): a NaN Alpha * x + Beta gives "
+    notes=("min and max are IEEE minNum/maxNum (docs/semantics.md#minimum-and-maximum): a NaN Alpha * x + Beta gives "
            "max(0, min(NaN, 1)) = 1. max(0, -0) is +0. Alpha * x + Beta is a multiply-add that a "
            "backend may fuse or not (either rounding is within budget)."),
 )
@@ -399,7 +399,7 @@ def activation_hard_sigmoid(input, *, alpha, beta, allow_half_precision_computat
 
     def f(x):
         # minNum(y, 1) (NaN gives 1), then maxNum(0, .) (-0 gives +0), with explicit NaN tests:
-        # XLA's GPU backend turns where(y < 1, y, 1) into its NaN-propagating min (SEMANTICS.md 7)
+        # XLA's GPU backend turns where(y < 1, y, 1) into its NaN-propagating min (docs/semantics.md#minimum-and-maximum)
         return max_num(min_num(g(x), 1.0), 0.0)
 
     def slope(x):
@@ -438,7 +438,7 @@ ACTIVATION_SHRINK = activation_op(
     notes=("The page's strict comparisons: x = +-Threshold gives +0, and so does NaN (both "
            "comparisons false). A negative Threshold makes the first two cases overlap: x > "
            "Threshold is tested first, as the page lists it. On integer tensors Bias and "
-           "Threshold are truncated toward zero and saturated to the type (SEMANTICS.md 3), "
+           "Threshold are truncated toward zero and saturated to the type (docs/semantics.md#attributes), "
            "-Threshold is compared exactly (as a mathematical integer, so no unsigned x is ever "
            "below a positive Threshold's negation), and x - Bias, x + Bias wrap around."),
 )

@@ -265,7 +265,7 @@ def activation_softplus(input, *, steepness, allow_half_precision_computation):
         # times 1 / Steepness (rounded once): what XLA makes of a division by a constant under
         # jit anyway; written so, op-by-op execution gives the same bits. (x' + L * (1 /
         # Steepness) is a multiply-add that a backend may fuse into one FMA or not, as
-        # SEMANTICS.md 2 allows: XLA's CPU backend does under jit.)
+        # docs/semantics.md#fused-multiply-add allows: XLA's CPU backend does under jit.)
         tail = jnp.log1p(u) * _c(r, x)
         return head + (tail if big is None else jnp.where(big, ru, tail))
 
@@ -429,7 +429,7 @@ ACTIVATION_CELU = activation_op(
               "exp for FLOAT32 tensors."),
     notes=("For any nonzero Alpha the formula is x for x > 0 and Alpha * (exp(x / Alpha) - 1) "
            "for x < 0 (the other term is 0 on each side), and max/min are maxNum/minNum "
-           "(SEMANTICS.md 2): CELU(NaN) = max(0, NaN) + min(0, NaN) = 0, and CELU(-0) = +0 (+0 "
+           "(docs/semantics.md#minimum-and-maximum): CELU(NaN) = max(0, NaN) + min(0, NaN) = 0, and CELU(-0) = +0 (+0 "
            "+ +0, as RELU). Alpha * (exp(u) - 1) is evaluated as x * (expm1(u) / u) (a series) "
            "for |u| <= 0.35, u = x / Alpha, so small x keep their full precision, and as Alpha * "
            "(exp(u) - 1) beyond; x / Alpha is x * (1 / Alpha) (rounded once; XLA makes one of "

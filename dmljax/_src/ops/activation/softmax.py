@@ -149,7 +149,7 @@ def hardmax(x: jnp.ndarray, axes: tuple[int, ...]) -> jnp.ndarray:
 
 # ------------------------------------------------------------------------------------ texts
 _ROW_NOTES = (
-    "The row's maximum is subtracted before exp (SEMANTICS.md 8), so no finite input overflows; "
+    "The row's maximum is subtracted before exp (docs/semantics.md#accumulating-operators), so no finite input overflows; "
     "FLOAT16 is computed in FLOAT32 and rounded once (the sum too), FLOAT32 denormal inputs read "
     "as zero and denormal results are flushed. A row holding NaN or +inf is NaN throughout "
     "(the page's exp(x) / sum is inf / inf or NaN there; x - max is NaN), and so is a row of "
@@ -169,8 +169,8 @@ _LOG_SOFTMAX_GRADIENT = ("dX = dY - exp(y) * sum(dY) over the row (y the stored 
 _HARDMAX_GRADIENT = "None: a step function; jax.grad gives zeros (as for CEIL or SIGN)."
 _HARDMAX_NOTES = (
     "The first maximum gets 1: the first in row-major order of the reduced coordinates (as "
-    "ARGMAX with DML_AXIS_DIRECTION_INCREASING). NaN is never the maximum (maxNum, SEMANTICS.md "
-    "8); a row of NaN only puts its 1 on the first element. -0 ties with +0, and FLOAT32 "
+    "ARGMAX with DML_AXIS_DIRECTION_INCREASING). NaN is never the maximum (maxNum, "
+    "docs/semantics.md#minimum-and-maximum); a row of NaN only puts its 1 on the first element. -0 ties with +0, and FLOAT32 "
     "denormals are read as zero, so they tie with it too. Outputs are exactly 0 and 1.")
 
 _SOFTMAX_FORMULA = ("For 1-D InputTensor:\n"

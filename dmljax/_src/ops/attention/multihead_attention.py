@@ -246,7 +246,7 @@ def _sizes(attrs, name, n):
 
 
 def _growth(sizes, attrs) -> dict:
-    """Each output element is two sums (SEMANTICS.md 8): headSize products per score, and
+    """Each output element is two sums (docs/semantics.md#accumulating-operators): headSize products per score, and
     totalSequenceLength softmax-weighted values per output; in ULP of the terms' magnitude
     (the reference's sum of p * |v| and the scores' sum |q k|), 2 (Dh + T) in FLOAT32; in FLOAT16,
     whose softmax result is rounded to FLOAT16 before the second product (the page's graph),
@@ -293,7 +293,7 @@ _NOTES = (
     "The mask ADDS MaskFilterValue to the masked scores (the page says 'set to' in three places and 'added' in "
     "two; ONNX Runtime's contrib MultiHeadAttention, which this operator implements, adds it). A fully masked row "
     "is therefore the softmax of its scores + MaskFilterValue: with the usual finite -10000, the softmax of the "
-    "unmasked scores, as ONNX Runtime gives; with -inf, NaN (SEMANTICS.md 8). The output is 3-dimensional, "
+    "unmasked scores, as ONNX Runtime gives; with -inf, NaN (docs/semantics.md#accumulating-operators). The output is 3-dimensional, "
     "{batch, sequence, heads * valueHeadSize}; the present key and value {batch, kvHeads, totalSequence, "
     "headSize}, returned always (unused ones cost nothing inside a caller's jax.jit). FLOAT16: products of "
     "FLOAT16 operands accumulated in FLOAT32, the softmax in FLOAT32, its result rounded to FLOAT16 for the "

@@ -138,7 +138,7 @@ def _output(tensors, attrs, problems) -> dict:
 
 def _growth(sizes, attrs) -> dict:
     """An output element sums (FilterChannelCount x the window) products in FORWARD and at most
-    (InputChannelCount / GroupCount x the window) in BACKWARD (SEMANTICS.md 8): that many rounding
+    (InputChannelCount / GroupCount x the window) in BACKWARD (docs/semantics.md#accumulating-operators): that many rounding
     units of the terms' magnitude, as GEMM's K. The filter's Sizes come as ``attrs['FilterTensor']``
     where the caller knows them; otherwise ``sizes`` (the InputTensor's) bound it by the channels
     alone, for a 1 x 1 window."""
@@ -222,7 +222,7 @@ CONVOLUTION = OpSpec(
            "the output (denormals flushed) before the bias is added to it, as the page's steps go; FLOAT16 is "
            "multiplied and accumulated in FLOAT32, the bias added in FLOAT32, and rounded once, unless "
            "allow_half_precision_computation=True; then the fused activation runs with its own rules. The order "
-           "of the additions is the library's (SEMANTICS.md 8): a budget of (window x channels + 1) rounding units "
+           "of the additions is the library's (docs/semantics.md#accumulating-operators): a budget of (window x channels + 1) rounding units "
            "of the terms' magnitude."),
     extra_checks=(_checks,),
     infer_outputs=_output,
@@ -248,7 +248,7 @@ def _pointwise(w, direction, groups, g, precision) -> bool:
     1.23x (NCHW) and 1.37x (NHWC memory) as fast as lax's true FLOAT32 convolution on the H100,
     flushes included (batch 32, 1024 -> 256 channels, 14 x 14; measured by
     benchmarks/convolution/convolution.py); the sums are the same products in another order
-    (SEMANTICS.md 8)."""
+    (docs/semantics.md#accumulating-operators)."""
     return (precision == lax.Precision.HIGHEST and direction is ConvolutionDirection.FORWARD and groups == 1
             and all(k == 1 for k in w.shape[2:]) and all(s == 1 for s in g["Strides"])
             and not any(g["StartPadding"]) and not any(g["EndPadding"]) and not any(g["OutputPadding"]))

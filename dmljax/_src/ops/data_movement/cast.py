@@ -45,7 +45,7 @@ CAST = OpSpec(
     notes=(
         "The OutputTensor's DataType is the caller's (output_data_type=, required: the page gives no "
         "default). The page says no more than 'casts', so dmljax applies Direct3D's conversion rules "
-        "(SEMANTICS.md 2), the same on every backend: float to integer truncates toward zero and "
+        "(docs/semantics.md#conversions), the same on every backend: float to integer truncates toward zero and "
         "saturates to the type's range, NaN gives 0, +-inf the extremes; float to float and integer to "
         "float round to nearest even, once (FLOAT64 to FLOAT16 too: XLA's CPU backend rounds it twice, "
         "through FLOAT32, which dmljax avoids), overflowing to +-inf; FLOAT32 denormals read and are "

@@ -216,7 +216,7 @@ FOLD = OpSpec(
                     "BlockCount) for them.", _LAYOUT,
                     "Overlapping values are summed: FLOAT16 in FLOAT32 (unless allow_half_precision_computation), "
                     "rounded once; integers wrap around, as two's complement sums do; the order of the additions "
-                    "is not DirectML's to promise (SEMANTICS.md 8): a budget of prod(WindowSizes) rounding units "
+                    "is not DirectML's to promise (docs/semantics.md#accumulating-operators): a budget of prod(WindowSizes) rounding units "
                     "of the terms' magnitude.")),
     extra_checks=(_geometry_checks("OutputTensor", "InputTensor"),),
     page_slip=PageSlip(
@@ -226,7 +226,7 @@ FOLD = OpSpec(
 
 
 def _fold_growth(attrs) -> dict:
-    """An output element sums at most prod(WindowSizes) terms (SEMANTICS.md 8, as REDUCE's)."""
+    """An output element sums at most prod(WindowSizes) terms (docs/semantics.md#accumulating-operators, as REDUCE's)."""
     w = attrs.get("WindowSizes")
     n = math.prod(w) if isinstance(w, (tuple, list)) and all(isinstance(v, int) for v in w) else 1
     return {DataType.FLOAT64: n, DataType.FLOAT32: n, DataType.FLOAT16: math.ceil(n / 8192), "half": n}

@@ -82,7 +82,7 @@ FILL_VALUE_SEQUENCE = OpSpec(
            "complement (the page's Example 2 writes ValueDelta -2 for UINT8, which is the union's bytes of the "
            "INT8 -2: as UINT8, 254, which dmljax takes; -2 itself is refused, as the union cannot hold it). "
            "Floats: i * ValueDelta + ValueStart in FLOAT32 (FLOAT64 for FLOAT64 tensors: none in the table), a "
-           "multiply-add the backend may fuse or not (SEMANTICS.md 2), then rounded once to FLOAT16 for "
+           "multiply-add the backend may fuse or not (docs/semantics.md#fused-multiply-add), then rounded once to FLOAT16 for "
            "FLOAT16 tensors; i is exact in FLOAT32 up to 2^24 elements. The page's pseudocode adds Delta "
            "element after element; a GPU computes the elements in parallel, as start + i * delta, and so does "
            "dmljax: the same values for integers and wherever the terms are exact (integral starts and "

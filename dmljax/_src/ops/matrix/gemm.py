@@ -1,8 +1,8 @@
 """GEMM, of the matrix family: the page's record, with its formula below it.
 
 Output = FusedActivation(Alpha * TransA(A) x TransB(B) + Beta * C), over the leading (batch)
-dimensions. FLOAT32 products are FLOAT32 products (``precision=HIGHEST``: never TF32, SEMANTICS.md
-8); FLOAT16 inputs are multiplied and accumulated in FLOAT32 and rounded once, unless
+dimensions. FLOAT32 products are FLOAT32 products (``precision=HIGHEST``: never TF32,
+docs/semantics.md#accumulating-operators); FLOAT16 inputs are multiplied and accumulated in FLOAT32 and rounded once, unless
 ``allow_half_precision_computation=True``."""
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def _gemm_output(tensors, attrs, problems) -> dict:
 
 
 def _growth(sizes, attrs) -> dict:
-    """K products summed (SEMANTICS.md 8): K rounding units of the terms' magnitude (Reference
+    """K products summed (docs/semantics.md#accumulating-operators): K rounding units of the terms' magnitude (Reference
     magnitude: |Alpha| sum |a b| + |Beta c|), in FLOAT32; K / 2^13 FLOAT16 ULP when FLOAT16 is
     accumulated in FLOAT32; K in FLOAT16 arithmetic. ``sizes``: ATensor's."""
     k = 1
@@ -136,7 +136,7 @@ GEMM = OpSpec(
            "FLOAT32 and rounded once, unless allow_half_precision_computation=True. The epilogue Alpha * "
            "product + Beta * C is FLOAT32, then rounded once to the output type, then the fused activation "
            "runs with its own rules (core/dml-fused-activations.md). The order of the K additions is the "
-           "library's (SEMANTICS.md 8): a budget of K + 1 rounding units of the terms' magnitude. TransA, "
+           "library's (docs/semantics.md#accumulating-operators): a budget of K + 1 rounding units of the terms' magnitude. TransA, "
            "TransB, Alpha and Beta default to NONE, NONE, 1.0 and 1.0 (the page gives no defaults; ONNX's Gemm "
            "has these)."),
     extra_checks=(_gemm_checks,),

@@ -336,7 +336,7 @@ def _scaled(p, scales, bias):
 
 
 def _to_float_growth(sizes, attrs) -> dict:
-    """K products summed in FLOAT32 where the types' INT32 sum could overflow (SEMANTICS.md 8):
+    """K products summed in FLOAT32 where the types' INT32 sum could overflow (docs/semantics.md#accumulating-operators):
     K rounding units of the terms' magnitude (Reference magnitude: |a_scale * b_scale| *
     sum |a - za| |b - zb| + |bias|); K / 2^13 FLOAT16 ULP. K from ATensor's Sizes (``attrs``'
     "ATensor" where the caller gives the inputs' Sizes, else ``sizes``)."""

@@ -124,7 +124,7 @@ def broadcastable(tensors, names, reference="InputTensor", fixed: tuple[int, ...
 
 
 def stat_growth(terms) -> dict:
-    """A statistic of N terms (SEMANTICS.md 8): N rounding units of the terms' magnitude in
+    """A statistic of N terms (docs/semantics.md#accumulating-operators): N rounding units of the terms' magnitude in
     FLOAT32; FLOAT16, accumulated in FLOAT32 and rounded once, N / 2^13 FLOAT16 ULP more."""
     n = max(int(terms), 1)
     extra = math.ceil(n / 8192)
@@ -176,7 +176,7 @@ FUSED_ACTIVATION = ParamSpec(
 _HALF = ("FLOAT16 is read, computed and accumulated in FLOAT32 and rounded once to FLOAT16 (also with "
          "allow_half_precision_computation=True, which permits FLOAT16 arithmetic but does not require it: "
          "these operators keep FLOAT32 throughout). FLOAT32 denormals are read as zero and flushed on output.")
-_ORDER = ("The order of the additions is not DirectML's to promise (SEMANTICS.md 8): a budget of N rounding "
+_ORDER = ("The order of the additions is not DirectML's to promise (docs/semantics.md#accumulating-operators): a budget of N rounding "
           "units of the terms' magnitude, N the terms of a statistic (the InputTensor's element count where only "
           "its Sizes are known).")
 

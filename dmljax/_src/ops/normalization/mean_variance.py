@@ -159,7 +159,7 @@ _MVN_NOTES = ("Mean and Variance are taken over the normalized axes of each slic
               "Bias are optional (None: 1 and 0), with the InputTensor's DimensionCount, each dimension 1 "
               "(broadcast) or the InputTensor's; before DML_FEATURE_LEVEL_5_2 both or neither. Epsilon defaults to "
               "1e-5 (the page's recommendation). " + HALF_NOTE + " The order of the additions is not DirectML's "
-              "to promise (SEMANTICS.md 8): a budget of N rounding units of the terms' magnitude, N the element "
+              "to promise (docs/semantics.md#accumulating-operators): a budget of N rounding units of the terms' magnitude, N the element "
               "count of a normalized slice.")
 
 MEAN_VARIANCE_NORMALIZATION = OpSpec(

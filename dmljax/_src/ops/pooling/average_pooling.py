@@ -99,8 +99,8 @@ _AVERAGE_NOTES = (
     "so a window lying wholly in the padding (a padding longer than the window's span) gives 0 / 0 = NaN "
     "(dmljax's choice where the page is silent). Floats are read as math reads them (FLOAT32 denormals as "
     "zero); FLOAT16 is summed and divided in FLOAT32 and rounded once, unless "
-    "allow_half_precision_computation. DirectML does not document the order of the additions (SEMANTICS.md "
-    "8): a budget of prod(WindowSize) + 1 rounding units of the terms' magnitude (sum |x| / divisor).")
+    "allow_half_precision_computation. DirectML does not document the order of the additions "
+    "(docs/semantics.md#accumulating-operators): a budget of prod(WindowSize) + 1 rounding units of the terms' magnitude (sum |x| / divisor).")
 _AVERAGE_GRADIENT = (
     "AVERAGE_POOLING_GRAD's rule (the same function): each window's dY / divisor added to every element of "
     "the window inside the InputTensor, in FLOAT32 for FLOAT16, rounded once.")
@@ -315,7 +315,7 @@ _LP_NOTES = (
     "denormals as zero); FLOAT16 is computed in FLOAT32 and rounded once, unless "
     "allow_half_precision_computation. The terms |x|^P are computed in that type, as the formula is, so they "
     "overflow to inf beyond its range (large values or a large P) where the root would not. DirectML does "
-    "not document the order of the additions (SEMANTICS.md 8): a budget of 3 + ceil((prod(WindowSize) + 2) / "
+    "not document the order of the additions (docs/semantics.md#accumulating-operators): a budget of 3 + ceil((prod(WindowSize) + 2) / "
     "P) ULP (all terms are positive, and the root divides their sum's relative error by P).")
 _LP_GRADIENT = (
     "The derivative of the formula: dX = the sum over the windows holding X of dY * sign(X) * |X|^(P-1) / "

@@ -3,7 +3,7 @@ MAX_POOLING_GRAD and MAX_UNPOOLING, each page's record with its formula below it
 geometry every windowed pooling shares (average_pooling.py's AVERAGE and LP poolings too).
 
 A window's maximum is exact: XLA's max reduce_window over integer keys in the order the page
-and SEMANTICS.md give the values (FLOAT32 denormals as zeros, -0 below +0, NaN below every number,
+and docs/semantics.md#minimum-and-maximum give the values (FLOAT32 denormals as zeros, -0 below +0, NaN below every number,
 the padding below all); FLOAT16 windows of 5 positions or more on NVIDIA GPUs take a Pallas kernel
 with the same bits (kernels/max_pooling.py, ``MAX_POOLING_VALUES``). Its index (MAX_POOLING1/2,
 and the forward pass under jax.grad): one reduce_window over (key, position) pairs, the higher
@@ -400,8 +400,8 @@ _MAX_RULES = (
     "The padding takes no part: its elements are never selected (the page is silent; ONNX's MaxPool, which ONNX Runtime's DirectML provider maps onto this operator, ignores its padding too); "
     "a window lying wholly in the padding (a padding longer than the window's span) gives -inf (the type's "
     "minimum for integers). Values are compared as math reads them: FLOAT32 denormals as zeros of their "
-    "sign, -0 below +0 (as ELEMENT_WISE_MAX and REDUCE's MAX), NaN below every number (maxNum, SEMANTICS.md "
-    "2: a window's maximum is NaN only when all its input elements are NaN). The result is that maximum, "
+    "sign, -0 below +0 (as ELEMENT_WISE_MAX and REDUCE's MAX), NaN below every number (maxNum, "
+    "docs/semantics.md#minimum-and-maximum: a window's maximum is NaN only when all its input elements are NaN). The result is that maximum, "
     "bit-exact (a FLOAT32 denormal maximum comes out as a zero of its sign, a NaN as NaN).")
 _INDEX_RULES = (
     "Returns (output, output_indices), the page's order; a desc without OutputIndicesTensor gets the "
@@ -552,7 +552,7 @@ MAX_POOLING_GRAD = OpSpec(
         "must have the pooled Sizes of the InputTensor (the page's 'typically'); the OutputGradientTensor has "
         "the InputTensor's. Overlapping gradients are summed: FLOAT16 in FLOAT32 (unless "
         "allow_half_precision_computation), rounded once; the order of the additions is not DirectML's to "
-        "promise (SEMANTICS.md 8): a budget of prod(WindowSize) rounding units of the terms' magnitude. "
+        "promise (docs/semantics.md#accumulating-operators): a budget of prod(WindowSize) rounding units of the terms' magnitude. "
         "The page's DimensionCount text ('only supports 4D tensors, the only valid value ... is 2') predates its "
         "DML_FEATURE_LEVEL_4_0 table, which adds 5-D: the table is followed.", GEOMETRY_NOTE)),
     extra_checks=(geometry_checks("InputTensor", "InputGradientTensor", "input_gradient"),),

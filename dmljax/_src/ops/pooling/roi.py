@@ -550,7 +550,7 @@ def _align_tables(first: str):
 
 def _growth(sizes, attrs) -> dict:
     """Each output element averages up to Maximum^2 samples of 2 x 2 taps: 4 Maximum^2 rounding
-    units of the terms' magnitude in FLOAT32 (SEMANTICS.md 8); FLOAT16 computed in FLOAT32 adds a
+    units of the terms' magnitude in FLOAT32 (docs/semantics.md#accumulating-operators); FLOAT16 computed in FLOAT32 adds a
     fraction of a FLOAT16 ULP."""
     hi = attrs.get("MaximumSamplesPerOutput")
     k = hi if isinstance(hi, int) and 0 < hi <= MAX_SAMPLES_PER_OUTPUT else 1

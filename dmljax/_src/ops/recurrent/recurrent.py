@@ -160,7 +160,7 @@ def _outputs(short: str):
 def _growth(sizes, attrs) -> dict:
     """Per step, input_size + hidden_size products summed and a few element-wise roundings; the
     state carries each step's error into the next, so the budget grows with seq_length times
-    that (SEMANTICS.md 8), in ULP of the largest output value (Reference magnitude). FLOAT16
+    that (docs/semantics.md#accumulating-operators), in ULP of the largest output value (Reference magnitude). FLOAT16
     rounds the states to FLOAT16 each step: about one FLOAT16 ULP a step."""
     seq = sizes[1] if len(sizes) == 4 else 1
     inp = sizes[3] if len(sizes) == 4 else 1
@@ -310,7 +310,7 @@ LSTM = _record(
            + _NUMERICS_NOTE.format(c=" and C") + _LENGTHS_NOTE
            + " The clip (ONNX Runtime's reading of 'applied to the input of activations') bounds the inputs of "
              "f, g and h, h's input being the clipped Ct while Ct itself is carried unclipped; NaN clips to "
-             "-ClipThreshold (maxNum, then minNum: SEMANTICS.md 2). A coupled forget gate ignores Pf and the "
+             "-ClipThreshold (maxNum, then minNum: docs/semantics.md#minimum-and-maximum). A coupled forget gate ignores Pf and the "
              "forget rows of W, R and B."),
 )
 

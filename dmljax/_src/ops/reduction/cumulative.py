@@ -61,7 +61,7 @@ _NOTES = (
     "Floats: read as math reads them (FLOAT32 denormals as zero; FLOAT16 in FLOAT32 unless "
     "allow_half_precision_computation), tallied in that type and rounded once per output "
     "element. DirectML does not document the order of the additions or multiplications "
-    "(SEMANTICS.md 8): the budget grows with the axis length n (n FLOAT32 ULP, n / 8192 FLOAT16 "
+    "(docs/semantics.md#accumulating-operators): the budget grows with the axis length n (n FLOAT32 ULP, n / 8192 FLOAT16 "
     "ULP){magnitude}. The exclusive tally starts from {identity} and never includes the last "
     "element (the page's example). Integers: exact, in the tensor's type, wrapping around as "
     "two's complement ({op} of INT32 values past 2^31 wraps). AxisDirection defaults to INCREASING "

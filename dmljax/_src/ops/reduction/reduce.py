@@ -153,7 +153,7 @@ REDUCE = OpSpec(
         "type the table allows (INT64, INT32, UINT64 from DML_FEATURE_LEVEL_3_0). Floats are read "
         "as math reads them (FLOAT32 denormals as zero) and FLOAT16 is accumulated in FLOAT32 and "
         "rounded once, unless allow_half_precision_computation; DirectML does not document the "
-        "order of accumulation, so the budget grows with the N reduced terms (SEMANTICS.md 8), "
+        "order of accumulation, so the budget grows with the N reduced terms (docs/semantics.md#accumulating-operators), "
         "counted in ULP of the sum of |terms| where terms cancel. MAX and MIN follow "
         "ELEMENT_WISE_MAX/MIN: NaN is skipped (maxNum/minNum), a group of NaN gives NaN, a tie of "
         "zeros gives +0 (MAX) or -0 (MIN), exact. ARGMAX and ARGMIN give the first index of the "

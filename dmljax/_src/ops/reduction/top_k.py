@@ -210,7 +210,7 @@ def _record(short: str, summary: str, formula: str, first: str, oldest_types, di
         notes=("Returns (values, indices), the page's order. Ties (equal values) come in ascending index, "
                "as the page guarantees" + (", whatever the AxisDirection" if direction else "") + ". Values "
                "are compared as math reads them: -0 equals +0 and FLOAT32 denormals equal zero (so they tie); "
-               "NaN is never selected before a number (maxNum/minNum, SEMANTICS.md 8): NaNs come after "
+               "NaN is never selected before a number (maxNum/minNum, docs/semantics.md#accumulating-operators): NaNs come after "
                "every number, in ascending index. The values returned are the input's own bits (NaN "
                "payloads, -0 and denormals kept). K may be 1 to the axis's size (the page says 'less than' "
                "the number of elements, which would forbid selecting them all, a plain sort; dmljax allows "

@@ -681,7 +681,7 @@ _GRAD_NOTES = ("output_gradient_sizes= gives the OutputGradientTensor's Sizes (t
                "InputGradientTensor is the forward OutputTensor's gradient, of any Sizes of the same DimensionCount "
                "(the page: typically the forward output's). The sums are FLOAT32 (FLOAT16 rounded once, unless "
                "allow_half_precision_computation); each is a gather of the element's readers (the order of the "
-               "additions is not DirectML's to promise, SEMANTICS.md 8): a budget of about 2 x Scale + 2 rounding "
+               "additions is not DirectML's to promise, docs/semantics.md#accumulating-operators): a budget of about 2 x Scale + 2 rounding "
                "units of the terms' magnitude per dimension. Its own gradient is the forward operator (a linear map).")
 
 RESAMPLE_GRAD = OpSpec(
