@@ -213,10 +213,10 @@ def test_the_worst_case_at_the_bound_is_exact():
 
 
 @pytest.mark.parametrize("terms", tiers.fast_sample([1025, 1024, 8738, 8739, 18725, 43691], keep=2, key="pieces"))
-def test_the_cuda_pieces_keep_float32_sums_exact(terms):
-    # cuDNN gives INT8 convolutions FLOAT32 results: the filter is split so that each piece's
-    # sums stay within 2^24. Run here through XLA's FLOAT32 results, at the worst case (-128
-    # everywhere) and at random values.
+def test_the_pieces_keep_float32_sums_exact(terms):
+    # cuDNN gives INT8 convolutions FLOAT32 results, and the CPU convolves FLOAT32 operands: the
+    # filter is split so that each piece's sums stay within 2^24. Run here through XLA's FLOAT32
+    # results (INT8 and FLOAT32 operands), at the worst case (-128 everywhere) and at random values.
     bits, count = ic._pieces(terms)
     assert terms * 128 * max(2 ** (8 - bits * (count - 1) - 1), 2 ** bits - 1 if count > 1 else 0) <= 2**24
     g = ic.geometry(1, {"StartPadding": (1,)})
@@ -224,8 +224,9 @@ def test_the_cuda_pieces_keep_float32_sums_exact(terms):
     for worst in (True, False):
         x = np.full((1, terms, 2), -128, np.int8) if worst else rng.integers(-128, 128, (1, terms, 2)).astype(np.int8)
         w = np.full((3, terms, 1), -128, np.int8) if worst else rng.integers(-128, 128, (3, terms, 1)).astype(np.int8)
-        got = np.asarray(ic._float_sums(jnp.asarray(x), jnp.asarray(w), g, 1, np.int8))
-        np.testing.assert_array_equal(got, accumulate(x, None, w, None, start_padding=(1,)))
+        for operand in (np.int8, np.float32):
+            got = np.asarray(ic._float_sums(jnp.asarray(x), jnp.asarray(w), g, 1, operand))
+            np.testing.assert_array_equal(got, accumulate(x, None, w, None, start_padding=(1,)))
 
 
 def test_depthwise_cuda_sums_take_float16_operands(rng):
@@ -361,8 +362,9 @@ def _convolutions(fn, *args):
 
 
 def test_one_integer_convolution_in_the_lowered_hlo(rng):
-    # UINT8 input with a zero point, INT8 filter with per-channel ones, padding: still one INT8 x
-    # INT8 -> INT32 convolution, the corrections around it in INT32
+    # UINT8 input with a zero point, INT8 filter with per-channel ones, padding: still one
+    # convolution (FLOAT32 sums of the INT8 values, exact below 2^24: 72 terms need no split), the
+    # corrections around it in INT32
     x = rng.integers(0, 256, (2, 8, 6, 6)).astype(np.uint8)
     w = rng.integers(-128, 128, (4, 8, 3, 3)).astype(np.int8)
     xz, wz = np.full((1, 1, 1, 1), 3, np.uint8), rng.integers(-5, 5, (1, 4, 1, 1)).astype(np.int8)
@@ -373,7 +375,7 @@ def test_one_integer_convolution_in_the_lowered_hlo(rng):
                        np.zeros((1, 1, 1, 1), np.uint8)))]:
         convs = _convolutions(fn, *args)
         assert len(convs) == 1, convs
-        assert re.search(r"= s32\[[^]]*\][^ ]* convolution\(", convs[0]), convs[0]
+        assert re.search(r"= f32\[2,6,6,4\][^ ]* convolution\(", convs[0]), convs[0]
 
 
 # ---------------------------------------------------------------------------------- jit, grad, vmap
