@@ -4,10 +4,11 @@ MULTIHEAD_ATTENTION and MULTIHEAD_ATTENTION1 on NVIDIA GPUs, where it can expres
 cuDNN computes the scores in FLOAT32 from FLOAT16 operands, the softmax in FLOAT32, rounds the
 probabilities to FLOAT16 for the second product and accumulates it in FLOAT32: the blockwise XLA
 formula's arithmetic (ops/attention/multihead_attention.py), within the operator's budget, in
-another order. It takes no additive mask without a [sequence, sequence] bias tensor, and its masks
-exclude keys where DirectML adds MaskFilterValue (a fully masked row differs), so calls with a
-mask, a relative position bias or past sequence lengths stay with XLA. ``ATTENTION_CUDNN`` says
-where it applies; benchmarks/attention/attention.py times both paths.
+another order. It takes no additive mask without a [sequence, sequence] bias tensor, and its
+sequence lengths exclude keys where DirectML adds MaskFilterValue: a KEY_SEQUENCE_LENGTH mask takes
+it where a runtime check shows the two agree (``_fused`` there), calls with another mask, a
+relative position bias or past sequence lengths stay with XLA. ``ATTENTION_CUDNN`` says where it
+applies; benchmarks/attention/attention.py times both paths.
 """
 
 from __future__ import annotations
@@ -34,8 +35,10 @@ def _applies(dtype, head_size: int, value_head_size: int, plain: bool, half: boo
 ATTENTION_CUDNN = Kernel("attention_cudnn", _applies, measured="benchmarks/attention/attention.py")
 
 
-def cudnn_attention(q, k, v, scale: float):
-    """q [B, H, S, D], k and v [B, Hkv, T, D] (FLOAT16): softmax(scale q k^T) v as FLOAT32 [B, H, S, D]."""
+def cudnn_attention(q, k, v, scale: float, key_lengths=None):
+    """q [B, H, S, D], k and v [B, Hkv, T, D] (FLOAT16): softmax(scale q k^T) v as FLOAT32 [B, H, S, D],
+    over each batch's first ``key_lengths`` (INT32 [B], 1 to T) keys where given."""
     out = jax.nn.dot_product_attention(q.transpose(0, 2, 1, 3), k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3),
-                                       scale=float(scale), implementation="cudnn")
+                                       scale=float(scale), key_value_seq_lengths=key_lengths,
+                                       implementation="cudnn")
     return out.transpose(0, 2, 1, 3).astype(np.float32)

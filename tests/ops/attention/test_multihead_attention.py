@@ -71,6 +71,36 @@ def test_fully_masked_rows_are_onnx_runtimes():
     assert np.isnan(inf[0, 1]).all() and not np.isnan(inf[0, [0, 2]]).any()
 
 
+def test_key_lengths_dropped_where_the_penalty_rounds_them_away(rng):
+    # cuDNN's sequence lengths drop the keys a KEY_SEQUENCE_LENGTH mask penalises: the CUDA route is
+    # taken where score_reach shows MaskFilterValue puts every dropped score more than 110 below its
+    # row's largest, which makes each dropped exp exactly 0 in FLOAT32; checked here against the
+    # float64 softmax over the kept keys alone (and the bound against every score)
+    from dmljax._src.ops.attention.multihead_attention import MASKED_EXP_LIMIT, score_reach
+    b, s, t, d = 3, 5, 7, 8
+    q = rng.standard_normal((b, s, d)).astype(np.float32)
+    k = rng.standard_normal((b, t, d)).astype(np.float32)
+    v = rng.standard_normal((b, t, d)).astype(np.float32)
+    scale = 0.35
+    scores = scale * np.einsum("bsd,btd->bst", q.astype(np.float64), k.astype(np.float64))
+    reach = float(score_reach(jnp.asarray(q)[:, None], jnp.asarray(k)[:, None], scale))
+    assert np.abs(scores).max() <= reach < 1.01 * scale * np.linalg.norm(q, axis=-1).max() * np.linalg.norm(k, axis=-1).max()
+    lengths = np.array([[1, 4, 7]], np.int32)
+    kept = np.arange(t)[None, None, :] < lengths[0][:, None, None]
+    dropped = np.where(kept, scores, -np.inf)
+    p = np.exp(dropped - dropped.max(-1, keepdims=True))
+    want = np.einsum("bst,btd->bsd", p / p.sum(-1, keepdims=True), v.astype(np.float64))
+    filter_value = -10000.0
+    assert filter_value + 2 * reach < MASKED_EXP_LIMIT  # the route's condition holds
+    got = np.asarray(dmljax.multihead_attention(q, k, v, mask=lengths, scale=scale, head_count=1,
+                                                mask_type="KEY_SEQUENCE_LENGTH", mask_filter_value=filter_value)[0])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    # a mild penalty: the masked keys still count, the condition fails and the result is not the dropped one
+    mild = np.asarray(dmljax.multihead_attention(q, k, v, mask=lengths, scale=scale, head_count=1,
+                                                 mask_type="KEY_SEQUENCE_LENGTH", mask_filter_value=-1.0)[0])
+    assert -1.0 + 2 * reach >= MASKED_EXP_LIMIT and np.abs(mild - want).max() > 1e-3
+
+
 def test_forward_and_reverse_mode_agree():
     q, k, v = _qkv()
     f = lambda q, k, v: dmljax.multihead_attention(q, k, v, scale=0.5, head_count=2)[0]  # noqa: E731

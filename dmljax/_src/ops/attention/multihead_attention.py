@@ -554,26 +554,64 @@ def _packed(q, k, v, mask, **kw):
 
 
 
-def _fused(q, k, v, scale):
-    """Plain attention (no mask or bias) through cuDNN on CUDA where ``ATTENTION_CUDNN`` applies, the
-    blockwise formula elsewhere; derivatives (jvp, and so grad) are always the blockwise formula's."""
-    def xla(q, k, v):
-        return blockwise_attention(q, k, v, scale=scale, filter_value=0.0)
+MASKED_EXP_LIMIT = -110.0
+"""exp of a FLOAT32 argument below this is 0 (exp(-104) is already below half the smallest FLOAT32
+denormal): a key whose score plus MaskFilterValue lies that far below its row's largest score adds
+exactly nothing to the softmax."""
+
+
+def score_reach(q, k, scale):
+    """A bound on |Scale q . k| over every query and key (Cauchy-Schwarz: |Scale| times the largest
+    query norm times the largest key norm, widened by 2^-10 for the norms' own rounding), FLOAT32 []."""
+    def largest_norm(x):
+        return jnp.sqrt(jnp.max(jnp.sum(jnp.square(x.astype(np.float32)), axis=-1)))
+    return np.float32(abs(scale) * (1 + 2.0**-10)) * largest_norm(q) * largest_norm(k)
+
+
+def _fused(q, k, v, scale, key_lengths=None, filter_value=0.0):
+    """Attention without a mask or bias, or with a KEY_SEQUENCE_LENGTH mask (``key_lengths``, INT32
+    [B]), through cuDNN on CUDA where ``ATTENTION_CUDNN`` applies, the blockwise formula elsewhere;
+    derivatives (jvp, and so grad) are always the blockwise formula's.
+
+    DirectML adds MaskFilterValue to the scores of keys at or past a batch's length, where cuDNN's
+    sequence lengths drop those keys: the same softmax when every row keeps a key and the penalty
+    puts every dropped score more than ``-MASKED_EXP_LIMIT`` below the row's largest (each dropped
+    exp is then exactly 0 in FLOAT32). A runtime check (``score_reach``: any score lies within
+    [-R, R], so a dropped key's lies at least MaskFilterValue + 2R below the row's largest kept one)
+    takes cuDNN where it holds and the blockwise formula, MaskFilterValue added, where it does not."""
+    if key_lengths is None:
+        def xla(q, k, v):
+            return blockwise_attention(q, k, v, scale=scale, filter_value=0.0)
+
+        def fused(q, k, v):
+            return cudnn_attention(q, k, v, scale)
+        operands = (q, k, v)
+    else:
+        def xla(q, k, v, lengths):
+            return blockwise_attention(q, k, v, scale=scale, filter_value=filter_value,
+                                       mask_type=MaskType.KEY_SEQUENCE_LENGTH, length_mask=lengths[None])
+
+        def fused(q, k, v, lengths):
+            exact = (jnp.min(lengths) >= 1) & (np.float32(filter_value) + 2 * score_reach(q, k, scale)
+                                               < np.float32(MASKED_EXP_LIMIT))
+            kept = jnp.minimum(lengths, np.int32(k.shape[2]))
+            return lax.cond(exact, lambda: cudnn_attention(q, k, v, scale, kept), lambda: xla(q, k, v, lengths))
+        operands = (q, k, v, key_lengths)
 
     gpu = jax.default_backend() == "gpu"
     route = choose(ATTENTION_CUDNN, facts=(q.dtype, q.shape[-1], v.shape[-1], True, False, gpu))
     if route.kernel is None:
-        return xla(q, k, v)
+        return xla(*operands)
 
     @jax.custom_jvp
-    def run(q, k, v):
-        return route.run(xla, lambda q, k, v: cudnn_attention(q, k, v, scale), q, k, v)
+    def run(*operands):
+        return route.run(xla, fused, *operands)
 
     @run.defjvp
     def run_jvp(primals, tangents):
         return jax.jvp(xla, primals, tangents)
 
-    return run(q, k, v)
+    return run(*operands)
 
 
 def _biased(x, bias, dt: DataType, half: bool):
@@ -638,6 +676,8 @@ def attention(q_in, k_in, v_in, sqk, skv, sqkv, bias, mask, rel, past_k, past_v,
         out = _packed(qc, kc, vc, _squeeze(mask, 1), scale=scale, filter_value=mask_filter_value, half=half)
     elif rel4 is None and mask is None and lengths is None and not half:
         out = _fused(qc, kc, vc, scale)
+    elif rel4 is None and mask_type is MaskType.KEY_SEQUENCE_LENGTH and lengths is None and not half:
+        out = _fused(qc, kc, vc, scale, length_mask[0], mask_filter_value)
     else:
         out = blockwise_attention(qc, kc, vc, scale=scale, filter_value=mask_filter_value, rel_bias=rel4,
                                   bool_mask=mask4, mask_type=mask_type, length_mask=length_mask,
