@@ -1,13 +1,15 @@
 """The ``dmljax`` console script.
 
-    dmljax run MODEL.json [-i N] [-r N] [-w N] [-v 0|1|2] [--feature-level X]
+    dmljax run MODEL.json [-i N] [-r N] [-w N] [-v 0|1|2] [--feature-level X] [--out DIR] [--force]
     dmljax ops [--feature-level X] | dmljax ops --all [--sort KEY] | dmljax ops NAME...
     dmljax docs [--check] [--out DIR]
     dmljax --version
     dmljax bench [--ops ...] [--dtypes ...] [--sizes LO:HI[:STEP]] [--out DIR] (dmljax/bench/cli.py)
 
 ``run`` reads a DxDispatch model and runs it on the default JAX device, printing what DxDispatch
-prints (``Resource 'output': 6, 15, 24``) and a timing line per dispatch command. ``ops`` lists the
+prints (``Resource 'output': 6, 15, 24``) and a timing line per dispatch command; writeFile
+commands write into ``--out DIR`` (default: a fresh ``MODEL-outputs`` folder in the working
+directory) and overwrite nothing without ``--force``. ``ops`` lists the
 operators dmljax implements with their introducing feature level and their support table at the
 chosen level; ``ops --all`` lists DirectML's whole catalog with dmljax's status, ``ops NAME`` one
 operator in full: NAME is any DirectML spelling, or a name the operator goes by in ONNX,
@@ -94,6 +96,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("-v", "--timing_verbosity", type=int, choices=(0, 1, 2), default=0,
                      help="0: median only; 1: cold/hot statistics; 2: also every iteration")
     run.add_argument("--no-timing", action="store_true", help="print no Dispatch timing lines")
+    run.add_argument("--out", default=None, metavar="DIR",
+                     help="folder for the files writeFile commands write (relative targetPaths; created if "
+                          "missing); default: a fresh folder MODEL-outputs in the working directory")
+    run.add_argument("--force", action="store_true", help="overwrite files that exist (default: refuse before running)")
     run.add_argument("--feature-level", type=_level, default=None, metavar="X",
                      help="DML feature level to validate against (default: $DMLJAX_FEATURE_LEVEL, else the newest)")
     ops = sub.add_parser("ops", help="list DirectML's operators: the implemented ones with their support tables, "
@@ -329,7 +335,8 @@ def _run(args: argparse.Namespace) -> int:
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
     try:
-        model = Model.load(args.model, feature_level=args.feature_level)
+        out_dir = args.out if args.out is not None else _fresh_folder(args.model)
+        model = Model.load(args.model, feature_level=args.feature_level, out_dir=out_dir, overwrite=args.force)
         model.run(sys.stdout, iterations=args.dispatch_iterations, repeat=args.dispatch_repeat,
                   warmup=args.warmup_samples, timing_verbosity=args.timing_verbosity, timing=not args.no_timing)
     except ModelError as e:
@@ -343,7 +350,20 @@ def _run(args: argparse.Namespace) -> int:
         text = " ".join(str(e).split())[:500] or "no details"
         print(f"dmljax run: error: {args.model}: {type(e).__name__} while loading or running: {text}", file=sys.stderr)
         return 1
+    if model.writes_files() and args.out is None:  # a folder the user did not name: say which
+        print(f"writeFile outputs are in {str(out_dir)!r}")
     return 0
+
+
+def _fresh_folder(model: str) -> str:
+    """``NAME-outputs`` in the working directory for a model NAME.json, or ``NAME-outputs-2``, ...:
+    the first that does not exist (created only when a file is written)."""
+    stem = os.path.splitext(os.path.basename(model))[0] or "model"
+    base = f"{stem}-outputs"
+    n = 1
+    while os.path.lexists(base if n == 1 else f"{base}-{n}"):
+        n += 1
+    return base if n == 1 else f"{base}-{n}"
 
 
 if __name__ == "__main__":  # pragma: no cover
