@@ -32,7 +32,7 @@ from dmljax._src.fused import FusedActivation
 from dmljax._src.kernel_seam import use_kernels
 from dmljax._src.ops import OPERATORS as _OPERATORS
 from dmljax._src.ops.quantization.fake_quantization import quantize_dequantize
-from dmljax._src.registry import canonical_name, catalog, get_operator, registry
+from dmljax._src.registry import OperatorMatch, canonical_name, catalog, find_operators, get_operator, registry
 from dmljax._src.structs import ScalarUnion, ScaleBias, Size2D
 from dmljax._src.tensor_desc import TensorDesc, TensorFlags, calc_buffer_tensor_size
 from dmljax._src.version import __version__
@@ -54,6 +54,7 @@ _CORE = [
     "IsInfinityMode",
     "MatrixTransform",
     "MultiheadAttentionMaskType",
+    "OperatorMatch",
     "OperatorNotImplementedError",
     "PaddingMode",
     "QuantizationType",
@@ -75,6 +76,7 @@ _CORE = [
     "catalog",
     "compile_operator",
     "feature_level",
+    "find_operators",
     "get_operator",
     "quantize_dequantize",
     "registry",

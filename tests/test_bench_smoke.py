@@ -70,8 +70,9 @@ def test_names_go_through_the_registry(unimplemented):
     assert cases.resolve("SCALED_ELU") is dmljax.activation_scaled_elu  # an unambiguous end
     assert cases.resolve("element_wise_if") is dmljax.element_wise_if
     assert cases.resolve(str(dmljax.element_wise_if.spec.value)) is dmljax.element_wise_if
+    assert cases.resolve("ELU") is dmljax.activation_elu  # ONNX's name of it (known_names.py)
     with pytest.raises(ValueError, match="ambiguous"):
-        cases.resolve("ELU")
+        cases.resolve("SOFTMAX")
     with pytest.raises(ValueError, match=f"{unimplemented[0].enum_name} is a DirectML operator that "
                        "dmljax does not implement yet"):
         cases.resolve(unimplemented[0].short_name)
@@ -148,7 +149,7 @@ def test_unknown_operator(capsys, tmp_path, unimplemented):
     status, out, err = bench(["--ops", "NOPE", "--out", tmp_path], capsys)
     assert_clean_error(status, err, "'NOPE' is not a DirectML operator")
     missing = unimplemented[0]
-    status, out, err = bench(["--ops", "ELU", missing.short_name, "--out", tmp_path], capsys)
+    status, out, err = bench(["--ops", "SOFTMAX", missing.short_name, "--out", tmp_path], capsys)
     assert_clean_error(status, err, "ambiguous", f"{missing.enum_name} is a DirectML operator that dmljax does not "
                        "implement")
 
@@ -186,14 +187,38 @@ def test_a_size_that_does_not_fit_is_skipped_when_others_fit(monkeypatch, capsys
 
 def test_integer_type_runs_the_operator_and_skips_the_chain(capsys, tmp_path):
     status, out, err = bench(["--ops", "ELEMENT_WISE_IF", "ACTIVATION_SCALED_ELU", "--dtypes", "INT8",
-                              "--sizes", "4", "--out", tmp_path, *FAST], capsys)
-    assert status == 0, err
+                              "--sizes", "4", "--chain", "--out", tmp_path, *FAST], capsys)
+    # an operator asked for that cannot be measured fails the run, after the others' results are written
+    assert status == 1
+    assert err == ("dmljax bench: error: 1 operator asked for could not be measured: ACTIVATION_SCALED_ELU: "
+                   "none of INT8 is in its support table\n")
     res = json.loads((tmp_path / "results.json").read_text())
     assert [(r["op"], r["dtype"]) for r in res["throughput"]] == [("DML_OPERATOR_ELEMENT_WISE_IF", "INT8")]
     assert "jnp_jit" in res["throughput"][0]["variants"]
     assert not res["chain"]
     assert any(n.startswith("chain of five operators INT8: skipped") for n in res["notes"])
     assert any(n.startswith("INT8: skipped for ACTIVATION_SCALED_ELU") for n in res["notes"])
+
+
+def test_ops_measures_matrix_and_convolution_operators_and_no_chain(capsys, tmp_path):
+    status, out, err = bench(["--ops", "GEMM", "CONVOLUTION", "--dtypes", "FLOAT32", "--sizes", "6",
+                              "--out", tmp_path, *FAST], capsys)
+    assert status == 0, err
+    res = json.loads((tmp_path / "results.json").read_text())
+    assert sorted(r["op"] for r in res["throughput"]) == ["DML_OPERATOR_CONVOLUTION", "DML_OPERATOR_GEMM"]
+    assert all(r["variants"] for r in res["throughput"])
+    assert not res["chain"] and not any(n.startswith("chain of") for n in res["notes"])
+
+
+def test_an_operator_no_layout_fits_fails_the_run(capsys, tmp_path):
+    status, out, err = bench(["--ops", "LSTM", "GEMM", "--dtypes", "FLOAT32", "--sizes", "6",
+                              "--out", tmp_path, *FAST], capsys)
+    assert status == 1
+    assert err.startswith("dmljax bench: error: 1 operator asked for could not be measured: LSTM: not measured: "
+                          "dmljax refuses the benchmark's call in every layout of its inputs (flat, square, "
+                          "square, small, square, ones); flat: ValidationError: lstm (DML_OPERATOR_LSTM)"), err
+    res = json.loads((tmp_path / "results.json").read_text())
+    assert [r["op"] for r in res["throughput"]] == ["DML_OPERATOR_GEMM"]
 
 
 def test_no_supported_type_at_all(capsys, tmp_path):

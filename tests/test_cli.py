@@ -253,3 +253,44 @@ def test_console_script_in_a_subprocess():
                        capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines()[-1] == "Resource 'tiled': 0.5, 0.5, 1, -9, 0.5, 0.5, 1, -9"
+
+
+# The names a newcomer knows from ONNX, PyTorch, JAX and WebNN lead to DirectML's operators: the
+# one it leads to in full, or the several it leads to, best first, each with the names that matched.
+@pytest.mark.parametrize("name, leads_to", [
+    ("layernorm", ["MEAN_VARIANCE_NORMALIZATION2", "MEAN_VARIANCE_NORMALIZATION1"]),
+    ("matmul", ["GEMM"]),
+    ("linear", ["GEMM", "ACTIVATION_LINEAR"]),
+    ("embedding", ["GATHER"]),
+    ("softmax", ["ACTIVATION_SOFTMAX1", "ACTIVATION_SOFTMAX"]),
+    ("gelu", ["ACTIVATION_GELU"]),
+    ("conv", ["CONVOLUTION"]),
+    ("attention", ["MULTIHEAD_ATTENTION1", "MULTIHEAD_ATTENTION"]),
+    ("MVN", ["MEAN_VARIANCE_NORMALIZATION2", "MEAN_VARIANCE_NORMALIZATION1", "MEAN_VARIANCE_NORMALIZATION"]),
+])
+def test_ops_known_names(name, leads_to, capsys):
+    status, out, err = run(["ops", name], capsys)
+    assert status == 0 and err == ""
+    first = out.splitlines()[0]
+    if len(leads_to) == 1:
+        assert first.startswith(f"{name!r} is not a DirectML name; it is a name of DML_OPERATOR_{leads_to[0]} (")
+        assert f"\nDML_OPERATOR_{leads_to[0]} (value " in out and "Gradient: " in out  # in full
+    else:
+        assert first == (f"{name!r} is not a DirectML name; it is a name of {len(leads_to)} DirectML operators "
+                         "(`dmljax ops NAME` shows one in full):")
+        listed = [line.split()[0] for line in out.splitlines()[1:1 + len(leads_to)]]
+        assert listed == [f"DML_OPERATOR_{n}" for n in leads_to]
+        assert "Gradient: " not in out
+
+
+def test_ops_known_names_text(capsys):
+    status, out, _ = run(["ops", "softmax"], capsys)
+    assert out.splitlines()[1:4] == [
+        "  DML_OPERATOR_ACTIVATION_SOFTMAX1 (ONNX Softmax; PyTorch torch.softmax, torch.nn.functional.softmax; "
+        "JAX jax.nn.softmax; WebNN softmax)",
+        "  DML_OPERATOR_ACTIVATION_SOFTMAX (ONNX Softmax)",
+        "Related (part of their names): DML_OPERATOR_ACTIVATION_LOG_SOFTMAX1, DML_OPERATOR_ACTIVATION_LOG_SOFTMAX.",
+    ]
+    status, out, _ = run(["ops", "lstm"], capsys)  # a DirectML name is shown as before, with its known names
+    assert status == 0 and out.startswith("DML_OPERATOR_LSTM (value 77;")
+    assert "Known as: ONNX `LSTM`; PyTorch `torch.nn.LSTM`; WebNN `lstm`, `lstmCell`." in out

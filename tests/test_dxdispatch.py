@@ -206,7 +206,10 @@ def implemented(type_):
 
 
 def run_cli(argv, capsys):
-    status = main(list(map(str, argv)))
+    argv = list(map(str, argv))
+    if argv[:1] == ["run"] and "--out" not in argv:  # files beside the model, as DxDispatch writes them
+        argv += ["--out", str(Path(argv[1]).parent), "--force"]
+    status = main(argv)
     captured = capsys.readouterr()
     return status, captured.out, captured.err
 
@@ -292,17 +295,35 @@ def test_guide_examples_by_hand(tmp_path, capsys):
 
 
 @needs_shared
-def test_npy_model_writes_files(tmp_path, capsys):
+def test_npy_model_writes_files(tmp_path, capsys, monkeypatch):
     shutil.copytree(MODELS, tmp_path / "m", ignore=shutil.ignore_patterns("*.jpg", "other_refs"))
-    status, out, err = run_cli(["run", tmp_path / "m" / "dml_element_wise_add_npy.json"], capsys)
+    model = tmp_path / "m" / "dml_element_wise_add_npy.json"
+    status, out, err = run_cli(["run", model, "--out", tmp_path / "o"], capsys)
     assert status == 0, err
     assert "Resource 'Out': 2, 4, 6, 8, 10, 12" in out
     assert "Resource 'Out' written to 'dml_element_wise_add_output.npy'" in out
-    got = np.load(tmp_path / "m" / "dml_element_wise_add_output.npy")
+    got = np.load(tmp_path / "o" / "dml_element_wise_add_output.npy")
     assert got.dtype == np.float32 and got.shape == (6,)
     np.testing.assert_array_equal(got, [2, 4, 6, 8, 10, 12])
-    raw = np.fromfile(tmp_path / "m" / "dml_element_wise_add_output.dat", np.float32)
+    raw = np.fromfile(tmp_path / "o" / "dml_element_wise_add_output.dat", np.float32)
     np.testing.assert_array_equal(raw, [2, 4, 6, 8, 10, 12])
+    assert not (tmp_path / "m" / "dml_element_wise_add_output.npy").exists()  # nothing beside the model
+    # nothing is overwritten without --force: refused before anything runs
+    status, out, err = run_cli(["run", model, "--out", tmp_path / "o"], capsys)
+    assert status == 1 and out == ""
+    target = tmp_path / "o" / "dml_element_wise_add_output.npy"
+    assert err == (f"dmljax run: error: {model}: command 2 (writeFile): targetPath 'dml_element_wise_add_output.npy': "
+                   f"{str(target)!r} exists; dmljax run overwrites nothing unless --force is given (or give --out a "
+                   "fresh folder)\n")
+    assert run_cli(["run", model, "--out", tmp_path / "o", "--force"], capsys)[0] == 0
+    # without --out: a fresh folder in the working directory, a new one each run
+    monkeypatch.chdir(tmp_path)
+    for folder in ("dml_element_wise_add_npy-outputs", "dml_element_wise_add_npy-outputs-2"):
+        status = main(["run", str(model)])  # not run_cli, which names the model's folder
+        out, err = capsys.readouterr()
+        assert status == 0, err
+        assert out.splitlines()[-1] == f"writeFile outputs are in {folder!r}"
+        np.testing.assert_array_equal(np.load(tmp_path / folder / "dml_element_wise_add_output.npy"), [2, 4, 6, 8, 10, 12])
 
 
 # --------------------------------------------------------------- writing small models
@@ -677,11 +698,12 @@ def test_npy_byte_order_and_fortran_order(tmp_path, capsys):
 
 
 def test_write_file_into_a_missing_folder_is_refused_before_anything_runs(tmp_path, capsys):
+    target = str(tmp_path / "nope" / "a.dat")  # an absolute path: --out creates only folders inside it
     p = write_model(tmp_path, BASE_RES, {}, [{"type": "print", "resource": "A"},
-                                            {"type": "writeFile", "resource": "A", "targetPath": "nope/a.dat"}])
+                                            {"type": "writeFile", "resource": "A", "targetPath": target}])
     status, out, err = run_cli(["run", p], capsys)
     assert status == 1 and out == ""
-    assert err == (f"dmljax run: error: {p}: command 1 (writeFile): targetPath 'nope/a.dat': the folder "
+    assert err == (f"dmljax run: error: {p}: command 1 (writeFile): targetPath {target!r}: the folder "
                    f"'{tmp_path / 'nope'}' does not exist (dmljax creates files, not folders)\n")
     assert not (tmp_path / "nope").exists()
     (tmp_path / "dir.npy").mkdir()

@@ -33,7 +33,7 @@ LEVELS = {0: "0", 51: "0.2", 102: "0.4", 153: "0.6", 204: "0.8", 255: "1"}
 def run(tmp_path, capsys, resources, commands, dispatchables=None):
     p = tmp_path / "m.json"
     p.write_text(json.dumps({"resources": resources, "dispatchables": dispatchables or {}, "commands": commands}))
-    status = main(["run", str(p), "--no-timing"])
+    status = main(["run", str(p), "--no-timing", "--out", str(tmp_path)])  # files beside the model
     out, err = capsys.readouterr()
     return status, out, err
 
@@ -190,7 +190,7 @@ def test_image_io_model(tmp_path, capsys):
     CONVOLUTION (0.2989 R + 0.5870 G + 0.1140 B) and written as a PNG."""
     for name in ("image_io.json", "chihuahua.jpg"):
         shutil.copy(MODELS / name, tmp_path)
-    status = main(["run", str(tmp_path / "image_io.json"), "--no-timing"])
+    status = main(["run", str(tmp_path / "image_io.json"), "--no-timing", "--out", str(tmp_path)])
     out, err = capsys.readouterr()
     assert status == 0, err
     assert out.splitlines()[1:] == ["Resource 'output' written to 'output.png'"]

@@ -186,3 +186,42 @@ def test_every_operator_is_exported_and_documented():
     assert {"FusedActivation", "ScalarUnion"} <= set(dmljax.__all__)
     assert dmljax.__all__ == sorted(dmljax.__all__)
     assert dmljax.element_wise_clip1.spec.grad_operator == "DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD1"
+
+
+def test_every_operator_has_a_row_of_known_names():
+    from dmljax._src.known_names import KNOWN_NAMES
+    assert list(KNOWN_NAMES) == [e.short_name for e in dmljax.catalog()]
+    assert dmljax.catalog()[53].known_names.onnx == ("Gemm", "MatMul")  # value 54
+    for e in dmljax.catalog():
+        for name in e.known_names:
+            assert name == name.strip() and name, (e.short_name, name)
+
+
+@pytest.mark.parametrize("name, best", [
+    ("layernorm", "MEAN_VARIANCE_NORMALIZATION2"), ("LayerNormalization", "MEAN_VARIANCE_NORMALIZATION2"),
+    ("torch.nn.functional.layer_norm", "MEAN_VARIANCE_NORMALIZATION2"), ("matmul", "GEMM"), ("linear", "GEMM"),
+    ("embedding", "GATHER"), ("softmax", "ACTIVATION_SOFTMAX1"), ("gelu", "ACTIVATION_GELU"),
+    ("conv", "CONVOLUTION"), ("attention", "MULTIHEAD_ATTENTION1"), ("lstm", "LSTM"),
+    ("MVN", "MEAN_VARIANCE_NORMALIZATION2"),
+])
+def test_find_operators_ranks_exact_and_known_names_first(name, best):
+    found = dmljax.find_operators(name)
+    assert found[0].entry.short_name == best
+    assert found[0].rank == (0 if name == "lstm" else 1)
+    assert [m.rank for m in found] == sorted(m.rank for m in found)
+
+
+def test_get_operator_takes_a_known_name_that_leads_to_one_operator():
+    assert dmljax.get_operator("gelu") is dmljax.activation_gelu
+    assert dmljax.get_operator("torch.matmul") is dmljax.gemm
+    assert dmljax.get_operator("nn.Embedding") is dmljax.gather
+    with pytest.raises(dmljax.UnknownOperatorError) as e:
+        dmljax.get_operator("softmax")
+    assert str(e.value) == (
+        "dmljax (DML_OPERATOR_TYPE):\n"
+        "  'softmax' is not a DirectML operator type; it is the name of 2 DirectML operators elsewhere; pick one: "
+        "DML_OPERATOR_ACTIVATION_SOFTMAX1 (ONNX Softmax; PyTorch torch.softmax, torch.nn.functional.softmax; "
+        "JAX jax.nn.softmax; WebNN softmax); DML_OPERATOR_ACTIVATION_SOFTMAX (ONNX Softmax).\n"
+        "    Tip: `dmljax ops NAME` shows what each one computes.")
+    with pytest.raises(dmljax.UnknownOperatorError, match="did you mean DML_OPERATOR_ACTIVATION_SOFTMAX1"):
+        dmljax.canonical_name("softmax")  # DxDispatch models name operators as DirectML does

@@ -8,7 +8,10 @@ section disagrees, the header wins: TOP_K 1.0, MAX_UNPOOLING 2.0, SCATTER_ELEMEN
 LOGICAL_LESS_THAN_OR_EQUAL 3.0). The family is dmljax's grouping: the module of ``dmljax/_src/ops``
 an operator's record lives in, a ``*_GRAD`` operator beside its forward operator.
 
-This module is data: it imports nothing but the feature levels.
+Each entry's ``known_names`` are the names it goes by in ONNX, PyTorch, JAX and WebNN
+(known_names.py, the table beside this one).
+
+This module is data: it imports nothing but the feature levels and that table.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 
 from dmljax._src.feature_level import FeatureLevel
+from dmljax._src.known_names import KNOWN_NAMES, KnownNames
 
 __all__ = ["CatalogEntry", "CATALOG", "BY_NAME", "BY_VALUE", "FAMILIES", "PREFIX"]
 
@@ -49,6 +53,11 @@ class CatalogEntry:
     def python_name(self) -> str:
         """``element_wise_if``: the function dmljax names the operator by."""
         return self.short_name.lower()
+
+    @property
+    def known_names(self) -> KnownNames:
+        """The names the operator goes by in ONNX, PyTorch, JAX and WebNN (known_names.py)."""
+        return KNOWN_NAMES[self.short_name]
 
 
 _ROWS = (
@@ -244,3 +253,4 @@ BY_VALUE: dict[int, CatalogEntry] = {e.value: e for e in CATALOG}
 
 assert len(CATALOG) == 177 and sorted(BY_VALUE) == list(range(1, 178))
 assert all(e.family in FAMILIES for e in CATALOG)
+assert list(KNOWN_NAMES) == [e.short_name for e in CATALOG]

@@ -1,17 +1,22 @@
 """The ``dmljax`` console script.
 
-    dmljax run MODEL.json [-i N] [-r N] [-w N] [-v 0|1|2] [--feature-level X]
+    dmljax run MODEL.json [-i N] [-r N] [-w N] [-v 0|1|2] [--feature-level X] [--out DIR] [--force]
     dmljax ops [--feature-level X] | dmljax ops --all [--sort KEY] | dmljax ops NAME...
     dmljax docs [--check] [--out DIR]
     dmljax --version
     dmljax bench [--ops ...] [--dtypes ...] [--sizes LO:HI[:STEP]] [--out DIR] (dmljax/bench/cli.py)
 
 ``run`` reads a DxDispatch model and runs it on the default JAX device, printing what DxDispatch
-prints (``Resource 'output': 6, 15, 24``) and a timing line per dispatch command. ``ops`` lists the
+prints (``Resource 'output': 6, 15, 24``) and a timing line per dispatch command; writeFile
+commands write into ``--out DIR`` (default: a fresh ``MODEL-outputs`` folder in the working
+directory) and overwrite nothing without ``--force``. ``ops`` lists the
 operators dmljax implements with their introducing feature level and their support table at the
 chosen level; ``ops --all`` lists DirectML's whole catalog with dmljax's status, ``ops NAME`` one
-operator in full. ``docs`` regenerates docs/operators.md (docgen.py). ``main`` turns a closed
-stdout and Ctrl-C into exit statuses (141, 130) without a traceback, for every subcommand.
+operator in full: NAME is any DirectML spelling, or a name the operator goes by in ONNX,
+PyTorch, JAX or WebNN (``layernorm``, ``torch.matmul``), which lists the operators it leads to
+(registry.find_operators) and shows it in full when it leads to one. ``docs`` regenerates
+docs/operators.md (docgen.py). ``main`` turns a closed stdout and Ctrl-C into exit statuses (141,
+130) without a traceback, for every subcommand.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from dmljax._src.docstrings import support_table_text
 from dmljax._src.dxdispatch.model import Model, ModelError
 from dmljax._src.errors import UnknownOperatorError, ValidationError
 from dmljax._src.feature_level import FeatureLevel, resolve_feature_level
-from dmljax._src.registry import canonical_name, catalog, entry, implemented, registry
+from dmljax._src.registry import OperatorMatch, canonical_name, catalog, entry, find_operators, implemented, registry
 from dmljax._src.version import __version__
 from dmljax.bench.cli import main as bench_main
 
@@ -91,6 +96,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("-v", "--timing_verbosity", type=int, choices=(0, 1, 2), default=0,
                      help="0: median only; 1: cold/hot statistics; 2: also every iteration")
     run.add_argument("--no-timing", action="store_true", help="print no Dispatch timing lines")
+    run.add_argument("--out", default=None, metavar="DIR",
+                     help="folder for the files writeFile commands write (relative targetPaths; created if "
+                          "missing); default: a fresh folder MODEL-outputs in the working directory")
+    run.add_argument("--force", action="store_true", help="overwrite files that exist (default: refuse before running)")
     run.add_argument("--feature-level", type=_level, default=None, metavar="X",
                      help="DML feature level to validate against (default: $DMLJAX_FEATURE_LEVEL, else the newest)")
     ops = sub.add_parser("ops", help="list DirectML's operators: the implemented ones with their support tables, "
@@ -98,7 +107,8 @@ def _parser() -> argparse.ArgumentParser:
                          description="Without arguments: the operators dmljax implements, each with its support "
                                      "table at the feature level. --all: DirectML's whole catalog with dmljax's "
                                      "status. NAME: one operator in full, implemented or not (any spelling: "
-                                     "DML_OPERATOR_GEMM, GEMM, gemm or 54).")
+                                     "DML_OPERATOR_GEMM, GEMM, gemm or 54), or the operators a name from "
+                                     "ONNX, PyTorch, JAX or WebNN leads to (softmax, matmul, layernorm).")
     ops.add_argument("names", nargs="*", metavar="NAME", help="operators to show in full")
     ops.add_argument("--all", action="store_true",
                      help="list all of DirectML's operators: enum value, name, introducing level, family, status")
@@ -190,18 +200,42 @@ def _catalog_row(e: CatalogEntry) -> str:
     return f"{e.value:>5}  {e.short_name:<42}  {e.introduced.version:<10}  {e.family:<23}  {status}{alias}"
 
 
-def _lookup(name: str) -> CatalogEntry | str:
-    """The catalog entry NAME denotes, or the one-line reason it denotes none."""
+def _lookup(name: str) -> CatalogEntry | str | list[OperatorMatch]:
+    """The catalog entry NAME denotes; else the operators it leads to by the names they go by
+    elsewhere (registry.find_operators), best first; else the one-line reason it denotes none."""
     key: object = int(name) if name.strip().isdigit() else name
     e = entry(key)
     if e is not None:
         return dataclasses.replace(e, implemented=implemented(e.enum_name) is not None)
+    found = [m for m in find_operators(key) if m.rank <= 2]
+    if found and found[0].rank == 1:  # a known name; parts of names and close spellings are only suggested
+        return found
     try:
         canonical_name(key)
     except UnknownOperatorError as err:
         v = err.violations[0]
         return v.found + (f"; {v.allowed}" if v.allowed else "")
     raise AssertionError(name)  # pragma: no cover  (entry and canonical_name agree)
+
+
+_MAX_RELATED = 6  # operators listed as "part of their names" under a known name's best matches
+
+
+def _leads_to(name: str, found: list[OperatorMatch]) -> tuple[CatalogEntry | None, list[str]]:
+    """What ``dmljax ops NAME`` says of a name that is not DirectML's: the lines naming the
+    operators it leads to, and the one operator to show in full when the best of them is alone."""
+    best = [m for m in found if m.rank == 1]
+    related = [m for m in found if m.rank != 1][:_MAX_RELATED]
+    if len(best) == 1:
+        lines = [f"{name!r} is not a DirectML name; it is a name of {best[0].label}."]
+    else:
+        lines = [f"{name!r} is not a DirectML name; it is a name of {len(best)} DirectML operators "
+                 "(`dmljax ops NAME` shows one in full):"]
+        lines += [f"  {m.label}" + ("" if implemented(m.entry.enum_name) else "  [not implemented yet]")
+                  for m in best]
+    if related:
+        lines.append("Related (part of their names): " + ", ".join(m.entry.enum_name for m in related) + ".")
+    return (best[0].entry if len(best) == 1 else None), lines
 
 
 def _ops_named(names: Sequence[str], level_arg: FeatureLevel | None) -> int:
@@ -212,23 +246,37 @@ def _ops_named(names: Sequence[str], level_arg: FeatureLevel | None) -> int:
     if unknown:
         return 2
     level = None if level_arg is None else resolve_feature_level(level_arg)
-    for i, e in enumerate(found):
+    for i, (name, e) in enumerate(zip(names, found)):
         if i:
             print()
-        op = implemented(e.enum_name)
-        if op is not None:
-            print(f"{e.enum_name} (value {e.value}; introduced in {e.introduced.dml_name}; dmljax.{e.python_name})")
-            if e.aliases:
-                print(f"  also named {', '.join('DML_OPERATOR_' + a for a in e.aliases)}")
+        if isinstance(e, list):
+            e, lines = _leads_to(name, e)
+            print("\n".join(lines))
+            if e is None:
+                continue
             print()
-            print(docgen.operator_text(op, level))
-            continue
-        print(f"{e.enum_name} (value {e.value}; introduced in {e.introduced.dml_name}; family {e.family})")
+            e = dataclasses.replace(e, implemented=implemented(e.enum_name) is not None)
+        _ops_one(e, level)
+    return 0
+
+
+def _ops_one(e: CatalogEntry, level: FeatureLevel | None) -> None:
+    op = implemented(e.enum_name)
+    if op is not None:
+        print(f"{e.enum_name} (value {e.value}; introduced in {e.introduced.dml_name}; dmljax.{e.python_name})")
         if e.aliases:
             print(f"  also named {', '.join('DML_OPERATOR_' + a for a in e.aliases)}")
-        print(f"  reference page: {docgen.page_url(e)}")
-        print(f"  not implemented yet in dmljax (`dmljax ops` lists the {len(registry())} that are).")
-    return 0
+        print()
+        print(docgen.operator_text(op, level))
+        return
+    print(f"{e.enum_name} (value {e.value}; introduced in {e.introduced.dml_name}; family {e.family})")
+    if e.aliases:
+        print(f"  also named {', '.join('DML_OPERATOR_' + a for a in e.aliases)}")
+    known = docgen.known_names_text(e)
+    if known:
+        print(f"  {known}")
+    print(f"  reference page: {docgen.page_url(e)}")
+    print(f"  not implemented yet in dmljax (`dmljax ops` lists the {len(registry())} that are).")
 
 
 PIPE_CLOSED = 128 + getattr(signal, "SIGPIPE", 13)
@@ -287,7 +335,8 @@ def _run(args: argparse.Namespace) -> int:
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
     try:
-        model = Model.load(args.model, feature_level=args.feature_level)
+        out_dir = args.out if args.out is not None else _fresh_folder(args.model)
+        model = Model.load(args.model, feature_level=args.feature_level, out_dir=out_dir, overwrite=args.force)
         model.run(sys.stdout, iterations=args.dispatch_iterations, repeat=args.dispatch_repeat,
                   warmup=args.warmup_samples, timing_verbosity=args.timing_verbosity, timing=not args.no_timing)
     except ModelError as e:
@@ -301,7 +350,20 @@ def _run(args: argparse.Namespace) -> int:
         text = " ".join(str(e).split())[:500] or "no details"
         print(f"dmljax run: error: {args.model}: {type(e).__name__} while loading or running: {text}", file=sys.stderr)
         return 1
+    if model.writes_files() and args.out is None:  # a folder the user did not name: say which
+        print(f"writeFile outputs are in {str(out_dir)!r}")
     return 0
+
+
+def _fresh_folder(model: str) -> str:
+    """``NAME-outputs`` in the working directory for a model NAME.json, or ``NAME-outputs-2``, ...:
+    the first that does not exist (created only when a file is written)."""
+    stem = os.path.splitext(os.path.basename(model))[0] or "model"
+    base = f"{stem}-outputs"
+    n = 1
+    while os.path.lexists(base if n == 1 else f"{base}-{n}"):
+        n += 1
+    return base if n == 1 else f"{base}-{n}"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -109,13 +109,22 @@ def _default_text(default: object) -> str:
     return "required" if default is REQUIRED else f"default `{default!r}`"
 
 
+def known_names_text(e: CatalogEntry, code: str = "") -> str:
+    """``Known as: ONNX Gelu; PyTorch torch.nn.functional.gelu; ...`` (known_names.py), or empty
+    for an operator no other framework names; ``code`` quotes each name (a backquote in Markdown)."""
+    parts = [f"{f} {', '.join(code + n + code for n in names)}" for f, names in e.known_names.by_framework()]
+    return ("Known as: " + "; ".join(parts) + ".") if parts else ""
+
+
 def _intro_lines(op: Callable) -> list[str]:
     spec: OpSpec = op.spec
     e = spec.entry
+    known = known_names_text(e, "`")
     lines = [
         f"`{spec.enum_name}`: value {spec.value}, introduced in {_v(spec.introduced)}, family "
         f"{spec.family}; reference page [{e.page.removesuffix('.md')}]({page_url(e)}).",
         "",
+        *([known, ""] if known else []),
         spec.summary,
         "",
         "```",

@@ -13,7 +13,7 @@ import enum
 
 from dmljax._src.errors import quote
 
-__all__ = ["DmlEnum", "ReduceFunction", "MatrixTransform", "ConvolutionMode", "ConvolutionDirection", "PaddingMode", "InterpolationMode", "RecurrentNetworkDirection", "RoundingMode", "IsInfinityMode", "AxisDirection", "DepthSpaceOrder", "RandomGeneratorType", "MultiheadAttentionMaskType", "QuantizationType"]
+__all__ = ["DmlEnum", "ReduceFunction", "MatrixTransform", "ConvolutionMode", "ConvolutionDirection", "PaddingMode", "InterpolationMode", "RecurrentNetworkDirection", "RoundingMode", "IsInfinityMode", "AxisDirection", "DepthSpaceOrder", "RandomGeneratorType", "MultiheadAttentionMaskType", "QuantizationType", "BOOLEAN_ENUMS"]
 
 
 class DmlEnum(enum.IntEnum):
@@ -190,3 +190,9 @@ _PREFIXES: dict[type, str] = {
     MultiheadAttentionMaskType: "DML_MULTIHEAD_ATTENTION_MASK_TYPE_",
     QuantizationType: "DML_QUANTIZATION_TYPE_",
 }
+
+
+BOOLEAN_ENUMS = frozenset({MatrixTransform})
+"""Enums whose two values a Python call may give as False and True (``trans_b=True`` is
+DML_MATRIX_TRANSFORM_TRANSPOSE): only where True can mean one thing. DML_CONVOLUTION_MODE or
+DML_AXIS_DIRECTION also have two values, but True names neither."""

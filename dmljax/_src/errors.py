@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import linecache
+import os
 import reprlib
+import sys
 from typing import Sequence
 
 __all__ = ["ValidationError", "UnknownOperatorError", "OperatorNotImplementedError", "Violation",
-           "quote", "cap", "MAX_FIELD_CHARS", "MAX_MESSAGE_CHARS"]
+           "quote", "cap", "MAX_FIELD_CHARS", "MAX_MESSAGE_CHARS", "note_call_site"]
 
 MAX_FIELD_CHARS = 700
 """The most characters a message quotes from one field of a Violation (a value quoted whole can
@@ -135,3 +138,29 @@ class UnknownOperatorError(ValidationError):
 
 class OperatorNotImplementedError(ValidationError, NotImplementedError):
     """A DirectML operator that dmljax does not implement yet."""
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # .../dmljax/
+_LIBRARIES = (os.sep + "jax" + os.sep, os.sep + "jaxlib" + os.sep, os.sep + "functools.py",
+              os.sep + "contextlib.py")
+
+
+def _outside(path: str) -> bool:
+    """Whether a frame's file is the caller's: not dmljax's, JAX's or the standard wrappers'."""
+    return not (os.path.abspath(path).startswith(_PACKAGE) or any(p in path for p in _LIBRARIES)
+                or path.startswith("<frozen"))
+
+
+def note_call_site(error: BaseException) -> BaseException:
+    """``error`` with a note naming the caller's line that called the operator (the innermost
+    frame outside dmljax and JAX), shown under its traceback: in a long jitted function, the
+    operator's name alone does not say which of its calls failed. The message itself is unchanged."""
+    frame = sys._getframe(1)
+    while frame is not None and not _outside(frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is not None and hasattr(error, "add_note"):
+        path, line = frame.f_code.co_filename, frame.f_lineno
+        code = linecache.getline(path, line).strip()
+        error.add_note(f"The call: {cap(path, 200)}:{line}, in {cap(frame.f_code.co_name, 80)}"
+                       + (f": {cap(code, 200)}" if code else ""))
+    return error

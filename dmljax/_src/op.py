@@ -17,7 +17,7 @@ import jax
 import numpy as np
 
 from dmljax._src.docstrings import HALF_ARG, docstring
-from dmljax._src.errors import ValidationError, Violation, quote
+from dmljax._src.errors import ValidationError, Violation, note_call_site, quote
 from dmljax._src.feature_level import ENV_VAR, resolve_feature_level
 from dmljax._src.kernel_seam import disabled_kernels
 from dmljax._src.numerics import is_flushed, mark_flushed
@@ -206,12 +206,16 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
                     t.dml_name, t.arg, "is a jax.ShapeDtypeStruct, which has a shape but no values",
                     tip=f"pass it through jax.eval_shape({spec.python_name}, ...) to check a call "
                         "without computing, or pass an array") for t in abstract])
-            call: CheckedCall = check_call(
-                spec, level, inputs,
-                {name: a[arg] for name, arg in param_names_args},
-                {t.dml_name: a[t.data_type_arg] for t in type_args},
-                {t.dml_name: a[t.sizes_kwarg] for t in sized_args},
-            )
+            try:
+                call: CheckedCall = check_call(
+                    spec, level, inputs,
+                    {name: a[arg] for name, arg in param_names_args},
+                    {t.dml_name: a[t.data_type_arg] for t in type_args},
+                    {t.dml_name: a[t.sizes_kwarg] for t in sized_args},
+                    python=True,
+                )
+            except ValidationError as e:
+                raise note_call_site(e)
             if spec.value_checks:
                 values = {name: _concrete(x) for name, x in inputs.items()}
                 problems = [v for check in spec.value_checks for v in check(values, call.attrs, level)]

@@ -10,6 +10,13 @@ Kinds: FLOAT, UINT, INT, BOOL, UINT[], INT[], FLOAT[], DML_SCALE_BIAS, DML_SIZE_
 DML_TENSOR_DATA_TYPE, DML_OPERATOR_DESC* (a fused activation), DML_OPERATOR_DESC[] (an array of
 activation descs: the recurrent operators' ActivationDescs), and every DirectML enum
 (``ParamSpec(..., type="DML_ROUNDING_MODE", enum=RoundingMode)``).
+
+A call from Python (``ParamContext.python``) also takes what is unambiguous there and that a
+DirectML desc cannot say: a negative ``Axis``/``Axes`` entry counts from the end of the first
+input's dimensions, a bare integer is a one-entry array, and False/True are the values 0/1 of an
+enum in BOOLEAN_ENUMS (MatrixTransform NONE/TRANSPOSE). A desc (compile_operator, DxDispatch) is
+read as DirectML reads it. A traced value (an attribute passed through ``jax.jit``) is refused
+with the two ways to make it static.
 """
 
 from __future__ import annotations
@@ -20,9 +27,11 @@ import math
 import numbers
 from typing import Callable, Mapping
 
+import jax
 import numpy as np
 
 from dmljax._src.dtypes import DataType, round_to_float
+from dmljax._src.enums import BOOLEAN_ENUMS
 from dmljax._src.errors import Violation, quote
 from dmljax._src.feature_level import FeatureLevel
 from dmljax._src.fused import (FUSABLE, FUSED_OUTPUT_TYPES, FUSION_HOSTS, NULL_TENSORS, RECURRENT_ACTIVATIONS,
@@ -49,6 +58,7 @@ class ParamContext:
     level: FeatureLevel | None
     tensors: Mapping[str, object]
     problems: list[Violation]
+    python: bool = False  # a call from Python, not a desc: see the module's docstring
 
     def refuse(self, p: ParamSpec, found: str, allowed: str = "", tip: str = "") -> None:
         self.problems.append(Violation(p.dml_name, p.arg, found, allowed, tip))
@@ -126,17 +136,65 @@ def _float(ctx: ParamContext, p: ParamSpec, value: object):
     return r
 
 
+_AXES = ("Axis", "Axes")  # members whose entries name a dimension of the first input
+
+
+def _rank(ctx: ParamContext) -> int | None:
+    """The dimension count of the operator's first input (a tensor array's first element), when
+    it was validated."""
+    if not ctx.spec.inputs:
+        return None
+    first = ctx.spec.inputs[0].dml_name
+    for name, info in ctx.tensors.items():
+        if name.split("[", 1)[0] == first:
+            shape = getattr(info, "shape", None)
+            return None if shape is None else len(shape)
+    return None
+
+
 def _integer(lo: int, hi: int, c_type: str):
     def check(ctx: ParamContext, p: ParamSpec, value: object):
         i = _exact_int(value)
         if i is None:
             ctx.refuse(p, f"is {quote(value)} ({_kind(value)})", f"expected an integer ({c_type})")
             return None
+        axis = p.dml_name.split("[", 1)[0] in _AXES
+        if axis and i < 0 and lo == 0:
+            n = _rank(ctx)
+            if ctx.python and n is not None and i >= -n:
+                return i + n  # counted from the end, as in NumPy
+            first = ctx.spec.inputs[0].dml_name if ctx.spec.inputs else "the input"
+            if ctx.python and n is not None:
+                ctx.refuse(p, f"is {quote(i)}", f"{first} has {n} dimensions: an axis is {-n} to {n - 1}")
+            else:
+                ctx.refuse(p, f"is {quote(i)}", f"a {c_type} is {lo} to {hi}",
+                           "DirectML counts axes from 0; in a desc, the last axis is the dimension "
+                           "count - 1 (a call from Python also takes -1)")
+            return None
         if not lo <= i <= hi:
             ctx.refuse(p, f"is {quote(i)}", f"a {c_type} is {lo} to {hi}")
             return None
         return i
     return check
+
+
+def _traced(value: object) -> bool:
+    """Whether an attribute is, or holds, a JAX tracer (passed through jax.jit, vmap, grad)."""
+    if isinstance(value, jax.core.Tracer):
+        return True
+    return isinstance(value, (list, tuple)) and len(value) <= _MAX_ARRAY and any(
+        isinstance(v, jax.core.Tracer) for v in value)
+
+
+def _refuse_traced(ctx: ParamContext, p: ParamSpec, value: object) -> None:
+    shown = next((v for v in (value if isinstance(value, (list, tuple)) else [value])
+                  if isinstance(v, jax.core.Tracer)), value)
+    ctx.refuse(p, f"is a traced value ({quote(shown)})",
+               "attributes are fixed when the operator is created, so they must be Python values, and "
+               "jax.jit traces every argument of the function it compiles that is not static",
+               f"make it static: jax.jit(f, static_argnames=(\"{p.arg}\",)) where f takes it as "
+               f"`{p.arg}` (a tuple, not a list), or bind it first: "
+               f"jax.jit(functools.partial(dmljax.{ctx.spec.python_name}, {p.arg}=...))")
 
 
 def _bool(ctx: ParamContext, p: ParamSpec, value: object):
@@ -148,9 +206,13 @@ def _bool(ctx: ParamContext, p: ParamSpec, value: object):
 
 def _array(element: Callable, c_type: str):
     def check(ctx: ParamContext, p: ParamSpec, value: object):
+        if ctx.python and c_type != "FLOAT" and _exact_int(value) is not None and not _is_array(value):
+            value = (value,)  # axes=2 is axes=(2,)
         if not isinstance(value, (list, tuple, np.ndarray)) or isinstance(value, np.ma.MaskedArray) or (
                 isinstance(value, np.ndarray) and value.ndim != 1):
-            ctx.refuse(p, f"is {quote(value)} ({_kind(value)})", f"expected a sequence of {c_type}")
+            example = "(2,)" if p.dml_name in _AXES else "(1, 2)"
+            ctx.refuse(p, f"is {quote(value)} ({_kind(value)})", f"expected a sequence of {c_type}",
+                       f"pass a tuple: {p.arg}={example}" if ctx.python else "")
             return None
         if len(value) > _MAX_ARRAY:
             ctx.refuse(p, f"has {len(value)} entries", f"at most {_MAX_ARRAY}")
@@ -238,11 +300,18 @@ def _tensor_data_type(ctx: ParamContext, p: ParamSpec, value: object):
 
 
 def _enum(ctx: ParamContext, p: ParamSpec, value: object):
+    if isinstance(value, (bool, np.bool_)) and p.enum in BOOLEAN_ENUMS and ctx.python:
+        return p.enum(int(value))  # trans_b=True is DML_MATRIX_TRANSFORM_TRANSPOSE
     try:
         return p.enum.parse(value)
     except Exception:  # noqa: BLE001  (ValueError; a user object's repr may raise anything)
         valid = ", ".join(f"{m.dml_name} ({m.value})" for m in p.enum)
-        ctx.refuse(p, f"is {quote(value)}", f"valid: {valid}")
+        tip = ""
+        if isinstance(value, (bool, np.bool_)):
+            example = list(p.enum)[-1]
+            tip = (f"{p.type} is an enum, not a BOOL: pass a member or its name, e.g. "
+                   f"{p.arg}='{example.name}'")
+        ctx.refuse(p, f"is {quote(value)}", f"valid: {valid}", tip)
         return None
 
 
@@ -426,5 +495,8 @@ def check_param(ctx: ParamContext, p: ParamSpec, value: object) -> object:
         return _tensor_data_type(ctx, p, value)
     if value is None or value is REQUIRED:
         ctx.refuse(p, "is missing" if value is REQUIRED else "is None", f"a required {p.type}")
+        return None
+    if _traced(value):
+        _refuse_traced(ctx, p, value)
         return None
     return kind_of(p)(ctx, p, value)

@@ -122,11 +122,13 @@ def check_call(
     attrs: Mapping[str, object],
     output_types: Mapping[str, object] = {},
     output_sizes: Mapping[str, object] = {},
+    python: bool = False,
 ) -> CheckedCall:
     """Validate a call. ``inputs`` maps input DML names to arrays (or tracers, or
     ShapeDtypeStructs); ``attrs`` maps attribute DML names to raw Python values;
     ``output_types`` maps the outputs whose DataType the caller chooses to raw values, and
-    ``output_sizes`` those whose Sizes the caller gives (``TensorSpec.sizes_arg``)."""
+    ``output_sizes`` those whose Sizes the caller gives (``TensorSpec.sizes_arg``). ``python``: the
+    call comes from Python, not from a desc (params.ParamContext.python)."""
     sigs = []
     for t in spec.inputs:
         value = inputs.get(t.dml_name)
@@ -142,16 +144,16 @@ def check_call(
         try:
             key = (spec, level, tuple(sigs), static_key(tuple(attrs.items())),
                    static_key(tuple(output_types.items())), static_key(tuple(output_sizes.items())),
-                   x64_enabled())
+                   x64_enabled(), python)
             hit = _CALLS.get(key)
         except Exception:  # noqa: BLE001  (TypeError for unhashable values; a user __hash__ or __eq__ may raise anything)
-            return _check_call(spec, level, inputs, attrs, output_types, output_sizes)
+            return _check_call(spec, level, inputs, attrs, output_types, output_sizes, python)
         if hit is None:
             if len(_CALLS) >= _CALLS_MAX:
                 _CALLS.clear()
-            hit = _CALLS[key] = _check_call(spec, level, inputs, attrs, output_types, output_sizes)
+            hit = _CALLS[key] = _check_call(spec, level, inputs, attrs, output_types, output_sizes, python)
         return hit
-    return _check_call(spec, level, inputs, attrs, output_types, output_sizes)
+    return _check_call(spec, level, inputs, attrs, output_types, output_sizes, python)
 
 
 _CALLS: dict = {}
@@ -208,7 +210,7 @@ def _elements(t, value, what: str, problems: list[Violation]) -> list | None:
     return list(value)
 
 
-def _check_call(spec, level, inputs, attrs, output_types, output_sizes) -> CheckedCall:
+def _check_call(spec, level, inputs, attrs, output_types, output_sizes, python) -> CheckedCall:
     problems: list[Violation] = []
     sigs = []
     for t in spec.inputs:
@@ -261,7 +263,7 @@ def _check_call(spec, level, inputs, attrs, output_types, output_sizes) -> Check
                                               x64_enabled())
     problems += tensor_problems
     normalized = {}
-    ctx = ParamContext(spec, level, tensors, problems)
+    ctx = ParamContext(spec, level, tensors, problems, python)
     for p in spec.params:
         normalized[p.dml_name] = check_param(ctx, p, attrs.get(p.dml_name, p.default))
     for extra in spec.extra_checks:

@@ -2,7 +2,10 @@
 
 Every bad input ends in one short ``dmljax bench: error: ...`` line on stderr and a non-zero
 status (2: the arguments, 1: the run can't happen here, e.g. no size fits in memory), never in a
-traceback; ``main`` returns the status instead of exiting, so it can be called in-process.
+traceback; ``main`` returns the status instead of exiting, so it can be called in-process. An
+operator ``--ops`` asks for that cannot be measured (no layout of its inputs that it validates,
+none of the data types) makes the run end with status 1 after the others' results are written.
+The chained operators run by default, but not with ``--ops`` unless ``--chain`` is given.
 """
 
 from __future__ import annotations
@@ -106,6 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-ort", action="store_true", help="skip ONNX Runtime")
     p.add_argument("--no-grad", action="store_true", help="skip forward+backward")
     p.add_argument("--no-chain", action="store_true", help="skip the chained operators")
+    p.add_argument("--chain", action="store_true",
+                   help="run the chained operators with --ops too (without --ops they run unless --no-chain)")
     p.add_argument("--no-overhead", action="store_true", help="skip trace+compile times and per-call overhead")
     p.add_argument("--no-plots", action="store_true", help="write no PNG plots")
     p.add_argument("--compile-reps", type=_count, default=3, metavar="N",
@@ -134,7 +139,8 @@ def options_from(ns: argparse.Namespace) -> Options:
     return Options(ops=tuple(ops) if ns.ops else None, dtypes=tuple(dict.fromkeys(dtypes)),
                    sizes=tuple(sizes) if sizes else None, out=ns.out, budget_per_point=ns.budget_per_point,
                    time_budget=ns.time_budget, threads=ns.threads, no_torch=ns.no_torch, no_compile=ns.no_compile,
-                   no_ort=ns.no_ort, no_grad=ns.no_grad, no_chain=ns.no_chain, no_overhead=ns.no_overhead,
+                   no_ort=ns.no_ort, no_grad=ns.no_grad,
+                   no_chain=ns.no_chain or (ns.ops is not None and not ns.chain), no_overhead=ns.no_overhead,
                    compile_reps=ns.compile_reps, quiet=ns.quiet)
 
 
@@ -199,6 +205,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\nwritten: " + ", ".join(paths.values()))
     except BrokenPipeError:
         pass
+    if p.unmeasured:  # an operator --ops asked for: the results of the others are written, the run failed
+        return _fail(f"{len(p.unmeasured)} operator{'s' if len(p.unmeasured) > 1 else ''} asked for could not "
+                     f"be measured: {'; '.join(p.unmeasured)}", 1)
     return 0
 
 

@@ -6,8 +6,14 @@ Inputs are never all zeros or special values: floats are N(0, 1) ("normal"), 4·
 divides by zero), in [0.25, 8) ("positive": a logarithm's or square root's domain, also above 1
 for ACOSH) or in (-1, 1) ("unit": ASIN, ACOS, ATANH); integers are uniform in a small range
 inside the type (divisors 1 to 9, signed where the type is; "positive" 1 to 50; "shift" counts 0
-to 7, a valid shift for every type); a "condition" is a random 0/1 UINT8 tensor. Tensors have the element count
-asked for, in the fewest dimensions the operator's newest support table allows ((1, ..., 1, n)).
+to 7, a valid shift for every type); a "condition" is a random 0/1 UINT8 tensor.
+
+Shapes come from a layout (LAYOUTS), the first that the operator's record validates
+(``jax.eval_shape`` in plan.py): "flat" gives every input the element count asked for in the
+fewest dimensions its newest support table allows ((1, ..., 1, n)), which suits the element-wise
+operators; "square" gives every input (1, ..., s, s) with s * s <= n (GEMM's A and B); "square,
+small" the first input so and the others (1, ..., 3, 3) (CONVOLUTION's filter); "square, ones" the
+others all ones (a per-tensor scale). An operator no layout fits is reported, not measured.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import numpy as np
 
 from dmljax._src.dtypes import DataType
 
-__all__ = ["KINDS", "supported_types", "input_kinds", "unsupported", "make_inputs", "draw", "draw_all", "input_structs", "input_sets"]
+__all__ = ["KINDS", "LAYOUTS", "shapes", "supported_types", "input_kinds", "unsupported", "make_inputs", "draw", "draw_all", "input_structs", "input_sets"]
 
 KINDS = ("normal", "numerator", "divisor", "positive", "unit", "shift", "condition")
 
@@ -62,10 +68,33 @@ def unsupported(case, dtype: str) -> str | None:
     return f"{case.short_name} does not take {dtype} (its inputs take {', '.join(listed)})"
 
 
-def _shape(case, tensor: str, n: int) -> tuple[int, ...]:
+LAYOUTS = ("flat", "square", "square, small", "square, ones")
+"""How inputs are shaped, in the order plan.py tries them (the module's docstring)."""
+
+
+def _min_dims(case, tensor: str) -> int:
     row = case.spec.support[0].tensors.get(tensor)
-    lo = row.dims[0] if row else 1
-    return (1,) * (max(lo, 1) - 1) + (n,)
+    return max(row.dims[0] if row else 1, 1)
+
+
+def shapes(case, n: int, layout: str = "flat") -> tuple[tuple[int, ...], ...]:
+    """The shapes of ``case``'s required inputs for about ``n`` elements each, in ``layout``."""
+    tensors = [t for t in case.spec.inputs if not t.optional]
+    side = max(math.isqrt(n), 1)
+    out = []
+    for i, t in enumerate(tensors):
+        lo = _min_dims(case, t.dml_name)
+        if layout == "flat":
+            out.append((1,) * (lo - 1) + (n,))
+            continue
+        rank = max(lo, 2)
+        if i == 0 or layout == "square":
+            out.append((1,) * (rank - 2) + (side, side))
+        elif layout == "square, small":
+            out.append((1,) * (rank - 2) + (3, 3))
+        else:
+            out.append((1,) * lo)
+    return tuple(out)
 
 
 def draw(kind: str, key, shape, dtype: DataType):
@@ -107,23 +136,20 @@ def draw_all(seed, *, kinds: tuple[str, ...], shapes: tuple[tuple[int, ...], ...
     return [draw(kind, jax.random.fold_in(key, i), shape, dtype) for i, (kind, shape) in enumerate(zip(kinds, shapes))]
 
 
-def input_structs(case, n: int, dtype: str, kinds: tuple[str, ...]) -> list:
+def input_structs(case, n: int, dtype: str, kinds: tuple[str, ...], layout: str = "flat") -> list:
     """``jax.ShapeDtypeStruct``s of the inputs ``make_inputs`` would draw (for ``jax.eval_shape``)."""
-    tensors = [t for t in case.spec.inputs if not t.optional]
     dt = DataType.parse(dtype).dtype
-    return [jax.ShapeDtypeStruct(_shape(case, t.dml_name, n), np.uint8 if kind == "condition" else dt)
-            for kind, t in zip(kinds, tensors)]
+    return [jax.ShapeDtypeStruct(shape, np.uint8 if kind == "condition" else dt)
+            for kind, shape in zip(kinds, shapes(case, n, layout))]
 
 
-def make_inputs(case, n: int, dtype: str, seed: int, kinds: tuple[str, ...] | None = None):
-    """Random inputs for ``case`` with ``n`` elements each, ready on the device (None if the type
-    is unsupported)."""
+def make_inputs(case, n: int, dtype: str, seed: int, kinds: tuple[str, ...] | None = None, layout: str = "flat"):
+    """Random inputs for ``case`` with about ``n`` elements each (``layout``), ready on the device
+    (None if the type is unsupported)."""
     kinds = kinds or input_kinds(case, dtype)
     if kinds is None:
         return None
-    tensors = [t for t in case.spec.inputs if not t.optional]
-    shapes = tuple(_shape(case, t.dml_name, n) for t in tensors)
-    return jax.block_until_ready(draw_all(np.uint32(seed), kinds=tuple(kinds), shapes=shapes,
+    return jax.block_until_ready(draw_all(np.uint32(seed), kinds=tuple(kinds), shapes=shapes(case, n, layout),
                                           dtype=DataType.parse(dtype)))
 
 

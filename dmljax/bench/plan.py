@@ -7,6 +7,7 @@ run; everything it skips otherwise is in the plan's notes.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import jax
 import numpy as np
@@ -17,12 +18,13 @@ from dmljax.bench import chain as chains
 from dmljax.bench import memory
 from dmljax.bench.cases import Case, select
 from dmljax.bench.frameworks import load_ort, load_torch
-from dmljax.bench.inputs import input_kinds, input_sets, input_structs, unsupported
+from dmljax.bench.inputs import LAYOUTS, input_kinds, input_sets, input_structs, unsupported
 
 __all__ = ["Options", "BenchError", "Pair", "Plan", "plan", "point_need", "cache_bytes", "DEFAULT_EXPONENTS",
            "short_error", "pow2", "copies"]
 
 DEFAULT_EXPONENTS = {"gpu": range(10, 29, 2), "cpu": range(10, 25, 2)}  # log2 sizes when --sizes is not given
+_PROBE = 64  # elements per input when a layout is checked (8 x 8 in the square ones)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +66,7 @@ class Pair:
     in_bpe: int  # bytes per element of all inputs
     out_bpe: int  # of all outputs
     last_bpe: int  # of the last input (what the copy moves)
+    layout: str = "flat"  # how its inputs are shaped (inputs.LAYOUTS)
 
 
 @dataclasses.dataclass
@@ -88,6 +91,7 @@ class Plan:
     notes: list[str]
     torch: object = None
     ort: object = None
+    unmeasured: list[str] = dataclasses.field(default_factory=list)  # why each operator --ops asked for has no pair
 
 
 def _platform() -> str:
@@ -139,23 +143,35 @@ def plan(options: Options) -> Plan:
             f"--dtypes: {', '.join(wide)} need{'s' if len(wide) == 1 else ''} JAX's 64-bit mode, which is off; without it JAX would "
             "silently narrow them to 32 bits. Tip: run with JAX_ENABLE_X64=1 in the environment "
             "(dmljax bench does not switch it on for you).", 2)
-    pairs, untyped = [], {}
+    pairs, untyped, unmeasured = [], {}, {}
     for case in selected:
         for d in options.dtypes:
             if unsupported(case, d) is not None:
                 untyped.setdefault(d, []).append(case.short_name)
                 continue
             kinds = input_kinds(case, d)
-            probe = input_structs(case, 4, d, kinds)
-            try:
-                out = jax.eval_shape(case.dmljax(d), *probe)
-            except Exception as e:  # noqa: BLE001  (dmljax refuses the call: reported, not raised)
-                notes.append(f"{case.short_name} {d}: skipped: dmljax refuses the benchmark's call ({short_error(e)}).")
+            first_error = None
+            for layout in LAYOUTS:  # the first way of shaping the inputs that the record validates
+                probe = input_structs(case, _PROBE, d, kinds, layout)
+                try:
+                    out = jax.eval_shape(case.dmljax(d), *probe)
+                except Exception as e:  # noqa: BLE001  (dmljax refuses the call: the next layout)
+                    first_error = first_error or e
+                    continue
+                break
+            else:
+                why = f"{case.short_name} {d}: not measured: dmljax refuses the benchmark's call in every layout of " \
+                      f"its inputs ({', '.join(LAYOUTS)}); flat: {short_error(first_error)}"
+                notes.append(why + ".")
+                unmeasured.setdefault(case.short_name, []).append(why)
                 continue
             outs = out if isinstance(out, (tuple, list)) else (out,)
-            pairs.append(Pair(case, d, kinds, in_bpe=sum(np.dtype(a.dtype).itemsize for a in probe),
-                              out_bpe=sum(np.dtype(o.dtype).itemsize for o in outs),
-                              last_bpe=np.dtype(probe[-1].dtype).itemsize))
+            def bytes_of(arrays):
+                return sum(np.dtype(a.dtype).itemsize * math.prod(a.shape) for a in arrays)
+            largest = max(math.prod(a.shape) for a in probe) or 1  # bytes per element of the largest input
+            pairs.append(Pair(case, d, kinds, in_bpe=max(1, math.ceil(bytes_of(probe) / largest)),
+                              out_bpe=max(1, math.ceil(bytes_of(outs) / largest)),
+                              last_bpe=np.dtype(probe[-1].dtype).itemsize, layout=layout))
     notes += [f"{d}: skipped for {', '.join(names)} (not in {'its' if len(names) == 1 else 'their'} support "
               f"table{'s' if len(names) > 1 else ''})." for d, names in untyped.items()]
     chain_plans = []
@@ -173,6 +189,12 @@ def plan(options: Options) -> Plan:
                 dtypes.append(d)
         if dtypes:
             chain_plans.append(ChainPlan(chain, chain_cases, dtypes))
+    measured = {p.case.short_name for p in pairs}
+    asked = [] if options.ops is None else [c for c in selected if c.short_name not in measured]
+    missing = [f"{c.short_name}: " + ("; ".join(w.split(": ", 1)[1] for w in unmeasured[c.short_name])
+                                      if c.short_name in unmeasured else
+                                      f"none of {', '.join(options.dtypes)} is in its support table")
+               for c in asked]
     if not pairs and not chain_plans:
         raise BenchError("nothing to measure: " + " ".join(notes or ["no operator selected."]), 1)
     torch, torch_note = (None, "torch disabled (--no-torch).") if options.no_torch else load_torch(platform_name)
@@ -202,4 +224,4 @@ def plan(options: Options) -> Plan:
                          + ". Tip: give smaller --sizes (log2 element counts).", 1)
     notes += [f"size {r} (skipped)." for r in refused]
     return Plan(options, platform_name, pairs, sizes, list(options.dtypes), chain_plans, notes,
-                torch, ort)
+                torch, ort, missing)

@@ -166,7 +166,7 @@ class Suite:
         n_sets = self.n_sets(per_set)
         if not self.fits(f"{case.short_name} {dtype} {pow2(n)}", point_need(pair, n, self.platform, self.torch, self.ort)):
             return None
-        sets = [make_inputs(case, n, dtype, s, pair.kinds) for s in range(n_sets)]
+        sets = [make_inputs(case, n, dtype, s, pair.kinds, pair.layout) for s in range(n_sets)]
         nbytes = per_set + pair.out_bpe * n
         copy_sets = [s[-1] for s in sets]
         cbytes = 2 * pair.last_bpe * n
@@ -255,7 +255,7 @@ class Suite:
         case, dtype = pair.case, pair.dtype
         if case.recipe.jnp is None or not DataType.parse(dtype).is_float:
             return None
-        fl = [i for i, k in enumerate(pair.kinds) if k != "condition"]
+        fl = [i for i, k in enumerate(pair.kinds, pair.layout) if k != "condition"]
         if not fl:
             return None
         n_sets = self.n_sets(pair.in_bpe * n * 3)
@@ -263,7 +263,7 @@ class Suite:
         if not self.fits(f"forward+backward {case.short_name} {dtype} {pow2(n)}",
                          memory.need(n, grad_bpe, pair.in_bpe + pair.out_bpe, n_sets, copies(case, self.torch, None))):
             return None
-        sets = [make_inputs(case, n, dtype, 100 + s, pair.kinds) for s in range(n_sets)]
+        sets = [make_inputs(case, n, dtype, 100 + s, pair.kinds, pair.layout) for s in range(n_sets)]
         cts = [jax.random.normal(jax.random.PRNGKey(7 + s), sets[0][fl[0]].shape, np.float32).astype(sets[0][fl[0]].dtype)
                for s in range(n_sets)]
 
@@ -378,7 +378,7 @@ class Suite:
 
     def compile_times(self, pair: Pair, n: int, reps: int) -> dict | None:
         case, dtype = pair.case, pair.dtype
-        args = make_inputs(case, n, dtype, 3, pair.kinds)
+        args = make_inputs(case, n, dtype, 3, pair.kinds, pair.layout)
         out = {"op": case.enum_name, "dtype": dtype, "n": n}
 
         def med(fn):
@@ -403,7 +403,7 @@ class Suite:
 
     def overhead(self, pair: Pair, n: int) -> dict | None:
         case, dtype = pair.case, pair.dtype
-        sets = [make_inputs(case, n, dtype, 50 + s, pair.kinds) for s in range(4)]
+        sets = [make_inputs(case, n, dtype, 50 + s, pair.kinds, pair.layout) for s in range(4)]
         user = jax.jit(case.dmljax(dtype))
         call = case.dmljax(dtype)
         rec = {"op": case.enum_name, "dtype": dtype, "n": n, "dispatch_us": {}, "latency_us": {}}

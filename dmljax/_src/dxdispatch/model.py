@@ -669,6 +669,18 @@ def _is_type_name(t) -> bool:
 class Model:
     """A loaded, checked DxDispatch model (see the module docstring)."""
 
+    out_dir: Path | None = None  # where relative writeFile targets go (load's out_dir)
+    overwrite: bool = True
+
+    def target(self, target_path: str) -> Path:
+        """Where a writeFile command writes: relative to ``out_dir`` when one is given, else to
+        the model file's folder, as DxDispatch resolves it; an absolute path as it is."""
+        return (self.out_dir if self.out_dir is not None else self.path.parent) / target_path
+
+    def writes_files(self) -> bool:
+        """Whether a command writes a file."""
+        return any(c.kind == "writeFile" for c in self.commands)
+
     def __init__(self, path: Path, resources, dispatchables, commands):
         self.path = path
         self.resources: dict[str, Resource] = resources
@@ -677,7 +689,12 @@ class Model:
 
     # ---- loading
     @classmethod
-    def load(cls, path: str | os.PathLike, *, feature_level=None) -> "Model":
+    def load(cls, path: str | os.PathLike, *, feature_level=None, out_dir: str | os.PathLike | None = None,
+             overwrite: bool = True) -> "Model":
+        """Read and check a model. ``out_dir``: the folder a writeFile's relative targetPath is
+        resolved in (created, with the target's subfolders, when the first file is written);
+        None: the model's folder, as DxDispatch does. ``overwrite=False`` refuses a target that
+        exists already."""
         path = Path(path)
         root = _read_model(path)
         problems = structure_problems(root)
@@ -697,6 +714,8 @@ class Model:
         dispatchables = {name: cls._load_dispatchable(path, name, spec, resources, feature_level)
                          for name, spec in root["dispatchables"].items()}
         model = cls(path, resources, dispatchables, [])
+        model.out_dir = None if out_dir is None else Path(out_dir)
+        model.overwrite = overwrite
         for i, spec in enumerate(root["commands"]):
             model.commands.append(model._load_command(i, spec))
         model._check_memory(fills)
@@ -797,10 +816,14 @@ class Model:
             if suffix == _JPEG_SPELLING:
                 raise ModelError(path, where, f"targetPath {target!r}: DxDispatch writes images only to .png and .jpg "
                                  "files (a .jpeg file would get the raw bytes); name it .jpg")
-            dest = path.parent / target  # relative to the model file, as DxDispatch resolves it
-            if not dest.parent.is_dir():
+            dest = self.target(target)
+            inside = self.out_dir is not None and not Path(target).is_absolute()
+            if not inside and not dest.parent.is_dir():
                 raise ModelError(path, where, f"targetPath {target!r}: the folder {str(dest.parent)!r} does not exist "
                                  "(dmljax creates files, not folders)")
+            if not self.overwrite and os.path.lexists(dest):
+                raise ModelError(path, where, f"targetPath {target!r}: {str(dest)!r} exists; dmljax run overwrites "
+                                 "nothing unless --force is given (or give --out a fresh folder)")
             try:
                 mode = os.stat(dest).st_mode
             except OSError:
@@ -983,8 +1006,10 @@ class Model:
         name = cmd.fields["resource"]
         res = self.resources[name]
         target = cmd.fields["targetPath"]
-        dest = self.path.parent / target  # relative to the model file, as DxDispatch resolves it
+        dest = self.target(target)
         try:
+            if self.out_dir is not None and not Path(target).is_absolute():
+                dest.parent.mkdir(parents=True, exist_ok=True)
             with open(dest, "wb") as f:
                 if dest.suffix.lower() in images.READ_SUFFIXES:
                     c, h, w = _image_shape(cmd.fields.get("dimensions") or [])
