@@ -25,4 +25,4 @@ def node_violation(name: str, op_type: str, opset: int, reason: str, tip: str = 
 
 def file_error(model: str, found: str, tip: str = "") -> OnnxImportError:
     """A file that is not a readable ONNX model."""
-    return OnnxImportError(model, [Violation("", "", found, "", tip)])
+    return OnnxImportError(model, [Violation("Model", "", found, "", tip)])

@@ -266,9 +266,13 @@ def _static_names(nodes: list[_Node], opset: int, produced_by: dict) -> set[str]
     return need
 
 
-def load(source, *, name: str | None = None) -> OnnxModel:
+def load(source, *, name: str | None = None, static_inputs: dict | None = None) -> OnnxModel:
     """Import an ONNX model (a path, the file's bytes, or an ``onnx.ModelProto``; external data
     is read from beside the file).
+
+    ``static_inputs`` fixes graph inputs to values at load time (name -> array): they leave the
+    model's inputs and are folded like initializers, which is how a graph input that DirectML
+    takes as an attribute (a Reshape's shape, a ReduceSum's axes) can be given.
 
     Raises:
         OnnxImportError: the file is not a readable ONNX model, its ai.onnx opset is outside
@@ -286,6 +290,12 @@ def load(source, *, name: str | None = None) -> OnnxModel:
         raise file_error(where, f"uses ai.onnx opset {opset}; supported: {MIN_OPSET} to {max_opset()}",
                          "convert it with onnx.version_converter.convert_version")
     initializers = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    graph_input_names = {i.name for i in g.input}
+    for k, v in (static_inputs or {}).items():
+        if k not in graph_input_names:
+            raise file_error(where, f"has no graph input {k!r} to fix (static_inputs)",
+                             f"its inputs: {', '.join(sorted(graph_input_names - set(initializers)))}")
+        initializers[k] = np.asarray(v)
     problems: list[Violation] = []
     nodes: list[_Node] = []
     consts: dict[str, np.ndarray] = {}
@@ -334,7 +344,7 @@ def load(source, *, name: str | None = None) -> OnnxModel:
         raise OnnxImportError(where, problems)
     params, consts_all = {}, dict(consts)
     for k, v in initializers.items():
-        if k in static or not np.issubdtype(v.dtype, np.floating):
+        if k in static or k in (static_inputs or {}) or not np.issubdtype(v.dtype, np.floating):
             consts_all[k] = v
         else:
             params[k] = jnp.asarray(v)

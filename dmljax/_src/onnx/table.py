@@ -385,8 +385,11 @@ def _conv_transpose(c: Call):
             k = (w.shape[2 + i] - 1) * dilations[i] + 1
             total = strides[i] * (x.shape[2 + i] - 1) + out_pad[i] + k - shape[i]
             lo = total // 2 if c.attr("auto_pad", b"NOTSET") != b"SAME_LOWER" else total - total // 2
-            start.append(max(lo, 0) if total >= 0 else 0)
-            end.append(total - start[-1])
+            if total < 0:  # a larger output than the pads give: DirectML's OutputPadding
+                out_pad = tuple(p - total if j == i else p for j, p in enumerate(out_pad))
+                lo, total = 0, 0
+            start.append(lo)
+            end.append(total - lo)
         start, end = tuple(start), tuple(end)
     group = int(c.attr("group", 1))
     one_d = x.ndim == 3
@@ -503,8 +506,15 @@ def _layer_norm(c: Call):
     bias = None if bias is None else jnp.broadcast_to(_arr(bias), (1,) * axis + x.shape[axis:])
     if bias is None:
         bias = jnp.zeros_like(scale)
-    return [_dml("mean_variance_normalization1")(x, scale, bias, axes=tuple(range(axis, x.ndim)),
-                                                  epsilon=float(c.attr("epsilon", 1e-5)))]
+    axes, eps = tuple(range(axis, x.ndim)), float(c.attr("epsilon", 1e-5))
+    outs = [_dml("mean_variance_normalization1")(x, scale, bias, axes=axes, epsilon=eps)]
+    if c.output_count > 1:  # Mean and InvStdDev: REDUCE AVERAGE of x and of (x - mean)^2
+        mean = _dml("reduce")(x, function="AVERAGE", axes=axes)
+        centered = _dml("element_wise_subtract")(x, jnp.broadcast_to(mean, x.shape))
+        var = _dml("reduce")(_dml("element_wise_multiply")(centered, centered), function="AVERAGE", axes=axes)
+        inv = _dml("element_wise_recip")(_dml("element_wise_sqrt")(var, scale_bias=(1.0, eps)))
+        outs += [mean, inv]
+    return outs
 
 
 def _layer_norm_check(attrs: dict, opset: int) -> str | None:
@@ -709,8 +719,8 @@ def _gather_nd(c: Call):
     b = int(c.attr("batch_dims", 0))
     out_shape = idx.shape[:-1] + x.shape[b + idx.shape[-1]:]
     rank = max(x.ndim, idx.ndim)
-    xr = x.reshape((1,) * (rank - x.ndim) + x.shape) if b == 0 else x
-    ir = idx.reshape((1,) * (rank - idx.ndim) + idx.shape) if b == 0 else idx
+    pad = lambda t: t.reshape(t.shape[:b] + (1,) * (rank - t.ndim) + t.shape[b:])  # noqa: E731
+    xr, ir = pad(x), pad(idx)
     y = _dml("gather_nd1")(xr, ir, input_dimension_count=x.ndim, indices_dimension_count=idx.ndim,
                            batch_dimension_count=b)
     return [y.reshape(out_shape)]
@@ -968,26 +978,32 @@ def _quant_check(attrs: dict, opset: int) -> str | None:
     return None
 
 
+def _per_row(v, rank: int, axis: int):
+    """A quantization tensor per tensor ({..., 1, 1}) or per row/column ({..., M, 1} / {..., 1, N})."""
+    v = _arr(v)
+    if v.size == 1:
+        return v.reshape((1,) * rank)
+    shape = [1] * rank
+    shape[axis] = -1
+    return v.reshape(shape)
+
+
 def _matmul_integer(c: Call):
     a, b = _arr(c.inputs[0]), _arr(c.inputs[1])
     a, b, out = _matmul_shapes(a, b)
     a_zp, b_zp = c.input(2), c.input(3)
-    a_zp = None if a_zp is None else jnp.broadcast_to(_arr(a_zp).reshape(-1, 1) if _arr(a_zp).size > 1 else _arr(a_zp).reshape(1, 1), a.shape)
-    b_zp = None if b_zp is None else jnp.broadcast_to(_arr(b_zp).reshape(1, -1) if _arr(b_zp).size > 1 else _arr(b_zp).reshape(1, 1), b.shape)
+    a_zp = None if a_zp is None else _per_row(a_zp, a.ndim, -2)
+    b_zp = None if b_zp is None else _per_row(b_zp, b.ndim, -1)
     return [_dml("matrix_multiply_integer")(a, b, a_zp, b_zp).reshape(out)]
 
 
 def _qlinear_matmul(c: Call):
     a, b = _arr(c.inputs[0]), _arr(c.inputs[3])
     a, b, out = _matmul_shapes(a, b)
-    sc = lambda i, like: jnp.broadcast_to(_arr(c.inputs[i]).reshape(()), like.shape) if _arr(c.inputs[i]).size == 1 else None  # noqa: E731
-    ys, yz = _arr(c.inputs[6]), _arr(c.inputs[7])
-    o_shape = (*a.shape[:-1], b.shape[-1])
+    r = a.ndim
     y = _dml("quantized_linear_matrix_multiply")(
-        a, sc(1, a), b, jnp.broadcast_to(_arr(c.inputs[4]).reshape(1, -1) if _arr(c.inputs[4]).size > 1 else _arr(c.inputs[4]).reshape(()), b.shape),
-        jnp.broadcast_to(ys.reshape(()), o_shape), sc(2, a),
-        jnp.broadcast_to(_arr(c.inputs[5]).reshape(1, -1) if _arr(c.inputs[5]).size > 1 else _arr(c.inputs[5]).reshape(()), b.shape),
-        jnp.broadcast_to(yz.reshape(()), o_shape))
+        a, _per_row(c.inputs[1], r, -2), b, _per_row(c.inputs[4], r, -1), _per_row(c.inputs[6], r, -1),
+        _per_row(c.inputs[2], r, -2), _per_row(c.inputs[5], r, -1), _per_row(c.inputs[7], r, -1))
     return [y.reshape(out)]
 
 
@@ -997,9 +1013,11 @@ def _conv_integer(c: Call):
     xz = c.input(2)
     xz = jnp.zeros((), x.dtype) if xz is None else _arr(xz)
     wz = c.input(3)
-    wz = None if wz is None else _channel(wz, w.ndim) if _arr(wz).size > 1 else _arr(wz).reshape((1,) * w.ndim)
+    wz = None if wz is None else _arr(wz) if _arr(wz).size > 1 else _arr(wz).reshape((1,) * w.ndim)
     xz = xz.reshape((1,) * x.ndim)
-    return [_dml("convolution_integer")(x, xz, w, None if wz is None else jnp.broadcast_to(wz, (w.shape[0],) + (1,) * (w.ndim - 1)) if wz.size > 1 else wz,
+    if wz is not None and wz.size > 1:
+        wz = wz.reshape(-1, *([1] * (w.ndim - 1)))
+    return [_dml("convolution_integer")(x, xz, w, wz,
                                         strides=strides, dilations=dilations, start_padding=start, end_padding=end,
                                         group_count=int(c.attr("group", 1)))]
 
@@ -1073,11 +1091,12 @@ def _recurrent(c: Call):
     hidden = r.shape[-1]
     four = lambda t: None if t is None else _arr(t).reshape(1, *_arr(t).shape)  # noqa: E731
     bias, seq_lens, h0 = c.input(3), c.input(4), c.input(5)
-    kw = dict(activation_descs=_activation_descs(c, dirs), direction=direction.upper())
+    kw = dict(activation_descs=_activation_descs(c, dirs),
+              direction={"forward": "FORWARD", "reverse": "BACKWARD", "bidirectional": "BIDIRECTIONAL"}[direction])
     args = [x.reshape(1, *x.shape), four(w), four(r), None if bias is None else _arr(bias).reshape(1, 1, dirs, -1),
             four(h0)]
     if seq_lens is not None:
-        seq_lens = _arr(seq_lens).astype(jnp.int32).reshape(1, 1, 1, batch)
+        seq_lens = _arr(seq_lens).astype(jnp.uint32).reshape(1, 1, 1, batch)
     if c.op_type == "LSTM":
         c0, peep = c.input(6), c.input(7)
         args += [four(c0), seq_lens, None if peep is None else _arr(peep).reshape(1, 1, dirs, -1)]
