@@ -16,7 +16,6 @@ ort = pytest.importorskip("onnxruntime", reason="comparing with ONNX Runtime nee
 from onnx import numpy_helper  # noqa: E402
 
 import dmljax.onnx as dx  # noqa: E402
-from tests import tiers  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data")
 

@@ -24,11 +24,8 @@ DIFFERENCES = (
 
 
 def available() -> bool:
-    try:
-        import onnx.defs  # noqa: F401, PLC0415  (the optional extra)
-    except ImportError:
-        return False
-    return True
+    import importlib.util  # noqa: PLC0415
+    return importlib.util.find_spec("onnx") is not None
 
 
 def _onnx_operators() -> list[tuple[str, int]]:

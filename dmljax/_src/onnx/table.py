@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dmljax._src.enums import AxisDirection, ConvolutionDirection, DepthSpaceOrder, ReduceFunction
+from dmljax._src.enums import AxisDirection, ConvolutionDirection, DepthSpaceOrder
 from dmljax._src.fused import FusedActivation
 from dmljax._src.ops import OPERATORS
 
