@@ -1,6 +1,8 @@
 """The ``dmljax`` console script.
 
     dmljax run MODEL.json [-i N] [-r N] [-w N] [-v 0|1|2] [--feature-level X] [--out DIR] [--force]
+    dmljax run MODEL.onnx [--inputs x.npz|a.npy ...] [--out DIR] [--force]
+    dmljax onnx info MODEL.onnx
     dmljax ops [--feature-level X] | dmljax ops --all [--sort KEY] | dmljax ops NAME...
     dmljax docs [--check] [--out DIR]
     dmljax --version
@@ -14,7 +16,9 @@ operators dmljax implements with their introducing feature level and their suppo
 chosen level; ``ops --all`` lists DirectML's whole catalog with dmljax's status, ``ops NAME`` one
 operator in full: NAME is any DirectML spelling, or a name the operator goes by in ONNX,
 PyTorch, JAX or WebNN (``layernorm``, ``torch.matmul``), which lists the operators it leads to
-(registry.find_operators) and shows it in full when it leads to one. ``docs`` regenerates
+(registry.find_operators) and shows it in full when it leads to one. ``run MODEL.onnx`` imports an
+ONNX model (the file's suffix or its first byte says which kind of model it is) and writes its
+outputs as .npy files; ``onnx info`` lists its nodes and what each becomes. ``docs`` regenerates
 docs/operators.md (docgen.py). ``main`` turns a closed stdout and Ctrl-C into exit statuses (141,
 130) without a traceback, for every subcommand.
 """
@@ -40,6 +44,7 @@ from dmljax._src.docstrings import support_table_text
 from dmljax._src.dxdispatch.model import Model, ModelError
 from dmljax._src.errors import UnknownOperatorError, ValidationError
 from dmljax._src.feature_level import FeatureLevel, resolve_feature_level
+from dmljax._src.onnx import commands as onnx_commands
 from dmljax._src.registry import OperatorMatch, canonical_name, catalog, entry, find_operators, implemented, registry
 from dmljax._src.version import __version__
 from dmljax.bench.cli import main as bench_main
@@ -84,7 +89,10 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a DxDispatch JSON model on the default JAX device",
                          description="Run a DxDispatch model (resources, DirectML operator dispatchables, "
                                      "dispatch/print/writeFile commands). Timing options follow DxDispatch's.")
-    run.add_argument("model", help="path to the model's .json file")
+    run.add_argument("model", help="path to the model: a DxDispatch .json file or an ONNX model (.onnx)")
+    run.add_argument("--inputs", nargs="+", default=None, metavar="FILE",
+                     help="ONNX models: the inputs, as one .npz (by input name) or .npy files in input order "
+                          "(default: random values of the declared shapes)")
     run.add_argument("-i", "--dispatch_iterations", type=_positive, default=1, metavar="N",
                      help="iterations of each dispatch command, timed one by one (default 1); every "
                           "iteration runs, so side effects repeat as in DxDispatch")
@@ -97,8 +105,10 @@ def _parser() -> argparse.ArgumentParser:
                      help="0: median only; 1: cold/hot statistics; 2: also every iteration")
     run.add_argument("--no-timing", action="store_true", help="print no Dispatch timing lines")
     run.add_argument("--out", default=None, metavar="DIR",
-                     help="folder for the files writeFile commands write (relative targetPaths; created if "
-                          "missing); default: a fresh folder MODEL-outputs in the working directory")
+                     help="DxDispatch models: the folder for the files writeFile commands write (relative "
+                          "targetPaths; created if missing), default a fresh folder MODEL-outputs in the working "
+                          "directory; ONNX models: the folder to write the outputs into as NAME.npy (default: "
+                          "print a summary)")
     run.add_argument("--force", action="store_true", help="overwrite files that exist (default: refuse before running)")
     run.add_argument("--feature-level", type=_level, default=None, metavar="X",
                      help="DML feature level to validate against (default: $DMLJAX_FEATURE_LEVEL, else the newest)")
@@ -124,6 +134,11 @@ def _parser() -> argparse.ArgumentParser:
                       help="folder to write into (default: docs, under the current directory)")
     docs.add_argument("--check", action="store_true",
                       help="write nothing; exit 1 and name the files that are missing or stale")
+    onnx_p = sub.add_parser("onnx", help="ONNX models: `dmljax onnx info MODEL.onnx` lists operators, opset, each "
+                                         "node's DirectML mapping and anything unsupported")
+    onnx_sub = onnx_p.add_subparsers(dest="onnx_command", required=True)
+    info = onnx_sub.add_parser("info", help="what an ONNX model's nodes become")
+    info.add_argument("model", help="path to the .onnx file")
     # listed for --help only: _main hands `dmljax bench ...` to dmljax/bench/cli.py, which parses it
     sub.add_parser("bench", add_help=False,
                    help="time dmljax's operators against jax.numpy, PyTorch, ONNX Runtime and a copy "
@@ -327,6 +342,14 @@ def _main(argv: Sequence[str] | None) -> int:
         return _ops(args)
     if args.command == "docs":
         return docgen.main(out=args.out, check=args.check)
+    if args.command == "onnx":
+        return onnx_commands.info(args.model)
+    if onnx_commands.is_onnx(args.model):
+        return onnx_commands.run(args.model, args.inputs, args.out, args.force)
+    if args.inputs is not None or args.out is not None:
+        print("dmljax run: error: --inputs and --out apply to ONNX models; a DxDispatch model names its own",
+              file=sys.stderr)
+        return 2
     return _run(args)
 
 

@@ -23,6 +23,7 @@ from typing import Callable, Iterable, Sequence
 from dmljax._src.catalog import FAMILIES, CatalogEntry
 from dmljax._src.docstrings import support_table_text
 from dmljax._src.feature_level import FeatureLevel
+from dmljax._src.onnx import docs as onnx_docs
 from dmljax._src.registry import catalog, registry
 from dmljax._src.spec import REQUIRED, OpSpec
 
@@ -334,6 +335,8 @@ def documents() -> dict[str, str]:
     """Every generated document: path under docs/ -> text."""
     docs = {"operators.md": operators_markdown(), "operators/index.md": families_index_markdown()}
     docs.update({f"operators/{f}.md": family_markdown(f) for f in FAMILIES})
+    if onnx_docs.available():  # the onnx extra
+        docs["onnx.md"] = onnx_docs.onnx_markdown()
     return docs
 
 

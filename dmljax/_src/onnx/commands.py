@@ -1,0 +1,119 @@
+"""``dmljax onnx info MODEL.onnx`` and ``dmljax run MODEL.onnx``: one clear message and exit
+status 1 for a file that cannot be imported, never a traceback."""
+
+from __future__ import annotations
+
+import collections
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from dmljax._src.errors import ValidationError
+from dmljax._src.onnx import loader
+from dmljax._src.onnx.errors import OnnxImportError
+
+__all__ = ["is_onnx", "info", "run"]
+
+
+def is_onnx(path: str) -> bool:
+    """An .onnx file, or a file whose first byte is not JSON's (a ModelProto starts with field 1,
+    ir_version: byte 0x08)."""
+    if str(path).lower().endswith(".onnx"):
+        return True
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1)
+    except OSError:
+        return False
+    return head == b"\x08"
+
+
+def _error(command: str, text: str) -> int:
+    print(f"dmljax {command}: error: {text}", file=sys.stderr)
+    return 1
+
+
+def _load(command: str, path: str):
+    if loader.onnx is None:
+        return None, _error(command, 'ONNX models need the onnx package: pip install "dmljax[onnx]"')
+    try:
+        return loader.load(path), 0
+    except OnnxImportError as e:
+        return None, _error(command, str(e))
+
+
+def info(path: str) -> int:
+    """Print the model's opset, operators and each node's mapping; exit 1 (after listing every
+    node) when some cannot be mapped."""
+    if loader.onnx is None:
+        return _error("onnx info", 'ONNX models need the onnx package: pip install "dmljax[onnx]"')
+    try:
+        model = loader.load(path)
+        problems = ""
+    except OnnxImportError as e:
+        if not any(v.subject.startswith("node ") for v in e.violations):
+            return _error("onnx info", str(e))
+        problems, model = str(e), None
+    if model is None:
+        print(problems)
+        return 1
+    counts = collections.Counter(n.op_type for n in model.nodes)
+    print(f"{Path(path).name}: graph {model.name!r}, ai.onnx opset {model.opset}, {len(model.nodes)} nodes, "
+          f"{len(model.params)} parameters")
+    for name, dtype, shape in model.inputs:
+        print(f"  input {name}: {dtype} {list(shape)}")
+    print(f"  outputs: {', '.join(model.outputs)}")
+    print("operators: " + ", ".join(f"{op} x{n}" for op, n in sorted(counts.items())))
+    for n in model.nodes:
+        print(f"  {n.name} ({n.op_type}): {', '.join(n.dml) if n.dml else '(folded)'}")
+    print("unsupported: none")
+    return 0
+
+
+def _inputs(model, files: Sequence[str] | None) -> list:
+    if not files:
+        return loader.random_inputs(model)
+    if len(files) == 1 and files[0].endswith(".npz"):
+        with np.load(files[0]) as z:
+            missing = [n for n, _, _ in model.inputs if n not in z.files]
+            if missing:
+                raise ValueError(f"{files[0]} has no array named {', '.join(missing)} (its arrays: {', '.join(z.files)})")
+            return [z[n] for n, _, _ in model.inputs]
+    if len(files) != len(model.inputs):
+        raise ValueError(f"the model takes {len(model.inputs)} inputs ({', '.join(n for n, _, _ in model.inputs)}); "
+                         f"{len(files)} files given")
+    return [np.load(f, allow_pickle=False) for f in files]
+
+
+def run(path: str, inputs: Sequence[str] | None, out: str | None, force: bool = False) -> int:
+    model, status = _load("run", path)
+    if model is None:
+        return status
+    if out is not None and not force:
+        taken = [str(Path(out) / f"{_safe(name)}.npy") for name in model.outputs
+                 if (Path(out) / f"{_safe(name)}.npy").exists()]
+        if taken:
+            return _error("run", f"{path}: {', '.join(taken)} exists; pass --force to overwrite, or another --out")
+    try:
+        values = _inputs(model, inputs)
+        results = model(*values)
+    except (ValueError, OSError, TypeError, ValidationError) as e:
+        return _error("run", f"{path}: {' '.join(str(e).split())[:600]}")
+    if out is not None:
+        os.makedirs(out, exist_ok=True)
+    for name, value in zip(model.outputs, results):
+        value = np.asarray(value)
+        if out is not None:
+            target = Path(out) / f"{_safe(name)}.npy"
+            np.save(target, value)
+            print(f"Output '{name}': {value.dtype} {list(value.shape)} -> {target}")
+        else:
+            print(f"Output '{name}': {value.dtype} {list(value.shape)}")
+    return 0
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name) or "output"
