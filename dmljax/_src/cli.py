@@ -346,8 +346,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return onnx_commands.info(args.model)
     if onnx_commands.is_onnx(args.model):
         return onnx_commands.run(args.model, args.inputs, args.out, args.force)
-    if args.inputs is not None or args.out is not None:
-        print("dmljax run: error: --inputs and --out apply to ONNX models; a DxDispatch model names its own",
+    if args.inputs is not None:
+        print("dmljax run: error: --inputs applies to ONNX models; a DxDispatch model names its own resources",
               file=sys.stderr)
         return 2
     return _run(args)
