@@ -22,9 +22,9 @@ from dmljax._src.onnx.table import TABLE  # noqa: E402
 
 MAPPED = {r.op_type for r in TABLE}
 
-PASS_SHARE_FLOOR = 0.30
-"""The share of all of ONNX's node tests (mapped or not) that must pass: measured 0.3x at the
-time of writing; a mapping that breaks drops it."""
+PASS_SHARE_FLOOR = 0.38
+"""The share of all of ONNX's node tests (mapped or not) that must pass: measured 723 of 1,884
+(38.4%; 76.4% of the mapped operators' 946); a mapping that breaks drops it."""
 
 
 def _arrays(xs):
@@ -69,8 +69,16 @@ MODULES = ("relu", "reshape", "concat", "gemm", "softmax", "layernormalization",
 """Operator modules whose every case (but the known differences below) must pass; the first three
 run in the fast tier."""
 
-KNOWN = {"test_resize_downsample_scales_linear_antialias": "antialias=1 is not mapped",
-         "test_resize_downsample_sizes_linear_antialias": "antialias=1 is not mapped"}
+KNOWN = {"test_reduce_sum_empty_set": "a DirectML tensor has no zero size",
+         "test_reduce_sum_empty_set_non_reduced_axis_zero": "a DirectML tensor has no zero size"}
+"""Cases of MODULES that may fail, and why."""
+
+REFUSED = {"mode='cubic'": "DirectML's RESAMPLE interpolates NEAREST_NEIGHBOR and LINEAR only",
+           "tf_crop_and_resize": "Resize's region of interest is not mapped",
+           "antialias=1": "Resize's antialiasing is not mapped",
+           "keep_aspect_ratio_policy": "Resize's aspect-ratio policies other than stretch are not mapped",
+           "layout=1": "the recurrent operators' batch-major layout is not mapped"}
+"""Refusals of MODULES' cases (at load, with a message holding the key) that are known, and why."""
 
 
 @pytest.mark.parametrize("module", [m if i < 3 else pytest.param(m, marks=pytest.mark.slow)
@@ -81,7 +89,8 @@ def test_node_cases_of_a_module_pass(module):
     cases = node_cases._NodeTestCases[before:] or [c for c in node_cases._NodeTestCases if module in c.name.replace("_", "")]
     results = {c.name: run_case(c) for c in cases if "expanded" not in c.name and "bfloat16" not in c.name}
     assert results
-    failing = {k: v for k, v in results.items() if v != "pass" and k not in KNOWN}
+    failing = {k: v for k, v in results.items() if v != "pass" and k not in KNOWN
+               and not (v.startswith("refused: ") and any(key in v for key in REFUSED))}
     assert not failing, failing
 
 

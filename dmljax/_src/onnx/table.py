@@ -907,34 +907,43 @@ def _resize(c: Call):
         if ctm == "asymmetric":
             in_off[a], out_off[a] = 0.0, 0.0
         elif ctm == "align_corners":
+            # ONNX: x_original = x_resized * (length_original - 1) / (length_resized - 1), with the
+            # resized length unrounded (length_original * scale) where scales are given
             in_off[a], out_off[a] = 0.0, 0.0
-            if out_sizes[a] > 1:
-                full_scales[a] = (out_sizes[a] - 1) / max(x.shape[a] - 1, 1) if x.shape[a] > 1 else full_scales[a]
+            resized = out_sizes[a] if sizes is not None and sizes.size else x.shape[a] * full_scales[a]
+            if out_sizes[a] > 1 and x.shape[a] > 1:
+                full_scales[a] = (resized - 1) / (x.shape[a] - 1)
         elif ctm == "pytorch_half_pixel" and out_sizes[a] == 1:
             in_off[a], out_off[a] = 0.0, 0.0  # ONNX: x_original = 0 when the output length is 1
             full_scales[a] = 1.0 / x.shape[a] if x.shape[a] else 1.0
         elif ctm == "tf_half_pixel_for_nn":
             in_off[a], out_off[a] = 0.0, -0.5
         elif ctm == "half_pixel_symmetric":
-            raise ValueError("half_pixel_symmetric")
+            # ONNX: x_original = offset + (x_resized + 0.5) / scale - 0.5, offset = length_original / 2 *
+            # (1 - length_resized_int / (length_original * scale)): InputPixelOffset 0.5 - offset
+            width = x.shape[a] * full_scales[a]
+            offset = x.shape[a] / 2 * (1 - out_sizes[a] / width) if width else 0.0
+            in_off[a] = 0.5 - offset
     nearest = c.attr("nearest_mode", b"round_prefer_floor")
     nearest = nearest.decode() if isinstance(nearest, bytes) else nearest
     if c.op_type == "Upsample" or c.opset < 11:
         nearest = "floor"
     direction = AxisDirection.INCREASING
     if interp == "NEAREST_NEIGHBOR":
-        # RESAMPLE2 rounds a coordinate as RoundingDirection says; ONNX's nearest modes shift the
-        # offsets by half a pixel instead (ONNX Runtime's DmlOperatorResize)
+        # RESAMPLE2 takes ceil(x) (INCREASING) or floor(x) (DECREASING) of the input coordinate
+        # x = (OutputX - OutputPixelOffset) / Scale - InputPixelOffset; ONNX's rounding to the nearest
+        # is ceil(x - 0.5) (ties down) or floor(x + 0.5) (ties up): half a pixel more or less of
+        # InputPixelOffset, which shifts x itself (OutputPixelOffset would shift it by 0.5 / Scale)
         if nearest in ("floor",):
             direction = AxisDirection.DECREASING
         elif nearest == "ceil":
             direction = AxisDirection.INCREASING
         elif nearest == "round_prefer_floor":
             direction = AxisDirection.INCREASING
-            out_off = [o - 0.5 for o in out_off]
+            in_off = [o + 0.5 for o in in_off]
         elif nearest == "round_prefer_ceil":
             direction = AxisDirection.DECREASING
-            out_off = [o + 0.5 for o in out_off]
+            in_off = [o - 0.5 for o in in_off]
     return [_dml("resample2")(x, interpolation_mode=interp, rounding_direction=direction, scales=tuple(full_scales),
                               input_pixel_offsets=tuple(in_off), output_pixel_offsets=tuple(out_off),
                               output_sizes=tuple(out_sizes))]
