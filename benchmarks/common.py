@@ -108,6 +108,23 @@ def compiled(fn, *args):
     return jax.jit(fn).lower(*args).compile()
 
 
+def torch_ms(call, calls: int = 10, warmup: int = 3) -> float:
+    """Milliseconds per ``call()`` of torch work on CUDA: ``warmup`` calls, then ``calls`` calls
+    between two CUDA events (the torch side of a side-by-side figure)."""
+    import torch
+
+    for _ in range(warmup):
+        call()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(calls):
+        call()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / calls
+
+
 def times(groups, n_sets: int = 2) -> dict:
     """Per-call time of each ``(name, call)``: ``{name: {"s", "kernels_per_call", "method"}}``,
     from device records, or from the host clock where the backend has none."""

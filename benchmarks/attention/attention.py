@@ -148,16 +148,7 @@ def _torch(inputs, d, mode, grad) -> str:
         out = torch.nn.functional.scaled_dot_product_attention(qh, kh, vh, attn_mask=mask)
         if grad:
             out.float().sum().backward()
-    for _ in range(3):
-        call()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(10):
-        call()
-    end.record()
-    torch.cuda.synchronize()
-    return f"torch scaled_dot_product_attention {start.elapsed_time(end) / 10:.4f} ms (CUDA events, torch {torch.__version__})"
+    return f"torch scaled_dot_product_attention {common.torch_ms(call):.4f} ms (CUDA events, torch {torch.__version__})"
 
 
 def memory(rng, report):

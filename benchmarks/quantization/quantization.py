@@ -104,16 +104,7 @@ def _torch_int_mm(a, b) -> str | None:
     if not torch.cuda.is_available():
         return None
     ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
-    for _ in range(3):
-        torch._int_mm(ta, tb)
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(20):
-        torch._int_mm(ta, tb)
-    end.record()
-    torch.cuda.synchronize()
-    ms = start.elapsed_time(end) / 20
+    ms = common.torch_ms(lambda: torch._int_mm(ta, tb), calls=20)
     return (f"torch._int_mm INT8 {N}^3: {ms:.4f} ms (CUDA events over 20 calls, torch {torch.__version__}); "
             f"{2 * N ** 3 / ms / 1e9:.0f} TOPS")
 

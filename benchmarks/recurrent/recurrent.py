@@ -144,16 +144,7 @@ def _torch(kind, hidden, dtype, arrays) -> str:
             y, _ = net(x)
             if backward:
                 y.float().sum().backward()
-        for _ in range(3):
-            call()
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(10):
-            call()
-        end.record()
-        torch.cuda.synchronize()
-        out.append(start.elapsed_time(end) / 10)
+        out.append(common.torch_ms(call))
     return (f"torch cuDNN nn.{'LSTM' if kind == 'lstm' else 'GRU'} {np.dtype(dtype).name} H{hidden}: forward "
             f"{out[0]:.3f} ms, forward+backward {out[1]:.3f} ms (CUDA events over 10 calls, torch {torch.__version__}, "
             "TF32 off)")
