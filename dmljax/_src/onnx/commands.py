@@ -23,6 +23,8 @@ def is_onnx(path: str) -> bool:
     ir_version: byte 0x08)."""
     if str(path).lower().endswith(".onnx"):
         return True
+    if not os.path.isfile(path):  # a FIFO or a device would block or never end: the DxDispatch path names it
+        return False
     try:
         with open(path, "rb") as f:
             head = f.read(1)
