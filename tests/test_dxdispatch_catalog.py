@@ -176,7 +176,7 @@ def _run_model(name, op, spec, ref, case, types, tmp_path, capsys):
              "commands": [{"type": "dispatch", "dispatchable": "op", "bindings": bindings}] + commands}
     path = tmp_path / "model.json"
     path.write_text(json.dumps(model))
-    status = main(["run", str(path), "--no-timing"])
+    status = main(["run", str(path), "--no-timing", "--out", str(tmp_path)])
     err = capsys.readouterr().err
     assert status == 0, err
     for _, n, y in outs:

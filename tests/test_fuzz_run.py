@@ -169,9 +169,10 @@ OPTIONS = st.sampled_from([[]] * 4 + [["--no-timing"], ["-i", "2", "-v", "2"], [
 def run_checked(argv, capsys):
     """``main(argv)``: an exit status of 0, 1 or 2, and a short message on stderr."""
     capsys.readouterr()
-    with mock.patch.object(dxdispatch, "_memory_available", return_value=(MEMORY, None)):
+    with mock.patch.object(dxdispatch, "_memory_available", return_value=(MEMORY, None)), \
+            tempfile.TemporaryDirectory() as out:  # writeFile's files: never the working directory
         try:
-            status = main([str(a) for a in argv])
+            status = main([str(a) for a in argv] + ([] if "--out" in argv else ["--out", out]))
         except SystemExit as e:  # argparse's usage errors
             status = e.code
             assert status == 2, status

@@ -361,7 +361,8 @@ def _activation_members(ctx: ParamContext, subject: str, arg: str, fa: FusedActi
             if v is not None:
                 problems.append(Violation(
                     f"{subject}.Desc.{key}", arg, f"is {quote(v)}",
-                    "the activation's InputTensor and OutputTensor must be NULL (None)"))
+                    f"the {'fused ' if subject == 'FusedActivation' else ''}activation's InputTensor and "
+                    "OutputTensor must be NULL (None)"))
             continue
         q = by_name.get(key)
         if q is None:

@@ -77,7 +77,7 @@ def test_mvn1_scale_channels_before_4_0_and_dimension_counts():
     with pytest.raises(dmljax.ValidationError, match=r"has 3 dimensions \(Sizes \[3, 2, 2\]\); supported: 4\.\n"
                        r"    Tip: 1 to 8 dimensions are supported from DML_FEATURE_LEVEL_3_1"):
         dmljax.mean_variance_normalization1(x[0], axes=(1, 2), feature_level="3.0")
-    with pytest.raises(dmljax.ValidationError, match=r"has 3 dimensions \(Sizes \[3, 2, 2\]\); supported: 4\.$"):
+    with pytest.raises(dmljax.ValidationError, match=r"has 3 dimensions \(Sizes \[3, 2, 2\]\); supported: 4\.\nThe call: "):  # no Tip line
         dmljax.mean_variance_normalization(x[0])
 
 
