@@ -8,6 +8,7 @@ from pathlib import Path
 
 import jax
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -74,6 +75,7 @@ def test_an_example_names_its_missing_extra():
     assert out.stderr.strip() == 'examples/train_cnn.py needs optax, of the examples extra: pip install ".[examples]"'
 
 
+@pytest.mark.slow  # 4 s on 2 cores
 def test_train_lstm_short_run_and_its_twin():
     """80 steps: the dmljax LSTM and its jax.lax.scan twin start from the same weights on the same
     batches, so their losses agree closely, and the loss goes down."""
@@ -85,6 +87,7 @@ def test_train_lstm_short_run_and_its_twin():
     assert abs(acc["dmljax"] - acc["jax.numpy"]) <= 0.02
 
 
+@pytest.mark.slow  # 4 s on 2 cores
 def test_transformer_short_run_learns_to_reverse():
     """30 steps of the transformer block (MULTIHEAD_ATTENTION, GEMM, MEAN_VARIANCE_NORMALIZATION1,
     ACTIVATION_GELU, ADAM_OPTIMIZER): reversing a sequence needs each output to attend to the

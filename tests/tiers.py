@@ -49,12 +49,14 @@ def fast_sample(params, keep: int = 1, key: str = "") -> list:
     return out
 
 
-SLOW_TRANSFORMATIONS = frozenset({"DML_OPERATOR_MULTIHEAD_ATTENTION", "DML_OPERATOR_MULTIHEAD_ATTENTION1"})
+SLOW_TRANSFORMATIONS = frozenset({"DML_OPERATOR_MULTIHEAD_ATTENTION", "DML_OPERATOR_MULTIHEAD_ATTENTION1",
+                                  "DML_OPERATOR_RNN", "DML_OPERATOR_LSTM", "DML_OPERATOR_GRU"})
 """Operators whose generated transformation checks (gradients, forward mode, jit, vmap, half
 precision) run in the slow tier even where ``fast_sample`` picks them: each of their attribute
-sets compiles the blockwise attention forward and backward, seconds a check on 2 cores. Their
-values stay in the fast tier (the covering sample) and so do forward and reverse mode, through
-their hand tests (tests/ops/attention)."""
+sets compiles the blockwise attention or the recurrent scan forward and backward, seconds a check
+on 2 cores (GRU's jacfwd against jacrev: 13 s). Their values stay in the fast tier (the covering
+sample) and so do forward and reverse mode, through their hand tests (tests/ops/attention,
+tests/ops/recurrent)."""
 
 
 def slow_transformations(params) -> list:
