@@ -120,7 +120,7 @@ def test_one_ratio_function():
 @pytest.mark.slow
 def test_smoke_run_writes_json_markdown_and_plots(tmp_path, capsys):
     status, out, err = bench(["--ops", "ELEMENT_WISE_IF", "ACTIVATION_SCALED_ELU", "ELEMENT_WISE_THRESHOLD",
-                              "--dtypes", "FLOAT32", "--sizes", "6,8", "--out", tmp_path, *TINY], capsys)
+                              "--dtypes", "FLOAT32", "--sizes", "6,8", "--out", tmp_path, "--chain", *TINY], capsys)
     assert status == 0, err
     res = json.loads((tmp_path / "results.json").read_text())
     assert {r["op"] for r in res["throughput"]} == {

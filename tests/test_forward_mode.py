@@ -9,8 +9,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from dmljax import DataType
 from dmljax._src.registry import get_operator, registry
 from tests import catalog, tiers
+from tests.compare import ulp_distance
 from tests.test_catalog import F32, GRADS, REFS, _plain_inputs, _short, cotangent
 
 OPS = list(registry())
@@ -79,8 +81,15 @@ def test_jvp_matches_reference_derivative(name, rng):
         assert abs(got - expect) <= 2e-3 * scale, f"{_short(name)} {attrs} d/d{op.spec.inputs[i].arg}: {got} != {expect}"
 
 
+CRASHES = {"DML_OPERATOR_ROI_ALIGN1": "XLA's CPU backend (jax 0.10.2) dies of a segmentation fault running jax.jacfwd "
+                                     "(vmap of the JVP) of its MAX case; jax.jvp, jax.jacrev and jax.vmap pass"}
+"""Operators whose jacfwd this suite cannot run, and why."""
+
+
 @pytest.mark.parametrize("name", _sample(FORWARD, "jacfwd"), ids=_short)
 def test_jacfwd_equals_jacrev(name, rng):
+    if name in CRASHES:
+        pytest.skip(CRASHES[name])
     op, _, attrs, args, floats = _case(name, rng)
     for i in floats:
         f = _along(op, attrs, args, i)
@@ -120,7 +129,14 @@ def test_vmap_equals_a_loop(name, axis, rng):
     for k in range(2):
         one = op(*[None if b is None else np.take(b, k, axis=ax) for b, ax in zip(batched, axes)], **attrs.dml)
         for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(one)):
-            np.testing.assert_array_equal(np.asarray(g)[k], np.asarray(w), err_msg=f"{_short(name)} {attrs} call {k}")
+            g, w = np.asarray(g)[k], np.asarray(w)
+            # a batched call may take XLA's other vectorised code (ATAN: 1 ULP apart): within the budget
+            budget = op.spec.ulp.get(DataType.from_dtype(w.dtype), 0) if w.dtype.kind == "f" else 0
+            if budget:
+                same = (ulp_distance(g, w) <= budget) | (np.isnan(g) & np.isnan(w))
+                assert same.all(), f"{_short(name)} {attrs} call {k}: beyond {budget} ULP of the single call"
+            else:
+                np.testing.assert_array_equal(g, w, err_msg=f"{_short(name)} {attrs} call {k}")
 
 
 def test_every_differentiable_operator_has_a_forward_mode_case():

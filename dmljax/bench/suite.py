@@ -255,7 +255,7 @@ class Suite:
         case, dtype = pair.case, pair.dtype
         if case.recipe.jnp is None or not DataType.parse(dtype).is_float:
             return None
-        fl = [i for i, k in enumerate(pair.kinds, pair.layout) if k != "condition"]
+        fl = [i for i, k in enumerate(pair.kinds) if k != "condition"]
         if not fl:
             return None
         n_sets = self.n_sets(pair.in_bpe * n * 3)
