@@ -18,6 +18,7 @@ from dmljax._src import docgen
 from dmljax._src import cli
 from dmljax._src.cli import main
 from dmljax._src.docstrings import support_table_text
+from tests import tiers
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -223,7 +224,7 @@ def test_keyboard_interrupt(capsys, monkeypatch):
     assert capsys.readouterr().err == "dmljax: interrupted\n"
 
 
-@pytest.mark.parametrize("argv", [["ops"], ["ops", "--all"], ["--version"]])
+@pytest.mark.parametrize("argv", tiers.fast_sample([["ops"], ["ops", "--all"], ["--version"]], keep=1, key="pipe"))
 def test_closed_pipe_in_a_subprocess(argv):
     # `dmljax ops | head -n 1`, made deterministic: the pipe's read end is closed before the child
     # starts, so its first write fails with EPIPE. No traceback, no "Exception ignored" at exit.

@@ -42,7 +42,7 @@ from dmljax._src.spec import INFERRED, REQUIRED, SameDataType, SameSizes
 from tests import tiers
 from tests.doubles import BadHash, BadRepr, FakeArray, RaisingArray
 
-EXAMPLES = int(os.environ.get("DMLJAX_FUZZ_EXAMPLES", "0")) or tiers.by_tier(6, 100)
+EXAMPLES = int(os.environ.get("DMLJAX_FUZZ_EXAMPLES", "0")) or tiers.by_tier(3, 100)
 pytestmark = pytest.mark.fuzz
 MAX_MESSAGE = 2000
 SETTINGS = settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,

@@ -73,8 +73,8 @@ def _onnx_call(node, arrays):
         None if bias is None else bias.reshape((1, -1) + (1,) * d), channels(names[6]), channels(names[7]), **kw)
 
 
-@pytest.mark.parametrize("op_type", [pytest.param("ConvInteger", marks=pytest.mark.slow),  # 7 s on 2 cores
-                                     "QLinearConv"])
+@pytest.mark.slow  # 7 s each on 2 cores; the fast tier checks both operators by their generated cases
+@pytest.mark.parametrize("op_type", ["ConvInteger", "QLinearConv"])
 def test_onnx_node_tests(op_type):
     cases = _node_cases(op_type)
     assert cases, f"ONNX has no node test of {op_type}"
