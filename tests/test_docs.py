@@ -1,6 +1,7 @@
-"""Generated documentation: docs/operators.md and the family pages docs/operators/ are what
-``dmljax docs`` makes from the registry and the catalog (this test fails, naming the command, when
-they are stale); the page lists all of DirectML's operators and each implemented one's section;
+"""Generated documentation: docs/operators.md, the family pages docs/operators/ and docs/silent.md
+are what ``dmljax docs`` makes from the registry and the catalog (this test fails, naming the
+command, when they are stale); each silent choice is on docs/silent.md once and in the section of
+each operator it covers; the page lists all of DirectML's operators and each implemented one's section;
 ``dmljax docs`` and ``--check``; every citation of docs/semantics.md names a heading that exists
 there, and every relative link of README.md and docs/ a file (and heading) that exists; the README
 gives the set-up commands, the test extras and the links to the docs."""
@@ -33,6 +34,52 @@ def test_operators_md_is_up_to_date():
                     f"repository root) and commit it.\n{diff}", pytrace=False)
 
 
+def test_silent_md_is_up_to_date():
+    committed = (DOCS / "silent.md").read_text(encoding="utf-8")
+    fresh = docgen.silent_markdown()
+    if committed != fresh:
+        diff = "".join(list(difflib.unified_diff(committed.splitlines(True), fresh.splitlines(True),
+                                                 "docs/silent.md", "from the records", n=1))[:40])
+        pytest.fail("docs/silent.md is stale: regenerate it with `dmljax docs` (run from the repository root) "
+                    f"and commit it.\n{diff}", pytrace=False)
+
+
+def test_every_silent_choice_is_on_the_page_once_and_in_each_operator_section_it_covers():
+    from dmljax._src.silent_choices import ACROSS_OPERATORS
+    page = docgen.silent_markdown()
+    text = docgen.operators_markdown()
+    ops = dmljax.registry()
+    count = 0
+    for c in ACROSS_OPERATORS:
+        assert page.count(docgen._silent_row(c, "")) == 1, c.where
+    for op in ops.values():
+        spec = op.spec
+        for c in spec.silent:
+            count += 1
+            row = docgen._silent_row(c, "")
+            assert page.count(row[1:]) == 1, c.where  # once, after its operators' cell
+            for name in (spec.short_name, *c.also):
+                section = text.split(f"\n### {name.lower()}\n")[1].split("\n### ")[0]
+                assert row in section, (name, c.where)
+    assert count + len(ACROSS_OPERATORS) > 200
+    # a row's operators cell links each operator's section on its family's page
+    assert "| [`ELEMENT_WISE_CLIP`](operators/element_wise_arithmetic.md#element_wise_clip), " \
+           "[`ELEMENT_WISE_CLIP1`](operators/element_wise_arithmetic.md#element_wise_clip1) | CLIP / CLIP1 gradients |" in page
+    # an absolute value's bars are escaped outside code spans, kept inside them
+    assert "(\\|Input\\| above ~1.8e19)" in page and "`|x - max| + |ln(sum)| + 1`" in page
+
+
+def test_a_silent_choice_names_other_operators_by_their_short_names():
+    from dmljax._src.spec import OpSpec, SilentChoice, TensorSpec, table
+    from dmljax._src.dtypes import FLOAT32_FLOAT16
+    for bad in ("CLIP", "DML_OPERATOR_ELEMENT_WISE_CLIP", "ELEMENT_WISE_ABS"):
+        with pytest.raises(ValueError, match=f"names '{bad}' in also"):
+            OpSpec(enum_name="DML_OPERATOR_ELEMENT_WISE_ABS", summary="", formula="",
+                   tensors=(TensorSpec("InputTensor", "input"),),
+                   support=(table("1.0", InputTensor=("4", FLOAT32_FLOAT16)),),
+                   silent=(SilentChoice("w", "c", "y", also=(bad,)),))
+
+
 def test_onnx_md_is_up_to_date():
     pytest.importorskip("onnx", reason="docs/onnx.md is generated from the onnx package's schemas (the test extra)")
     committed = (DOCS / "onnx.md").read_text(encoding="utf-8")
@@ -54,9 +101,9 @@ def test_every_generated_document_is_up_to_date():
 
 def test_documents_are_exactly_the_docs_folder_generated_files():
     from dmljax._src.catalog import FAMILIES
-    assert set(docgen.documents()) - {"onnx.md"} == {"operators.md", "operators/index.md",
+    assert set(docgen.documents()) - {"onnx.md"} == {"operators.md", "operators/index.md", "silent.md",
                                        *(f"operators/{f}.md" for f in FAMILIES)}
-    for page in ("semantics.md", "silent.md", "usage.md", "dxdispatch.md", "index.md"):
+    for page in ("semantics.md", "usage.md", "dxdispatch.md", "index.md"):
         assert (DOCS / page).is_file()  # written by hand, not generated
 
 

@@ -1,12 +1,13 @@
-"""``docs/operators.md`` and the site's family pages ``docs/operators/<family>.md``, generated
-from the registry and the catalog.
+"""``docs/operators.md``, the site's family pages ``docs/operators/<family>.md`` and
+``docs/silent.md``, generated from the registry and the catalog.
 
     dmljax docs                 # (re)writes the generated files under docs/ of the current directory
     dmljax docs --check         # exit 1, naming the stale files, when they differ from the registry
     dmljax docs --out DIR       # writes them under DIR instead
 
-Everything here reads ``registry()`` (the implemented operators and their records) and
-``catalog()`` (all of DirectML's operators); nothing about an operator is written by hand, so the
+Everything here reads ``registry()`` (the implemented operators and their records, their silent
+choices included), ``catalog()`` (all of DirectML's operators) and silent_choices.py (the choices
+that hold across operators); nothing about an operator is written by hand, so the
 page follows the code. The output is deterministic (no dates, no versions of other packages), so
 ``tests/test_docs.py`` can compare the committed file with a fresh rendering.
 """
@@ -25,10 +26,11 @@ from dmljax._src.docstrings import support_table_text
 from dmljax._src.feature_level import FeatureLevel
 from dmljax._src.onnx import docs as onnx_docs
 from dmljax._src.registry import catalog, registry
-from dmljax._src.spec import REQUIRED, OpSpec
+from dmljax._src.silent_choices import ACROSS_OPERATORS
+from dmljax._src.spec import REQUIRED, OpSpec, SilentChoice
 
 __all__ = ["REGENERATE", "documents", "operators_markdown", "family_markdown", "families_index_markdown",
-           "operator_markdown", "operator_text", "page_url", "dims_history", "data_type_history", "write",
+           "operator_markdown", "operator_text", "silent_markdown", "silent_choices", "page_url", "dims_history", "data_type_history", "write",
            "stale", "main"]
 
 REGENERATE = "dmljax docs"
@@ -179,6 +181,43 @@ def _linked(text: str, up: str) -> str:
     return _CITATION.sub(lambda m: f"[{m.group(0)}]({up}semantics.md{m.group(1) or ''})", text)
 
 
+def silent_choices(spec: OpSpec) -> list[tuple[OpSpec, SilentChoice]]:
+    """The choices where the page is silent that apply to the operator, with the record that holds
+    each: its own, then those of other records that name it in ``also`` (in the registry's order)."""
+    own = [(spec, c) for c in spec.silent]
+    shared = [(op.spec, c) for op in registry().values() if op.spec is not spec
+              for c in op.spec.silent if spec.short_name in c.also]
+    return own + shared
+
+
+def _cell(text: str) -> str:
+    """``text`` in a Markdown table cell: a ``|`` outside code spans escaped (one inside a code span
+    stays, as Python-Markdown's tables read it)."""
+    parts = text.split("`")
+    return "`".join(p if i % 2 else p.replace("|", "\\|") for i, p in enumerate(parts))
+
+
+def _up(text: str, up: str) -> str:
+    """Relative links of a text written for docs/ (``[x](usage.md)``), from a page ``up``."""
+    return re.sub(r"\]\((?![a-z]+:|#)", "](" + up, text) if up else text
+
+
+def _silent_row(c: SilentChoice, up: str, first: str = "") -> str:
+    return "| " + first + " | ".join(_cell(_up(t, up)) for t in (c.where, c.choice, c.why)) + " |"
+
+
+def _silent_lines(spec: OpSpec, markdown: bool, up: str = "") -> list[str]:
+    choices = silent_choices(spec)
+    if not choices:
+        return []
+    if not markdown:
+        return ["Where the page is silent (docs/silent.md):", "",
+                *(f"- {c.where}: {c.choice}. Why: {c.why}" for _, c in choices), ""]
+    return ["Where the page is silent ([silent choices](" + up + "silent.md)):", "",
+            "| Where | dmljax's choice | Why |", "| --- | --- | --- |",
+            *(_silent_row(c, up) for _, c in choices), ""]
+
+
 def _tail_lines(spec: OpSpec) -> list[str]:
     grad = spec.gradient or "none documented."
     if spec.grad_operator:
@@ -198,7 +237,7 @@ def operator_markdown(op: Callable, heading: str = "###", up: str = "") -> str:
     of docs/semantics.md are links relative to a page ``up`` from docs/."""
     spec: OpSpec = op.spec
     lines = [f"{heading} {spec.python_name}", "", *_intro_lines(op), *_support_history_lines(spec),
-             *(_linked(line, up) for line in _tail_lines(spec))]
+             *(_linked(line, up) for line in _tail_lines(spec)), *_silent_lines(spec, True, up)]
     return "\n".join(lines)
 
 
@@ -213,7 +252,7 @@ def operator_text(op: Callable, level: FeatureLevel | None = None) -> str:
         tables = f"Not available at {level.dml_name} (introduced in {spec.introduced.dml_name})."
     else:
         tables = support_table_text(spec, level)
-    lines = [*_intro_lines(op), tables, "", *_tail_lines(spec)]
+    lines = [*_intro_lines(op), tables, "", *_tail_lines(spec), *_silent_lines(spec, False)]
     return "\n".join(lines).rstrip("\n")
 
 
@@ -331,9 +370,48 @@ def families_index_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
+_SILENT_INTRO = """\
+Each value dmljax had to choose where DirectML's pages say nothing, or contradict themselves, and
+why. The rules that hold across operators (NaN, denormals, attributes, gradients, accumulation)
+are in [semantics.md](semantics.md); each operator's own notes, gradient rule and page slips are
+in its section of [operators.md](operators.md) and of its family's page in the operator reference.
+Buffers, strides and DxDispatch's models have their own tables in [dxdispatch.md](dxdispatch.md)."""
+
+
+def _op_link(short_name: str) -> str:
+    e = next(e for e in catalog() if e.short_name == short_name)
+    return f"[`{short_name}`](operators/{e.family}.md#{e.python_name})"
+
+
+def silent_markdown() -> str:
+    """The text of docs/silent.md: the choices that hold across operators
+    (silent_choices.ACROSS_OPERATORS), then each family's, by operator in the registry's order,
+    each choice once, in the record that holds it (with the other operators it covers)."""
+    ops = registry()
+    lines = ["# Where DirectML is silent", "",
+             f"<!-- Generated by `{REGENERATE}` (dmljax/_src/docgen.py) from the records' silent choices "
+             "(OpSpec.silent) and dmljax/_src/silent_choices.py: do not edit by hand. tests/test_docs.py "
+             "fails when this file is stale. -->", "", _SILENT_INTRO, "",
+             "## Across operators", "",
+             "| Where | dmljax's choice | Why |", "| --- | --- | --- |",
+             *(_silent_row(c, "") for c in ACROSS_OPERATORS), ""]
+    for family in FAMILIES:
+        specs = [op.spec for op in ops.values() if op.spec.family == family and op.spec.silent]
+        if not specs:
+            continue
+        lines += [f"## {family}", "", "| Operator | Where | dmljax's choice | Why |", "| --- | --- | --- | --- |"]
+        for spec in specs:
+            for c in spec.silent:
+                names = ", ".join(_op_link(n) for n in (spec.short_name, *c.also))
+                lines.append(_silent_row(c, "", names + " | "))
+        lines.append("")
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
 def documents() -> dict[str, str]:
     """Every generated document: path under docs/ -> text."""
-    docs = {"operators.md": operators_markdown(), "operators/index.md": families_index_markdown()}
+    docs = {"operators.md": operators_markdown(), "operators/index.md": families_index_markdown(),
+            "silent.md": silent_markdown()}
     docs.update({f"operators/{f}.md": family_markdown(f) for f in FAMILIES})
     if onnx_docs.available():  # the onnx extra
         docs["onnx.md"] = onnx_docs.onnx_markdown()

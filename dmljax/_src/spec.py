@@ -21,6 +21,7 @@ __all__ = [
     "TensorSpec",
     "ParamSpec",
     "PageSlip",
+    "SilentChoice",
     "TensorSupport",
     "SupportTable",
     "SupportGroup",
@@ -243,6 +244,24 @@ class PageSlip:
 
 
 @dataclasses.dataclass(frozen=True)
+class SilentChoice:
+    """A value dmljax chose where DirectML's page says nothing, or contradicts itself: a row of
+    docs/silent.md ("Where DirectML is silent") and of the operator's section in the reference.
+
+    where: what the choice is about (a case, an attribute, a formula); choice: dmljax's answer;
+    why: the reason (the source followed, what the alternative would break). Plain text that
+    Markdown reads (code spans, links relative to docs/); a ``|`` needs no escape.
+    also: the short names (``ELEMENT_WISE_CLIP1``) of the other operators the same choice covers;
+        the record that holds it is the first, and each of them shows it in its section.
+    """
+
+    where: str
+    choice: str
+    why: str
+    also: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
 class OpSpec:
     """Everything the page says about one operator that code needs.
 
@@ -274,6 +293,8 @@ class OpSpec:
         that attribute's DML name and the page's groups; ``support`` is then their union (what
         some value allows, computed), and ``support_at(level, value)`` gives the group's.
     page_slip: where the page contradicts DirectML.h or itself and the record does not follow it.
+    silent: what dmljax chose where the page is silent (SilentChoice rows, docs/silent.md); notes
+        keep what is not such a choice.
     The value, introducing level, page and family are the catalog's (``entry``), not repeated.
     """
 
@@ -298,11 +319,18 @@ class OpSpec:
     support_by: str | None = None
     groups: tuple[SupportGroup, ...] = ()
     page_slip: PageSlip | None = None
+    silent: tuple[SilentChoice, ...] = ()
 
     def __post_init__(self):
         e = BY_NAME.get(self.enum_name)
         if e is None or e.enum_name != self.enum_name:
             raise ValueError(f"{self.enum_name} is not a DirectML operator's enum name")
+        for c in self.silent:
+            for name in c.also:
+                other = BY_NAME.get("DML_OPERATOR_" + name)
+                if other is None or other.short_name != name or name == e.short_name:
+                    raise ValueError(f"{self.enum_name}: silent choice {c.where!r} names {name!r} in also, "
+                                     "which is not another operator's short name")
         if bool(self.support_by) != bool(self.groups) or (self.groups and self.support):
             raise ValueError(f"{self.enum_name}: give either support, or support_by with groups")
         if self.groups:

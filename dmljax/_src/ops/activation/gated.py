@@ -13,7 +13,7 @@ from dmljax._src.dtypes import FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT32_INT16_INT8
 from dmljax._src.numerics import float32_as
 from dmljax._src.op import operator
 from dmljax._src.ops.factories import activation_op, elementwise
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, TensorSpec, table
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, SilentChoice, TensorSpec, table
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
 
@@ -61,6 +61,12 @@ ACTIVATION_PARAMETERIZED_RELU = OpSpec(
            "axis (PReLU's per-channel slope) is a SlopeTensor with zero strides in its "
            "DML_BUFFER_TENSOR_DESC (compile_operator), or a broadcast array (jnp.broadcast_to). "
            "Integers (DML_FEATURE_LEVEL_5_1) exact: slope * x wraps around (two's complement)."),
+    silent=(
+        SilentChoice(
+            "PARAMETERIZED_RELU's slope broadcast",
+            "a SlopeTensor with zero strides (compile_operator) or a broadcast array",
+            "The page requires the same Sizes; strides are DirectML's broadcast."),
+    ),
 )
 
 
@@ -130,6 +136,16 @@ ACTIVATION_HARD_SWISH = activation_op(
            "for a negative Alpha) the limit -0 (+0), where the formula's inf * 0 would be NaN. "
            "The default Alpha is the page's 1/6 (float32(1/6)), not the rounded 0.166667 it "
            "prints beside it."),
+    silent=(
+        SilentChoice(
+            "HARD_SWISH's default Alpha",
+            "float32(1/6)",
+            "The page prints \"0.166667 (1/6)\"; 1/6 is the value meant."),
+        SilentChoice(
+            "HARD_SWISH where HardSigmoid is 0, and at x = -inf",
+            "x · 0 signed as x; the limit -0",
+            "The formula's inf · 0."),
+    ),
 )
 
 
@@ -188,6 +204,17 @@ ACTIVATION_SWISH = activation_op(
            "/ 2 (also at +-inf, where 0 * inf would be NaN). FLOAT16 tensors (computed in FLOAT32) take "
            "the plain x * Sigmoid(z) and its plain derivative, from one exp: within 1 FLOAT16 ULP "
            "for every FLOAT16 input (tested on all of them), and as fast as jnp's formula."),
+    silent=(
+        SilentChoice(
+            "SWISH at x = -inf (positive SigmoidInputScale)",
+            "-0, the limit",
+            "The formula's -inf · 0."),
+        SilentChoice(
+            "SWISH on FLOAT16",
+            "computed in FLOAT32, the plain formula (one exp): within 1 FLOAT16 ULP of every FLOAT16 input, "
+            "tested on all 65,536",
+            "FLOAT32's error is far below FLOAT16's half ULP."),
+    ),
 )
 
 _SWISH_Z0 = -1.2784645427610738  # the zero of 1 + z + exp(z): where swish's derivative is zero
@@ -310,6 +337,14 @@ ACTIVATION_GELU = activation_op(
            "element; FLOAT16 results use shorter polynomials and exp(-a^2 / 2) directly. "
            "f(-0) = -0; f(-inf) = -0 and f(+inf) = +inf, the limits (the formula's -inf * 0 is "
            "NaN). Fusable (dmljax.FusedActivation)."),
+    silent=(
+        SilentChoice(
+            "GELU",
+            "the exact erf form to FLOAT32 accuracy over the whole range: x · Φ(-|x|) below 0 and x - x · "
+            "Φ(-|x|) above, Φ(-a) = F(a) · exp(-a²/2)",
+            "The literal 0.5 · (1 + erf(x/√2)) cancels to nothing below x = -4 in FLOAT32 (millions of ULP "
+            "off); GELU(±inf) = +inf / -0, the limits."),
+    ),
 )
 
 _GELU_K = 2.0  # q = (a - K) / (a + K) maps a in [0, inf) to [-1, 1)

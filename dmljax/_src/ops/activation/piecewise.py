@@ -17,7 +17,7 @@ from dmljax._src.numerics import (
 )
 from dmljax._src.op import operator
 from dmljax._src.ops.factories import activation_op, elementwise
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, TensorSpec, table
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, SilentChoice, TensorSpec, table
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
 
@@ -40,6 +40,13 @@ ACTIVATION_SCALED_ELU = activation_op(
     notes=("Gamma * (Alpha * exp(x) - Alpha) is evaluated as (Gamma * Alpha) * expm1(x), its exact "
            "equal in real numbers, without the cancellation of exp(x) - 1 near 0 (numerics."
            "expm1_nonpositive: exp below -0.35, a Taylor series above; 1 ULP in FLOAT32)."),
+    silent=(
+        SilentChoice(
+            "SCALED_ELU",
+            "`(Gamma·Alpha)·expm1(x)` on the non-positive branch",
+            "The same real number as the formula, without the cancellation of `exp(x) − 1` near 0; folding the "
+            "constants once keeps eager and jit bit-identical."),
+    ),
 )
 
 
@@ -84,6 +91,12 @@ ACTIVATION_ELU = activation_op(
               "appears for large x in any type."),
     notes=("Alpha * (exp(x) - 1) is evaluated as Alpha * expm1(x), its exact equal without "
            "cancellation (numerics.expm1_nonpositive). x >= 0 keeps x itself, so ELU(-0) = -0. Fusable (dmljax.FusedActivation)."),
+    silent=(
+        SilentChoice(
+            "ELU gradient at x = 0",
+            "1 (the page's formula selects x for x >= 0); ELU(-0) = -0",
+            "The derivative on the branch the forward pass selects (PyTorch and `jax.nn.elu` give Alpha)."),
+    ),
 )
 
 
@@ -129,6 +142,20 @@ ACTIVATION_RELU = activation_op(
     notes=("max is IEEE maxNum (docs/semantics.md#minimum-and-maximum), so RELU(NaN) = 0; RELU(-0) = +0 (the page's "
            "max of two equal zeros is silent: x > 0 ? x : +0). FLOAT32 denormal inputs are "
            "flushed (math, as THRESHOLD). Integers are exact."),
+    silent=(
+        SilentChoice(
+            "RELU, HARD_SIGMOID, THRESHOLDED_RELU, SHRINK with a NaN input",
+            "0, 1, 0, 0: the pages' max/min under maxNum (as THRESHOLD) and their strict comparisons, false "
+            "for NaN, selecting \"otherwise\"",
+            "the [min/max rule](semantics.md#minimum-and-maximum); LEAKY_RELU, LINEAR and SOFTSIGN pass NaN "
+            "through.",
+            also=("ACTIVATION_HARD_SIGMOID", "ACTIVATION_THRESHOLDED_RELU", "ACTIVATION_SHRINK")),
+        SilentChoice(
+            "RELU(-0); LEAKY_RELU(-0)",
+            "+0 (maxNum of equal zeros, as THRESHOLD); -0 (the page's `x >= 0` branch keeps x)",
+            "One stated answer each.",
+            also=("ACTIVATION_LEAKY_RELU",)),
+    ),
 )
 
 
@@ -224,6 +251,13 @@ ACTIVATION_RELU_GRAD = OpSpec(
            "selection, not math); elsewhere +0, even for a NaN dY. No "
            "allow_half_precision_computation: a comparison and a selection give the same bits in "
            "any precision. Integers (DML_FEATURE_LEVEL_5_1) exact."),
+    silent=(
+        SilentChoice(
+            "RELU_GRAD with a FLOAT32 denormal, ±0 or NaN X",
+            "+0 (nothing passes), even for a NaN dY; where X > 0, dY's very bits",
+            "X is read as RELU reads it (flushed); X > 0 is strict. It is the rule jax.grad of RELU uses, bit "
+            "for bit."),
+    ),
 )
 
 
@@ -286,6 +320,12 @@ ACTIVATION_LINEAR = activation_op(
     notes=("The page gives no default: Alpha and Beta are required. Alpha * x + Beta is a "
            "multiply-add that a backend may fuse into one FMA or not (docs/semantics.md#fused-multiply-add): either "
            "rounding is within budget."),
+    silent=(
+        SilentChoice(
+            "LINEAR's Alpha and Beta",
+            "required",
+            "The page documents no default."),
+    ),
 )
 
 
@@ -384,6 +424,12 @@ ACTIVATION_HARD_SIGMOID = activation_op(
     notes=("min and max are IEEE minNum/maxNum (docs/semantics.md#minimum-and-maximum): a NaN Alpha * x + Beta gives "
            "max(0, min(NaN, 1)) = 1. max(0, -0) is +0. Alpha * x + Beta is a multiply-add that a "
            "backend may fuse or not (either rounding is within budget)."),
+    silent=(
+        SilentChoice(
+            "HARD_SIGMOID's gradient",
+            "Alpha strictly inside 0 < g < 1, 0 at both bounds",
+            "Strict comparisons at ties."),
+    ),
 )
 
 
@@ -441,6 +487,12 @@ ACTIVATION_SHRINK = activation_op(
            "Threshold are truncated toward zero and saturated to the type (docs/semantics.md#attributes), "
            "-Threshold is compared exactly (as a mathematical integer, so no unsigned x is ever "
            "below a positive Threshold's negation), and x - Bias, x + Bias wrap around."),
+    silent=(
+        SilentChoice(
+            "SHRINK on integer tensors",
+            "Bias and Threshold truncated toward zero and saturated; `x ± Bias` wraps",
+            "[Attributes](semantics.md#attributes); as ADD."),
+    ),
 )
 
 
@@ -499,6 +551,12 @@ ACTIVATION_SOFTSIGN = activation_op(
     gradient=("dX = dY / (1 + abs(x))^2, 0 at +-inf (the limit), never NaN for a number."),
     notes=("The page's formula is inf / inf = NaN at +-inf; dmljax gives the limit, +-1 (only a "
            "NaN input gives NaN). Elsewhere the formula as written (two roundings in FLOAT32)."),
+    silent=(
+        SilentChoice(
+            "SOFTSIGN(±inf)",
+            "±1, gradient 0",
+            "The limit; the formula's inf/inf would be NaN."),
+    ),
 )
 
 

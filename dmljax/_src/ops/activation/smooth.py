@@ -27,7 +27,7 @@ from dmljax._src.numerics import float32_as
 from dmljax._src.op import operator
 from dmljax._src.ops.element_wise_math.trigonometry import _sech2, _tanh, _xla_suffices
 from dmljax._src.ops.factories import activation_op, elementwise
-from dmljax._src.spec import ParamSpec
+from dmljax._src.spec import ParamSpec, SilentChoice
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
 
@@ -153,6 +153,12 @@ ACTIVATION_TANH = activation_op(
            "ELEMENT_WISE_TANH's formula without a ScaleBias, bit for bit the same result "
            "(-expm1(-2|x|) / (2 + expm1(-2|x|)) signed by x; FLOAT16 computed in FLOAT32 uses "
            "XLA's tanh). tanh(+-inf) = +-1, tanh(-0) = -0. Fusable (dmljax.FusedActivation)."),
+    silent=(
+        SilentChoice(
+            "ACTIVATION_TANH",
+            "ELEMENT_WISE_TANH's formula, bit for bit (value, gradient, half precision)",
+            "The page's (e^x - e^-x)/(e^x + e^-x) taken literally is inf/inf = NaN beyond |x| ≈ 44."),
+    ),
 )
 
 
@@ -238,6 +244,29 @@ ACTIVATION_SOFTPLUS = activation_op(
            "exp(-|Steepness * x| / 2), so that no backend's flushing of intermediate denormals "
            "(XLA's CPU backend flushes them) loses it. Fusable (dmljax.FusedActivation)."),
     extra_checks=(_steepness_rules,),
+    silent=(
+        SilentChoice(
+            "SOFTPLUS's Steepness < 1",
+            "ValidationError before DML_FEATURE_LEVEL_6_4, allowed from it (fused into ADD1 too)",
+            "The page says \"cannot be less than 1\"; dml-feature-level-history.md: 6.4 \"allow[s] Steepness < "
+            "1\"."),
+        SilentChoice(
+            "SOFTPLUS with Steepness ±0 (6.4 and up)",
+            "±inf for every number x (NaN for NaN); gradient 0.5",
+            "ln(2) / ±0, the formula's value and its limit for finite x."),
+        SilentChoice(
+            "SOFTPLUS / PARAMETRIC_SOFTPLUS / SIGMOID / SWISH for large |x|",
+            "exp only of non-positive arguments: never an overflow where f is finite; far out "
+            "PARAMETRIC_SOFTPLUS is (Alpha · Beta) · x",
+            "Beta · x alone overflows FLOAT32 where f does not (found on the H100: Alpha -0.5, Beta -1.3 at x "
+            "= -3e38).",
+            also=("ACTIVATION_PARAMETRIC_SOFTPLUS", "ACTIVATION_SIGMOID", "ACTIVATION_SWISH")),
+        SilentChoice(
+            "An attribute product that is not exact (Steepness, Beta, 1/Alpha not a power of two)",
+            "its rounding error is carried into exp (FLOAT32 tensors)",
+            "Without it SOFTPLUS at Steepness 1.7 was 64 ULP off, growing without bound in the tail.",
+            also=("ACTIVATION_PARAMETRIC_SOFTPLUS", "ACTIVATION_CELU")),
+    ),
 )
 
 
@@ -298,6 +327,18 @@ ACTIVATION_SCALED_TANH = activation_op(
            "where f is normal). A zero Beta makes f constant: f(+-inf) is then 0 (the limit), not "
            "tanh(0 * inf) = NaN. Infinite attributes give the formula's IEEE value (inf * 0 = "
            "NaN at x = 0). Fusable (dmljax.FusedActivation)."),
+    silent=(
+        SilentChoice(
+            "Zero Beta (SCALED_TANH, PARAMETRIC_SOFTPLUS) or zero Alpha (PARAMETRIC_SOFTPLUS) at x = ±inf",
+            "the limit (0, or Alpha · ln 2)",
+            "f is constant in x; 0 · inf would be NaN.",
+            also=("ACTIVATION_PARAMETRIC_SOFTPLUS",)),
+        SilentChoice(
+            "PARAMETRIC_SOFTPLUS's and SCALED_TANH's Alpha and Beta",
+            "required",
+            "The pages document no default.",
+            also=("ACTIVATION_PARAMETRIC_SOFTPLUS",)),
+    ),
 )
 
 
@@ -439,6 +480,20 @@ ACTIVATION_CELU = activation_op(
            "a NaN Alpha gives max(0, x) (min(0, NaN) = 0). A negative Alpha follows the formula "
            "(Alpha * (exp(x / Alpha) - 1) for x < 0, which grows like -exp(-x / |Alpha|) and "
            "overflows to -inf where exp(x / Alpha) does). Fusable (dmljax.FusedActivation)."),
+    silent=(
+        SilentChoice(
+            "CELU(NaN), CELU(-0)",
+            "0, +0",
+            "The page's max/min as maxNum/minNum, as RELU."),
+        SilentChoice(
+            "CELU with Alpha ±0, ±inf, NaN",
+            "max(0, x) (the limit Alpha → 0+); x (Alpha → inf); max(0, x) for NaN (minNum(0, NaN) = 0)",
+            "x / Alpha is a division by zero, inf · 0 otherwise."),
+        SilentChoice(
+            "CELU's gradient at 0; at NaN",
+            "1 (both one-sided derivatives); 0 (f is the constant 0 there)",
+            "C¹ at 0."),
+    ),
 )
 
 # expm1(u) / u = 1 + u/2 + u^2/6 + ...: the coefficients of u^1 .. u^8 (truncation below 1e-9

@@ -24,7 +24,7 @@ from dmljax._src.kernels.softmax import SOFTMAX_ROWS, softmax_rows
 from dmljax._src.numerics import flush_denormals, load, mark_flushed, store
 from dmljax._src.op import operator
 from dmljax._src.ops.factories import SUPPORT_ACTIVATION, activation_op, check_axes
-from dmljax._src.spec import ParamSpec
+from dmljax._src.spec import ParamSpec, SilentChoice
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
 SUPPORT_5_1 = (("5.1", "1 to 8", FLOAT32_FLOAT16),)
@@ -208,7 +208,7 @@ def _record(short_name, *, one: bool, summary, formula, gradient, notes, **field
         extra_checks=(check_axes,) if one else (_rank_at_most_2(short_name),), **fields)
 
 
-def _soft(short_name, *, one, log):
+def _soft(short_name, *, one, log, silent=()):
     return _record(
         short_name, one=one, summary=_LOG_SOFTMAX_SUMMARY if log else _SOFTMAX_SUMMARY,
         formula=(_LOG_SOFTMAX1_FORMULA if one else _LOG_SOFTMAX_FORMULA) if log else (
@@ -218,19 +218,73 @@ def _soft(short_name, *, one, log):
             " The budget is counted in ULP of |x - max| + |ln(sum)| + 1, the size of the terms "
             "whose difference the result is (a log-probability near 0 is an absolute error of "
             "the sum, not a relative one)." if log else ""),
-        ulp={F32: 4, F16: 1}, ulp_half=4, ulp_growth=_growth)
+        ulp={F32: 4, F16: 1}, ulp_half=4, ulp_growth=_growth, silent=silent)
 
 
 # ---------------------------------------------------------------------------------- records
-ACTIVATION_SOFTMAX = _soft("SOFTMAX", one=False, log=False)
-ACTIVATION_SOFTMAX1 = _soft("SOFTMAX", one=True, log=False)
+ACTIVATION_SOFTMAX = _soft("SOFTMAX", one=False, log=False, silent=(
+    SilentChoice(
+        "SOFTMAX / LOG_SOFTMAX, a row holding NaN or +inf",
+        "NaN throughout the row",
+        "The page's `exp(x) / sum` is inf / inf or NaN there; the row's maximum is subtracted ([Accumulating "
+        "operators](semantics.md#accumulating-operators)), so `x - max` is NaN. jax.nn.softmax gives the same.",
+        also=("ACTIVATION_LOG_SOFTMAX", "ACTIVATION_SOFTMAX1", "ACTIVATION_LOG_SOFTMAX1")),
+    SilentChoice(
+        "SOFTMAX / LOG_SOFTMAX, a row of -inf only",
+        "NaN (0 / 0); a -inf among numbers gives 0 (LOG_SOFTMAX: -inf)",
+        "[Accumulating operators](semantics.md#accumulating-operators); the page's formula.",
+        also=("ACTIVATION_LOG_SOFTMAX", "ACTIVATION_SOFTMAX1", "ACTIVATION_LOG_SOFTMAX1")),
+    SilentChoice(
+        "SOFTMAX's and LOG_SOFTMAX's budgets",
+        "4 ULP + n ULP (FLOAT32) or 1 ULP + n / 8192 ULP (FLOAT16) for rows of n elements; LOG_SOFTMAX's "
+        "counted in ULP of `|x - max| + |ln(sum)| + 1`",
+        "DirectML leaves the order of the sum open ([Accumulating "
+        "operators](semantics.md#accumulating-operators)): the bound holds for any order; a log-probability "
+        "near 0 carries the sum's absolute error, not a relative one.",
+        also=("ACTIVATION_LOG_SOFTMAX", "ACTIVATION_SOFTMAX1", "ACTIVATION_LOG_SOFTMAX1")),
+    SilentChoice(
+        "SOFTMAX, LOG_SOFTMAX, HARDMAX above effective rank 2",
+        "ValidationError, with the *1 operator as the tip",
+        "The pages' \"must have an effective rank no greater than 2\".",
+        also=("ACTIVATION_LOG_SOFTMAX", "ACTIVATION_HARDMAX")),
+    SilentChoice(
+        "SOFTMAX/LOG_SOFTMAX over long rows on a GPU",
+        "a Pallas kernel reading each row once, for power-of-two rows of 2,048 to 65,536 (FLOAT32, FLOAT16 in "
+        "FLOAT32); elsewhere XLA's formula",
+        "Same formula; only the sum's order and one rounding of the quotient differ, within the budget "
+        "(checked on the H100).",
+        also=("ACTIVATION_LOG_SOFTMAX", "ACTIVATION_SOFTMAX1", "ACTIVATION_LOG_SOFTMAX1")),
+))
+ACTIVATION_SOFTMAX1 = _soft("SOFTMAX", one=True, log=False, silent=(
+    SilentChoice(
+        "SOFTMAX1 / LOG_SOFTMAX1 / HARDMAX1 with an empty Axes, or an axis named twice",
+        "ValidationError",
+        "The pages say only that each axis is in range; an empty reduction or a repeated axis has no meaning "
+        "to choose for.",
+        also=("ACTIVATION_LOG_SOFTMAX1", "ACTIVATION_HARDMAX1")),
+))
 ACTIVATION_LOG_SOFTMAX = _soft("LOG_SOFTMAX", one=False, log=True)
 ACTIVATION_LOG_SOFTMAX1 = _soft("LOG_SOFTMAX", one=True, log=True)
 ACTIVATION_HARDMAX = _record("HARDMAX", one=False, summary=_HARDMAX_SUMMARY,
                              formula=("The operator computes the hardmax (1 for the first occurrence of the "
                                       "largest value in the layer, and 0 for all other values) of each row in "
                                       "the given input."),
-                             gradient=_HARDMAX_GRADIENT, notes=_HARDMAX_NOTES, math=False)
+                             gradient=_HARDMAX_GRADIENT, notes=_HARDMAX_NOTES, math=False,
+    silent=(
+        SilentChoice(
+            "HARDMAX / HARDMAX1 with NaN",
+            "NaN is never the maximum (maxNum); a group of NaN only puts its 1 on its first element; -0 ties "
+            "with +0 and FLOAT32 denormals with 0 (the first wins)",
+            "[Accumulating operators](semantics.md#accumulating-operators) (maxNum for maxima); \"the first "
+            "occurrence\" of the page.",
+            also=("ACTIVATION_HARDMAX1",)),
+        SilentChoice(
+            "HARDMAX's gradient",
+            "0",
+            "A step function, as CEIL or SIGN.",
+            also=("ACTIVATION_HARDMAX1",)),
+    ),
+)
 ACTIVATION_HARDMAX1 = _record("HARDMAX", one=True, summary=_HARDMAX_SUMMARY,
                               formula=_HARDMAX1_FORMULA,
                               gradient=_HARDMAX_GRADIENT, notes=_HARDMAX_NOTES, math=False)

@@ -28,7 +28,7 @@ from dmljax._src.kernel_seam import choose
 from dmljax._src.kernels.attention import ATTENTION_CUDNN, cudnn_attention
 from dmljax._src.numerics import load, store
 from dmljax._src.op import operator
-from dmljax._src.spec import OpSpec, PageSlip, ParamSpec, SameDataType, TensorSpec, snake_case, table
+from dmljax._src.spec import OpSpec, PageSlip, ParamSpec, SameDataType, SilentChoice, TensorSpec, snake_case, table
 from dmljax._src.validate import TensorInfo
 
 F32, F16, I32 = DataType.FLOAT32, DataType.FLOAT16, DataType.INT32
@@ -391,6 +391,50 @@ MULTIHEAD_ATTENTION = OpSpec(
     notes=_NOTES,
     extra_checks=(_checks,),
     infer_outputs=_outputs,
+    silent=(
+        SilentChoice(
+            "MULTIHEAD_ATTENTION's mask: \"set to\" MaskFilterValue (three places) or \"added\" (two)",
+            "added to the masked scores",
+            "ONNX Runtime's contrib MultiHeadAttention, which the operator implements, adds it; a fully masked "
+            "row is then the softmax of its scores + MaskFilterValue: with -10000 the unmasked softmax (ONNX "
+            "Runtime's result), with -inf NaN."),
+        SilentChoice(
+            "MULTIHEAD_ATTENTION's BOOLEAN mask and relative position bias shapes",
+            "{batch, heads, sequence, totalSequence}; a broadcast is a desc's zero strides (jnp.broadcast_to)",
+            "ONNX Runtime's DirectML provider broadcasts its masks to that shape; DirectML never broadcasts "
+            "implicitly."),
+        SilentChoice(
+            "MULTIHEAD_ATTENTION's KEY_QUERY_SEQUENCE_LENGTH_START_END mask ({3 * batch + 2}: key lengths, "
+            "query starts and end, key starts and end)",
+            "ONNX Runtime's packed layout: the tensors' rows are tokens one after another; sequence b's "
+            "queries are the tokens queryStart[b] to queryStart[b + 1] - 1, its keys keyStart[b] to keyStart[b "
+            "+ 1] - 1, the first keyLength[b] read and the others get MaskFilterValue added; other sequences' "
+            "keys are out of the row's softmax; a token of no sequence gives 0; no past or relative position "
+            "bias with it",
+            "ONNX Runtime's contrib MultiHeadAttention defines the mask so (its memory-efficient kernel reads "
+            "the starts as cumulative token offsets and the lengths as the keys read); the page lists the "
+            "values and not their layout."),
+        SilentChoice(
+            "MULTIHEAD_ATTENTION with allow_half_precision_computation (FLOAT16)",
+            "both products accumulate in FLOAT16; the softmax and the blockwise recurrence stay FLOAT32",
+            "the recurrence rescales its running sums at every block of keys, so FLOAT16 there would compound "
+            "per block; the record's half budget holds either way."),
+        SilentChoice(
+            "MULTIHEAD_ATTENTION with neither key nor value",
+            "allowed when PastKeyTensor and PastValueTensor are given (they hold every key and value)",
+            "ONNX Runtime's DirectML provider passes a 4-dimensional key as the past so."),
+        SilentChoice(
+            "Attention's MaskFilterValue and MaskType defaults",
+            "-10000.0 and NONE (Scale and the head counts are required)",
+            "ONNX Runtime's defaults; the page gives none.",
+            also=("MULTIHEAD_ATTENTION1",)),
+        SilentChoice(
+            "FLOAT16 attention's softmax result",
+            "computed in FLOAT32, rounded to FLOAT16 for the second product",
+            "the page's graph holds it in a tensor of the operator's type; cuDNN's fused attention does the "
+            "same.",
+            also=("MULTIHEAD_ATTENTION1",)),
+    ),
 )
 
 MULTIHEAD_ATTENTION1 = OpSpec(
@@ -415,6 +459,14 @@ MULTIHEAD_ATTENTION1 = OpSpec(
              "record takes INT32 and leaves it out of the same-DataType constraint.")),
     extra_checks=(_checks,),
     infer_outputs=_outputs,
+    silent=(
+        SilentChoice(
+            "MULTIHEAD_ATTENTION1 (page: TBD): PastSequenceLengthsTensor, QueryHeadCount, KeyValueHeadCount",
+            "INT32 {batch} (the table says FLOAT32 / FLOAT16); grouped-query heads; with the lengths, "
+            "GroupQueryAttention's present (valid past, new rows, zeros) and causal rule",
+            "ONNX Runtime's GroupQueryAttention, which its DirectML provider maps onto the operator with INT32 "
+            "lengths."),
+    ),
 )
 
 

@@ -28,7 +28,7 @@ from dmljax._src.kernels.convolution import CONVOLUTION_TAPS, convolve_taps
 from dmljax._src.numerics import compute_dtype, load, store
 from dmljax._src.op import operator
 from dmljax._src.ops.factories import apply_fused
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, snake_case, table
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SilentChoice, TensorSpec, snake_case, table
 from dmljax._src.validate import MAX_ELEMENTS, TensorInfo
 from dmljax._src.window import array_violations, fit_violations, windows_per_dimension
 
@@ -226,6 +226,34 @@ CONVOLUTION = OpSpec(
            "of the terms' magnitude."),
     extra_checks=(_checks,),
     infer_outputs=_output,
+    silent=(
+        SilentChoice(
+            "CONVOLUTION's BACKWARD direction, OutputPadding and defaults",
+            "BACKWARD is the transpose (adjoint) of FORWARD with the same Strides, Dilations and paddings, its "
+            "FilterTensor {InputChannelCount, OutputChannelCount / GroupCount, window...} (the FORWARD filter, "
+            "as ONNX's ConvTranspose); spatial output sizes FORWARD (Input + StartPadding + EndPadding - "
+            "Dilations x (Window - 1) - 1) / Strides + 1 + OutputPadding, BACKWARD (Input - 1) x Strides + "
+            "Dilations x (Window - 1) + 1 - StartPadding - EndPadding + OutputPadding, every element computed "
+            "by the direction's formula (FORWARD windows past the end padding read zeros); Mode CONVOLUTION "
+            "flips the filter in either direction; Mode, Direction, GroupCount default to CROSS_CORRELATION, "
+            "FORWARD, 1 and the five arrays to ones (Strides, Dilations) and zeros (paddings), DirectMLX's; "
+            "FLOAT32 products are FLOAT32 (never TF32) and the FLOAT32 convolution is written (its denormals "
+            "flushed) before the bias is added, FLOAT16 accumulates in FLOAT32 and adds the bias before its "
+            "one rounding; a budget of (channels x window + 1) rounding units of the terms' magnitude",
+            "The page describes OutputPadding as \"a zero padding\" of the result and gives neither the "
+            "BACKWARD filter layout nor any output-size formula or defaults; its Mode interactions table holds "
+            "with these choices (a transposed convolution's kernel is flipped exactly when one of CONVOLUTION "
+            "and BACKWARD is chosen). jax.grad of FORWARD with respect to the input equals BACKWARD (tested)."),
+        SilentChoice(
+            "CONVOLUTION FLOAT32 forward on a GPU",
+            "a Pallas kernel (`dmljax/_src/kernels/convolution.py`) for two spatial dimensions, one group, "
+            "strides of 1 or 2, windows of 2 to 9 elements at most 3 a side, 16, 32 or 64 channels in and out, "
+            "any padding and dilation, no OutputPadding: an implicit product over the taps with the flushes in "
+            "its loads and stores; elsewhere XLA's convolution (cuDNN) between the flush passes",
+            "The same FLOAT32 products (never TF32) and flushes; only the order of the additions differs, "
+            "within the budget (checked compiled on the H100, `tests/gpu/kernels.py`); 1.05-1.66x lax's speed "
+            "where it applies"),
+    ),
 )
 
 

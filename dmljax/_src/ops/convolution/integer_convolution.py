@@ -40,7 +40,7 @@ from dmljax._src.linear_quantization import (
 )
 from dmljax._src.numerics import load, store
 from dmljax._src.op import operator
-from dmljax._src.spec import INFERRED, OpSpec, ParamSpec, SameDataType, TensorSpec, snake_case, table
+from dmljax._src.spec import INFERRED, OpSpec, ParamSpec, SameDataType, SilentChoice, TensorSpec, snake_case, table
 from dmljax._src.validate import MAX_ELEMENTS, TensorInfo
 from dmljax._src.window import array_violations, fit_violations, windows_per_dimension
 
@@ -377,6 +377,13 @@ CONVOLUTION_INTEGER = OpSpec(
                   integer_checks((("InputTensor", "InputZeroPointTensor"), ("FilterTensor", "FilterZeroPointTensor")),
                                  per_channel=("FilterZeroPointTensor",))),
     infer_outputs=_inferred(lambda tensors: I32),
+    silent=(
+        SilentChoice(
+            "CONVOLUTION_INTEGER / QUANTIZED_LINEAR_CONVOLUTION padding with a non-zero input zero point",
+            "a padded position adds nothing (it reads as the zero point)",
+            "ONNX's ConvInteger/QLinearConv and ONNX Runtime; \"equivalent to dequantizing\" on the pages.",
+            also=("QUANTIZED_LINEAR_CONVOLUTION",)),
+    ),
 )
 
 

@@ -15,7 +15,7 @@ from dmljax._src.dtypes import (
 )
 from dmljax._src.numerics import flush_denormals, float_to_int
 from dmljax._src.op import operator
-from dmljax._src.spec import REQUIRED, OpSpec, SameSizes, TensorSpec, table
+from dmljax._src.spec import OpSpec, REQUIRED, SameSizes, SilentChoice, TensorSpec, table
 
 _ALL = FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8
 _NO_F64 = FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8
@@ -53,6 +53,28 @@ CAST = OpSpec(
         "keeps the low bits (two's complement wraparound, as C, NumPy and ONNX do: INT32 300 to UINT8 "
         "gives 44, -1 to UINT32 gives 4294967295). A cast to the input's own type is a copy (bits kept, "
         "except FLOAT32 denormals). INT64, UINT64 and FLOAT64 need JAX's 64-bit mode."),
+    silent=(
+        SilentChoice(
+            "CAST float to integer",
+            "truncation toward zero, saturated to the type's range, NaN to 0",
+            "Direct3D's float-to-integer conversion rules ([Conversions](semantics.md#conversions)); the page "
+            "says only \"casts\"."),
+        SilentChoice(
+            "CAST integer to narrower integer",
+            "the low bits (wraparound: INT32 300 to UINT8 is 44)",
+            "C, NumPy and ONNX do so; the page is silent."),
+        SilentChoice(
+            "CAST to a float type",
+            "rounded once to nearest even, FLOAT64 to FLOAT16 included (XLA's CPU backend rounds it twice, "
+            "through FLOAT32); FLOAT32 denormals read and written as zero",
+            "One rounding is what a conversion means; the denormal rule is "
+            "[Denormals](semantics.md#denormals)'s rule, applied on every backend (the CPU flushed them, a GPU "
+            "would not)."),
+        SilentChoice(
+            "CAST's output type",
+            "required (`output_data_type=`)",
+            "The page gives no default."),
+    ),
 )
 
 

@@ -18,7 +18,7 @@ from dmljax._src.dtypes import FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UI
 from dmljax._src.errors import Violation
 from dmljax._src.numerics import load, mark_flushed, store
 from dmljax._src.op import operator
-from dmljax._src.spec import OpSpec, PageSlip, ParamSpec, SameDataType, TensorSpec, table
+from dmljax._src.spec import OpSpec, PageSlip, ParamSpec, SameDataType, SilentChoice, TensorSpec, table
 from dmljax._src.validate import MAX_ELEMENTS, TensorInfo
 from dmljax._src.window import array_violations, fit_violations, spread_windows, window_offsets
 from dmljax._src.window import windows_per_dimension as blocks_per_dimension
@@ -222,6 +222,24 @@ FOLD = OpSpec(
     page_slip=PageSlip(
         blank_types=True,
         why=_TYPES),
+    silent=(
+        SilentChoice(
+            "FOLD / UNFOLD's data types and column tensor",
+            "the eleven types FLOAT64 to UINT8; the column tensor is (N, C x prod(WindowSizes), BlockCount), "
+            "row c * prod(WindowSizes) + window position (row-major), column the block (row-major), and may "
+            "carry leading 1s; UNFOLD's `output_sizes=` is optional (the 3-D Sizes)",
+            "The pages' tables leave the data types blank. Their text and examples give a 3-D column tensor "
+            "beside a 4-D image, where the constraints ask for the same DimensionCount: both readings are "
+            "accepted.",
+            also=("UNFOLD",)),
+        SilentChoice(
+            "FOLD's sums",
+            "FLOAT16 in FLOAT32, rounded once (FLOAT16 arithmetic with "
+            "`allow_half_precision_computation=True`); integers wrap; a budget of prod(WindowSizes) rounding "
+            "units of the terms' magnitude",
+            "[Accumulating operators](semantics.md#accumulating-operators): the order of the additions is not "
+            "documented."),
+    ),
 )
 
 

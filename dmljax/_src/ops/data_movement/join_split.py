@@ -13,7 +13,7 @@ from dmljax._src.dtypes import (
 )
 from dmljax._src.errors import Violation
 from dmljax._src.op import operator
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, table
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SilentChoice, TensorSpec, table
 from dmljax._src.validate import TensorInfo
 
 _ALL = FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8
@@ -103,6 +103,15 @@ JOIN = OpSpec(
     extra_checks=(_axis_and_sizes("OutputTensor", "InputTensors", "the range [0, OutputTensor.DimensionCount - 1]",
                                   True),),
     infer_outputs=_joined,
+    silent=(
+        SilentChoice(
+            "JOIN / SPLIT tensor arrays",
+            "a list (or tuple) of 1 to 64 tensors; SPLIT returns a tuple and takes `outputs_sizes=`, whose "
+            "sizes along Axis must add up to the input's",
+            "InputCount/OutputCount \"must be greater than 0\"; no page bounds them, 64 is a sanity limit; an "
+            "uncovered remainder would leave input unread.",
+            also=("SPLIT",)),
+    ),
 )
 
 

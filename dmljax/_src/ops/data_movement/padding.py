@@ -24,7 +24,7 @@ from dmljax._src.kernel_seam import Route, choose
 from dmljax._src.kernels.padding import PADDING_ROWS, pad_rows, source_index
 from dmljax._src.numerics import attr_as
 from dmljax._src.op import operator
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, table
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SilentChoice, TensorSpec, table
 from dmljax._src.validate import MAX_ELEMENTS, TensorInfo
 
 _ALL = FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8
@@ -190,6 +190,20 @@ PADDING = OpSpec(
                                "saturated (the page: 'might be truncated'); NaN is refused for them.")),
     extra_checks=(_padding_checks,),
     infer_outputs=_padded,
+    silent=(
+        SilentChoice(
+            "PADDING / PADDING1 pads longer than the axis",
+            "REFLECTION and SYMMETRIC fold periodically (periods 2(n - 1) and 2n), as the page says such pads "
+            "are valid; REFLECTION refuses an axis of one element (period 0)",
+            "The page's \"mirror new padding regions periodically\".",
+            also=("PADDING1",)),
+        SilentChoice(
+            "PADDING's PaddingValue and mode",
+            "PaddingValue defaults to 0 (a zeroed desc's; only CONSTANT reads it), truncated and saturated for "
+            "integer tensors; PaddingMode required; SYMMETRIC from 3.0, WRAP (absent from the pages) from 6.4",
+            "The page: the value \"might be truncated\"; the feature-level history for the modes.",
+            also=("PADDING1",)),
+    ),
 )
 
 

@@ -14,7 +14,7 @@ from dmljax._src.dtypes import (
 )
 from dmljax._src.errors import Violation
 from dmljax._src.op import operator
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, TensorSpec, table
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, SilentChoice, TensorSpec, table
 
 _ALL = FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8
 _THREE = FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8
@@ -68,6 +68,12 @@ REVERSE_SUBSEQUENCES = OpSpec(
            "it is. The lengths are values, not attributes (they may come from the model at run time), so "
            "they are read under jit. Bit-exact data movement."),
     extra_checks=(_rules,),
+    silent=(
+        SilentChoice(
+            "REVERSE_SUBSEQUENCES' lengths",
+            "read under jit as values (clamped to the axis, as the page says; 0 and 1 change nothing)",
+            "They are a tensor, which a model may compute."),
+    ),
 )
 
 

@@ -18,7 +18,7 @@ from dmljax._src.dtypes import (
 )
 from dmljax._src.errors import Violation
 from dmljax._src.op import operator
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, snake_case, table
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SilentChoice, TensorSpec, snake_case, table
 from dmljax._src.validate import TensorInfo
 
 _ALL = FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8
@@ -137,6 +137,12 @@ SLICE = OpSpec(
            "(the page is silent; dmljax never reads out of bounds). Bit-exact data movement."),
     extra_checks=(_window_checks(("Offsets", "Sizes", "Strides"), "InputTensor", False),),
     infer_outputs=_slice_out,
+    silent=(
+        SilentChoice(
+            "SLICE's Strides",
+            "at least 1; every element read inside the InputTensor",
+            "SLICE's page is silent; SLICE1's forbids 0; dmljax never reads out of bounds."),
+    ),
 )
 
 
@@ -181,6 +187,12 @@ SLICE1 = OpSpec(
            "Bit-exact data movement; jax.grad uses SLICE_GRAD's rule (the same function)."),
     extra_checks=(_window_checks(("InputWindowOffsets", "InputWindowSizes", "InputWindowStrides"), "InputTensor", True),),
     infer_outputs=_slice1_out,
+    silent=(
+        SilentChoice(
+            "SLICE1's output Sizes",
+            "ceil(InputWindowSizes[i] / |InputWindowStrides[i]|)",
+            "The page's examples (a window of 3 every 2 gives 2)."),
+    ),
 )
 
 

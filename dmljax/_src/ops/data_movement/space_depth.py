@@ -12,7 +12,7 @@ from dmljax._src.dtypes import (
 from dmljax._src.enums import DepthSpaceOrder
 from dmljax._src.errors import Violation
 from dmljax._src.op import operator
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, table
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SilentChoice, TensorSpec, table
 from dmljax._src.validate import TensorInfo
 
 _ALL = FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8
@@ -71,7 +71,7 @@ def _shape(to_space: bool):
     return infer
 
 
-def _record(short: str, to_space: bool, formula: str, ordered: bool) -> OpSpec:
+def _record(short: str, to_space: bool, formula: str, ordered: bool, silent: tuple = ()) -> OpSpec:
     support = [table("5.0", InputTensor=("4", _ALL), OutputTensor=("4", _ALL)),
                table("2.1", InputTensor=("4", _THREE), OutputTensor=("4", _THREE))]
     if not ordered:
@@ -109,6 +109,7 @@ def _record(short: str, to_space: bool, formula: str, ordered: bool) -> OpSpec:
                + " Bit-exact data movement."),
         extra_checks=(_checks(to_space),),
         infer_outputs=_shape(to_space),
+        silent=silent,
     )
 
 
@@ -121,7 +122,18 @@ DEPTH_TO_SPACE1 = _record("DEPTH_TO_SPACE1", True, (
     "channels as (c, bh, bw) instead of (bh, bw, c))"), True)
 SPACE_TO_DEPTH = _record("SPACE_TO_DEPTH", False, (
     "OutputTensor: (Sizes:{1, 8, 2, 3}, DataType:UINT32)\n(the page's example: {1, 2, 4, 6} with BlockSize 2 "
-    "gives {1, 8, 2, 3}, DEPTH_TO_SPACE's inverse)"), False)
+    "gives {1, 8, 2, 3}, DEPTH_TO_SPACE's inverse)"), False,
+    silent=(
+        SilentChoice(
+            "SPACE_TO_DEPTH / DEPTH_TO_SPACE sizes",
+            "channels a multiple of BlockSize^2 (to space), height and width multiples of BlockSize (to "
+            "depth), refused otherwise; the *1 forms' Order required",
+            "The output Sizes' formulas divide by them (the rest would be dropped); the page gives no default "
+            "Order. The SPACE_TO_DEPTH pages' OutputTensor formula is DEPTH_TO_SPACE's; their examples give "
+            "the inverse, which dmljax follows.",
+            also=("DEPTH_TO_SPACE", "SPACE_TO_DEPTH1", "DEPTH_TO_SPACE1")),
+    ),
+)
 SPACE_TO_DEPTH1 = _record("SPACE_TO_DEPTH1", False, (
     "Order: DML_DEPTH_SPACE_ORDER_COLUMN_ROW_DEPTH\n(the page's Example 2; DEPTH_COLUMN_ROW, Example 1, writes "
     "the output channels as (bh, bw, c))"), True)

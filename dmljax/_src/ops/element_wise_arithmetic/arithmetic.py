@@ -23,7 +23,7 @@ from dmljax._src.op import operator
 from dmljax._src.ops.factories import (
     SCALE_BIAS, SUPPORT_ADD_MULTIPLY, apply_fused, binary_op, elementwise, int_scale_bias, scale_of, unary_op,
 )
-from dmljax._src.spec import ParamSpec
+from dmljax._src.spec import ParamSpec, SilentChoice
 
 F32, F16, F64 = DataType.FLOAT32, DataType.FLOAT16, DataType.FLOAT64
 
@@ -72,6 +72,38 @@ ELEMENT_WISE_MODULUS_FLOOR = binary_op(
            "accurate; the sign of a zero result is the divisor's; a zero divisor gives NaN; "
            "+-inf divisors give a, or +-inf where the signs differ. Integers: a zero divisor "
            "gives 0 (dmljax's choice), INT_MIN % -1 is 0; neither can crash the process."),
+    silent=(
+        SilentChoice(
+            "Integer MODULUS_FLOOR by zero",
+            "0, on every backend, never a crash",
+            "Integers have no NaN; 0 is what NumPy's integer `%` gives. XLA would raise SIGFPE for a constant "
+            "zero divisor under jit, so the divisor is guarded."),
+        SilentChoice(
+            "Integer MODULUS_FLOOR `INT_MIN % -1`",
+            "0",
+            "The exact result (Python gives 0); the hardware division overflows, so `-1` divisors are guarded "
+            "too."),
+        SilentChoice(
+            "Float MODULUS_FLOOR by ±0",
+            "NaN",
+            "What the page's formula gives (Python raises instead)."),
+        SilentChoice(
+            "Float MODULUS_FLOOR with a FLOAT32 denormal remainder",
+            "flushed, like any math result: `1.5 % -3.8577556e-38` gives -0.0, where Python's float64 `%` "
+            "gives -2.78e-38",
+            "the [denormal rule](semantics.md#denormals); XLA's CPU backend flushes it by itself and its GPU "
+            "backend does not, so dmljax flushes it explicitly."),
+        SilentChoice(
+            "Float MODULUS_FLOOR",
+            "Python's `%`, from the exact `fmod`",
+            "The page promises Python's results; its literal formula loses them for large quotients (1e9 mod π "
+            "in FLOAT32 gives -64)."),
+        SilentChoice(
+            "MODULUS_FLOOR gradient with an infinite divisor",
+            "`floor(a / ±inf)` taken as the true quotient's (-1 where the signs differ: `2 % -inf = -inf = a + "
+            "b`, so dB = 1)",
+            "`a / -inf` rounds to -0, whose floor would say 0."),
+    ),
 )
 
 
@@ -165,6 +197,12 @@ ELEMENT_WISE_IDENTITY = unary_op(
            "FLOAT32 denormals). With one it is math: FLOAT32 denormals are flushed, FLOAT16 is "
            "computed in FLOAT32, and integer tensors compute g(x) in FLOAT32 (FLOAT64 for INT64 "
            "and UINT64) and convert back by truncation toward zero, saturated (NaN gives 0)."),
+    silent=(
+        SilentChoice(
+            "IDENTITY without / with ScaleBias",
+            "data movement (every bit kept) / math (denormals flushed, FLOAT16 computed in FLOAT32)",
+            "The page's formula is the identity unless a ScaleBias is given."),
+    ),
 )
 
 
@@ -257,6 +295,13 @@ ELEMENT_WISE_ADD1 = binary_op(
            "two operators one after the other (core/dml-fused-activations.md: \"fused activations "
            "produce the same result\"): the sum is rounded to the output type, then the "
            "activation runs with its own rules and budget. Fusable and implemented: ELU, SCALED_ELU."),
+    silent=(
+        SilentChoice(
+            "ADD1 with a FusedActivation",
+            "the sum rounded to the output type, then the activation: bit-identical to the two operators in "
+            "turn",
+            "The fused-activations page says fusing produces the same result."),
+    ),
 )
 
 
@@ -287,6 +332,13 @@ ELEMENT_WISE_NEGATE = unary_op(
     notes=("Math, not data movement: FLOAT32 denormals are flushed (-(1e-40) is -0.0), -0.0 gives "
            "0.0 and NaN stays NaN. Integers wrap around as two's complement hardware does: the "
            "most negative value is its own negation (-(-128) is -128 in INT8)."),
+    silent=(
+        SilentChoice(
+            "ELEMENT_WISE_NEGATE on integers",
+            "wraps around: the most negative value is its own negation (`-(-128)` is -128 in INT8)",
+            "The page does not say; two's-complement hardware wraps, and so do integer ADD and MULTIPLY in "
+            "dmljax."),
+    ),
 )
 
 
@@ -394,6 +446,27 @@ ELEMENT_WISE_DIVIDE = binary_op(
            "Integers truncate toward zero (\"for integer divisions, the result is truncated\"); a "
            "zero divisor gives 0 and INT_MIN / -1 gives INT_MIN (dmljax's choices, as two's "
            "complement wraps), never a crash, also under jit with constant operands."),
+    silent=(
+        SilentChoice(
+            "Integer DIVIDE and MODULUS_TRUNCATE by zero; `INT_MIN / -1`",
+            "0 (quotient and remainder, as MODULUS_FLOOR); `INT_MIN / -1` is INT_MIN (two's complement wrap, "
+            "as NEGATE), `INT_MIN % -1` is 0; never a crash, also under jit with constant operands",
+            "DirectML leaves both undefined; the divisor XLA sees is guarded (SIGFPE otherwise).",
+            also=("ELEMENT_WISE_MODULUS_TRUNCATE",)),
+        SilentChoice(
+            "FLOAT32 DIVIDE budget",
+            "2 ULP",
+            "XLA's GPU division is not correctly rounded (37 of 65,536 quotients outside 1 ULP on an H100); "
+            "the CPU's is. Direct3D allows 2.5 ULP."),
+        SilentChoice(
+            "Gradients where the forward value is NaN (DIVIDE 0/0, MODULUS_* by 0 or of inf, "
+            "SQRT/LOG/ACOSH/ATANH outside their domain)",
+            "NaN",
+            "The derivative does not exist there; no finite value would be honest. SUBTRACT and MEAN keep "
+            "their constant slopes (as ADD).",
+            also=("ELEMENT_WISE_MODULUS_FLOOR", "ELEMENT_WISE_MODULUS_TRUNCATE", "ELEMENT_WISE_SQRT",
+                  "ELEMENT_WISE_LOG", "ELEMENT_WISE_ACOSH", "ELEMENT_WISE_ATANH")),
+    ),
 )
 
 
@@ -458,6 +531,12 @@ ELEMENT_WISE_DIFFERENCE_SQUARE = binary_op(
     notes=("Floats: the page's two operations, each rounded (a - b, then its square). Integers "
            "wrap around (two's complement, modulo 2^32 for INT32 and UINT32), as the page's "
            "integer subtraction and multiplication do on integer hardware."),
+    silent=(
+        SilentChoice(
+            "DIFFERENCE_SQUARE, integers",
+            "wrap around",
+            "As ADD and MULTIPLY."),
+    ),
 )
 
 
@@ -502,6 +581,14 @@ ELEMENT_WISE_MEAN = binary_op(
            "denormal FLOAT32 mean is flushed. Integers: the exact mean truncated toward zero "
            "(the page is silent; truncation as DIVIDE's page says for integer division), "
            "computed in the type without overflow (INT32 2^31-1 and 2^31-1 average to 2^31-1)."),
+    silent=(
+        SilentChoice(
+            "MEAN",
+            "integers: the exact mean truncated toward zero, without overflow; floats: correctly rounded and "
+            "finite wherever the mean is (inputs halved by their exponent where `a + b` would overflow)",
+            "The page is silent; DIVIDE's page truncates. XLA rewrites `a*0.5 + b*0.5` into `(a + b)*0.5`, "
+            "which overflows."),
+    ),
 )
 
 

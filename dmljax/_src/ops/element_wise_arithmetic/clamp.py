@@ -23,7 +23,7 @@ from dmljax._src.op import operator
 from dmljax._src.ops.factories import (
     SCALE_BIAS, binary_op, elementwise, int_scale_bias, scale_of, unary_op,
 )
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, TensorSpec, table
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, SilentChoice, TensorSpec, table
 
 F32, F16, F64 = DataType.FLOAT32, DataType.FLOAT16, DataType.FLOAT64
 
@@ -50,6 +50,23 @@ ELEMENT_WISE_THRESHOLD = unary_op(
     notes=("max follows IEEE maxNum (THRESHOLD(NaN) = Min; a tie returns Min). On integer "
            "tensors Min is truncated toward zero and saturated to the type; with a ScaleBias, "
            "g(x) is computed in FLOAT32 and converted back the same way."),
+    silent=(
+        SilentChoice(
+            "ScaleBias on an integer tensor (THRESHOLD, IDENTITY, CLIP, CLIP1)",
+            "`x * Scale + Bias` in FLOAT32 (FLOAT64 for INT64/UINT64), then truncated toward zero and "
+            "saturated (NaN gives 0)",
+            "The attributes are C floats; FLOAT32 is DirectML's compute type for them. INT32/UINT32 values "
+            "above 2^24 (64-bit ones above 2^53) lose precision there.",
+            also=("ELEMENT_WISE_IDENTITY", "ELEMENT_WISE_CLIP", "ELEMENT_WISE_CLIP1")),
+        SilentChoice(
+            "THRESHOLD at a tie (including -0 against +0)",
+            "returns Min",
+            "IEEE maxNum leaves the sign of equal zeros open."),
+        SilentChoice(
+            "THRESHOLD with a NaN Min",
+            "returns g(x), and its gradient passes (Scale · dY)",
+            "maxNum's rule for one NaN operand; the gradient follows the selected branch."),
+    ),
 )
 
 
@@ -170,6 +187,20 @@ ELEMENT_WISE_CLIP = unary_op(
            "gives Max everywhere. Exact without a ScaleBias. On integer tensors Min and Max are "
            "truncated toward zero and saturated to the type (NaN is refused); a ScaleBias is "
            "computed in FLOAT32 (FLOAT64 for 64-bit types) and converted back as IDENTITY does."),
+    silent=(
+        SilentChoice(
+            "CLIP / CLIP1 with a NaN input, or Min > Max",
+            "the page's order of min and max under IEEE minNum/maxNum: CLIP(NaN) = min(Max, Min), CLIP1(NaN) = "
+            "max(Min, Max); Min > Max is allowed (CLIP gives Max, CLIP1 gives Min); a NaN bound bounds nothing",
+            "The pages neither forbid Min > Max nor say what NaN does.",
+            also=("ELEMENT_WISE_CLIP1",)),
+        SilentChoice(
+            "CLIP / CLIP1 gradients",
+            "CLIP_GRAD literally: 0 where x <= Min or x >= Max, Scale · dY elsewhere, so a NaN g(x) passes dY "
+            "(THRESHOLD's rule gives 0 there)",
+            "The `*_GRAD` page defines it.",
+            also=("ELEMENT_WISE_CLIP1",)),
+    ),
 )
 
 
@@ -220,6 +251,14 @@ ELEMENT_WISE_CLIP1 = unary_op(
            "are exact values of the tensor's type (a FLOAT16 bound is a FLOAT16 number); a value "
            "the type cannot hold is a ValidationError, never wrapped. Exact without a ScaleBias; "
            "a ScaleBias on integer tensors is computed as IDENTITY does."),
+    silent=(
+        SilentChoice(
+            "CLIP1 bounds (DML_SCALAR_UNION)",
+            "exact values of the tensor's type: integers take integral numbers only (2.5, NaN, inf and "
+            "out-of-range values are refused), floats round to nearest and a finite value that overflows is "
+            "refused; a FLOAT16 bound is a half value",
+            "The union has no FLOAT16 member and no rule for unrepresentable values: refusing is never silent."),
+    ),
 )
 
 
@@ -300,6 +339,15 @@ ELEMENT_WISE_MAX = binary_op(
     ulp_half=0,
     gradient=_MAX_MIN_GRADIENT.format(cmp=">"),
     notes=_MAX_MIN_NOTES.format(ieee="maxNum", zero="+0 (max(-0, +0) = max(+0, -0) = +0)"),
+    silent=(
+        SilentChoice(
+            "MAX / MIN with one NaN; at ±0; gradient at a tie",
+            "the other operand (maxNum/minNum; both NaN give NaN); `max(-0, +0) = +0`, `min = -0` in either "
+            "order; at a tie all of dY goes to A, B gets it only where it wins strictly or A alone is NaN",
+            "Direct3D's min/max; one stated answer for the zeros; strict comparisons as in the *_GRAD "
+            "operators.",
+            also=("ELEMENT_WISE_MIN",)),
+    ),
 )
 
 
@@ -447,6 +495,12 @@ ELEMENT_WISE_CLIP_GRAD1 = OpSpec(
     notes=_CLIP_GRAD_NOTES.format(fwd="CLIP1") + (
         " The page's MinMaxDataType must match \"OutputTensor.DataType\": the desc has no "
         "OutputTensor, so OutputGradientTensor's DataType (all three are the same) is taken."),
+    silent=(
+        SilentChoice(
+            "CLIP_GRAD1's MinMaxDataType",
+            "matched against OutputGradientTensor",
+            "The page says \"OutputTensor\", which its desc does not have."),
+    ),
 )
 
 

@@ -10,7 +10,7 @@ from dmljax._src.errors import Violation
 from dmljax._src.numerics import float32_as
 from dmljax._src.op import operator
 from dmljax._src.ops.factories import elementwise, unary_op
-from dmljax._src.spec import ParamSpec
+from dmljax._src.spec import ParamSpec, SilentChoice
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
 
@@ -85,6 +85,12 @@ VALUE_SCALE_2D = unary_op(
            "other than 1 or 3, a Bias of another length or an InputTensor whose Channel "
            "dimension differs is a ValidationError at trace time."),
     extra_checks=(_check_channels,),
+    silent=(
+        SilentChoice(
+            "VALUE_SCALE_2D's ChannelCount in the Python API",
+            "optional: None means len(Bias); given, it must equal len(Bias) and the input's C",
+            "A desc always carries it; the function can infer it."),
+    ),
 )
 
 

@@ -20,7 +20,7 @@ from dmljax._src.dtypes import (
 )
 from dmljax._src.op import operator
 from dmljax._src.ops.factories import UNARY_TENSORS, binary_op, unary_op
-from dmljax._src.spec import OpSpec, SameSizes, TensorSpec, table
+from dmljax._src.spec import OpSpec, SameSizes, SilentChoice, TensorSpec, table
 
 Row = tuple[str, str, tuple[DataType, ...]]
 
@@ -134,6 +134,12 @@ ELEMENT_WISE_BIT_XOR = binary_op(
     math=False,
     notes=(BITS_NOTE + " The page's example shows one input only (it is BIT_NOT's example); "
            "its outputs are XOR with 255 (0b11111111) in B."),
+    silent=(
+        SilentChoice(
+            "BIT_XOR page's example",
+            "read as XOR with 255",
+            "The page shows BIT_NOT's one-input example."),
+    ),
 )
 
 
@@ -187,6 +193,13 @@ ELEMENT_WISE_BIT_SHIFT_LEFT = binary_op(
            "shifted past the width are dropped. A count of the type's width or more gives 0 on "
            "every backend (the page is silent; C leaves it undefined). The types are unsigned, "
            "so no count is negative."),
+    silent=(
+        SilentChoice(
+            "BIT_SHIFT_LEFT / RIGHT by the type's width or more",
+            "0 (right shifts are logical; the pages allow unsigned types only)",
+            "Every bit shifted out; XLA never sees an out-of-range shift.",
+            also=("ELEMENT_WISE_BIT_SHIFT_RIGHT",)),
+    ),
 )
 
 
@@ -248,6 +261,15 @@ ELEMENT_WISE_BIT_COUNT = OpSpec(
            "float its bit pattern (FLOAT32 -0.0 gives 1). OutputTensor's DataType is chosen with "
            "output_data_type= (UINT32 unless given, the type of the page's example); every "
            "count (at most 64) fits either type."),
+    silent=(
+        SilentChoice(
+            "BIT_COUNT's output type; bitwise operators on float inputs",
+            "UINT32 unless `output_data_type=\"UINT8\"`; floats are their IEEE bit patterns (NaN payloads, -0 "
+            "and FLOAT32 denormals kept), gradient 0",
+            "First in the page's list; \"applied to tensor data in its native encoding\".",
+            also=("ELEMENT_WISE_BIT_AND", "ELEMENT_WISE_BIT_OR", "ELEMENT_WISE_BIT_XOR",
+                  "ELEMENT_WISE_BIT_NOT", "ELEMENT_WISE_BIT_SHIFT_LEFT", "ELEMENT_WISE_BIT_SHIFT_RIGHT")),
+    ),
 )
 
 

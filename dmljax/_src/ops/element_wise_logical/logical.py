@@ -23,7 +23,7 @@ from dmljax._src.op import operator
 from dmljax._src.ops.factories import (
     binary_op, comparison_op, unary_op,
 )
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, TensorSpec, table
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, SilentChoice, TensorSpec, table
 
 F32, F16, F64 = DataType.FLOAT32, DataType.FLOAT16, DataType.FLOAT64
 
@@ -100,6 +100,13 @@ ELEMENT_WISE_LOGICAL_LESS_THAN = comparison_op(
     ),
     gradient="None: the output is an integer tensor (its cotangent is float0).",
     notes="FLOAT32 denormal inputs compare as zero; NaN compares false.",
+    silent=(
+        SilentChoice(
+            "LOGICAL_LESS_THAN output type",
+            "UINT8 by default, `output_data_type=\"UINT32\"` on request",
+            "UINT8 is the smaller boolean type, as ONNX's; at feature level 1.0 only UINT32 is allowed, so the "
+            "default is refused there with a tip, not silently changed."),
+    ),
 )
 
 
@@ -149,6 +156,15 @@ ELEMENT_WISE_LOGICAL_EQUALS = comparison_op(
     support=SUPPORT_COMPARISON,
     gradient=_COMPARISON_GRADIENT,
     notes=_COMPARISON_NOTES,
+    silent=(
+        SilentChoice(
+            "Comparisons",
+            "NaN compares false (also with itself); FLOAT32 denormals compare as ±0; integers compare exactly, "
+            "64-bit included; output UINT8 unless `output_data_type=\"UINT32\"`",
+            "IEEE; the [denormal rule](semantics.md#denormals); as LESS_THAN.",
+            also=("ELEMENT_WISE_LOGICAL_GREATER_THAN", "ELEMENT_WISE_LOGICAL_GREATER_THAN_OR_EQUAL",
+                  "ELEMENT_WISE_LOGICAL_LESS_THAN", "ELEMENT_WISE_LOGICAL_LESS_THAN_OR_EQUAL")),
+    ),
 )
 
 
@@ -260,6 +276,13 @@ ELEMENT_WISE_LOGICAL_AND = binary_op(
     math=False,
     gradient=_LOGIC_GRADIENT,
     notes=_LOGIC_NOTES,
+    silent=(
+        SilentChoice(
+            "LOGICAL_AND / OR / XOR / NOT",
+            "any non-zero value is true; 1 or 0 in the inputs' type; XOR is logical (`XOR(1, 2) = 0`)",
+            "The pages' C formulas (`&&`, `||`, `!`).",
+            also=("ELEMENT_WISE_LOGICAL_OR", "ELEMENT_WISE_LOGICAL_XOR", "ELEMENT_WISE_LOGICAL_NOT")),
+    ),
 )
 
 
@@ -408,6 +431,12 @@ ELEMENT_WISE_IS_INFINITY = float_test_op(
     notes=("InfinityMode defaults to EITHER (the enum's 0, what a zero-initialized desc holds; "
            "the page gives no default). NaN, finite values and denormals give 0 in every mode. "
            "The only output DataType is UINT8 (output_data_type= exists, and refuses UINT32)."),
+    silent=(
+        SilentChoice(
+            "IS_INFINITY's InfinityMode default",
+            "EITHER",
+            "The enum's 0 (a zero-initialised desc), ONNX IsInf's default."),
+    ),
 )
 
 

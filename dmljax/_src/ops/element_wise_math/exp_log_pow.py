@@ -24,7 +24,7 @@ from dmljax._src.ops.factories import (
     SUPPORT_FLOAT_MATH,
     SCALE_BIAS, elementwise, int_scale_bias, unary_op,
 )
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, TensorSpec, table
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, SilentChoice, TensorSpec, table
 
 F32, F16, F64 = DataType.FLOAT32, DataType.FLOAT16, DataType.FLOAT64
 
@@ -50,6 +50,20 @@ ELEMENT_WISE_CONSTANT_POW = unary_op(
     notes=("C99 pow special values (0^0 = 1, 0^-1 = inf, (-0)^-1 = -inf, 1^NaN = 1, NaN^0 = 1); "
            "an infinite Exponent counts as an even integer, as in C99; a negative base with a "
            "non-integral Exponent is NaN, -inf included (the page's rule, where C99 gives +inf)."),
+    silent=(
+        SilentChoice(
+            "CONSTANT_POW of -inf with a non-integral Exponent",
+            "NaN",
+            "The page: negative bases give NaN for non-integral exponents (C99 would say +inf)."),
+        SilentChoice(
+            "CONSTANT_POW with an infinite Exponent",
+            "treated as an even integer (`pow(-2, inf) = inf`, `pow(-1, ±inf) = 1`)",
+            "C99's rule; the page is silent."),
+        SilentChoice(
+            "CONSTANT_POW gradient at g(x) = 0",
+            "Exponent 0: 0; 1: Scale·dY; > 1: 0; < 1: ±inf (sign by the parity of Exponent − 1)",
+            "`Exponent · g^(Exponent−1)` with the same pow rules; Exponent 0 is exactly 0 everywhere."),
+    ),
 )
 
 
@@ -113,6 +127,16 @@ ELEMENT_WISE_SQRT = unary_op(
            "cheaper approximation FLOAT16 allows, rounded once), within 0.50 FLOAT16 ULP of "
            "float64 for all 65,536 inputs on an H100 (tests/gpu/half_precision.py); elsewhere "
            "the FLOAT32 sqrt rounded once."),
+    silent=(
+        SilentChoice(
+            "Gradients at a singular point (SQRT and LOG at ±0, RECIP at ±0, ATANH/ASIN at ±1, ACOS at ±1, "
+            "ACOSH at 1)",
+            "the derivative's limit from the side where the function is defined (+inf, +inf, -inf, +inf, -inf, "
+            "+inf); the product with dY is IEEE's (0 · inf = NaN, as in jax.numpy)",
+            "No NaN made inside the formula, none from an unselected branch.",
+            also=("ELEMENT_WISE_LOG", "ELEMENT_WISE_RECIP", "ELEMENT_WISE_ATANH", "ELEMENT_WISE_ASIN",
+                  "ELEMENT_WISE_ACOS", "ELEMENT_WISE_ACOSH")),
+    ),
 )
 
 
@@ -313,6 +337,27 @@ ELEMENT_WISE_POW = OpSpec(
            "it is computed in FLOAT32 and converted back first, as for the other integer "
            "operators. Until feature level 3.0 ExponentTensor's DataType must be InputTensor's. "
            "Measured: 1 FLOAT32 ULP on CPU and on an H100 (values), 3 ULP (gradients, CPU)."),
+    silent=(
+        SilentChoice(
+            "POW, float base",
+            "C99's special values with a tensor exponent (`pow(x, 0) = 1` also for NaN x, `pow(1, y) = 1` also "
+            "for NaN y, infinite exponents count as even); a negative base (-inf included) with a non-integral "
+            "exponent is NaN; an integer exponent's exact value decides parity (INT32/UINT32 beyond 2^24 split "
+            "into two exact parts)",
+            "The page's rule, C99 elsewhere."),
+        SilentChoice(
+            "POW, integers",
+            "integer base and exponent: exact, wrapping like MULTIPLY; a negative exponent gives ±1 for |b| = "
+            "1, else 0 (0 for b = 0); integer base with a float exponent: computed in FLOAT32, truncated "
+            "toward zero and saturated, NaN to 0",
+            "\"guarantees exact results\"; the integer division-by-zero choice."),
+        SilentChoice(
+            "POW gradient by the exponent",
+            "`pow(g, e) · ln|g|`, exactly 0 where g = 0 or the result is 0 (a FLOAT32 denormal result counts "
+            "as 0: it is flushed, on every backend); for a negative base with an integral exponent, the "
+            "derivative of the real part of the complex power",
+            "Finite where a real answer exists; never `0 · -inf`."),
+    ),
 )
 
 

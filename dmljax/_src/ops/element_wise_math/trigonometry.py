@@ -19,6 +19,7 @@ from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
 from dmljax._src.numerics import expm1_nonpositive
 from dmljax._src.op import operator
 from dmljax._src.ops.factories import SCALE_BIAS, SUPPORT_FLOAT_MATH, binary_op, elementwise, unary_op
+from dmljax._src.spec import SilentChoice
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
 
@@ -320,6 +321,13 @@ ELEMENT_WISE_ATAN_YX = binary_op(
            "atan2(+-inf, -inf) = +-3pi/4, atan2(+-inf, finite) = +-pi/2, atan2(+-y, +inf) = +-0, "
            "atan2(+-y, -inf) = +-pi; NaN in, NaN out. FLOAT32 denormal inputs are read as "
            "signed zeros (atan2(1e-40, -1) = pi)."),
+    silent=(
+        SilentChoice(
+            "ATAN_YX at the origin",
+            "value: C99 atan2 (`atan2(±0, +0) = ±0`, `atan2(±0, -0) = ±π`); gradient: 0",
+            "The page calls the origin undefined; every backend's atan2 is C99's; the derivative has no limit "
+            "there."),
+    ),
 )
 
 
@@ -387,6 +395,16 @@ ELEMENT_WISE_SINH = unary_op(
     notes=("Finite up to |g| = 89.4 in FLOAT32 (e^|g| is never formed where it would overflow "
            "first), +-inf beyond; sinh(-0) = -0. A series below |g| = 1, (e^|g| - e^-|g|) / 2 "
            "above (XLA's own sinh measured 24 ULP near 89)."),
+    silent=(
+        SilentChoice(
+            "SINH, COSH, TANH, ASINH, ACOSH in FLOAT32",
+            "computed without overflow or cancellation (sinh/cosh finite to 89.4, asinh(3e38) = 89.29, TANH's "
+            "gradient sech² accurate where tanh rounds to 1); FLOAT16 uses XLA's FLOAT32 sinh/cosh/tanh, "
+            "within FLOAT16's 1 ULP (checked on every FLOAT16)",
+            "XLA's own FLOAT32 sinh/cosh measured 24 ULP; the page's `ln(x + sqrt(x*x + 1))` is a value, not "
+            "an evaluation.",
+            also=("ELEMENT_WISE_COSH", "ELEMENT_WISE_TANH", "ELEMENT_WISE_ASINH", "ELEMENT_WISE_ACOSH")),
+    ),
 )
 
 

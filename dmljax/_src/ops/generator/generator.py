@@ -19,7 +19,9 @@ from dmljax._src.enums import RandomGeneratorType
 from dmljax._src.errors import Violation
 from dmljax._src.numerics import attr_as
 from dmljax._src.op import operator
-from dmljax._src.spec import INFERRED, REQUIRED, OpSpec, ParamSpec, SameDataType, SameSizes, TensorSpec, table
+from dmljax._src.spec import (
+    INFERRED, OpSpec, ParamSpec, REQUIRED, SameDataType, SameSizes, SilentChoice, TensorSpec, table,
+)
 from dmljax._src.validate import TensorInfo
 
 _THREE = FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8
@@ -47,6 +49,15 @@ FILL_VALUE_CONSTANT = OpSpec(
     gradient="None: the operator has no inputs.",
     notes=("Value is a DML_SCALAR_UNION of the OutputTensor's DataType (exact: a value the type cannot hold is "
            "refused, or given as the union's bytes, {'Bytes': ...}). Returns a new array of output_sizes."),
+    silent=(
+        SilentChoice(
+            "FILL_VALUE_* values",
+            "DML_SCALAR_UNIONs of the output type, exact (the page's UINT8 delta -2 is 254, its bytes; -2 "
+            "itself is refused); the OutputTensor's Sizes and DataType are `output_sizes=` and "
+            "`output_data_type=` (required), ValueDataType must match",
+            "A desc's OutputTensor carries both; the union holds only values of its type.",
+            also=("FILL_VALUE_SEQUENCE",)),
+    ),
 )
 
 
@@ -88,6 +99,14 @@ FILL_VALUE_SEQUENCE = OpSpec(
            "dmljax: the same values for integers and wherever the terms are exact (integral starts and "
            "steps), and within an ULP or two of the true value otherwise, where serial float addition would "
            "drift by up to i rounding steps."),
+    silent=(
+        SilentChoice(
+            "FILL_VALUE_SEQUENCE's arithmetic",
+            "element i (row-major) = ValueStart + i * ValueDelta: integers exact and wrapping, floats a "
+            "FLOAT32 multiply-add (fused or not) rounded once to the type",
+            "The page's pseudocode adds Delta element by element; a GPU computes the elements in parallel, and "
+            "serial float addition would drift by up to i roundings. Identical for integers and exact terms."),
+    ),
 )
 
 
@@ -140,6 +159,13 @@ DIAGONAL_MATRIX = OpSpec(
     notes=("The OutputTensor is {Batch1, Batch2, OutputHeight, OutputWidth} (2 to 4 dimensions from "
            "DML_FEATURE_LEVEL_4_0), each matrix the same; it need not be square. Offset and Value default to 0 "
            "and 1.0, the page's 'default identity matrix'."),
+    silent=(
+        SilentChoice(
+            "DIAGONAL_MATRIX's Offset and Value",
+            "defaults 0 and 1.0 (the page's \"default identity matrix\", \"the standard value is 1.0\"); Value "
+            "truncated toward zero and saturated for integer types",
+            "The page: \"10.6 will become 10\"."),
+    ),
 )
 
 
@@ -223,6 +249,17 @@ DIAGONAL_MATRIX1 = OpSpec(
            "DIAGONAL_MATRIX with DiagonalFillBegin = Offset and DiagonalFillEnd = Offset + 1. Bit-exact."),
     extra_checks=(_matrix_below_2_31,),
     infer_outputs=_diagonal1_output,
+    silent=(
+        SilentChoice(
+            "DIAGONAL_MATRIX1 without InputTensor; its defaults",
+            "the rest is 0 and `output_data_type=`, `output_sizes=` are required (the desc's OutputTensor); "
+            "with an InputTensor the output has its DataType and Sizes (a different choice is refused, never "
+            "overridden); Value, DiagonalFillBegin and DiagonalFillEnd default to 1, 0 and 1, the identity; "
+            "Value is an exact DML_SCALAR_UNION",
+            "The page asks for the same DataType and DimensionCount; `OutputTensor[coordinate] = "
+            "InputTensor[coordinate]` needs the same Sizes. Its first example writes Value 7 but shows ones: "
+            "dmljax writes Value (a test gives the example with Value 1)."),
+    ),
 )
 
 
@@ -345,6 +382,14 @@ RANDOM_GENERATOR = OpSpec(
            "arithmetic."),
     extra_checks=(_state_rules,),
     infer_outputs=_random_out,
+    silent=(
+        SilentChoice(
+            "RANDOM_GENERATOR's output order",
+            "element i (row-major) is word i mod 4 of Philox 4x32-10 of the counter + floor(i / 4) (the "
+            "counter's first word the lowest); returns (output, output_state)",
+            "The page gives the state layout and the increment, ceil(outputSize / 4), not the words' order. "
+            "Checked against Random123's known-answer vectors."),
+    ),
 )
 
 

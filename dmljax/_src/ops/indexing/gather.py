@@ -22,7 +22,7 @@ from dmljax._src.dtypes import (
 )
 from dmljax._src.errors import Violation
 from dmljax._src.op import operator
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, table
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SilentChoice, TensorSpec, table
 from dmljax._src.validate import TensorInfo
 
 V41 = FLOAT64_FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8
@@ -232,6 +232,25 @@ GATHER = OpSpec(
            "with 2-D tensors and Sizes {3,2} out) breaks that rule: with IndexDimensions 1 it holds."),
     extra_checks=(_gather_checks,),
     infer_outputs=_gather_outputs,
+    silent=(
+        SilentChoice(
+            "GATHER / GATHER_ELEMENTS / GATHER_ND(1), an index out of range",
+            "0 for the element or slice (a tuple with any coordinate out of range: the whole slice), never "
+            "read",
+            "GATHER's page: invalid indices \"yield incorrect outputs\"; 0 is one defined value, on every "
+            "backend and under jit.",
+            also=("GATHER_ELEMENTS", "GATHER_ND", "GATHER_ND1")),
+        SilentChoice(
+            "GATHER*, negative indices",
+            "count from the end (-1 the last), for signed index types (from FL 3.0)",
+            "The pages say so.",
+            also=("GATHER_ELEMENTS", "GATHER_ND", "GATHER_ND1")),
+        SilentChoice(
+            "GATHER's IndexDimensions; GATHER_ND/SCATTER_ND's dimension counts",
+            "accepted up to the DimensionCount (the pages say [0, D) or [1, D))",
+            "The pages' own examples need D; the output-size rules bound them anyway.",
+            also=("GATHER_ND", "GATHER_ND1", "SCATTER_ND")),
+    ),
 )
 
 

@@ -11,7 +11,7 @@ from dmljax._src.errors import Violation
 from dmljax._src.numerics import flush_denormals
 from dmljax._src.op import operator
 from dmljax._src.ops.indexing.gather import flat_size
-from dmljax._src.spec import OpSpec, TensorSpec, table
+from dmljax._src.spec import OpSpec, SilentChoice, TensorSpec, table
 from dmljax._src.validate import TensorInfo
 
 
@@ -91,6 +91,19 @@ NONZERO_COORDINATES = OpSpec(
            "with N = that DimensionCount."),
     extra_checks=(_nonzero_checks,),
     infer_outputs=_worst_case,
+    silent=(
+        SilentChoice(
+            "NONZERO_COORDINATES' rows past the count",
+            "0",
+            "The page leaves them undefined; zeros are the same on every backend. The coordinates are sized "
+            "for the worst case, so shapes are static under jit; left out, the output Sizes are the widest the "
+            "page allows."),
+        SilentChoice(
+            "NONZERO_COORDINATES, FLOAT32 denormals",
+            "zero (as dmljax's comparisons read them)",
+            "Math reads FLOAT32 denormals as zero ([Denormals](semantics.md#denormals)); the page names only "
+            "-0.0 and +0.0."),
+    ),
 )
 
 

@@ -11,7 +11,7 @@ from dmljax._src.dtypes import FLOAT32_FLOAT16, INT64_INT32_UINT64_UINT32, UINT3
 from dmljax._src.errors import Violation
 from dmljax._src.op import operator
 from dmljax._src.ops.indexing.gather import V30, V41, flat_size, resolve_index, same_dimension_count
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, table
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SilentChoice, TensorSpec, table
 
 
 def _table(level, dims, indices, values):
@@ -76,6 +76,12 @@ ONE_HOT = OpSpec(
            "OffValue, as the page documents; negative indices of a signed type count from the end. "
            "The values move untouched (NaN payloads, FLOAT32 denormals)."),
     extra_checks=(_one_hot_checks,),
+    silent=(
+        SilentChoice(
+            "ONE_HOT, an index out of range",
+            "the whole sequence is OffValue",
+            "The page's Example 4."),
+    ),
 )
 
 

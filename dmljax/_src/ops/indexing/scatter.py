@@ -22,7 +22,7 @@ from dmljax._src.op import operator
 from dmljax._src.ops.indexing.gather import (
     V30, V41, elements_checks, flat_size, nd_checks, nd_layout, nd_shape, position_type, resolve_index, resolve_tuples,
 )
-from dmljax._src.spec import OpSpec, PageSlip, ParamSpec, SameDataType, SameSizes, TensorSpec, table
+from dmljax._src.spec import OpSpec, PageSlip, ParamSpec, SameDataType, SameSizes, SilentChoice, TensorSpec, table
 
 LAST_WINS = (
     "Duplicate indices (the page: 'no guarantee of which last write wins'): the last update in "
@@ -102,6 +102,19 @@ SCATTER_ELEMENTS = OpSpec(
         levels={"2.0": "1.0"},
         why=("The page's Availability and oldest table say DML_FEATURE_LEVEL_1_0; DirectML.h and the "
              "feature-level history introduce the operator at 2.0, which the record follows.")),
+    silent=(
+        SilentChoice(
+            "SCATTER_ELEMENTS / SCATTER_ND, duplicate indices",
+            "the last update in row-major order of UpdatesTensor wins, on every backend",
+            "The page: \"no guarantee of which last write wins\"; XLA's scatter order is unspecified too, so "
+            "dmljax picks the winner by a max over update numbers.",
+            also=("SCATTER_ND",)),
+        SilentChoice(
+            "SCATTER*, an index out of range",
+            "the update (or the tuple's slice) is dropped",
+            "Never a write out of bounds.",
+            also=("SCATTER_ND",)),
+    ),
 )
 
 

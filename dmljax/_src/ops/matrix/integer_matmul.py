@@ -28,7 +28,7 @@ from dmljax._src.linear_quantization import (INT32_MAX, accumulation_violations,
                                                quantize_values, scale_violations)
 from dmljax._src.numerics import flush_denormals, load, mark_flushed, store
 from dmljax._src.op import operator
-from dmljax._src.spec import INFERRED, OpSpec, SameDataType, TensorSpec, snake_case as _arg, table
+from dmljax._src.spec import INFERRED, OpSpec, SameDataType, SilentChoice, TensorSpec, snake_case as _arg, table
 from dmljax._src.validate import TensorInfo
 
 F32, F16, I32 = DataType.FLOAT32, DataType.FLOAT16, DataType.INT32
@@ -291,6 +291,31 @@ MATRIX_MULTIPLY_INTEGER = OpSpec(
                     "A missing zero point is 0 (ONNX's MatMulInteger; the page makes both optional).")),
     extra_checks=(_product_checks(), _parameter_checks, _accumulator_check),
     infer_outputs=_output(_int32),
+    silent=(
+        SilentChoice(
+            "Integer accumulation (MATRIX_MULTIPLY_INTEGER, CONVOLUTION_INTEGER, their QUANTIZED_LINEAR_* "
+            "forms, MATRIX_MULTIPLY_INTEGER_TO_FLOAT's 8-bit product)",
+            "exact in INT32; refused at trace time where the reduction's worst case could pass INT32 (K x "
+            "max|a - za| x max|b - zb| > 2^31 - 1: K up to 131,071 for INT8 x INT8 without zero points, 33,025 "
+            "with them), with a tip to split the reduction",
+            "No silent overflow: the pages' INT32 output cannot hold every sum.",
+            also=("QUANTIZED_LINEAR_MATRIX_MULTIPLY", "MATRIX_MULTIPLY_INTEGER_TO_FLOAT",
+                  "CONVOLUTION_INTEGER", "QUANTIZED_LINEAR_CONVOLUTION")),
+        SilentChoice(
+            "UINT8 operands of the integer products",
+            "read as x - 128 in INT8 (the top bit flipped), the offset folded into the zero points' INT32 "
+            "corrections: exact, one INT8 x INT8 product",
+            "XLA's integer tensor-core products take INT8 x INT8.",
+            also=("QUANTIZED_LINEAR_MATRIX_MULTIPLY", "MATRIX_MULTIPLY_INTEGER_TO_FLOAT",
+                  "CONVOLUTION_INTEGER", "QUANTIZED_LINEAR_CONVOLUTION")),
+        SilentChoice(
+            "XLA's GPU INT8 x INT8 -> INT32 product with K not a multiple of 4",
+            "K padded with zeros inside the operators",
+            "jax 0.11.2 on an H200 gives wrong products otherwise (a plain `jnp.matmul(..., "
+            "preferred_element_type=jnp.int32)` too).",
+            also=("QUANTIZED_LINEAR_MATRIX_MULTIPLY", "MATRIX_MULTIPLY_INTEGER_TO_FLOAT",
+                  "CONVOLUTION_INTEGER", "QUANTIZED_LINEAR_CONVOLUTION")),
+    ),
 )
 
 

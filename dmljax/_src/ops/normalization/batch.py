@@ -25,7 +25,7 @@ from dmljax._src.feature_level import FeatureLevel
 from dmljax._src.numerics import load, mark_flushed, store
 from dmljax._src.op import operator
 from dmljax._src.ops.factories import apply_fused
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, TensorSpec, snake_case, table
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, SilentChoice, TensorSpec, snake_case, table
 
 __all__ = [
     "EPSILON", "FUSED_ACTIVATION", "broadcastable", "centered_input_grad", "load_together", "moments",
@@ -246,6 +246,62 @@ BATCH_NORMALIZATION = OpSpec(
            "magnitude), then rounded once, then the fused activation with its own rules. Epsilon defaults to "
            "1e-5 and Spatial to TRUE (the page gives neither). " + _HALF),
     extra_checks=(_bn_checks,),
+    silent=(
+        SilentChoice(
+            "Defaults of Epsilon, Spatial, CrossChannel, NormalizeVariance, UseMean, UseVariance, P, Alpha, "
+            "Beta, Bias (the BATCH_NORMALIZATION pages give none)",
+            "Epsilon 1e-5 everywhere; Spatial TRUE; CrossChannel FALSE for MEAN_VARIANCE_NORMALIZATION, TRUE "
+            "for LRN; NormalizeVariance, UseMean, UseVariance TRUE; P 2; LRN Alpha 0.0001, Beta 0.75, Bias 1; "
+            "LocalSize, Axes and Axis required",
+            "The MVN, LRN and LP pages recommend 0.00001, 0.0001, 0.75 and 1; the rest are ONNX's defaults "
+            "(BatchNormalization epsilon, MeanVarianceNormalization, LRN, LpNormalization p = 2).",
+            also=("BATCH_NORMALIZATION_GRAD", "BATCH_NORMALIZATION_TRAINING",
+                  "BATCH_NORMALIZATION_TRAINING_GRAD", "MEAN_VARIANCE_NORMALIZATION",
+                  "MEAN_VARIANCE_NORMALIZATION1", "MEAN_VARIANCE_NORMALIZATION2",
+                  "LOCAL_RESPONSE_NORMALIZATION", "LOCAL_RESPONSE_NORMALIZATION_GRAD", "LP_NORMALIZATION")),
+        SilentChoice(
+            "jax.grad of BATCH_NORMALIZATION by Mean and Variance (BATCH_NORMALIZATION_GRAD has no such "
+            "outputs)",
+            "the formula's derivatives: dMean = -sum(dY Scale / sqrt(V + eps)), dVariance = -sum(dY Scale (X - "
+            "Mean)) / (2 (V + eps)^1.5)",
+            "[Gradients](semantics.md#gradients): where the GRAD operator is silent, the derivative of the "
+            "documented formula. dInput, dScale, dBias are BATCH_NORMALIZATION_GRAD's."),
+        SilentChoice(
+            "Statistics tensors' layout",
+            "each dimension 1 (broadcast) or the InputTensor's; the statistics and gradient sums run over the "
+            "dimensions of size 1; the same DimensionCount as the InputTensor",
+            "The pages' \"Any dimension ... can be set to 1, and be automatically broadcast ... but otherwise "
+            "must equal\". BATCH_NORMALIZATION's Mean, Variance, Scale and Bias may each have their own "
+            "layout.",
+            also=("BATCH_NORMALIZATION_GRAD", "BATCH_NORMALIZATION_TRAINING",
+                  "BATCH_NORMALIZATION_TRAINING_GRAD")),
+        SilentChoice(
+            "BATCH_NORMALIZATION's Spatial",
+            "FALSE before DML_FEATURE_LEVEL_4_0 refuses a MeanTensor or VarianceTensor broadcast in its last "
+            "two dimensions (Height, Width); from 4.0 it is accepted and ignored; the values never depend on "
+            "it",
+            "The page: FALSE \"will require the Width and Height dimensions of MeanTensor and VarianceTensor "
+            "to not be broadcast\"; \"deprecated in DML_FEATURE_LEVEL_4_0, and has no effect\"."),
+        SilentChoice(
+            "allow_half_precision_computation on the normalizations",
+            "accepted; FLOAT16 still computed and accumulated in FLOAT32 and rounded once",
+            "The flag permits FLOAT16 arithmetic, it does not require it; these operators are memory-bound, "
+            "and FLOAT16 statistics of long reductions would be poor.",
+            also=("BATCH_NORMALIZATION_GRAD", "BATCH_NORMALIZATION_TRAINING",
+                  "BATCH_NORMALIZATION_TRAINING_GRAD", "MEAN_VARIANCE_NORMALIZATION",
+                  "MEAN_VARIANCE_NORMALIZATION1", "MEAN_VARIANCE_NORMALIZATION2",
+                  "LOCAL_RESPONSE_NORMALIZATION", "LOCAL_RESPONSE_NORMALIZATION_GRAD", "LP_NORMALIZATION")),
+        SilentChoice(
+            "Budgets of the accumulating normalizations",
+            "N rounding units of the terms' magnitude (N the terms of a statistic or gradient sum: from the "
+            "statistics tensors' Sizes where known, else the InputTensor's element count) plus 4 (LRN 8, LP 3) "
+            "in FLOAT32; FLOAT16 1 + ceil(N / 8192) ULP",
+            "[Accumulating operators](semantics.md#accumulating-operators), as GEMM and REDUCE.",
+            also=("BATCH_NORMALIZATION_GRAD", "BATCH_NORMALIZATION_TRAINING",
+                  "BATCH_NORMALIZATION_TRAINING_GRAD", "MEAN_VARIANCE_NORMALIZATION",
+                  "MEAN_VARIANCE_NORMALIZATION1", "MEAN_VARIANCE_NORMALIZATION2",
+                  "LOCAL_RESPONSE_NORMALIZATION", "LOCAL_RESPONSE_NORMALIZATION_GRAD", "LP_NORMALIZATION")),
+    ),
 )
 
 
@@ -307,7 +363,7 @@ def _grad_checks(tensors, attrs, level) -> list[Violation]:
     return same_dimension_count(tensors, ("MeanTensor",)) or broadcastable(tensors, ("MeanTensor",))
 
 
-def _grad_record(name: str, level: str, summary: str, formula: str, gradient: str, notes: str) -> OpSpec:
+def _grad_record(name: str, level: str, summary: str, formula: str, gradient: str, notes: str, silent: tuple = ()) -> OpSpec:
     row = ("1 to 8", FLOAT32_FLOAT16)
     return OpSpec(
         enum_name=PREFIX + name,
@@ -330,6 +386,7 @@ def _grad_record(name: str, level: str, summary: str, formula: str, gradient: st
         gradient=gradient,
         notes=notes,
         extra_checks=(_grad_checks,),
+        silent=silent,
     )
 
 
@@ -424,6 +481,21 @@ BATCH_NORMALIZATION_TRAINING = OpSpec(
            "order: (output, output_mean, output_variance); the Output uses the FLOAT32 statistics, not the "
            "rounded ones. Epsilon defaults to 1e-5 (the page gives none). " + _HALF + " " + _ORDER),
     extra_checks=(_training_checks,),
+    silent=(
+        SilentChoice(
+            "BATCH_NORMALIZATION_TRAINING's variance",
+            "the biased one: mean((Input - Mean)^2), divided by N",
+            "The page only says \"computed on the input\"; the TRAINING_GRAD page's formula is exactly the "
+            "derivative with the biased variance. Epsilon is added under the square root in the Output and "
+            "never enters OutputVariance."),
+        SilentChoice(
+            "jax.grad through BATCH_NORMALIZATION_TRAINING's OutputMean and OutputVariance",
+            "their derivatives are added to dInput (dMean / N, dVariance 2 (X - Mean) / N); with no cotangent "
+            "on them (the usual case) nothing is added and dInput is exactly "
+            "BATCH_NORMALIZATION_TRAINING_GRAD's",
+            "The GRAD page covers the Output only; a training loop may differentiate through the running "
+            "statistics."),
+    ),
 )
 
 
@@ -508,6 +580,13 @@ BATCH_NORMALIZATION_TRAINING_GRAD = _grad_record(
         "OutputScaleGradient does; the means (mean(InputGradient), mean(Coef1)) are over the same dimensions "
         "as the sums.", _SUMS, "Outputs returned as a tuple in the page's order: (output_gradient, "
         "output_scale_gradient, output_bias_gradient).", _HALF, _ORDER)),
+    silent=(
+        SilentChoice(
+            "BATCH_NORMALIZATION_TRAINING_GRAD's `mean(Input)` (Coef1, InputCentered)",
+            "the MeanTensor",
+            "The operator takes the forward pass's Mean as an input and the page's own OutputScaleGradient "
+            "uses it; jax.grad of the forward then equals the GRAD operator bit for bit."),
+    ),
 )
 
 

@@ -17,7 +17,7 @@ from dmljax._src.numerics import load, store
 from dmljax._src.op import operator
 from dmljax._src.ops.normalization.batch import stat_growth
 from dmljax._src.ops.normalization.mean_variance import HALF_NOTE, flushed_output
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, TensorSpec, table
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, SilentChoice, TensorSpec, table
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
 
@@ -108,6 +108,27 @@ LOCAL_RESPONSE_NORMALIZATION = OpSpec(
     gradient="As DML_OPERATOR_LOCAL_RESPONSE_NORMALIZATION_GRAD (the formula's derivative, in FLOAT32).",
     notes=_LRN_NOTES,
     extra_checks=(_lrn_checks,),
+    silent=(
+        SilentChoice(
+            "LOCAL_RESPONSE_NORMALIZATION's local region",
+            "CrossChannel TRUE: channels max(0, c - floor((LocalSize - 1) / 2)) to min(C - 1, c + "
+            "ceil((LocalSize - 1) / 2)); FALSE: that span in Height and in Width (LocalSize x LocalSize of one "
+            "channel); clipped at the edges",
+            "ONNX's LRN, which ONNX Runtime's DirectML provider maps onto CrossChannel TRUE; the page: \"The "
+            "number of elements to sum over per dimension: Width, Height, and optionally Channel\"."),
+        SilentChoice(
+            "LRN's divisor with CrossChannel FALSE",
+            "Alpha / LocalSize, as the page's formula writes it",
+            "Caffe's WITHIN_CHANNEL LRN divides by LocalSize^2; the page's formula has LocalSize for both "
+            "modes."),
+        SilentChoice(
+            "LRN squares beyond FLOAT32's range (|Input| above ~1.8e19)",
+            "the squares and their sum are FLOAT32 values: inf, so that element gives 0 (NaN for an infinite "
+            "Input; LRN_GRAD likewise) where float64 would give a tiny number",
+            "The formula computed as written in FLOAT32, as REDUCE's SUM_SQUARE and LP_POOLING do; the "
+            "reference models it (tests/reference/normalization/local_response.py).",
+            also=("LOCAL_RESPONSE_NORMALIZATION_GRAD",)),
+    ),
 )
 
 
@@ -158,6 +179,13 @@ LOCAL_RESPONSE_NORMALIZATION_GRAD = OpSpec(
            "the region with CrossChannel TRUE, the element count with FALSE): dmljax reads LocalSize as the "
            "forward page does. " + _LRN_NOTES),
     extra_checks=(_lrn_checks,),
+    silent=(
+        SilentChoice(
+            "LOCAL_RESPONSE_NORMALIZATION_GRAD's formula (the page gives none)",
+            "the LRN formula's derivative: dX = dY D^-Beta - (2 Alpha Beta / LocalSize) X sum over the regions "
+            "holding X of dY X D^(-Beta-1)",
+            "[Gradients](semantics.md#gradients); jax.grad of LRN uses it."),
+    ),
 )
 
 

@@ -17,7 +17,7 @@ from dmljax._src.numerics import load, store
 from dmljax._src.op import operator
 from dmljax._src.ops.normalization.batch import stat_growth
 from dmljax._src.ops.normalization.mean_variance import HALF_NOTE, flushed_output
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, TensorSpec, table
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, SilentChoice, TensorSpec, table
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
 
@@ -69,6 +69,18 @@ LP_NORMALIZATION = OpSpec(
            "as the other normalizations add Epsilon to the Variance. A slice of zeros gives zeros. " + HALF_NOTE +
            " A budget of the axis' size in rounding units (docs/semantics.md#accumulating-operators)."),
     extra_checks=(_lp_checks,),
+    silent=(
+        SilentChoice(
+            "LP_NORMALIZATION's formula and Epsilon's place (the page gives neither)",
+            "Input / (sum(|Input|^P) + Epsilon)^(1/P): P = 2 Input / sqrt(sum(Input^2) + Epsilon), P = 1 Input "
+            "/ (sum(|Input|) + Epsilon); a slice of zeros gives zeros",
+            "As the other normalizations add Epsilon to the Variance, under the root. ONNX's LpNormalization "
+            "has no epsilon; ONNX Runtime passes 1e-5."),
+        SilentChoice(
+            "LP_NORMALIZATION gradient at Input = 0 with P = 1",
+            "sign(0) = 0",
+            "jax's convention for |x|; [Gradients](semantics.md#gradients)."),
+    ),
 )
 
 

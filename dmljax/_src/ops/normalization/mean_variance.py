@@ -23,7 +23,7 @@ from dmljax._src.ops.normalization.batch import (
     EPSILON, FUSED_ACTIVATION, broadcastable, centered_input_grad, moments, same_dimension_count, stat_growth,
     sum_to,
 )
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, TensorSpec, table
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, SilentChoice, TensorSpec, table
 
 __all__ = ["HALF_NOTE", "flushed_output", "mean_variance_normalize"]
 
@@ -186,6 +186,15 @@ MEAN_VARIANCE_NORMALIZATION = OpSpec(
     gradient=_MVN_GRADIENT,
     notes=_MVN_NOTES + " CrossChannel TRUE is MEAN_VARIANCE_NORMALIZATION1's Axes {1, 2, 3}, FALSE its {2, 3}.",
     extra_checks=(_scale_bias_checks(False),),
+    silent=(
+        SilentChoice(
+            "MVN gradients (there is no MVN_GRAD)",
+            "the formula's derivative, BATCH_NORMALIZATION_TRAINING_GRAD's form with dY * Scale (Scale need "
+            "not be constant over the axes); UseMean FALSE drops the mean(dY) term, UseVariance FALSE the "
+            "Coef1 term and the division",
+            "[Gradients](semantics.md#gradients).",
+            also=("MEAN_VARIANCE_NORMALIZATION1", "MEAN_VARIANCE_NORMALIZATION2")),
+    ),
 )
 
 
@@ -211,7 +220,7 @@ _AXES = ParamSpec("Axes", "UINT[]", count="AxisCount",
 _MVN1_ROW = ("1 to 8", FLOAT32_FLOAT16)
 
 
-def _mvn1_record(name: str, summary: str, formula: str, support, params, notes: str) -> OpSpec:
+def _mvn1_record(name: str, summary: str, formula: str, support, params, notes: str, silent: tuple = ()) -> OpSpec:
     return OpSpec(
         enum_name=PREFIX + name,
         summary=summary,
@@ -227,6 +236,7 @@ def _mvn1_record(name: str, summary: str, formula: str, support, params, notes: 
         gradient=_MVN_GRADIENT,
         notes=notes,
         extra_checks=(check_axes, _scale_bias_checks(True)),
+        silent=silent,
     )
 
 
@@ -240,6 +250,13 @@ MEAN_VARIANCE_NORMALIZATION1 = _mvn1_record(
     _MVN_NOTES + (" Before DML_FEATURE_LEVEL_4_0 Scale's and Bias's ChannelCount (dimension 1) must equal the "
                   "InputTensor's. Axes {2, 3} is MEAN_VARIANCE_NORMALIZATION's CrossChannel FALSE, {1, 2, 3} its "
                   "TRUE; the Axes must be distinct (the page is silent)."),
+    silent=(
+        SilentChoice(
+            "Axes of MVN1/MVN2",
+            "distinct, in range, at least one",
+            "The pages are silent; check_axes, as SOFTMAX1/REDUCE.",
+            also=("MEAN_VARIANCE_NORMALIZATION2",)),
+    ),
 )
 
 
@@ -279,6 +296,20 @@ MEAN_VARIANCE_NORMALIZATION2 = _mvn1_record(
                   "NormalizeVariance FALSE. The Axes must be distinct (the page is silent). The fused-activation "
                   "page's list of hosts predates this operator and does not name it: a FusedActivation is "
                   "refused until that list does."),
+    silent=(
+        SilentChoice(
+            "MEAN_VARIANCE_NORMALIZATION2's UseMean and UseVariance (the page: \"TBD\")",
+            "UseMean FALSE: Mean = 0, so Variance = mean(Input^2) (RMS normalization); UseVariance FALSE: no "
+            "division (MVN1's NormalizeVariance FALSE)",
+            "ONNX Runtime's DirectML provider lowers SimplifiedLayerNormalization (RMSNorm) to MVN2 with "
+            "UseMean FALSE and UseVariance TRUE."),
+        SilentChoice(
+            "MEAN_VARIANCE_NORMALIZATION2 with a FusedActivation",
+            "refused (\"supports no fused activation\")",
+            "Its struct has the member, but the fused-activation page's host list (which predates it) does not "
+            "name it; dmljax.fused.FUSION_HOSTS transcribes that list. To accept it, add the operator there "
+            "(see the page slips)."),
+    ),
 )
 
 

@@ -24,7 +24,7 @@ from dmljax._src.ops.pooling.max_pooling import (
     GEOMETRY_NOTE, Window, geometry_checks, pooled_outputs, window_counts, window_of, window_params, window_sum,
     window_sum_transpose,
 )
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, table
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SilentChoice, TensorSpec, table
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
 
@@ -109,7 +109,7 @@ _AVERAGE_FORMULA = ("\n(OutputTensor[n, c, o] = the sum of the padded InputTenso
                     "by the number of those positions inside the InputTensor)")
 
 
-def _average_record(short: str, dilations: bool) -> OpSpec:
+def _average_record(short: str, dilations: bool, silent: tuple = ()) -> OpSpec:
     return OpSpec(
         enum_name=PREFIX + short,
         summary="Averages values across the elements within the sliding window over the input tensor.",
@@ -127,10 +127,48 @@ def _average_record(short: str, dilations: bool) -> OpSpec:
         notes=" ".join((_AVERAGE_NOTES, GEOMETRY_NOTE) + (() if dilations else ("Dilations are 1 (this version has none).",))),
         extra_checks=(geometry_checks("InputTensor"),),
         infer_outputs=pooled_outputs("OutputTensor"),
+        silent=silent,
     )
 
 
-AVERAGE_POOLING = _average_record("AVERAGE_POOLING", False)
+AVERAGE_POOLING = _average_record("AVERAGE_POOLING", False, silent=(
+    SilentChoice(
+        "AVERAGE_POOLING* with IncludePadding FALSE and a window wholly in the padding",
+        "0 / 0 = NaN (with IncludePadding TRUE: 0)",
+        "The divisor counts the elements inside the input, of which there are none; the quotient the formula "
+        "gives. AVERAGE_POOLING_GRAD sends such a window's gradient nowhere.",
+        also=("AVERAGE_POOLING1", "AVERAGE_POOLING_GRAD")),
+    SilentChoice(
+        "AVERAGE_POOLING*'s divisor with IncludePadding TRUE",
+        "prod(WindowSize)",
+        "Every window lies inside the padded input.",
+        also=("AVERAGE_POOLING1", "AVERAGE_POOLING_GRAD")),
+    SilentChoice(
+        "IncludePadding's default",
+        "FALSE",
+        "A zeroed desc's, and ONNX's count_include_pad.",
+        also=("AVERAGE_POOLING1", "AVERAGE_POOLING_GRAD", "QUANTIZED_LINEAR_AVERAGE_POOLING")),
+    SilentChoice(
+        "FLOAT16 AVERAGE/LP/MAX_POOLING_GRAD sums",
+        "in FLOAT32, rounded once (allow_half_precision_computation: FLOAT16)",
+        "[Accumulating operators](semantics.md#accumulating-operators); budgets grow with prod(WindowSize) "
+        "(AVERAGE: prod + 1 units of sum |x| / divisor; LP: 3 + ceil((prod + 2) / P) ULP; MAX_POOLING_GRAD: "
+        "prod units of sum |dY|).",
+        also=("AVERAGE_POOLING1", "AVERAGE_POOLING_GRAD", "LP_POOLING", "LP_POOLING1", "MAX_POOLING_GRAD")),
+    SilentChoice(
+        "Order of the additions (AVERAGE, LP, the *_GRAD sums)",
+        "XLA's; jax.grad and the *_GRAD operator are the same function but may round 1 ULP apart when compiled "
+        "into different programs (XLA moved a division by a scalar divisor across the sums)",
+        "DirectML does not document the order ([Accumulating operators](semantics.md#accumulating-operators)): "
+        "within the budget.",
+        also=("AVERAGE_POOLING1", "AVERAGE_POOLING_GRAD", "LP_POOLING", "LP_POOLING1", "MAX_POOLING_GRAD")),
+    SilentChoice(
+        "Arrays' defaults (Strides, WindowSize, StartPadding, EndPadding, Dilations)",
+        "required",
+        "The pages give none and the arrays are not `_Maybenull_`.",
+        also=("AVERAGE_POOLING1", "LP_POOLING", "LP_POOLING1", "MAX_POOLING", "MAX_POOLING1", "MAX_POOLING2",
+              "AVERAGE_POOLING_GRAD", "MAX_POOLING_GRAD", "QUANTIZED_LINEAR_AVERAGE_POOLING")),
+))
 AVERAGE_POOLING1 = _average_record("AVERAGE_POOLING1", True)
 
 
@@ -323,7 +361,7 @@ _LP_GRADIENT = (
     "LP_POOLING_GRAD.")
 
 
-def _lp_record(short: str, dilations: bool) -> OpSpec:
+def _lp_record(short: str, dilations: bool, silent: tuple = ()) -> OpSpec:
     return OpSpec(
         enum_name=PREFIX + short,
         summary=("Computes the Lp-normalized value across the elements within the sliding window over the input "
@@ -344,10 +382,35 @@ def _lp_record(short: str, dilations: bool) -> OpSpec:
         notes=" ".join((_LP_NOTES, GEOMETRY_NOTE) + (() if dilations else ("Dilations are 1 (this version has none).",))),
         extra_checks=(geometry_checks("InputTensor"), _p_rule),
         infer_outputs=pooled_outputs("OutputTensor"),
+        silent=silent,
     )
 
 
-LP_POOLING = _lp_record("LP_POOLING", False)
+LP_POOLING = _lp_record("LP_POOLING", False, silent=(
+    SilentChoice(
+        "LP_POOLING's formula `Y = (X1^P + ... + Xn^P) ^ (1/P)`",
+        "read with absolute values, (|X1|^P + ... + |Xn|^P)^(1/P)",
+        "The page calls it \"the Lp-normalized value\", \"the L1 or L2 normalization\"; ONNX's LpPool (which "
+        "ONNX Runtime's DirectML provider maps onto it) is the norm. The literal formula would be a plain sum "
+        "for P = 1 and NaN for an odd P over a negative sum.",
+        also=("LP_POOLING1",)),
+    SilentChoice(
+        "LP_POOLING P = 0",
+        "ValidationError",
+        "1/P.",
+        also=("LP_POOLING1",)),
+    SilentChoice(
+        "LP_POOLING P's default",
+        "2",
+        "ONNX's LpPool; a zeroed desc's 0 is refused.",
+        also=("LP_POOLING1",)),
+    SilentChoice(
+        "LP_POOLING gradient (DirectML has no LP_POOLING_GRAD)",
+        "dX = sum over the windows holding X of dY sign(X) (|X| / Y)^(P-1); 0 where Y = 0 and at X = 0 for P = "
+        "1",
+        "The derivative of the norm, NaN-free.",
+        also=("LP_POOLING1",)),
+))
 LP_POOLING1 = _lp_record("LP_POOLING1", True)
 
 

@@ -31,7 +31,7 @@ from dmljax._src.kernel_seam import choose
 from dmljax._src.kernels.max_pooling import MAX_POOLING_VALUES, max_pool_values
 from dmljax._src.numerics import flush_denormals, is_nan, load, mark_flushed, store
 from dmljax._src.op import operator
-from dmljax._src.spec import OpSpec, PageSlip, ParamSpec, SameDataType, SameSizes, TensorSpec, table
+from dmljax._src.spec import OpSpec, PageSlip, ParamSpec, SameDataType, SameSizes, SilentChoice, TensorSpec, table
 from dmljax._src.validate import MAX_ELEMENTS, TensorInfo
 from dmljax._src.window import array_violations, fit_violations, spread_windows, windows_per_dimension
 
@@ -435,7 +435,7 @@ def _max_tables(*levels, indices: bool):
     return tuple(out)
 
 
-def _max_record(short: str, first: str, dilations: bool, indices: bool) -> OpSpec:
+def _max_record(short: str, first: str, dilations: bool, indices: bool, silent: tuple = ()) -> OpSpec:
     tensors = (TensorSpec("InputTensor", "input"), TensorSpec("OutputTensor", "output"))
     if indices:
         tensors += (TensorSpec("OutputIndicesTensor", "output", optional=True, default_data_type=DataType.UINT32),)
@@ -455,11 +455,50 @@ def _max_record(short: str, first: str, dilations: bool, indices: bool) -> OpSpe
                         "" if dilations else "Dilations are 1 (this version has none).")).replace("  ", " "),
         extra_checks=(geometry_checks("InputTensor"),),
         infer_outputs=pooled_outputs("OutputTensor", *(("OutputIndicesTensor",) if indices else ())),
+        silent=silent,
     )
 
 
-MAX_POOLING = _max_record("MAX_POOLING", "1.0", dilations=False, indices=False)
-MAX_POOLING1 = _max_record("MAX_POOLING1", "2.0", dilations=False, indices=True)
+MAX_POOLING = _max_record("MAX_POOLING", "1.0", dilations=False, indices=False, silent=(
+    SilentChoice(
+        "MAX_POOLING* and the padding",
+        "padding elements are never selected; a window lying wholly in the padding gives -inf (the type's "
+        "minimum for integers) and the index 2^32 - 1 (2^64 - 1 for UINT64 indices), which names no element",
+        "The pages never say what the padding holds for a maximum. ONNX's MaxPool, which ONNX Runtime's "
+        "DirectML provider maps onto these operators, ignores its padding; -inf is the maximum's identity.",
+        also=("MAX_POOLING1", "MAX_POOLING2")),
+    SilentChoice(
+        "MAX_POOLING* order: NaN, signed zeros, FLOAT32 denormals",
+        "NaN below every number (a window's maximum is NaN only when all its elements are NaN); -0 below +0; "
+        "FLOAT32 denormals read as zeros of their sign, so a denormal maximum comes out as a zero; the value "
+        "is bit-exact (REDUCE's MAX over the window)",
+        "[Minimum and maximum](semantics.md#minimum-and-maximum) (maxNum) and 8; -0 below +0 as "
+        "ELEMENT_WISE_MAX and REDUCE's MAX.",
+        also=("MAX_POOLING1", "MAX_POOLING2")),
+))
+MAX_POOLING1 = _max_record("MAX_POOLING1", "2.0", dilations=False, indices=True, silent=(
+    SilentChoice(
+        "MAX_POOLING1/2 ties (\"the first value encountered\")",
+        "the lowest index: the first in row-major order of the window; \"equal\" means equal as read (a "
+        "FLOAT32 denormal equals the zero of its sign; -0 and +0 are not equal, +0 wins)",
+        "The MAX_POOLING_GRAD page says \"the lowest logical element index\", which is also the first in "
+        "row-major window order.",
+        also=("MAX_POOLING2",)),
+    SilentChoice(
+        "MAX_POOLING1/2 index layout",
+        "n * C * prod(spatial) + c * prod(spatial) + the row-major spatial position: the whole InputTensor as "
+        "\"a contiguous one-dimensional array\", N and C included, whatever its strides",
+        "The page's words; the MAX_POOLING_GRAD page's example (indices 4, 4, 7, 8 of a 3 x 3 input) counts "
+        "so.",
+        also=("MAX_POOLING2",)),
+    SilentChoice(
+        "MAX_POOLING1/2's optional OutputIndicesTensor",
+        "the Python function always returns (output, output_indices); a desc without OutputIndicesTensor "
+        "(compile_operator) gets the values alone",
+        "A Python function returns a fixed tuple; the indices are a second pass (a reduce_window over (key, "
+        "position) pairs), which XLA drops inside a caller's jit where they are unused.",
+        also=("MAX_POOLING2",)),
+))
 MAX_POOLING2 = _max_record("MAX_POOLING2", "2.1", dilations=True, indices=True)
 
 
@@ -556,6 +595,16 @@ MAX_POOLING_GRAD = OpSpec(
         "The page's DimensionCount text ('only supports 4D tensors, the only valid value ... is 2') predates its "
         "DML_FEATURE_LEVEL_4_0 table, which adds 5-D: the table is followed.", GEOMETRY_NOTE)),
     extra_checks=(geometry_checks("InputTensor", "InputGradientTensor", "input_gradient"),),
+    silent=(
+        SilentChoice(
+            "MAX_POOLING_GRAD's InputGradientTensor Sizes (\"typically\" the forward output's)",
+            "must be the pooled Sizes of the InputTensor (ValidationError otherwise)",
+            "No other Sizes has a meaning."),
+        SilentChoice(
+            "MAX_POOLING_GRAD: NaN and signed zeros",
+            "the forward MAX_POOLING2's selection exactly (the same function)",
+            "The gradient goes where the forward index points."),
+    ),
 )
 
 
@@ -627,6 +676,22 @@ MAX_UNPOOLING = OpSpec(
              "and the feature-level history introduce the operator in DML_FEATURE_LEVEL_2_0, which the record "
              "follows with that table.")),
     infer_outputs=_unpooled,
+    silent=(
+        SilentChoice(
+            "MAX_UNPOOLING: an index past the OutputTensor (MAX_POOLING's 2^32 - 1, or any other)",
+            "writes nothing",
+            "Value checks are opt-in, like DirectML's debug layer; never a crash or a wrapped write."),
+        SilentChoice(
+            "MAX_UNPOOLING: several input elements with one index",
+            "the first in row-major order of the InputTensor is written (and gets the gradient), on every "
+            "backend",
+            "Overlapping max-pooling windows that chose one element carry the same value; a scatter's \"last "
+            "writer\" is not deterministic on a GPU."),
+        SilentChoice(
+            "MAX_UNPOOLING OutputTensor",
+            "output_sizes= (required), 4-D like the InputTensor; N and C free",
+            "The page gives only \"the same number of dimensions as the input tensor\"."),
+    ),
 )
 
 

@@ -40,7 +40,7 @@ from dmljax._src.numerics import (
     store,
 )
 from dmljax._src.op import operator
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, table
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SilentChoice, TensorSpec, table
 from dmljax._src.validate import TensorInfo
 
 __all__ = ["MAX_SAMPLES_PER_OUTPUT", "align_grad"]
@@ -135,6 +135,30 @@ ROI_POOLING = OpSpec(
            "to 46340, so the integer bin arithmetic is exact in INT32."),
     extra_checks=(_pooling_checks,),
     infer_outputs=_pooled,
+    silent=(
+        SilentChoice(
+            "ROI_POOLING's round() and divisions",
+            "C's: round halves away from zero (on the FLOAT32 product), integer division truncates toward "
+            "zero; a bin is [Start, End) after clamping both to [0, size]",
+            "The page's pseudo-code is C-like; Caffe's and ONNX's MaxRoiPool do the same."),
+        SilentChoice(
+            "ROI_POOLING empty bin, BatchID outside the batch",
+            "0 (BatchID truncated toward zero first; NaN is outside)",
+            "Caffe's and ONNX's MaxRoiPool give 0 for an empty bin; a region reading nothing is all empty "
+            "bins."),
+        SilentChoice(
+            "ROI_POOLING maximum and gradient",
+            "maxNum (NaN skipped, all NaN gives NaN, +0 above -0), the element's own value; dY to the first "
+            "maximum in row-major order (lowest y, then x), summed where bins overlap (FLOAT16 in FLOAT32); "
+            "the ROI gets 0",
+            "[Minimum and maximum](semantics.md#minimum-and-maximum), [Gradients](semantics.md#gradients) and "
+            "[Accumulating operators](semantics.md#accumulating-operators). The coordinates are rounded: the "
+            "output is piecewise constant in them."),
+        SilentChoice(
+            "ROI_POOLING bounds of the integer arithmetic",
+            "rounded coordinates clamped to ±2^24; PooledSize entries at most 46340 (ValidationError above)",
+            "float32 holds every integer up to 2^24; the bins' INT32 arithmetic is then exact."),
+    ),
 )
 
 
@@ -611,6 +635,92 @@ ROI_ALIGN = OpSpec(
     **_ALIGN_ACCURACY_AND_GRADIENT,
     notes="ROI_ALIGN1 with InputPixelOffset 0.5, OutputPixelOffset -0.5, AlignRegionsToCorners FALSE. " + _SAMPLING,
     extra_checks=(_align_checks,),
+    silent=(
+        SilentChoice(
+            "ROI_ALIGN/ROI_ALIGN1 samples per output element (the page: `clamp(scaledRegionSize / outputSize, "
+            "Minimum, Maximum)`)",
+            "`clamp(ceil(|scaledRegionSize| / outputSize), MinimumSamplesPerOutput, MaximumSamplesPerOutput)` "
+            "per region and axis",
+            "A count must be an integer: the ceiling is ONNX's and Caffe2's adaptive count, which ONNX "
+            "Runtime's DirectML provider maps to Minimum 1 / Maximum UINT32_MAX; the magnitude makes an "
+            "inverted region the exact mirror of the upright one, as the page promises.",
+            also=("ROI_ALIGN1",)),
+        SilentChoice(
+            "ROI_ALIGN/ROI_ALIGN1 under jit (the count depends on the ROI values)",
+            "MaximumSamplesPerOutput is the static bound: that many sample positions per axis, those past the "
+            "region's count masked off (exact for every count the descriptor allows); MaximumSamplesPerOutput "
+            "above 64 is a ValidationError naming the bound, with the tip to pass the largest count the "
+            "regions need",
+            "Shapes must be static under jit. AVERAGE is summed axis by axis (work linear in the bound), MAX "
+            "compares every sample pair (quadratic). ONNX Runtime's \"adaptive\" UINT32_MAX has no static "
+            "equivalent.",
+            also=("ROI_ALIGN1",)),
+        SilentChoice(
+            "MinimumSamplesPerOutput 0, or above MaximumSamplesPerOutput",
+            "ValidationError",
+            "\"Regions can be empty, meaning that all output pixels come from the single input coordinate\": "
+            "at least one sample.",
+            also=("ROI_ALIGN1",)),
+        SilentChoice(
+            "ROI_ALIGN coordinate arithmetic",
+            "FLOAT32 in the page's order (scaled = ROI * SpatialScale, size = scaled2 - scaled1, count, scale "
+            "= size / (outputSize * count), input = (sample - OutputPixelOffset) * scale + scaled1 - "
+            "InputPixelOffset); FLOAT16 ROIs widened; the interpolation and reduction in FLOAT32 (FLOAT16 "
+            "rounded once)",
+            "The members are C floats; DirectML's shaders compute coordinates in float32. The one multiply-add "
+            "may be fused or not ([Fused multiply-add](semantics.md#fused-multiply-add)): the reference's "
+            "coordinate term in the budget covers it.",
+            also=("ROI_ALIGN1", "ROI_ALIGN_GRAD")),
+        SilentChoice(
+            "A ROI_ALIGN sample off the input (OutOfBoundsInputValue)",
+            "a sample whose coordinate is below -0.5 or above size - 0.5 (the outer edges of the outermost "
+            "pixels) reads OutOfBoundsInputValue, whole; inside, LINEAR reads the floor and ceil elements "
+            "clamped to the edge",
+            "The page: \"the value to read ... when the ROIs are outside the bounds ... bigger than InputWidth "
+            "and InputHeight\" (in ROI_ALIGN's half-pixel coordinates, the bounds [0, Width]); ROI_ALIGN_GRAD "
+            "has no OutOfBoundsInputValue, so reading it per element (blended at the edges) would make its ROI "
+            "gradient depend on a value it is not given; ONNX's conformance samples at -0.05 read the edge "
+            "pixel. TensorFlow's CropAndResize extrapolates from [0, size - 1] instead: the half-pixel bands "
+            "differ.",
+            also=("ROI_ALIGN1",)),
+        SilentChoice(
+            "ROI_ALIGN LINEAR taps",
+            "floor and ceil of the coordinate (one element at an integer coordinate), weighted by the fraction",
+            "ROI_ALIGN_GRAD's pseudo-code (topYIndex = floor, bottomYIndex = ceil); so the ROI gradient is 0 "
+            "at integer coordinates, as there.",
+            also=("ROI_ALIGN1", "ROI_ALIGN_GRAD")),
+        SilentChoice(
+            "ROI_ALIGN NEAREST_NEIGHBOR ties",
+            "to even (HLSL's round)",
+            "The ROI_ALIGN_GRAD page's example needs 0.5 -> 0 and 2.5 -> 2, which rules out halves up and away "
+            "from zero; halves down would fit it too.",
+            also=("ROI_ALIGN1", "ROI_ALIGN_GRAD")),
+        SilentChoice(
+            "ROI_ALIGN MAX: ties, NaN",
+            "the first largest sample in the page's loop order (sampleX outer, sampleY inner) gets the "
+            "gradient; NaN samples skipped (maxNum), all NaN gives NaN",
+            "[Minimum and maximum](semantics.md#minimum-and-maximum) and [Gradients](semantics.md#gradients): "
+            "strict comparisons, maxNum.",
+            also=("ROI_ALIGN1", "ROI_ALIGN_GRAD")),
+        SilentChoice(
+            "ROI_ALIGN batch index outside [0, BatchCount) (\"undefined\")",
+            "every sample of the region reads OutOfBoundsInputValue; no gradient",
+            "Reading outside the InputTensor is what OutOfBoundsInputValue is for; never a crash or a wrapped "
+            "read.",
+            also=("ROI_ALIGN1", "ROI_ALIGN_GRAD")),
+        SilentChoice(
+            "ROI_ALIGN NaN / infinite coordinates or SpatialScale",
+            "NaN coordinates give NaN (not \"out of bounds\"); infinite ones are off the input",
+            "NaN propagates rather than being hidden by OutOfBoundsInputValue.",
+            also=("ROI_ALIGN1", "ROI_ALIGN_GRAD")),
+        SilentChoice(
+            "ROI_ALIGN/ROI_ALIGN1 defaults (the pages give none)",
+            "ReductionFunction and InterpolationMode required; SpatialScaleX/Y 1.0; OutOfBoundsInputValue 0.0 "
+            "(ONNX Runtime's); Minimum = Maximum = 1; InputPixelOffset 0.5, OutputPixelOffset -0.5, "
+            "AlignRegionsToCorners FALSE (\"the same behavior as ROI_ALIGN\")",
+            "A zeroed desc's Maximum 0 is not a valid count.",
+            also=("ROI_ALIGN1",)),
+    ),
 )
 
 
@@ -669,6 +779,22 @@ ROI_ALIGN1 = OpSpec(
            "region's corners (TensorFlow's CropAndResize, which tensorflow-directml maps to this operator); "
            "a single sample along an axis then sits at the region's centre, as CropAndResize's crop of 1."),
     extra_checks=(_align_checks,),
+    silent=(
+        SilentChoice(
+            "ROI_ALIGN1's sample loop (\"for sampleX from outputTensorSampleX to <= outputTensorSampleX + "
+            "inputSamplesPerOutputSampleX\")",
+            "samples `o * samples + k`, `k < samples`",
+            "The inclusive bound takes one sample of the next output element, which the ROI_ALIGN_GRAD page's "
+            "example rules out (its outputs would mix rows)."),
+        SilentChoice(
+            "ROI_ALIGN1 AlignRegionsToCorners (no formula on the page)",
+            "the page's formula with outputSampleToInputScale = size / (outputSize * samples - 1); a single "
+            "sample along an axis sits at the region's centre",
+            "\"Stretched out to the very corners of the region\": with OutputPixelOffset 0 the first and last "
+            "samples land on the corners. It is TensorFlow's CropAndResize (crop of 1: the centre), which "
+            "tensorflow-directml maps onto ROI_ALIGN1 with these settings; tests/ops/pooling/test_roi.py "
+            "checks both values and box gradients against TensorFlow's kernels."),
+    ),
 )
 
 
@@ -780,6 +906,28 @@ ROI_ALIGN_GRAD = OpSpec(
            "the OutputROIGradientTensor, which needs the input's values, is NaN. " + _SAMPLING),
     extra_checks=(_grad_checks,),
     infer_outputs=_grad_outputs,
+    silent=(
+        SilentChoice(
+            "ROI_ALIGN_GRAD's optional outputs",
+            "both are returned, (output_gradient, output_roi_gradient); without the InputTensor (AVERAGE only) "
+            "output_gradient_sizes= gives the OutputGradientTensor's Sizes and the OutputROIGradientTensor is "
+            "NaN",
+            "A Python function returns a fixed tuple; the ROI gradient needs the input's values (the page "
+            "requires the InputTensor when that output is supplied); NaN is never mistaken for a gradient."),
+        SilentChoice(
+            "ROI_ALIGN_GRAD's OutputROIGradientTensor",
+            "the exact derivative of the forward output with respect to [x1, y1, x2, y2] through every "
+            "sample's coordinate: d/dx1 = SpatialScaleX (1 - t / N), d/dx2 = SpatialScaleX t / N (t = sample - "
+            "OutputPixelOffset, N the samples across the region, N - 1 with corners)",
+            "The page's pseudo-code is a summary for one sample whose factors \"(inputWidth - "
+            "inputGradientCoordinate.x)\" and \"inputGradientCoordinate.x\" leave out the scales; the "
+            "derivative is TensorFlow's CropAndResizeGradBoxes for tensorflow-directml's settings."),
+        SilentChoice(
+            "ROI_ALIGN_GRAD with MAX (no OutOfBoundsInputValue member)",
+            "MAX chooses among the samples as a forward pass whose OutOfBoundsInputValue is 0; jax.grad of "
+            "ROI_ALIGN/ROI_ALIGN1 uses the forward's own value",
+            "The choice decides which sample gets dY where a sample off the input could be the largest."),
+    ),
 )
 
 

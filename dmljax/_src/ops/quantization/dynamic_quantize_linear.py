@@ -17,7 +17,7 @@ from dmljax._src.dtypes import FLOAT32, FLOAT32_FLOAT16, INT8_UINT8, DataType
 from dmljax._src.linear_quantization import divide, integer_range, quantize_values
 from dmljax._src.numerics import is_nan, load, max_num, min_num, store
 from dmljax._src.op import operator
-from dmljax._src.spec import OpSpec, SameDataType, TensorSpec, table
+from dmljax._src.spec import OpSpec, SameDataType, SilentChoice, TensorSpec, table
 from dmljax._src.validate import TensorInfo
 
 __all__ = ["dynamic_quantize_linear"]
@@ -85,6 +85,15 @@ DYNAMIC_QUANTIZE_LINEAR = OpSpec(
            "OutputScale +inf: OutputZeroPoint is then Min (NaN from -inf / inf saturates to Min) and every "
            "output element Min."),
     infer_outputs=_outputs,
+    silent=(
+        SilentChoice(
+            "DYNAMIC_QUANTIZE_LINEAR",
+            "ONNX's formula (the page's formula block holds two lines of QLinearAdd's page): range widened to "
+            "include 0, NaN skipped, every step one FLOAT32 rounding, zero point rounded halves to even and "
+            "saturated; an empty range (all 0) gives scale 1 and outputs Min; INT8 is asymmetric over "
+            "-128..127",
+            "ONNX defines UINT8 only; scale 1 is ONNX Runtime's kernel's choice and keeps NaN out."),
+    ),
 )
 
 

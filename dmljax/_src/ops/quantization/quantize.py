@@ -27,7 +27,7 @@ from dmljax._src.enums import QuantizationType
 from dmljax._src.errors import Violation
 from dmljax._src.linear_quantization import dequantize_values, quantize_values, scale_violations
 from dmljax._src.op import operator
-from dmljax._src.spec import INFERRED, OpSpec, ParamSpec, TensorSpec, table
+from dmljax._src.spec import INFERRED, OpSpec, ParamSpec, SilentChoice, TensorSpec, table
 from dmljax._src.validate import TensorInfo
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
@@ -206,6 +206,15 @@ QUANTIZE = OpSpec(
     extra_checks=(_quantization_checks("InputTensor", "OutputTensor"),),
     value_checks=(_scale_values,),
     infer_outputs=_quantized,
+    silent=(
+        SilentChoice(
+            "QUANTIZE / DEQUANTIZE (pages \"TBD\")",
+            "ONNX's QuantizeLinear/DequantizeLinear; QuantizationTensors is `[scale]` (SCALE) or `[scale, "
+            "zero_point]` (SCALE_ZERO_POINT); DML_QUANTIZATION_TYPE_NONE refused",
+            "The pages' descs and tables only; ONNX Runtime's DirectML provider maps ONNX's operators onto "
+            "them.",
+            also=("DEQUANTIZE",)),
+    ),
 )
 
 

@@ -13,7 +13,7 @@ from dmljax._src.errors import Violation
 from dmljax._src.linear_quantization import quantize_values, scale_violations
 from dmljax._src.op import operator
 from dmljax._src.ops.quantization.dequantize_linear import zero_point_checks
-from dmljax._src.spec import INFERRED, OpSpec, SameDataType, SameSizes, TensorSpec, table
+from dmljax._src.spec import INFERRED, OpSpec, SameDataType, SameSizes, SilentChoice, TensorSpec, table
 from dmljax._src.validate import TensorInfo
 
 __all__ = ["element_wise_quantize_linear", "scale_type_checks"]
@@ -98,6 +98,69 @@ ELEMENT_WISE_QUANTIZE_LINEAR = OpSpec(
     extra_checks=(zero_point_checks, scale_type_checks),
     value_checks=(_scale_values,),
     infer_outputs=_output,
+    silent=(
+        SilentChoice(
+            "Quantization's `round` and saturation (every quantizing operator)",
+            "halves to even; the zero point added to the rounded quotient, then saturated to the output type's "
+            "range by minNum/maxNum: NaN becomes Min, ±inf Max/Min",
+            "ONNX's QuantizeLinear (\"ties to even\", \"saturate\"); dmljax's min/max rule for NaN.",
+            also=("QUANTIZE", "DYNAMIC_QUANTIZE_LINEAR", "ELEMENT_WISE_QUANTIZED_LINEAR_ADD",
+                  "QUANTIZED_LINEAR_MATRIX_MULTIPLY", "QUANTIZED_LINEAR_CONVOLUTION",
+                  "QUANTIZED_LINEAR_AVERAGE_POOLING")),
+        SilentChoice(
+            "`value / scale` in quantization",
+            "the correctly rounded FLOAT32 quotient on every backend: the backend's quotient corrected twice "
+            "by its exact residual",
+            "XLA rewrites a division by a broadcast scale into a product with the reciprocal on the CPU (7% of "
+            "quotients off by a bit, -127.49999 becoming -127.5) and approximates division on the GPU (28% off "
+            "on an H200): a quotient near a half would round to another integer.",
+            also=("QUANTIZE", "DYNAMIC_QUANTIZE_LINEAR", "ELEMENT_WISE_QUANTIZED_LINEAR_ADD",
+                  "QUANTIZED_LINEAR_MATRIX_MULTIPLY", "QUANTIZED_LINEAR_CONVOLUTION",
+                  "QUANTIZED_LINEAR_AVERAGE_POOLING")),
+        SilentChoice(
+            "A quantization scale of 0, NaN, ±inf or a FLOAT32 denormal",
+            "ValidationError where the scale's values are known at the call (NumPy arrays, JAX arrays outside "
+            "a trace), for the scales that quantize or requantize (ELEMENT_WISE_QUANTIZE_LINEAR, QUANTIZE and "
+            "DEQUANTIZE, every scale of QUANTIZED_LINEAR_MATRIX_MULTIPLY, _CONVOLUTION and _AVERAGE_POOLING, "
+            "QLinearAdd's output scale); scales that only multiply (ELEMENT_WISE_DEQUANTIZE_LINEAR, "
+            "MATRIX_MULTIPLY_INTEGER_TO_FLOAT, QLinearAdd's input scales) give IEEE's products; traced: IEEE "
+            "arithmetic (`x / 0` saturates to Max/Min, 0/0 and NaN give Min, an infinite scale gives the zero "
+            "point; DEQUANTIZE's product is IEEE's)",
+            "The pages call a scale of 0 undefined; a known value can be refused, a traced one can only be "
+            "given a defined result.",
+            also=("ELEMENT_WISE_DEQUANTIZE_LINEAR", "ELEMENT_WISE_QUANTIZED_LINEAR_ADD", "QUANTIZE",
+                  "DEQUANTIZE", "MATRIX_MULTIPLY_INTEGER_TO_FLOAT", "QUANTIZED_LINEAR_MATRIX_MULTIPLY",
+                  "QUANTIZED_LINEAR_CONVOLUTION", "QUANTIZED_LINEAR_AVERAGE_POOLING")),
+        SilentChoice(
+            "Zero points absent, per tensor, per axis, per block",
+            "absent: 0; per tensor or per axis: a broadcast tensor of the input's Sizes (zero strides); "
+            "QUANTIZE/DEQUANTIZE: each quantization tensor's size along a dimension equal to the input's or a "
+            "divisor of it, a divisor giving blocks of consecutive elements (ragged last blocks refused)",
+            "How DirectML expresses per-axis and blocked scales, and how ONNX Runtime's DirectML provider "
+            "binds MatMulNBits' scales.",
+            also=("ELEMENT_WISE_DEQUANTIZE_LINEAR", "ELEMENT_WISE_QUANTIZED_LINEAR_ADD", "QUANTIZE",
+                  "DEQUANTIZE", "MATRIX_MULTIPLY_INTEGER", "QUANTIZED_LINEAR_MATRIX_MULTIPLY",
+                  "MATRIX_MULTIPLY_INTEGER_TO_FLOAT", "CONVOLUTION_INTEGER", "QUANTIZED_LINEAR_CONVOLUTION",
+                  "QUANTIZED_LINEAR_AVERAGE_POOLING")),
+        SilentChoice(
+            "Quantizing operators' output type",
+            "the zero point's; without one, `output_data_type=` (UINT8 by default for QUANTIZE, "
+            "ELEMENT_WISE_QUANTIZE_LINEAR and DYNAMIC_QUANTIZE_LINEAR, as ONNX; the A input's type for the "
+            "QUANTIZED_LINEAR_* operators)",
+            "ONNX's defaults; a desc's OutputTensor names the type in DxDispatch.",
+            also=("ELEMENT_WISE_QUANTIZED_LINEAR_ADD", "DYNAMIC_QUANTIZE_LINEAR", "QUANTIZE",
+                  "QUANTIZED_LINEAR_MATRIX_MULTIPLY", "QUANTIZED_LINEAR_CONVOLUTION",
+                  "QUANTIZED_LINEAR_AVERAGE_POOLING")),
+        SilentChoice(
+            "Gradients through quantization",
+            "integer outputs and inputs get float0; DEQUANTIZE(_LINEAR) and MATRIX_MULTIPLY_INTEGER_TO_FLOAT "
+            "differentiate with respect to their scales; `dmljax.quantize_dequantize` (a composition, not a "
+            "DirectML operator) gives the straight-through estimator (dY where `round(x / s) + zp` lies in "
+            "[Min, Max], else 0), DirectML's forward bits unchanged",
+            "Training with fake quantization needs a gradient that the rounding does not have.",
+            also=("ELEMENT_WISE_DEQUANTIZE_LINEAR", "QUANTIZE", "DEQUANTIZE", "DYNAMIC_QUANTIZE_LINEAR",
+                  "MATRIX_MULTIPLY_INTEGER_TO_FLOAT")),
+    ),
 )
 
 

@@ -15,7 +15,7 @@ from dmljax._src.errors import Violation
 from dmljax._src.linear_quantization import exact_difference, quantize_values, scale_violations
 from dmljax._src.numerics import load
 from dmljax._src.op import operator
-from dmljax._src.spec import INFERRED, OpSpec, SameDataType, SameSizes, TensorSpec, snake_case, table
+from dmljax._src.spec import INFERRED, OpSpec, SameDataType, SameSizes, SilentChoice, TensorSpec, snake_case, table
 from dmljax._src.validate import TensorInfo
 
 __all__ = ["element_wise_quantized_linear_add"]
@@ -116,6 +116,18 @@ ELEMENT_WISE_QUANTIZED_LINEAR_ADD = OpSpec(
     extra_checks=(_one_element_checks,),
     value_checks=(_output_scale_values,),
     infer_outputs=_output,
+    silent=(
+        SilentChoice(
+            "Requantization (QUANTIZED_LINEAR_MATRIX_MULTIPLY, QUANTIZED_LINEAR_CONVOLUTION, "
+            "ELEMENT_WISE_QUANTIZED_LINEAR_ADD, QUANTIZED_LINEAR_AVERAGE_POOLING)",
+            "the INT32 sum (plus an exact INT32 bias) rounded once to FLOAT32, times the input scales' FLOAT32 "
+            "product, then quantized by the output scale; QLinearAdd dequantizes each input with one rounding "
+            "(no FMA) before the sum; QLinearAveragePool divides the exact window sum as AVERAGE_POOLING does "
+            "(an empty window gives NaN, so Min)",
+            "ONNX's definitions with each step rounded once, so that every backend gives the same bits.",
+            also=("QUANTIZED_LINEAR_MATRIX_MULTIPLY", "QUANTIZED_LINEAR_CONVOLUTION",
+                  "QUANTIZED_LINEAR_AVERAGE_POOLING")),
+    ),
 )
 
 

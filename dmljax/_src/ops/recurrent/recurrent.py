@@ -35,7 +35,7 @@ from dmljax._src.fused import FusedActivation
 from dmljax._src.numerics import compute_dtype, load, max_num, min_num
 from dmljax._src.op import operator
 from dmljax._src.ops.factories import apply_fused
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, table
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SilentChoice, TensorSpec, table
 from dmljax._src.validate import TensorInfo
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
@@ -202,7 +202,7 @@ _NUMERICS_NOTE = (
 
 
 def _record(short: str, summary: str, formula: str, inputs: tuple, outputs: tuple, params: tuple,
-            gradient: str, notes: str) -> OpSpec:
+            gradient: str, notes: str, silent: tuple = ()) -> OpSpec:
     names = [t.dml_name for t in inputs + outputs]
     row = {n: ("4", U32 if n == "SequenceLengthsTensor" else FLOAT32_FLOAT16) for n in names}
     return OpSpec(
@@ -221,6 +221,7 @@ def _record(short: str, summary: str, formula: str, inputs: tuple, outputs: tupl
         extra_checks=(_shape_checks(short),),
         value_checks=(_lengths_within,),
         infer_outputs=_outputs(short),
+        silent=silent,
     )
 
 
@@ -256,6 +257,60 @@ RNN = _record(
     notes=(_LAYOUT_NOTE.format(order="i (G = 1)", cell="", cello="") + _NUMERICS_NOTE.format(c="")
            + _LENGTHS_NOTE + " The page calls RecurrenceTensor 'an optional tensor' but types it as required "
            "(no _Maybenull_) and its table lists it as an Input: it is required."),
+    silent=(
+        SilentChoice(
+            "RNN, LSTM, GRU: the equations",
+            "ONNX's RNN, LSTM and GRU equations, with their gate orders (RNN i; LSTM i, o, f, c; GRU z, r, h)",
+            "The pages' equations are images that the reference pages lack; ONNX Runtime's DirectML provider "
+            "maps ONNX's nodes onto these operators with the same gate orders.",
+            also=("LSTM", "GRU")),
+        SilentChoice(
+            "RNN, LSTM, GRU: layouts",
+            "ONNX's 3-D tensors with a leading 1: X {1, seq, batch, input}, W {1, dirs, G * hidden, input}, R "
+            "{1, dirs, G * hidden, hidden}, B {1, 1, dirs, 2 * G * hidden} = [Wb, Rb], initial states {1, "
+            "dirs, batch, hidden}, P {1, 1, dirs, 3 * hidden} (Pi, Po, Pf)",
+            "The pages give these Sizes; the order of W's rows and B's halves is ONNX's.",
+            also=("LSTM", "GRU")),
+        SilentChoice(
+            "RNN, LSTM, GRU: ActivationDescs left out",
+            "ONNX's defaults, per direction: RNN Tanh; LSTM Sigmoid, Tanh, Tanh; GRU Sigmoid, Tanh",
+            "The pages require the descs and give no default.",
+            also=("LSTM", "GRU")),
+        SilentChoice(
+            "RNN, LSTM, GRU: which activations",
+            "The element-wise activations any host may fuse (LINEAR, SIGMOID, HARD_SIGMOID, TANH, SCALED_TANH, "
+            "RELU, LEAKY_RELU, THRESHOLDED_RELU, ELU, CELU, SCALED_ELU, SOFTPLUS, PARAMETRIC_SOFTPLUS, "
+            "SOFTSIGN, IDENTITY, SHRINK, GELU), each with its own record's members",
+            "The pages say \"activation operators\" without a list; ONNX's recurrent activations are all among "
+            "these.",
+            also=("LSTM", "GRU")),
+        SilentChoice(
+            "RNN, LSTM, GRU: SequenceLengthsTensor",
+            "ONNX Runtime's rules: zeros in OutputSequenceTensor at and past each sequence's length; the "
+            "single outputs hold the last step run (the backward direction starts at the sequence's own last "
+            "valid step, so its last step is step 0); a length of 0 gives zero states; a length above "
+            "seq_length is refused where known, clamped inside a trace",
+            "The pages only say each batch entry has its own length.",
+            also=("LSTM", "GRU")),
+        SilentChoice(
+            "RNN, LSTM, GRU: FLOAT16",
+            "Products FLOAT16 x FLOAT16 accumulated in FLOAT32, gates in FLOAT32, the states rounded to "
+            "FLOAT16 at every step",
+            "As if each step's state were written to its FLOAT16 output tensor and read back; a budget growing "
+            "with seq_length.",
+            also=("LSTM", "GRU")),
+        SilentChoice(
+            "RNN: RecurrenceTensor",
+            "Required",
+            "The field's text calls it \"an optional tensor\" but it is not _Maybenull_ and the table lists it "
+            "as an Input."),
+        SilentChoice(
+            "RNN, LSTM, GRU: optional outputs",
+            "The functions return every output in the page's order; a DxDispatch desc may leave any out (only "
+            "those it gives are written)",
+            "Under jax.jit an unused output costs nothing.",
+            also=("LSTM", "GRU")),
+    ),
 )
 
 
@@ -312,6 +367,19 @@ LSTM = _record(
              "f, g and h, h's input being the clipped Ct while Ct itself is carried unclipped; NaN clips to "
              "-ClipThreshold (maxNum, then minNum: docs/semantics.md#minimum-and-maximum). A coupled forget gate ignores Pf and the "
              "forget rows of W, R and B."),
+    silent=(
+        SilentChoice(
+            "LSTM: the clip",
+            "UseClipThreshold bounds the inputs of f, g and h to [-ClipThreshold, ClipThreshold]; h's input is "
+            "the clipped Ct while Ct is carried unclipped; NaN clips to -ClipThreshold (maxNum, minNum); the "
+            "gradient is CLIP_GRAD's",
+            "The page says the clip \"is applied to the input of activations\"; ONNX Runtime's LSTM clips h's "
+            "input and carries Ct unclipped the same way."),
+        SilentChoice(
+            "LSTM: CoupleInputForget",
+            "ft = 1 - it; Pf and the forget rows of W, R and B are ignored",
+            "ONNX's input_forget."),
+    ),
 )
 
 

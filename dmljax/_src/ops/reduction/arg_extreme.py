@@ -20,7 +20,7 @@ from dmljax._src.kernels.top_k import ARG_EXTREME_ROWS, top_k_rows
 from dmljax._src.numerics import flush_denormals, is_nan
 from dmljax._src.op import operator
 from dmljax._src.ops.factories import check_axes
-from dmljax._src.spec import OpSpec, ParamSpec, TensorSpec, table
+from dmljax._src.spec import OpSpec, ParamSpec, SilentChoice, TensorSpec, table
 from dmljax._src.validate import TensorInfo
 
 
@@ -94,7 +94,7 @@ def _arg_extreme_xla(x, axes, larger: bool, last: bool) -> jnp.ndarray:
     return index.reshape(kept)
 
 
-def _record(short: str, word: str, example: str) -> OpSpec:
+def _record(short: str, word: str, example: str, silent: tuple = ()) -> OpSpec:
     ins = (FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8, FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8)
     return OpSpec(
         enum_name=PREFIX + short,
@@ -126,13 +126,40 @@ def _record(short: str, word: str, example: str) -> OpSpec:
                f"axis named twice is refused."),
         extra_checks=(check_axes,),
         infer_outputs=_kept_dims,
+        silent=silent,
     )
 
 
 ARGMAX = _record("ARGMAX", "maximum", "argmax({3,2,1,2,3}) = 0\n(DML_AXIS_DIRECTION_INCREASING: the first "
                  "maximum; DECREASING: argmax({3,2,1,2,3}) = 4, the last)")
 ARGMIN = _record("ARGMIN", "minimum", "argmin({1,2,3,2,1}) = 0\n(DML_AXIS_DIRECTION_INCREASING: the first "
-                 "minimum; DECREASING: argmin({1,2,3,2,1}) = 4, the last)")
+                 "minimum; DECREASING: argmin({1,2,3,2,1}) = 4, the last)",
+    silent=(
+        SilentChoice(
+            "ARGMIN / ARGMAX with NaN",
+            "NaN is never the extreme (maxNum/minNum); a group of NaN only gives its first index (DECREASING: "
+            "its last)",
+            "[Accumulating operators](semantics.md#accumulating-operators); the tie rule applied to a group "
+            "with no number.",
+            also=("ARGMAX",)),
+        SilentChoice(
+            "ARGMIN / ARGMAX index over several axes",
+            "row-major order of the tensor's own dimensions, whatever order Axes lists them in",
+            "The page's Example 3 (all axes of 3 x 3: 0 to 8) and \"each output index is with respect to the "
+            "provided input axes\".",
+            also=("ARGMAX",)),
+        SilentChoice(
+            "ARGMIN / ARGMAX output type",
+            "the caller's (`output_data_type=`), default UINT32 as the page's examples",
+            "The desc's OutputTensor carries it.",
+            also=("ARGMAX",)),
+        SilentChoice(
+            "ARGMIN / ARGMAX, -0 against +0 and FLOAT32 denormals",
+            "equal: the tie rule picks the first (DECREASING: last)",
+            "Values compared as math reads them.",
+            also=("ARGMAX",)),
+    ),
+)
 
 
 @operator(ARGMAX)

@@ -21,7 +21,7 @@ from dmljax._src.kernels.cumulative import (
 from dmljax._src.numerics import associative_scan, load, mark_flushed, store
 from dmljax._src.op import operator
 from dmljax._src.ops.factories import unary_op
-from dmljax._src.spec import ParamSpec
+from dmljax._src.spec import ParamSpec, SilentChoice
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
 
@@ -180,6 +180,37 @@ CUMULATIVE_SUMMATION = unary_op(
                                   "that cancels keeps the terms' absolute error)",
                         identity="0", exclusive="Sum", op="a sum"),
     extra_checks=(_axis_in_range,),
+    silent=(
+        SilentChoice(
+            "CUMULATIVE_SUMMATION / CUMULATIVE_PRODUCT over rows on a GPU",
+            "a Pallas kernel reading each row once, for power-of-two rows of 16 to 2^20 along the last axis "
+            "(FLOAT32, FLOAT16 in FLOAT32), every direction and exclusivity, Triton's scan run either way "
+            "along the row; rows longer than a block walked block by block with the tally carried and the next "
+            "block read ahead; the product as (mantissa, exponent) pairs, long rows by sub-blocks of 64 whose "
+            "mantissas are multiplied as plain floats and whose totals are pair-scanned; elsewhere XLA's scan",
+            "The same rule (summed or multiplied in FLOAT32, rounded once; no partial product overflows or "
+            "vanishes); only the order of the operations differs, within the budget (checked compiled on the "
+            "H100, `tests/gpu/kernels.py`).",
+            also=("CUMULATIVE_PRODUCT",)),
+        SilentChoice(
+            "CUMULATIVE_SUMMATION / CUMULATIVE_PRODUCT's AxisDirection and HasExclusive*",
+            "default INCREASING and False (a zero-initialized desc's values); Axis is required",
+            "The pages give no default.",
+            also=("CUMULATIVE_PRODUCT",)),
+        SilentChoice(
+            "CUMULATIVE_* on integers",
+            "exact, wrapping around in the tensor's type",
+            "As ADD and MULTIPLY.",
+            also=("CUMULATIVE_PRODUCT",)),
+        SilentChoice(
+            "CUMULATIVE_* budgets",
+            "2 ULP + n ULP (FLOAT32) or 1 ULP + n / 8192 ULP (FLOAT16) for an axis of n; the sum's counted in "
+            "ULP of the running sum of |x|",
+            "DirectML leaves the order of the additions open ([Accumulating "
+            "operators](semantics.md#accumulating-operators)); a running sum that cancels keeps its terms' "
+            "absolute error.",
+            also=("CUMULATIVE_PRODUCT",)),
+    ),
 )
 
 
@@ -228,6 +259,23 @@ CUMULATIVE_PRODUCT = unary_op(
         "a power of two from 16 to 2^20, at least 1,024 elements a program) take a kernel that scans (mantissa, exponent) pairs in "
         "one pass: no partial product leaves the range, and such a prefix is its value there too."),
     extra_checks=(_axis_in_range,),
+    silent=(
+        SilentChoice(
+            "CUMULATIVE_PRODUCT's gradient with zeros",
+            "the product of the other factors (no division)",
+            "Exact at zeros, where x / x_k would be NaN."),
+        SilentChoice(
+            "CUMULATIVE_PRODUCT's zeros",
+            "the sign of the product of the terms (IEEE), -0.0 included, on every path",
+            "As float64's cumprod. JAX's associative scan interleaves partial results by adding zero-padded "
+            "arrays (-0.0 + 0.0 = +0.0): dmljax's scans carry float operands as their bits instead."),
+        SilentChoice(
+            "CUMULATIVE_PRODUCT's partial products",
+            "a product is finite wherever its prefix's value is: a 0, inf or NaN that the previous element "
+            "times its term does not give (or in a row without such terms) makes the scan redo itself with "
+            "exponents apart",
+            "XLA's scan reassociates: on the H100 a prefix of 1.4e38 came out inf."),
+    ),
 )
 
 

@@ -25,7 +25,7 @@ from dmljax._src.numerics import flush_denormals, is_nan, load, mark_flushed, st
 from dmljax._src.op import operator
 from dmljax._src.ops.factories import check_axes
 from dmljax._src.ops.reduction.arg_extreme import arg_extreme
-from dmljax._src.spec import INFERRED, OpSpec, ParamSpec, SupportGroup, TensorSpec, table
+from dmljax._src.spec import INFERRED, OpSpec, ParamSpec, SilentChoice, SupportGroup, TensorSpec, table
 from dmljax._src.validate import TensorInfo
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
@@ -169,6 +169,55 @@ REDUCE = OpSpec(
         "complement (|INT_MIN| is INT_MIN)."),
     extra_checks=(check_axes,),
     infer_outputs=_reduced,
+    silent=(
+        SilentChoice(
+            "REDUCE's Function",
+            "required",
+            "The page gives no default (a zero-filled desc would mean ARGMAX, which FL 3.0 deprecated)."),
+        SilentChoice(
+            "REDUCE over no axes",
+            "refused (`axes=()`), with the tip to name every axis for a whole-tensor reduction",
+            "The page only shows reductions over named axes; ONNX reads empty axes as \"all\", DirectML's "
+            "formula as \"each element alone\": a silent guess either way."),
+        SilentChoice(
+            "REDUCE's tables",
+            "checked per Function group, as the page's \"Tensor support according to function\" (the error "
+            "says \"supported with Function SUM\")",
+            "The page gives five groups of tables; one union would accept INT8 SUM, which no table allows."),
+        SilentChoice(
+            "REDUCE's OutputTensor type",
+            "the input's; ARGMAX/ARGMIN UINT32 unless `output_data_type=` chooses another the table allows",
+            "\"The input and output tensor data types must match except when using the ARGMAX and ARGMIN "
+            "functions\"."),
+        SilentChoice(
+            "REDUCE MAX / MIN",
+            "the fold max(max(x1, x2), ...) of ELEMENT_WISE_MAX/MIN: NaN skipped (all NaN: NaN), +0 above -0, "
+            "FLOAT32 denormals as zero, exact; gradient to the element the fold keeps (the first extreme)",
+            "The page's formula is that fold; [Minimum and maximum](semantics.md#minimum-and-maximum) and "
+            "[Accumulating operators](semantics.md#accumulating-operators)."),
+        SilentChoice(
+            "REDUCE LOG_SUM_EXP",
+            "the maximum subtracted first: no overflow or underflow where the result is finite; all -inf gives "
+            "-inf, a +inf +inf",
+            "The mathematical limits of log(exp(x1) + ... + exp(xn))."),
+        SilentChoice(
+            "REDUCE MULTIPLY of floats",
+            "exponents kept apart while multiplying (frexp/ldexp): finite wherever the product's value is, in "
+            "any order",
+            "Partial products of a plain product overflow in an order-dependent way: on the H100 2^16 terms "
+            "gave 6.7e8 and on the CPU inf."),
+        SilentChoice(
+            "REDUCE accumulation",
+            "FLOAT16 accumulated in FLOAT32 and rounded once; budget N ULP of the sum of |terms| (FLOAT16: N / "
+            "8192 + 1)",
+            "DirectML does not document the order ([Accumulating "
+            "operators](semantics.md#accumulating-operators)); WebNN's budgets grow with N likewise."),
+        SilentChoice(
+            "REDUCE / CUMULATIVE integer SUM, MULTIPLY, L1, SUM_SQUARE",
+            "exact in the tensor's type, wrapping around (|INT_MIN| is INT_MIN)",
+            "Two's complement, as integer hardware stores it.",
+            also=("CUMULATIVE_SUMMATION", "CUMULATIVE_PRODUCT")),
+    ),
 )
 
 

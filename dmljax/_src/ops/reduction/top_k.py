@@ -23,7 +23,7 @@ from dmljax._src.kernels.top_k_threshold import TOP_K_THRESHOLD, threshold_rows
 from dmljax._src.numerics import flush_denormals, is_nan
 from dmljax._src.op import operator
 from dmljax._src.ops.reduction.arg_extreme import _keys, arg_extreme
-from dmljax._src.spec import OpSpec, PageSlip, ParamSpec, SameDataType, TensorSpec, table
+from dmljax._src.spec import OpSpec, PageSlip, ParamSpec, SameDataType, SilentChoice, TensorSpec, table
 from dmljax._src.validate import TensorInfo
 
 _NEW = FLOAT32_FLOAT16_INT64_INT32_INT16_INT8_UINT64_UINT32_UINT16_UINT8
@@ -185,7 +185,7 @@ def top_k_along(x, axis: int, k: int, largest: bool, index_dtype):
 
 
 def _record(short: str, summary: str, formula: str, first: str, oldest_types, direction: bool,
-            page_slip: PageSlip | None = None) -> OpSpec:
+            page_slip: PageSlip | None = None, silent: tuple = ()) -> OpSpec:
     params = (
         ParamSpec("Axis", "UINT", doc="The dimension to select elements across; less than the InputTensor's "
                                       "DimensionCount."),
@@ -219,6 +219,7 @@ def _record(short: str, summary: str, formula: str, first: str, oldest_types, di
         extra_checks=(_k_rules,),
         infer_outputs=_outputs,
         page_slip=page_slip,
+        silent=silent,
     )
 
 
@@ -231,13 +232,48 @@ TOP_K = _record(
     "1.0", FLOAT32_FLOAT16, False,
     PageSlip(levels={"1.0": "2.0"},
              why=("The page's Availability and oldest table say DML_FEATURE_LEVEL_2_0; DirectML.h declares "
-                  "the operator in DML_FEATURE_LEVEL_1_0, which the record follows with that table.")))
+                  "the operator in DML_FEATURE_LEVEL_1_0, which the record follows with that table.")),
+    silent=(
+        SilentChoice(
+            "TOP_K / TOP_K1 over rows on a GPU, and ARGMAX/ARGMIN (TOP_K's K = 1) of FLOAT16 rows",
+            "two or three Pallas kernels for power-of-two rows of 2,048 to 32,768 along the last axis and K "
+            "from 2 to 1,024 (at most a quarter of the row's groups): the K best groups of 8 to 32 adjacent "
+            "elements by a threshold bisected over the keys' bits (FLOAT16's from the common high bits of two "
+            "bounds of it), then the K best of their elements by the same bisection, ordered in that kernel up "
+            "to K = 32, by a third kernel's ranks up to K = 256 and by XLA's sort of the K beyond; for rows of "
+            "1,024 and K of 2 to 16 one kernel (groups of 8 ranked by their best key, then the extreme taken K "
+            "times), which also serves K = 1 for FLOAT16 rows of 1,024 to 32,768 (XLA's FLOAT32 pass is as "
+            "fast); FLOAT32 and FLOAT16; elsewhere XLA's top_k or arg-reduction of keys",
+            "The same integer keys (FLOAT16's in 17 bits, ordered and tied as the 32-bit keys over every "
+            "FLOAT16 value) and tie rule: the same indices and values bit for bit (checked compiled on the "
+            "H100, `tests/gpu/kernels.py`).",
+            also=("TOP_K1", "ARGMAX", "ARGMIN")),
+        SilentChoice(
+            "TOP_K / TOP_K1 NaN, -0 and denormals",
+            "NaN after every number (ascending index among NaNs); -0, +0 and FLOAT32 denormals tie",
+            "maxNum/minNum ([Accumulating operators](semantics.md#accumulating-operators)); the page's tie "
+            "rule (ascending index) applies to ties.",
+            also=("TOP_K1",)),
+        SilentChoice(
+            "TOP_K's K",
+            "1 to the axis size (the page: \"less than\" the number of elements)",
+            "K equal to the size is a plain sort, which ports of ONNX/PyTorch top-k use; a larger K is "
+            "refused."),
+    ),
+)
 TOP_K1 = _record(
     "TOP_K1", "Selects the largest or smallest K elements from each sequence along an axis of the "
     "InputTensor, and returns the values and indices of those elements in the OutputValueTensor and "
     "OutputIndexTensor, respectively.",
     "[[[[11, 10],\n(the page's Example 1 with AxisDirection DECREASING; INCREASING selects the smallest K, "
-    "smallest first)", "2.1", None, True)
+    "smallest first)", "2.1", None, True,
+    silent=(
+        SilentChoice(
+            "TOP_K1's AxisDirection",
+            "required",
+            "The page gives no default, and its two values select opposite ends."),
+    ),
+)
 
 
 @operator(TOP_K)

@@ -30,7 +30,7 @@ from dmljax._src.enums import AxisDirection, InterpolationMode
 from dmljax._src.errors import Violation
 from dmljax._src.numerics import load, mark_flushed, store
 from dmljax._src.op import operator
-from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, TensorSpec, table
+from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SilentChoice, TensorSpec, table
 from dmljax._src.validate import MAX_ELEMENTS, TensorInfo
 
 F32, F16, I8, U8 = DataType.FLOAT32, DataType.FLOAT16, DataType.INT8, DataType.UINT8
@@ -516,6 +516,48 @@ RESAMPLE = OpSpec(
                     _SIZES_NOTE, _TIE_NOTE, _TYPES_NOTE, _BUDGET_NOTE)),
     extra_checks=(_array_checks("InputTensor", ("Scales",), "OutputTensor", "output_sizes"),),
     infer_outputs=_resampled,
+    silent=(
+        SilentChoice(
+            "RESAMPLE / RESAMPLE1 / UPSAMPLE_2D nearest neighbor at a tie (an output pixel center exactly "
+            "between two input centers, e.g. every output of a 0.5x downsample)",
+            "the lower index: `ceil(x - 0.5)` of the input coordinate `x`",
+            "The RESAMPLE_GRAD page's example (a RESAMPLE1 scaling 1.5x and 0.5x of `[[1, 2], [3, 4]]` gives "
+            "`[1, 1, 2]`) lies exactly on ties at the pixel centers and is right only so. Against it: ONNX "
+            "Runtime's DirectML EP comment \"DML's nearest neighbor mode uses round-halves-up ... via "
+            "floor(input.x + 0.5)\", a 2023 WebNN WPT run on Chromium's DirectML backend that picked the "
+            "bottom-right elements of a 0.5x downsample, and RESAMPLE2's remark read with InputPixelOffsets. "
+            "Owner's call: flipping it is the one line `ROUND_NEAREST` in `axis_taps` (`np.floor(c + 0.5)`) "
+            "plus the reference's `rounding == \"nearest\"` branch and two hand tests.",
+            also=("RESAMPLE1", "UPSAMPLE_2D")),
+        SilentChoice(
+            "RESAMPLE's / RESAMPLE1's / RESAMPLE2's OutputTensor Sizes",
+            "the caller's (`output_sizes=`); left out, `floor(InputSize * Scale)` per dimension, computed "
+            "exactly from the float32 Scale (10 x float32(0.7) gives 6)",
+            "The desc's OutputTensor carries them and the pages say the scales need not match them (a larger "
+            "image is cropped, a smaller one's edges clamped: the coordinate relation and the clamping do "
+            "exactly that); floor is ONNX's and WebNN's rule.",
+            also=("RESAMPLE1", "RESAMPLE2")),
+        SilentChoice(
+            "Scales values",
+            "positive, finite, at least FLOAT32's smallest normal (a denormal scale reads as 0); offsets "
+            "finite",
+            "The relation divides by Scale; the pages give no range.",
+            also=("RESAMPLE1", "RESAMPLE2", "RESAMPLE3", "RESAMPLE_GRAD", "RESAMPLE_GRAD1")),
+        SilentChoice(
+            "Coordinates",
+            "`x = (OutputX - OutputPixelOffset) / Scale - InputPixelOffset`, from the float32 attributes to "
+            "float64 accuracy, at trace time (NumPy)",
+            "The relation the RESAMPLE1/2/3 pages give, solved for the input; DirectML's GPU arithmetic is not "
+            "documented.",
+            also=("RESAMPLE1", "RESAMPLE2", "RESAMPLE3", "RESAMPLE_GRAD", "RESAMPLE_GRAD1")),
+        SilentChoice(
+            "INT8 / UINT8 LINEAR (RESAMPLE, RESAMPLE1, RESAMPLE2 from 6.2; RESAMPLE3)",
+            "interpolated in FLOAT32, rounded to nearest, halves to even (`[1, 2]` at 0.5x gives 2, `[3, 4]` "
+            "gives 4)",
+            "The pages list the types and say nothing of rounding; a weighted average of the type's values is "
+            "always in range.",
+            also=("RESAMPLE1", "RESAMPLE2", "RESAMPLE3")),
+    ),
 )
 
 
@@ -555,6 +597,14 @@ RESAMPLE1 = OpSpec(
                     _SIZES_NOTE, _TIE_NOTE, _TYPES_NOTE, _BUDGET_NOTE)),
     extra_checks=(_array_checks("InputTensor", _ARRAYS, "OutputTensor", "output_sizes"),),
     infer_outputs=_resampled,
+    silent=(
+        SilentChoice(
+            "InputPixelOffsets / OutputPixelOffsets left out (RESAMPLE1/2/3, RESAMPLE_GRAD/GRAD1)",
+            "0.5 and -0.5 in every dimension (the pixel centers, RESAMPLE's)",
+            "The pages name these as the values that give RESAMPLE's behaviour; a desc that gives them is used "
+            "as it is.",
+            also=("RESAMPLE2", "RESAMPLE3", "RESAMPLE_GRAD", "RESAMPLE_GRAD1")),
+    ),
 )
 
 
@@ -601,6 +651,13 @@ RESAMPLE2 = OpSpec(
                     "indices; LINEAR ignores it.", _SIZES_NOTE, _REMARK_NOTE, _TYPES_NOTE, _BUDGET_NOTE)),
     extra_checks=(_array_checks("InputTensor", _ARRAYS, "OutputTensor", "output_sizes"),),
     infer_outputs=_resampled,
+    silent=(
+        SilentChoice(
+            "RESAMPLE2/3's RoundingDirection left out",
+            "INCREASING (ceil)",
+            "A zeroed desc's value and DirectMLX's default.",
+            also=("RESAMPLE3",)),
+    ),
 )
 
 
@@ -646,6 +703,25 @@ RESAMPLE3 = OpSpec(
         "An antialiased axis adds about 2 / Scale rounding units to the budget.")),
     extra_checks=(_array_checks("InputTensor", _ARRAYS, "OutputTensor", "output_sizes"),),
     infer_outputs=_resampled,
+    silent=(
+        SilentChoice(
+            "RESAMPLE3 Antialiased condition",
+            "only LINEAR and only a dimension whose `1 / Scale > 2` (Scale < 0.5) is filtered; 0.5 <= Scale < "
+            "1 is not, although the page's stretch factor `max(1, 1 / Scale)` would apply there",
+            "The page lists exactly these conditions."),
+        SilentChoice(
+            "RESAMPLE3 antialiasing filter",
+            "the linear (triangle) filter stretched to `1 / Scale` around the unclamped coordinate: each "
+            "integer `i` with `|i - x| < 1 / Scale` weighs `1 - |i - x| * Scale`, normalized by their sum; "
+            "positions beyond the edges read the edge element",
+            "The page gives only the stretch; this is ONNX's antialiased linear Resize with `exclude_outside = "
+            "0`, which ONNX Runtime maps onto RESAMPLE3 (DirectML offers no exclude_outside)."),
+        SilentChoice(
+            "RESAMPLE3's gradient with Antialiased",
+            "the derivative of the formula (the filter's weights transposed), computed like RESAMPLE_GRAD1",
+            "DirectML has no gradient operator for the antialiased filter; without Antialiased jax.grad is "
+            "RESAMPLE_GRAD1's rule."),
+    ),
 )
 
 
@@ -700,6 +776,14 @@ RESAMPLE_GRAD = OpSpec(
                     _TIE_NOTE.replace("Nearest neighbor takes", "Nearest neighbor (RESAMPLE1's) takes"))),
     extra_checks=(_array_checks("InputGradientTensor", _ARRAYS, "OutputGradientTensor", "output_gradient_sizes"),),
     infer_outputs=_gradient_out,
+    silent=(
+        SilentChoice(
+            "RESAMPLE_GRAD / RESAMPLE_GRAD1 sizes",
+            "`output_gradient_sizes=` required (the forward input's Sizes); the InputGradientTensor may have "
+            "any Sizes of the same DimensionCount",
+            "The page: \"typically\" the forward output's.",
+            also=("RESAMPLE_GRAD1",)),
+    ),
 )
 
 
@@ -816,6 +900,43 @@ UPSAMPLE_2D = OpSpec(
            "once; LINEAR is math (FLOAT32 denormals read as 0), nearest neighbor bit-exact data movement."),
     extra_checks=(_upsample_checks,),
     infer_outputs=_upsampled,
+    silent=(
+        SilentChoice(
+            "InterpolationMode",
+            "required",
+            "The pages give no default, and neither mode is the obvious one.",
+            also=("RESAMPLE", "RESAMPLE1", "RESAMPLE2", "RESAMPLE3", "RESAMPLE_GRAD", "RESAMPLE_GRAD1")),
+        SilentChoice(
+            "LINEAR at the edges",
+            "the coordinate clamped to `[0, InputSize - 1]`, so the edge element repeats (\"the output edges "
+            "are clamped\")",
+            "The pages' words; the same as clamping each tap's index.",
+            also=("RESAMPLE", "RESAMPLE1", "RESAMPLE2", "RESAMPLE3", "RESAMPLE_GRAD", "RESAMPLE_GRAD1")),
+        SilentChoice(
+            "LINEAR where a weight is exactly 0 (an output on an input element)",
+            "that element alone is read: an infinity or NaN next to it does not leak in (no `0 * inf`)",
+            "The weighted average of the page has only one term there.",
+            also=("RESAMPLE", "RESAMPLE1", "RESAMPLE2", "RESAMPLE3", "RESAMPLE_GRAD", "RESAMPLE_GRAD1")),
+        SilentChoice(
+            "UPSAMPLE_2D sample positions",
+            "the pixel centers, as RESAMPLE with Scales `{1, 1, [1,] Height, Width}`: LINEAR of `[[1, 2], [3, "
+            "4]]` x2 is `1, 1.25, 1.75, 2, 1.5, ...` (the DxDispatch model dml_upsample_2d.json)",
+            "The page says \"nearest to the corresponding pixel center\" for nearest neighbor and names "
+            "RESAMPLE its more flexible version; an older version of the page (and ONNX's Upsample-7, which "
+            "WinML mapped onto it) used `floor(input * scale)` sizes only, which whole scales give too."),
+        SilentChoice(
+            "UPSAMPLE_2D ScaleSize in Python",
+            "`dmljax.Size2D(width, height)`, `{\"Width\": w, \"Height\": h}` or a `(width, height)` pair "
+            "(DML_SIZE_2D's member order)",
+            "DML_SIZE_2D is {Width, Height}; the same struct serves ROI_POOLING's PooledSize."),
+        SilentChoice(
+            "A dimension's taps beyond 2^24 (outputs x taps per output, e.g. a 1-D resample to more than 8M "
+            "elements with LINEAR)",
+            "ValidationError naming the dimension",
+            "dmljax computes each dimension's gather indices and weights on the host when it traces the "
+            "operator; a larger table would take gigabytes there (a dmljax limit, not DirectML's).",
+            also=("RESAMPLE", "RESAMPLE1", "RESAMPLE2", "RESAMPLE3", "RESAMPLE_GRAD", "RESAMPLE_GRAD1")),
+    ),
 )
 
 

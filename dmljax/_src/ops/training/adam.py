@@ -15,7 +15,7 @@ from dmljax._src.dtypes import FLOAT32_FLOAT16, UINT32, DataType
 from dmljax._src.errors import Violation
 from dmljax._src.numerics import load, store
 from dmljax._src.op import operator
-from dmljax._src.spec import OpSpec, PageSlip, ParamSpec, SameDataType, SameSizes, TensorSpec, table
+from dmljax._src.spec import OpSpec, PageSlip, ParamSpec, SameDataType, SameSizes, SilentChoice, TensorSpec, table
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
 _SAME = ("InputParametersTensor", "InputFirstMomentTensor", "InputSecondMomentTensor", "GradientTensor",
@@ -72,6 +72,16 @@ ADAM_OPTIMIZER = OpSpec(
         why=("The page's table gives TrainingStepTensor FLOAT32, FLOAT16 (the other rows' types), where its "
              "field's text says it must have data type DML_TENSOR_DATA_TYPE_UINT32, which the record follows.")),
     math=True,
+    silent=(
+        SilentChoice(
+            "ADAM_OPTIMIZER's TrainingStepTensor and defaults",
+            "a UINT32 scalar {1, 1, 1, 1} (the field's text), T used as the pseudocode writes it: step 0 gives "
+            "Alpha = 0 / 0 and NaN parameters, so count from 1; Beta1, Beta2, Epsilon default to the page's "
+            "typical 0.9, 0.999, 1e-8, LearningRate is required; FLOAT32 arithmetic, each output rounded once; "
+            "its multiply-adds may be fused into FMAs; no gradient flows through it",
+            "The page's table gives TrainingStepTensor FLOAT32, FLOAT16 (the other rows' types) where its text "
+            "says UINT32, and says the step \"typically starts at 0\", where its own formula divides 0 by 0."),
+    ),
 )
 
 
