@@ -155,6 +155,8 @@ def test_docstring_and_signature_come_from_the_record(op):
     assert "Example:" in doc and ">>> " in doc
     if spec.gradient:
         assert "Gradient:" in doc
+    for c in spec.silent:  # the choices where the page is silent
+        assert f"    - {c.where}: {c.choice}. Why: {c.why}" in doc
     sig = inspect.signature(op)
     for p in spec.params:
         param = sig.parameters[p.arg]

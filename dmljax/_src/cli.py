@@ -19,7 +19,7 @@ PyTorch, JAX or WebNN (``layernorm``, ``torch.matmul``), which lists the operato
 (registry.find_operators) and shows it in full when it leads to one. ``run MODEL.onnx`` imports an
 ONNX model (the file's suffix or its first byte says which kind of model it is) and writes its
 outputs as .npy files; ``onnx info`` lists its nodes and what each becomes. ``docs`` regenerates
-docs/operators.md (docgen.py). ``main`` turns a closed stdout and Ctrl-C into exit statuses (141,
+docs/operators.md, the family pages and docs/silent.md (docgen.py). ``main`` turns a closed stdout and Ctrl-C into exit statuses (141,
 130) without a traceback, for every subcommand.
 """
 
@@ -127,8 +127,10 @@ def _parser() -> argparse.ArgumentParser:
     ops.add_argument("--feature-level", type=_level, default=None, metavar="X",
                      help="show the support table in force at this level (default: the newest); with --all, "
                           "list only the operators that exist at this level")
-    docs = sub.add_parser("docs", help="write docs/operators.md from the registry (or --check it)",
-                          description="Generate the operator documentation (operators.md) from dmljax's registry "
+    docs = sub.add_parser("docs", help="write docs/operators.md, docs/operators/ and docs/silent.md from the "
+                                       "registry (or --check them)",
+                          description="Generate the operator documentation (operators.md, the family pages and "
+                                      "silent.md) from dmljax's registry "
                                       "and catalog; run it from the repository root after changing an operator.")
     docs.add_argument("--out", default="docs", metavar="DIR",
                       help="folder to write into (default: docs, under the current directory)")

@@ -90,6 +90,9 @@ def docstring(spec: OpSpec, extra: str) -> str:
         lines += ["", "Notes:", "    " + spec.notes]
     if spec.page_slip:
         lines += ["", "Where the page differs:", "    " + spec.page_slip.why]
+    if spec.silent:  # the record's own; docs/silent.md and ``dmljax ops NAME`` add those shared with it
+        lines += ["", "Where the page is silent (docs/silent.md):"]
+        lines += [f"    - {c.where}: {c.choice}. Why: {c.why}" for c in spec.silent]
     lines += ["", "Support::", ""]
     lines += ["    " + ln if ln else "" for ln in support_table_text(spec).splitlines()]
     return "\n".join(lines) + "\n"

@@ -129,13 +129,11 @@ ACTIVATION_HARD_SWISH = activation_op(
               "+ Beta is evaluated as 2 * Alpha * (x - x0), x0 = -Beta / (2 * Alpha) held as two "
               "floats, so that it keeps its relative precision where it crosses zero (x = -1.5 "
               "for the defaults); never NaN for an infinite x."),
-    notes=("HardSigmoid(x, Alpha, Beta) is HARD_SIGMOID's max(0, min(Alpha * x + Beta, 1)) with "
-           "IEEE minNum/maxNum (a NaN Alpha * x + Beta gives 1, so NaN stays NaN); Alpha * x + "
-           "Beta is a multiply-add that a backend may fuse or not (either rounding is within "
-           "budget). Where HardSigmoid is 0, x * 0 is +-0 with x's sign, and at x = -inf (or +inf "
-           "for a negative Alpha) the limit -0 (+0), where the formula's inf * 0 would be NaN. "
-           "The default Alpha is the page's 1/6 (float32(1/6)), not the rounded 0.166667 it "
-           "prints beside it."),
+    notes=("HardSigmoid(x, Alpha, Beta) is HARD_SIGMOID's max(0, min(Alpha * x + Beta, 1)) with IEEE "
+           "minNum/maxNum (a NaN Alpha * x + Beta gives 1, so NaN stays NaN); Alpha * x + Beta is a "
+           "multiply-add that a backend may fuse or not (either rounding is within budget). Where HardSigmoid "
+           "is 0, x * 0 is +-0 with x's sign, and at x = -inf (or +inf for a negative Alpha) the limit -0 "
+           "(+0), where the formula's inf * 0 would be NaN."),
     silent=(
         SilentChoice(
             "HARD_SWISH's default Alpha",

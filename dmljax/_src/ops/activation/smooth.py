@@ -405,16 +405,13 @@ ACTIVATION_PARAMETRIC_SOFTPLUS = activation_op(
     ulp_half=2,
     gradient=("dX = Alpha * Beta * sigmoid(Beta * x) * dY, computed from e = exp(-|Beta * x|) "
               "<= 1 as SOFTPLUS's: never NaN for a number."),
-    notes=("The page gives no default: Alpha and Beta are required. Evaluated as Alpha * "
-           "(max(Beta * x, 0) + ln(1 + exp(-|Beta * x|))): exp never overflows, so f(x) = Alpha * "
-           "Beta * x for large Beta * x in every type. A Beta that is not a power of two carries "
-           "the product's rounding error into exp for FLOAT32 tensors (as SOFTPLUS). A zero "
-           "Alpha (or Beta) makes f constant: its value at +-inf is the limit (0, or Alpha * "
-           "ln 2), not 0 * inf = NaN. With allow_half_precision_computation, Beta * x is a "
-           "FLOAT16 product (it may overflow where f would not, as any FLOAT16 arithmetic). Where "
-           "exp(-|Beta * x|) is a FLOAT32 denormal but |Alpha| > 1 (|Alpha * Beta| > 1 for the "
-           "gradient) brings the result back above 2^-126, it is computed as (Alpha * v) * v, v "
-           "= exp(-|Beta * x| / 2), so that no backend's flushing of intermediate denormals "
+    notes=("Evaluated as Alpha * (max(Beta * x, 0) + ln(1 + exp(-|Beta * x|))): exp never overflows, so f(x) = "
+           "Alpha * Beta * x for large Beta * x in every type. A Beta that is not a power of two carries the "
+           "product's rounding error into exp for FLOAT32 tensors (as SOFTPLUS). With "
+           "allow_half_precision_computation, Beta * x is a FLOAT16 product (it may overflow where f would "
+           "not, as any FLOAT16 arithmetic). Where exp(-|Beta * x|) is a FLOAT32 denormal but |Alpha| > 1 "
+           "(|Alpha * Beta| > 1 for the gradient) brings the result back above 2^-126, it is computed as "
+           "(Alpha * v) * v, v = exp(-|Beta * x| / 2), so that no backend's flushing of intermediate denormals "
            "(XLA's CPU backend flushes them) loses it. Fusable (dmljax.FusedActivation)."),
 )
 

@@ -312,8 +312,7 @@ _NOTES = (
     "another sequence is in a row's softmax; a query token of no sequence gives 0; the output's rows are the "
     "query's tokens. The packed layout has no past and no [batch, heads, sequence, totalSequence] bias: "
     "PastKeyTensor, RelativePositionBiasTensor and PastSequenceLengthsTensor are refused with it. "
-    "Scale and MaskFilterValue are C floats; MaskFilterValue defaults to "
-    "-10000.0 and MaskType to NONE (ONNX Runtime's defaults; the page gives none).")
+    "Scale and MaskFilterValue are C floats.")
 _NOTES1 = (
     " The page is 'TBD' for the operator, PastSequenceLengthsTensor, QueryHeadCount and KeyValueHeadCount: the "
     "record follows ONNX Runtime's GroupQueryAttention, which its DirectML provider maps onto this operator. "

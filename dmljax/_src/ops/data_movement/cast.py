@@ -43,16 +43,15 @@ CAST = OpSpec(
               "FLOAT32 denormals flushed). A float input cast to an integer type gets 0; integer inputs: "
               "none (float0)."),
     notes=(
-        "The OutputTensor's DataType is the caller's (output_data_type=, required: the page gives no "
-        "default). The page says no more than 'casts', so dmljax applies Direct3D's conversion rules "
-        "(docs/semantics.md#conversions), the same on every backend: float to integer truncates toward zero and "
-        "saturates to the type's range, NaN gives 0, +-inf the extremes; float to float and integer to "
-        "float round to nearest even, once (FLOAT64 to FLOAT16 too: XLA's CPU backend rounds it twice, "
-        "through FLOAT32, which dmljax avoids), overflowing to +-inf; FLOAT32 denormals read and are "
-        "written as sign-preserving zero (FLOAT16 and FLOAT64 denormals are kept); integer to integer "
-        "keeps the low bits (two's complement wraparound, as C, NumPy and ONNX do: INT32 300 to UINT8 "
-        "gives 44, -1 to UINT32 gives 4294967295). A cast to the input's own type is a copy (bits kept, "
-        "except FLOAT32 denormals). INT64, UINT64 and FLOAT64 need JAX's 64-bit mode."),
+        ("The page says no more than 'casts', so dmljax applies Direct3D's conversion rules "
+         "(docs/semantics.md#conversions), the same on every backend: float to integer truncates toward zero "
+         "and saturates to the type's range, NaN gives 0, +-inf the extremes; float to float and integer to "
+         "float round to nearest even, once (FLOAT64 to FLOAT16 too: XLA's CPU backend rounds it twice, "
+         "through FLOAT32, which dmljax avoids), overflowing to +-inf; FLOAT32 denormals read and are written "
+         "as sign-preserving zero (FLOAT16 and FLOAT64 denormals are kept); integer to integer keeps the low "
+         "bits (two's complement wraparound, as C, NumPy and ONNX do: INT32 300 to UINT8 gives 44, -1 to "
+         "UINT32 gives 4294967295). A cast to the input's own type is a copy (bits kept, except FLOAT32 "
+         "denormals). INT64, UINT64 and FLOAT64 need JAX's 64-bit mode.")),
     silent=(
         SilentChoice(
             "CAST float to integer",

@@ -329,9 +329,8 @@ ELEMENT_WISE_NEGATE = unary_op(
     ulp={F32: 0, F16: 0},
     ulp_half=0,
     gradient="dX = -dY (integer inputs: no gradient).",
-    notes=("Math, not data movement: FLOAT32 denormals are flushed (-(1e-40) is -0.0), -0.0 gives "
-           "0.0 and NaN stays NaN. Integers wrap around as two's complement hardware does: the "
-           "most negative value is its own negation (-(-128) is -128 in INT8)."),
+    notes=("Math, not data movement: FLOAT32 denormals are flushed (-(1e-40) is -0.0), -0.0 gives 0.0 and NaN "
+           "stays NaN."),
     silent=(
         SilentChoice(
             "ELEMENT_WISE_NEGATE on integers",

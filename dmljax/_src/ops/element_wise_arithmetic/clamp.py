@@ -246,11 +246,7 @@ ELEMENT_WISE_CLIP1 = unary_op(
     ulp_half=1,
     grad_operator="DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD1",
     gradient=_CLIP_GRAD_TEXT.format(grad="CLIP_GRAD1"),
-    notes=("min and max follow IEEE minNum/maxNum in the page's order: CLIP1(NaN) = max(Min, "
-           "Max), and Min > Max gives Min everywhere (the page does not forbid it). Min and Max "
-           "are exact values of the tensor's type (a FLOAT16 bound is a FLOAT16 number); a value "
-           "the type cannot hold is a ValidationError, never wrapped. Exact without a ScaleBias; "
-           "a ScaleBias on integer tensors is computed as IDENTITY does."),
+    notes=("Exact without a ScaleBias; a ScaleBias on integer tensors is computed as IDENTITY does."),
     silent=(
         SilentChoice(
             "CLIP1 bounds (DML_SCALAR_UNION)",

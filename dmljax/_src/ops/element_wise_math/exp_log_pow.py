@@ -324,19 +324,15 @@ ELEMENT_WISE_POW = OpSpec(
               "denormal pow(g, e) included, which is flushed; no NaN from 0 * -inf); for a negative base with an integral exponent this is the "
               "derivative of the real part of the complex power. Integer input or exponent "
               "tensors: no gradient (float0); an integer output passes none to a float exponent."),
-    notes=("Float base: C99 pow special values with a tensor exponent (pow(x, 0) = 1 also for NaN x, "
-           "pow(1, y) = 1 also for NaN y, pow(+-0, odd negative) = +-inf, pow(-1, +-inf) = 1, an "
-           "infinite exponent counts as even), and the page's rule that a negative base (-inf "
-           "included) with a non-integral exponent gives NaN. An integer exponent's exact value "
-           "decides parity (INT32/UINT32 exponents above 2^24 are split into two parts exact in "
-           "FLOAT32). Integer base and exponent: exact, wrapping (two's complement) like "
-           "MULTIPLY; a negative exponent gives 1 / b^|e| truncated toward zero: +-1 for |b| = 1, "
-           "0 for |b| > 1 and 0 for b = 0 (the family's integer division-by-zero choice). Integer "
-           "base with a float exponent: computed in FLOAT32, then truncated toward zero, "
-           "saturated, NaN to 0. ScaleBias applies to the input (base) only; on an integer base "
-           "it is computed in FLOAT32 and converted back first, as for the other integer "
-           "operators. Until feature level 3.0 ExponentTensor's DataType must be InputTensor's. "
-           "Measured: 1 FLOAT32 ULP on CPU and on an H100 (values), 3 ULP (gradients, CPU)."),
+    notes=("Float base: C99 pow special values with a tensor exponent (pow(x, 0) = 1 also for NaN x, pow(1, y) "
+           "= 1 also for NaN y, pow(+-0, odd negative) = +-inf, pow(-1, +-inf) = 1, an infinite exponent "
+           "counts as even), and the page's rule that a negative base (-inf included) with a non-integral "
+           "exponent gives NaN. Integer base and exponent: exact, wrapping (two's complement) like MULTIPLY; a "
+           "negative exponent gives 1 / b^|e| truncated toward zero: +-1 for |b| = 1, 0 for |b| > 1 and 0 for "
+           "b = 0 (the family's integer division-by-zero choice). ScaleBias applies to the input (base) only; "
+           "on an integer base it is computed in FLOAT32 and converted back first, as for the other integer "
+           "operators. Until feature level 3.0 ExponentTensor's DataType must be InputTensor's. Measured: 1 "
+           "FLOAT32 ULP on CPU and on an H100 (values), 3 ULP (gradients, CPU)."),
     silent=(
         SilentChoice(
             "POW, float base",

@@ -157,8 +157,7 @@ DIAGONAL_MATRIX = OpSpec(
     math=False,
     gradient="None: the operator has no inputs.",
     notes=("The OutputTensor is {Batch1, Batch2, OutputHeight, OutputWidth} (2 to 4 dimensions from "
-           "DML_FEATURE_LEVEL_4_0), each matrix the same; it need not be square. Offset and Value default to 0 "
-           "and 1.0, the page's 'default identity matrix'."),
+           "DML_FEATURE_LEVEL_4_0), each matrix the same; it need not be square."),
     silent=(
         SilentChoice(
             "DIAGONAL_MATRIX's Offset and Value",
@@ -239,14 +238,8 @@ DIAGONAL_MATRIX1 = OpSpec(
     math=False,
     gradient=("dInputTensor = dOutputTensor where useValue is false, 0 where Value is written; integer "
               "inputs and a left-out InputTensor: none."),
-    notes=("InputTensor is optional (None): without it the rest is 0, and output_data_type= and output_sizes= "
-           "are required, as the desc's OutputTensor gives them; with it, the OutputTensor has its DataType and "
-           "Sizes (the page asks for the same DimensionCount; OutputTensor[coordinate] = "
-           "InputTensor[coordinate] makes it the same Sizes). Leading dimensions before the last two are a batch "
-           "of matrices. Value is a DML_SCALAR_UNION of the OutputTensor's DataType, exact (a value the type "
-           "cannot hold is refused). Value, DiagonalFillBegin and DiagonalFillEnd default to 1, 0 and 1, the "
-           "identity (the page gives no defaults; its first example writes Value 7 but shows ones). Equal to "
-           "DIAGONAL_MATRIX with DiagonalFillBegin = Offset and DiagonalFillEnd = Offset + 1. Bit-exact."),
+    notes=("Leading dimensions before the last two are a batch of matrices. Equal to DIAGONAL_MATRIX with "
+           "DiagonalFillBegin = Offset and DiagonalFillEnd = Offset + 1. Bit-exact."),
     extra_checks=(_matrix_below_2_31,),
     infer_outputs=_diagonal1_output,
     silent=(
@@ -371,15 +364,14 @@ RANDOM_GENERATOR = OpSpec(
     constraints=(SameSizes(("InputStateTensor", "OutputStateTensor")),),
     math=False,
     gradient="None: the outputs are random bits (UINT32).",
-    notes=("Returns (output, output_state), the page's order. The InputStateTensor is {1, ..., 1, 6}: the "
-           "128-bit counter in its first four words, the lowest first, then the 64-bit key (the page's "
-           "layout). Block b of four outputs is Philox 4x32-10 (Salmon et al., the Random123 paper the page "
-           "cites: multipliers 0xD2511F53 and 0xCD9E8D57, key increments 0x9E3779B9 and 0xBB67AE85) of the "
-           "counter + b, carried across the words; element i of the OutputTensor, in row-major order, is word "
-           "i mod 4 of block floor(i / 4), which the page leaves to 'Philox 4x32-10'. The output state is the "
-           "counter + ceil(outputSize / 4) with the key unchanged. The page's worked example of that increment "
-           "(+324,855) shows a result whose last word reads 'town' in ASCII, not the sum: a joke, not "
-           "arithmetic."),
+    notes=("The InputStateTensor is {1, ..., 1, 6}: the 128-bit counter in its first four words, the lowest "
+           "first, then the 64-bit key (the page's layout). Block b of four outputs is Philox 4x32-10 (Salmon "
+           "et al., the Random123 paper the page cites: multipliers 0xD2511F53 and 0xCD9E8D57, key increments "
+           "0x9E3779B9 and 0xBB67AE85) of the counter + b, carried across the words; element i of the "
+           "OutputTensor, in row-major order, is word i mod 4 of block floor(i / 4), which the page leaves to "
+           "'Philox 4x32-10'. The output state is the counter + ceil(outputSize / 4) with the key unchanged. "
+           "The page's worked example of that increment (+324,855) shows a result whose last word reads 'town' "
+           "in ASCII, not the sum: a joke, not arithmetic."),
     extra_checks=(_state_rules,),
     infer_outputs=_random_out,
     silent=(

@@ -128,17 +128,15 @@ GEMM = OpSpec(
               "FLOAT32 products; FLOAT16 (without half-precision computation): products of FLOAT16 operands (dY' "
               "rounded to FLOAT16) accumulated in FLOAT32, scaled by Alpha and rounded once to FLOAT16, the same "
               "rule in forward and reverse mode."),
-    notes=("ATensor is {batch..., M, K} ({batch..., K, M} with TransA), BTensor {batch..., K, N} ({batch..., N, K} "
-           "with TransB), CTensor (optional) and OutputTensor {batch..., M, N}; from DML_FEATURE_LEVEL_4_0 the "
-           "batch dimensions (BatchCount, ChannelCount) may be left out (2 to 4 dimensions), all four tensors "
-           "with the same DimensionCount, and the batch dimensions equal (a broadcast is a desc's strides). "
-           "FLOAT32 products are true FLOAT32 products (never TF32); FLOAT16 is multiplied and accumulated in "
-           "FLOAT32 and rounded once, unless allow_half_precision_computation=True. The epilogue Alpha * "
-           "product + Beta * C is FLOAT32, then rounded once to the output type, then the fused activation "
-           "runs with its own rules (core/dml-fused-activations.md). The order of the K additions is the "
-           "library's (docs/semantics.md#accumulating-operators): a budget of K + 1 rounding units of the terms' magnitude. TransA, "
-           "TransB, Alpha and Beta default to NONE, NONE, 1.0 and 1.0 (the page gives no defaults; ONNX's Gemm "
-           "has these)."),
+    notes=("ATensor is {batch..., M, K} ({batch..., K, M} with TransA), BTensor {batch..., K, N} ({batch..., "
+           "N, K} with TransB), CTensor (optional) and OutputTensor {batch..., M, N}; from "
+           "DML_FEATURE_LEVEL_4_0 the batch dimensions (BatchCount, ChannelCount) may be left out (2 to 4 "
+           "dimensions), all four tensors with the same DimensionCount, and the batch dimensions equal (a "
+           "broadcast is a desc's strides). The epilogue Alpha * product + Beta * C is FLOAT32, then rounded "
+           "once to the output type, then the fused activation runs with its own rules "
+           "(core/dml-fused-activations.md). The order of the K additions is the library's "
+           "(docs/semantics.md#accumulating-operators): a budget of K + 1 rounding units of the terms' "
+           "magnitude."),
     extra_checks=(_gemm_checks,),
     infer_outputs=_gemm_output,
     silent=(

@@ -479,7 +479,7 @@ BATCH_NORMALIZATION_TRAINING = OpSpec(
            "exactly BATCH_NORMALIZATION_TRAINING_GRAD's. Epsilon is added to the Variance under the square root "
            "in the Output and does not enter OutputVariance. The outputs are returned as a tuple in the page's "
            "order: (output, output_mean, output_variance); the Output uses the FLOAT32 statistics, not the "
-           "rounded ones. Epsilon defaults to 1e-5 (the page gives none). " + _HALF + " " + _ORDER),
+           "rounded ones. " + _HALF + " " + _ORDER),
     extra_checks=(_training_checks,),
     silent=(
         SilentChoice(

@@ -66,7 +66,7 @@ LP_NORMALIZATION = OpSpec(
               "(0 at 0, as jax's |x|)."),
     notes=("The page gives no formula and does not say where Epsilon goes: dmljax adds it to the sum of |Input|^P, "
            "under the root (P = 2: Input / sqrt(sum(Input^2) + Epsilon); P = 1: Input / (sum(|Input|) + Epsilon)), "
-           "as the other normalizations add Epsilon to the Variance. A slice of zeros gives zeros. " + HALF_NOTE +
+           "as the other normalizations add Epsilon to the Variance. " + HALF_NOTE +
            " A budget of the axis' size in rounding units (docs/semantics.md#accumulating-operators)."),
     extra_checks=(_lp_checks,),
     silent=(

@@ -157,8 +157,7 @@ _MVN_GRADIENT = ("The formula's derivative (no MVN_GRAD operator exists): dInput
 _MVN_NOTES = ("Mean and Variance are taken over the normalized axes of each slice; the Variance is the biased "
               "one (divided by the element count) and Epsilon is added to it under the square root. Scale and "
               "Bias are optional (None: 1 and 0), with the InputTensor's DimensionCount, each dimension 1 "
-              "(broadcast) or the InputTensor's; before DML_FEATURE_LEVEL_5_2 both or neither. Epsilon defaults to "
-              "1e-5 (the page's recommendation). " + HALF_NOTE + " The order of the additions is not DirectML's "
+              "(broadcast) or the InputTensor's; before DML_FEATURE_LEVEL_5_2 both or neither. " + HALF_NOTE + " The order of the additions is not DirectML's "
               "to promise (docs/semantics.md#accumulating-operators): a budget of N rounding units of the terms' magnitude, N the element "
               "count of a normalized slice.")
 
@@ -290,12 +289,7 @@ MEAN_VARIANCE_NORMALIZATION2 = _mvn1_record(
      ParamSpec("UseVariance", "BOOL", default=True,
                doc="TRUE: divide by sqrt(Variance + Epsilon); FALSE: no division. Default TRUE."),
      EPSILON, FUSED_ACTIVATION),
-    _MVN_NOTES + (" The page documents UseMean and UseVariance as TBD: dmljax reads UseMean FALSE as Mean = 0 "
-                  "(Variance = mean(Input^2): RMS normalization, how ONNX Runtime's DirectML provider lowers "
-                  "SimplifiedLayerNormalization) and UseVariance FALSE as MEAN_VARIANCE_NORMALIZATION1's "
-                  "NormalizeVariance FALSE. The Axes must be distinct (the page is silent). The fused-activation "
-                  "page's list of hosts predates this operator and does not name it: a FusedActivation is "
-                  "refused until that list does."),
+    _MVN_NOTES,
     silent=(
         SilentChoice(
             "MEAN_VARIANCE_NORMALIZATION2's UseMean and UseVariance (the page: \"TBD\")",

@@ -146,27 +146,22 @@ REDUCE = OpSpec(
         "order of the reduced coordinates (a later equal value does not replace it, as "
         "ELEMENT_WISE_MAX's gradient at a tie). ARGMAX, ARGMIN and integer inputs: none."),
     notes=(
-        "Function is required (the page gives no default). The reduced axes are kept with size 1; "
-        "an empty Axes or an axis named twice is refused (to reduce over every axis, name them "
-        "all, as the page's Example 3). The OutputTensor has the InputTensor's DataType, except "
-        "for ARGMAX and ARGMIN, whose indices are UINT32 unless output_data_type= chooses another "
-        "type the table allows (INT64, INT32, UINT64 from DML_FEATURE_LEVEL_3_0). Floats are read "
-        "as math reads them (FLOAT32 denormals as zero) and FLOAT16 is accumulated in FLOAT32 and "
-        "rounded once, unless allow_half_precision_computation; DirectML does not document the "
-        "order of accumulation, so the budget grows with the N reduced terms (docs/semantics.md#accumulating-operators), "
-        "counted in ULP of the sum of |terms| where terms cancel. MAX and MIN follow "
-        "ELEMENT_WISE_MAX/MIN: NaN is skipped (maxNum/minNum), a group of NaN gives NaN, a tie of "
-        "zeros gives +0 (MAX) or -0 (MIN), exact. ARGMAX and ARGMIN give the first index of the "
-        "extreme as the ARGMAX/ARGMIN operators do with AxisDirection INCREASING (NaN never wins; "
-        "-0 ties with +0). LOG_SUM_EXP subtracts the maximum first, so it neither overflows nor "
-        "underflows where the result is finite; all -inf gives -inf, a +inf gives +inf, a NaN "
-        "NaN. LOG_SUM of a negative sum is NaN and of a zero sum -inf (log's own rules); L2 and "
-        "SUM_SQUARE use the page's formula (squares that overflow give inf). MULTIPLY keeps the "
-        "exponents apart while it multiplies (frexp/ldexp), so a product is finite wherever its "
-        "value is, whatever the order of the terms (its gradient is jax's product rule, whose "
-        "partial products can still overflow). Integer SUM, "
-        "MULTIPLY, L1 and SUM_SQUARE are exact in the tensor's type and wrap around as two's "
-        "complement (|INT_MIN| is INT_MIN)."),
+        ("The reduced axes are kept with size 1; an empty Axes or an axis named twice is refused (to reduce "
+         "over every axis, name them all, as the page's Example 3). The OutputTensor has the InputTensor's "
+         "DataType, except for ARGMAX and ARGMIN, whose indices are UINT32 unless output_data_type= chooses "
+         "another type the table allows (INT64, INT32, UINT64 from DML_FEATURE_LEVEL_3_0). Floats are read as "
+         "math reads them (FLOAT32 denormals as zero) and FLOAT16 is accumulated in FLOAT32 and rounded once, "
+         "unless allow_half_precision_computation; DirectML does not document the order of accumulation, so "
+         "the budget grows with the N reduced terms (docs/semantics.md#accumulating-operators), counted in ULP "
+         "of the sum of |terms| where terms cancel. MAX and MIN follow ELEMENT_WISE_MAX/MIN: NaN is skipped "
+         "(maxNum/minNum), a group of NaN gives NaN, a tie of zeros gives +0 (MAX) or -0 (MIN), exact. ARGMAX "
+         "and ARGMIN give the first index of the extreme as the ARGMAX/ARGMIN operators do with AxisDirection "
+         "INCREASING (NaN never wins; -0 ties with +0). LOG_SUM_EXP subtracts the maximum first, so it neither "
+         "overflows nor underflows where the result is finite; all -inf gives -inf, a +inf gives +inf, a NaN "
+         "NaN. LOG_SUM of a negative sum is NaN and of a zero sum -inf (log's own rules); L2 and SUM_SQUARE "
+         "use the page's formula (squares that overflow give inf). MULTIPLY keeps the exponents apart while it "
+         "multiplies (frexp/ldexp), so a product is finite wherever its value is, whatever the order of the "
+         "terms (its gradient is jax's product rule, whose partial products can still overflow).")),
     extra_checks=(check_axes,),
     infer_outputs=_reduced,
     silent=(
