@@ -15,13 +15,14 @@ page follows the code. The output is deterministic (no dates, no versions of oth
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 import re
 import sys
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from dmljax._src.catalog import FAMILIES, CatalogEntry
+from dmljax._src.catalog import BY_NAME, FAMILIES, PREFIX, CatalogEntry
 from dmljax._src.docstrings import support_table_text
 from dmljax._src.feature_level import FeatureLevel
 from dmljax._src.onnx import docs as onnx_docs
@@ -185,9 +186,20 @@ def silent_choices(spec: OpSpec) -> list[tuple[OpSpec, SilentChoice]]:
     """The choices where the page is silent that apply to the operator, with the record that holds
     each: its own, then those of other records that name it in ``also`` (in the registry's order)."""
     own = [(spec, c) for c in spec.silent]
-    shared = [(op.spec, c) for op in registry().values() if op.spec is not spec
-              for c in op.spec.silent if spec.short_name in c.also]
-    return own + shared
+    return own + _shared_silent_choices(tuple(registry())).get(spec.short_name, [])
+
+
+@functools.lru_cache(maxsize=1)
+def _shared_silent_choices(names: tuple[str, ...]) -> dict[str, list[tuple[OpSpec, SilentChoice]]]:
+    """Short name -> the silent choices other records hold for it (``also``), for the registry of
+    the operators ``names``."""
+    out: dict[str, list[tuple[OpSpec, SilentChoice]]] = {}
+    ops = registry()
+    for op in (ops[n] for n in names):
+        for c in op.spec.silent:
+            for name in c.also:
+                out.setdefault(name, []).append((op.spec, c))
+    return out
 
 
 def _cell(text: str) -> str:
@@ -379,7 +391,7 @@ Buffers, strides and DxDispatch's models have their own tables in [dxdispatch.md
 
 
 def _op_link(short_name: str) -> str:
-    e = next(e for e in catalog() if e.short_name == short_name)
+    e = BY_NAME[PREFIX + short_name]
     return f"[`{short_name}`](operators/{e.family}.md#{e.python_name})"
 
 
