@@ -139,9 +139,8 @@ ACTIVATION_RELU = activation_op(
               " the operator's own formula): nothing at 0, -0, NaN or a FLOAT32 "
               "denormal, +0 there even for a NaN dY; where X > 0, dY's very bits. Integer inputs: "
               "no gradient."),
-    notes=("max is IEEE maxNum (docs/semantics.md#minimum-and-maximum), so RELU(NaN) = 0; RELU(-0) = +0 (the page's "
-           "max of two equal zeros is silent: x > 0 ? x : +0). FLOAT32 denormal inputs are "
-           "flushed (math, as THRESHOLD). Integers are exact."),
+    notes=("max is IEEE maxNum (docs/semantics.md#minimum-and-maximum), so RELU(NaN) = 0. FLOAT32 denormal "
+           "inputs are flushed (math, as THRESHOLD). Integers are exact."),
     silent=(
         SilentChoice(
             "RELU, HARD_SIGMOID, THRESHOLDED_RELU, SHRINK with a NaN input",
@@ -317,9 +316,8 @@ ACTIVATION_LINEAR = activation_op(
     ulp={F32: 1, F16: 1},
     ulp_half=1,
     gradient="dX = Alpha * dY.",
-    notes=("The page gives no default: Alpha and Beta are required. Alpha * x + Beta is a "
-           "multiply-add that a backend may fuse into one FMA or not (docs/semantics.md#fused-multiply-add): either "
-           "rounding is within budget."),
+    notes=("Alpha * x + Beta is a multiply-add that a backend may fuse into one FMA or not "
+           "(docs/semantics.md#fused-multiply-add): either rounding is within budget."),
     silent=(
         SilentChoice(
             "LINEAR's Alpha and Beta",

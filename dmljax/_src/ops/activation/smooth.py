@@ -321,12 +321,10 @@ ACTIVATION_SCALED_TANH = activation_op(
               "e)^2, e = exp(-2|Beta * x|)): 0 (not NaN) far out and at +-inf. sech^2 amplifies "
               "the rounding of Beta * x by 2|Beta * x|: for FLOAT32 tensors its exact error is "
               "carried in, so the budget holds in the tails."),
-    notes=("tanh as TANH evaluates it (no overflow; tanh(+-inf) = +-1, the sign of zero kept), "
-           "times Alpha (with |Beta| < 1 < |Alpha|, f = (Alpha * Beta) * x where |Beta * x| < "
-           "2^-12, tanh's own value there, so that a FLOAT32 denormal Beta * x is not flushed "
-           "where f is normal). A zero Beta makes f constant: f(+-inf) is then 0 (the limit), not "
-           "tanh(0 * inf) = NaN. Infinite attributes give the formula's IEEE value (inf * 0 = "
-           "NaN at x = 0). Fusable (dmljax.FusedActivation)."),
+    notes=("tanh as TANH evaluates it (no overflow; tanh(+-inf) = +-1, the sign of zero kept), times Alpha "
+           "(with |Beta| < 1 < |Alpha|, f = (Alpha * Beta) * x where |Beta * x| < 2^-12, tanh's own value "
+           "there, so that a FLOAT32 denormal Beta * x is not flushed where f is normal). Infinite attributes "
+           "give the formula's IEEE value (inf * 0 = NaN at x = 0). Fusable (dmljax.FusedActivation)."),
     silent=(
         SilentChoice(
             "Zero Beta (SCALED_TANH, PARAMETRIC_SOFTPLUS) or zero Alpha (PARAMETRIC_SOFTPLUS) at x = ±inf",

@@ -208,22 +208,8 @@ CONVOLUTION = OpSpec(
               "convolution)."),
     notes=("InputTensor {N, C, spatial...}; FORWARD FilterTensor {OutputChannelCount, InputChannelCount / "
            "GroupCount, window...}, BACKWARD FilterTensor {InputChannelCount, OutputChannelCount / GroupCount, "
-           "window...} (the FORWARD convolution's filter, as ONNX's ConvTranspose has it); BiasTensor (optional) "
-           "{1, OutputChannelCount, 1...}. The spatial output size is, FORWARD: (Input + StartPadding + "
-           "EndPadding - Dilations * (Window - 1) - 1) / Strides + 1 (floor) + OutputPadding; BACKWARD: (Input - "
-           "1) * Strides + Dilations * (Window - 1) + 1 - StartPadding - EndPadding + OutputPadding. Every "
-           "output element is given by the direction's formula, OutputPadding included (FORWARD: windows past "
-           "the end padding read zeros; BACKWARD: as ConvTranspose's output_padding). Mode CONVOLUTION flips the "
-           "filter in both directions, so that the page's 'Mode interactions' table holds: the filter is used "
-           "as a transposed convolution's kernel flipped exactly when one of Mode CONVOLUTION and Direction "
-           "BACKWARD is chosen. Mode, Direction and GroupCount default to CROSS_CORRELATION, FORWARD and 1, and "
-           "the five arrays to all 1 (Strides, Dilations) and all 0 (paddings), DirectMLX's defaults (the page "
-           "gives none). FLOAT32 products are true FLOAT32 products (never TF32), and the convolution is written to "
-           "the output (denormals flushed) before the bias is added to it, as the page's steps go; FLOAT16 is "
-           "multiplied and accumulated in FLOAT32, the bias added in FLOAT32, and rounded once, unless "
-           "allow_half_precision_computation=True; then the fused activation runs with its own rules. The order "
-           "of the additions is the library's (docs/semantics.md#accumulating-operators): a budget of (window x channels + 1) rounding units "
-           "of the terms' magnitude."),
+           "window...} (the FORWARD convolution's filter, as ONNX's ConvTranspose has it); BiasTensor "
+           "(optional) {1, OutputChannelCount, 1...}."),
     extra_checks=(_checks,),
     infer_outputs=_output,
     silent=(

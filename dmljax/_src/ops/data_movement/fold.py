@@ -134,12 +134,6 @@ _GEOMETRY = ("BlocksPerDimension[d] = ((SpatialSize[d] + StartPadding[d] + EndPa
              "DimensionCount is the number of spatial dimensions (the five arrays' length), 1 to 6.")
 _TYPES = ("The page's table leaves the data types blank: the record takes the eleven types of the other "
           "DML_FEATURE_LEVEL_6_4 data-movement tables (FLOAT64 to UINT8).")
-_LAYOUT = ("The column tensor is (N, C x prod(WindowSizes), BlockCount), as the page's text and examples give it; "
-           "its row is c * prod(WindowSizes) + the window position (row-major), its column the block "
-           "(row-major over BlocksPerDimension). The page also asks both tensors for the same DimensionCount, "
-           "which its examples (4-D against 3-D) do not: dmljax accepts the column tensor with leading 1s up to "
-           "8 dimensions as well.")
-
 
 UNFOLD = OpSpec(
     enum_name=PREFIX + "UNFOLD",
@@ -155,7 +149,7 @@ UNFOLD = OpSpec(
     math=False,
     gradient=("dInputTensor = FOLD of dOutputTensor with the same window (every copy of an element adds its "
               "gradient), accumulated in FLOAT32 for FLOAT16 and rounded once; integer inputs: none."),
-    notes=" ".join((_GEOMETRY, _LAYOUT, "output_sizes may be left out (None): the 3-D Sizes.",
+    notes=" ".join((_GEOMETRY,
                     "Bit-exact data movement: each element's bits are copied, the padding writes zeros.")),
     extra_checks=(_geometry_checks("InputTensor", "OutputTensor"),),
     infer_outputs=_unfolded,
@@ -213,7 +207,7 @@ FOLD = OpSpec(
               "the output element it was added to); integer inputs: none."),
     notes=" ".join((_GEOMETRY, "The OutputTensor's Sizes (N, C, spatial...) are the caller's (output_sizes=), "
                     "as the desc's OutputTensor gives them; the InputTensor must be (N, C x prod(WindowSizes), "
-                    "BlockCount) for them.", _LAYOUT,
+                    "BlockCount) for them.",
                     "Overlapping values are summed: FLOAT16 in FLOAT32 (unless allow_half_precision_computation), "
                     "rounded once; integers wrap around, as two's complement sums do; the order of the additions "
                     "is not DirectML's to promise (docs/semantics.md#accumulating-operators): a budget of prod(WindowSizes) rounding units "

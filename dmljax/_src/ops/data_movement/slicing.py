@@ -132,9 +132,7 @@ SLICE = OpSpec(
     math=False,
     gradient="dInput = dY at the positions read, 0 elsewhere (the slice's transpose); integer inputs: none.",
     notes=("The three arrays have the tensors' DimensionCount entries (a desc's DimensionCount is their "
-           "length). Sizes at least 1; Strides at least 1 (the page is silent on 0, which SLICE1 forbids); "
-           "every element read, Offsets[i] + (Sizes[i] - 1) * Strides[i], must lie inside the InputTensor "
-           "(the page is silent; dmljax never reads out of bounds). Bit-exact data movement."),
+           "length). Sizes at least 1. Bit-exact data movement."),
     extra_checks=(_window_checks(("Offsets", "Sizes", "Strides"), "InputTensor", False),),
     infer_outputs=_slice_out,
     silent=(

@@ -223,12 +223,10 @@ ELEMENT_WISE_ROUND = unary_op(
     ulp={F32: 0, F16: 0},
     ulp_half=0,
     gradient=_STEP_GRADIENT + ".",
-    notes=("RoundingMode defaults to HALVES_TO_NEAREST_EVEN (the enum's 0, what a zero-initialized "
-           "desc holds, and IEEE's default rounding; the page gives no default). DML_ROUNDING_MODE "
-           "has only these three members: there is no round-up or round-down mode (CEIL and "
-           "FLOOR are those). Exact in every mode, halves included; the sign of a zero result is "
-           "the input's (round(-0.4) is -0.0 in every mode); +-inf and NaN pass through; values "
-           "of magnitude 2^23 (FLOAT32) or 2^10 (FLOAT16) and above are already integers."),
+    notes=("RoundingMode defaults to HALVES_TO_NEAREST_EVEN (the enum's 0, what a zero-initialized desc holds, "
+           "and IEEE's default rounding; the page gives no default). Exact in every mode, halves included; the "
+           "sign of a zero result is the input's (round(-0.4) is -0.0 in every mode); +-inf and NaN pass "
+           "through; values of magnitude 2^23 (FLOAT32) or 2^10 (FLOAT16) and above are already integers."),
     silent=(
         SilentChoice(
             "ROUND's modes",

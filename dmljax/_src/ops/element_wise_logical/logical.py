@@ -143,9 +143,8 @@ SUPPORT_COMPARISON_3_0 = (
 """The table of the GREATER_THAN_OR_EQUAL and LESS_THAN_OR_EQUAL pages (introduced in FL 3.0)."""
 
 _COMPARISON_GRADIENT = "None: the output is an integer tensor (its cotangent is float0)."
-_COMPARISON_NOTES = ("FLOAT32 denormal inputs compare as zero (so -0.0, +0.0 and FLOAT32 denormals "
-                     "are all equal); NaN compares false, also with itself; integers, 64-bit ones "
-                     "included, are compared exactly.")
+_COMPARISON_NOTES = ("FLOAT32 denormal inputs compare as zero (so -0.0, +0.0 and FLOAT32 denormals are all "
+                     "equal).")
 
 ELEMENT_WISE_LOGICAL_EQUALS = comparison_op(
     "ELEMENT_WISE_LOGICAL_EQUALS",
@@ -328,7 +327,7 @@ ELEMENT_WISE_LOGICAL_XOR = binary_op(
     support=SUPPORT_LOGIC,
     math=False,
     gradient=_LOGIC_GRADIENT,
-    notes=_LOGIC_NOTES + " Not a bitwise XOR: 1 XOR 2 is 0.",
+    notes=_LOGIC_NOTES,
 )
 
 

@@ -25,11 +25,8 @@ from dmljax._src.ops.indexing.gather import (
 from dmljax._src.spec import OpSpec, PageSlip, ParamSpec, SameDataType, SameSizes, SilentChoice, TensorSpec, table
 
 LAST_WINS = (
-    "Duplicate indices (the page: 'no guarantee of which last write wins'): the last update in "
-    "row-major order of the UpdatesTensor wins, on every backend, eagerly and under jax.jit. "
-    "An index outside [-size, size) (>= size for an unsigned type) drops its update; negative "
-    "indices of a signed type count from the end (-1 is the last), as the page says from "
-    "DML_FEATURE_LEVEL_3_0.")
+    "An index outside [-size, size) (>= size for an unsigned type) drops its update; negative indices of a "
+    "signed type count from the end (-1 is the last), as the page says from DML_FEATURE_LEVEL_3_0.")
 
 
 def _table(level, dims, data, indices):

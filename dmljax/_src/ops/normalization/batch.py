@@ -240,11 +240,9 @@ BATCH_NORMALIZATION = OpSpec(
               "page gives no Mean and Variance gradients: dmljax gives the formula's derivatives, dMean = "
               "-sum(dY * Scale / sqrt(Variance + Epsilon)) and dVariance = -sum(dY * Scale * (Input - Mean)) / "
               "(2 (Variance + Epsilon)^1.5)."),
-    notes=("Mean, Variance, Scale and Bias have the InputTensor's DimensionCount, each dimension 1 (broadcast) "
-           "or the InputTensor's. Computed as (Input - Mean) * (Scale / sqrt(Variance + Epsilon)) + Bias in "
-           "FLOAT32 (rounding differences from the page's order are within the budget of 4 ULP of the terms' "
-           "magnitude), then rounded once, then the fused activation with its own rules. Epsilon defaults to "
-           "1e-5 and Spatial to TRUE (the page gives neither). " + _HALF),
+    notes=("Computed as (Input - Mean) * (Scale / sqrt(Variance + Epsilon)) + Bias in FLOAT32 (rounding "
+           "differences from the page's order are within the budget of 4 ULP of the terms' magnitude), then "
+           "rounded once, then the fused activation with its own rules. " + _HALF),
     extra_checks=(_bn_checks,),
     silent=(
         SilentChoice(

@@ -345,16 +345,13 @@ _P = ParamSpec("P", "UINT", default=2,
                doc=("The P of Y = (|X1|^P + ... + |Xn|^P) ^ (1/P), at least 1: 1 the L1 norm, 2 the L2 norm (default 2, "
                     "ONNX's LpPool's; a zeroed desc's 0 is refused)."))
 _LP_NOTES = (
-    "The page's formula 'Y = (X1^P + X2^P + ... + Xn^P) ^ (1/P)' is read with absolute values, (|X1|^P + ... + "
-    "|Xn|^P)^(1/P), as its own words say ('Lp-normalized value', 'either the L1 or L2 normalization') and as "
-    "ONNX's LpPool (which ONNX Runtime's DirectML provider maps onto this operator) computes it: the literal formula with P = 1 would be a plain sum, and "
-    "with an odd P of a negative sum NaN. The padding elements are zeros (|0|^P adds nothing), so a window "
-    "wholly in the padding gives 0. P = 0 is refused (1/P). Floats are read as math reads them (FLOAT32 "
-    "denormals as zero); FLOAT16 is computed in FLOAT32 and rounded once, unless "
-    "allow_half_precision_computation. The terms |x|^P are computed in that type, as the formula is, so they "
-    "overflow to inf beyond its range (large values or a large P) where the root would not. DirectML does "
-    "not document the order of the additions (docs/semantics.md#accumulating-operators): a budget of 3 + ceil((prod(WindowSize) + 2) / "
-    "P) ULP (all terms are positive, and the root divides their sum's relative error by P).")
+    "The padding elements are zeros (|0|^P adds nothing), so a window wholly in the padding gives 0. Floats "
+    "are read as math reads them (FLOAT32 denormals as zero); FLOAT16 is computed in FLOAT32 and rounded once, "
+    "unless allow_half_precision_computation. The terms |x|^P are computed in that type, as the formula is, so "
+    "they overflow to inf beyond its range (large values or a large P) where the root would not. DirectML does "
+    "not document the order of the additions (docs/semantics.md#accumulating-operators): a budget of 3 + "
+    "ceil((prod(WindowSize) + 2) / P) ULP (all terms are positive, and the root divides their sum's relative "
+    "error by P).")
 _LP_GRADIENT = (
     "The derivative of the formula: dX = the sum over the windows holding X of dY * sign(X) * |X|^(P-1) / "
     "Y^(P-1) (0 where Y = 0, and at X = 0 for P = 1), in FLOAT32 for FLOAT16, rounded once. DirectML has no "

@@ -396,24 +396,7 @@ def max_pool_grad(x, dy, w: Window, half: bool):
 
 
 # ------------------------------------------------------------------------------ max: records
-_MAX_RULES = (
-    "The padding takes no part: its elements are never selected (the page is silent; ONNX's MaxPool, which ONNX Runtime's DirectML provider maps onto this operator, ignores its padding too); "
-    "a window lying wholly in the padding (a padding longer than the window's span) gives -inf (the type's "
-    "minimum for integers). Values are compared as math reads them: FLOAT32 denormals as zeros of their "
-    "sign, -0 below +0 (as ELEMENT_WISE_MAX and REDUCE's MAX), NaN below every number (maxNum, "
-    "docs/semantics.md#minimum-and-maximum: a window's maximum is NaN only when all its input elements are NaN). The result is that maximum, "
-    "bit-exact (a FLOAT32 denormal maximum comes out as a zero of its sign, a NaN as NaN).")
-_INDEX_RULES = (
-    "Returns (output, output_indices), the page's order; a desc without OutputIndicesTensor gets the "
-    "values alone, and inside a caller's jax.jit unused indices cost nothing (they are a second pass, a "
-    "reduce_window over (key, position) pairs, which XLA drops). Each index counts the "
-    "InputTensor as 'a contiguous one-dimensional array' over all its dimensions, N and C included: n * C * "
-    "prod(spatial) + c * prod(spatial) + the row-major spatial position (the MAX_POOLING_GRAD page's example "
-    "counts so). Of equal maxima 'the index points to the first value encountered', the lowest index, which "
-    "is also the first in row-major order of the window; equal means equal keys as above (a FLOAT32 "
-    "denormal equals a zero of its sign; -0 and +0 differ, +0 wins). A window wholly in the padding gives "
-    "the index type's maximum (2^32 - 1, or 2^64 - 1), which names no element (MAX_UNPOOLING drops it). "
-    "UINT64 indices need JAX's 64-bit mode.")
+_INDEX_RULES = "UINT64 indices need JAX's 64-bit mode."
 _MAX_GRADIENT = (
     "MAX_POOLING_GRAD's rule (the same function): each window's dY goes to the element its index names (the "
     "first maximum), overlaps summed in FLOAT32 and rounded once; a window wholly in the padding passes "
@@ -451,8 +434,8 @@ def _max_record(short: str, first: str, dilations: bool, indices: bool, silent: 
         math=False,
         grad_operator=PREFIX + "MAX_POOLING_GRAD",
         gradient=_MAX_GRADIENT,
-        notes=" ".join((_MAX_RULES, _INDEX_RULES if indices else "", GEOMETRY_NOTE,
-                        "" if dilations else "Dilations are 1 (this version has none).")).replace("  ", " "),
+        notes=" ".join(n for n in (_INDEX_RULES if indices else "", GEOMETRY_NOTE,
+                                   "" if dilations else "Dilations are 1 (this version has none).") if n),
         extra_checks=(geometry_checks("InputTensor"),),
         infer_outputs=pooled_outputs("OutputTensor", *(("OutputIndicesTensor",) if indices else ())),
         silent=silent,

@@ -176,12 +176,12 @@ _ACT_DOC = ("The activation descs f(){more}, {n} a direction (forward's, then ba
             "'Desc': {{...}}}}); ActivationDescCount is its length. None (the default): ONNX's defaults, {dflt}.")
 _DIRECTION_DOC = "FORWARD (the default, ONNX's), BACKWARD or BIDIRECTIONAL (DML_RECURRENT_NETWORK_DIRECTION)."
 _LENGTHS_NOTE = (
-    "SequenceLengthsTensor (UINT32 {1, 1, 1, batch_size}) gives each batch entry its own length L <= seq_length "
-    "(ONNX Runtime's rules, which the page leaves open): the forward direction runs steps 0 to L - 1, the "
-    "backward direction runs from the sequence's own last valid step L - 1 down to 0; OutputSequenceTensor "
-    "holds zeros at steps L and after, and OutputSingleTensor (and OutputCellSingleTensor) the state of the "
-    "last step run (for the backward direction, step 0's), or zeros where L = 0. A length above seq_length is "
-    "refused where its value is known and clamped to seq_length inside a caller's trace.")
+    "SequenceLengthsTensor (UINT32 {1, 1, 1, batch_size}) gives each batch entry its own length L <= "
+    "seq_length (ONNX Runtime's rules, which the page leaves open): the forward direction runs steps 0 to L - "
+    "1, the backward direction runs from the sequence's own last valid step L - 1 down to 0; "
+    "OutputSequenceTensor holds zeros at steps L and after, and OutputSingleTensor (and "
+    "OutputCellSingleTensor) the state of the last step run (for the backward direction, step 0's), or zeros "
+    "where L = 0.")
 _LAYOUT_NOTE = (
     "Layouts: InputTensor {{1, seq_length, batch_size, input_size}}; WeightTensor {{1, num_directions, G * "
     "hidden_size, input_size}} and RecurrenceTensor {{1, num_directions, G * hidden_size, hidden_size}}, the gates "
@@ -255,8 +255,7 @@ RNN = _record(
     params=(_activation_param("", "one", "ACTIVATION_TANH"), _DIRECTION),
     gradient=_GRADIENT,
     notes=(_LAYOUT_NOTE.format(order="i (G = 1)", cell="", cello="") + _NUMERICS_NOTE.format(c="")
-           + _LENGTHS_NOTE + " The page calls RecurrenceTensor 'an optional tensor' but types it as required "
-           "(no _Maybenull_) and its table lists it as an Input: it is required."),
+           + _LENGTHS_NOTE),
     silent=(
         SilentChoice(
             "RNN, LSTM, GRU: the equations",
