@@ -151,16 +151,12 @@ def hardmax(x: jnp.ndarray, axes: tuple[int, ...]) -> jnp.ndarray:
 _ROW_NOTES = (
     "The row's maximum is subtracted before exp (docs/semantics.md#accumulating-operators), so no finite input overflows; "
     "FLOAT16 is computed in FLOAT32 and rounded once (the sum too), FLOAT32 denormal inputs read "
-    "as zero and denormal results are flushed. A row holding NaN or +inf is NaN throughout "
-    "(the page's exp(x) / sum is inf / inf or NaN there; x - max is NaN), and so is a row of "
-    "-inf only (0 / 0); a -inf among finite values gives {neg_inf}. Accuracy grows with the row: "
-    "the budget adds n ULP (FLOAT32) or n / 8192 ULP (FLOAT16) for rows of n elements.")
+    "as zero and denormal results are flushed.")
 _ORIGINAL = ("The InputTensor's effective rank (DimensionCount without leftmost dimensions of "
-             "size 1) must be at most 2: each row of {{ BatchCount, Width }} is normalized over "
+             "size 1) must be at most 2: each row of {BatchCount, Width} is normalized over "
              "Width. ")
 _AXES = ("Axes name the dimensions normalized together (every coordinate of the other "
-         "dimensions is one group); AxisCount is their number. An empty Axes or an axis named "
-         "twice is refused (the page is silent). ")
+         "dimensions is one group); AxisCount is their number. ")
 
 _SOFTMAX_GRADIENT = ("dX = y * (dY - sum(dY * y)) over the row (the Jacobian-vector product of "
                      "softmax, from the stored output y); NaN only where y or dY is.")
@@ -214,10 +210,7 @@ def _soft(short_name, *, one, log, silent=()):
         formula=(_LOG_SOFTMAX1_FORMULA if one else _LOG_SOFTMAX_FORMULA) if log else (
             _SOFTMAX1_FORMULA if one else _SOFTMAX_FORMULA),
         gradient=_LOG_SOFTMAX_GRADIENT if log else _SOFTMAX_GRADIENT,
-        notes=_ROW_NOTES.format(neg_inf="-inf" if log else "0") + (
-            " The budget is counted in ULP of |x - max| + |ln(sum)| + 1, the size of the terms "
-            "whose difference the result is (a log-probability near 0 is an absolute error of "
-            "the sum, not a relative one)." if log else ""),
+        notes=_ROW_NOTES,
         ulp={F32: 4, F16: 1}, ulp_half=4, ulp_growth=_growth, silent=silent)
 
 

@@ -156,10 +156,7 @@ _MODE = ParamSpec("PaddingMode", "DML_PADDING_MODE", enum=PaddingMode,
                   doc=("CONSTANT, EDGE, REFLECTION, SYMMETRIC (from DML_FEATURE_LEVEL_3_0) or WRAP (from 6.4) "
                        "(required: the page gives no default)."))
 _NOTES = (
-    "REFLECTION and SYMMETRIC fold the tensor periodically when a pad is as long as the axis or longer, "
-    "as the page says such pads are valid (REFLECTION's period is 2(n - 1), SYMMETRIC's 2n); REFLECTION "
-    "refuses to pad an axis of one element (period 0). WRAP (not described on the page; the feature-level "
-    "history adds it at 6.4) repeats the axis. {value} The output holds at most 2^32 - 1 elements. "
+    "WRAP (not described on the page; the feature-level history adds it at 6.4) repeats the axis. {value} The output holds at most 2^32 - 1 elements. "
     "Bit-exact data movement: the input's bits are copied, the PaddingValue's written.")
 _FORMULA = ("PaddingMode: DML_PADDING_MODE_CONSTANT\n(the page's Example 1: StartPadding {{0, 0, 1, 2}} and "
             "EndPadding {{0, 0, 3, 4}} around a 4 x 4 input give 8 x 10, the padding 9; EDGE repeats the edges, "

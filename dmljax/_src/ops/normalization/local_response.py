@@ -82,15 +82,7 @@ def _lrn_params() -> tuple[ParamSpec, ...]:
     )
 
 
-_LRN_NOTES = ("The local region of an element at channel c (CrossChannel TRUE) runs over the channels "
-              "max(0, c - floor((LocalSize - 1) / 2)) to min(C - 1, c + ceil((LocalSize - 1) / 2)), as ONNX's LRN, "
-              "which ONNX Runtime's DirectML provider maps onto this operator with CrossChannel TRUE; with "
-              "CrossChannel FALSE the same span in Height and in Width (LocalSize x LocalSize elements of one "
-              "channel). The divisor is LocalSize in both cases, as the page's formula writes it (Caffe's "
-              "within-channel LRN divides by LocalSize^2: dmljax follows the page). " + HALF_NOTE + " The squares and their "
-              "sum are FLOAT32 values, as the formula computes them: beyond FLOAT32's range (|Input| above about "
-              "1.8e19) they are inf, and the element's result 0 (NaN for an infinite Input), where float64 would "
-              "give a tiny number. A budget of the region's element count in rounding units, plus the power's.")
+_LRN_NOTES = (HALF_NOTE + " A budget of the region's element count in rounding units, plus the power's.")
 _LRN_ROW = ("4", FLOAT32_FLOAT16)
 
 LOCAL_RESPONSE_NORMALIZATION = OpSpec(
@@ -115,12 +107,14 @@ LOCAL_RESPONSE_NORMALIZATION = OpSpec(
             "ceil((LocalSize - 1) / 2)); FALSE: that span in Height and in Width (LocalSize x LocalSize of one "
             "channel); clipped at the edges",
             "ONNX's LRN, which ONNX Runtime's DirectML provider maps onto CrossChannel TRUE; the page: \"The "
-            "number of elements to sum over per dimension: Width, Height, and optionally Channel\"."),
+            "number of elements to sum over per dimension: Width, Height, and optionally Channel\".",
+            also=("LOCAL_RESPONSE_NORMALIZATION_GRAD",)),
         SilentChoice(
             "LRN's divisor with CrossChannel FALSE",
             "Alpha / LocalSize, as the page's formula writes it",
             "Caffe's WITHIN_CHANNEL LRN divides by LocalSize^2; the page's formula has LocalSize for both "
-            "modes."),
+            "modes.",
+            also=("LOCAL_RESPONSE_NORMALIZATION_GRAD",)),
         SilentChoice(
             "LRN squares beyond FLOAT32's range (|Input| above ~1.8e19)",
             "the squares and their sum are FLOAT32 values: inf, so that element gives 0 (NaN for an infinite "

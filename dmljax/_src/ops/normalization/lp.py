@@ -64,9 +64,7 @@ LP_NORMALIZATION = OpSpec(
     gradient=("The formula's derivative (no LP_NORMALIZATION_GRAD operator exists): dInput = (dY - s * sum(dY * "
               "Output)) / (sum(|Input|^P) + Epsilon)^(1 / P), s = Output for P = 2 and sign(Input) for P = 1 "
               "(0 at 0, as jax's |x|)."),
-    notes=("The page gives no formula and does not say where Epsilon goes: dmljax adds it to the sum of |Input|^P, "
-           "under the root (P = 2: Input / sqrt(sum(Input^2) + Epsilon); P = 1: Input / (sum(|Input|) + Epsilon)), "
-           "as the other normalizations add Epsilon to the Variance. " + HALF_NOTE +
+    notes=(HALF_NOTE +
            " A budget of the axis' size in rounding units (docs/semantics.md#accumulating-operators)."),
     extra_checks=(_lp_checks,),
     silent=(

@@ -94,10 +94,8 @@ _INCLUDE = ParamSpec(
          "window's elements inside the InputTensor (default FALSE: a zeroed desc's, and ONNX's "
          "count_include_pad)."))
 _AVERAGE_NOTES = (
-    "The padding elements are zeros in the sum. IncludePadding TRUE divides by prod(WindowSize) (every window "
-    "lies inside the padded input); FALSE by the number of the window's positions inside the InputTensor, "
-    "so a window lying wholly in the padding (a padding longer than the window's span) gives 0 / 0 = NaN "
-    "(dmljax's choice where the page is silent). Floats are read as math reads them (FLOAT32 denormals as "
+    "The padding elements are zeros in the sum; IncludePadding FALSE divides by the number of the window's "
+    "positions inside the InputTensor. Floats are read as math reads them (FLOAT32 denormals as "
     "zero); FLOAT16 is summed and divided in FLOAT32 and rounded once, unless "
     "allow_half_precision_computation. DirectML does not document the order of the additions "
     "(docs/semantics.md#accumulating-operators): a budget of prod(WindowSize) + 1 rounding units of the terms' magnitude (sum |x| / divisor).")

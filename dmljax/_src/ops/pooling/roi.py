@@ -583,22 +583,9 @@ def _growth(sizes, attrs) -> dict:
 
 
 _SAMPLING = (
-    "The samples per output element along an axis are clamp(ceil(|scaledRegionSize| / outputSize), "
-    "MinimumSamplesPerOutput, MaximumSamplesPerOutput): the page divides and clamps; dmljax takes the "
-    "ceiling (ONNX's and Caffe2's adaptive count, which ONNX Runtime's DirectML provider maps to Minimum 1) "
-    "of the magnitude, so that an inverted region is the exact mirror of the upright one, as the page "
-    "promises. Sample k of output element o is o * samples + k, k < samples (the page's loops read 'to <= "
-    "start + samples', one sample more, which its ROI_ALIGN_GRAD example rules out). The coordinate "
-    "arithmetic is FLOAT32 in the page's order. A sample whose coordinate lies outside the input, below "
-    "-0.5 or above size - 0.5 (the edges of the outermost pixels), reads OutOfBoundsInputValue; inside, "
-    "LINEAR reads the floor and ceil elements (clamped to the edge) weighted by the fraction, as the "
-    "ROI_ALIGN_GRAD page's pseudo-code, and NEAREST_NEIGHBOR the nearest element, ties to even (its "
-    "example maps 0.5 to 0 and 2.5 to 2). AVERAGE divides the sum of the samples by their count; MAX "
-    "keeps the first largest sample in the page's loop order (sampleX outer, sampleY inner), maxNum: NaN "
-    "skipped. A batch index outside [0, BatchCount) reads every sample as OutOfBoundsInputValue. "
-    "NaN coordinates give NaN. MaximumSamplesPerOutput is the static bound of the samples (at most "
-    f"{MAX_SAMPLES_PER_OUTPUT}); MinimumSamplesPerOutput is at least 1. FLOAT16 is computed in FLOAT32 "
-    "and rounded once. output_sizes gives the OutputTensor's Sizes {NumROIs, ChannelCount, OutputHeight, "
+    "AVERAGE divides the sum of the samples by their count. MaximumSamplesPerOutput is the static bound of the "
+    f"samples (at most {MAX_SAMPLES_PER_OUTPUT}); MinimumSamplesPerOutput is at least 1. FLOAT16 is computed in "
+    "FLOAT32 and rounded once. output_sizes gives the OutputTensor's Sizes {NumROIs, ChannelCount, OutputHeight, "
     "OutputWidth}, as the desc's OutputTensor does.")
 
 _ALIGN_GRADIENT = (
@@ -644,7 +631,7 @@ ROI_ALIGN = OpSpec(
             "A count must be an integer: the ceiling is ONNX's and Caffe2's adaptive count, which ONNX "
             "Runtime's DirectML provider maps to Minimum 1 / Maximum UINT32_MAX; the magnitude makes an "
             "inverted region the exact mirror of the upright one, as the page promises.",
-            also=("ROI_ALIGN1",)),
+            also=("ROI_ALIGN1", "ROI_ALIGN_GRAD")),
         SilentChoice(
             "ROI_ALIGN/ROI_ALIGN1 under jit (the count depends on the ROI values)",
             "MaximumSamplesPerOutput is the static bound: that many sample positions per axis, those past the "
@@ -785,7 +772,8 @@ ROI_ALIGN1 = OpSpec(
             "inputSamplesPerOutputSampleX\")",
             "samples `o * samples + k`, `k < samples`",
             "The inclusive bound takes one sample of the next output element, which the ROI_ALIGN_GRAD page's "
-            "example rules out (its outputs would mix rows)."),
+            "example rules out (its outputs would mix rows).",
+            also=("ROI_ALIGN", "ROI_ALIGN_GRAD")),
         SilentChoice(
             "ROI_ALIGN1 AlignRegionsToCorners (no formula on the page)",
             "the page's formula with outputSampleToInputScale = size / (outputSize * samples - 1); a single "

@@ -115,15 +115,8 @@ def _record(short: str, word: str, example: str, silent: tuple = ()) -> OpSpec:
         ),
         math=False,
         gradient="None: the output is an integer tensor of indices.",
-        notes=(f"The index counts the reduced coordinates in row-major order of the tensor's own "
-               f"dimensions (the page's Example 3: all axes of a 3 x 3 tensor give 0 to 8), whatever "
-               f"the order Axes lists them in; the reduced axes are kept with size 1. NaN is never the "
-               f"{word} (maxNum/minNum, docs/semantics.md#accumulating-operators); a group of NaN only gives its first index "
-               f"(DECREASING: its last). -0 ties with +0, and FLOAT32 denormals are read as zero, so "
-               f"they tie with it too; the tie goes to the first (DECREASING: last) index, as the page "
-               f"says. The OutputTensor's DataType is the caller's (output_data_type=, default UINT32 "
-               f"as in the page's examples; INT64/UINT64 need JAX's 64-bit mode). An empty Axes or an "
-               f"axis named twice is refused."),
+        notes=("The reduced axes are kept with size 1. INT64/UINT64 output types need JAX's 64-bit mode. An "
+               "empty Axes or an axis named twice is refused."),
         extra_checks=(check_axes,),
         infer_outputs=_kept_dims,
         silent=silent,

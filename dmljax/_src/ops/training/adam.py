@@ -60,9 +60,7 @@ ADAM_OPTIMIZER = OpSpec(
     ulp_half=8,
     gradient="none: an optimizer step (its outputs are new parameters and moments, not differentiated).",
     notes=("Returns (OutputParametersTensor, OutputFirstMomentTensor, OutputSecondMomentTensor). "
-           "TrainingStepTensor is a UINT32 scalar {1, 1, 1, 1}, as the field's text says; T is used as the "
-           "page writes it, so T = 0 gives Alpha = 0 / 0 = NaN: start counting at 1 (the page's 'typically "
-           "starts at 0' would poison the parameters). The arithmetic is FLOAT32 (FLOAT16 inputs widened, each "
+           "The arithmetic is FLOAT32 (FLOAT16 inputs widened, each "
            "output rounded once), pow(Beta, T) in FLOAT32; M and V are the updated moments the parameter "
            "update uses; its multiply-adds may be fused into FMAs or not "
            "(docs/semantics.md#fused-multiply-add), on which the compiled and op-by-op results may differ in "
