@@ -3,6 +3,7 @@
     dmljax run MODEL.json [-i N] [-r N] [-w N] [-v 0|1|2] [--feature-level X] [--out DIR] [--force]
     dmljax run MODEL.onnx [--inputs x.npz|a.npy ...] [--out DIR] [--force]
     dmljax onnx info MODEL.onnx
+    dmljax compare MODEL.json RESULTS_DIR | MODEL.onnx --reference DIR [--out DIR] [--force] [--budget-scale X]
     dmljax ops [--feature-level X] | dmljax ops --all [--sort KEY] | dmljax ops NAME...
     dmljax docs [--check] [--out DIR]
     dmljax --version
@@ -18,8 +19,10 @@ operator in full: NAME is any DirectML spelling, or a name the operator goes by 
 PyTorch, JAX or WebNN (``layernorm``, ``torch.matmul``), which lists the operators it leads to
 (registry.find_operators) and shows it in full when it leads to one. ``run MODEL.onnx`` imports an
 ONNX model (the file's suffix or its first byte says which kind of model it is) and writes its
-outputs as .npy files; ``onnx info`` lists its nodes and what each becomes. ``docs`` regenerates
-docs/operators.md, the family pages and docs/silent.md (docgen.py). ``main`` turns a closed stdout and Ctrl-C into exit statuses (141,
+outputs as .npy files; ``onnx info`` lists its nodes and what each becomes. ``compare`` holds another runtime's
+results (DxDispatch's writeFile outputs, ONNX Runtime's node dumps) against dmljax's within each
+operator's budget (compare/command.py). ``docs`` regenerates docs/operators.md, the family pages and
+docs/silent.md (docgen.py). ``main`` turns a closed stdout and Ctrl-C into exit statuses (141,
 130) without a traceback, for every subcommand.
 """
 
@@ -40,6 +43,7 @@ import jaxlib
 from dmljax._src import docgen
 from dmljax._src.argtypes import int_at_least
 from dmljax._src.catalog import FAMILIES, CatalogEntry
+from dmljax._src.compare import command as compare_command
 from dmljax._src.docstrings import support_table_text
 from dmljax._src.dxdispatch.model import Model, ModelError
 from dmljax._src.errors import UnknownOperatorError, ValidationError
@@ -136,6 +140,33 @@ def _parser() -> argparse.ArgumentParser:
                       help="folder to write into (default: docs, under the current directory)")
     docs.add_argument("--check", action="store_true",
                       help="write nothing; exit 1 and name the files that are missing or stale")
+    cmp = sub.add_parser("compare", help="compare DirectML results from Windows (DxDispatch's writeFile files, ONNX "
+                                         "Runtime's node dumps) with dmljax, within each operator's ULP budget",
+                         description="DxDispatch: `dmljax compare MODEL.json RESULTS_DIR` compares the files the "
+                                     "model's writeFile commands wrote with dmljax's run. ONNX: `dmljax compare "
+                                     "MODEL.onnx --reference DIR` evaluates each node on the reference's own inputs "
+                                     "and names the first node beyond its operators' budget. Exit status 0: within "
+                                     "budget; 1: beyond budget; 2: the inputs cannot be compared.")
+    cmp.add_argument("model", help="a DxDispatch .json model or an ONNX model (.onnx)")
+    cmp.add_argument("results", nargs="?", default=None, metavar="RESULTS_DIR",
+                     help="the folder holding the result files (the same as --reference)")
+    cmp.add_argument("--reference", default=None, metavar="DIR",
+                     help="the folder (or one .npz) of reference tensors: .tensorproto/.pb files of ONNX Runtime's "
+                          "node dump, .npy files named after values, or .npz archives")
+    cmp.add_argument("--inputs", nargs="+", default=None, metavar="FILE",
+                     help="ONNX models whose reference lacks the graph inputs: one .npz (by input name) or .npy "
+                          "files in input order")
+    cmp.add_argument("--out", default=None, metavar="DIR",
+                     help="write report.md, report.html, report.json and ulp_histogram.png into DIR (created if "
+                          "missing; default: print the summary only)")
+    cmp.add_argument("--force", action="store_true", help="overwrite report files that exist in --out")
+    cmp.add_argument("--budget-scale", type=float, default=1.0, metavar="X",
+                     help="multiply every operator's ULP budget by X (default 1; 0: bit-exact; 2: allow dmljax's own "
+                          "error on top of the vendor's)")
+    cmp.add_argument("--allow-extra", action="store_true",
+                     help="DxDispatch: compare although RESULTS_DIR holds files no writeFile of the model writes")
+    cmp.add_argument("--feature-level", type=_level, default=None, metavar="X",
+                     help="DxDispatch: the DML feature level to validate against (default: as for `dmljax run`)")
     onnx_p = sub.add_parser("onnx", help="ONNX models: `dmljax onnx info MODEL.onnx` lists operators, opset, each "
                                          "node's DirectML mapping and anything unsupported")
     onnx_sub = onnx_p.add_subparsers(dest="onnx_command", required=True)
@@ -346,6 +377,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return docgen.main(out=args.out, check=args.check)
     if args.command == "onnx":
         return onnx_commands.info(args.model)
+    if args.command == "compare":
+        return compare_command.run(args, version_text())
     if onnx_commands.is_onnx(args.model):
         return onnx_commands.run(args.model, args.inputs, args.out, args.force)
     if args.inputs is not None:

@@ -50,13 +50,16 @@ def _need_onnx() -> None:
 @dataclasses.dataclass(frozen=True)
 class NodeInfo:
     """One node and what it becomes: ``dml`` is the DirectML operators (empty for a folded one),
-    ``reason`` why it cannot be mapped (empty if it can)."""
+    ``reason`` why it cannot be mapped (empty if it can); ``inputs`` and ``outputs`` name its
+    values ("" for an optional one left out)."""
 
     name: str
     op_type: str
     opset: int
     dml: tuple[str, ...]
     reason: str = ""
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,7 +177,8 @@ class OnnxModel:
 
     @property
     def nodes(self) -> tuple[NodeInfo, ...]:
-        return tuple(NodeInfo(n.name, n.op_type, self.opset, () if n.rule is None else n.rule.dml) for n in self._nodes)
+        return tuple(NodeInfo(n.name, n.op_type, self.opset, () if n.rule is None else n.rule.dml,
+                              inputs=n.inputs, outputs=n.outputs) for n in self._nodes)
 
     def __call__(self, *inputs):
         return self.apply(self.params, *inputs)
@@ -182,6 +186,36 @@ class OnnxModel:
     def __repr__(self) -> str:
         return (f"OnnxModel({self.name!r}, opset {self.opset}, {len(self._nodes)} nodes, "
                 f"{len(self.params)} parameters, inputs {[i[0] for i in self.inputs]}, outputs {self.outputs})")
+
+    def evaluate_node(self, index: int, values: dict) -> dict:
+        """Evaluate one node (``index`` into the graph's nodes, in topological order) on the
+        given input values (name -> array; initializers and Constant outputs need not be given)
+        and return its outputs by name. The node runs as in ``apply``: its DirectML operators
+        each as a jitted call, or folded by ONNX's reference evaluator when every input is a
+        static value (a constant, or a shape computed from constants and Shape nodes); given
+        values are static where the model would have them static. Used by ``dmljax compare``
+        to judge a node on another runtime's inputs."""
+        n = self._nodes[index]
+        static = self._static_values()
+        env: dict[str, Any] = dict(self._consts)
+        env.update(self.params)
+        for name, v in values.items():
+            if name not in self._consts:
+                env[name] = np.asarray(v) if name in static else jnp.asarray(v)
+        _run_node(n, env, self.opset)
+        return {o: env[o] for o in n.outputs if o}
+
+    def _static_values(self) -> set:
+        """The names whose values are static in ``apply``: constants and what Shape and Size
+        nodes, and nodes of static inputs only, compute from them."""
+        if getattr(self, "_static", None) is None:
+            static = set(self._consts)
+            for n in self._nodes:
+                ins = [i for i in n.inputs if i]
+                if n.op_type in ("Shape", "Size") or (n.op_type != "Dropout" and all(i in static for i in ins)):
+                    static.update(o for o in n.outputs if o)
+            self._static = static
+        return self._static
 
     def _apply(self, params, *inputs):
         if len(inputs) != len(self.inputs):

@@ -1,0 +1,261 @@
+"""``dmljax compare MODEL.onnx --reference DIR``: an ONNX model's tensors as another runtime
+(ONNX Runtime with the DirectML provider, on Windows) computed them, node by node.
+
+The reference is a folder of TensorProto files (what ONNX Runtime's node input/output dump
+writes: the value's name with every character that is not a letter or digit made ``_``, then
+``.tensorproto``; ``.pb`` is read the same way), ``.npy`` files named after values, or ``.npz``
+archives of them (a single ``.npz`` file may also be given). Nodes are evaluated in the graph's
+topological order, each on the reference's own values of its inputs where the reference has
+them, so that a node is judged on what it was given and an error upstream is never blamed on it;
+where the reference lacks an input, dmljax's own value stands in, and the report says so.
+
+Memory: a reference tensor is read when a node consumes or produces it and dropped after that
+node; dmljax's own value of a tensor is kept only while a later node needs it and the reference
+has none (benchmarks/compare/streaming.py measures the peak).
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from dmljax._src.compare.distance import compare
+from dmljax._src.compare.errors import CompareError
+from dmljax._src.compare.report import Entry, Report
+from dmljax._src.dtypes import DataType
+from dmljax._src.onnx import loader
+from dmljax._src.onnx.commands import _inputs as read_inputs
+from dmljax._src.onnx.errors import OnnxImportError
+from dmljax._src.registry import get_operator
+
+__all__ = ["compare_onnx", "Reference", "ort_file_name", "node_budget"]
+
+TENSORPROTO_SUFFIXES = (".tensorproto", ".pb")
+
+
+def ort_file_name(name: str) -> str:
+    """The file ONNX Runtime's node dump writes a value into: every character that is not an
+    ASCII letter or digit replaced by ``_``, then ``.tensorproto``."""
+    return "".join(c if c.isascii() and c.isalnum() else "_" for c in name) + ".tensorproto"
+
+
+class Reference:
+    """The tensors of a reference folder or ``.npz`` file, by value name, read on demand.
+
+    ``names`` are the values it holds among ``wanted`` (the model's value names); ``unmatched``
+    the files and arrays that match none of them."""
+
+    def __init__(self, path: str | os.PathLike, wanted: Sequence[str]):
+        self.path = Path(path)
+        self._where: dict[str, tuple] = {}  # value name -> ("proto" | "npy", file) or ("npz", file, key)
+        self.unmatched: list[str] = []
+        if not self.path.exists():
+            raise CompareError(str(self.path), "", "does not exist")
+        files = [self.path] if self.path.is_file() else sorted(p for p in self.path.rglob("*") if p.is_file())
+        if self.path.is_file() and self.path.suffix.lower() != ".npz":
+            raise CompareError(str(self.path), "", "is a file; give a folder of .tensorproto, .pb or .npy files, or "
+                               "one .npz archive")
+        by_file = {}
+        for w in wanted:
+            by_file.setdefault(ort_file_name(w)[: -len(".tensorproto")], []).append(w)
+        wanted_set = set(wanted)
+        for f in files:
+            suffix = f.suffix.lower()
+            if suffix == ".npz":
+                try:
+                    with zipfile.ZipFile(f) as z:
+                        keys = [n[:-4] for n in z.namelist() if n.endswith(".npy")]
+                except (OSError, zipfile.BadZipFile) as e:
+                    raise CompareError(str(f), "", f"is not a readable .npz archive ({e})") from None
+                for k in keys:
+                    self._add(k, ("npz", f, k), wanted_set, by_file, f"{f.name}[{k}]")
+            elif suffix in TENSORPROTO_SUFFIXES or suffix == ".npy":
+                kind = "npy" if suffix == ".npy" else "proto"
+                self._add(f.stem, (kind, f), wanted_set, by_file, f.relative_to(self.path).as_posix()
+                          if self.path.is_dir() else f.name)
+
+    def _add(self, stem: str, where: tuple, wanted: set, by_file: dict, label: str) -> None:
+        if stem in wanted:
+            self._where.setdefault(stem, where)
+            return
+        candidates = by_file.get(stem, [])
+        if len(candidates) == 1:
+            self._where.setdefault(candidates[0], where)
+        elif len(candidates) > 1 and where[0] == "proto":
+            name = _proto(where[1]).name  # ONNX Runtime keeps the exact name inside the file
+            if name in wanted:
+                self._where.setdefault(name, where)
+            else:
+                self.unmatched.append(label)
+        else:
+            self.unmatched.append(label)
+
+    @property
+    def names(self) -> set[str]:
+        return set(self._where)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._where
+
+    def load(self, name: str) -> np.ndarray:
+        where = self._where[name]
+        try:
+            if where[0] == "npz":
+                with np.load(where[1], allow_pickle=False) as z:
+                    return np.asarray(z[where[2]])
+            if where[0] == "npy":
+                return np.load(where[1], allow_pickle=False)
+            return loader.numpy_helper.to_array(_proto(where[1]))
+        except CompareError:
+            raise
+        except Exception as e:  # noqa: BLE001  (numpy and protobuf raise many kinds on a corrupt file)
+            raise CompareError(str(where[1]), name, f"cannot be read ({type(e).__name__}: {' '.join(str(e).split())[:200]})") from None
+
+
+def _proto(path: Path):
+    t = loader.onnx.TensorProto()
+    try:
+        t.ParseFromString(path.read_bytes())
+    except Exception as e:  # noqa: BLE001
+        raise CompareError(str(path), "", f"is not a TensorProto file ({type(e).__name__})") from None
+    return t
+
+
+def node_budget(dml: Sequence[str], dtype: np.dtype, sizes: tuple[int, ...] | None) -> float:
+    """The ULP budget of an ONNX node: the largest of its DirectML operators' budgets for the
+    output's data type (FLOAT16: the larger of the FLOAT32-computed and half-precision budgets,
+    since a provider may compute in either), with their growth for ``sizes`` (the node's first
+    input). 0 for a node with no operator (folded) and for non-float outputs."""
+    dt = DataType.from_dtype(np.dtype(dtype))
+    if dt is None or not dt.is_float or not dml:
+        return 0.0
+    best = 0.0
+    for name in dml:
+        spec = get_operator(name).spec
+        b = spec.budget(dt, sizes, {}) if _growth_ok(spec, sizes) else spec.budget(dt)
+        if dt is DataType.FLOAT16 and spec.ulp_half is not None:
+            b = max(b, spec.budget(dt, sizes, {}, half=True) if _growth_ok(spec, sizes) else spec.budget(dt, half=True))
+        best = max(best, float(b))
+    return best
+
+
+def _growth_ok(spec, sizes) -> bool:
+    if spec.ulp_growth is None or sizes is None:
+        return False
+    try:
+        spec.ulp_growth(tuple(sizes), {})
+    except Exception:  # noqa: BLE001  (a growth rule written for the operator's own desc)
+        return False
+    return True
+
+
+def compare_onnx(model_path: str | os.PathLike, reference: str | os.PathLike, *, inputs: Sequence[str] | None = None,
+                 budget_scale: float = 1.0, versions: str = "") -> Report:
+    """Compare every node output the reference holds with the node evaluated in dmljax on the
+    reference's inputs (see the module docstring)."""
+    if loader.onnx is None:
+        raise CompareError(str(model_path), "", 'ONNX models need the onnx package: pip install "dmljax[onnx]"')
+    try:
+        model = loader.load(model_path)
+    except OnnxImportError as e:
+        raise CompareError(str(model_path), "", f"cannot be imported: {e}") from None
+    nodes = model.nodes
+    graph_inputs = [name for name, _, _ in model.inputs]
+    produced = [o for n in nodes for o in n.outputs if o]
+    wanted = list(dict.fromkeys(graph_inputs + produced))
+    ref = Reference(reference, wanted)
+    found = ref.names
+    if not found:
+        shown = ", ".join(ref.unmatched[:6]) + (" ..." if len(ref.unmatched) > 6 else "")
+        raise CompareError(str(reference), "", ("holds no tensor of this model" + (f" (it holds {shown})" if shown else
+                           " (it is empty)")) + f"; {Path(model_path).name}'s values are named "
+                           f"{', '.join(wanted[:6])}{' ...' if len(wanted) > 6 else ''}: is it the reference of "
+                           "another model?")
+    notes = []
+    if ref.unmatched:
+        notes.append(f"{len(ref.unmatched)} reference tensors match no value of the model and were not compared "
+                     f"({', '.join(ref.unmatched[:5])}{' ...' if len(ref.unmatched) > 5 else ''}); ONNX Runtime's "
+                     "graph optimizations rename fused values: dump with optimizations off (docs/compare.md)")
+    own: dict[str, object] = {}
+    missing = [n for n in graph_inputs if n not in ref]
+    if missing:
+        if not inputs:
+            raise CompareError(str(reference), "", f"has no value of the model's input{'s' if len(missing) > 1 else ''} "
+                               f"{', '.join(missing)}; dump node inputs too (ORT_DEBUG_NODE_IO_DUMP_INPUT_DATA=1), "
+                               "save them in the .npz, or give them with --inputs")
+        try:
+            given = read_inputs(model, inputs)
+        except (ValueError, OSError) as e:
+            raise CompareError(", ".join(inputs), "--inputs", " ".join(str(e).split())[:400]) from None
+        own.update({n: v for n, v in zip(graph_inputs, given) if n in missing})
+    for name, dtype, shape in model.inputs:
+        if name in ref:
+            v = ref.load(name)
+            if (dtype is not None and v.dtype != dtype) or (len(shape) != v.ndim) or any(
+                    isinstance(d, int) and d != s for d, s in zip(shape, v.shape)):
+                raise CompareError(str(reference), name, f"holds {v.dtype} {list(v.shape)}; the model's input is "
+                                   f"{dtype} {list(shape)}: is it the reference of another model?")
+            del v
+    remaining: dict[str, int] = {}
+    for n in nodes:
+        for i in n.inputs:
+            if i:
+                remaining[i] = remaining.get(i, 0) + 1
+    report = Report("ONNX", str(model_path), str(reference), budget_scale, versions, notes=notes)
+    for index, n in enumerate(nodes):
+        values, stand_ins = {}, []
+        for i in n.inputs:
+            if not i or i in values:
+                continue
+            if i in ref:
+                values[i] = ref.load(i)
+            elif i in own:
+                values[i] = own[i]
+                stand_ins.append(i)
+        try:
+            outs = model.evaluate_node(index, values)
+        except Exception as e:  # noqa: BLE001  (a ValidationError or XLA's error on the reference's values)
+            raise CompareError(str(model_path), f"node {n.name!r} ({n.op_type})", "cannot be evaluated on the "
+                               f"reference's inputs: {' '.join(str(e).split())[:400]}") from None
+        first = next((values[i] for i in n.inputs if i and i in values), None)
+        sizes = None if first is None else tuple(np.shape(first))
+        for o, v in outs.items():
+            if o in ref:
+                expected = np.asarray(v)
+                got = ref.load(o)
+                report.entries.append(_entry(n, o, got, expected, values, sizes, stand_ins, budget_scale))
+                del got, expected
+            elif remaining.get(o, 0) > 0:
+                own[o] = v
+        del values, outs
+        for i in n.inputs:
+            if i:
+                remaining[i] -= 1
+                if remaining[i] == 0:
+                    own.pop(i, None)
+    compared = sum(e.comparison is not None for e in report.entries)
+    if compared < len(produced):
+        report.notes.append(f"{len(produced) - compared} of the model's {len(produced)} node outputs are not in the "
+                            "reference and were not compared; a node whose inputs are missing from it is judged on "
+                            "dmljax's own inputs, so an error before it can show at it (its row says so)")
+    return report
+
+
+def _entry(n, name: str, got: np.ndarray, expected: np.ndarray, values: dict, sizes, stand_ins, scale) -> Entry:
+    source = f"node {n.name!r} ({n.op_type})"
+    note = ("Inputs not in the reference, computed by dmljax: " + ", ".join(stand_ins)
+            + "; an error upstream of this node can show here.") if stand_ins else ""
+    if got.shape != expected.shape or got.dtype != expected.dtype:
+        raise CompareError(name, source, f"the reference holds {got.dtype} {list(got.shape)}, but the node computes "
+                           f"{expected.dtype} {list(expected.shape)} from the reference's inputs: is the reference "
+                           "of another model (or of other input shapes)?")
+    budget = node_budget(n.dml, expected.dtype, sizes) * scale
+    host = {k: np.asarray(v) for k, v in values.items()}
+
+    def inputs_at(pos):
+        return {k: v[pos].item() for k, v in host.items() if v.shape == expected.shape}
+    return Entry(name, source, n.dml, tuple(expected.shape), compare(got, expected, budget, inputs_at), note)
