@@ -48,8 +48,8 @@ def ulp_distance(a, b) -> np.ndarray:
     a, b = np.asarray(a), np.asarray(b)
     if a.dtype != b.dtype or a.dtype.kind != "f":
         raise TypeError(f"ulp_distance takes two arrays of one float type, not {a.dtype} and {b.dtype}")
-    ma, na = _ordered(np.ascontiguousarray(a))
-    mb, nb = _ordered(np.ascontiguousarray(b))
+    ma, na = _ordered(np.ascontiguousarray(a).reshape(a.shape))
+    mb, nb = _ordered(np.ascontiguousarray(b).reshape(b.shape))
     same = na == nb
     return np.where(same, np.maximum(ma, mb) - np.minimum(ma, mb), ma + mb)  # + across zero: below 2^64
 
