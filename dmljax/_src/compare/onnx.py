@@ -184,9 +184,14 @@ def compare_onnx(model_path: str | os.PathLike, reference: str | os.PathLike, *,
     missing = [n for n in graph_inputs if n not in ref]
     if missing:
         if not inputs:
+            other = ""
+            if len(ref.unmatched) > len(found):
+                other = (f"; it holds more tensors that this model does not name ({', '.join(ref.unmatched[:4])}"
+                         f"{' ...' if len(ref.unmatched) > 4 else ''}) than tensors it does: is it the reference of "
+                         "another model?")
             raise CompareError(str(reference), "", f"has no value of the model's input{'s' if len(missing) > 1 else ''} "
                                f"{', '.join(missing)}; dump node inputs too (ORT_DEBUG_NODE_IO_DUMP_INPUT_DATA=1), "
-                               "save them in the .npz, or give them with --inputs")
+                               "save them in the .npz, or give them with --inputs" + other)
         try:
             given = read_inputs(model, inputs)
         except (ValueError, OSError) as e:
