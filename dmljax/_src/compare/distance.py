@@ -98,68 +98,121 @@ def _scalar(v):
     return float(v) if isinstance(v, float) else v
 
 
+CHUNK = 1 << 20
+"""Elements classified at a time: the masks and distances of one chunk are what ``compare``
+allocates beyond one distance array per tensor (4 bytes an element for FLOAT32 and FLOAT16)."""
+
+
 def compare(found: np.ndarray, expected: np.ndarray, budget_ulp: float,
             inputs_at: Callable[[tuple[int, ...]], dict] | None = None) -> Comparison:
     """Every element of ``found`` against ``expected`` (same shape and dtype). Floats: within
     ``budget_ulp`` ULP; NaN matches NaN (payloads are not compared); an infinity must be the same
     infinity; a zero found where a denormal is expected is a flushed denormal, a denormal found
     where zero is expected one that should have been flushed. Integers and booleans: equal.
-    ``inputs_at(position)`` gives the operator's inputs at an element listed beyond budget."""
+    ``inputs_at(position)`` gives the operator's inputs at an element listed beyond budget.
+
+    Works through the tensors CHUNK elements at a time; the medians are exact (a selection over
+    one array of the finite elements' distances)."""
     found, expected = np.asarray(found), np.asarray(expected)
     if found.shape != expected.shape or found.dtype != expected.dtype:
         raise ValueError(f"compare: {found.dtype}{list(found.shape)} against {expected.dtype}{list(expected.shape)}")
     c = Comparison(int(found.size), float(budget_ulp), str(found.dtype))
     flat_f, flat_e = found.reshape(-1), expected.reshape(-1)
-    kinds: dict[str, np.ndarray] = {}
-    if found.dtype.kind == "f":
-        nan_f, nan_e = np.isnan(flat_f), np.isnan(flat_e)
-        inf_f, inf_e = np.isinf(flat_f), np.isinf(flat_e)
-        finite = ~(nan_f | nan_e | inf_f | inf_e)
+    is_float = found.dtype.kind == "f"
+    kinds = _FLOAT_KINDS if is_float else ("different values",)
+    counts = dict.fromkeys(kinds, 0)
+    shown: list[tuple[int, str, int | None]] = []
+    if is_float:
+        wide = found.dtype.itemsize == 8
+        ulps = np.empty(found.size, np.uint64 if wide else np.uint32)
+        absd = np.empty(found.size, np.float64 if wide else np.float32)
+        edges = np.asarray(HISTOGRAM_EDGES[:-1], np.float64)
+        hist = np.zeros(len(edges), np.int64)
         tiny = np.finfo(found.dtype).tiny
-        with np.errstate(invalid="ignore"):
-            den_f = (flat_f != 0) & (np.abs(flat_f) < tiny)
-            den_e = (flat_e != 0) & (np.abs(flat_e) < tiny)
-        ulp = ulp_distance(flat_f, flat_e)
-        ulp[~finite] = 0
-        with np.errstate(invalid="ignore", over="ignore"):
-            absd = np.abs(flat_f.astype(np.float64) - flat_e.astype(np.float64))
-        absd[~finite] = 0.0
-        beyond_finite = finite & (ulp > budget_ulp)
-        kinds["NaN where a value is expected"] = nan_f & ~nan_e
-        kinds["a value where NaN is expected"] = ~nan_f & nan_e
-        kinds["infinity mismatches"] = ~(nan_f | nan_e) & (inf_f | inf_e) & (flat_f != flat_e)
-        kinds["flushed denormals"] = beyond_finite & den_e & (flat_f == 0)
-        kinds["denormals kept where zero is expected"] = beyond_finite & den_f & (flat_e == 0)
-        other = beyond_finite & ~kinds["flushed denormals"] & ~kinds["denormals kept where zero is expected"]
-        kinds["beyond the ULP budget"] = other
-        if finite.any():
-            fu, fa = ulp[finite], absd[finite]
-            c.max_ulp, c.median_ulp = int(fu.max()), float(np.median(fu))
-            c.max_abs, c.median_abs = float(fa.max()), float(np.median(fa))
-            edges = np.asarray(HISTOGRAM_EDGES[:-1], np.float64)
-            bins = np.searchsorted(edges, fu.astype(np.float64), side="right") - 1
-            c.histogram = np.bincount(bins, minlength=len(edges)).tolist()
-        else:
-            c.histogram = [0] * (len(HISTOGRAM_EDGES) - 1)
     else:
-        diff = flat_f != flat_e
-        kinds["different values"] = diff
-        if diff.any():
-            d = np.abs(flat_f.astype(np.float64) - flat_e.astype(np.float64))
-            c.max_abs, c.median_abs = float(d.max()), float(np.median(d))
-        ulp = None
-        c.histogram = []
-    bad = np.zeros(flat_f.shape, bool)
-    for kind, mask in kinds.items():
-        n = int(mask.sum())
-        if n:
-            c.patterns[kind] = n
-            bad |= mask
-    c.beyond = int(bad.sum())
-    for i in np.flatnonzero(bad)[:MAX_SHOWN]:
-        pos = tuple(int(p) for p in np.unravel_index(int(i), found.shape)) if found.ndim else ()
-        kind = next(k for k, m in kinds.items() if m[i])
-        c.first.append(Finding(pos, _scalar(flat_f[i]), _scalar(flat_e[i]),
-                               None if ulp is None or kind.startswith(("NaN", "a value", "infinity")) else int(ulp[i]),
-                               kind, inputs_at(pos) if inputs_at is not None else {}))
+        diffs = []
+    n_finite = 0
+    for start in range(0, max(flat_f.size, 1), CHUNK):
+        f, e = flat_f[start:start + CHUNK], flat_e[start:start + CHUNK]
+        if is_float:
+            masks, ulp, ad, finite = _classify_floats(f, e, budget_ulp, tiny)
+            k = int(finite.sum())
+            fu, fa = ulp[finite], ad[finite]
+            ulps[n_finite:n_finite + k] = fu
+            absd[n_finite:n_finite + k] = fa
+            n_finite += k
+            if k:
+                c.max_ulp = max(c.max_ulp, int(fu.max()))
+                c.max_abs = max(c.max_abs, float(fa.max()))
+                hist += np.bincount(np.searchsorted(edges, fu.astype(np.float64), side="right") - 1,
+                                    minlength=len(edges))
+        else:
+            masks, ulp = {"different values": f != e}, None
+            if masks["different values"].any():
+                d = np.abs(f.astype(np.float64) - e.astype(np.float64))
+                c.max_abs = max(c.max_abs, float(d.max()))
+                diffs.append(d[masks["different values"]])
+        bad = np.zeros(f.shape, bool)
+        for kind in kinds:
+            m = masks[kind]
+            counts[kind] += int(m.sum())
+            bad |= m
+        for i in np.flatnonzero(bad)[:MAX_SHOWN - len(shown)]:
+            kind = next(kd for kd in kinds if masks[kd][i])
+            distance = None if ulp is None or kind in _NO_DISTANCE else int(ulp[i])
+            shown.append((start + int(i), kind, distance))
+    if is_float:
+        if n_finite:
+            c.median_ulp = _median(ulps[:n_finite])
+            c.median_abs = _median(absd[:n_finite])
+        c.histogram = hist.tolist()
+    elif diffs:
+        d = np.concatenate(diffs)  # equal elements are at distance 0
+        c.median_abs = _median(np.concatenate([d, np.zeros(found.size - d.size)]))
+    c.patterns = {k: n for k, n in counts.items() if n}
+    c.beyond = sum(c.patterns.values())
+    for i, kind, distance in shown:
+        pos = tuple(int(p) for p in np.unravel_index(i, found.shape)) if found.ndim else ()
+        c.first.append(Finding(pos, _scalar(flat_f[i]), _scalar(flat_e[i]), distance, kind,
+                               inputs_at(pos) if inputs_at is not None else {}))
     return c
+
+
+_FLOAT_KINDS = ("NaN where a value is expected", "a value where NaN is expected", "infinity mismatches",
+                "flushed denormals", "denormals kept where zero is expected", "beyond the ULP budget")
+_NO_DISTANCE = ("NaN where a value is expected", "a value where NaN is expected", "infinity mismatches")
+
+
+def _classify_floats(f, e, budget, tiny):
+    """One chunk's masks by kind (each element beyond budget in exactly one), its ULP and
+    absolute distances (0 where not both finite) and its mask of finite pairs."""
+    nan_f, nan_e = np.isnan(f), np.isnan(e)
+    inf_f, inf_e = np.isinf(f), np.isinf(e)
+    finite = ~(nan_f | nan_e | inf_f | inf_e)
+    with np.errstate(invalid="ignore", over="ignore"):
+        den_f = (f != 0) & (np.abs(f) < tiny)
+        den_e = (e != 0) & (np.abs(e) < tiny)
+        ad = np.abs(f.astype(np.float64) - e.astype(np.float64))
+    ulp = ulp_distance(f, e)
+    ulp[~finite] = 0
+    ad[~finite] = 0.0
+    beyond = finite & (ulp > budget)
+    flushed = beyond & den_e & (f == 0)
+    kept = beyond & den_f & (e == 0)
+    return {"NaN where a value is expected": nan_f & ~nan_e,
+            "a value where NaN is expected": ~nan_f & nan_e,
+            "infinity mismatches": ~(nan_f | nan_e) & (inf_f | inf_e) & (f != e),
+            "flushed denormals": flushed,
+            "denormals kept where zero is expected": kept,
+            "beyond the ULP budget": beyond & ~flushed & ~kept}, ulp, ad, finite
+
+
+def _median(values: np.ndarray) -> float:
+    """The median of ``values`` (reordered in place: no copy of a large array)."""
+    n = values.size
+    mid = n // 2
+    if n % 2:
+        values.partition(mid)
+        return float(values[mid])
+    values.partition([mid - 1, mid])
+    return (float(values[mid - 1]) + float(values[mid])) / 2

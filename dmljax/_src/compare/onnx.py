@@ -109,11 +109,88 @@ class Reference:
                     return np.asarray(z[where[2]])
             if where[0] == "npy":
                 return np.load(where[1], allow_pickle=False)
-            return loader.numpy_helper.to_array(_proto(where[1]))
+            return _read_tensor(where[1])
         except CompareError:
             raise
         except Exception as e:  # noqa: BLE001  (numpy and protobuf raise many kinds on a corrupt file)
             raise CompareError(str(where[1]), name, f"cannot be read ({type(e).__name__}: {' '.join(str(e).split())[:200]})") from None
+
+
+def _varint(f) -> int | None:
+    shift = result = 0
+    while True:
+        b = f.read(1)
+        if not b:
+            return None if shift == 0 else -1
+        result |= (b[0] & 0x7F) << shift
+        if b[0] < 0x80:
+            return result
+        shift += 7
+        if shift > 63:
+            return -1
+
+
+_RAW_TYPES = {1: "<f4", 2: "u1", 3: "i1", 4: "<u2", 5: "<i2", 6: "<i4", 7: "<i8", 9: "?", 10: "<f2", 11: "<f8",
+              12: "<u4", 13: "<u8"}
+"""TensorProto.DataType values whose raw_data is read straight into an array (ONNX's numbering)."""
+
+
+def _read_tensor(path: Path) -> np.ndarray:
+    """A TensorProto file's array. When the values are in ``raw_data`` (as ONNX Runtime's dump
+    writes them) only the small fields are parsed and the values are read straight from the
+    file into the array, with no copy of the message; otherwise the onnx package parses it."""
+    dims, dtype, raw = [], None, None
+    try:
+        with open(path, "rb") as f:
+            while True:
+                key = _varint(f)
+                if key is None:
+                    break
+                field, wire = key >> 3, key & 7
+                if key < 0 or wire not in (0, 1, 2, 5):
+                    return _slow_tensor(path)
+                if wire == 0:
+                    v = _varint(f)
+                    if v is None or v < 0:
+                        return _slow_tensor(path)
+                    if field == 1:
+                        dims.append(v)
+                    elif field == 2:
+                        dtype = v
+                elif wire == 2:
+                    n = _varint(f)
+                    if n is None or n < 0:
+                        return _slow_tensor(path)
+                    if field == 1:  # packed dims
+                        end = f.tell() + n
+                        while f.tell() < end:
+                            v = _varint(f)
+                            if v is None or v < 0:
+                                return _slow_tensor(path)
+                            dims.append(v)
+                    elif field == 9:
+                        raw = (f.tell(), n)
+                        f.seek(n, 1)
+                    elif field in (8, 12, 13, 14):  # name, doc_string, external data, segment...
+                        f.seek(n, 1)
+                    else:  # typed values (float_data, int64_data...): the onnx package reads them
+                        return _slow_tensor(path)
+                else:
+                    f.seek(8 if wire == 1 else 4, 1)
+    except OSError as e:
+        raise CompareError(str(path), "", f"cannot be read ({e.strerror or e})") from None
+    if raw is None or dtype not in _RAW_TYPES:
+        return _slow_tensor(path)
+    dt = np.dtype(_RAW_TYPES[dtype])
+    count = int(np.prod(dims, dtype=np.int64)) if dims else 1
+    if count * dt.itemsize != raw[1] or raw[0] + raw[1] > path.stat().st_size:
+        raise CompareError(str(path), "", f"has {raw[1]} bytes of values for {count} elements of {dt} "
+                           f"(shape {dims}): the file is truncated or not a TensorProto")
+    return np.fromfile(path, dt, count=count, offset=raw[0]).astype(dt.newbyteorder("="), copy=False).reshape(dims)
+
+
+def _slow_tensor(path: Path) -> np.ndarray:
+    return loader.numpy_helper.to_array(_proto(path))
 
 
 def _proto(path: Path):
