@@ -3,29 +3,9 @@ record's ULP budget (in the output type) for floats, NaN as "is NaN"."""
 
 import numpy as np
 
+from dmljax._src.compare.distance import ulp_distance
 from dmljax._src.dtypes import DataType
 from tests.reference.rules import ftz
-
-
-def _ordered(bits, nbits):
-    sign = np.int64(1) << (nbits - 1)
-    bits = bits.astype(np.int64)
-    return np.where(bits & sign, -(bits & (sign - 1)), bits)
-
-
-def ulp_distance(x, y):
-    """Distance in units in the last place between two arrays of one float type (+0 == -0)."""
-    x, y = np.asarray(x), np.asarray(y)
-    assert x.dtype == y.dtype
-    nbits = x.dtype.itemsize * 8
-    ui = {16: np.uint16, 32: np.uint32, 64: np.uint64}[nbits]
-    if nbits == 64:
-        xb = x.view(np.int64).astype(object)
-        yb = y.view(np.int64).astype(object)
-        conv = lambda b: -(b & ((1 << 63) - 1)) if b < 0 else b  # noqa: E731
-        return np.array([abs(conv(a) - conv(b)) for a, b in zip(xb.ravel(), yb.ravel())],
-                        dtype=object).reshape(x.shape)
-    return np.abs(_ordered(x.view(ui), nbits) - _ordered(y.view(ui), nbits))
 
 
 def round_to(ref, data_type: DataType, flush=True):

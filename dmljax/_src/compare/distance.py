@@ -141,8 +141,11 @@ def compare(found: np.ndarray, expected: np.ndarray, budget_ulp: float,
             ulps[n_finite:n_finite + k] = fu
             absd[n_finite:n_finite + k] = fa
             n_finite += k
-            if k:
-                c.max_ulp = max(c.max_ulp, int(fu.max()))
+            top = int(fu.max()) if k else 0
+            if top == 0:
+                hist[0] += k
+            else:
+                c.max_ulp = max(c.max_ulp, top)
                 c.max_abs = max(c.max_abs, float(fa.max()))
                 hist += np.bincount(np.searchsorted(edges, fu.astype(np.float64), side="right") - 1,
                                     minlength=len(edges))
@@ -186,6 +189,11 @@ _NO_DISTANCE = ("NaN where a value is expected", "a value where NaN is expected"
 def _classify_floats(f, e, budget, tiny):
     """One chunk's masks by kind (each element beyond budget in exactly one), its ULP and
     absolute distances (0 where not both finite) and its mask of finite pairs."""
+    if np.array_equal(f.view(_UNSIGNED[f.dtype.itemsize]), e.view(_UNSIGNED[e.dtype.itemsize])):  # the same bits
+        finite = np.isfinite(f)
+        none = np.zeros(f.shape, bool)
+        return ({k: none for k in _FLOAT_KINDS}, np.zeros(f.shape, np.uint64), np.zeros(f.shape, np.float64),
+                finite)
     nan_f, nan_e = np.isnan(f), np.isnan(e)
     inf_f, inf_e = np.isinf(f), np.isinf(e)
     finite = ~(nan_f | nan_e | inf_f | inf_e)
