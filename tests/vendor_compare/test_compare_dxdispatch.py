@@ -283,3 +283,16 @@ def test_shared_model_compares_clean(tmp_path, capsys):
     results = run_model(model, tmp_path / "results")
     status, out, _ = _compare(capsys, model, results)
     assert status == 0 and "All 2 compared" in out
+
+
+def test_usage_errors(exp_results, capsys, tmp_path):
+    model, results = exp_results
+    assert "name the folder of results to compare" in _error(capsys, model)
+    assert "give the results folder once" in _error(capsys, model, results, "--reference", results)
+    assert "--inputs applies to ONNX models" in _error(capsys, model, results, "--inputs", "x.npy")
+    assert "--budget-scale is nan" in _error(capsys, model, results, "--budget-scale", "nan")
+    nowrites = tmp_path / "nowrites.json"
+    spec = json.loads(model.read_text())
+    spec["commands"] = spec["commands"][:1]
+    nowrites.write_text(json.dumps(spec))
+    assert "has no writeFile command" in _error(capsys, nowrites, results)

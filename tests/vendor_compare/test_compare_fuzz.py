@@ -72,3 +72,54 @@ def test_any_results_folder(exp, files, keep, scale):
         else:
             assert err.getvalue() == "" and "y.npy" in out.getvalue()
         assert {p: p.read_bytes() for p in results.rglob("*") if p.is_file()} == before
+
+
+onnx = pytest.importorskip("onnx", reason="ONNX models need the onnx package (the test extra installs it)")
+from tests.vendor_compare.faults import onnx_dump  # noqa: E402
+from tests.vendor_compare.test_compare_onnx import X, split_sigmoid_mul  # noqa: E402
+
+ONNX_NAMES = st.sampled_from(["x", "a", "b", "s", "m", "y", "q", "layer_0"])
+
+
+@st.composite
+def reference_file(draw):
+    name = draw(ONNX_NAMES)
+    suffix = draw(st.sampled_from([".tensorproto", ".npy", ".pb", ".npz"]))
+    a = np.zeros(draw(st.sampled_from([(2, 4), (2, 8), (3, 8), (8,), ()])), draw(DTYPES))
+    if draw(st.booleans()):
+        data = draw(st.binary(max_size=200))
+    elif suffix == ".npy":
+        buf = io.BytesIO()
+        np.save(buf, a)
+        data = buf.getvalue()
+    elif suffix == ".npz":
+        buf = io.BytesIO()
+        np.savez(buf, **{name: a})
+        data = buf.getvalue()
+    else:
+        data = onnx.numpy_helper.from_array(a, name).SerializeToString()
+    return name + suffix, data
+
+
+@pytest.fixture(scope="module")
+def glu(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("fuzz_onnx")
+    model = split_sigmoid_mul(folder)
+    return model, onnx_dump(model, {"x": X}, folder / "clean")
+
+
+@SETTINGS
+@given(files=st.lists(reference_file(), max_size=4), keep=st.sets(st.sampled_from(["x", "a", "b", "s", "m", "y"])))
+def test_any_reference_folder(glu, files, keep):
+    model, clean = glu
+    with tempfile.TemporaryDirectory() as tmp:
+        ref = Path(tmp)
+        for name in keep:
+            (ref / f"{name}.tensorproto").write_bytes((clean / f"{name}.tensorproto").read_bytes())
+        for name, data in files:
+            (ref / name).write_bytes(data)
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            status = main(["compare", str(model), "--reference", str(ref)])
+        assert status in (0, 1, 2) and "Traceback" not in err.getvalue()
+        assert (status == 2) == err.getvalue().startswith("dmljax compare: error: ")
