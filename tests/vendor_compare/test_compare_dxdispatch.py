@@ -183,8 +183,51 @@ def test_nan_for_a_masked_value_names_the_selection_not_its_consumer_s_inputs(tm
     edit_npy(results / "out.npy", nan_sel)  # NaN * 3: the consumer is right on what it was given
     status, out, _ = _compare(capsys, model, results)
     assert status == 1
-    assert "the first: sel.npy from dispatch 'if' (command 0) (DML_OPERATOR_ELEMENT_WISE_IF)" in out
+    assert "1 of 2 beyond budget; the first: sel.npy from dispatch 'if' (command 0) (DML_OPERATOR_ELEMENT_WISE_IF)" in out
     assert "8 NaN where a value is expected" in out
+
+
+def glu_model(folder: Path) -> Path:
+    """out = a * sigmoid(b), in two dispatches (the pattern an AMD driver fused wrongly)."""
+    n = 32
+    rng = np.random.default_rng(2)
+    res = {k: {"initialValuesDataType": F32, "initialValues": rng.standard_normal(n).astype(np.float32).tolist()}
+           for k in ("a", "b")}
+    res.update({k: {"initialValuesDataType": F32, "initialValues": {"valueCount": n, "value": 0}} for k in ("s", "out")})
+    return write_model(folder, "glu", res, {
+        "sigmoid": {"type": "DML_OPERATOR_ACTIVATION_SIGMOID", "desc": {
+            "InputTensor": _tensor(F32, [n]), "OutputTensor": _tensor(F32, [n])}},
+        "mul": {"type": "DML_OPERATOR_ELEMENT_WISE_MULTIPLY", "desc": {
+            "ATensor": _tensor(F32, [n]), "BTensor": _tensor(F32, [n]), "OutputTensor": _tensor(F32, [n])}}},
+        [{"type": "dispatch", "dispatchable": "sigmoid", "bindings": {"InputTensor": "b", "OutputTensor": "s"}},
+         {"type": "dispatch", "dispatchable": "mul", "bindings": {"ATensor": "a", "BTensor": "s", "OutputTensor": "out"}},
+         {"type": "writeFile", "resource": "s", "targetPath": "s.npy"},
+         {"type": "writeFile", "resource": "out", "targetPath": "out.dat"}])
+
+
+def test_a_sigmoid_of_the_wrong_operand_names_the_multiply(tmp_path, capsys):
+    model = glu_model(tmp_path)
+    results = run_model(model, tmp_path / "results")
+    spec = json.loads(model.read_text())["resources"]
+    a = np.array(spec["a"]["initialValues"], np.float32)
+    (results / "out.dat").write_bytes((a * (1 / (1 + np.exp(-a)))).astype(np.float32).tobytes())
+    status, out, _ = _compare(capsys, model, results, "--out", tmp_path / "report")
+    assert status == 1
+    assert "1 of 2 beyond budget; the first: out.dat from dispatch 'mul' (command 1)" in out
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "Judged on the vendor's own inputs from s.npy" in md
+
+
+def test_a_faulty_sigmoid_is_not_blamed_on_the_multiply_that_used_it(tmp_path, capsys):
+    model = glu_model(tmp_path)
+    results = run_model(model, tmp_path / "results")
+    spec = json.loads(model.read_text())["resources"]
+    a = np.array(spec["a"]["initialValues"], np.float32)
+    s = ulp_step(np.load(results / "s.npy"), 4 + 2)  # ACTIVATION_SIGMOID's budget is 4
+    np.save(results / "s.npy", s)
+    (results / "out.dat").write_bytes((a * s).astype(np.float32).tobytes())  # the multiply is right on its inputs
+    status, out, _ = _compare(capsys, model, results)
+    assert status == 1 and "1 of 2 beyond budget; the first: s.npy from dispatch 'sigmoid'" in out
 
 
 # ------------------------------------------------------------------ bad input

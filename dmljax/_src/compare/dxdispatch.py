@@ -18,6 +18,7 @@ import tempfile
 import warnings
 from pathlib import Path, PurePosixPath
 
+import jax
 import numpy as np
 
 from dmljax._src.compare.distance import compare
@@ -25,6 +26,7 @@ from dmljax._src.compare.errors import CompareError
 from dmljax._src.compare.report import Entry, Report
 from dmljax._src.dtypes import DataType
 from dmljax._src.dxdispatch import images
+from dmljax._src.buffers import BufferBinding
 from dmljax._src.dxdispatch.model import Model, ModelError, load_json, unpack4
 
 __all__ = ["compare_dxdispatch", "RESULT_SUFFIXES"]
@@ -47,11 +49,14 @@ def _relative(target: str) -> str:
 
 class _Recording(Model):
     """A model run that remembers, for each writeFile command, which dispatch last wrote its
-    resource and that dispatch's input elements (host copies, taken before it ran)."""
+    resource, that dispatch's input elements and the bytes of every resource it bound (host
+    copies, taken before it ran), and which commands modified each resource."""
 
     def _start_recording(self):
         self.last_writer: dict[str, tuple] = {}
         self.writer_of: dict[int, tuple | None] = {}
+        self.before: dict[int, dict[str, np.ndarray]] = {}  # dispatch command -> resource -> bytes
+        self.modified: dict[str, list[int]] = {}  # resource -> the dispatch commands that wrote it
 
     def _dispatch(self, cmd, state, *args):
         d = self.dispatchables[cmd.fields["dispatchable"]]
@@ -63,10 +68,12 @@ class _Recording(Model):
                 continue
             res = self.resources[rname]
             inputs[f"{point} ({rname})"] = np.array(self._elements(rname, state, res.size_in_bytes))
+        self.before[cmd.index] = {r: np.array(jax.device_get(state[r])) for r, _ in bindings.values()}
         super()._dispatch(cmd, state, *args)
         for point, (rname, _) in bindings.items():
             if point.split("[")[0] in outputs:
                 self.last_writer[rname] = (cmd, d, point, inputs)
+                self.modified.setdefault(rname, []).append(cmd.index)
 
     def _write(self, cmd, state, out):
         self.writer_of[cmd.index] = self.last_writer.get(cmd.fields["resource"])
@@ -208,15 +215,83 @@ def compare_dxdispatch(model_path: str | os.PathLike, results_dir: str | os.Path
         except ModelError as e:
             raise CompareError(str(model_path), "", f"the model cannot be run: {str(e).split(': ', 1)[-1]}") from None
         report = Report("DxDispatch", str(model_path), str(results), budget_scale, versions, notes=notes)
+        files = {cmd.index: (cmd, rel) for cmd, rel in planned}
         for cmd, rel in planned:
-            report.entries.append(_entry(model, cmd, rel, results, Path(tmp), layouts.get(cmd.index), budget_scale))
+            report.entries.append(_entry(model, cmd, rel, results, Path(tmp), layouts, files, budget_scale))
     return report
 
 
-def _entry(model: _Recording, cmd, rel: str, results: Path, tmp: Path, layout, scale: float) -> Entry:
+def _vendor_state(model: _Recording, rname: str, at: int, files: dict, results: Path, layouts: dict):
+    """The bytes of resource ``rname`` as the vendor had them just before command ``at``, from a
+    result file written while the resource held them (no dispatch wrote it in between); None
+    when no such file exists or the resource was never computed (its initial values are dmljax's
+    too)."""
+    mods = model.modified.get(rname, [])
+    if not any(m < at for m in mods):
+        return None
+    base = model.before[at][rname]
+    for w, (cmd, rel) in files.items():
+        if cmd.fields["resource"] != rname or w not in layouts:
+            continue
+        lo, hi = (w, at) if w < at else (at, w)
+        if any(lo < m < hi for m in mods) or (w > at and at in mods):
+            continue  # the resource changed between the file and the dispatch
+        res = model.resources[rname]
+        if res.data_type.bits < 8:
+            continue
+        dtype, shape, raw_len = layouts[w]
+        values = _read_result(results / rel, dtype, shape, raw_len, res.data_type)
+        data = np.ascontiguousarray(values.astype(dtype, copy=False)).reshape(-1).view(np.uint8)
+        out = base.copy()
+        out[: min(len(data), len(out))] = data[: len(out)]
+        return out, rel
+    return None
+
+
+def _redispatch(model: _Recording, wcmd, d, point: str, files: dict, results: Path, layouts: dict):
+    """The writing dispatch run again on the vendor's values of the inputs that earlier
+    dispatches computed, where result files hold them: (its output resource's bytes, the files
+    used, the computed inputs without a file), or None when no input was replaced."""
+    outputs = {t.dml_name for t in d.compiled.spec.outputs}
+    buffers, used, lacking = {}, [], []
+    for p, (rname, _) in wcmd.fields["bindings"].items():
+        if rname in buffers:
+            continue
+        vendor = None if p.split("[")[0] in outputs else _vendor_state(model, rname, wcmd.index, files, results, layouts)
+        if vendor is None:
+            buffers[rname] = model.before[wcmd.index][rname]
+            if p.split("[")[0] not in outputs and any(m < wcmd.index for m in model.modified.get(rname, [])):
+                lacking.append(rname)
+        else:
+            buffers[rname], rel = vendor
+            used.append(rel)
+    if not used:
+        return None
+    device = {r: jax.device_put(b) for r, b in buffers.items()}
+    bindings = {p: BufferBinding(device[r], off) for p, (r, off) in wcmd.fields["bindings"].items()}
+    result = d.compiled(bindings)
+    elements = {r: np.asarray(model._elements(r, {r: b}, model.resources[r].size_in_bytes))
+                for r, b in buffers.items() if model.resources[r].data_type is not None}
+    return np.asarray(jax.device_get(result[point])), used, lacking, elements
+
+
+def _as_written(model: _Recording, cmd, data: np.ndarray, layout) -> np.ndarray:
+    """A resource's bytes as its writeFile command writes them (Model._write's rule)."""
+    dtype, shape, raw_len = layout
+    res = model.resources[cmd.fields["resource"]]
+    if not cmd.fields["targetPath"].lower().endswith(".npy"):
+        return unpack4(data, res.data_type) if res.data_type.bits < 8 else data[:raw_len].view(dtype)
+    values = model._elements(cmd.fields["resource"], {cmd.fields["resource"]: data}, res.size_in_bytes)
+    return np.asarray(values)[: math.prod(shape)].reshape(shape)
+
+
+def _entry(model: _Recording, cmd, rel: str, results: Path, tmp: Path, layouts: dict, files: dict,
+           scale: float) -> Entry:
     rname = cmd.fields["resource"]
     res = model.resources[rname]
+    layout = layouts.get(cmd.index)
     writer = model.writer_of.get(cmd.index)
+    redone = None
     if writer is None:
         source, operators, budget, note, inputs = f"no dispatch (resource {rname!r}'s initial values)", (), 0.0, "", {}
     else:
@@ -229,17 +304,30 @@ def _entry(model: _Recording, cmd, rel: str, results: Path, tmp: Path, layout, s
         budget = spec.budget(desc.data_type, sizes, d.compiled.attributes, half) * scale
         source = f"dispatch {d.name!r} (command {wcmd.index})"
         operators = (spec.enum_name,)
-        upstream = [n for n in inputs if n.split("(")[-1].rstrip(")") in model.last_writer]
         note = ""
-        if upstream:
-            note = ("Its inputs " + ", ".join(upstream) + " were computed by earlier dispatches: an error there shows "
-                    "here too (write those resources as well: the first file beyond budget names the first fault).")
+        if layout is not None:
+            redone = _redispatch(model, wcmd, d, point, files, results, layouts)
+        if redone is not None:
+            _, used, lacking, elements = redone
+            inputs = {n: elements[n.split("(")[-1].rstrip(")")] for n in inputs}
+            note = ("Judged on the vendor's own inputs from " + ", ".join(used) + " (the dispatch run again on them)"
+                    + (f"; {', '.join(lacking)} computed by dmljax, an error there can show here too." if lacking
+                       else "."))
+        else:
+            upstream = [n for n in inputs if any(m < wcmd.index for m in model.modified.get(n.split("(")[-1].rstrip(")"), []))]
+            if upstream:
+                note = ("Its inputs " + ", ".join(upstream) + " were computed by earlier dispatches: an error there "
+                        "shows here too (write those resources as well, and the dispatch is judged on the vendor's "
+                        "values of them).")
     if rel.lower().endswith(images.READ_SUFFIXES):
         return Entry(rel, source, operators, (), None, "a picture holds 8-bit pixels, not the resource's values; "
                      "write a .npy or .dat file to compare them")
     dtype, shape, raw_len = layout
     found = _read_result(results / rel, dtype, shape, raw_len, res.data_type)
-    expected = _read_result(tmp / rel, dtype, shape, raw_len, res.data_type)
+    if redone is not None:
+        expected = _as_written(model, cmd, redone[0], layout)
+    else:
+        expected = _read_result(tmp / rel, dtype, shape, raw_len, res.data_type)
     found = found.astype(found.dtype.newbyteorder("="), copy=False).reshape(expected.shape)
     expected = expected.astype(expected.dtype.newbyteorder("="), copy=False)
     count = expected.size
