@@ -3,7 +3,6 @@ reference's own inputs, never a node downstream of the fault."""
 
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pytest
@@ -12,7 +11,7 @@ onnx = pytest.importorskip("onnx", reason="ONNX models need the onnx package (th
 from onnx import TensorProto, helper  # noqa: E402
 
 from dmljax._src.cli import main  # noqa: E402
-from dmljax._src.compare.onnx import ort_file_name  # noqa: E402
+from dmljax._src.compare.onnx import compare_onnx, ort_file_name  # noqa: E402
 from tests.vendor_compare.faults import onnx_dump, ulp_step  # noqa: E402
 
 X = np.random.default_rng(1).standard_normal((2, 8)).astype(np.float32)
@@ -53,7 +52,7 @@ def _compare(capsys, *args):
     return status, out, err
 
 
-@pytest.mark.parametrize("kind", ["tensorproto", "npz"])
+@pytest.mark.parametrize("kind", ["tensorproto", pytest.param("npz", marks=pytest.mark.slow)])
 def test_clean_reference_is_silent(tmp_path, capsys, kind):
     model = split_sigmoid_mul(tmp_path)
     ref = onnx_dump(model, {"x": X}, tmp_path / "ref", kind)
@@ -66,17 +65,16 @@ def test_a_sigmoid_of_the_wrong_operand_names_the_mul(tmp_path, capsys):
     model = split_sigmoid_mul(tmp_path)
     wrong = lambda m, v: (v["a"] * (1 / (1 + np.exp(-v["a"])))).astype(np.float32)  # noqa: E731  a*sigmoid(a)
     ref = onnx_dump(model, {"x": X}, tmp_path / "ref", edit={"m": wrong})
-    status, out, _ = _compare(capsys, model, "--reference", ref, "--out", tmp_path / "report")
+    status, out, _ = _compare(capsys, model, "--reference", ref)
     assert status == 1
     assert "the first: m from node 'mul' (Mul) (DML_OPERATOR_ELEMENT_WISE_MULTIPLY)" in out
     assert "1 of 5 beyond budget" in out  # 'scale' consumed the faulty m and is right on it
-    data = json.loads((tmp_path / "report" / "report.json").read_text())
-    first = data["entries"][3]["comparison"]["first"][0]
-    i, j = first["position"]
-    assert first["inputs"] == {"a": pytest.approx(float(X[i, j])), "s": pytest.approx(1 / (1 + np.exp(-X[i, j + 4])))}
+    first = compare_onnx(model, ref).entries[3].comparison.first[0]
+    i, j = first.position
+    assert first.inputs == {"a": pytest.approx(float(X[i, j])), "s": pytest.approx(1 / (1 + np.exp(-X[i, j + 4])))}
 
 
-@pytest.mark.parametrize("beyond", [1, 3])
+@pytest.mark.parametrize("beyond", [1, pytest.param(3, marks=pytest.mark.slow)])
 def test_an_upstream_fault_is_not_blamed_downstream(tmp_path, capsys, beyond):
     model = split_sigmoid_mul(tmp_path)
     budget = 4  # ACTIVATION_SIGMOID's FLOAT32 budget
@@ -105,6 +103,7 @@ def test_outputs_only_judges_nodes_on_dmljax_s_inputs_and_says_so(tmp_path, caps
     assert "Inputs not in the reference, computed by dmljax: m" in (tmp_path / "report" / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_graph_inputs_from_inputs_option(tmp_path, capsys):
     model = split_sigmoid_mul(tmp_path)
     ref = onnx_dump(model, {"x": X}, tmp_path / "ref")
@@ -138,6 +137,7 @@ def test_reference_of_another_model(tmp_path, capsys):
     assert "holds no tensor of this model (it holds " in err and "is it the reference of another model?" in err
 
 
+@pytest.mark.slow
 def test_reference_of_other_shapes(tmp_path, capsys):
     model = split_sigmoid_mul(tmp_path)
     ref = onnx_dump(model, {"x": X}, tmp_path / "ref")
@@ -152,6 +152,7 @@ def test_model_that_does_not_parse(tmp_path, capsys):
     assert "bad.onnx: cannot be imported" in _error(capsys, bad, "--reference", tmp_path)
 
 
+@pytest.mark.slow
 def test_corrupt_reference_file(tmp_path, capsys):
     model = split_sigmoid_mul(tmp_path)
     ref = onnx_dump(model, {"x": X}, tmp_path / "ref")

@@ -16,6 +16,7 @@ from tests.vendor_compare.test_compare_onnx import masked, split_sigmoid_mul  # 
 SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "ort_dump_intermediates.py"
 
 
+@pytest.mark.slow
 def test_every_intermediate_in_one_npz(tmp_path, capsys):
     dump = runpy.run_path(str(SCRIPT))["main"]
     model = masked(tmp_path)
