@@ -11,6 +11,8 @@ import math
 import os
 from pathlib import Path
 
+import numpy as np
+
 from dmljax._src.compare.distance import HISTOGRAM_EDGES, Comparison
 from dmljax._src.compare.errors import CompareError
 
@@ -149,7 +151,8 @@ class Report:
                 out += ["", "| Position | Found | Expected | ULP | Kind | Inputs |", "|---|---|---|---|---|---|"]
                 for f in c.first:
                     ins = ", ".join(f"{k} = {_value(v)}" for k, v in f.inputs.items())
-                    out.append(f"| {list(f.position)} | {_value(f.found)} | {_value(f.expected)} | "
+                    out.append(f"| {list(f.position)} | {_value(f.found, c.data_type)} | "
+                               f"{_value(f.expected, c.data_type)} | "
                                f"{'' if f.ulp is None else f.ulp} | {f.kind} | {ins} |")
         if png:
             out += ["", f"![ULP distances]({png})"]
@@ -201,8 +204,14 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
-def _value(v) -> str:
-    return repr(v) if isinstance(v, float) else str(v)
+def _value(v, dtype: str | None = None) -> str:
+    """A value as its own type prints it (the shortest digits that read back to it), else with
+    9 significant digits (enough for a FLOAT32 or FLOAT16 input)."""
+    if not isinstance(v, float):
+        return str(v)
+    if dtype is not None and dtype.startswith("float"):
+        return str(getattr(np, dtype)(v))
+    return f"{v:.9g}"
 
 
 def _json_number(v):
@@ -234,12 +243,13 @@ def _histogram_png(report: Report, path: Path) -> str | None:
         ax.set_visible(False)
     for ax, e in zip(axes.flat, entries):
         c = e.comparison
-        colors = ["#c0392b" if HISTOGRAM_EDGES[i] > c.budget_ulp else "#2e86c1" for i in range(len(labels))]
+        colors = ["#c0392b" if HISTOGRAM_EDGES[i] > c.budget_ulp else
+                  "#e67e22" if HISTOGRAM_EDGES[i + 1] - 1 > c.budget_ulp else "#2e86c1" for i in range(len(labels))]
         ax.bar(range(len(labels)), c.histogram, color=colors)
         ax.set_xticks(range(len(labels)), labels, rotation=60, fontsize=7)
         ax.set_yscale("symlog")
         ax.set_title(f"{e.name[:40]} ({'ok' if c.ok else 'beyond budget'})", fontsize=9)
-        ax.set_xlabel(f"ULP distance (budget {_num(c.budget_ulp)}; red: beyond)", fontsize=8)
+        ax.set_xlabel(f"ULP distance (budget {_num(c.budget_ulp)}; red: beyond, orange: partly)", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
