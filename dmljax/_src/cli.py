@@ -395,6 +395,8 @@ def _run(args: argparse.Namespace) -> int:
     try:
         out_dir = args.out if args.out is not None else _fresh_folder(args.model)
         model = Model.load(args.model, feature_level=args.feature_level, out_dir=out_dir, overwrite=args.force)
+        for note in model.notes:
+            print(f"dmljax run: note: {note}", file=sys.stderr)
         model.run(sys.stdout, iterations=args.dispatch_iterations, repeat=args.dispatch_repeat,
                   warmup=args.warmup_samples, timing_verbosity=args.timing_verbosity, timing=not args.no_timing)
     except ModelError as e:

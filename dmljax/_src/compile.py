@@ -381,12 +381,9 @@ class CompiledOperator:
                     donate.add(ob + 1)  # argument 0 is the OWNED_BY_DML values
         return problems, tuple(sorted(donate))
 
-    def _runner(self, layout):
-        spec = self.spec
-        descs = self.tensor_descs
-        owned_names = self.owned_by_dml
-        where = {name: (bi, off) for name, bi, off in layout}
-        op = self.operator
+    def _kwargs(self) -> dict:
+        """The operator's keyword arguments: attributes, output types and sizes, the level."""
+        spec, descs = self.spec, self.tensor_descs
         kwargs = {p.arg: self.attributes[p.dml_name] for p in spec.params}
         for t in spec.outputs:
             if t.default_data_type is not None:
@@ -398,6 +395,35 @@ class CompiledOperator:
         if spec.math:
             kwargs["allow_half_precision_computation"] = self.allow_half_precision_computation
         kwargs["feature_level"] = self.feature_level
+        return kwargs
+
+    def apply(self, tensors: Mapping[str, Any]) -> dict[str, jax.Array]:
+        """The operator on tensors (not buffers) by member name, each of its desc's Sizes and
+        DataType: its outputs by member name (a tensor array's as ``OutputTensors[i]``). A
+        DirectML graph (graph.py) runs its nodes through this."""
+        spec, descs = self.spec, self.tensor_descs
+        args = {}
+        for t in spec.inputs:
+            names = element_names(t, descs)
+            if not names:
+                args[t.arg] = None
+            elif t.array:
+                args[t.arg] = [tensors[n] for n in names]
+            else:
+                args[t.arg] = tensors[names[0]]
+        result = self.operator(**args, **self._kwargs())
+        result = result if isinstance(result, tuple) else (result,)
+        every = [n for t in spec.outputs for n in (element_names(t, descs) if t.array else [t.dml_name])]
+        by_name = dict(zip(every, result))
+        return {n: by_name[n] for n in self._outputs}
+
+    def _runner(self, layout):
+        spec = self.spec
+        descs = self.tensor_descs
+        owned_names = self.owned_by_dml
+        where = {name: (bi, off) for name, bi, off in layout}
+        op = self.operator
+        kwargs = self._kwargs()
         outputs = self._outputs
 
         def read(name, owned_map, buffers):

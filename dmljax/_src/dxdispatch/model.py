@@ -55,6 +55,8 @@ from dmljax._src.dxdispatch import images
 from dmljax._src.dxdispatch.schema import describe, structure_problems
 from dmljax._src.errors import ValidationError
 from dmljax._src.feature_level import resolve_feature_level
+from dmljax._src.graph import (GRAPH_TYPE, CompiledGraph, DmlGraph, GraphNode, InputEdge, IntermediateEdge,
+                               OutputEdge, input_slots)
 from dmljax._src.memory import device_available, host_available
 
 __all__ = ["ModelError", "Model", "Resource", "format_values", "load_json", "MAX_NESTING"]
@@ -70,7 +72,7 @@ initialization or execution (a model in models/other_refs uses them, with ``data
 operator asks for none (XLA holds its scratch inside the program), so the command checks its
 members and prints that there is none."""
 _NON_DML = {"hlsl": "an HLSL compute shader", "onnx": "an ONNX model",
-            "dmlserializedgraph": "a DML serialized graph", "dml_graph_desc": "a DML_GRAPH_DESC graph"}
+            "dmlserializedgraph": "a DML serialized graph"}
 _FLOAT_WORDS = {"nan": math.nan, "inf": math.inf, "+inf": math.inf, "-inf": -math.inf}
 _JPEG_SPELLING = ".jpeg"  # not an image to DxDispatch (it reads .png and .jpg only): refused
 # Memory per byte of model file while it is read, parsed and its arrays converted (measured: 6.4
@@ -596,9 +598,10 @@ def format_values(values: np.ndarray) -> list[str]:
 class _Dispatchable:
     name: str
     type: str
-    compiled: CompiledOperator
+    compiled: CompiledOperator | CompiledGraph
     init_bindings: dict[str, tuple[str, int]]
-
+    desc: Any = None
+    in_graph: bool = False  # a node of a DML_GRAPH_DESC dispatchable
 
 @dataclasses.dataclass
 class _Command:
@@ -686,6 +689,7 @@ class Model:
         self.resources: dict[str, Resource] = resources
         self.dispatchables: dict[str, _Dispatchable] = dispatchables
         self.commands: list[_Command] = commands
+        self.notes: list[str] = []  # what loading changed, in words (a graph's edges set right)
 
     # ---- loading
     @classmethod
@@ -712,8 +716,14 @@ class Model:
             except ValueError as e:
                 raise ModelError(path, f"resource {_q(name)}", str(e)) from None
         dispatchables = {name: cls._load_dispatchable(path, name, spec, resources, feature_level)
-                         for name, spec in root["dispatchables"].items()}
+                         for name, spec in root["dispatchables"].items() if not _is_graph(spec["type"])}
+        notes: list[str] = []
+        for name, spec in root["dispatchables"].items():
+            if _is_graph(spec["type"]):
+                dispatchables[name] = _load_graph(path, name, spec, dispatchables, resources, feature_level, notes)
+        dispatchables = {name: dispatchables[name] for name in root["dispatchables"]}  # the file's order
         model = cls(path, resources, dispatchables, [])
+        model.notes = notes
         model.out_dir = None if out_dir is None else Path(out_dir)
         model.overwrite = overwrite
         for i, spec in enumerate(root["commands"]):
@@ -730,6 +740,8 @@ class Model:
     @staticmethod
     def _check_type(path, name, type_, feature_level) -> None:
         where = f"dispatchable {_q(name)}"
+        if _is_graph(type_):
+            return
         if isinstance(type_, str) and type_.lower() in _NON_DML:
             raise ModelError(path, where, f"is {_NON_DML[type_.lower()]} ({type_!r}); dmljax runs DirectML operator "
                              "dispatchables only")
@@ -769,7 +781,7 @@ class Model:
                 init.update(_parse_bindings(point, value, resources))
             except ValueError as e:
                 raise ModelError(path, f"{where}, binding {_q(point)}", str(e)) from None
-        return _Dispatchable(name, str(type_), compiled, init)
+        return _Dispatchable(name, str(type_), compiled, init, desc)
 
     def _load_command(self, i: int, spec) -> _Command:
         # The schema has checked the members and their JSON types of the three command types.
@@ -846,6 +858,9 @@ class Model:
         """Memory a dispatch takes beyond the buffers: a new buffer for each resource it writes,
         and intermediate tensors, at most every tensor of the operator (plus a gather's indices)."""
         d = self.dispatchables[cmd.fields["dispatchable"]]
+        if isinstance(d.compiled, CompiledGraph):
+            written = {r for p, (r, _) in cmd.fields["bindings"].items() if p.startswith("out_")}
+            return sum(self.resources[n].size_in_bytes for n in written) + d.compiled.running_bytes()
         outputs = {t.dml_name for t in d.compiled.spec.outputs}
         written = {r for p, (r, _) in cmd.fields["bindings"].items() if p in outputs}
         total = sum(self.resources[n].size_in_bytes for n in written)
@@ -880,14 +895,18 @@ class Model:
         def bound(bindings):  # the loaded buffers (the same object for the same resource)
             return {p: BufferBinding(self.resources[r].data, off) for p, (r, off) in bindings.items()}
 
+        dispatched = {c.fields["dispatchable"] for c in self.commands if c.kind == "dispatch"}
         for d in self.dispatchables.values():
+            if d.in_graph and d.name not in dispatched:  # its OWNED_BY_DML inputs are the graph's
+                continue
             try:
                 d.compiled.initialize(bound(d.init_bindings))
             except ValidationError as e:
                 where = f"dispatchable {_q(d.name)} ({d.type}), initialization bindings"
                 raise ModelError(self.path, where, str(e), e) from None
             finally:
-                d.compiled._owned_values = None
+                if isinstance(d.compiled, CompiledOperator):
+                    d.compiled._owned_values = None
         for cmd in self.commands:
             if cmd.kind != "dispatch":
                 continue
@@ -898,7 +917,8 @@ class Model:
             except ValidationError as e:
                 raise ModelError(self.path, cmd.where, str(e), e) from None
             finally:
-                d.compiled._owned_values = None  # bound for real when the model runs
+                if isinstance(d.compiled, CompiledOperator):
+                    d.compiled._owned_values = None  # bound for real when the model runs
 
     # ---- running
     def run(self, out: TextIO | None = None, *, iterations: int = 1, repeat: int = 1, warmup: int = 1,
@@ -916,7 +936,10 @@ class Model:
             r.data = None
         where = "initialization"
         try:
+            dispatched = {c.fields["dispatchable"] for c in self.commands if c.kind == "dispatch"}
             for d in self.dispatchables.values():  # initialization: OWNED_BY_DML tensors copied now
+                if d.in_graph and d.name not in dispatched:
+                    continue
                 d.compiled.initialize({p: BufferBinding(state[r], off) for p, (r, off) in d.init_bindings.items()})
             for cmd in self.commands:
                 where = cmd.where
@@ -1110,3 +1133,82 @@ def _parse_binding(value, resources: Mapping[str, Resource]) -> tuple[str, int]:
         raise ValueError(f"elementOffset {offset_el} ({offset} bytes) is past the end of resource {_q(name)} "
                          f"({res.size_in_bytes} bytes)")
     return name, offset
+
+
+# ------------------------------------------------------------------------- graphs
+def _is_graph(type_) -> bool:
+    return isinstance(type_, str) and type_.strip().upper() == GRAPH_TYPE
+
+
+def _load_graph(path, name, spec, dispatchables, resources, feature_level, notes) -> _Dispatchable:
+    """A DML_GRAPH_DESC dispatchable: its nodes name operator dispatchables of the model; its
+    bind points are ``in_i`` and ``out_i``; its own bindings bind inputs once, at initialization."""
+    # The schema has checked the desc's members and their JSON types.
+    where = f"dispatchable {_q(name)} ({GRAPH_TYPE})"
+    desc = spec["desc"]
+    nodes = []
+    for i, n in enumerate(desc["Nodes"]):
+        d = dispatchables.get(n["Name"])
+        if d is None:
+            known = [k for k, v in dispatchables.items() if isinstance(v.compiled, CompiledOperator)]
+            raise ModelError(path, f"{where}, Nodes[{i}]", f"names dispatchable {_q(n['Name'])}, which the model does not "
+                             "define as a DirectML operator" + (f"; operators: {', '.join(map(_q, known))}" if known else ""))
+        d.in_graph = True
+        nodes.append((d, GraphNode(n["Name"], d.compiled.spec.enum_name, d.desc)))
+    inputs = [InputEdge(e["GraphInputIndex"], e["ToNodeIndex"], e["ToNodeInputIndex"], e.get("Name", ""))
+              for e in desc.get("InputEdges", [])]
+    middle = [IntermediateEdge(e["FromNodeIndex"], e["FromNodeOutputIndex"], e["ToNodeIndex"], e["ToNodeInputIndex"],
+                               e.get("Name", "")) for e in desc.get("IntermediateEdges", [])]
+    middle = _mend_edges(nodes, inputs, middle, where, notes)
+    outputs = [OutputEdge(e["FromNodeIndex"], e["FromNodeOutputIndex"], e["GraphOutputIndex"], e.get("Name", ""))
+               for e in desc["OutputEdges"]]
+    graph = DmlGraph([g for _, g in nodes], inputs, outputs, middle, desc["InputCount"], desc["OutputCount"])
+    flags = spec.get("executionFlags", [])
+    flags = {f.strip().upper().removeprefix("DML_EXECUTION_FLAG_") for f in ([flags] if isinstance(flags, str) else flags)}
+    bad = flags - set(_EXECUTION_FLAGS)
+    if bad:
+        raise ModelError(path, where, f"has execution flag {sorted(bad)[0]!r}; valid: "
+                         + ", ".join("DML_EXECUTION_FLAG_" + x for x in _EXECUTION_FLAGS))
+    try:
+        compiled = graph.compile(feature_level=feature_level,
+                                 allow_half_precision_computation="ALLOW_HALF_PRECISION_COMPUTATION" in flags)
+    except ValidationError as e:
+        raise ModelError(path, where, str(e), e) from None
+    init = {}
+    for point, value in spec.get("bindings", {}).items():
+        try:
+            init.update(_parse_bindings(point, value, resources))
+        except ValueError as e:
+            raise ModelError(path, f"{where}, binding {_q(point)}", str(e)) from None
+    return _Dispatchable(name, GRAPH_TYPE, compiled, init, desc)
+
+
+def _mend_edges(nodes, inputs, middle, where, notes) -> list:
+    """DxDispatch's graph sample (models/other_refs/dml_graph_quadratic.json, from a branch in
+    progress) feeds one node input twice and leaves another input of the same node unfed.
+    Where that is unambiguous (a node with exactly one doubly-fed input and exactly one unfed
+    one), the later intermediate edge is taken as feeding the unfed input, and a note says so;
+    anything else is left for the graph's own check, which refuses it."""
+    fed: dict[tuple[int, int], int] = {}
+    for e in inputs:
+        fed[(e.to_node, e.to_input)] = fed.get((e.to_node, e.to_input), 0) + 1
+    for e in middle:
+        fed[(e.to_node, e.to_input)] = fed.get((e.to_node, e.to_input), 0) + 1
+    out = list(middle)
+    for node, (d, g) in enumerate(nodes):
+        slots = input_slots(d.compiled)
+        twice = [i for i in range(len(slots)) if fed.get((node, i), 0) == 2]
+        unfed = [i for i, m in enumerate(slots) if m is not None and fed.get((node, i), 0) == 0]
+        if len(twice) != 1 or len(unfed) != 1 or any(fed.get((node, i), 0) > 2 for i in range(len(slots))):
+            continue
+        late = [k for k, e in enumerate(out) if (e.to_node, e.to_input) == (node, twice[0])]
+        if not late:
+            continue
+        k = late[-1]
+        e = out[k]
+        out[k] = dataclasses.replace(e, to_input=unfed[0])
+        notes.append(f"{where}: IntermediateEdges[{k}] ({e.name or 'unnamed'}) feeds input {twice[0]} "
+                     f"({slots[twice[0]]}) of node {node} ({g.name}), which another edge feeds, and input "
+                     f"{unfed[0]} ({slots[unfed[0]]}) has no edge: it is taken as feeding input {unfed[0]} "
+                     "(DirectML would refuse the graph as written)")
+    return out

@@ -27,7 +27,8 @@ from jsonschema import Draft202012Validator, validators
 __all__ = ["MODEL_SCHEMA", "structure_problems", "describe", "json_path"]
 
 UINT64_MAX = 2**64 - 1
-_NON_DML = "(?i)^(hlsl|onnx|dmlserializedgraph|dml_graph_desc)$"
+_NON_DML = "(?i)^(hlsl|onnx|dmlserializedgraph)$"
+_GRAPH = "(?i)^dml_graph_desc$"
 
 _UINT = {"type": "integer", "minimum": 0, "maximum": UINT64_MAX,
          "x-expected": "an integer from 0 to 2^64 - 1"}
@@ -97,25 +98,56 @@ MODEL_SCHEMA: dict[str, Any] = {
             "required": ["type"],
             "properties": {"type": {"type": ["string", "integer"],
                                     "x-expected": "a DML_OPERATOR_TYPE name"}},
-            # HLSL, ONNX and graph dispatchables have members of their own; they are refused by
-            # their type, after this check.
+            # HLSL, ONNX and serialized-graph dispatchables have members of their own; they are
+            # refused by their type, after this check. A DML_GRAPH_DESC has its own members.
             "if": {"type": "object"},
             "then": {
                 "if": {"properties": {"type": {"type": "string", "pattern": _NON_DML}}, "required": ["type"]},
-                "else": _closed({
-                    "type": {},
-                    "desc": {"type": "object", "x-expected": "an object (the operator's desc)"},
-                    "Desc": {"type": "object", "x-expected": "an object (the operator's desc)"},
-                    "bindings": {"$ref": "#/$defs/bindings"},
-                    "dmlCompileType": {"type": "string", "x-expected": '"DmlCompileOp" or "DmlCompileGraph"'},
-                    "executionFlags": {"type": ["string", "array"], "items": _STRING,
-                                       "x-expected": "a DML_EXECUTION_FLAGS name or an array of them"},
-                }, (), **{
-                    "anyOf": [{"required": ["desc"]}, {"required": ["Desc"]}],
-                    "not": {"required": ["desc", "Desc"]},
-                    "x-message": {"anyOf": "has no desc (or Desc)", "not": "has both desc and Desc"}}),
+                "else": {
+                    "if": {"properties": {"type": {"type": "string", "pattern": _GRAPH}}, "required": ["type"]},
+                    "then": {"$ref": "#/$defs/graphDispatchable"},
+                    "else": {"$ref": "#/$defs/operatorDispatchable"},
+                },
             },
         },
+        "graphDispatchable": _closed({
+            "type": {},
+            "desc": {"$ref": "#/$defs/graphDesc"},
+            "bindings": {"$ref": "#/$defs/bindings"},
+            "executionFlags": {"type": ["string", "array"], "items": _STRING,
+                               "x-expected": "a DML_EXECUTION_FLAGS name or an array of them"},
+        }, ("desc",), **{"x-required": "a DML_GRAPH_DESC dispatchable has a desc"}),
+        "graphDesc": _closed({
+            "InputCount": _UINT,
+            "OutputCount": _POSITIVE,
+            "Nodes": {"type": "array", "minItems": 1, "x-expected": "an array of nodes",
+                      "items": _closed({"Type": {"const": "DML_GRAPH_NODE_TYPE_OPERATOR",
+                                                 "x-expected": '"DML_GRAPH_NODE_TYPE_OPERATOR"'},
+                                        "Name": _NAME}, ("Type", "Name"))},
+            "InputEdges": {"type": "array", "x-expected": "an array of input edges", "items": _closed({
+                "GraphInputIndex": _UINT, "ToNodeIndex": _UINT, "ToNodeInputIndex": _UINT, "Name": _STRING,
+            }, ("GraphInputIndex", "ToNodeIndex", "ToNodeInputIndex"))},
+            "OutputEdges": {"type": "array", "x-expected": "an array of output edges", "items": _closed({
+                "FromNodeIndex": _UINT, "FromNodeOutputIndex": _UINT, "GraphOutputIndex": _UINT, "Name": _STRING,
+            }, ("FromNodeIndex", "FromNodeOutputIndex", "GraphOutputIndex"))},
+            "IntermediateEdges": {"type": "array", "x-expected": "an array of intermediate edges", "items": _closed({
+                "FromNodeIndex": _UINT, "FromNodeOutputIndex": _UINT, "ToNodeIndex": _UINT,
+                "ToNodeInputIndex": _UINT, "Name": _STRING,
+            }, ("FromNodeIndex", "FromNodeOutputIndex", "ToNodeIndex", "ToNodeInputIndex"))},
+        }, ("InputCount", "OutputCount", "Nodes", "OutputEdges"),
+            **{"x-expected": "a DML_GRAPH_DESC (InputCount, OutputCount, Nodes and edges)"}),
+        "operatorDispatchable": _closed({
+            "type": {},
+            "desc": {"type": "object", "x-expected": "an object (the operator's desc)"},
+            "Desc": {"type": "object", "x-expected": "an object (the operator's desc)"},
+            "bindings": {"$ref": "#/$defs/bindings"},
+            "dmlCompileType": {"type": "string", "x-expected": '"DmlCompileOp" or "DmlCompileGraph"'},
+            "executionFlags": {"type": ["string", "array"], "items": _STRING,
+                               "x-expected": "a DML_EXECUTION_FLAGS name or an array of them"},
+        }, (), **{
+            "anyOf": [{"required": ["desc"]}, {"required": ["Desc"]}],
+            "not": {"required": ["desc", "Desc"]},
+            "x-message": {"anyOf": "has no desc (or Desc)", "not": "has both desc and Desc"}}),
         "bindings": {"type": "object", "x-expected": "an object (bind point -> resource)",
                      "additionalProperties": {"$ref": "#/$defs/binding"}},
         "binding": {
