@@ -37,3 +37,81 @@ def unsupported(opset: int = 17) -> onnx.ModelProto:
                                              helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
                               [helper.make_tensor_value_info("d", TensorProto.FLOAT, [3, 2])])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _f(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def if_model(opset: int = 17, static_condition: bool | None = None) -> onnx.ModelProto:
+    """y = If(sum(x) > 0, then: x * w + b, else: x - b): both branches read the outer scope (the
+    graph input x, the initializers w and b, the outer node output xw). With
+    ``static_condition``, the condition is an initializer instead."""
+    w = numpy_helper.from_array(np.array([2.0, -3.0, 0.5], np.float32), "w")
+    b = numpy_helper.from_array(np.array([1.0, 1.0, -1.0], np.float32), "b")
+    then_g = helper.make_graph([helper.make_node("Add", ["xw", "b"], ["t"], name="add")], "then", [],
+                               [_f("t", [2, 3])])
+    else_g = helper.make_graph([helper.make_node("Sub", ["x", "b"], ["e"], name="sub")], "else", [],
+                               [_f("e", [2, 3])])
+    nodes = [helper.make_node("Mul", ["x", "w"], ["xw"], name="mul")]
+    inits = [w, b]
+    if static_condition is None:
+        nodes += [helper.make_node("ReduceSum", ["x"], ["s"], name="sum", keepdims=0),
+                  helper.make_node("Greater", ["s", "zero"], ["c"], name="positive")]
+        inits.append(numpy_helper.from_array(np.array(0.0, np.float32), "zero"))
+    else:
+        inits.append(numpy_helper.from_array(np.array(static_condition), "c"))
+    nodes.append(helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then_g, else_branch=else_g))
+    graph = helper.make_graph(nodes, "if_model", [_f("x", [2, 3])], [_f("y", [2, 3])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def loop_model(trips: int = 4, opset: int = 17) -> onnx.ModelProto:
+    """A Loop of a static trip count whose condition stays true: h <- tanh(h * w + x) each
+    iteration (x and w from the outer scope), every h also a scan output."""
+    w = numpy_helper.from_array(np.array([0.9, -0.4, 1.3], np.float32), "w")
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep"),
+         helper.make_node("Mul", ["h_in", "w"], ["hw"], name="mul"),
+         helper.make_node("Add", ["hw", "x"], ["pre"], name="add"),
+         helper.make_node("Tanh", ["pre"], ["h_out"], name="tanh"),
+         helper.make_node("Identity", ["h_out"], ["h_seq"], name="out")],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []), _f("h_in", [3])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []), _f("h_out", [3]), _f("h_seq", [3])])
+    inits = [w, numpy_helper.from_array(np.array(trips, np.int64), "M"),
+             numpy_helper.from_array(np.array(True), "go")]
+    nodes = [helper.make_node("Loop", ["M", "go", "h0"], ["h", "hs"], name="loop", body=body)]
+    graph = helper.make_graph(nodes, "loop_model", [_f("x", [3]), _f("h0", [3])], [_f("h", [3]), _f("hs", [trips, 3])],
+                              inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def while_model(opset: int = 17) -> onnx.ModelProto:
+    """A Loop without a trip count whose condition is a runtime value: x doubles while its sum is
+    below 100 (a while loop)."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["x_in", "x_in"], ["x_out"], name="double"),
+         helper.make_node("ReduceSum", ["x_out"], ["s"], name="sum", keepdims=0),
+         helper.make_node("Less", ["s", "limit"], ["cond_out"], name="below")],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []), _f("x_in", [3])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []), _f("x_out", [3])])
+    nodes = [helper.make_node("Loop", ["", "", "x"], ["y"], name="loop", body=body)]
+    graph = helper.make_graph(nodes, "while_model", [_f("x", [3])], [_f("y", [3])],
+                              [numpy_helper.from_array(np.array(100.0, np.float32), "limit")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def scan_model(opset: int = 17) -> onnx.ModelProto:
+    """A Scan over axis 1 of x (2, 4), backwards, with a running sum as its state and each step's
+    sum times w (outer scope) as a scan output stacked on axis 1."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "x_t"], ["s_out"], name="add"),
+         helper.make_node("Mul", ["s_out", "w"], ["y_t"], name="scale")],
+        "body", [_f("s_in", [2]), _f("x_t", [2])], [_f("s_out", [2]), _f("y_t", [2])])
+    nodes = [helper.make_node("Scan", ["s0", "x"], ["s", "y"], name="scan", body=body, num_scan_inputs=1,
+                              scan_input_axes=[1], scan_input_directions=[1], scan_output_axes=[1])]
+    graph = helper.make_graph(nodes, "scan_model", [_f("s0", [2]), _f("x", [2, 4])], [_f("s", [2]), _f("y", [2, 4])],
+                              [numpy_helper.from_array(np.array([0.5, -2.0], np.float32), "w")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])

@@ -62,17 +62,34 @@ def info(path: str) -> int:
     if model is None:
         print(problems)
         return 1
-    counts = collections.Counter(n.op_type for n in model.nodes)
-    print(f"{Path(path).name}: graph {model.name!r}, ai.onnx opset {model.opset}, {len(model.nodes)} nodes, "
-          f"{len(model.params)} parameters")
+    every = list(_flat(model.nodes))
+    counts = collections.Counter(n.op_type for n in every)
+    inner = len(every) - len(model.nodes)
+    print(f"{Path(path).name}: graph {model.name!r}, ai.onnx opset {model.opset}, {len(model.nodes)} nodes"
+          + (f" (and {inner} in control-flow subgraphs)" if inner else "") + f", {len(model.params)} parameters")
     for name, dtype, shape in model.inputs:
         print(f"  input {name}: {dtype} {list(shape)}")
     print(f"  outputs: {', '.join(model.outputs)}")
     print("operators: " + ", ".join(f"{op} x{n}" for op, n in sorted(counts.items())))
-    for n in model.nodes:
-        print(f"  {n.name} ({n.op_type}): {', '.join(n.dml) if n.dml else '(folded)'}")
+    _print_nodes(model.nodes, "  ")
     print("unsupported: none")
     return 0
+
+
+def _flat(nodes):
+    for n in nodes:
+        yield n
+        for _, sub in n.subgraphs:
+            yield from _flat(sub)
+
+
+def _print_nodes(nodes, indent: str) -> None:
+    """Each node and what it becomes; a control-flow node's subgraphs below it, indented."""
+    for n in nodes:
+        print(f"{indent}{n.name} ({n.op_type}): {', '.join(n.dml) if n.dml else '(folded)'}")
+        for attr, sub in n.subgraphs:
+            print(f"{indent}  {attr}: {len(sub)} node{'s' if len(sub) != 1 else ''}")
+            _print_nodes(sub, indent + "    ")
 
 
 def _inputs(model, files: Sequence[str] | None) -> list:

@@ -19,10 +19,11 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from dmljax._src.errors import ValidationError, Violation, cap
 from dmljax._src.onnx.errors import OnnxImportError, file_error, node_violation
-from dmljax._src.onnx.table import FOLDED, Call, Rule, find_rule, rules_for
+from dmljax._src.onnx.table import CONTROL_FLOW, FOLDED, UNROLL, Call, Rule, _runtime_dtype, find_rule, rules_for
 
 try:
     import onnx
@@ -60,6 +61,10 @@ class NodeInfo:
     reason: str = ""
     inputs: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ()
+    subgraphs: tuple = ()
+    """A control-flow node's subgraphs: (attribute name, the subgraph's NodeInfos) pairs; its
+    ``inputs`` then end with the enclosing graph's values that the subgraphs read (ONNX's
+    implicit inputs)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +77,57 @@ class _Node:
     rule: Rule | None
     proto: Any
     cache: dict = dataclasses.field(default_factory=dict)  # the node's reference evaluator, by opset
+    subgraphs: dict = dataclasses.field(default_factory=dict)  # a control-flow node's, by attribute name
+
+
+@dataclasses.dataclass(frozen=True)
+class _Subgraph:
+    """A control-flow node's graph attribute: its nodes (in order), constants (initializers and
+    Constant nodes), input and output names. Names it uses but does not define are the enclosing
+    graphs' values."""
+
+    nodes: list
+    consts: dict
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+
+
+_CONTROL = {r.op_type for r in CONTROL_FLOW}
+_GRAPH_ATTRS = {"If": ("then_branch", "else_branch"), "Loop": ("body",), "Scan": ("body",)}
+
+
+def _info(n: "_Node", opset: int) -> "NodeInfo":
+    if not n.subgraphs:
+        return NodeInfo(n.name, n.op_type, opset, () if n.rule is None else n.rule.dml,
+                        inputs=n.inputs, outputs=n.outputs)
+    subs = tuple((k, tuple(_info(m, opset) for m in g.nodes)) for k, g in n.subgraphs.items())
+    used: list[str] = []
+    for _, infos in subs:
+        for i in _flat(infos):
+            used += [d for d in i.dml if d.startswith("DML_OPERATOR_") and d not in used]
+    implicit = tuple(x for x in _outer_names(n) if x not in n.inputs)
+    return NodeInfo(n.name, n.op_type, opset, n.rule.dml + tuple(used), inputs=n.inputs + implicit,
+                    outputs=n.outputs, subgraphs=subs)
+
+
+def _outer_names(n: "_Node") -> list[str]:
+    """The values of enclosing graphs that a control-flow node's subgraphs read, in order."""
+    out: list[str] = []
+    for g in n.subgraphs.values():
+        defined = set(g.inputs) | set(g.consts) | {o for m in g.nodes for o in m.outputs if o}
+        for m in g.nodes:
+            for x in list(m.inputs) + _outer_names(m):
+                if x and x not in defined and x not in out:
+                    out.append(x)
+        out += [o for o in g.outputs if o not in defined and o not in out]
+    return out
+
+
+def _flat(infos):
+    for i in infos:
+        yield i
+        for _, sub in i.subgraphs:
+            yield from _flat(sub)
 
 
 def _attr_value(a) -> Any:
@@ -177,8 +233,7 @@ class OnnxModel:
 
     @property
     def nodes(self) -> tuple[NodeInfo, ...]:
-        return tuple(NodeInfo(n.name, n.op_type, self.opset, () if n.rule is None else n.rule.dml,
-                              inputs=n.inputs, outputs=n.outputs) for n in self._nodes)
+        return tuple(_info(n, self.opset) for n in self._nodes)
 
     def __call__(self, *inputs):
         return self.apply(self.params, *inputs)
@@ -239,6 +294,12 @@ def _is_static(v) -> bool:
 
 def _run_node(n: _Node, env: dict, opset: int) -> None:
     args = [env[i] if i else None for i in n.inputs]
+    if n.op_type in _CONTROL:
+        outs = _CONTROL_RUN[n.op_type](n, args, env, opset)
+        for name, v in zip(n.outputs, outs):
+            if name:
+                env[name] = v
+        return
     if n.op_type == "Shape":
         shape = np.asarray(np.shape(args[0]), np.int64)
         start, end = n.attrs.get("start", 0), n.attrs.get("end")
@@ -280,13 +341,23 @@ def _fold(n: _Node, args: list, opset: int) -> list:
     return [np.asarray(o) for o in ev.run(None, feeds)]
 
 
+def _static_inputs(n: _Node) -> tuple[int, ...]:
+    """The inputs of a node that must be static: its row's, and a Loop's trip count and
+    condition where it has scan outputs (whose length they decide)."""
+    if n.op_type == "Loop" and "body" in n.subgraphs:
+        body = n.subgraphs["body"]
+        if len(body.outputs) - 1 - (len(n.inputs) - 2) > 0:
+            return (0, 1)
+    return n.rule.static if n.rule else ()
+
+
 def _static_names(nodes: list[_Node], opset: int, produced_by: dict) -> set[str]:
     """The values that must be known without running the model: the static inputs of every node
     and, backwards, what they are computed from (a Shape or Size node needs only a shape)."""
     need: set[str] = set()
     stack = []
     for n in nodes:
-        for i in (n.rule.static if n.rule else ()):
+        for i in _static_inputs(n):
             if i < len(n.inputs) and n.inputs[i]:
                 stack.append(n.inputs[i])
     while stack:
@@ -331,13 +402,44 @@ def load(source, *, name: str | None = None, static_inputs: dict | None = None) 
                              f"its inputs: {', '.join(sorted(graph_input_names - set(initializers)))}")
         initializers[k] = np.asarray(v)
     problems: list[Violation] = []
+    nodes, consts = _map_nodes(g, opset, problems)
+    produced_by: dict[str, _Node] = {}
+    for n in _all_nodes(nodes):
+        for o in n.outputs:
+            produced_by[o] = n
+    graph_inputs = [i for i in g.input if i.name not in initializers]
+    static = _static_names(list(_all_nodes(nodes)), opset, produced_by)
+    for s in sorted(static):
+        if s in {i.name for i in graph_inputs}:
+            users = [n for n in _all_nodes(nodes) if s in n.inputs and n.rule and any(
+                n.inputs[k] == s for k in _static_inputs(n) if k < len(n.inputs))]
+            who = users[0] if users else nodes[0]
+            problems.append(node_violation(who.name, who.op_type, opset,
+                                           f"needs graph input {s!r} as a static value",
+                                           "DirectML takes it as an attribute: make it an initializer or a constant"))
+    if problems:
+        raise OnnxImportError(where, problems)
+    params, consts_all = {}, dict(consts)
+    for k, v in initializers.items():
+        if k in static or k in (static_inputs or {}) or not np.issubdtype(v.dtype, np.floating):
+            consts_all[k] = v
+        else:
+            params[k] = jnp.asarray(v)
+    inputs = [(i.name, _elem_type(i), _shape(i)) for i in graph_inputs]
+    return OnnxModel(model, g.name or where, opset, nodes, params, consts_all, inputs, [o.name for o in g.output])
+
+
+def _map_nodes(g, opset: int, problems: list, scope: str = "") -> tuple[list[_Node], dict]:
+    """A graph's nodes matched to the table (every problem appended to ``problems``) and its
+    Constant nodes' values; a control-flow node's subgraphs mapped the same way, their nodes
+    named ``node/attribute/subnode`` in messages."""
     nodes: list[_Node] = []
     consts: dict[str, np.ndarray] = {}
-    produced_by: dict[str, _Node] = {}
     for i, p in enumerate(g.node):
-        node_name = p.name or f"{p.op_type}_{i}"
+        node_name = scope + (p.name or f"{p.op_type}_{i}")
         attrs = {a.name: _attr_value(a) for a in p.attribute}
         rule = None
+        subgraphs = {}
         if p.domain not in ("", "ai.onnx"):
             problems.append(node_violation(node_name, p.op_type, opset, f"is in domain {p.domain!r}",
                                            "only ai.onnx operators are mapped"))
@@ -360,30 +462,202 @@ def load(source, *, name: str | None = None, static_inputs: dict | None = None) 
                 reason = rule.check(attrs, opset)
                 if reason:
                     problems.append(node_violation(node_name, p.op_type, opset, reason))
-        n = _Node(node_name, p.op_type, tuple(p.input), tuple(p.output), attrs, rule, p)
-        nodes.append(n)
-        for o in p.output:
-            produced_by[o] = n
-    graph_inputs = [i for i in g.input if i.name not in initializers]
-    static = _static_names(nodes, opset, produced_by)
-    for s in sorted(static):
-        if s in {i.name for i in graph_inputs}:
-            users = [n for n in nodes if s in n.inputs and n.rule and any(
-                n.inputs[k] == s for k in n.rule.static if k < len(n.inputs))]
-            who = users[0] if users else nodes[0]
-            problems.append(node_violation(who.name, who.op_type, opset,
-                                           f"needs graph input {s!r} as a static value",
-                                           "DirectML takes it as an attribute: make it an initializer or a constant"))
-    if problems:
-        raise OnnxImportError(where, problems)
-    params, consts_all = {}, dict(consts)
-    for k, v in initializers.items():
-        if k in static or k in (static_inputs or {}) or not np.issubdtype(v.dtype, np.floating):
-            consts_all[k] = v
-        else:
-            params[k] = jnp.asarray(v)
-    inputs = [(i.name, _elem_type(i), _shape(i)) for i in graph_inputs]
-    return OnnxModel(model, g.name or where, opset, nodes, params, consts_all, inputs, [o.name for o in g.output])
+            if p.op_type in _CONTROL:
+                graphs = {a.name: a.g for a in p.attribute if a.type == onnx.AttributeProto.GRAPH}
+                for key in _GRAPH_ATTRS[p.op_type]:
+                    if key in graphs:
+                        subgraphs[key] = _map_subgraph(graphs[key], opset, problems, f"{node_name}/{key}/")
+        nodes.append(_Node(node_name, p.op_type, tuple(p.input), tuple(p.output), attrs, rule, p,
+                           subgraphs=subgraphs))
+    return nodes, consts
+
+
+def _map_subgraph(g, opset: int, problems: list, scope: str) -> _Subgraph:
+    sub_nodes, consts = _map_nodes(g, opset, problems, scope)
+    for t in g.initializer:
+        consts[t.name] = numpy_helper.to_array(t)
+    return _Subgraph(sub_nodes, consts, tuple(i.name for i in g.input), tuple(o.name for o in g.output))
+
+
+def _all_nodes(nodes):
+    """Nodes and, depth first, their subgraphs' nodes."""
+    for n in nodes:
+        yield n
+        for sg in n.subgraphs.values():
+            yield from _all_nodes(sg.nodes)
+
+
+# ------------------------------------------------------------------------- control flow
+def _run_subgraph(sg: _Subgraph, outer: dict, values, opset: int) -> list:
+    """A subgraph's outputs for its inputs ``values``; names it does not define are read from
+    ``outer``, the enclosing scope (static values stay static, traced ones are closed over)."""
+    env = dict(outer)
+    env.update(sg.consts)
+    env.update(zip(sg.inputs, values))
+    for m in sg.nodes:
+        _run_node(m, env, opset)
+    return [env[o] for o in sg.outputs]
+
+
+def _control_error(n: _Node, opset: int, reason: str, tip: str = "") -> OnnxImportError:
+    return OnnxImportError(n.name, [node_violation(n.name, n.op_type, opset, reason, tip)])
+
+
+def _runtime(v):
+    """A value as the array a traced program holds (64-bit types 32-bit unless JAX's 64-bit mode
+    is on)."""
+    if v is None:
+        return None
+    if isinstance(v, (np.ndarray, np.generic)):
+        return jnp.asarray(np.asarray(v).astype(_runtime_dtype(np.asarray(v).dtype)))
+    return v
+
+
+def _like(v, ref, n, opset, what):
+    """``v`` as an array of ``ref``'s type; its shape must be ``ref``'s (a carried value keeps
+    its shape from one iteration to the next)."""
+    v = _runtime(v)
+    if tuple(jnp.shape(v)) != tuple(jnp.shape(ref)):
+        raise _control_error(n, opset, f"{what} has shape {list(jnp.shape(v))} after an iteration and "
+                             f"{list(jnp.shape(ref))} before", "JAX's loops carry values of one shape")
+    return jnp.asarray(v).astype(jnp.result_type(ref))
+
+
+def _truth(v) -> bool:
+    return bool(np.asarray(v).reshape(-1)[0])
+
+
+def _run_if(n: _Node, args: list, env: dict, opset: int) -> list:
+    cond = args[0]
+    then_g, else_g = n.subgraphs["then_branch"], n.subgraphs["else_branch"]
+    if _is_static(cond):  # folded: only the branch taken is traced
+        return _run_subgraph(then_g if _truth(cond) else else_g, env, [], opset)
+
+    def branch(g):
+        return lambda: tuple(_runtime(v) for v in _run_subgraph(g, env, [], opset))
+    try:
+        return list(lax.cond(jnp.reshape(cond, ()).astype(jnp.bool_), branch(then_g), branch(else_g)))
+    except TypeError as e:
+        raise _control_error(n, opset, "has branches whose outputs differ in shape or type: "
+                             + " ".join(str(e).split())[:300],
+                             "lax.cond needs one shape and type for each output of both branches") from None
+
+
+class _NotAlwaysTrue(Exception):
+    """A Loop body's condition output is a runtime value: the loop is a lax.while_loop."""
+
+
+def _run_loop(n: _Node, args: list, env: dict, opset: int) -> list:
+    body = n.subgraphs["body"]
+    args = args + [None] * (2 - len(args))
+    trip, cond0, carried = args[0], args[1], [_runtime(v) for v in args[2:]]
+    k = len(carried)
+    scans = len(body.outputs) - 1 - k
+    i_type = _runtime_dtype(np.int64)
+    static_trip = trip is not None and _is_static(trip)
+    cond_true = cond0 is None or (_is_static(cond0) and _truth(cond0))
+
+    def step(i, cond, vs):
+        outs = _run_subgraph(body, env, [i, cond, *vs], opset)
+        return outs[0], [_like(v, r, n, opset, f"loop-carried value {body.outputs[1 + j]!r}")
+                         for j, (v, r) in enumerate(zip(outs[1:1 + k], vs))], outs[1 + k:]
+
+    if static_trip and cond_true:
+        m = int(np.asarray(trip).reshape(-1)[0])
+        try:
+            def scan_step(vs, i):
+                c, vs, ys = step(i, np.asarray(True), vs)
+                if not (_is_static(c) and _truth(c)):
+                    raise _NotAlwaysTrue
+                return vs, tuple(_runtime(y) for y in ys)
+            final, ys = lax.scan(scan_step, carried, jnp.arange(m, dtype=i_type))
+            return [*final, *ys]
+        except _NotAlwaysTrue:
+            pass
+        except OnnxImportError as e:
+            if "depends on the model's runtime values" not in str(e):
+                raise
+            if m > UNROLL:
+                raise _control_error(n, opset, f"has a body that needs a static value computed from its "
+                                     f"iteration number, and {m} iterations", f"at most {UNROLL} are unrolled") from None
+            return _unroll(step, m, carried, scans)
+    if scans:
+        raise _control_error(n, opset, "has scan outputs and a condition known only at run time (their length "
+                             "would depend on runtime values)", "a static trip count with a condition that stays "
+                             "true runs as lax.scan")
+
+    def cond_fn(state):
+        i, c, _ = state
+        keep = c
+        if trip is not None:
+            keep = jnp.logical_and(keep, i < jnp.reshape(_runtime(trip), ()).astype(i_type))
+        return keep
+
+    def body_fn(state):
+        i, c, vs = state
+        c2, vs2, _ = step(i, c, vs)
+        return i + 1, jnp.reshape(_runtime(c2), ()).astype(jnp.bool_), vs2
+
+    c0 = jnp.asarray(True) if cond0 is None else jnp.reshape(_runtime(cond0), ()).astype(jnp.bool_)
+    _, _, final = lax.while_loop(cond_fn, body_fn, (jnp.asarray(0, i_type), c0, carried))
+    return list(final)
+
+
+def _unroll(step, m: int, carried: list, scans: int) -> list:
+    """A Loop run iteration by iteration while tracing (the iteration number static)."""
+    vs, ys = carried, [[] for _ in range(scans)]
+    for i in range(m):
+        c, vs, y = step(np.asarray(i, np.int64), np.asarray(True), vs)
+        for acc, v in zip(ys, y):
+            acc.append(_runtime(v))
+        if _is_static(c) and not _truth(c):
+            break
+        if not _is_static(c):
+            raise OnnxImportError("Loop", [Violation("Loop", "", "unrolled, but its condition is a runtime value")])
+    return [*vs, *(jnp.stack(acc) for acc in ys)]
+
+
+def _run_scan(n: _Node, args: list, env: dict, opset: int) -> list:
+    body = n.subgraphs["body"]
+    m = int(n.attrs["num_scan_inputs"])
+    if opset < 9:  # a batch axis first, and sequence_lens
+        if args[0] is not None:
+            raise _control_error(n, opset, "has sequence_lens (opset 8)", "leave it out: every sequence is whole")
+        states, xs = args[1:len(args) - m], args[len(args) - m:]
+        dirs = tuple(n.attrs.get("directions", (0,) * m))
+
+        def one(states, xs):
+            return tuple(_scan(n, body, env, opset, list(states), list(xs), (0,) * m, dirs,
+                               (0,) * (len(body.outputs) - len(states)), (0,) * (len(body.outputs) - len(states))))
+        return list(jax.vmap(one)(tuple(_runtime(v) for v in states), tuple(_runtime(v) for v in xs)))
+    states, xs = args[:len(args) - m], args[len(args) - m:]
+    k = len(body.outputs) - len(states)
+    return _scan(n, body, env, opset, states, xs, tuple(n.attrs.get("scan_input_axes", (0,) * m)),
+                 tuple(n.attrs.get("scan_input_directions", (0,) * m)),
+                 tuple(n.attrs.get("scan_output_axes", (0,) * k)),
+                 tuple(n.attrs.get("scan_output_directions", (0,) * k)))
+
+
+def _scan(n, body, env, opset, states, xs, in_axes, in_dirs, out_axes, out_dirs) -> list:
+    states = [_runtime(v) for v in states]
+    seq = []
+    for x, axis, d in zip(xs, in_axes, in_dirs):
+        x = jnp.moveaxis(_runtime(x), int(axis) % jnp.ndim(x), 0)
+        seq.append(jnp.flip(x, 0) if d else x)
+
+    def step(vs, slices):
+        outs = _run_subgraph(body, env, [*vs, *slices], opset)
+        new = [_like(v, r, n, opset, f"state {body.outputs[j]!r}") for j, (v, r) in enumerate(zip(outs, vs))]
+        return new, tuple(_runtime(y) for y in outs[len(vs):])
+    final, ys = lax.scan(step, states, tuple(seq))
+    out = []
+    for y, axis, d in zip(ys, out_axes, out_dirs):
+        y = jnp.flip(y, 0) if d else y
+        out.append(jnp.moveaxis(y, 0, int(axis) % jnp.ndim(y)))
+    return [*final, *out]
+
+
+_CONTROL_RUN = {"If": _run_if, "Loop": _run_loop, "Scan": _run_scan}
 
 
 def _span(r: Rule) -> str:

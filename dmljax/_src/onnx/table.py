@@ -23,7 +23,7 @@ from dmljax._src.enums import AxisDirection, ConvolutionDirection, DepthSpaceOrd
 from dmljax._src.fused import FusedActivation
 from dmljax._src.ops import OPERATORS
 
-__all__ = ["Rule", "Call", "TABLE", "rules_for", "find_rule", "DML"]
+__all__ = ["Rule", "Call", "TABLE", "CONTROL_FLOW", "UNROLL", "rules_for", "find_rule", "DML"]
 
 DML = OPERATORS
 """dmljax's operators by Python name."""
@@ -108,7 +108,21 @@ def _u8(x):
     return x.astype(jnp.uint8) if x.dtype == jnp.bool_ else x
 
 
+def _scalars(lower: Callable[[Call], Sequence]) -> Callable[[Call], Sequence]:
+    """An element-wise rule on scalars: DirectML's tensors have at least one dimension, so 0-D
+    inputs are taken as 1-D tensors of one element (a desc, as ONNX Runtime's DirectML provider
+    does) and the outputs made 0-D again."""
+    def wrapped(c: Call):
+        xs = [x for x in c.inputs if x is not None]
+        if not xs or any(jnp.ndim(x) for x in xs):
+            return lower(c)
+        inner = dataclasses.replace(c, inputs=[None if x is None else jnp.reshape(_arr(x), (1,)) for x in c.inputs])
+        return [jnp.reshape(y, ()) for y in lower(inner)]
+    return wrapped
+
+
 def _unary(fn: str, **fixed) -> Callable[[Call], Sequence]:
+    @_scalars
     def lower(c: Call):
         return [_dml(fn)(_arr(c.inputs[0]), **fixed)]
     return lower
@@ -117,6 +131,7 @@ def _unary(fn: str, **fixed) -> Callable[[Call], Sequence]:
 def _activation(fn: str, **attr_map) -> Callable[[Call], Sequence]:
     """An activation whose attributes are ONNX attributes: ``attr_map`` maps the dmljax keyword
     onto (ONNX attribute, ONNX default)."""
+    @_scalars
     def lower(c: Call):
         kw = {k: float(c.attr(onnx_name, default)) for k, (onnx_name, default) in attr_map.items()}
         return [_dml(fn)(_arr(c.inputs[0]), **kw)]
@@ -134,6 +149,7 @@ def _legacy(c: Call, b):
 
 
 def _binary(fn: str) -> Callable[[Call], Sequence]:
+    @_scalars
     def lower(c: Call):
         a, b = _bcast(c.inputs[0], _legacy(c, c.inputs[1]))
         return [_dml(fn)(a, b)]
@@ -141,6 +157,7 @@ def _binary(fn: str) -> Callable[[Call], Sequence]:
 
 
 def _variadic(fn: str) -> Callable[[Call], Sequence]:
+    @_scalars
     def lower(c: Call):
         xs = _bcast(*[x for x in c.inputs if x is not None])
         out = xs[0]
@@ -150,6 +167,7 @@ def _variadic(fn: str) -> Callable[[Call], Sequence]:
     return lower
 
 
+@_scalars
 def _mean(c: Call):
     xs = _bcast(*[x for x in c.inputs if x is not None])
     if len(xs) == 2:
@@ -161,6 +179,7 @@ def _mean(c: Call):
 
 
 def _compare(fn: str) -> Callable[[Call], Sequence]:
+    @_scalars
     def lower(c: Call):
         a, b = _bcast(c.inputs[0], _legacy(c, c.inputs[1]))
         return [_dml(fn)(_u8(a), _u8(b)).astype(jnp.bool_)]
@@ -168,6 +187,7 @@ def _compare(fn: str) -> Callable[[Call], Sequence]:
 
 
 def _logical(fn: str) -> Callable[[Call], Sequence]:
+    @_scalars
     def lower(c: Call):
         xs = _bcast(*[x for x in c.inputs if x is not None])
         return [_dml(fn)(*[_u8(x) for x in xs]).astype(jnp.bool_)]
@@ -1291,6 +1311,30 @@ TABLE: tuple[Rule, ...] = (
     _r("GRU", 7, None, ["DML_OPERATOR_GRU"], _recurrent, check=_rnn_check),
     _r("LSTM", 7, None, ["DML_OPERATOR_LSTM"], _recurrent, check=_rnn_check),
 )
+
+def _control_flow(c: Call):
+    raise AssertionError(f"dmljax bug: {c.op_type} is run by the loader (its subgraphs), not lowered")
+
+
+UNROLL = 256
+"""The most iterations a Loop is unrolled to (when its body needs the iteration number static)."""
+
+CONTROL_FLOW = (
+    _r("If", 1, None, ("lax.cond around the branches' operators",), _control_flow,
+       restrictions="a static condition folds to its branch; otherwise both branches give outputs of one shape and "
+                    "type"),
+    _r("Loop", 1, None, ("lax.scan or lax.while_loop around the body's operators",), _control_flow,
+       restrictions="a static trip count with a condition that stays true: lax.scan (reverse-differentiable); a "
+                    "runtime condition: lax.while_loop, without scan outputs; a body that needs its iteration "
+                    f"number as a static value is unrolled (at most {UNROLL} iterations); carried values keep "
+                    "their shapes"),
+    _r("Scan", 8, None, ("lax.scan around the body's operators",), _control_flow,
+       restrictions="opset 8: sequence_lens left out (every sequence whole), batches as jax.vmap"),
+)
+"""The control-flow operators: the loader maps their subgraphs node by node and wraps them in
+JAX's structured control flow; they have no DirectML operator of their own."""
+
+TABLE = TABLE + CONTROL_FLOW
 
 FOLDED = ("Shape", "Size", "Constant")
 """Operators that the loader evaluates itself: static by nature, they never reach DirectML."""
