@@ -3,6 +3,7 @@
     dmljax run MODEL.json [-i N] [-r N] [-w N] [-v 0|1|2] [--feature-level X] [--out DIR] [--force]
     dmljax run MODEL.onnx [--inputs x.npz|a.npy ...] [--out DIR] [--force]
     dmljax onnx info MODEL.onnx
+    dmljax onnx export-dxdispatch MODEL.onnx OUT.json [--inputs x.npz|a.npy ...] [--force]
     dmljax compare MODEL.json RESULTS_DIR | MODEL.onnx --reference DIR [--out DIR] [--force] [--budget-scale X]
     dmljax ops [--feature-level X] | dmljax ops --all [--sort KEY] | dmljax ops NAME...
     dmljax docs [--check] [--out DIR]
@@ -172,6 +173,18 @@ def _parser() -> argparse.ArgumentParser:
     onnx_sub = onnx_p.add_subparsers(dest="onnx_command", required=True)
     info = onnx_sub.add_parser("info", help="what an ONNX model's nodes become")
     info.add_argument("model", help="path to the .onnx file")
+    export = onnx_sub.add_parser(
+        "export-dxdispatch", help="write an ONNX model's DirectML form as a DxDispatch model (a DML_GRAPH_DESC)",
+        description="Trace the model for its inputs, write its DirectML operator calls as a DxDispatch model: one "
+                    "DML_GRAPH_DESC dispatchable whose nodes are the operators, the inputs and weights as resources, "
+                    "one dispatch and a writeFile of each output (NAME.npy). DxDispatch runs it on a Windows GPU; "
+                    "`dmljax run OUT.json` runs it here.")
+    export.add_argument("model", help="path to the .onnx file")
+    export.add_argument("out", help="the DxDispatch .json file to write")
+    export.add_argument("--inputs", nargs="+", default=None, metavar="FILE",
+                        help="the inputs, as one .npz (by input name) or .npy files in input order (default: random "
+                             "values of the declared shapes, symbolic dimensions 1)")
+    export.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
     # listed for --help only: _main hands `dmljax bench ...` to dmljax/bench/cli.py, which parses it
     sub.add_parser("bench", add_help=False,
                    help="time dmljax's operators against jax.numpy, PyTorch, ONNX Runtime and a copy "
@@ -375,6 +388,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return _ops(args)
     if args.command == "docs":
         return docgen.main(out=args.out, check=args.check)
+    if args.command == "onnx" and args.onnx_command == "export-dxdispatch":
+        return onnx_commands.export_dxdispatch(args.model, args.out, args.inputs, args.force)
     if args.command == "onnx":
         return onnx_commands.info(args.model)
     if args.command == "compare":

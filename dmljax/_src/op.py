@@ -9,9 +9,11 @@ then runs the formula under ``jax.jit`` with the attributes static, inside
 from __future__ import annotations
 
 import collections
+import contextlib
+import dataclasses
 import functools
 import inspect
-from typing import Callable
+from typing import Any, Callable, Iterator
 
 import jax
 import numpy as np
@@ -25,7 +27,7 @@ from dmljax._src.registry import register
 from dmljax._src.spec import INFERRED, REQUIRED, OpSpec
 from dmljax._src.validate import CheckedCall, check_call, static_key
 
-__all__ = ["operator", "TRACE_COUNTS"]
+__all__ = ["operator", "TRACE_COUNTS", "OperatorCall", "record_calls"]
 
 TRACE_COUNTS: collections.Counter = collections.Counter()
 """How many times each operator's formula was traced (by DML enum name); tests read it."""
@@ -40,6 +42,35 @@ try:  # whether a call happens inside a caller's trace (jit, grad, vmap, ...)
 except ImportError:  # pragma: no cover  (a JAX without it: never pass compiler options)
     def _trace_state_clean() -> bool:
         return False
+
+
+@dataclasses.dataclass(frozen=True)
+class OperatorCall:
+    """One operator call as validated: the record, the checked call (every tensor's Sizes and
+    DataType, the attributes by DML name), the feature level and the statics the formula ran
+    with. ``record_calls`` collects them."""
+
+    spec: OpSpec
+    call: CheckedCall
+    level: Any
+    statics: tuple
+
+
+_RECORDERS: list[list[OperatorCall]] = []
+_DEPTH = [0]  # operator calls in progress: those inside another operator's formula are not recorded
+
+
+@contextlib.contextmanager
+def record_calls() -> Iterator[list[OperatorCall]]:
+    """Collect the operator calls made inside the block (the outermost ones, in order: an
+    operator that another one's formula calls is part of that call). The DirectML graph builder
+    of the ONNX front end uses it to see what a traced model calls, with its descs."""
+    calls: list[OperatorCall] = []
+    _RECORDERS.append(calls)
+    try:
+        yield calls
+    finally:
+        _RECORDERS.remove(calls)
 
 
 def _avals(arrays) -> tuple:
@@ -231,7 +262,16 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
                 statics += ((HALF_ARG, half),)
             nested = not _trace_state_clean() or any(isinstance(x, jax.core.Tracer) for x in _leaves(arrays))
             flushed = tuple(False if isinstance(x, (list, tuple)) else is_flushed(x) for x in arrays)
-            out = executable(statics, flushed, nested)(*arrays)
+            if _RECORDERS and not _DEPTH[0]:
+                _DEPTH[0] += 1
+                try:
+                    out = executable(statics, flushed, nested)(*arrays)
+                finally:
+                    _DEPTH[0] -= 1
+                for r in _RECORDERS:
+                    r.append(OperatorCall(spec, call, level, statics))
+            else:
+                out = executable(statics, flushed, nested)(*arrays)
             if out_flushed.get((static_key(statics), flushed, _avals(arrays))):
                 mark_flushed(out)  # its formula stored it through store(): the next operator skips a flush
             for o, name in zip(out if isinstance(out, tuple) else (out,), output_names(call)):

@@ -115,3 +115,31 @@ def scan_model(opset: int = 17) -> onnx.ModelProto:
     graph = helper.make_graph(nodes, "scan_model", [_f("s0", [2]), _f("x", [2, 4])], [_f("s", [2]), _f("y", [2, 4])],
                               [numpy_helper.from_array(np.array([0.5, -2.0], np.float32), "w")])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def glue_model(opset: int = 17) -> onnx.ModelProto:
+    """A small network whose mapping needs DirectML's tensor descs between operators: a bias of
+    shape (C, 1, 1) broadcast, a transpose followed by a reshape (a copy in DirectML), a Flatten,
+    a comparison's BOOL result fed to Where, a Cast and a Concat, two outputs."""
+    rng = np.random.default_rng(3)
+    inits = [numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32) * 0.3, "w"),
+             numpy_helper.from_array(rng.standard_normal((4, 1, 1)).astype(np.float32), "bias"),
+             numpy_helper.from_array(rng.standard_normal((64, 5)).astype(np.float32) * 0.2, "fc"),
+             numpy_helper.from_array(np.array([1, 64], np.int64), "flat"),
+             numpy_helper.from_array(np.array(0.25, np.float32), "half"),
+             numpy_helper.from_array(np.zeros((1, 4, 4, 4), np.float32), "zeros")]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c", "bias"], ["cb"], name="bias_add"),
+             helper.make_node("Relu", ["cb"], ["r"], name="relu"),
+             helper.make_node("MaxPool", ["r"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Transpose", ["p"], ["t"], name="to_nhwc", perm=[0, 2, 3, 1]),
+             helper.make_node("Reshape", ["t", "flat"], ["f"], name="flatten"),
+             helper.make_node("MatMul", ["f", "fc"], ["logits"], name="fc"),
+             helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=-1),
+             helper.make_node("Greater", ["p", "half"], ["big"], name="big"),
+             helper.make_node("Where", ["big", "p", "zeros"], ["kept"], name="keep"),
+             helper.make_node("Cast", ["big"], ["bigf"], name="cast", to=TensorProto.FLOAT),
+             helper.make_node("Concat", ["kept", "bigf"], ["both"], name="concat", axis=1)]
+    graph = helper.make_graph(nodes, "glue", [_f("x", [1, 3, 8, 8])], [_f("probs", [1, 5]), _f("both", [1, 8, 4, 4])],
+                              inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])

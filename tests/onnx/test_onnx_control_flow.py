@@ -59,7 +59,11 @@ def test_if_with_a_runtime_condition_is_lax_cond_over_the_outer_scope():
         np.testing.assert_allclose(y, _ort(m, x)[0], rtol=1e-6)
     jaxpr = jax.make_jaxpr(model.apply)(model.params, x).jaxpr
     assert "cond" in _primitives(jaxpr)
-    # differentiable through the branch taken, the parameters included
+
+
+@pytest.mark.slow
+def test_if_is_differentiable_through_the_branch_taken():
+    model = dx.load(models.if_model())
     g = jax.grad(lambda p, x: model.apply(p, x)[0].sum())(model.params, np.ones((2, 3), np.float32))
     np.testing.assert_allclose(g["w"], [2, 2, 2])
     np.testing.assert_allclose(g["b"], [2, 2, 2])
@@ -75,7 +79,7 @@ def test_if_with_a_static_condition_folds_to_its_branch(condition):
     assert "cond" not in _primitives(jax.make_jaxpr(model.apply)(model.params, x).jaxpr)
 
 
-def test_loop_with_a_static_trip_count_is_lax_scan_and_reverse_differentiable():
+def test_loop_with_a_static_trip_count_is_lax_scan():
     m = models.loop_model(trips=4)
     model = dx.load(m)
     x = np.array([0.3, -0.2, 0.1], np.float32)
@@ -85,6 +89,13 @@ def test_loop_with_a_static_trip_count_is_lax_scan_and_reverse_differentiable():
     np.testing.assert_allclose(h, want_h, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(hs, want_hs, rtol=1e-5, atol=1e-6)
     assert "scan" in _primitives(jax.make_jaxpr(model.apply)(model.params, x, h0).jaxpr)
+
+
+@pytest.mark.slow
+def test_a_loop_of_a_static_trip_count_is_reverse_differentiable():
+    model = dx.load(models.loop_model(trips=4))
+    x = np.array([0.3, -0.2, 0.1], np.float32)
+    h0 = np.array([0.5, 0.25, -1.0], np.float32)
     g = jax.grad(lambda x: model(x, h0)[0].sum())(jnp.asarray(x))
     eps = 1e-3
     fd = [(model(x + eps * e, h0)[0].sum() - model(x - eps * e, h0)[0].sum()) / (2 * eps) for e in np.eye(3, dtype=np.float32)]

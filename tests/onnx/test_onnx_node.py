@@ -22,9 +22,9 @@ from dmljax._src.onnx.table import TABLE  # noqa: E402
 
 MAPPED = {r.op_type for r in TABLE}
 
-PASS_SHARE_FLOOR = 0.38
-"""The share of all of ONNX's node tests (mapped or not) that must pass: measured 723 of 1,884
-(38.4%; 76.4% of the mapped operators' 946); a mapping that breaks drops it."""
+PASS_SHARE_FLOOR = 0.386
+"""The share of all of ONNX's node tests (mapped or not) that must pass: measured 729 of 1,884
+(38.7%; 76.3% of the mapped operators' 956); a mapping that breaks drops it."""
 
 
 def _arrays(xs):

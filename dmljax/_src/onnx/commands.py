@@ -4,6 +4,7 @@ status 1 for a file that cannot be imported, never a traceback."""
 from __future__ import annotations
 
 import collections
+import json
 import os
 import sys
 from pathlib import Path
@@ -12,10 +13,10 @@ from typing import Sequence
 import numpy as np
 
 from dmljax._src.errors import ValidationError
-from dmljax._src.onnx import loader
+from dmljax._src.onnx import export, loader
 from dmljax._src.onnx.errors import OnnxImportError
 
-__all__ = ["is_onnx", "info", "run"]
+__all__ = ["is_onnx", "info", "run", "export_dxdispatch"]
 
 
 def is_onnx(path: str) -> bool:
@@ -136,3 +137,31 @@ def run(path: str, inputs: Sequence[str] | None, out: str | None, force: bool = 
 
 def _safe(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name) or "output"
+
+
+def export_dxdispatch(path: str, out: str, inputs: Sequence[str] | None, force: bool = False) -> int:
+    """Write the model's DirectML graph as a DxDispatch model; exit 1 with one message (every
+    step with no DirectML form named) when it has none."""
+    model, status = _load("onnx export-dxdispatch", path)
+    if model is None:
+        return status
+    if os.path.lexists(out) and not force:
+        return _error("onnx export-dxdispatch", f"{out} exists; pass --force to overwrite it")
+    try:
+        values = _inputs(model, inputs)
+        graph, runtime = export.to_graph(model, values)
+        shapes = [np.shape(y) for y in model(*values)]
+        document = export.to_dxdispatch(graph, runtime, shapes)
+    except OnnxImportError as e:
+        return _error("onnx export-dxdispatch", f"{path}: the model has no DirectML graph form:\n{e}")
+    except (ValueError, OSError, TypeError, ValidationError) as e:
+        return _error("onnx export-dxdispatch", f"{path}: {' '.join(str(e).split())[:600]}")
+    try:
+        with open(out, "w", encoding="utf-8") as f:
+            json.dump(document, f, indent=1)
+            f.write("\n")
+    except OSError as e:
+        return _error("onnx export-dxdispatch", f"cannot write {out} ({e.strerror or e})")
+    print(f"{out}: {len(graph.nodes)} DirectML operators in one DML_GRAPH_DESC, {graph.input_count} graph inputs "
+          f"({len(graph.constants)} constant), {graph.output_count} outputs; `dmljax run {out}` runs it")
+    return 0

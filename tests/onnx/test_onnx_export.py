@@ -1,0 +1,112 @@
+"""ONNX -> DirectML graph -> DxDispatch model -> `dmljax run`: the exported model is valid against
+the DxDispatch schema and reproduces the imported model's outputs bit for bit (and ONNX Runtime's
+within float32 rounding); what has no DirectML form is refused, naming each step."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx", reason="the ONNX import tests need the onnx package (the test extra)")
+ort = pytest.importorskip("onnxruntime", reason="ONNX Runtime is the reference for the exported models")
+
+import dmljax.onnx as dx  # noqa: E402
+from dmljax._src.cli import main  # noqa: E402
+from dmljax._src.dxdispatch.model import load_json  # noqa: E402
+from dmljax._src.dxdispatch.schema import structure_problems  # noqa: E402
+from dmljax._src.onnx import export  # noqa: E402
+from tests.onnx import onnx_models as models  # noqa: E402
+
+
+def _round_trip(m, tmp_path, capsys, inputs):
+    path = tmp_path / "model.onnx"
+    onnx.save(m, path)
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    out = tmp_path / "model.json"
+    assert main(["onnx", "export-dxdispatch", str(path), str(out), "--inputs", str(tmp_path / "inputs.npz")]) == 0
+    printed = capsys.readouterr().out
+    assert "DirectML operators in one DML_GRAPH_DESC" in printed
+    document = load_json(out.read_text())
+    assert structure_problems(document) == []
+    assert main(["run", str(out), "--no-timing", "--out", str(tmp_path / "outputs")]) == 0
+    capsys.readouterr()
+    model = dx.load(path)
+    mine = model(*[inputs[n] for n, _, _ in model.inputs])
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    theirs = sess.run(None, inputs)
+    for name, y, w in zip(model.outputs, mine, theirs):
+        got = np.load(tmp_path / "outputs" / f"{name}.npy")
+        assert got.shape == np.shape(y) and got.dtype == np.asarray(y).dtype
+        assert got.tobytes() == np.asarray(y).tobytes(), f"{name}: the DxDispatch model's bits differ"
+        np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
+    return document
+
+
+def test_a_classifier_round_trips_through_dxdispatch(tmp_path, capsys):
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    doc = _round_trip(models.classifier(), tmp_path, capsys, {"x": x})
+    types = [d["type"] for k, d in doc["dispatchables"].items() if k != "graph"]
+    assert types == ["DML_OPERATOR_GEMM", "DML_OPERATOR_ACTIVATION_RELU", "DML_OPERATOR_GEMM",
+                     "DML_OPERATOR_ELEMENT_WISE_ADD"]
+    graph = doc["dispatchables"]["graph"]
+    assert set(graph["bindings"].values()) == {"w1", "b1", "w2", "b2"}  # weights bound at initialization
+    add = doc["dispatchables"]["node_3_element_wise_add"]["desc"]
+    assert add["BTensor"] == {"DataType": "FLOAT32", "Sizes": [3, 3], "Strides": [0, 1], "Flags": "OWNED_BY_DML"}
+
+
+@pytest.mark.slow
+def test_descs_carry_broadcasts_transposes_and_types_between_operators(tmp_path, capsys):
+    x = np.random.default_rng(1).standard_normal((1, 3, 8, 8)).astype(np.float32)
+    doc = _round_trip(models.glue_model(), tmp_path, capsys, {"x": x})
+    types = [d["type"] for k, d in doc["dispatchables"].items() if k != "graph"]
+    assert "DML_OPERATOR_ELEMENT_WISE_IDENTITY" in types  # the transposed tensor, reshaped: copied packed
+    assert "DML_OPERATOR_CAST" in types  # the BOOL comparison cast to FLOAT32
+    bias = [d["desc"] for d in doc["dispatchables"].values() if d["type"] == "DML_OPERATOR_ELEMENT_WISE_ADD"][0]
+    assert bias["BTensor"]["Strides"] == [0, 1, 0, 0]
+
+
+@pytest.mark.slow
+def test_an_if_with_a_static_condition_exports_its_branch(tmp_path, capsys):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    doc = _round_trip(models.if_model(static_condition=False), tmp_path, capsys, {"x": x})
+    # the outer graph's Mul runs (its output unused, as in the ONNX graph), the else branch's Sub gives y
+    assert [d["type"] for k, d in doc["dispatchables"].items() if k != "graph"] == [
+        "DML_OPERATOR_ELEMENT_WISE_MULTIPLY", "DML_OPERATOR_ELEMENT_WISE_SUBTRACT"]
+
+
+def test_control_flow_that_does_not_fold_is_refused_by_name(tmp_path, capsys):
+    path = tmp_path / "if.onnx"
+    onnx.save(models.if_model(), path)
+    assert main(["onnx", "export-dxdispatch", str(path), str(tmp_path / "out.json")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"dmljax onnx export-dxdispatch: error: {path}: the model has no DirectML graph form:")
+    assert "lax.cond (an If whose condition is known only at run time): DirectML has no control flow" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "out.json").exists()
+    with pytest.raises(dx.OnnxImportError, match="DirectML graph output 'y' depends on the steps above"):
+        model = dx.load(path)
+        export.to_graph(model, [np.ones((2, 3), np.float32)])
+
+
+def test_an_existing_file_is_not_overwritten(tmp_path, capsys):
+    path = tmp_path / "m.onnx"
+    onnx.save(models.classifier(), path)
+    out = tmp_path / "m.json"
+    out.write_text("mine")
+    assert main(["onnx", "export-dxdispatch", str(path), str(out)]) == 1
+    assert "exists; pass --force to overwrite it" in capsys.readouterr().err
+    assert out.read_text() == "mine"
+    assert main(["onnx", "export-dxdispatch", str(path), str(out), "--force"]) == 0
+    assert json.loads(out.read_text())["dispatchables"]["graph"]["type"] == "DML_GRAPH_DESC"
+
+
+@pytest.mark.slow
+def test_the_graph_runs_in_process_as_the_model_does():
+    model = dx.load(models.glue_model())
+    x = np.random.default_rng(2).standard_normal((1, 3, 8, 8)).astype(np.float32)
+    graph, runtime = export.to_graph(model, [x])
+    got = graph.compile().run(*runtime)
+    for g, y in zip(got, model(x)):
+        np.testing.assert_array_equal(np.reshape(g, np.shape(y)), y)
