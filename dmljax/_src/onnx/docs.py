@@ -70,7 +70,22 @@ def onnx_markdown() -> str:
     extra = sorted({r.op_type for r in TABLE} - names)
     if extra:
         lines += ["", "Mapped operators that the installed onnx package no longer lists: " + ", ".join(extra) + "."]
-    lines += ["", "## Where outputs differ from ONNX Runtime because DirectML's semantics differ", "",
+    lines += ["", "## Control flow", "",
+              "If, Loop and Scan have no DirectML operator: their subgraphs are mapped node by node, like the main "
+              "graph (a node that cannot be mapped is named `node/attribute/subnode`), and run inside JAX's "
+              "structured control flow; a subgraph reads the enclosing graphs' values by name. `dmljax onnx info` "
+              "lists each subgraph's nodes under its control-flow node.", "",
+              "## The DirectML graph: `dmljax onnx export-dxdispatch`", "",
+              "`dmljax onnx export-dxdispatch MODEL.onnx OUT.json [--inputs ...]` traces the model once for its "
+              "inputs and writes its DirectML operator calls as a DxDispatch model: one `DML_GRAPH_DESC` whose nodes "
+              "are the operators (their descs with DirectML's member names), the weights bound at initialization "
+              "(`OWNED_BY_DML`), one dispatch and a `writeFile` of each output. DxDispatch runs it on a Windows GPU; "
+              "`dmljax run OUT.json` runs it here and reproduces `dmljax run MODEL.onnx`'s outputs bit for bit. "
+              "Between operators, reshapes, squeezes, transposes and broadcasts become the consumer's tensor desc "
+              "(strides, 0 to broadcast), a change of type a CAST node, and a view strides cannot express a copy by "
+              "ELEMENT_WISE_IDENTITY; control flow that does not fold to one branch has no DirectML form, and the "
+              "export refuses such a model, naming the step.", ""]
+    lines += ["## Where outputs differ from ONNX Runtime because DirectML's semantics differ", "",
               "| Operators | Rule |", "|---|---|"]
     lines += [f"| {ops_} | {rule} |" for ops_, rule in DIFFERENCES]
     return "\n".join(lines) + "\n"
