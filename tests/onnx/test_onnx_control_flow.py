@@ -134,6 +134,24 @@ def test_branches_of_different_shapes_are_one_clear_error():
         model(np.ones((2, 3), np.float32))
 
 
+def test_a_branch_that_cannot_run_on_the_inputs_is_one_clear_error():
+    """lax.cond traces both branches: one that DirectML refuses for these shapes (a GEMM whose K
+    does not match) is named, with the remedy (static_inputs, so that only the branch taken is
+    traced)."""
+    m = models.if_model()
+    m.graph.initializer.append(onnx.numpy_helper.from_array(np.ones((4, 2), np.float32), "k4"))
+    else_g = helper.make_graph([helper.make_node("MatMul", ["x", "k4"], ["e"], name="mm")], "else", [],
+                              [models._f("e", [2, 2])])
+    [a for a in m.graph.node[-1].attribute if a.name == "else_branch"][0].g.CopyFrom(else_g)
+    model = dx.load(m)
+    with pytest.raises(dx.OnnxImportError) as e:
+        model(np.ones((2, 3), np.float32))
+    text = str(e.value)
+    assert ("node 'branch' (If, ai.onnx opset 17) has a condition known only at run time, and its else_branch cannot "
+            "run on these inputs: gemm (DML_OPERATOR_GEMM):") in text
+    assert "give the inputs that decide the condition" in text
+
+
 def test_a_subgraph_node_that_cannot_be_mapped_is_named_at_load():
     m = models.if_model()
     branch = m.graph.node[-1]
@@ -160,5 +178,5 @@ def test_info_shows_subgraphs(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "4 nodes (and 2 in control-flow subgraphs)" in out
     assert ("  branch (If): lax.cond around the branches' operators, DML_OPERATOR_ELEMENT_WISE_ADD, "
-            "DML_OPERATOR_ELEMENT_WISE_SUBTRACT\n    then_branch: 1 node\n      branch/then_branch/add (Add): "
+            "DML_OPERATOR_ELEMENT_WISE_SUBTRACT\n    then_branch: 1 node\n      add (Add): "
             "DML_OPERATOR_ELEMENT_WISE_ADD\n    else_branch: 1 node\n") in out

@@ -84,13 +84,15 @@ def _flat(nodes):
             yield from _flat(sub)
 
 
-def _print_nodes(nodes, indent: str) -> None:
-    """Each node and what it becomes; a control-flow node's subgraphs below it, indented."""
+def _print_nodes(nodes, indent: str, scope: str = "") -> None:
+    """Each node and what it becomes; a control-flow node's subgraphs below it, indented (their
+    nodes by their own names: messages name them ``node/attribute/subnode``)."""
     for n in nodes:
-        print(f"{indent}{n.name} ({n.op_type}): {', '.join(n.dml) if n.dml else '(folded)'}")
+        name = n.name.removeprefix(scope)
+        print(f"{indent}{name} ({n.op_type}): {', '.join(n.dml) if n.dml else '(folded)'}")
         for attr, sub in n.subgraphs:
             print(f"{indent}  {attr}: {len(sub)} node{'s' if len(sub) != 1 else ''}")
-            _print_nodes(sub, indent + "    ")
+            _print_nodes(sub, indent + "    ", f"{n.name}/{attr}/")
 
 
 def _inputs(model, files: Sequence[str] | None) -> list:

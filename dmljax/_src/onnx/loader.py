@@ -533,10 +533,22 @@ def _run_if(n: _Node, args: list, env: dict, opset: int) -> list:
     if _is_static(cond):  # folded: only the branch taken is traced
         return _run_subgraph(then_g if _truth(cond) else else_g, env, [], opset)
 
-    def branch(g):
-        return lambda: tuple(_runtime(v) for v in _run_subgraph(g, env, [], opset))
+    def branch(g, key):
+        def run():
+            try:
+                return tuple(_runtime(v) for v in _run_subgraph(g, env, [], opset))
+            except ValidationError as e:
+                first = next((v.format().strip().rstrip(".") for v in e.violations), str(e))
+                first = f"{e.operator} ({e.enum_name}): {first}"
+                raise _control_error(n, opset, f"has a condition known only at run time, and its {key} cannot run on "
+                                     f"these inputs: {' '.join(first.split())[:300]}",
+                                     "lax.cond traces both branches; give the inputs that decide the condition "
+                                     "(a sample rate, a mode) to load as static_inputs, and only the branch taken "
+                                     "is traced") from None
+        return run
     try:
-        return list(lax.cond(jnp.reshape(cond, ()).astype(jnp.bool_), branch(then_g), branch(else_g)))
+        return list(lax.cond(jnp.reshape(cond, ()).astype(jnp.bool_), branch(then_g, "then_branch"),
+                             branch(else_g, "else_branch")))
     except TypeError as e:
         raise _control_error(n, opset, "has branches whose outputs differ in shape or type: "
                              + " ".join(str(e).split())[:300],
