@@ -34,7 +34,7 @@ from dmljax._src.dtypes import DataType
 from dmljax._src.errors import ValidationError, Violation
 from dmljax._src.feature_level import resolve_feature_level
 from dmljax._src.fused import FusedActivation
-from dmljax._src.structs import ScaleBias
+from dmljax._src.structs import ScalarUnion, ScaleBias, Size2D
 from dmljax._src.tensor_desc import TensorDesc
 
 __all__ = ["GraphNode", "InputEdge", "OutputEdge", "IntermediateEdge", "DmlGraph", "CompiledGraph",
@@ -246,6 +246,7 @@ class CompiledGraph:
                 self.input_descs[src[1]] = self.ops[node].tensor_descs[ins[node][index]]
         self.output_descs = [self.ops[n].tensor_descs[outs[n][o]] for n, o in (sent[i] for i in range(graph.output_count))]
         self._init: dict[int, tuple[jax.Array, int]] = {}  # graph inputs bound at initialization
+        self._run_constants: dict[int, jax.Array] | None = None
         self._jits: dict = {}
 
     def _order(self, feeds, problems) -> list[int]:
@@ -315,14 +316,14 @@ class CompiledGraph:
                             for x in inputs))
         fn = self._jits.get(key)
         if fn is None:
-            consts = {i: jnp.asarray(np.ravel(v)) for i, v in self.graph.constants.items()}
-
-            def fn(*xs):
+            def fn(consts, *xs):  # constants are arguments: XLA folding them could round differently
                 bound = {i: (jnp.ravel(x), 0) for i, x in zip(runtime, xs)}
                 bound.update({i: (c, 0) for i, c in consts.items()})
                 return tuple(self._evaluate(bound))
             fn = self._jits[key] = jax.jit(fn)
-        return fn(*[jnp.asarray(x) for x in inputs])
+        if self._run_constants is None:
+            self._run_constants = {i: jnp.asarray(np.ravel(v)) for i, v in self.graph.constants.items()}
+        return fn(self._run_constants, *[jnp.asarray(x) for x in inputs])
 
     # ----------------------------------------------------------- DxDispatch's bindings
     @property
@@ -415,6 +416,10 @@ def json_value(value):
         return {"Type": value.type, "Desc": {k: json_value(v) for k, v in dict(value.attrs).items()}}
     if isinstance(value, ScaleBias):
         return {"Scale": float(value.scale), "Bias": float(value.bias)}
+    if isinstance(value, Size2D):
+        return {"Width": int(value.width), "Height": int(value.height)}
+    if isinstance(value, ScalarUnion):  # its 8 bytes: exact for every type, NaN included
+        return {"Bytes": list(value.bytes)}
     if isinstance(value, enum.Enum):
         return value.name if isinstance(value, DataType) else getattr(value, "dml_name", value.name)
     if isinstance(value, dict):

@@ -5,12 +5,15 @@ within float32 rounding); what has no DirectML form is refused, naming each step
 from __future__ import annotations
 
 import json
+import pathlib
 
 import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx", reason="the ONNX import tests need the onnx package (the test extra)")
 ort = pytest.importorskip("onnxruntime", reason="ONNX Runtime is the reference for the exported models")
+
+from onnx import numpy_helper  # noqa: E402
 
 import dmljax.onnx as dx  # noqa: E402
 from dmljax._src.cli import main  # noqa: E402
@@ -110,3 +113,41 @@ def test_the_graph_runs_in_process_as_the_model_does():
     got = graph.compile().run(*runtime)
     for g, y in zip(got, model(x)):
         np.testing.assert_array_equal(np.reshape(g, np.shape(y)), y)
+
+
+def test_a_model_that_has_run_exports_too():
+    """The export traces a new function: JAX's cached trace of model.apply would call no operator."""
+    model = dx.load(models.classifier())
+    x = np.ones((2, 4), np.float32)
+    (y,) = model(x)
+    graph, runtime = export.to_graph(model, [x])
+    assert [n.type for n in graph.nodes] == ["DML_OPERATOR_GEMM", "DML_OPERATOR_ACTIVATION_RELU",
+                                             "DML_OPERATOR_GEMM", "DML_OPERATOR_ELEMENT_WISE_ADD"]
+
+
+DATA = pathlib.Path(onnx.__file__).parent / "backend" / "test" / "data"
+DATA_MODELS = sorted(DATA.glob("*/*/model.onnx"))
+
+
+@pytest.mark.slow
+def test_every_data_model_that_loads_exports_to_the_same_bits():
+    """The onnx package's data models (tests/onnx/test_onnx_models.py): each that loads becomes a
+    DirectML graph whose DxDispatch form is valid and which gives the model's very bits."""
+    assert DATA_MODELS
+    exported = 0
+    for path in DATA_MODELS:
+        try:
+            model = dx.load(path)
+        except dx.OnnxImportError:
+            continue  # test_onnx_models.py holds why each is refused
+        inputs = [numpy_helper.to_array(onnx.load_tensor(p))
+                  for p in sorted((path.parent / "test_data_set_0").glob("input_*.pb"))]
+        want = model(*inputs)
+        graph, runtime = export.to_graph(model, inputs)
+        got = graph.compile().run(*runtime)
+        for g, w in zip(got, want):
+            assert np.asarray(g).tobytes() == np.asarray(w).tobytes(), path.parent.name
+        document = export.to_dxdispatch(graph, runtime, [np.shape(w) for w in want])
+        assert structure_problems(json.loads(json.dumps(document))) == [], path.parent.name
+        exported += 1
+    assert exported >= 120

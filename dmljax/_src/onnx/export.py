@@ -276,8 +276,8 @@ def to_graph(model, inputs) -> tuple[DmlGraph, list[np.ndarray]]:
 
     Raises OnnxImportError naming every step between operators that DirectML cannot express."""
     inputs = [np.asarray(x) for x in inputs]
-    with record_calls() as calls:
-        closed = jax.make_jaxpr(model._apply)(model.params, *inputs)
+    with record_calls() as calls:  # a new function: a trace JAX cached for model.apply would run no operator
+        closed = jax.make_jaxpr(lambda params, *xs: model._apply(params, *xs))(model.params, *inputs)
     b = _Builder(calls)
     jaxpr = closed.jaxpr
     leaves, _ = jax.tree_util.tree_flatten(model.params)
