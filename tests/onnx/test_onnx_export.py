@@ -4,11 +4,15 @@ within float32 rounding); what has no DirectML form is refused, naming each step
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import pathlib
+import tempfile
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 onnx = pytest.importorskip("onnx", reason="the ONNX import tests need the onnx package (the test extra)")
 ort = pytest.importorskip("onnxruntime", reason="ONNX Runtime is the reference for the exported models")
@@ -20,6 +24,7 @@ from dmljax._src.cli import main  # noqa: E402
 from dmljax._src.dxdispatch.model import load_json  # noqa: E402
 from dmljax._src.dxdispatch.schema import structure_problems  # noqa: E402
 from dmljax._src.onnx import export  # noqa: E402
+from tests import tiers  # noqa: E402
 from tests.onnx import onnx_models as models  # noqa: E402
 
 
@@ -151,3 +156,26 @@ def test_every_data_model_that_loads_exports_to_the_same_bits():
         assert structure_problems(json.loads(json.dumps(document))) == [], path.parent.name
         exported += 1
     assert exported >= 120
+
+
+@settings(max_examples=tiers.by_tier(5, 100), deadline=None)
+@given(st.data())
+def test_export_of_corrupted_models_is_one_clear_error_never_a_traceback(data):
+    good = bytearray(models.glue_model().SerializeToString())
+    for _ in range(data.draw(st.integers(1, 6))):
+        good[data.draw(st.integers(0, len(good) - 1))] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.integers(len(good) // 2, len(good)))
+    with tempfile.TemporaryDirectory() as work:
+        path, out = pathlib.Path(work) / "m.onnx", pathlib.Path(work) / "m.json"
+        path.write_bytes(bytes(good[:cut]))
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            status = main(["onnx", "export-dxdispatch", str(path), str(out)])
+        text = err.getvalue()
+        assert status in (0, 1), status
+        assert "Traceback" not in text
+        if status == 1:
+            assert text.startswith("dmljax onnx export-dxdispatch: error: "), text
+            assert not out.exists()
+        else:
+            assert structure_problems(load_json(out.read_text())) == []
