@@ -20,6 +20,7 @@ import dmljax.onnx as dx  # noqa: E402
 from dmljax._src.cli import main  # noqa: E402
 from tests.onnx import onnx_models as models  # noqa: E402
 from tests.onnx.test_onnx_node import run_case  # noqa: E402
+from tests.vendor_compare.faults import onnx_dump  # noqa: E402
 
 NODE_TESTS = ("test_if", "test_loop11", "test_scan_sum", "test_scan9_sum", "test_scan9_multi_state", "test_scan9_scalar")
 """ONNX's node tests of If, Loop and Scan on tensors (the others hold sequences or optionals,
@@ -180,3 +181,17 @@ def test_info_shows_subgraphs(tmp_path, capsys):
     assert ("  branch (If): lax.cond around the branches' operators, DML_OPERATOR_ELEMENT_WISE_ADD, "
             "DML_OPERATOR_ELEMENT_WISE_SUBTRACT\n    then_branch: 1 node\n      add (Add): "
             "DML_OPERATOR_ELEMENT_WISE_ADD\n    else_branch: 1 node\n") in out
+
+
+@pytest.mark.slow
+def test_compare_judges_a_control_flow_node_on_the_reference_values(tmp_path, capsys):
+    """`dmljax compare`: an If node is evaluated on the reference's values, the outer-scope ones
+    its branches read included (NodeInfo.inputs lists them after the node's own)."""
+    path = tmp_path / "if.onnx"
+    onnx.save(models.if_model(), path)
+    info = [n for n in dx.load(path).nodes if n.op_type == "If"][0]
+    assert info.inputs == ("c", "xw", "b", "x")
+    ref = onnx_dump(path, {"x": np.arange(6, dtype=np.float32).reshape(2, 3)}, tmp_path / "ref", "npz")
+    status = main(["compare", str(path), "--reference", str(ref / "reference.npz"), "--out", str(tmp_path / "report")])
+    out, err = capsys.readouterr()
+    assert (status, err) == (0, ""), out

@@ -212,6 +212,8 @@ def node_budget(dml: Sequence[str], dtype: np.dtype, sizes: tuple[int, ...] | No
         return 0.0
     best = 0.0
     for name in dml:
+        if not name.startswith("DML_OPERATOR_"):  # a desc, not an operator (Reshape, Transpose), or control flow
+            continue
         spec = get_operator(name).spec
         b = spec.budget(dt, sizes, {}) if _growth_ok(spec, sizes) else spec.budget(dt)
         if dt is DataType.FLOAT16 and spec.ulp_half is not None:
