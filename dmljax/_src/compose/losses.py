@@ -27,10 +27,9 @@ def cross_entropy(logits, labels, *, axis: int = -1, reduction: str = "mean"):
 
     >>> import numpy as np
     >>> from dmljax import compose
-    >>> logits = np.log  # -log 0.5 and -log 0.8 below
     >>> logits = np.log(np.array([[0.5, 0.25, 0.25], [0.1, 0.1, 0.8]], np.float32))
-    >>> compose.cross_entropy(logits, np.array([0, 2], np.int32), reduction="none").round(4)
-    Array([0.6931, 0.2231], dtype=float32)
+    >>> compose.cross_entropy(logits, np.array([0, 2], np.int32), reduction="none").round(4)  # -log 0.5, -log 0.8
+    Array([0.6931    , 0.22309999], dtype=float32)
     """
     problems: list[Violation] = []
     data_type(logits, "logits", problems)
