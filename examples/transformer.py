@@ -1,14 +1,15 @@
-"""A transformer block built from dmljax operators, trained to reverse short token sequences.
+"""A transformer block built from dmljax.compose, trained to reverse short token sequences.
 
 Task (generated): sequences of LENGTH tokens drawn uniformly from VOCAB symbols; the target at
 position i is the input's token at position LENGTH - 1 - i, so every output has to attend to the
-one input its position names. The network, one pre-norm block:
+one input its position names. The network, one pre-norm block, each step a composition of
+DirectML operators (dmljax.compose) with PyTorch's shapes:
 
-    tokens -> GEMM(one-hot, embedding) + position
-    x = x + GEMM(MULTIHEAD_ATTENTION(stacked query/key/value = GEMM(MEAN_VARIANCE_NORMALIZATION1(x))))
-    x = x + GEMM(ACTIVATION_GELU(GEMM(MEAN_VARIANCE_NORMALIZATION1(x))))
-    log p = ACTIVATION_LOG_SOFTMAX(GEMM(MEAN_VARIANCE_NORMALIZATION1(x)))
-    loss = -REDUCE(AVERAGE, REDUCE(SUM, onehot * log p))
+    x = embedding (GATHER) + position (ELEMENT_WISE_ADD, broadcast as zero strides)
+    q, k, v = SPLIT(linear(layer_norm(x)))                    linear: GEMM, layer_norm: MEAN_VARIANCE_NORMALIZATION1
+    x = x + linear(attention(q, k, v))                        attention: MULTIHEAD_ATTENTION
+    x = x + linear(ACTIVATION_GELU(linear(layer_norm(x))))
+    loss = cross_entropy(linear(layer_norm(x)), targets)      LOG_SOFTMAX1, GATHER_ELEMENTS, REDUCE, NEGATE
 
 trained with jax.grad and ADAM_OPTIMIZER. The loss and the accuracy (tokens, and whole sequences
 reversed without a mistake) on held-out sequences are printed as it trains.
@@ -40,6 +41,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import dmljax  # noqa: E402
+from dmljax import compose  # noqa: E402
 
 VOCAB, LENGTH = 10, 8
 WIDTH, HEADS, HIDDEN = 32, 2, 64
@@ -55,62 +57,43 @@ def data(rng, n):
 
 
 def init(seed=0):
-    """Scaled normal weights, zero biases, unit normalization scales."""
+    """Scaled normal weights in PyTorch's {out, in} layout, zero biases, unit normalization scales."""
     rng = np.random.default_rng(seed)
 
-    def w(n_in, n_out):
-        return (rng.standard_normal((n_in, n_out)) / np.sqrt(n_in)).astype(np.float32)
+    def w(n_out, n_in):
+        return (rng.standard_normal((n_out, n_in)) / np.sqrt(n_in)).astype(np.float32)
 
     def zeros(n):
-        return np.zeros((1, n), np.float32)
+        return np.zeros(n, np.float32)
 
     def ones(n):
-        return np.ones((1, n), np.float32)
+        return np.ones(n, np.float32)
 
-    return {"embed": w(VOCAB, WIDTH), "position": (0.1 * rng.standard_normal((LENGTH, WIDTH))).astype(np.float32),
+    return {"embed": (rng.standard_normal((VOCAB, WIDTH)) / np.sqrt(VOCAB)).astype(np.float32),
+            "position": (0.1 * rng.standard_normal((LENGTH, WIDTH))).astype(np.float32),
             "norm0_scale": ones(WIDTH), "norm0_bias": zeros(WIDTH),
-            "qkv": w(WIDTH, 3 * WIDTH), "qkv_bias": zeros(3 * WIDTH), "out": w(WIDTH, WIDTH), "out_bias": zeros(WIDTH),
+            "qkv": w(3 * WIDTH, WIDTH), "qkv_bias": zeros(3 * WIDTH), "out": w(WIDTH, WIDTH), "out_bias": zeros(WIDTH),
             "norm1_scale": ones(WIDTH), "norm1_bias": zeros(WIDTH),
-            "up": w(WIDTH, HIDDEN), "up_bias": zeros(HIDDEN), "down": w(HIDDEN, WIDTH), "down_bias": zeros(WIDTH),
+            "up": w(HIDDEN, WIDTH), "up_bias": zeros(HIDDEN), "down": w(WIDTH, HIDDEN), "down_bias": zeros(WIDTH),
             "norm2_scale": ones(WIDTH), "norm2_bias": zeros(WIDTH),
-            "head": w(WIDTH, VOCAB), "head_bias": zeros(VOCAB)}
+            "head": w(VOCAB, WIDTH), "head_bias": zeros(VOCAB)}
 
 
 # ------------------------------------------------------------------------------------ the network
-def dense(x, w, b):
-    """GEMM with a bias row broadcast to the output (DirectML never broadcasts implicitly)."""
-    return dmljax.gemm(x, w, jnp.broadcast_to(b, (x.shape[0], w.shape[1])))
-
-
-def norm(x, p, name):
-    """Layer normalization: MEAN_VARIANCE_NORMALIZATION1 over the features, with scale and bias."""
-    shape = x.shape
-    scale = jnp.broadcast_to(p[f"{name}_scale"], shape)
-    bias = jnp.broadcast_to(p[f"{name}_bias"], shape)
-    return dmljax.mean_variance_normalization1(x, scale, bias, axes=(1,), epsilon=EPSILON)
-
-
 def forward(p, tokens):
-    """Log-probabilities [n * LENGTH, VOCAB] of each position's output token."""
-    n = tokens.shape[0]
-    onehot = jax.nn.one_hot(tokens.reshape(-1), VOCAB, dtype=jnp.float32)
-    x = dmljax.gemm(onehot, p["embed"])  # {n * LENGTH, WIDTH}
-    x = dmljax.element_wise_add(x, jnp.tile(p["position"], (n, 1)))
-    # attention: one GEMM gives the {batch, sequence, heads, 3, headSize} stacked query/key/value
-    qkv = dense(norm(x, p, "norm0"), p["qkv"], p["qkv_bias"]).reshape(n, LENGTH, HEADS, 3, WIDTH // HEADS)
-    attended, _, _ = dmljax.multihead_attention(stacked_query_key_value=qkv, scale=float((WIDTH // HEADS) ** -0.5),
-                                                head_count=HEADS)
-    x = dmljax.element_wise_add(x, dense(attended.reshape(n * LENGTH, WIDTH), p["out"], p["out_bias"]))
-    # feed-forward
-    h = dmljax.activation_gelu(dense(norm(x, p, "norm1"), p["up"], p["up_bias"]))
-    x = dmljax.element_wise_add(x, dense(h, p["down"], p["down_bias"]))
-    return dmljax.activation_log_softmax(dense(norm(x, p, "norm2"), p["head"], p["head_bias"]))
+    """Logits [n, LENGTH, VOCAB] of each position's output token."""
+    x = compose.add(compose.embedding(p["embed"], tokens), p["position"])  # {n, LENGTH, WIDTH}
+    h = compose.layer_norm(x, p["norm0_scale"], p["norm0_bias"], epsilon=EPSILON)
+    q, k, v = compose.split(compose.linear(h, p["qkv"], p["qkv_bias"]), 3, axis=-1)
+    x = compose.add(x, compose.linear(compose.attention(q, k, v, num_heads=HEADS), p["out"], p["out_bias"]))
+    h = compose.layer_norm(x, p["norm1_scale"], p["norm1_bias"], epsilon=EPSILON)
+    x = compose.add(x, compose.linear(compose.gelu(compose.linear(h, p["up"], p["up_bias"])), p["down"], p["down_bias"]))
+    h = compose.layer_norm(x, p["norm2_scale"], p["norm2_bias"], epsilon=EPSILON)
+    return compose.linear(h, p["head"], p["head_bias"])
 
 
 def loss_fn(p, tokens, targets):
-    onehot = jax.nn.one_hot(targets.reshape(-1), VOCAB, dtype=jnp.float32)
-    picked = dmljax.reduce(dmljax.element_wise_multiply(onehot, forward(p, tokens)), function="SUM", axes=(1,))
-    return dmljax.element_wise_negate(dmljax.reduce(picked, function="AVERAGE", axes=(0,)))[0, 0]
+    return compose.cross_entropy(forward(p, tokens), targets)
 
 
 def adam(params, grads, moments, step, lr):
@@ -119,10 +102,10 @@ def adam(params, grads, moments, step, lr):
     t = jnp.full((1, 1, 1, 1), step, jnp.uint32)
     for k, p in params.items():
         m, v = moments[k]
-        flat = [a.reshape(1, 1, 1, -1) for a in (p, m, v, grads[k])]
+        flat = [compose.reshape(a, (1, 1, 1, -1)) for a in (p, m, v, grads[k])]
         p2, m2, v2 = dmljax.adam_optimizer(*flat, t, learning_rate=lr)
-        new_params[k] = p2.reshape(p.shape)
-        new_moments[k] = (m2.reshape(p.shape), v2.reshape(p.shape))
+        new_params[k] = compose.reshape(p2, p.shape)
+        new_moments[k] = (compose.reshape(m2, p.shape), compose.reshape(v2, p.shape))
     return new_params, new_moments
 
 
@@ -135,7 +118,7 @@ def train_step(params, moments, step, tokens, targets, lr):
 
 @jax.jit
 def predict(params, tokens):
-    return jnp.argmax(forward(params, tokens), axis=1).reshape(tokens.shape)
+    return jnp.argmax(forward(params, tokens), axis=-1)
 
 
 def accuracy(params, tokens, targets):
