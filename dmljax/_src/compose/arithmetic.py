@@ -18,7 +18,7 @@ def binary(name: str, dml: str, a, b):
     problems: list[Violation] = []
     same_data_type({"a": a, "b": b}, problems)
     check(name, (dml,), problems)
-    shape = _broadcast_shapes(name, [tuple(a.shape), tuple(b.shape)], ["a", "b"], (dml,))
+    shape = _broadcast_shapes(name, [tuple(a.shape), tuple(b.shape)], ["`a`", "`b`"], (dml,))
     full = shape or (1,)
     out = OPERATORS[dml.lower()](broadcast_to(a, full), broadcast_to(b, full))
     return out if shape else reshape(out, ())

@@ -103,7 +103,7 @@ def attention(query, key, value, mask=None, *, num_heads: int = 1, scale: float 
         if keep is None:
             keep = tri
         else:
-            shape = _broadcast_shapes("attention", [tuple(keep.shape), tri.shape], ["mask", "causal"], ops)
+            shape = _broadcast_shapes("attention", [tuple(keep.shape), tri.shape], ["`mask`", "the causal mask"], ops)
             keep = OPERATORS["element_wise_logical_and"](broadcast_to(keep, shape), broadcast_to(tri, shape))
     int_mask = None
     if keep is not None:

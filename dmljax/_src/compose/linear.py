@@ -53,7 +53,7 @@ def matmul(a, b):
         check("matmul", ("GEMM",), [Violation(
             "", "", f"`a` {tuple(a.shape)} and `b` {tuple(b.shape)} have inner sizes {k} and {k2}",
             "a's last size equals b's second to last (b's only, for a 1-D b)")])
-    batch = _broadcast_shapes("matmul", [a2.shape[:-2], b2.shape[:-2]], ["a's batch", "b's batch"], ("GEMM",))
+    batch = _broadcast_shapes("matmul", [a2.shape[:-2], b2.shape[:-2]], ["`a`'s batch sizes", "`b`'s batch sizes"], ("GEMM",))
     if b2.ndim == 2:  # one matrix on the right: the left's batch dimensions are rows
         y = OPERATORS["gemm"](reshape(a2, (math.prod(batch) * m, k)), b2)
     else:

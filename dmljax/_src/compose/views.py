@@ -92,7 +92,7 @@ def _view(x, sizes: tuple[int, ...], strides: tuple[int, ...] | None):
 
 def broadcast_shapes(*shapes) -> tuple[int, ...]:
     """NumPy's broadcast of ``shapes`` (aligned at the end, each size 1 or the common one)."""
-    out = _broadcast_shapes("broadcast_shapes", shapes, [f"shapes[{i}]" for i in range(len(shapes))])
+    out = _broadcast_shapes("broadcast_shapes", shapes, [f"`shapes[{i}]`" for i in range(len(shapes))])
     return out
 
 
@@ -102,8 +102,8 @@ def _broadcast_shapes(name: str, shapes, args, operators=()) -> tuple[int, ...]:
     for i in range(rank):
         sizes = {s[len(s) - rank + i] for s in shapes if len(s) - rank + i >= 0} - {1}
         if len(sizes) > 1:
-            listed = ", ".join(f"`{a}` {tuple(s)}" for a, s in zip(args, shapes))
-            check(name, operators, [Violation("", "", f"the shapes {listed} do not broadcast",
+            listed = ", ".join(f"{a} {tuple(s)}" for a, s in zip(args, shapes))
+            check(name, operators, [Violation("", "", f"{listed} do not broadcast",
                                               "each size 1 or the same, the shapes aligned at the end (NumPy's rule)")])
         out.append(sizes.pop() if sizes else 1)
     return tuple(out)
@@ -141,7 +141,7 @@ def broadcast_to(x, shape: Sequence[int]):
 def broadcast_arrays(*arrays):
     """The arrays broadcast to their common shape (NumPy's rule), each a view."""
     shape = _broadcast_shapes("broadcast_arrays", [tuple(np.shape(a)) for a in arrays],
-                              [f"arrays[{i}]" for i in range(len(arrays))])
+                              [f"`arrays[{i}]`" for i in range(len(arrays))])
     return [broadcast_to(a, shape) for a in arrays]
 
 
