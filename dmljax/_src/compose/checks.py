@@ -52,10 +52,11 @@ def data_type(x, arg: str, problems: list[Violation]) -> DataType | None:
     return dt
 
 
-def same_data_type(arrays: dict[str, object], problems: list[Violation]) -> DataType | None:
-    """The one DirectML data type of ``arrays`` (argument name -> array); Violations for arrays
-    that are not DirectML tensors or whose types differ (DirectML never promotes)."""
-    types = {arg: data_type(x, arg, problems) for arg, x in arrays.items() if x is not None}
+def same_data_type(arrays: dict[str, object], problems: list[Violation], optional=()) -> DataType | None:
+    """The one DirectML data type of ``arrays`` (argument name -> array; those named in
+    ``optional`` may be None); Violations for arrays that are not DirectML tensors or whose types
+    differ (DirectML never promotes)."""
+    types = {arg: data_type(x, arg, problems) for arg, x in arrays.items() if x is not None or arg not in optional}
     known = {arg: t for arg, t in types.items() if t is not None}
     if len(set(known.values())) > 1:
         names = [f"`{a}`" for a in known]

@@ -71,7 +71,7 @@ def conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, groups: int
     """
     ops = ("CONVOLUTION",)
     problems: list[Violation] = []
-    same_data_type({"x": x, "weight": weight, "bias": bias}, problems)
+    same_data_type({"x": x, "weight": weight, "bias": bias}, problems, optional=("bias",))
     check("conv2d", ops, problems)
     if x.ndim not in (3, 4):
         problems.append(Violation("", "", f"`x` has shape {tuple(x.shape)}", "{N, C, H, W} or {C, H, W}"))

@@ -20,7 +20,7 @@ __all__ = ["matmul", "linear"]
 
 
 def _operands(name: str, arrays: dict, problems: list[Violation]):
-    same_data_type(arrays, problems)
+    same_data_type(arrays, problems, optional=("bias",))
     check(name, ("GEMM",), problems)
     for arg, x in arrays.items():
         if x is not None and x.ndim == 0:

@@ -27,7 +27,7 @@ def layer_norm(x, scale=None, bias=None, *, axes=-1, epsilon: float = 1e-5):
     """
     ops = ("MEAN_VARIANCE_NORMALIZATION1",)
     problems: list[Violation] = []
-    same_data_type({"x": x, "scale": scale, "bias": bias}, problems)
+    same_data_type({"x": x, "scale": scale, "bias": bias}, problems, optional=("scale", "bias"))
     check("layer_norm", ops, problems)
     if x.ndim == 0:
         check("layer_norm", ops, [Violation("", "", "`x` is 0-d", "an array of 1 or more dimensions")])
