@@ -8,12 +8,13 @@ import pytest
 
 import dmljax
 from dmljax import compose
+from tests import tiers
 
 f32 = np.float32
 X = np.arange(24, dtype=f32).reshape(2, 3, 4)
 
 
-@pytest.mark.parametrize("fn, expected", [
+@pytest.mark.parametrize("fn, expected", tiers.fast_sample([
     (lambda x: compose.broadcast_to(x[:, :1], (5, 2, 3, 4)), lambda x: np.broadcast_to(x[:, :1], (5, 2, 3, 4))),
     (lambda x: compose.reshape(x, (4, -1)), lambda x: x.reshape(4, -1)),
     (lambda x: compose.transpose(x, (2, 0, 1)), lambda x: x.transpose(2, 0, 1)),
@@ -29,7 +30,7 @@ X = np.arange(24, dtype=f32).reshape(2, 3, 4)
     (lambda x: compose.reinterpret(x, (3, 2), (1, 3)), lambda x: np.lib.stride_tricks.as_strided(
         x.ravel(), (3, 2), (4, 12))),
     (lambda x: compose.broadcast_arrays(x[0, 0], x[:, :1, :1])[0], lambda x: np.broadcast_to(x[0, 0], (2, 1, 4))),
-])
+], keep=6, key="views"))
 def test_a_view_is_numpys(fn, expected):
     got = fn(X)
     want = expected(X)
@@ -46,6 +47,7 @@ def test_views_and_data_movement_keep_every_bit():
         assert sorted(np.asarray(y).ravel().view(np.uint32)) == sorted(bits)
 
 
+@pytest.mark.slow  # compiles several operators forward and backward: seconds on 2 cores
 def test_views_are_jittable_and_differentiable():
     x = np.arange(6, dtype=f32).reshape(2, 3)
 
@@ -63,6 +65,7 @@ def test_views_are_jittable_and_differentiable():
     np.testing.assert_allclose(np.asarray(jax.grad(f)(x)).ravel(), want)
 
 
+@pytest.mark.slow  # compiles several operators forward and backward: seconds on 2 cores
 def test_a_broadcast_gradient_sums_over_the_broadcast_dimensions():
     g = jax.grad(lambda b: jnp.sum(compose.broadcast_to(b, (3, 2, 4)) * np.arange(24, dtype=f32).reshape(3, 2, 4)))(
         np.ones((2, 1), f32))
