@@ -2,6 +2,7 @@
 its docstring (each under its DML enum's named scope) and otherwise only data movement (views)."""
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -64,3 +65,11 @@ def test_each_docstring_names_the_operators_its_composition_lowers_to():
 def test_the_checker_finds_arithmetic_outside_an_operator():
     with pytest.raises(AssertionError, match="add runs outside any DirectML operator"):
         dml_operators(lambda x: compose.gelu(x) + 1.0, a(2, 3))
+
+
+def test_the_compose_page_lists_every_public_name_and_the_module_exports_them_sorted():
+    page = (Path(__file__).resolve().parents[2] / "docs" / "compose.md").read_text(encoding="utf-8")
+    for name in compose.__all__:
+        assert f"`{name}(" in page or f"`{name}`" in page or f", `{name}" in page, name
+        assert getattr(compose, name).__doc__, name
+    assert compose.__all__ == sorted(compose.__all__)
