@@ -57,7 +57,8 @@ def _gemm_checks(tensors, attrs, level) -> list[Violation]:
                           "b" if ranks["BTensor"] != ranks["ATensor"] else "c",
                           "has " + ", ".join(f"{n_}: {r} dimensions" for n_, r in ranks.items()),
                           "ATensor, BTensor, CTensor and OutputTensor with the same DimensionCount (the page)",
-                          "add leading dimensions of 1")]
+                          "add leading dimensions of 1, or call dmljax.compose.matmul (NumPy's rules: ranks padded, "
+                          "batches broadcast)")]
     if k != kb:
         problems.append(Violation(
             "BTensor", "b", f"has Sizes {list(b.shape)}: K = {kb} with TransB {attrs['TransB'].name}",
@@ -66,11 +67,13 @@ def _gemm_checks(tensors, attrs, level) -> list[Violation]:
     if b.shape[:-2] != batch:
         problems.append(Violation("BTensor", "b", f"has batch dimensions {list(b.shape[:-2])}",
                                   f"ATensor's, {list(batch)}",
-                                  "broadcast it yourself (jnp.broadcast_to), or by a desc's zero strides"))
+                                  "broadcast it by a desc's zero strides (dmljax.compose.broadcast_to), or call "
+                                  "dmljax.compose.matmul"))
     if c is not None and not problems and c.shape != batch + (m, n):
         problems.append(Violation("CTensor", "c", f"has Sizes {list(c.shape)}",
                                   f"the OutputTensor's, {{batch..., M, N}} = {list(batch + (m, n))}",
-                                  "broadcast it yourself (jnp.broadcast_to), or by a desc's zero strides"))
+                                  "broadcast it by a desc's zero strides (dmljax.compose.broadcast_to); "
+                                  "dmljax.compose.linear takes a bias {N}"))
     return problems
 
 
