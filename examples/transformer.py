@@ -87,7 +87,8 @@ def forward(p, tokens):
     q, k, v = compose.split(compose.linear(h, p["qkv"], p["qkv_bias"]), 3, axis=-1)
     x = compose.add(x, compose.linear(compose.attention(q, k, v, num_heads=HEADS), p["out"], p["out_bias"]))
     h = compose.layer_norm(x, p["norm1_scale"], p["norm1_bias"], epsilon=EPSILON)
-    x = compose.add(x, compose.linear(compose.gelu(compose.linear(h, p["up"], p["up_bias"])), p["down"], p["down_bias"]))
+    h = compose.gelu(compose.linear(h, p["up"], p["up_bias"]))
+    x = compose.add(x, compose.linear(h, p["down"], p["down_bias"]))
     h = compose.layer_norm(x, p["norm2_scale"], p["norm2_bias"], epsilon=EPSILON)
     return compose.linear(h, p["head"], p["head_bias"])
 
