@@ -4,9 +4,11 @@ its docstring (each under its DML enum's named scope) and otherwise only data mo
 import re
 from pathlib import Path
 
+import jax
 import numpy as np
 import pytest
 
+import dmljax
 from dmljax import compose
 from tests.compose.lowering import dml_operators
 
@@ -73,3 +75,17 @@ def test_the_compose_page_lists_every_public_name_and_the_module_exports_them_so
         assert f"`{name}(" in page or f"`{name}`" in page or f", `{name}" in page, name
         assert getattr(compose, name).__doc__, name
     assert compose.__all__ == sorted(compose.__all__)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_float16_in_is_float16_out_and_a_mixed_call_is_refused(name):
+    fn, args, _ = CASES[name]
+    half = [x.astype(np.float16) if x.dtype == f32 else x for x in args]
+    outs = jax.tree_util.tree_leaves(jax.eval_shape(fn, *half))
+    assert outs and all(o.dtype == np.float16 for o in outs), outs
+    floats = [i for i, x in enumerate(args) if x.dtype == f32]
+    if len(floats) > 1:  # one float16 operand among float32 ones: refused, never promoted
+        mixed = list(args)
+        mixed[floats[-1]] = args[floats[-1]].astype(np.float16)
+        with pytest.raises(dmljax.ValidationError, match=r"have DataTypes FLOAT32, FLOAT16|FLOAT16; they must"):
+            fn(*mixed)
