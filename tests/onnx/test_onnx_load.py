@@ -53,6 +53,24 @@ def test_symbolic_dimensions_are_specialised_per_call():
         assert y.shape == (n, 3)
 
 
+def test_a_constant_node_the_reference_evaluator_cannot_run_is_folded_by_its_own_rule():
+    # BERT's position ids: GatherElements of a constant row longer than 64, where ONNX's reference
+    # evaluator fails (np.choose takes at most 64 choices); the node's own rule folds it instead
+    import onnx  # noqa: PLC0415
+    h = onnx.helper
+    table = np.arange(100, dtype=np.int32)[None] * 3
+    index = np.array([[5, 70, 99, 0]], np.int32)
+    graph = h.make_graph(
+        [h.make_node("GatherElements", ["table", "index"], ["ids"], axis=1), h.make_node("Add", ["ids", "x"], ["y"])],
+        "fold", [h.make_tensor_value_info("x", onnx.TensorProto.INT32, (1, 4))],
+        [h.make_tensor_value_info("y", onnx.TensorProto.INT32, (1, 4))],
+        [numpy_helper.from_array(table, "table"), numpy_helper.from_array(index, "index")])
+    model = dx.load(h.make_model(graph, opset_imports=[h.make_opsetid("", 17)]))
+    x = np.array([[1, 2, 3, 4]], np.int32)
+    (y,) = model(x)
+    np.testing.assert_array_equal(y, np.array([[15, 210, 297, 0]]) + x)
+
+
 def test_every_unmappable_node_is_reported_at_load_in_one_error():
     with pytest.raises(dx.OnnxImportError) as e:
         dx.load(models.unsupported())

@@ -309,21 +309,35 @@ def _run_node(n: _Node, env: dict, opset: int) -> None:
         env[n.outputs[0]] = np.asarray(int(np.prod(np.shape(args[0]), dtype=np.int64)), np.int64)
         return
     if all(_is_static(a) for a in args) and n.op_type != "Dropout":  # folded while tracing
-        outs = _fold(n, args, opset)
+        try:
+            outs = _fold(n, args, opset)
+        except Exception as fold_error:  # noqa: BLE001  (ONNX's reference evaluator cannot run every node:
+            if n.rule is None:  # GatherElements along a row longer than 64 fails in np.choose); the node's own
+                raise  # rule, run now on the constants, folds it
+            try:
+                with jax.ensure_compile_time_eval():
+                    outs = [np.asarray(o) for o in _lower(n, args, opset)]
+            except Exception as e:
+                raise e from fold_error
     else:
         for i in (n.rule.static if n.rule else ()):
             if i < len(args) and not _is_static(args[i]):
                 raise OnnxImportError(n.name, [node_violation(n.name, n.op_type, opset,
                                                               f"input {i} ({n.inputs[i]!r}) depends on the model's runtime values",
                                                               "DirectML takes it as an attribute: it must be static")])
-        try:
-            outs = n.rule.lower(Call(n.op_type, opset, args, n.attrs, sum(1 for o in n.outputs if o)))
-        except ValidationError as e:
-            e.add_note(f"while lowering ONNX node {n.name!r} ({n.op_type}, ai.onnx opset {opset})")
-            raise
+        outs = _lower(n, args, opset)
     for name, v in zip(n.outputs, outs):
         if name:
             env[name] = v
+
+
+def _lower(n: _Node, args: list, opset: int) -> list:
+    """A node's outputs by its table row: the DirectML operators it becomes."""
+    try:
+        return n.rule.lower(Call(n.op_type, opset, args, n.attrs, sum(1 for o in n.outputs if o)))
+    except ValidationError as e:
+        e.add_note(f"while lowering ONNX node {n.name!r} ({n.op_type}, ai.onnx opset {opset})")
+        raise
 
 
 def _fold(n: _Node, args: list, opset: int) -> list:
