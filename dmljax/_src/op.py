@@ -54,6 +54,12 @@ class OperatorCall:
     call: CheckedCall
     level: Any
     statics: tuple
+    arrays: tuple | None = None
+    """The input arrays as the formula took them, where the call ran outside any trace on
+    concrete values (None inside a trace): ``formula(*arrays, **dict(statics))`` gave ``out``."""
+    out: Any = None
+    """What the call returned (None inside a trace). ``dmljax compare`` evaluates the formula
+    again in float64 from ``arrays`` and ``statics``."""
 
 
 _RECORDERS: list[list[OperatorCall]] = []
@@ -268,8 +274,10 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
                     out = executable(statics, flushed, nested)(*arrays)
                 finally:
                     _DEPTH[0] -= 1
+                concrete = not nested
                 for r in _RECORDERS:
-                    r.append(OperatorCall(spec, call, level, statics))
+                    r.append(OperatorCall(spec, call, level, statics, tuple(arrays) if concrete else None,
+                                          out if concrete else None))
             else:
                 out = executable(statics, flushed, nested)(*arrays)
             if out_flushed.get((static_key(statics), flushed, _avals(arrays))):

@@ -39,32 +39,73 @@ def ulp_distance(a, b) -> np.ndarray:
     (elementwise, as uint64; +0 and -0 count as one value; NaN operands give an undefined count,
     which ``compare`` never reads).
 
+    With ``b`` float64 and ``a`` FLOAT16 or FLOAT32 (``b`` a near-exact value), the distance is
+    fractional, as float64: ``b``'s position among ``a``'s type's values, counted in units of that
+    type's ULP where ``b`` lies (the spacing of the binade, ``b`` beyond the largest finite value
+    rounding to infinity, which lies one ULP past it). Between values of ``a``'s type it is the
+    count above; a result correctly rounded from ``b`` is at most 0.5 from it.
+
     >>> import numpy as np
     >>> int(ulp_distance(np.float32(1.0), np.nextafter(np.float32(1.0), np.float32(2.0))))
     1
     >>> int(ulp_distance(np.float32(-0.0), np.float32(0.0)))
     0
+    >>> float(ulp_distance(np.float32(1.0), 1.0 + 2.5 * 2.0 ** -23))
+    2.5
     """
     a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind == "f" and a.dtype.itemsize < 8 and b.dtype == np.float64:
+        return np.abs(_position(a) - _exact_position(b, a.dtype))
     if a.dtype != b.dtype or a.dtype.kind != "f":
-        raise TypeError(f"ulp_distance takes two arrays of one float type, not {a.dtype} and {b.dtype}")
+        raise TypeError(f"ulp_distance takes two arrays of one float type, or a FLOAT16 or FLOAT32 array and a "
+                        f"float64 one, not {a.dtype} and {b.dtype}")
     ma, na = _ordered(np.ascontiguousarray(a).reshape(a.shape))
     mb, nb = _ordered(np.ascontiguousarray(b).reshape(b.shape))
     same = na == nb
     return np.where(same, np.maximum(ma, mb) - np.minimum(ma, mb), ma + mb)  # + across zero: below 2^64
 
 
+def _position(x: np.ndarray) -> np.ndarray:
+    """A FLOAT16 or FLOAT32 array's values as their signed positions among the type's values
+    (float64: 0 for both zeros, the largest finite value's position plus one for infinity)."""
+    m, neg = _ordered(np.ascontiguousarray(x).reshape(x.shape))
+    m = m.astype(np.float64)
+    return np.where(neg, -m, m)
+
+
+def _exact_position(e: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Where float64 values lie among ``dtype``'s values: the position of the value below (toward
+    zero) plus the fraction of the ULP there; beyond the largest finite value, infinity's position
+    (where rounding takes it); an infinity's own position."""
+    dtype = np.dtype(dtype)
+    mag = np.abs(e)
+    with np.errstate(over="ignore", invalid="ignore"):
+        t = mag.astype(dtype)
+        t = np.where(t.astype(np.float64) > mag, np.nextafter(t, dtype.type(0)), t).astype(dtype)  # toward zero
+        top = np.finfo(dtype).max
+        step = np.where(t == top, top - np.nextafter(top, dtype.type(0)), np.spacing(t)).astype(np.float64)
+        frac = np.where(np.isinf(mag), 0.0, (mag - t.astype(np.float64)) / step)
+    m, _ = _ordered(t)
+    inf_at = float(_ordered(np.asarray(np.inf, dtype))[0])
+    p = np.minimum(m.astype(np.float64) + frac, inf_at)
+    return np.where(np.signbit(e), -p, p)
+
+
 @dataclasses.dataclass
 class Finding:
     """One element beyond budget: its position (in the file's shape), the value found, the value
-    expected, the distance, what kind of difference it is and the operator's inputs there."""
+    expected (dmljax's result), the distance it is judged by, what kind of difference it is and
+    the operator's inputs there; with a float64 value, that value (``exact``, None where the
+    element is judged against dmljax's result) and the distance from dmljax's result."""
 
     position: tuple[int, ...]
     found: float | int
     expected: float | int
-    ulp: int | None
+    ulp: float | None
     kind: str
     inputs: dict[str, float | int] = dataclasses.field(default_factory=dict)
+    exact: float | None = None
+    ulp_dmljax: int | None = None
 
 
 @dataclasses.dataclass
@@ -74,12 +115,17 @@ class Comparison:
     ``beyond`` counts the elements past the budget (NaN, infinity and denormal mismatches
     included); ``patterns`` names the kinds of difference found, with their counts
     (``"NaN where a value is expected"``, ``"flushed denormals"``, ...); ``histogram`` counts the
-    finite elements per bin of HISTOGRAM_EDGES."""
+    finite elements per bin of HISTOGRAM_EDGES, by the distance each element is judged by.
+
+    With a float64 value (``exact``): ``max_ulp`` and ``median_ulp`` are fractional distances
+    from it (where trusted), ``max_ulp_dmljax`` the largest distance from dmljax's result, and
+    ``untrusted`` the elements where dmljax's own result lies beyond its budget of the float64
+    value, which are judged against dmljax's result instead."""
 
     elements: int
     budget_ulp: float
     data_type: str
-    max_ulp: int = 0
+    max_ulp: float = 0
     median_ulp: float = 0.0
     max_abs: float = 0.0
     median_abs: float = 0.0
@@ -87,6 +133,9 @@ class Comparison:
     patterns: dict[str, int] = dataclasses.field(default_factory=dict)
     first: list[Finding] = dataclasses.field(default_factory=list)
     histogram: list[int] = dataclasses.field(default_factory=list)
+    exact: bool = False
+    max_ulp_dmljax: int = 0
+    untrusted: int = 0
 
     @property
     def ok(self) -> bool:
@@ -102,29 +151,48 @@ CHUNK = 1 << 20
 """Elements classified at a time: the masks and distances of one chunk are what ``compare``
 allocates beyond one distance array per tensor (4 bytes an element for FLOAT32 and FLOAT16)."""
 
+ROUNDING = 0.5
+"""What a budget of B ULP allows from the float64 value: B ULP from the value rounded once to the
+output type (docs/semantics.md#the-reference), which is itself up to half an ULP from it."""
+
 
 def compare(found: np.ndarray, expected: np.ndarray, budget_ulp: float,
-            inputs_at: Callable[[tuple[int, ...]], dict] | None = None) -> Comparison:
-    """Every element of ``found`` against ``expected`` (same shape and dtype). Floats: within
-    ``budget_ulp`` ULP; NaN matches NaN (payloads are not compared); an infinity must be the same
-    infinity; a zero found where a denormal is expected is a flushed denormal, a denormal found
-    where zero is expected one that should have been flushed. Integers and booleans: equal.
-    ``inputs_at(position)`` gives the operator's inputs at an element listed beyond budget.
+            inputs_at: Callable[[tuple[int, ...]], dict] | None = None, exact: np.ndarray | None = None,
+            trust_budget: float | None = None) -> Comparison:
+    """Every element of ``found`` against ``expected`` (dmljax's result: same shape and dtype).
+    Floats: within ``budget_ulp`` ULP; NaN matches NaN (payloads are not compared); an infinity
+    must be the same infinity; a zero found where a denormal is expected is a flushed denormal, a
+    denormal found where zero is expected one that should have been flushed. Integers and
+    booleans: equal. ``inputs_at(position)`` gives the operator's inputs at an element listed
+    beyond budget.
+
+    ``exact`` (float64, the shape of ``expected``; FLOAT16 and FLOAT32 results only): the
+    operator's float64 value. Each element is then judged by its fractional distance from it
+    (``ulp_distance``), within ``budget_ulp`` + 0.5 (ROUNDING), wherever dmljax's own result is
+    within ``trust_budget`` (the operator's unscaled budget; default ``budget_ulp``) + 0.5 of it
+    and agrees with it on NaN and infinity; elsewhere against ``expected`` as without it.
 
     Works through the tensors CHUNK elements at a time; the medians are exact (a selection over
     one array of the finite elements' distances)."""
     found, expected = np.asarray(found), np.asarray(expected)
     if found.shape != expected.shape or found.dtype != expected.dtype:
         raise ValueError(f"compare: {found.dtype}{list(found.shape)} against {expected.dtype}{list(expected.shape)}")
-    c = Comparison(int(found.size), float(budget_ulp), str(found.dtype))
-    flat_f, flat_e = found.reshape(-1), expected.reshape(-1)
     is_float = found.dtype.kind == "f"
+    if exact is not None:
+        exact = np.asarray(exact)
+        if not is_float or found.dtype.itemsize == 8 or exact.dtype != np.float64 or exact.shape != found.shape:
+            raise ValueError(f"compare: a float64 value of shape {list(exact.shape)} ({exact.dtype}) for "
+                             f"{found.dtype}{list(found.shape)}")
+        trust = float(budget_ulp if trust_budget is None else trust_budget)
+    c = Comparison(int(found.size), float(budget_ulp), str(found.dtype), exact=exact is not None)
+    flat_f, flat_e = found.reshape(-1), expected.reshape(-1)
+    flat_x = exact.reshape(-1) if exact is not None else None
     kinds = _FLOAT_KINDS if is_float else ("different values",)
     counts = dict.fromkeys(kinds, 0)
-    shown: list[tuple[int, str, int | None]] = []
+    shown: list[tuple[int, str, float | None]] = []
     if is_float:
         wide = found.dtype.itemsize == 8
-        ulps = np.empty(found.size, np.uint64 if wide else np.uint32)
+        ulps = np.empty(found.size, np.float32 if exact is not None else np.uint64 if wide else np.uint32)
         absd = np.empty(found.size, np.float64 if wide else np.float32)
         edges = np.asarray(HISTOGRAM_EDGES[:-1], np.float64)
         hist = np.zeros(len(edges), np.int64)
@@ -135,17 +203,23 @@ def compare(found: np.ndarray, expected: np.ndarray, budget_ulp: float,
     for start in range(0, max(flat_f.size, 1), CHUNK):
         f, e = flat_f[start:start + CHUNK], flat_e[start:start + CHUNK]
         if is_float:
-            masks, ulp, ad, finite = _classify_floats(f, e, budget_ulp, tiny)
+            if exact is None:
+                masks, ulp, ad, finite = _classify_floats(f, e, budget_ulp, tiny)
+            else:
+                masks, ulp, ad, finite, trusted, d_dml = _classify_exact(
+                    f, e, flat_x[start:start + CHUNK], budget_ulp, trust, tiny)
+                c.untrusted += int((~trusted).sum())
+                c.max_ulp_dmljax = max(c.max_ulp_dmljax, int(d_dml.max()) if d_dml.size else 0)
             k = int(finite.sum())
             fu, fa = ulp[finite], ad[finite]
             ulps[n_finite:n_finite + k] = fu
             absd[n_finite:n_finite + k] = fa
             n_finite += k
-            top = int(fu.max()) if k else 0
+            top = fu.max() if k else 0
             if top == 0:
                 hist[0] += k
             else:
-                c.max_ulp = max(c.max_ulp, top)
+                c.max_ulp = max(c.max_ulp, float(top) if exact is not None else int(top))
                 c.max_abs = max(c.max_abs, float(fa.max()))
                 hist += np.bincount(np.searchsorted(edges, fu.astype(np.float64), side="right") - 1,
                                     minlength=len(edges))
@@ -162,8 +236,13 @@ def compare(found: np.ndarray, expected: np.ndarray, budget_ulp: float,
             bad |= m
         for i in np.flatnonzero(bad)[:MAX_SHOWN - len(shown)]:
             kind = next(kd for kd in kinds if masks[kd][i])
-            distance = None if ulp is None or kind in _NO_DISTANCE else int(ulp[i])
-            shown.append((start + int(i), kind, distance))
+            distance = None if ulp is None or kind in _NO_DISTANCE else ulp[i].item()
+            extra = None
+            if exact is not None:
+                x = flat_x[start + int(i)]
+                extra = (float(x) if trusted[i] else None,
+                         None if kind in _NO_DISTANCE else int(ulp_distance(f[i], e[i])))
+            shown.append((start + int(i), kind, distance, extra))
     if is_float:
         if n_finite:
             c.median_ulp = _median(ulps[:n_finite])
@@ -174,10 +253,13 @@ def compare(found: np.ndarray, expected: np.ndarray, budget_ulp: float,
         c.median_abs = _median(np.concatenate([d, np.zeros(found.size - d.size)]))
     c.patterns = {k: n for k, n in counts.items() if n}
     c.beyond = sum(c.patterns.values())
-    for i, kind, distance in shown:
+    for i, kind, distance, extra in shown:
         pos = tuple(int(p) for p in np.unravel_index(i, found.shape)) if found.ndim else ()
-        c.first.append(Finding(pos, _scalar(flat_f[i]), _scalar(flat_e[i]), distance, kind,
-                               inputs_at(pos) if inputs_at is not None else {}))
+        finding = Finding(pos, _scalar(flat_f[i]), _scalar(flat_e[i]), distance, kind,
+                          inputs_at(pos) if inputs_at is not None else {})
+        if extra is not None:
+            finding.exact, finding.ulp_dmljax = extra
+        c.first.append(finding)
     return c
 
 
@@ -213,6 +295,39 @@ def _classify_floats(f, e, budget, tiny):
             "flushed denormals": flushed,
             "denormals kept where zero is expected": kept,
             "beyond the ULP budget": beyond & ~flushed & ~kept}, ulp, ad, finite
+
+
+def _classify_exact(f, e, x, budget, trust, tiny):
+    """``_classify_floats`` against the float64 value ``x`` where dmljax's result ``e`` is
+    trusted (within ``trust`` + ROUNDING of ``x``, NaN where ``x`` is NaN, the same infinity
+    where ``x`` is infinite), against ``e`` elsewhere. Also returns the trusted mask and the
+    distances from ``e`` (0 where not both finite). A vendor's infinity for a finite float64
+    value is measured (infinity lies one ULP past the largest finite value), so that an overflow
+    at the edge within budget is not named."""
+    nan_f, nan_e, nan_x = np.isnan(f), np.isnan(e), np.isnan(x)
+    inf_f, inf_x = np.isinf(f), np.isinf(x)
+    limit = budget + ROUNDING
+    old, ulp_old, ad_old, finite_old = _classify_floats(f, e, budget, tiny)
+    with np.errstate(invalid="ignore", over="ignore"):
+        trusted = np.where(nan_x, nan_e, ~nan_e & np.where(inf_x, e == x, ulp_distance(e, x) <= trust + ROUNDING))
+        measured = ~nan_f & ~nan_x & ~inf_x
+        d = np.where(measured, ulp_distance(f, x), 0.0)
+        finite = measured & ~inf_f
+        ad = np.where(finite, np.abs(f.astype(np.float64) - x), 0.0)
+        den_f = (f != 0) & (np.abs(f) < tiny)
+        den_x = (x != 0) & (np.abs(x) < tiny)
+    beyond = measured & (d > limit)
+    flushed = beyond & den_x & (f == 0)
+    kept = beyond & den_f & (x == 0)
+    new = {"NaN where a value is expected": nan_f & ~nan_x,
+           "a value where NaN is expected": ~nan_f & nan_x,
+           "infinity mismatches": ~(nan_f | nan_x) & ((inf_x & (f != x)) | (beyond & inf_f)),
+           "flushed denormals": flushed,
+           "denormals kept where zero is expected": kept,
+           "beyond the ULP budget": beyond & ~inf_f & ~flushed & ~kept}
+    masks = {k: np.where(trusted, new[k], old[k]) for k in _FLOAT_KINDS}
+    return (masks, np.where(trusted, np.where(finite, d, 0.0), ulp_old), np.where(trusted, ad, ad_old),
+            np.where(trusted, finite, finite_old), trusted, np.where(finite_old, ulp_old, 0))
 
 
 def _median(values: np.ndarray) -> float:

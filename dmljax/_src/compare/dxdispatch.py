@@ -22,12 +22,15 @@ import jax
 import numpy as np
 
 from dmljax._src.compare.distance import compare
+from dmljax._src.compare.exact import NARROW_FLOATS, computes, float64_outputs
 from dmljax._src.compare.errors import CompareError
 from dmljax._src.compare.report import Entry, Report
 from dmljax._src.dtypes import DataType
 from dmljax._src.dxdispatch import images
 from dmljax._src.buffers import BufferBinding
 from dmljax._src.dxdispatch.model import Model, ModelError, load_json, unpack4
+from dmljax._src.op import record_calls
+from dmljax._src.tensor_desc import packed_strides
 
 __all__ = ["compare_dxdispatch", "RESULT_SUFFIXES"]
 
@@ -272,7 +275,44 @@ def _redispatch(model: _Recording, wcmd, d, point: str, files: dict, results: Pa
     result = d.compiled(bindings)
     elements = {r: np.asarray(model._elements(r, {r: b}, model.resources[r].size_in_bytes))
                 for r, b in buffers.items() if model.resources[r].data_type is not None}
-    return np.asarray(jax.device_get(result[point])), used, lacking, elements
+    return np.asarray(jax.device_get(result[point])), used, lacking, elements, buffers
+
+
+def _float64_value(d, wcmd, point: str, buffers: dict, expected: np.ndarray) -> tuple[np.ndarray | None, str]:
+    """The float64 value of the dispatch's output ``point`` as the file holds it (the file's
+    shape), from the resources' bytes ``buffers`` it read: the dispatch's operator called again on
+    them, outside any trace, its formula then evaluated in float64 (exact.float64_outputs).
+    (None, the reason) where there is none; elements of the file beyond the output tensor (a
+    resource's padding) keep dmljax's values."""
+    compiled = d.compiled
+    spec = compiled.spec
+    if not computes(spec) or expected.dtype not in NARROW_FLOATS:
+        return None, ""
+    desc = compiled.tensor_descs[point]
+    bindings = wcmd.fields["bindings"]
+    points = compiled.bind_points
+    if any(p not in bindings for p in points):
+        return None, "its bindings name tensor-array elements as a list"
+    if bindings[point][1] != 0 or tuple(desc.effective_strides) != packed_strides(desc.sizes):
+        return None, f"{point} is strided or offset within its resource"
+    names = list(dict.fromkeys(bindings[p][0] for p in points))
+    layout = tuple((p, names.index(bindings[p][0]), bindings[p][1]) for p in points)
+    owned = tuple(compiled._owned_values[n] for n in compiled.owned_by_dml) if compiled.owned_by_dml else ()
+    with record_calls() as calls:
+        compiled._runner(layout)(owned, *[jax.numpy.asarray(buffers[n]) for n in names])
+    if len(calls) != 1:
+        return None, f"its dispatch made {len(calls)} operator calls"
+    every = [n for t in spec.outputs for n in (
+        [e for e in compiled._outputs if e.split("[", 1)[0] == t.dml_name] if t.array else [t.dml_name])]
+    wide, why = float64_outputs(calls[0])[every.index(point)]
+    if wide is None:
+        return None, why
+    n = wide.size
+    if n > expected.size:
+        return None, f"the file holds {expected.size} of the output's {n} elements"
+    exact = expected.astype(np.float64).reshape(-1)
+    exact[:n] = wide.reshape(-1)
+    return exact.reshape(expected.shape), ""
 
 
 def _as_written(model: _Recording, cmd, data: np.ndarray, layout) -> np.ndarray:
@@ -292,6 +332,7 @@ def _entry(model: _Recording, cmd, rel: str, results: Path, tmp: Path, layouts: 
     layout = layouts.get(cmd.index)
     writer = model.writer_of.get(cmd.index)
     redone = None
+    buffers = None
     if writer is None:
         source, operators, budget, note, inputs = f"no dispatch (resource {rname!r}'s initial values)", (), 0.0, "", {}
     else:
@@ -301,19 +342,21 @@ def _entry(model: _Recording, cmd, rel: str, results: Path, tmp: Path, layouts: 
         first_input = next((t for t in spec.inputs if d.compiled.tensor_descs.get(t.dml_name) is not None), None)
         sizes = None if first_input is None else tuple(d.compiled.tensor_descs[first_input.dml_name].sizes)
         half = d.compiled.allow_half_precision_computation and desc.data_type is DataType.FLOAT16
-        budget = spec.budget(desc.data_type, sizes, d.compiled.attributes, half) * scale
+        own_budget = spec.budget(desc.data_type, sizes, d.compiled.attributes, half)
+        budget = own_budget * scale
         source = f"dispatch {d.name!r} (command {wcmd.index})"
         operators = (spec.enum_name,)
         note = ""
         if layout is not None:
             redone = _redispatch(model, wcmd, d, point, files, results, layouts)
         if redone is not None:
-            _, used, lacking, elements = redone
+            _, used, lacking, elements, buffers = redone
             inputs = {n: elements[n.split("(")[-1].rstrip(")")] for n in inputs}
             note = ("Judged on the vendor's own inputs from " + ", ".join(used) + " (the dispatch run again on them)"
                     + (f"; {', '.join(lacking)} computed by dmljax, an error there can show here too." if lacking
                        else "."))
         else:
+            buffers = model.before[wcmd.index]
             upstream = [n for n in inputs if any(m < wcmd.index for m in model.modified.get(n.split("(")[-1].rstrip(")"), []))]
             if upstream:
                 note = ("Its inputs " + ", ".join(upstream) + " were computed by earlier dispatches: an error there "
@@ -336,4 +379,8 @@ def _entry(model: _Recording, cmd, rel: str, results: Path, tmp: Path, layouts: 
         flat = int(np.ravel_multi_index(pos, expected.shape)) if pos else 0
         return {name: (v[flat].item() if v.dtype.kind != "f" else float(v[flat]))
                 for name, v in inputs.items() if v.size == count}
-    return Entry(rel, source, operators, tuple(expected.shape), compare(found, expected, budget, inputs_at), note)
+    exact, why = (None, "") if writer is None else _float64_value(d, wcmd, point, buffers, expected)
+    reference = (f"the float64 value of {spec.enum_name}'s formula" if exact is not None else
+                 f"dmljax's result (no float64 evaluation for {spec.enum_name}: {why})" if why else "dmljax's result")
+    comparison = compare(found, expected, budget, inputs_at, exact, None if exact is None else own_budget)
+    return Entry(rel, source, operators, tuple(expected.shape), comparison, note, reference)

@@ -24,12 +24,14 @@ from typing import Sequence
 import numpy as np
 
 from dmljax._src.compare.distance import compare
+from dmljax._src.compare.exact import NARROW_FLOATS, float64_outputs
 from dmljax._src.compare.errors import CompareError
 from dmljax._src.compare.report import Entry, Report
 from dmljax._src.dtypes import DataType
 from dmljax._src.onnx import loader
 from dmljax._src.onnx.commands import _inputs as read_inputs
 from dmljax._src.onnx.errors import OnnxImportError
+from dmljax._src.op import record_calls
 from dmljax._src.registry import get_operator
 
 __all__ = ["compare_onnx", "Reference", "ort_file_name", "node_budget"]
@@ -301,7 +303,8 @@ def compare_onnx(model_path: str | os.PathLike, reference: str | os.PathLike, *,
                 values[i] = own[i]
                 stand_ins.append(i)
         try:
-            outs = model.evaluate_node(index, values)
+            with record_calls() as calls:
+                outs = model.evaluate_node(index, values)
         except Exception as e:  # noqa: BLE001  (a ValidationError or XLA's error on the reference's values)
             raise CompareError(str(model_path), f"node {n.name!r} ({n.op_type})", "cannot be evaluated on the "
                                f"reference's inputs: {' '.join(str(e).split())[:400]}") from None
@@ -311,11 +314,12 @@ def compare_onnx(model_path: str | os.PathLike, reference: str | os.PathLike, *,
             if o in ref:
                 expected = np.asarray(v)
                 got = ref.load(o)
-                report.entries.append(_entry(n, o, got, expected, values, sizes, stand_ins, budget_scale))
+                exact = _float64_value(n, v, calls, expected.dtype)
+                report.entries.append(_entry(n, o, got, expected, values, sizes, stand_ins, budget_scale, exact))
                 del got, expected
             elif remaining.get(o, 0) > 0:
                 own[o] = v
-        del values, outs
+        del values, outs, calls
         for i in n.inputs:
             if i:
                 remaining[i] -= 1
@@ -329,7 +333,25 @@ def compare_onnx(model_path: str | os.PathLike, reference: str | os.PathLike, *,
     return report
 
 
-def _entry(n, name: str, got: np.ndarray, expected: np.ndarray, values: dict, sizes, stand_ins, scale) -> Entry:
+def _float64_value(n, value, calls: list, dtype: np.dtype) -> tuple[np.ndarray | None, str]:
+    """The float64 value of a node's output ``value`` from the operator calls the node made
+    (``calls``): where the node is one DirectML operator whose result is the output itself, that
+    operator's formula evaluated in float64 (exact.float64_outputs); else (None, the reason)."""
+    if np.dtype(dtype) not in NARROW_FLOATS or not n.dml:
+        return None, ""
+    if len(calls) != 1:
+        return None, (f"the node made {len(calls)} DirectML operator calls ({', '.join(dict.fromkeys(c.operator.spec.enum_name for c in calls))}); "
+                      "only a node of one operator is evaluated in float64" if calls else "the node made no operator call")
+    call = calls[0]
+    outs = call.out if isinstance(call.out, tuple) else (call.out,)
+    index = next((i for i, o in enumerate(outs) if o is value), None)
+    if index is None:
+        return None, f"the node's output is {call.operator.spec.enum_name}'s result reshaped or converted"
+    return float64_outputs(call)[index]
+
+
+def _entry(n, name: str, got: np.ndarray, expected: np.ndarray, values: dict, sizes, stand_ins, scale,
+           exact: tuple[np.ndarray | None, str] = (None, "")) -> Entry:
     source = f"node {n.name!r} ({n.op_type})"
     note = ("Inputs not in the reference, computed by dmljax: " + ", ".join(stand_ins)
             + "; an error upstream of this node can show here.") if stand_ins else ""
@@ -337,9 +359,14 @@ def _entry(n, name: str, got: np.ndarray, expected: np.ndarray, values: dict, si
         raise CompareError(name, source, f"the reference holds {got.dtype} {list(got.shape)}, but the node computes "
                            f"{expected.dtype} {list(expected.shape)} from the reference's inputs: is the reference "
                            "of another model (or of other input shapes)?")
-    budget = node_budget(n.dml, expected.dtype, sizes) * scale
+    own = node_budget(n.dml, expected.dtype, sizes)
     host = {k: np.asarray(v) for k, v in values.items()}
 
     def inputs_at(pos):
         return {k: v[pos].item() for k, v in host.items() if v.shape == expected.shape}
-    return Entry(name, source, n.dml, tuple(expected.shape), compare(got, expected, budget, inputs_at), note)
+    wide, why = exact
+    ops = ", ".join(n.dml)
+    reference = (f"the float64 value of {ops}'s formula" if wide is not None else
+                 f"dmljax's result (no float64 evaluation for {ops or n.op_type}: {why})" if why else "dmljax's result")
+    comparison = compare(got, expected, own * scale, inputs_at, wide, None if wide is None else own)
+    return Entry(name, source, n.dml, tuple(expected.shape), comparison, note, reference)

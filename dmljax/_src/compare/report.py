@@ -26,7 +26,9 @@ class Entry:
     """One compared tensor: ``name`` (the file or the ONNX value), ``source`` (the operator or
     node that computed it, as a person would look for it), ``operators`` (the DirectML operators
     whose budget applies), ``shape``; ``comparison`` None when it was not compared, with
-    ``note`` saying why; ``note`` also says where the inputs came from."""
+    ``note`` saying why; ``note`` also says where the inputs came from. ``reference`` says what
+    the distances are taken from: the float64 value of the operator's formula, or dmljax's
+    result (and why there is no float64 value)."""
 
     name: str
     source: str
@@ -34,6 +36,18 @@ class Entry:
     shape: tuple[int, ...]
     comparison: Comparison | None
     note: str = ""
+    reference: str = "dmljax's result"
+
+    @property
+    def expected(self) -> str:
+        """What the distances were measured from, in a sentence (with the elements where
+        dmljax's own result is beyond budget of the float64 value, judged against it instead)."""
+        c = self.comparison
+        text = f"Expected: {self.reference}"
+        if c is not None and c.exact and c.untrusted:
+            text += (f"; at {c.untrusted} of the {c.elements} elements dmljax's own result is beyond its budget of "
+                     "the float64 value, which is not trusted there: those are judged against dmljax's result")
+        return text + "."
 
     @property
     def status(self) -> str:
@@ -73,8 +87,9 @@ class Report:
             if c is None:
                 lines.append(f"  {e.name:<{width}}  not compared: {e.note}")
                 continue
-            what = (f"{c.elements} elements, max {c.max_ulp} ULP (budget {_num(c.budget_ulp)}), "
-                    f"max abs {c.max_abs:.3g}")
+            what = (f"{c.elements} elements, max {_ulp(c.max_ulp)} ULP{' from float64' if c.exact else ''} "
+                    f"(budget {_num(c.budget_ulp)})" + (f", {c.max_ulp_dmljax} from dmljax's" if c.exact else "")
+                    + f", max abs {c.max_abs:.3g}" + (f"; {c.untrusted} judged against dmljax's" if c.untrusted else ""))
             if c.ok:
                 lines.append(f"  {e.name:<{width}}  ok      {what}  [{e.source}]")
             else:
@@ -94,12 +109,12 @@ class Report:
     def to_json(self) -> dict:
         def entry(e: Entry) -> dict:
             d = {"name": e.name, "source": e.source, "operators": list(e.operators), "shape": list(e.shape),
-                 "status": e.status, "note": e.note}
+                 "status": e.status, "note": e.note, "reference": e.reference}
             if e.comparison is not None:
                 c = dataclasses.asdict(e.comparison)
                 for f in c["first"]:
                     f["position"] = list(f["position"])
-                    for k in ("found", "expected"):
+                    for k in ("found", "expected", "exact"):
                         f[k] = _json_number(f[k])
                     f["inputs"] = {k: _json_number(v) for k, v in f["inputs"].items()}
                 c["budget_ulp"] = _json_number(c["budget_ulp"])
@@ -125,15 +140,18 @@ class Report:
         out += [f"- {n}" for n in self.notes]
         if self.notes:
             out.append("")
-        out += ["| Tensor | Computed by | Status | Elements | Max ULP | Median ULP | Budget | Max abs | Beyond |",
-                "|---|---|---|---|---|---|---|---|---|"]
+        out += ["| Tensor | Computed by | Status | Elements | Measured from | Max ULP | Median ULP | Budget "
+                "| Max ULP from dmljax's | Max abs | Beyond |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
         for e in self.entries:
             c = e.comparison
             if c is None:
-                out.append(f"| `{e.name}` | {e.source} | not compared | | | | | | |")
+                out.append(f"| `{e.name}` | {e.source} | not compared | | | | | | | | |")
             else:
-                out.append(f"| `{e.name}` | {e.source} | {e.status} | {c.elements} | {c.max_ulp} | {_num(c.median_ulp)} "
-                           f"| {_num(c.budget_ulp)} | {c.max_abs:.3g} | {c.beyond} |")
+                frm = ("float64" + (f" ({c.untrusted} elements: dmljax)" if c.untrusted else "")) if c.exact else "dmljax"
+                out.append(f"| `{e.name}` | {e.source} | {e.status} | {c.elements} | {frm} | {_ulp(c.max_ulp)} "
+                           f"| {_ulp(c.median_ulp)} | {_num(c.budget_ulp)} | "
+                           f"{c.max_ulp_dmljax if c.exact else _ulp(c.max_ulp)} | {c.max_abs:.3g} | {c.beyond} |")
         for e in self.entries:
             out += ["", f"## `{e.name}`", "", f"Computed by {e.source}"
                     + (f" ({', '.join(e.operators)})" if e.operators else "") + f"; shape {list(e.shape)}."]
@@ -142,18 +160,29 @@ class Report:
             c = e.comparison
             if c is None:
                 continue
-            out += ["", f"{c.elements} elements of {c.data_type}; ULP distance max {c.max_ulp}, median "
-                        f"{_num(c.median_ulp)}; absolute max {c.max_abs:.6g}, median {c.median_abs:.6g}; "
+            out += ["", e.expected]
+            out += ["", f"{c.elements} elements of {c.data_type}; ULP distance max {_ulp(c.max_ulp)}, median "
+                        f"{_ulp(c.median_ulp)}" + (f" (from dmljax's result: max {c.max_ulp_dmljax})" if c.exact else "")
+                        + f"; absolute max {c.max_abs:.6g}, median {c.median_abs:.6g}; "
                         f"budget {_num(c.budget_ulp)} ULP; {c.beyond} beyond."]
             if c.patterns:
                 out += ["", "| Pattern | Elements |", "|---|---|"] + [f"| {k} | {n} |" for k, n in c.patterns.items()]
-            if c.first:
+            if c.first and c.exact:
+                out += ["", "| Position | Found | Float64 | ULP | dmljax | ULP from dmljax's | Kind | Inputs |",
+                        "|---|---|---|---|---|---|---|---|"]
+                for f in c.first:
+                    ins = ", ".join(f"{k} = {_value(v)}" for k, v in f.inputs.items())
+                    out.append(f"| {list(f.position)} | {_value(f.found, c.data_type)} | "
+                               f"{'(not trusted)' if f.exact is None else f'{f.exact:.17g}'} | "
+                               f"{'' if f.ulp is None else _ulp(f.ulp)} | {_value(f.expected, c.data_type)} | "
+                               f"{'' if f.ulp_dmljax is None else f.ulp_dmljax} | {f.kind} | {ins} |")
+            elif c.first:
                 out += ["", "| Position | Found | Expected | ULP | Kind | Inputs |", "|---|---|---|---|---|---|"]
                 for f in c.first:
                     ins = ", ".join(f"{k} = {_value(v)}" for k, v in f.inputs.items())
                     out.append(f"| {list(f.position)} | {_value(f.found, c.data_type)} | "
                                f"{_value(f.expected, c.data_type)} | "
-                               f"{'' if f.ulp is None else f.ulp} | {f.kind} | {ins} |")
+                               f"{'' if f.ulp is None else _ulp(f.ulp)} | {f.kind} | {ins} |")
         if png:
             out += ["", f"![ULP distances]({png})"]
         return "\n".join(out) + "\n"
@@ -202,6 +231,11 @@ def _inline(text: str) -> str:
 
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def _ulp(x: float) -> str:
+    """A distance in ULP: whole, or to two decimals (a distance from a float64 value)."""
+    return str(int(x)) if float(x).is_integer() else f"{x:.2f}"
 
 
 def _value(v, dtype: str | None = None) -> str:
