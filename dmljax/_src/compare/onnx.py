@@ -340,8 +340,11 @@ def _float64_value(n, value, calls: list, dtype: np.dtype) -> tuple[np.ndarray |
     if np.dtype(dtype) not in NARROW_FLOATS or not n.dml:
         return None, ""
     if len(calls) != 1:
-        return None, (f"the node made {len(calls)} DirectML operator calls ({', '.join(dict.fromkeys(c.operator.spec.enum_name for c in calls))}); "
-                      "only a node of one operator is evaluated in float64" if calls else "the node made no operator call")
+        if not calls:
+            return None, "the node made no operator call"
+        names = ", ".join(dict.fromkeys(c.operator.spec.enum_name.removeprefix("DML_OPERATOR_") for c in calls))
+        return None, (f"the node made {len(calls)} DirectML operator calls ({names}), each rounding its result, "
+                      "and its budget is not defined against one float64 value of the whole node")
     call = calls[0]
     outs = call.out if isinstance(call.out, tuple) else (call.out,)
     index = next((i for i, o in enumerate(outs) if o is value), None)
