@@ -162,8 +162,9 @@ def _parser() -> argparse.ArgumentParser:
                           "missing; default: print the summary only)")
     cmp.add_argument("--force", action="store_true", help="overwrite report files that exist in --out")
     cmp.add_argument("--budget-scale", type=float, default=1.0, metavar="X",
-                     help="multiply every operator's ULP budget by X (default 1; 0: bit-exact; 2: allow dmljax's own "
-                          "error on top of the vendor's)")
+                     help="multiply every operator's ULP budget by X (default 1; 0: correctly rounded, within half an "
+                          "ULP of the float64 value, bit-exact where measured from dmljax's result; 2: twice the "
+                          "budgets)")
     cmp.add_argument("--allow-extra", action="store_true",
                      help="DxDispatch: compare although RESULTS_DIR holds files no writeFile of the model writes")
     cmp.add_argument("--feature-level", type=_level, default=None, metavar="X",

@@ -132,3 +132,21 @@ def test_onnx_single_operator_nodes_get_float64_and_a_node_of_several_falls_back
     assert data["y"]["reference"].startswith("dmljax's result (no float64 evaluation for DML_OPERATOR_ELEMENT_WISE_ADD: "
                                              "the node made 2 DirectML operator calls")
     assert not data["y"]["comparison"]["exact"]
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(width=32, allow_nan=False), st.floats(allow_nan=False, allow_infinity=False))
+def test_ulp_distance_from_float64_agrees_with_the_count_and_rounding(a, b):
+    a32 = np.float32(a)
+    # between two FLOAT32 values it is the count of values between them
+    assert float(ulp_distance(a32, np.float64(a32))) == 0.0
+    if np.isfinite(a32):
+        up = np.nextafter(a32, np.float32(np.inf))
+        assert float(ulp_distance(up, np.float64(a32))) == float(ulp_distance(up, a32))
+    # a float64 value rounded once to FLOAT32 is at most half an ULP from it (infinity included)
+    with np.errstate(over="ignore"):
+        r = np.float32(b)
+    assert float(ulp_distance(r, np.float64(b))) <= 0.5

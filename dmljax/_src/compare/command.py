@@ -30,7 +30,7 @@ def run(args, versions: str) -> int:
     budget_scale, allow_extra, feature_level."""
     scale = args.budget_scale
     if not (math.isfinite(scale) and scale >= 0):
-        return _error(f"--budget-scale is {scale}; give a finite number, 0 or more (0: bit-exact, 2: twice the budgets)")
+        return _error(f"--budget-scale is {scale}; give a finite number, 0 or more (0: correctly rounded, 2: twice the budgets)")
     onnx_model = is_onnx(args.model)
     if args.results is not None and args.reference is not None:
         return _error("give the results folder once: as RESULTS_DIR or as --reference DIR")
