@@ -40,12 +40,13 @@ def computes(spec: OpSpec) -> bool:
 
 
 def _widen(x):
+    """Inside the trace: a FLOAT16 or FLOAT32 input as float64 (a tensor array item by item), so
+    that XLA fuses the conversion into the formula and no widened copy of an input is kept."""
     if x is None:
         return None
     if isinstance(x, (list, tuple)):
         return [_widen(v) for v in x]
-    a = np.asarray(x)
-    return a.astype(np.float64) if a.dtype in NARROW_FLOATS else a
+    return x.astype(np.float64) if np.dtype(x.dtype) in NARROW_FLOATS else x
 
 
 def _widen_static(v):
@@ -65,7 +66,7 @@ def float64_outputs(call: OperatorCall) -> list[tuple[np.ndarray | None, str]]:
     formula = call.operator.formula
     try:
         with jax.enable_x64(True), use_kernels(False):
-            wide = jax.jit(lambda *a: formula(*a, **dict(statics)))(*[_widen(x) for x in call.arrays])
+            wide = jax.jit(lambda *a: formula(*_widen(list(a)), **dict(statics)))(*call.arrays)
             wide = [np.asarray(w) for w in (wide if isinstance(wide, tuple) else (wide,))]
     except Exception as e:  # noqa: BLE001  (a formula written for FLOAT16/FLOAT32 can fail in many ways)
         why = f"its formula does not run in float64 ({type(e).__name__}: {' '.join(str(e).split())[:160]})"
