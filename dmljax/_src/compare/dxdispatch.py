@@ -22,7 +22,7 @@ import jax
 import numpy as np
 
 from dmljax._src.compare.distance import compare
-from dmljax._src.compare.exact import NARROW_FLOATS, computes, float64_outputs
+from dmljax._src.compare.exact import BIT_EXACT, NARROW_FLOATS, computes, describe, float64_outputs
 from dmljax._src.compare.errors import CompareError
 from dmljax._src.compare.report import Entry, Report
 from dmljax._src.dtypes import DataType
@@ -286,8 +286,10 @@ def _float64_value(d, wcmd, point: str, buffers: dict, expected: np.ndarray) -> 
     resource's padding) keep dmljax's values."""
     compiled = d.compiled
     spec = compiled.spec
-    if not computes(spec) or expected.dtype not in NARROW_FLOATS:
-        return None, ""
+    if expected.dtype not in NARROW_FLOATS:
+        return None, "the output is FLOAT64: there is no wider evaluation" if expected.dtype == np.float64 else ""
+    if not computes(spec):
+        return None, BIT_EXACT
     desc = compiled.tensor_descs[point]
     bindings = wcmd.fields["bindings"]
     points = compiled.bind_points
@@ -380,7 +382,6 @@ def _entry(model: _Recording, cmd, rel: str, results: Path, tmp: Path, layouts: 
         return {name: (v[flat].item() if v.dtype.kind != "f" else float(v[flat]))
                 for name, v in inputs.items() if v.size == count}
     exact, why = (None, "") if writer is None else _float64_value(d, wcmd, point, buffers, expected)
-    reference = (f"the float64 value of {spec.enum_name}'s formula" if exact is not None else
-                 f"dmljax's result (no float64 evaluation for {spec.enum_name}: {why})" if why else "dmljax's result")
+    reference = describe(spec.enum_name, exact, why) if writer is not None else "dmljax's result"
     comparison = compare(found, expected, budget, inputs_at, exact, None if exact is None else own_budget)
     return Entry(rel, source, operators, tuple(expected.shape), comparison, note, reference)

@@ -25,7 +25,10 @@ from dmljax._src.kernel_seam import use_kernels
 from dmljax._src.op import OperatorCall
 from dmljax._src.spec import OpSpec
 
-__all__ = ["computes", "float64_outputs", "NARROW_FLOATS"]
+__all__ = ["computes", "float64_outputs", "describe", "NARROW_FLOATS", "BIT_EXACT"]
+
+BIT_EXACT = "selects or moves values: bit-exact"
+"""The reason an operator that does not compute has no float64 value (nor needs one)."""
 
 NARROW_FLOATS = (np.dtype(np.float16), np.dtype(np.float32))
 """The output types a float64 value is more exact than (a FLOAT64 output is judged against
@@ -61,7 +64,7 @@ def float64_outputs(call: OperatorCall) -> list[tuple[np.ndarray | None, str]]:
     outs = call.out if isinstance(call.out, tuple) else (call.out,)
     dtypes = [np.dtype(o.dtype) for o in outs]
     if not computes(spec):
-        return [(None, f"{spec.enum_name} selects or moves values: bit-exact")] * len(outs)
+        return [(None, BIT_EXACT if d in NARROW_FLOATS else "") for d in dtypes]
     statics = tuple((k, _widen_static(v)) for k, v in call.statics)
     formula = call.operator.formula
     try:
@@ -74,10 +77,20 @@ def float64_outputs(call: OperatorCall) -> list[tuple[np.ndarray | None, str]]:
     result = []
     for o, d, w in zip(outs, dtypes, wide):
         if d not in NARROW_FLOATS:
-            result.append((None, f"the output is {DataType.from_dtype(d).name}" if DataType.from_dtype(d) else str(d)))
+            result.append((None, "the output is FLOAT64: there is no wider evaluation" if d == np.float64 else ""))
         elif w.dtype != np.float64 or w.shape != tuple(o.shape):
             result.append((None, f"its formula computes this output in {w.dtype} {list(w.shape)} from float64 "
                                  "inputs"))
         else:
             result.append((w, ""))
     return result
+
+
+def describe(operators: str, wide: np.ndarray | None, why: str) -> str:
+    """What a tensor's distances are measured from, for the report: the float64 value of the
+    ``operators``' formula, or dmljax's result and why."""
+    if wide is not None:
+        return f"the float64 value of {operators}'s formula"
+    if why == BIT_EXACT:
+        return f"dmljax's result ({operators} {why})"
+    return f"dmljax's result (no float64 evaluation for {operators}: {why})" if why else "dmljax's result"

@@ -24,7 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from dmljax._src.compare.distance import compare
-from dmljax._src.compare.exact import NARROW_FLOATS, float64_outputs
+from dmljax._src.compare.exact import NARROW_FLOATS, describe, float64_outputs
 from dmljax._src.compare.errors import CompareError
 from dmljax._src.compare.report import Entry, Report
 from dmljax._src.dtypes import DataType
@@ -310,12 +310,15 @@ def compare_onnx(model_path: str | os.PathLike, reference: str | os.PathLike, *,
                                f"reference's inputs: {' '.join(str(e).split())[:400]}") from None
         first = next((values[i] for i in n.inputs if i and i in values), None)
         sizes = None if first is None else tuple(np.shape(first))
+        # the float64 values first: the calls hold the node's inputs as dmljax read them, dropped then
+        exacts = {o: _float64_value(n, v, calls, np.dtype(v.dtype)) for o, v in outs.items() if o in ref}
+        calls.clear()
         for o, v in outs.items():
             if o in ref:
                 expected = np.asarray(v)
                 got = ref.load(o)
-                exact = _float64_value(n, v, calls, expected.dtype)
-                report.entries.append(_entry(n, o, got, expected, values, sizes, stand_ins, budget_scale, exact))
+                report.entries.append(_entry(n, o, got, expected, values, sizes, stand_ins, budget_scale,
+                                             exacts.pop(o)))
                 del got, expected
             elif remaining.get(o, 0) > 0:
                 own[o] = v
@@ -337,8 +340,10 @@ def _float64_value(n, value, calls: list, dtype: np.dtype) -> tuple[np.ndarray |
     """The float64 value of a node's output ``value`` from the operator calls the node made
     (``calls``): where the node is one DirectML operator whose result is the output itself, that
     operator's formula evaluated in float64 (exact.float64_outputs); else (None, the reason)."""
-    if np.dtype(dtype) not in NARROW_FLOATS or not n.dml:
-        return None, ""
+    if np.dtype(dtype) not in NARROW_FLOATS:
+        return None, "the output is FLOAT64: there is no wider evaluation" if np.dtype(dtype) == np.float64 else ""
+    if not n.dml:
+        return None, "the node is folded to a constant"
     if len(calls) != 1:
         if not calls:
             return None, "the node made no operator call"
@@ -368,8 +373,6 @@ def _entry(n, name: str, got: np.ndarray, expected: np.ndarray, values: dict, si
     def inputs_at(pos):
         return {k: v[pos].item() for k, v in host.items() if v.shape == expected.shape}
     wide, why = exact
-    ops = ", ".join(n.dml)
-    reference = (f"the float64 value of {ops}'s formula" if wide is not None else
-                 f"dmljax's result (no float64 evaluation for {ops or n.op_type}: {why})" if why else "dmljax's result")
+    reference = describe(", ".join(n.dml) or n.op_type, wide, why)
     comparison = compare(got, expected, own * scale, inputs_at, wide, None if wide is None else own)
     return Entry(name, source, n.dml, tuple(expected.shape), comparison, note, reference)
