@@ -2,8 +2,9 @@
 again in float64 on the same inputs (docs/semantics.md#the-reference defines each budget against
 the float64 value, rounded once).
 
-``float64_outputs(call)`` takes one recorded operator call (``op.record_calls``) and runs the
-operator's undecorated formula under JAX's 64-bit mode, with Pallas kernels off, on the inputs
+``float64_outputs(call)`` takes one operator call recorded outside a trace (``op.record_calls``:
+its arrays, statics and result) and runs the operator's undecorated formula under JAX's 64-bit
+mode, with Pallas kernels off, on the inputs
 widened to float64 and with the same validated statics, except that a floating-point output
 data type among them is widened to FLOAT64 as well. The formulas key their rounding on the
 arrays' dtypes (``numerics.load`` and ``store``: FLOAT32 denormals flushed, FLOAT16 computed in
@@ -22,7 +23,8 @@ import numpy as np
 
 from dmljax._src.dtypes import DataType
 from dmljax._src.kernel_seam import use_kernels
-from dmljax._src.op import OperatorCall
+from dmljax._src.op import OperatorCall, output_names
+from dmljax._src.registry import get_operator
 from dmljax._src.spec import OpSpec
 
 __all__ = ["computes", "float64_outputs", "describe", "NARROW_FLOATS", "BIT_EXACT"]
@@ -60,13 +62,15 @@ def float64_outputs(call: OperatorCall) -> list[tuple[np.ndarray | None, str]]:
     """One (float64 value or None, reason when None) per output of ``call``, in its order. None
     for an output that is not FLOAT16 or FLOAT32, for an operator that only moves or selects
     values, and for every output when the formula fails in float64 or computes in another type."""
-    spec = call.operator.spec
+    spec = call.spec
+    if call.arrays is None:
+        return [(None, "the operator ran inside a trace, on no concrete values")] * len(output_names(call.call))
     outs = call.out if isinstance(call.out, tuple) else (call.out,)
     dtypes = [np.dtype(o.dtype) for o in outs]
     if not computes(spec):
         return [(None, BIT_EXACT if d in NARROW_FLOATS else "") for d in dtypes]
     statics = tuple((k, _widen_static(v)) for k, v in call.statics)
-    formula = call.operator.formula
+    formula = get_operator(spec.enum_name).formula
     try:
         with jax.enable_x64(True), use_kernels(False):
             wide = jax.jit(lambda *a: formula(*_widen(list(a)), **dict(statics)))(*call.arrays)

@@ -347,14 +347,14 @@ def _float64_value(n, value, calls: list, dtype: np.dtype) -> tuple[np.ndarray |
     if len(calls) != 1:
         if not calls:
             return None, "the node made no operator call"
-        names = ", ".join(dict.fromkeys(c.operator.spec.enum_name.removeprefix("DML_OPERATOR_") for c in calls))
+        names = ", ".join(dict.fromkeys(c.spec.enum_name.removeprefix("DML_OPERATOR_") for c in calls))
         return None, (f"the node made {len(calls)} DirectML operator calls ({names}), each rounding its result, "
                       "and its budget is not defined against one float64 value of the whole node")
     call = calls[0]
     outs = call.out if isinstance(call.out, tuple) else (call.out,)
     index = next((i for i, o in enumerate(outs) if o is value), None)
     if index is None:
-        return None, f"the node's output is {call.operator.spec.enum_name}'s result reshaped or converted"
+        return None, f"the node's output is {call.spec.enum_name}'s result reshaped or converted"
     return float64_outputs(call)[index]
 
 
