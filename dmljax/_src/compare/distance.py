@@ -176,7 +176,8 @@ def compare(found: np.ndarray, expected: np.ndarray, budget_ulp: float,
     within ``trust_budget`` (the operator's unscaled budget; default ``budget_ulp``) + 0.5 of it
     and agrees with it on NaN and infinity; elsewhere against ``expected`` as without it.
 
-    Works through the tensors CHUNK elements at a time; the medians are exact (a selection over
+    Works through the tensors CHUNK elements at a time (a quarter of that against a float64
+    value, whose arithmetic takes 8-byte temporaries); the medians are exact (a selection over
     one array of the finite elements' distances)."""
     found, expected = np.asarray(found), np.asarray(expected)
     if found.shape != expected.shape or found.dtype != expected.dtype:
@@ -193,7 +194,7 @@ def compare(found: np.ndarray, expected: np.ndarray, budget_ulp: float,
     flat_x = exact.reshape(-1) if exact is not None else None
     kinds = _FLOAT_KINDS if is_float else ("different values",)
     counts = dict.fromkeys(kinds, 0)
-    shown: list[tuple[int, str, float | None]] = []
+    shown: list[tuple[int, str, float | None, tuple | None]] = []
     if is_float:
         wide = found.dtype.itemsize == 8
         ulps = np.empty(found.size, np.float32 if exact is not None else np.uint64 if wide else np.uint32)
@@ -245,8 +246,8 @@ def compare(found: np.ndarray, expected: np.ndarray, budget_ulp: float,
             extra = None
             if exact is not None:
                 x = flat_x[start + int(i)]
-                extra = (float(x) if trusted[i] else None,
-                         None if kind in _NO_DISTANCE else int(ulp_distance(f[i], e[i])))
+                both = bool(np.isfinite(f[i]) and np.isfinite(e[i]))
+                extra = (float(x) if trusted[i] else None, int(ulp_distance(f[i], e[i])) if both else None)
             shown.append((start + int(i), kind, distance, extra))
     if is_float:
         if n_finite:
