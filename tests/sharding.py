@@ -296,3 +296,51 @@ def check(call: Call, devices: Mesh | None = None) -> Result:
                 "differs from unsharded in bits, within the operator's budget of its reference "
                 "(the batch is summed in another order)")
     return Result(call, equal, found, mixes, note)
+
+
+# ---------------------------------------------------------------------------------- XLA's gaps
+def _conv_groups(eqn) -> bool:
+    return eqn.params.get("feature_group_count", 1) > 1 or eqn.params.get("batch_group_count", 1) > 1
+
+
+XLA_GAPS = {
+    "erf": (lambda eqn: True,
+            "XLA's partitioner (Shardy) gathers erf's operand: a plain jax.lax.erf of a batch-sharded array does too"),
+    "top_k": (lambda eqn: True,
+              "XLA's partitioner gathers top_k's operand even where the batch is not its axis: a plain "
+              "jax.lax.top_k does too"),
+    "conv_general_dilated": (_conv_groups,
+                             "XLA's partitioner gathers the batch-sharded input of a grouped convolution "
+                             "(feature_group_count > 1): a plain jax.lax.conv_general_dilated does too"),
+    "scatter": (lambda eqn: True,
+                "XLA's partitioner gathers a scatter whose operand and indices are sharded along the batch "
+                "when the scatter's axis is another: a plain jax.lax.scatter does too"),
+}
+"""Primitives whose partitioning gathers a batch-sharded operand in XLA itself (jax 0.10.2's
+Shardy), by the primitive's name in a jaxpr, each with a test of whether an equation is one and
+why: an operator whose program holds one is excused its gather, and
+tests/test_sharding.py::test_xla_gaps_still_show checks each gap on a plain JAX program, so that
+the entry goes when XLA partitions the primitive."""
+
+
+def _equations(jaxpr):
+    for eqn in jaxpr.eqns:
+        yield eqn
+        for value in eqn.params.values():
+            for sub in (value if isinstance(value, (tuple, list)) else (value,)):
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    yield from _equations(inner)
+
+
+def xla_gaps(call: Call) -> tuple[str, ...]:
+    """The reasons of ``XLA_GAPS`` whose primitive the operator's program for ``call`` holds."""
+    op = get_operator(call.name)
+    with jax.enable_x64(call.x64):
+        jaxpr = jax.make_jaxpr(lambda *a: op(*a, **call.kwargs))(*call.args)
+    found = []
+    for eqn in _equations(jaxpr.jaxpr):
+        gap = XLA_GAPS.get(eqn.primitive.name)
+        if gap is not None and gap[0](eqn) and gap[1] not in found:
+            found.append(gap[1])
+    return tuple(found)

@@ -23,6 +23,7 @@ from dmljax._src.kernels.top_k_threshold import TOP_K_THRESHOLD, threshold_rows
 from dmljax._src.numerics import flush_denormals, is_nan
 from dmljax._src.op import operator
 from dmljax._src.ops.reduction.arg_extreme import _keys, arg_extreme
+from dmljax._src.partition import along_leading_axes
 from dmljax._src.spec import OpSpec, PageSlip, ParamSpec, SameDataType, SilentChoice, TensorSpec, table
 from dmljax._src.validate import TensorInfo
 
@@ -82,6 +83,13 @@ GPU_STAGE_CHUNK = 1024
 STAGE_CHUNK = None
 
 
+def _top_k_positions(keys, k: int):
+    """``lax.top_k(keys, k)``'s indices, split over the devices along the leading axes of a
+    sharded input (XLA's partitioner would gather top_k's whole operand onto each device:
+    dmljax/_src/partition.py)."""
+    return along_leading_axes(lambda v: lax.top_k(v, k)[1], keys.ndim - 1)(keys)
+
+
 def _top_k_index(keys, k: int, lowest, chunk=None):
     """The indices (int32) of ``lax.top_k(keys, k)``, ties to the lower index, staged in chunks of
     ``chunk`` (STAGE_CHUNK where set). ``lowest``: a key no element beats (pads a ragged last
@@ -95,11 +103,11 @@ def _top_k_index(keys, k: int, lowest, chunk=None):
             keys = jnp.concatenate([keys, jnp.full(lead + (extra,), lowest, keys.dtype)], -1)
             if index is not None:
                 index = jnp.concatenate([index, jnp.full(lead + (extra,), n, np.int32)], -1)
-        pos = lax.top_k(keys.reshape(lead + (groups, chunk)), k)[1]
+        pos = _top_k_positions(keys.reshape(lead + (groups, chunk)), k)
         pos = (pos + (np.arange(groups, dtype=np.int32) * chunk)[:, None]).reshape(lead + (groups * k,))
         keys = jnp.take_along_axis(keys, pos, axis=-1)
         index = pos if index is None else jnp.take_along_axis(index, pos, axis=-1)
-    pos = lax.top_k(keys, k)[1]
+    pos = _top_k_positions(keys, k)
     return pos if index is None else jnp.take_along_axis(index, pos, axis=-1)
 
 
