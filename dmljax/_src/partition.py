@@ -62,14 +62,21 @@ def along_leading_axes(fn: Callable, lead: int, whole: Sequence[int] = ()) -> Ca
         leaves, tree = jax.tree.flatten(out_shapes)
         out_ranks = [o.ndim for o in leaves]
         rule, others = _rule(ranks, out_ranks, lead, whole)
-        cp = custom_partitioning(fn)
+        cp = custom_partitioning(lambda *a: fn(*a))  # positional only: its signature is read
         first = next(k for k in range(len(args)) if k not in whole)
+        wide = any(jax.numpy.dtype(a.dtype).itemsize == 8 for a in [*args, *leaves])
+
+        def local(*a):
+            # XLA calls the partitioner when it compiles, outside the caller's 64-bit mode:
+            # a 64-bit operand needs it back, or the slice's program would narrow it
+            with jax.enable_x64(wide or jax.config.jax_enable_x64):
+                return fn(*a)
 
         def partition(mesh, arg_shapes, result_shape):
             source = arg_shapes[first].sharding
             arg_shardings = tuple(_keep_leading(source, r, 0 if k in whole else lead) for k, r in enumerate(ranks))
             outs = [_keep_leading(source, r, lead) for r in out_ranks]
-            return mesh, fn, jax.tree.unflatten(tree, outs), arg_shardings
+            return mesh, local, jax.tree.unflatten(tree, outs), arg_shardings
 
         def infer(mesh, arg_shapes, result_shape):
             source = arg_shapes[first].sharding

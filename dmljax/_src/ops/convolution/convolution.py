@@ -380,7 +380,7 @@ def _taps(x, w, geometry_, route: Route):
 
     @jax.custom_jvp
     def run(a, b):
-        return route.run(xla, kernel, a, b)
+        return route.run(xla, kernel, a, b, lead=1, whole=(1,))
 
     def run_jvp(primals, tangents):
         (a, b), (da, db) = primals, tangents

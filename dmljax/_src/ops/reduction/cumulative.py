@@ -135,7 +135,7 @@ def tally(x, axis: int, reverse: bool, exclusive: bool, product: bool, half: boo
         """The tally of v (the tensor's type), read, tallied and rounded as the rules say."""
         def xla(u):
             return store(core(load(u, half), rev), DataType.from_dtype(u.dtype))
-        return route.run(xla, lambda u: rows(u, rev, exclusive), v)
+        return route.run(xla, lambda u: rows(u, rev, exclusive), v, lead=axis)
 
     def run(v):
         return summed(v, reverse)

@@ -178,11 +178,11 @@ def top_k_along(x, axis: int, k: int, largest: bool, index_dtype):
 
         def kernels(t):  # the indices written in the caller's type: no conversion after
             return threshold_rows(t, k, largest, index_dtype=index_dtype)
-        index, values = route.run(gathered, kernels, v)
+        index, values = route.run(gathered, kernels, v, lead=v.ndim - 1)
         index = jnp.moveaxis(index, -1, axis)
         return _selected(x, index, jnp.moveaxis(values, -1, axis), axis), index
     if route.kernel is TOP_K_ROWS:  # shorter rows, K up to 16: K selection steps
-        index = route.run(xla_index, lambda t: top_k_rows(t, k, largest), v)
+        index = route.run(xla_index, lambda t: top_k_rows(t, k, largest), v, lead=v.ndim - 1)
     elif v.shape[-1] > GPU_STAGE_CHUNK >= 2 * k:  # rows staged in chunks on a GPU
         index = lax.platform_dependent(v, cuda=lambda t: xla_index(t, GPU_STAGE_CHUNK), default=xla_index)
     else:
