@@ -57,35 +57,43 @@ def along_leading_axes(fn: Callable, lead: int, whole: Sequence[int] = ()) -> Ca
     whole = tuple(whole)
 
     def partitioned(*args):
-        ranks = [a.ndim for a in args]
+        # the constants fn's trace holds (NumPy arrays it builds) become whole operands:
+        # custom_partitioning traces a function without constants
+        closed = jax.make_jaxpr(fn)(*args)
+        shapes = [jax.numpy.shape(c) for c in closed.consts]
+        consts = [jax.numpy.asarray(c).reshape(-1) if not s else jax.numpy.asarray(c) for c, s in
+                  zip(closed.consts, shapes)]  # a scalar as one element: every operand has an axis in the rule
+        every = [*consts, *args]
+        kept = tuple(range(len(consts))) + tuple(len(consts) + k for k in whole)
+        ranks = [a.ndim for a in every]
         out_shapes = jax.eval_shape(fn, *args)
         leaves, tree = jax.tree.flatten(out_shapes)
         out_ranks = [o.ndim for o in leaves]
-        rule, others = _rule(ranks, out_ranks, lead, whole)
-        cp = custom_partitioning(lambda *a: fn(*a))  # positional only: its signature is read
-        first = next(k for k in range(len(args)) if k not in whole)
-        wide = any(jax.numpy.dtype(a.dtype).itemsize == 8 for a in [*args, *leaves])
+        rule, others = _rule(ranks, out_ranks, lead, kept)
+        cp = custom_partitioning(lambda *a: jax.core.eval_jaxpr(
+            closed.jaxpr, [c.reshape(s) for c, s in zip(a[:len(consts)], shapes)], *a[len(consts):]))
+        first = next(k for k in range(len(every)) if k not in kept)
+        wide = any(jax.numpy.dtype(a.dtype).itemsize == 8 for a in [*every, *leaves])
 
         def local(*a):
             # XLA calls the partitioner when it compiles, outside the caller's 64-bit mode:
             # a 64-bit operand needs it back, or the slice's program would narrow it
             with jax.enable_x64(wide or jax.config.jax_enable_x64):
-                return fn(*a)
+                return jax.tree.leaves(fn(*a[len(consts):]))
 
         def partition(mesh, arg_shapes, result_shape):
             source = arg_shapes[first].sharding
-            arg_shardings = tuple(_keep_leading(source, r, 0 if k in whole else lead) for k, r in enumerate(ranks))
-            outs = [_keep_leading(source, r, lead) for r in out_ranks]
-            return mesh, local, jax.tree.unflatten(tree, outs), arg_shardings
+            arg_shardings = tuple(_keep_leading(source, r, 0 if k in kept else lead) for k, r in enumerate(ranks))
+            return mesh, local, [_keep_leading(source, r, lead) for r in out_ranks], arg_shardings
 
         def infer(mesh, arg_shapes, result_shape):
             source = arg_shapes[first].sharding
-            return jax.tree.unflatten(tree, [_keep_leading(source, r, lead) for r in out_ranks])
+            return [_keep_leading(source, r, lead) for r in out_ranks]
 
         cp.def_partition(partition=partition, infer_sharding_from_operands=infer,
                          propagate_user_sharding=lambda mesh, user_shape: user_shape.sharding,
                          sharding_rule=rule, need_replication_factors=others)
-        return cp(*args)
+        return jax.tree.unflatten(tree, cp(*every))
 
     mapped = custom_vmap(partitioned)
 

@@ -160,14 +160,19 @@ def top_k_along(x, axis: int, k: int, largest: bool, index_dtype):
             # for k = 1 on the H100). FLOAT32 keys: the values as math reads them, negated for the
             # smallest, zeros made +0 (XLA orders -0 below +0) and NaN made -inf. That is exact
             # unless a row holds a NaN and a -inf key both (NaN must come after every number): then
-            # the integer keys decide, by lax.cond.
-            f = flush_denormals(v)
-            f = f if largest else -f
-            f = jnp.where(f == 0, jnp.zeros_like(f), f)
-            nan = jnp.isnan(f)
-            f = jnp.where(nan, jnp.full_like(f, -np.inf), f)
-            clash = jnp.any(jnp.any(nan, axis=-1) & jnp.any(f == -np.inf, axis=-1) & jnp.any(~nan & (f == -np.inf), axis=-1))
-            return lax.cond(clash, by_integer_keys, lambda t: _top_k_index(f, k, -np.inf, chunk), v)
+            # the integer keys decide, by lax.cond. Both give the same indices, so under a
+            # sharded input each device decides for its own rows (along_leading_axes: no
+            # all-reduce of the test).
+            def by_float_keys(t):
+                f = flush_denormals(t)
+                f = f if largest else -f
+                f = jnp.where(f == 0, jnp.zeros_like(f), f)
+                nan = jnp.isnan(f)
+                f = jnp.where(nan, jnp.full_like(f, -np.inf), f)
+                clash = jnp.any(jnp.any(nan, axis=-1) & jnp.any(f == -np.inf, axis=-1)
+                                & jnp.any(~nan & (f == -np.inf), axis=-1))
+                return lax.cond(clash, by_integer_keys, lambda u: _top_k_index(f, k, -np.inf, chunk), t)
+            return along_leading_axes(by_float_keys, v.ndim - 1)(v)
         return by_integer_keys(v)
 
     route = choose(TOP_K_THRESHOLD, TOP_K_ROWS, facts=(x.shape, axis, k, x.dtype))  # rows on a GPU
