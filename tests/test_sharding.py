@@ -154,3 +154,25 @@ def test_xla_gaps_still_show(primitive):
     text = jax.jit(program).lower(_sharded(np.ones(shape, np.float32))).compile().as_text()
     assert "all-gather" in sharding.collectives(text), (primitive, "XLA partitions it now")
 
+
+
+# ---------------------------------------------------------------------------------- other backends
+def test_float64_is_refused_on_a_backend_without_it(x64):
+    # On a TPU (no FLOAT64 arithmetic in XLA's backend) a FLOAT64 tensor is refused with the
+    # operator's one error; on the CPU the same call runs. The check reads jax.default_backend()
+    # at each call: here the validation is asked directly for each platform.
+    from dmljax._src import validate
+    from dmljax._src.errors import ValidationError
+
+    spec = dmljax.element_wise_identity.spec
+    level = spec.support[0].level
+    sigs = (("InputTensor", ((4,), np.dtype(np.float64))),)
+    problems, _ = validate._check_tensors(spec, level, sigs, (), (), None, True, "tpu")
+    error = ValidationError("element_wise_identity", spec.enum_name, level.dml_name, problems)
+    assert ("InputTensor (argument `input`) has DataType FLOAT64, which XLA's TPU backend does not compute in 64 "
+            "bits") in str(error)
+    assert "cast to FLOAT32 explicitly" in str(error)
+    assert validate._check_tensors(spec, level, sigs, (), (), None, True, "cpu")[0] == ()
+    ints = (("InputTensor", ((4,), np.dtype(np.int64))),)  # INT64 is exact on a TPU (pairs of 32-bit words)
+    assert validate._check_tensors(spec, level, ints, (), (), None, True, "tpu")[0] == ()
+    assert dmljax.element_wise_identity(np.ones(4, np.float64)).dtype == np.float64  # here: the CPU
