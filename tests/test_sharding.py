@@ -176,3 +176,40 @@ def test_float64_is_refused_on_a_backend_without_it(x64):
     ints = (("InputTensor", ((4,), np.dtype(np.int64))),)  # INT64 is exact on a TPU (pairs of 32-bit words)
     assert validate._check_tensors(spec, level, ints, (), (), None, True, "tpu")[0] == ()
     assert dmljax.element_wise_identity(np.ones(4, np.float64)).dtype == np.float64  # here: the CPU
+
+
+# ---------------------------------------------------------------------------------- the benchmarks' code
+def _script(name, *args):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, str(root / "benchmarks" / "sharding" / name), *args], capture_output=True,
+                         text=True, timeout=900, env=env, cwd=root)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return out.stdout
+
+
+@pytest.mark.slow  # compiles each step for 1 and 2 devices: about a minute of CPU
+def test_data_parallel_script_runs_on_virtual_devices():
+    out = _script("data_parallel.py", "--cpu-devices", "2", "--size", "tiny", "--steps", "1", "--warmup", "0")
+    rows = [line.split(" | ") for line in out.splitlines() if line.startswith("| cnn") or line.startswith("| block")]
+    assert [(r[0], r[1]) for r in rows] == [("| cnn", "1"), ("| cnn", "2"), ("| block", "1"), ("| block", "2")], out
+    assert all(float(r[-1].rstrip(" |")) < 1e-5 for r in rows), out  # the gradients, sharded vs one device
+
+
+@pytest.mark.slow  # compiles the block's step for 1 and 2 devices
+def test_tensor_parallel_script_all_reduces_only():
+    out = _script("tensor_parallel.py", "--cpu-devices", "2", "--size", "tiny", "--steps", "1", "--warmup", "0")
+    two = next(line for line in out.splitlines() if line.startswith("| 2 |"))
+    assert "4 all-reduce" in two and "all-gather" not in two, out  # Megatron's two a pass, forward and back
+    assert float(two.split(" | ")[-1].rstrip(" |")) < 1e-5, out
+
+
+@pytest.mark.slow  # every kernel call of tests/lowered_hlo.py compiled sharded (XLA's formulas on the CPU)
+def test_gpu_check_script_runs_on_virtual_devices():
+    out = _script("check_gpu.py", "--cpu-devices", "2")
+    assert out.rstrip().endswith(" failed") and ", 0 failed" in out, out
