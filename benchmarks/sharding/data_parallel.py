@@ -20,8 +20,9 @@ added in another order: DirectML leaves that order open, docs/semantics.md).
 
 The default sizes (--size gpu) keep one H200 busy; the whole run takes about two minutes on
 eight GPUs or fewer (each device count compiles each step once). ``--cpu-devices 8 --size tiny``
-runs the code on a CPU's virtual devices (the suite's smoke test). Needs optax? No: dmljax's
-ADAM_OPTIMIZER updates the parameters.
+runs the code on a CPU's virtual devices (the suite's smoke test). Needs optax and tqdm, which
+examples/train_cnn.py imports (pip install ".[examples]"); the parameters are updated by dmljax's
+ADAM_OPTIMIZER.
 """
 
 from __future__ import annotations
