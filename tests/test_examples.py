@@ -96,3 +96,26 @@ def test_transformer_short_run_learns_to_reverse():
     history = mod["main"](["--steps", "30", "--no-progress"])
     assert len(history["loss"]) == 30 and history["loss"][-1] < history["loss"][0] / 5, history["loss"]
     assert history["token_acc"][-1] > 0.9, history
+
+
+@pytest.mark.slow  # a new interpreter and two compiles of the sharded step: about 10 s of CPU on two cores
+def test_train_sharded_on_eight_virtual_cpu_devices():
+    """examples/train_sharded.py on 8 virtual CPU devices (its --cpu-devices): the batch split over
+    the 8, one batch's gradients equal one device's up to the order of the sums over the batch, and
+    the loss falls."""
+    out = run("train_sharded.py", "--cpu-devices", "8", "--epochs", "2", "--batch-per-device", "8",
+              "--limit", "256", "--check")
+    assert out.startswith("8 devices (cpu), 8 images each a step\n"), out
+    difference = float(out.split("largest difference ")[1].split()[0])
+    assert difference < 1e-5, out
+    losses = [float(line.split("training loss ")[1].split(",")[0]) for line in out.splitlines()
+              if line.startswith("epoch ")]
+    assert len(losses) == 2 and losses[1] < losses[0] * 0.9, out
+
+
+@pytest.mark.slow  # scikit-learn's import and the digits' load: 8 s on two cores
+def test_train_sharded_refuses_a_batch_larger_than_the_data():
+    mod = runpy.run_path(str(EXAMPLES / "train_sharded.py"))
+    with pytest.raises(SystemExit, match="8 training images are fewer than one batch of 64 "
+                                         r"\(8 per device x 8 devices\)"):
+        mod["train"](epochs=1, batch_per_device=8, limit=8)

@@ -13,7 +13,8 @@ from dmljax._src import docgen
 from dmljax._src.catalog import FAMILIES
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ["index.md", "usage.md", "compose.md", "semantics.md", "silent.md", "dxdispatch.md", "onnx.md", "operators.md",
+PAGES = ["index.md", "usage.md", "compose.md", "semantics.md", "silent.md", "dxdispatch.md", "onnx.md", "sharding.md",
+         "operators.md",
          "operators/index.md", *(f"operators/{f}.md" for f in FAMILIES)]
 
 

@@ -11,7 +11,10 @@ contain a kernel).
 
 ``use_kernels`` (public as ``dmljax.use_kernels``) turns kernels off and on again within a
 ``with`` block, for comparing the two paths; the operators' compile caches key on the switches.
-This module is core: it imports nothing of dmljax's.
+Under a sharded input, a kernel (a custom call XLA cannot split) runs on each device's slice
+where the operator says which leading axes of its operands are independent (``Route.run``'s
+``lead``): the kernel is wrapped in ``partition.along_leading_axes``, a partitioning rule.
+This module is core: it imports nothing of dmljax's but the core's partition.py.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import dataclasses
 from typing import Callable, Iterator
 
 from jax import lax
+
+from dmljax._src.partition import along_leading_axes
 
 __all__ = ["Kernel", "Route", "choose", "use_kernels", "kernel_names", "disabled_kernels"]
 
@@ -94,11 +99,15 @@ class Route:
 
     kernel: Kernel | None
 
-    def run(self, xla: Callable, cuda: Callable, *operands):
-        """``xla(*operands)``, or on CUDA ``cuda(*operands)`` where a kernel was chosen."""
+    def run(self, xla: Callable, cuda: Callable, *operands, lead: int = 0, whole: tuple[int, ...] = ()):
+        """``xla(*operands)``, or on CUDA ``cuda(*operands)`` where a kernel was chosen. ``lead``:
+        how many leading axes of the operands (those at the positions ``whole`` excepted, which
+        every device gets whole) and of the results the kernel treats as independent: on
+        several devices each runs the kernel on its slice of them (the other axes whole)."""
         if self.kernel is None:
             return xla(*operands)
-        return lax.platform_dependent(*operands, cuda=cuda, default=xla)
+        kernel = along_leading_axes(cuda, lead, whole) if lead else cuda
+        return lax.platform_dependent(*operands, cuda=kernel, default=xla)
 
 
 def choose(*kernels: Kernel, facts: tuple) -> Route:

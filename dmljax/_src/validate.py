@@ -29,6 +29,16 @@ X64_TIP = (
     "JAX_ENABLE_X64=1 before Python starts (dmljax never switches it on for you)"
 )
 MAX_ELEMENTS = 2**32 - 1  # "may not exceed (2^32 - 1) elements" (dml_buffer_tensor_desc.md)
+NO_FLOAT64 = frozenset({"tpu"})
+"""Backends (``jax.default_backend()``) whose XLA does not compute FLOAT64 in 64 bits: a FLOAT64
+tensor is refused there, since DirectML's FLOAT64 rounding could not be kept."""
+FLOAT64_TIP = ("run it on a CPU or GPU (jax.default_device(jax.devices('cpu')[0])), or cast to FLOAT32 "
+               "explicitly; dmljax never narrows a type for you")
+
+
+def default_platform() -> str:
+    """The platform operators compile for by default (read at each call)."""
+    return jax.default_backend()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,7 +154,7 @@ def check_call(
         try:
             key = (spec, level, tuple(sigs), static_key(tuple(attrs.items())),
                    static_key(tuple(output_types.items())), static_key(tuple(output_sizes.items())),
-                   x64_enabled(), python)
+                   x64_enabled(), default_platform(), python)
             hit = _CALLS.get(key)
         except Exception:  # noqa: BLE001  (TypeError for unhashable values; a user __hash__ or __eq__ may raise anything)
             return _check_call(spec, level, inputs, attrs, output_types, output_sizes, python)
@@ -260,7 +270,7 @@ def _check_call(spec, level, inputs, attrs, output_types, output_sizes, python) 
                 sized.append((t.dml_name, sizes))
     member = _selector(spec, attrs)
     tensor_problems, tensors = _check_tensors(spec, level, tuple(sigs), tuple(chosen), tuple(sized), member,
-                                              x64_enabled())
+                                              x64_enabled(), default_platform())
     problems += tensor_problems
     normalized = {}
     ctx = ParamContext(spec, level, tensors, problems, python)
@@ -313,7 +323,7 @@ def _inferred(spec: OpSpec, level: FeatureLevel, tensors, attrs, problems: list[
 
 
 @functools.lru_cache(maxsize=4096)
-def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, sized, member, x64: bool):
+def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, sized, member, x64: bool, platform: str = "cpu"):
     problems: list[Violation] = []
     tensors: dict[str, TensorInfo] = {}
     row = spec.support_at(level, member)
@@ -416,6 +426,10 @@ def _check_tensors(spec: OpSpec, level: FeatureLevel, sigs, chosen, sized, membe
             report(name, "type", Violation(
                 name, arg, f"has DataType {info.data_type.name}, which JAX holds only in its 64-bit mode",
                 tip=X64_TIP))
+        elif info.data_type is DataType.FLOAT64 and platform in NO_FLOAT64 and (supported_here or row is None):
+            report(name, "type", Violation(
+                name, arg, f"has DataType FLOAT64, which XLA's {platform.upper()} backend does not compute in 64 bits",
+                tip=FLOAT64_TIP))
         if row is None:
             continue
         sup = row.tensors[base_name(name)]

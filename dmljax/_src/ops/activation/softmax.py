@@ -104,7 +104,7 @@ def normalize(x: jnp.ndarray, axes: tuple[int, ...], log: bool, half: bool) -> j
         return store(dx, DataType.from_dtype(dy.dtype))
 
     def forward(x):
-        return route.run(xla_forward, lambda v: softmax_rows(v, log), x)
+        return route.run(xla_forward, lambda v: softmax_rows(v, log), x, lead=min(a % x.ndim for a in axes))
 
     def run_fwd(x):
         y = forward(x)

@@ -28,6 +28,7 @@ from dmljax._src.kernels.convolution import CONVOLUTION_TAPS, convolve_taps
 from dmljax._src.numerics import compute_dtype, load, store
 from dmljax._src.op import operator
 from dmljax._src.ops.factories import apply_fused
+from dmljax._src.partition import along_leading_axes
 from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SilentChoice, TensorSpec, snake_case, table
 from dmljax._src.validate import MAX_ELEMENTS, TensorInfo
 from dmljax._src.window import array_violations, fit_violations, windows_per_dimension
@@ -268,6 +269,14 @@ def _pointwise(w, direction, groups, g, precision) -> bool:
             and not any(g["StartPadding"]) and not any(g["EndPadding"]) and not any(g["OutputPadding"]))
 
 
+def grouped(conv, x, w, groups):
+    """``conv(x, w)``, a convolution of ``groups`` groups: where there are several, split over
+    the devices along the batch of a sharded input, the filter whole on each (XLA's partitioner
+    would gather a grouped convolution's whole input onto each device:
+    dmljax/_src/partition.py)."""
+    return conv(x, w) if groups == 1 else along_leading_axes(conv, 1, whole=(1,))(x, w)
+
+
 def convolve(x, w, direction, mode, groups, g, precision, accumulate):
     """The convolution without bias or activation, accumulated in ``accumulate``."""
     flip = mode is ConvolutionMode.CONVOLUTION
@@ -280,18 +289,18 @@ def convolve(x, w, direction, mode, groups, g, precision, accumulate):
         # OutputPadding: the padded input extended by OutputPadding more windows' steps
         pads = [(a, b + o * s) for a, b, o, s in zip(g["StartPadding"], g["EndPadding"], g["OutputPadding"],
                                                      g["Strides"])]
-        return lax.conv_general_dilated(x, w, g["Strides"], pads, rhs_dilation=g["Dilations"],
-                                        feature_group_count=groups, precision=precision,
-                                        preferred_element_type=accumulate)
+        return grouped(lambda a, b: lax.conv_general_dilated(
+            a, b, g["Strides"], pads, rhs_dilation=g["Dilations"], feature_group_count=groups, precision=precision,
+            preferred_element_type=accumulate), x, w, groups)
     # BACKWARD: the input spread out by Strides, slid over by the transposed filter flipped
     # (CROSS_CORRELATION; the flips cancel in CONVOLUTION mode)
     w = _transposed_filter(w if flip else _spatial_flip(w), groups)
     spans = [d * (k - 1) + 1 for d, k in zip(g["Dilations"], w.shape[2:])]
     pads = [(span - 1 - a, span - 1 - b + o) for span, a, b, o in
             zip(spans, g["StartPadding"], g["EndPadding"], g["OutputPadding"])]
-    return lax.conv_general_dilated(x, w, (1,) * (x.ndim - 2), pads, lhs_dilation=g["Strides"],
-                                    rhs_dilation=g["Dilations"], feature_group_count=groups, precision=precision,
-                                    preferred_element_type=accumulate)
+    return grouped(lambda a, b: lax.conv_general_dilated(
+        a, b, (1,) * (a.ndim - 2), pads, lhs_dilation=g["Strides"], rhs_dilation=g["Dilations"],
+        feature_group_count=groups, precision=precision, preferred_element_type=accumulate), x, w, groups)
 
 
 def _half_operands(x, w, geometry_):
@@ -371,7 +380,7 @@ def _taps(x, w, geometry_, route: Route):
 
     @jax.custom_jvp
     def run(a, b):
-        return route.run(xla, kernel, a, b)
+        return route.run(xla, kernel, a, b, lead=1, whole=(1,))
 
     def run_jvp(primals, tangents):
         (a, b), (da, db) = primals, tangents

@@ -75,7 +75,9 @@ def pad(x, mode: PaddingMode, value, start, end):
 
 
 def _pad_cuda(x, route: Route, mode, start, end):
-    return route.run(lambda v: _pad_xla(v, mode, start, end), lambda v: pad_rows(v, mode, start, end), x)
+    unpadded = next((d for d, (s, e) in enumerate(zip(start, end)) if s or e), x.ndim)  # leading axes not padded
+    return route.run(lambda v: _pad_xla(v, mode, start, end), lambda v: pad_rows(v, mode, start, end), x,
+                     lead=unpadded)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2, 3, 4))

@@ -24,6 +24,7 @@ from dmljax._src.ops.factories import (
     SUPPORT_FLOAT_MATH,
     SCALE_BIAS, elementwise, int_scale_bias, unary_op,
 )
+from dmljax._src.partition import along_leading_axes
 from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, SilentChoice, TensorSpec, table
 
 F32, F16, F64 = DataType.FLOAT32, DataType.FLOAT16, DataType.FLOAT64
@@ -264,6 +265,12 @@ def _erf_slope(g):
     return np.asarray(_TWO_OVER_SQRT_PI, g.dtype) * jnp.exp(-(n * n)) * jnp.exp(-t)
 
 
+def _erf(x):
+    """lax.erf, split over the devices along every axis of a sharded input (XLA's partitioner
+    would gather erf's whole operand onto each device: dmljax/_src/partition.py)."""
+    return along_leading_axes(jax.lax.erf, x.ndim)(x)
+
+
 @operator(ELEMENT_WISE_ERF)
 def element_wise_erf(input, *, scale_bias, allow_half_precision_computation):
     """Example:
@@ -271,7 +278,7 @@ def element_wise_erf(input, *, scale_bias, allow_half_precision_computation):
         >>> dmljax.element_wise_erf(np.array([0.0, 0.5, -np.inf], np.float32))
         Array([ 0.       ,  0.5204999, -1.       ], dtype=float32)
     """
-    return elementwise(jax.lax.erf, input, half=allow_half_precision_computation, slopes=_erf_slope,
+    return elementwise(_erf, input, half=allow_half_precision_computation, slopes=_erf_slope,
                        scale_bias=scale_bias, half_native=True)
 
 

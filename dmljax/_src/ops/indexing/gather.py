@@ -5,12 +5,19 @@ each page's record with its formula below it, and the index rules the scatters a
 Every formula is one XLA gather of in-range positions plus element-wise work: the index made
 non-negative (signed types), a validity mask, and a select that gives 0 where the index was out
 of range. The gradient is jax.vjp's transpose of that gather: a scatter-add (duplicates add up;
-an out-of-range index passes nothing)."""
+an out-of-range index passes nothing).
+
+The gather reads the values' bits (``exact_gather``): where the gathered axis is sharded over
+several devices, XLA partitions a gather into a masked gather on each device and an all-reduce
+sum of the pieces, and a sum of floats would turn -0.0 into +0.0 (and may quiet a NaN); a sum of
+the bits as unsigned integers adds zeros only, so the values move exactly, as DirectML moves them."""
 
 from __future__ import annotations
 
+import functools
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -36,6 +43,35 @@ OUT_OF_RANGE_GATHER = (
 
 
 # -------------------------------------------------------------------------------- shared rules
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _moved_bits(move, x, *index):
+    bits = jnp.dtype(f"uint{8 * x.dtype.itemsize}")
+    return lax.bitcast_convert_type(move(lax.bitcast_convert_type(x, bits), *index), x.dtype)
+
+
+@_moved_bits.defjvp
+def _moved_bits_jvp(move, primals, tangents):
+    x, *index = primals
+    # a gather is linear in x: its tangent is the same gather of dx (whose transpose, for
+    # reverse mode, is the scatter-add)
+    return _moved_bits(move, x, *index), move(tangents[0], *index)
+
+
+def exact_move(move, x, *index):
+    """``move(x, *index)`` (a gather: linear in ``x``) applied to ``x``'s bits where ``x`` is a
+    float (see the module's docstring: a sharded gather's all-reduce must not add floats)."""
+    if jnp.issubdtype(x.dtype, jnp.floating):
+        return _moved_bits(move, x, *index)
+    return move(x, *index)
+
+
+def exact_gather(x, pos, dnums, slice_sizes):
+    """``lax.gather(x, pos, dnums, slice_sizes)`` of in-range positions, moving ``x``'s bits (see
+    the module's docstring: a sharded gather's all-reduce must not add floats)."""
+    return exact_move(functools.partial(lax.gather, dimension_numbers=dnums, slice_sizes=tuple(slice_sizes),
+                                        mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS), x, pos)
+
+
 def position_type(n: int):
     """The integer type that holds positions 0 .. n - 1 (n <= 2^32 - 1): int32, else uint32."""
     return np.int32 if n <= np.iinfo(np.int32).max else np.uint32
@@ -275,8 +311,7 @@ def gather(input, indices, *, axis, index_dimensions):
     dnums = lax.GatherDimensionNumbers(
         offset_dims=tuple(range(axis)) + tuple(range(axis + r, d + r - 1)),
         collapsed_slice_dims=(axis,), start_index_map=(axis,))
-    out = lax.gather(input, pos[..., None], dnums, slice_sizes=input.shape[:axis] + (1,) + input.shape[axis + 1:],
-                     mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
+    out = exact_gather(input, pos[..., None], dnums, input.shape[:axis] + (1,) + input.shape[axis + 1:])
     valid = valid.reshape((1,) * axis + valid.shape + (1,) * (d - axis - 1))
     out = jnp.where(valid, out, jnp.zeros((), input.dtype))
     return out.reshape(right_aligned(out.shape, d))
@@ -324,7 +359,8 @@ def gather_elements(input, indices, *, axis):
                [7., 2., 3.]], dtype=float32)
     """
     pos, valid = resolve_index(indices, input.shape[axis])
-    out = jnp.take_along_axis(input, pos, axis=axis, mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
+    out = exact_move(functools.partial(jnp.take_along_axis, axis=axis, mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS),
+                     input, pos)
     return jnp.where(valid, out, jnp.zeros((), input.dtype))
 
 
@@ -421,8 +457,7 @@ def gather_nd_core(x, indices, m: int, q: int, b: int) -> jnp.ndarray:
         start_index_map=tuple(range(b, b + k)),
         operand_batching_dims=tuple(range(b)),
         start_indices_batching_dims=tuple(range(b)))
-    out = lax.gather(x_rel, pos, dnums, slice_sizes=(1,) * (b + k) + x_rel.shape[b + k:],
-                     mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
+    out = exact_gather(x_rel, pos, dnums, (1,) * (b + k) + x_rel.shape[b + k:])
     out = masked(out, valid)
     return out.reshape(right_aligned(out.shape, d))
 

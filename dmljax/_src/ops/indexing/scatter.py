@@ -11,6 +11,8 @@ update (they contribute position 0)."""
 
 from __future__ import annotations
 
+import functools
+
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -22,6 +24,7 @@ from dmljax._src.op import operator
 from dmljax._src.ops.indexing.gather import (
     V30, V41, elements_checks, flat_size, nd_checks, nd_layout, nd_shape, position_type, resolve_index, resolve_tuples,
 )
+from dmljax._src.partition import along_leading_axes
 from dmljax._src.spec import OpSpec, PageSlip, ParamSpec, SameDataType, SameSizes, SilentChoice, TensorSpec, table
 
 LAST_WINS = (
@@ -124,6 +127,14 @@ def scatter_elements(input, indices, updates, *, axis):
         ...                         np.array([5, 6, 7, 8], np.float32), axis=0)
         Array([8., 6., 2., 7., 4.], dtype=float32)
     """
+    lead = axis if indices.shape[:axis] == input.shape[:axis] else 0
+    run = functools.partial(_scatter_elements, axis=axis)
+    # the axes before Axis are independent where the three tensors share them: split over the
+    # devices along them (XLA's partitioner would gather the flattened scatter: dmljax/_src/partition.py)
+    return along_leading_axes(run, lead)(input, indices, updates) if lead else run(input, indices, updates)
+
+
+def _scatter_elements(input, indices, updates, *, axis):
     pos, valid = resolve_index(indices, input.shape[axis])
     cells = flat_size(input.shape)
     pt = position_type(cells)

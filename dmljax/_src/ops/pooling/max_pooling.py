@@ -348,7 +348,7 @@ def max_pool(x, w: Window, index_dtype=None):
         # the values by XLA's max reduce_window (its fastest pass; FLOAT16 on NVIDIA GPUs:
         # kernels/max_pooling.py), the indices by a second pass, which XLA drops where they are not used
         route = choose(MAX_POOLING_VALUES, facts=(v.shape, v.dtype, *w))
-        values = route.run(xla_values, lambda t: max_pool_values(t, *w), v)
+        values = route.run(xla_values, lambda t: max_pool_values(t, *w), v, lead=2)  # windows span the spatial axes
         if index_dtype is None:
             return values
         return values, _flat_indices(_max_and_position(v, w)[1], spatial, index_dtype)

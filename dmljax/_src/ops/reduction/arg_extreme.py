@@ -71,7 +71,7 @@ def arg_extreme(x, axes, larger: bool, last: bool, out_dtype) -> jnp.ndarray:
         def kernel(v):
             return arg_columns(v, axes[0], larger, last)
     return route.run(lambda v: _arg_extreme_xla(v, axes, larger, last), kernel,
-                     jax.lax.stop_gradient(x)).astype(out_dtype)
+                     jax.lax.stop_gradient(x), lead=axes[0]).astype(out_dtype)
 
 
 def _arg_extreme_xla(x, axes, larger: bool, last: bool) -> jnp.ndarray:

@@ -21,6 +21,7 @@ from dmljax._src.kernels.cumulative import (
 from dmljax._src.numerics import associative_scan, load, mark_flushed, store
 from dmljax._src.op import operator
 from dmljax._src.ops.factories import unary_op
+from dmljax._src.partition import along_leading_axes
 from dmljax._src.spec import ParamSpec, SilentChoice
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
@@ -109,10 +110,19 @@ def _running_product(v, axis: int, reverse: bool):
     return lax.cond(suspect, lambda t: _exponents_apart(t, axis, reverse), lambda t: y, v)
 
 
+def _partitioned_product(v, axis: int, reverse: bool):
+    """``_running_product``, split over the devices along the axes before ``axis`` of a sharded
+    input: each device runs its own rows' overflow test (the lax.cond), instead of an all-reduce
+    of one test for the whole tensor (both give the same products)."""
+    def run(u):
+        return _running_product(u, axis=axis, reverse=reverse)
+    return along_leading_axes(run, axis)(v) if axis else run(v)
+
+
 def tally(x, axis: int, reverse: bool, exclusive: bool, product: bool, half: bool):
     """The running sum (or product) of ``x`` along ``axis`` under DirectML's rules."""
     dt = DataType.from_dtype(x.dtype)
-    scan = (_running_product if not dt.is_integer else lax.cumprod) if product else lax.cumsum
+    scan = (_partitioned_product if not dt.is_integer else lax.cumprod) if product else lax.cumsum
 
     def core(v, rev=reverse):
         y = scan(v, axis=axis, reverse=rev)
@@ -135,7 +145,7 @@ def tally(x, axis: int, reverse: bool, exclusive: bool, product: bool, half: boo
         """The tally of v (the tensor's type), read, tallied and rounded as the rules say."""
         def xla(u):
             return store(core(load(u, half), rev), DataType.from_dtype(u.dtype))
-        return route.run(xla, lambda u: rows(u, rev, exclusive), v)
+        return route.run(xla, lambda u: rows(u, rev, exclusive), v, lead=axis)
 
     def run(v):
         return summed(v, reverse)

@@ -261,7 +261,8 @@ def _max_min(x, axes, larger: bool):
         return k if larger else ~k
 
     def run(v):
-        k = choose(EXTREME_COLUMNS, facts=(v.shape, tuple(axes), v.dtype)).run(xla_keys, column_keys, v)  # FLOAT16 columns on a GPU
+        k = choose(EXTREME_COLUMNS, facts=(v.shape, tuple(axes), v.dtype)).run(  # FLOAT16 columns on a GPU
+            xla_keys, column_keys, v, lead=min(axes))
         return jnp.where(k == never, jnp.asarray(np.nan, v.dtype), _from_keys(k, v.dtype))
 
     def fwd(v):

@@ -23,6 +23,7 @@ from dmljax._src.kernels.top_k_threshold import TOP_K_THRESHOLD, threshold_rows
 from dmljax._src.numerics import flush_denormals, is_nan
 from dmljax._src.op import operator
 from dmljax._src.ops.reduction.arg_extreme import _keys, arg_extreme
+from dmljax._src.partition import along_leading_axes
 from dmljax._src.spec import OpSpec, PageSlip, ParamSpec, SameDataType, SilentChoice, TensorSpec, table
 from dmljax._src.validate import TensorInfo
 
@@ -82,6 +83,13 @@ GPU_STAGE_CHUNK = 1024
 STAGE_CHUNK = None
 
 
+def _top_k_positions(keys, k: int):
+    """``lax.top_k(keys, k)``'s indices, split over the devices along the leading axes of a
+    sharded input (XLA's partitioner would gather top_k's whole operand onto each device:
+    dmljax/_src/partition.py)."""
+    return along_leading_axes(lambda v: lax.top_k(v, k)[1], keys.ndim - 1)(keys)
+
+
 def _top_k_index(keys, k: int, lowest, chunk=None):
     """The indices (int32) of ``lax.top_k(keys, k)``, ties to the lower index, staged in chunks of
     ``chunk`` (STAGE_CHUNK where set). ``lowest``: a key no element beats (pads a ragged last
@@ -95,11 +103,11 @@ def _top_k_index(keys, k: int, lowest, chunk=None):
             keys = jnp.concatenate([keys, jnp.full(lead + (extra,), lowest, keys.dtype)], -1)
             if index is not None:
                 index = jnp.concatenate([index, jnp.full(lead + (extra,), n, np.int32)], -1)
-        pos = lax.top_k(keys.reshape(lead + (groups, chunk)), k)[1]
+        pos = _top_k_positions(keys.reshape(lead + (groups, chunk)), k)
         pos = (pos + (np.arange(groups, dtype=np.int32) * chunk)[:, None]).reshape(lead + (groups * k,))
         keys = jnp.take_along_axis(keys, pos, axis=-1)
         index = pos if index is None else jnp.take_along_axis(index, pos, axis=-1)
-    pos = lax.top_k(keys, k)[1]
+    pos = _top_k_positions(keys, k)
     return pos if index is None else jnp.take_along_axis(index, pos, axis=-1)
 
 
@@ -152,14 +160,19 @@ def top_k_along(x, axis: int, k: int, largest: bool, index_dtype):
             # for k = 1 on the H100). FLOAT32 keys: the values as math reads them, negated for the
             # smallest, zeros made +0 (XLA orders -0 below +0) and NaN made -inf. That is exact
             # unless a row holds a NaN and a -inf key both (NaN must come after every number): then
-            # the integer keys decide, by lax.cond.
-            f = flush_denormals(v)
-            f = f if largest else -f
-            f = jnp.where(f == 0, jnp.zeros_like(f), f)
-            nan = jnp.isnan(f)
-            f = jnp.where(nan, jnp.full_like(f, -np.inf), f)
-            clash = jnp.any(jnp.any(nan, axis=-1) & jnp.any(f == -np.inf, axis=-1) & jnp.any(~nan & (f == -np.inf), axis=-1))
-            return lax.cond(clash, by_integer_keys, lambda t: _top_k_index(f, k, -np.inf, chunk), v)
+            # the integer keys decide, by lax.cond. Both give the same indices, so under a
+            # sharded input each device decides for its own rows (along_leading_axes: no
+            # all-reduce of the test).
+            def by_float_keys(t):
+                f = flush_denormals(t)
+                f = f if largest else -f
+                f = jnp.where(f == 0, jnp.zeros_like(f), f)
+                nan = jnp.isnan(f)
+                f = jnp.where(nan, jnp.full_like(f, -np.inf), f)
+                clash = jnp.any(jnp.any(nan, axis=-1) & jnp.any(f == -np.inf, axis=-1)
+                                & jnp.any(~nan & (f == -np.inf), axis=-1))
+                return lax.cond(clash, by_integer_keys, lambda u: _top_k_index(f, k, -np.inf, chunk), t)
+            return along_leading_axes(by_float_keys, v.ndim - 1)(v)
         return by_integer_keys(v)
 
     route = choose(TOP_K_THRESHOLD, TOP_K_ROWS, facts=(x.shape, axis, k, x.dtype))  # rows on a GPU
@@ -170,11 +183,11 @@ def top_k_along(x, axis: int, k: int, largest: bool, index_dtype):
 
         def kernels(t):  # the indices written in the caller's type: no conversion after
             return threshold_rows(t, k, largest, index_dtype=index_dtype)
-        index, values = route.run(gathered, kernels, v)
+        index, values = route.run(gathered, kernels, v, lead=v.ndim - 1)
         index = jnp.moveaxis(index, -1, axis)
         return _selected(x, index, jnp.moveaxis(values, -1, axis), axis), index
     if route.kernel is TOP_K_ROWS:  # shorter rows, K up to 16: K selection steps
-        index = route.run(xla_index, lambda t: top_k_rows(t, k, largest), v)
+        index = route.run(xla_index, lambda t: top_k_rows(t, k, largest), v, lead=v.ndim - 1)
     elif v.shape[-1] > GPU_STAGE_CHUNK >= 2 * k:  # rows staged in chunks on a GPU
         index = lax.platform_dependent(v, cuda=lambda t: xla_index(t, GPU_STAGE_CHUNK), default=xla_index)
     else:
