@@ -3,6 +3,7 @@ every kernel module declares where it applies, operators ask ``choose`` and noth
 ``dmljax.use_kernels`` switches kernels off and on for the calls traced inside it."""
 
 import ast
+import functools
 import importlib
 import pkgutil
 from pathlib import Path
@@ -109,3 +110,33 @@ def test_a_switch_retraces_an_operator_it_has_compiled():
         b = dmljax.activation_softmax(x)
     assert TRACE_COUNTS["DML_OPERATOR_ACTIVATION_SOFTMAX"] == traced + 1
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # off CUDA both are the XLA formula
+
+
+def test_a_gradient_rule_transposes_through_a_partitioned_kernel():
+    # Route.run wraps a kernel with a lead in a partitioning rule (custom_vmap inside, which JAX
+    # cannot transpose); a backward rule's kernels are traced to be transposed, so they run
+    # unwrapped. Both of platform_dependent's branches are traced, so the CPU shows it too.
+    import jax  # noqa: PLC0415
+    import jax.numpy as jnp  # noqa: PLC0415
+    from dmljax._src.derivatives import backward_rule  # noqa: PLC0415
+    from dmljax._src.kernel_seam import Route  # noqa: PLC0415
+
+    route = Route(SOFTMAX_ROWS)
+
+    def tally(u, reverse=False):
+        return jnp.flip(jnp.cumsum(jnp.flip(u, -1), axis=-1), -1) if reverse else jnp.cumsum(u, axis=-1)
+
+    def fun(x):
+        return route.run(tally, tally, x, lead=1)
+
+    def bwd(_, dy):
+        back = functools.partial(tally, reverse=True)
+        return (route.run(back, back, dy, lead=1),)
+
+    op = backward_rule(fun, lambda x: (fun(x), None), bwd)
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    grad = jax.grad(lambda v: (op(v) * v).sum())(x)
+    np.testing.assert_array_equal(grad, np.cumsum(x, -1) + np.flip(np.cumsum(np.flip(x, -1), -1), -1))
+    # lowered for CUDA, where the kernel's branch is the one kept: it lowers, no transpose error
+    text = jax.jit(jax.grad(lambda v: op(v).sum())).trace(x).lower(lowering_platforms=("cuda",)).as_text()
+    assert "func.func public @main" in text

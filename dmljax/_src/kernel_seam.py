@@ -14,7 +14,7 @@ contain a kernel).
 Under a sharded input, a kernel (a custom call XLA cannot split) runs on each device's slice
 where the operator says which leading axes of its operands are independent (``Route.run``'s
 ``lead``): the kernel is wrapped in ``partition.along_leading_axes``, a partitioning rule.
-This module is core: it imports nothing of dmljax's but the core's partition.py.
+This module is core: it imports nothing of dmljax's but the core's partition.py and numerics.py.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import Callable, Iterator
 
 from jax import lax
 
+from dmljax._src.numerics import in_gradient_rule
 from dmljax._src.partition import along_leading_axes
 
 __all__ = ["Kernel", "Route", "choose", "use_kernels", "kernel_names", "disabled_kernels"]
@@ -106,7 +107,9 @@ class Route:
         several devices each runs the kernel on its slice of them (the other axes whole)."""
         if self.kernel is None:
             return xla(*operands)
-        kernel = along_leading_axes(cuda, lead, whole) if lead else cuda
+        # a gradient rule is traced to be transposed (derivatives.backward_rule): the partitioning
+        # wrapper (custom_vmap inside) has no transpose, so a rule's kernels run unwrapped
+        kernel = along_leading_axes(cuda, lead, whole) if lead and not in_gradient_rule() else cuda
         return lax.platform_dependent(*operands, cuda=kernel, default=xla)
 
 
