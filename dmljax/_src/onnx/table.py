@@ -1294,9 +1294,13 @@ def _qgemm(c: Call):
 def _int_to_float_matmul(a, a_scale, b, b_scale, a_zp, b_zp, bias):
     a, b, out = _matmul_shapes(a, b)
     r = a.ndim
+    a_zp = None if a_zp is None else _per_row(a_zp, r, -2)
+    b_zp = None if b_zp is None else _per_row(b_zp, r, -1)
+    if a.dtype != b.dtype:  # UINT8 by INT8: DirectML wants one type for A, B and their zero points: INT16 holds both
+        i16 = lambda v: None if v is None else _dml("cast")(v, output_data_type="INT16")  # noqa: E731
+        a, b, a_zp, b_zp = i16(a), i16(b), i16(a_zp), i16(b_zp)
     y = _dml("matrix_multiply_integer_to_float")(
-        a, _per_row(a_scale, r, -2), b, _per_row(b_scale, r, -1),
-        None if a_zp is None else _per_row(a_zp, r, -2), None if b_zp is None else _per_row(b_zp, r, -1),
+        a, _per_row(a_scale, r, -2), b, _per_row(b_scale, r, -1), a_zp, b_zp,
         None if bias is None else jnp.broadcast_to(_arr(bias), a.shape[:-1] + (b.shape[-1],)))
     return y.reshape(out)
 
@@ -1343,11 +1347,13 @@ CONTRIB: tuple[Rule, ...] = (
                             "DML_OPERATOR_ELEMENT_WISE_QUANTIZE_LINEAR"), _qgemm,
          restrictions="ONNX Runtime's DirectML provider does not run it: the INT32 product plus the bias, scaled in "
                       "FLOAT32 and quantized (FLOAT32 out without y_scale)", domain=_MS),
-    Rule("MatMulIntegerToFloat", 1, None, ("DML_OPERATOR_MATRIX_MULTIPLY_INTEGER_TO_FLOAT",), _matmul_integer_to_float,
-         restrictions="per-tensor A scale; per-tensor or per-column B scale", domain=_MS),
-    Rule("DynamicQuantizeMatMul", 1, None, ("DML_OPERATOR_DYNAMIC_QUANTIZE_LINEAR",
+    Rule("MatMulIntegerToFloat", 1, None, ("DML_OPERATOR_MATRIX_MULTIPLY_INTEGER_TO_FLOAT", "DML_OPERATOR_CAST"),
+         _matmul_integer_to_float,
+         restrictions="per-tensor A scale; per-tensor or per-column B scale; UINT8 by INT8 as INT16 operands "
+                      "(CAST), DirectML taking one type", domain=_MS),
+    Rule("DynamicQuantizeMatMul", 1, None, ("DML_OPERATOR_DYNAMIC_QUANTIZE_LINEAR", "DML_OPERATOR_CAST",
                                             "DML_OPERATOR_MATRIX_MULTIPLY_INTEGER_TO_FLOAT"), _dynamic_quantize_matmul,
-         restrictions="A quantized to UINT8 per tensor", domain=_MS),
+         restrictions="A quantized to UINT8 per tensor; with an INT8 B both as INT16 (CAST)", domain=_MS),
 )
 """ONNX Runtime's contrib operators (domain com.microsoft) that its quantizer and graph optimizers
 write into models."""

