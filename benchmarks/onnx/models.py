@@ -42,7 +42,7 @@ from tests.onnx import zoo  # noqa: E402
 
 def _models():
     for name in zoo.EXPORTED_NAMES:
-        for form in zoo.FORMS:
+        for form in zoo.forms(name):
             yield (f"{name}.{form}", lambda n=name, f=form: zoo.exported(n, f),
                    lambda n=name: zoo.exported_inputs(n), name in zoo.EXPORTED_CLASSIFIERS,
                    f"{name} export, {form}")

@@ -154,6 +154,35 @@ def case_dynamic_quantize_matmul(rng):
                   n_inputs=["a", "b", "bs", "bz", "bias"]), {"a": a}
 
 
+def case_skip_layer_normalization(rng):
+    x, skip = rng.standard_normal((2, 5, 16)).astype(np.float32), rng.standard_normal((2, 5, 16)).astype(np.float32)
+    consts = {"gamma": rng.standard_normal(16).astype(np.float32), "beta": rng.standard_normal(16).astype(np.float32),
+              "bias": rng.standard_normal(16).astype(np.float32)}
+    return _model("SkipLayerNormalization", {"x": x, "skip": skip}, consts, TensorProto.FLOAT,
+                  attrs={"epsilon": 1e-12}), {"x": x, "skip": skip}
+
+
+def case_gelu(rng):
+    x = (rng.standard_normal((3, 8)) * 3).astype(np.float32)
+    return _model("Gelu", {"x": x}, {}, TensorProto.FLOAT), {"x": x}
+
+
+def case_bias_gelu(rng):
+    x = (rng.standard_normal((3, 8)) * 3).astype(np.float32)
+    return _model("BiasGelu", {"x": x}, {"b": rng.standard_normal(8).astype(np.float32)}, TensorProto.FLOAT), {"x": x}
+
+
+def case_quick_gelu(rng):
+    x = (rng.standard_normal((3, 8)) * 3).astype(np.float32)
+    return _model("QuickGelu", {"x": x}, {}, TensorProto.FLOAT, attrs={"alpha": 1.5}), {"x": x}
+
+
+def case_fused_matmul(rng):
+    a, b = rng.standard_normal((2, 6, 4)).astype(np.float32), rng.standard_normal((2, 5, 6)).astype(np.float32)
+    return _model("FusedMatMul", {"a": a, "b": b}, {}, TensorProto.FLOAT,
+                  attrs={"alpha": 0.5, "transA": 1, "transB": 1}), {"a": a, "b": b}
+
+
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
 FAST = {"qlinear_add", "qgemm"}
 

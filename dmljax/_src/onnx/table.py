@@ -1315,6 +1315,48 @@ def _dynamic_quantize_matmul(c: Call):
     return [_int_to_float_matmul(a, a_scale, _arr(c.inputs[1]), c.inputs[2], a_zp, c.input(3), c.input(4))]
 
 
+def _skip_layer_norm(c: Call):
+    """SkipLayerNormalization: input + skip (+ bias) by ELEMENT_WISE_ADD, normalized over the last
+    axis by MEAN_VARIANCE_NORMALIZATION1 with gamma and beta; the optional outputs as
+    LayerNormalization's (mean, inverse standard deviation) and the sum."""
+    x, skip = _bcast(c.inputs[0], c.inputs[1])
+    s = _dml("element_wise_add")(x, skip)
+    if c.input(4) is not None:
+        s = _dml("element_wise_add")(*_bcast(s, c.inputs[4]))
+    norm = _layer_norm(Call("LayerNormalization", 17, [s, c.inputs[2], c.input(3)],
+                            {"axis": -1, "epsilon": c.attr("epsilon", 1e-12)}, 3))
+    return [*norm, s]  # what the graph leaves unused, XLA leaves out
+
+
+def _bias_gelu(c: Call):
+    return [_dml("activation_gelu")(_dml("element_wise_add")(*_bcast(c.inputs[0], c.inputs[1])))]
+
+
+def _quick_gelu(c: Call):
+    x = _arr(c.inputs[0])
+    gate = _dml("activation_sigmoid")(_dml("element_wise_identity")(x, scale_bias=(float(c.attr("alpha", 1.702)), 0.0)))
+    return [_dml("element_wise_multiply")(x, gate)]
+
+
+def _fused_matmul(c: Call):
+    a, b = _arr(c.inputs[0]), _arr(c.inputs[1])
+    if c.attr("transA", 0):
+        a = jnp.swapaxes(a, -1, -2)
+    if c.attr("transB", 0):
+        b = jnp.swapaxes(b, -1, -2)
+    a, b, out = _matmul_shapes(a, b)
+    if a.ndim < 2 or a.ndim > 4:
+        lead = int(np.prod(a.shape[:-2], dtype=np.int64))
+        a, b = a.reshape(lead, *a.shape[-2:]), b.reshape(lead, *b.shape[-2:])
+    return [_dml("gemm")(a, b, alpha=float(c.attr("alpha", 1.0))).reshape(out)]
+
+
+def _fused_matmul_check(attrs: dict, opset: int) -> str | None:
+    if attrs.get("transBatchA", 0) or attrs.get("transBatchB", 0):
+        return "transBatchA/transBatchB are not mapped"
+    return None
+
+
 _MS = "com.microsoft"
 _THROUGH_FLOAT = ("ONNX Runtime's DirectML provider does not run it: dequantized, computed in FLOAT32 and "
                   "quantized again")
@@ -1354,6 +1396,19 @@ CONTRIB: tuple[Rule, ...] = (
     Rule("DynamicQuantizeMatMul", 1, None, ("DML_OPERATOR_DYNAMIC_QUANTIZE_LINEAR", "DML_OPERATOR_CAST",
                                             "DML_OPERATOR_MATRIX_MULTIPLY_INTEGER_TO_FLOAT"), _dynamic_quantize_matmul,
          restrictions="A quantized to UINT8 per tensor; with an INT8 B both as INT16 (CAST)", domain=_MS),
+    Rule("SkipLayerNormalization", 1, None, ("DML_OPERATOR_ELEMENT_WISE_ADD",
+                                             "DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1"), _skip_layer_norm,
+         restrictions="normalized over the last axis; the optional mean and inverse standard deviation as "
+                      "LayerNormalization's, the sum output as the ADD's", domain=_MS),
+    Rule("Gelu", 1, None, ("DML_OPERATOR_ACTIVATION_GELU",), _unary("activation_gelu"), domain=_MS),
+    Rule("BiasGelu", 1, None, ("DML_OPERATOR_ELEMENT_WISE_ADD", "DML_OPERATOR_ACTIVATION_GELU"), _bias_gelu,
+         restrictions="the bias broadcasts as zero strides", domain=_MS),
+    Rule("QuickGelu", 1, None, ("DML_OPERATOR_ELEMENT_WISE_IDENTITY", "DML_OPERATOR_ACTIVATION_SIGMOID",
+                                "DML_OPERATOR_ELEMENT_WISE_MULTIPLY"), _quick_gelu,
+         restrictions="x * sigmoid(alpha * x): alpha as the IDENTITY's ScaleBias", domain=_MS),
+    Rule("FusedMatMul", 1, None, ("DML_OPERATOR_GEMM",), _fused_matmul, check=_fused_matmul_check,
+         restrictions="alpha as GEMM's Alpha, transA/transB as permuted tensor descs; transBatchA/B not mapped",
+         domain=_MS),
 )
 """ONNX Runtime's contrib operators (domain com.microsoft) that its quantizer and graph optimizers
 write into models."""
