@@ -162,13 +162,11 @@ def exported(name: str, form: str) -> Path:
     target = cache_dir() / "exported" / f"{name}.{form}.onnx"
     if target.is_file():
         return target
-    try:
-        import torch  # noqa: F401, PLC0415
-        import torchvision  # noqa: F401, PLC0415
-        import transformers  # noqa: F401, PLC0415
-    except ImportError as e:
-        raise Unavailable(f"exporting {name} needs torch, torchvision and transformers, which are not installed "
-                          f"({e.name}); the committed models are {', '.join(SMALL)}") from None
+    import importlib.util  # noqa: PLC0415
+    missing = [m for m in ("torch", "torchvision", "transformers") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise Unavailable(f"exporting {name} needs torch, torchvision and transformers; not installed: "
+                          f"{', '.join(missing)} (the committed models are {', '.join(SMALL)})")
     _export_models().export(name, target.parent)
     return target
 
