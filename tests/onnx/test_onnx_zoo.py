@@ -29,22 +29,17 @@ REFUSED = {
 NEEDS_IF = {"silero_vad"}
 """Models built around an If node: compared once If is mapped; until then load must refuse them, naming If."""
 
-DESIGN = {
-    "resnet18.qoperator": 0.1,
-    "resnet18.qdq": 0.1,
-    "mobilenet_v3_small.qoperator": 0.1,
-    "mobilenet_v3_small.qdq": 0.1,
-}
-"""Largest absolute difference allowed where DirectML's rule differs from ONNX Runtime's CPU kernel
-(docs/onnx.md's table of differences): QLinearAdd dequantizes, adds and divides by the output scale
-in FLOAT32 (DirectML's formula; a QDQ graph's DequantizeLinear, Add, QuantizeLinear computes the
-same), where ONNX Runtime scales each input by its ratio to the output scale (its CPU provider
-fuses a QDQ Add into QLinearAdd too); a sum within a rounding of a half step lands on the other side, one step of difference
-that the following layers carry (top-1 still agrees)."""
+QUANTIZED = {f"{n}.{f}" for n in ("resnet18", "mobilenet_v3_small") for f in ("qoperator", "qdq", "dynamic")}
+"""Quantized convolutional networks, whose outputs may differ by a few steps of their quantization:
+a FLOAT32 difference of a rounding before a QuantizeLinear (a QDQ graph's convolution summed in
+another order, DynamicQuantizeLinear's scale from a minimum a rounding apart) or QLinearAdd's
+rounding (docs/onnx.md's table of differences) moves a value to the neighbouring step, and the
+layers after carry it. Their bound: 5% of the largest output, top-1 the same (the measured
+differences are in benchmarks/results/cpu/onnx/models.md)."""
 
 
 def _bound(name: str, c: zoo.Comparison) -> float:
-    return DESIGN.get(name, 1e-4 * max(1.0, c.largest_reference))
+    return 0.05 * c.largest_reference if name in QUANTIZED else 1e-4 * max(1.0, c.largest_reference)
 
 
 def _check(name: str, path, inputs: list, classifier: bool) -> None:
@@ -88,7 +83,7 @@ def test_third_party_model_matches_onnx_runtime(name):
         pytest.skip(str(e))
     tp = zoo.THIRD_PARTY[name]
     if name in NEEDS_IF and not rules_for("If"):
-        with pytest.raises(dx.OnnxImportError, match="'If'"):
+        with pytest.raises(dx.OnnxImportError, match=r"\(If, "):
             dx.load(path)
         return
     _check(name, path, tp.inputs(np.random.default_rng(0)), tp.classifier)
