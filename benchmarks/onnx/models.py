@@ -45,10 +45,12 @@ def _models():
         for form in zoo.forms(name):
             yield (f"{name}.{form}", lambda n=name, f=form: zoo.exported(n, f),
                    lambda n=name: zoo.exported_inputs(n), name in zoo.EXPORTED_CLASSIFIERS,
-                   f"{name} export, {form}")
+                   f"{name} export, {form}", ())
     for name, tp in zoo.THIRD_PARTY.items():
         yield (name, lambda n=name: zoo.third_party(n), lambda tp=tp: tp.inputs(np.random.default_rng(0)),
-               tp.classifier, f"{tp.package} {tp.version} ({tp.license}): {tp.what}")
+               tp.classifier, f"{tp.package} {tp.version} ({tp.license}): {tp.what}"
+               + (f"; load's static_inputs: {', '.join(tp.static_inputs)}" if tp.static_inputs else ""),
+               tp.static_inputs)
 
 
 def _block(outs):
@@ -57,17 +59,17 @@ def _block(outs):
     return outs
 
 
-def measure(name, path, inputs, classifier, repeats: int) -> dict:
+def measure(name, path, inputs, classifier, repeats: int, static_inputs=()) -> dict:
     row: dict = {"model": name}
     t = time.perf_counter()
     try:
-        model = dx.load(path)
+        model, rest = zoo.load_and_run(path, inputs, static_inputs)
     except dx.OnnxImportError as e:
         row["refused"] = " ".join(str(e).split())[:400]
         return row
     row["load_s"] = time.perf_counter() - t
     t = time.perf_counter()
-    got = [np.asarray(o) for o in _block(model(*inputs))]
+    got = [np.asarray(o) for o in _block(model(*rest))]
     row["first_call_s"] = time.perf_counter() - t
     t = time.perf_counter()
     session = zoo.ort_session(path)
@@ -75,7 +77,7 @@ def measure(name, path, inputs, classifier, repeats: int) -> dict:
     want = zoo.ort_run(session, inputs)
     c = zoo.compare(got, want, classifier)
     row.update(max_abs=c.max_abs, max_ulp=c.max_ulp, top1=c.top1, largest_reference=c.largest_reference)
-    device_inputs = [jax.device_put(x) for x in inputs]
+    device_inputs = [jax.device_put(x) for x in rest]
     _block(model(*device_inputs))
     zoo.ort_run(session, inputs)
     ours, theirs, ratios = [], [], []
@@ -156,7 +158,7 @@ def main() -> int:
     env.update(cpu=cpu or "unknown CPU", cores=os.cpu_count(), onnxruntime=onnxruntime.__version__,
                onnx=onnx.__version__, load_average_at_start=_load())
     rows = []
-    for name, path, inputs, classifier, what in _models():
+    for name, path, inputs, classifier, what, static_inputs in _models():
         if rest and not any(f in name for f in rest):
             continue
         try:
@@ -165,7 +167,7 @@ def main() -> int:
             rows.append({"model": name, "unavailable": str(e), "what": what})
             print(f"{name}: unavailable: {e}", flush=True)
             continue
-        row = measure(name, p, inputs(), classifier, repeats)
+        row = measure(name, p, inputs(), classifier, repeats, static_inputs)
         row["what"] = what
         rows.append(row)
         print(json.dumps(row), flush=True)

@@ -14,7 +14,6 @@ onnx = pytest.importorskip("onnx", reason="the ONNX import tests need the onnx p
 ort = pytest.importorskip("onnxruntime", reason="comparing with ONNX Runtime needs onnxruntime (the test extra)")
 
 import dmljax.onnx as dx  # noqa: E402
-from dmljax._src.onnx.table import rules_for  # noqa: E402
 from tests.onnx import zoo  # noqa: E402
 
 REFUSED = {
@@ -25,9 +24,6 @@ REFUSED = {
                     "layer is the com.microsoft DynamicQuantizeLSTM, which no DirectML operator runs"),
 }
 """Models that load refuses, the operator it names, and why."""
-
-NEEDS_IF = {"silero_vad"}
-"""Models built around an If node: compared once If is mapped; until then load must refuse them, naming If."""
 
 QUANTIZED = {f"{n}.{f}" for n in ("resnet18", "mobilenet_v3_small") for f in ("qoperator", "qdq", "dynamic")}
 """Quantized convolutional networks, whose outputs may differ by a few steps of their quantization:
@@ -42,14 +38,14 @@ def _bound(name: str, c: zoo.Comparison) -> float:
     return 0.05 * c.largest_reference if name in QUANTIZED else 1e-4 * max(1.0, c.largest_reference)
 
 
-def _check(name: str, path, inputs: list, classifier: bool) -> None:
+def _check(name: str, path, inputs: list, classifier: bool, static_inputs: tuple = ()) -> None:
     if name in REFUSED:
         op, why = REFUSED[name]
         with pytest.raises(dx.OnnxImportError, match=op):
             dx.load(path)
         return
-    model = dx.load(path)
-    got = [np.asarray(g) for g in model(*inputs)]
+    model, rest = zoo.load_and_run(path, inputs, static_inputs)
+    got = [np.asarray(g) for g in model(*rest)]
     want = zoo.ort_run(zoo.ort_session(path), inputs)
     c = zoo.compare(got, want, classifier)
     print(f"{name}: largest difference {c.max_abs:.3g} ({c.max_ulp} ULP), top-1 agreement {c.top1}")
@@ -82,11 +78,7 @@ def test_third_party_model_matches_onnx_runtime(name):
     except zoo.Unavailable as e:
         pytest.skip(str(e))
     tp = zoo.THIRD_PARTY[name]
-    if name in NEEDS_IF and not rules_for("If"):
-        with pytest.raises(dx.OnnxImportError, match=r"\(If, "):
-            dx.load(path)
-        return
-    _check(name, path, tp.inputs(np.random.default_rng(0)), tp.classifier)
+    _check(name, path, tp.inputs(np.random.default_rng(0)), tp.classifier, tp.static_inputs)
 
 
 def test_committed_exports_are_the_small_ones():

@@ -52,6 +52,9 @@ class ThirdParty:
     what: str
     inputs: Callable[[np.random.Generator], list]
     classifier: bool
+    static_inputs: tuple[str, ...] = ()
+    """Graph inputs given to ``dmljax.onnx.load`` as ``static_inputs`` (the values ``inputs`` makes):
+    the sample rate that decides Silero's If, so that only the branch taken is traced."""
 
     @property
     def wheel_glob(self) -> str:
@@ -75,7 +78,7 @@ THIRD_PARTY = {
     "silero_vad": ThirdParty(
         "silero-vad", "6.2.3", "silero_vad/data/silero_vad.onnx", "MIT",
         "Silero voice-activity detector, the default export (an If choosing the 8 or 16 kHz branch; LSTM)",
-        _vad_if, False),
+        _vad_if, False, ("sr",)),
     "magika": ThirdParty(
         "magika", "1.0.3", "magika/models/standard_v3_3/model.onnx", "Apache-2.0",
         "Google's Magika file-type classifier (214 content types)",
@@ -240,6 +243,20 @@ def compare(got: list, want: list, classifier: bool) -> Comparison:
         top_g, top_w = g.reshape(-1, g.shape[-1]).argmax(-1), w.reshape(-1, w.shape[-1]).argmax(-1)
         agree, rows = int(np.sum(top_g == top_w)), top_g.size
     return Comparison(max_abs, max_ulp, agree / rows if classifier else None, ref)
+
+
+def load_and_run(path: Path, inputs: list, static_inputs: tuple[str, ...] = ()):
+    """``dmljax.onnx.load`` of ``path`` (the named graph inputs fixed to their values in ``inputs``,
+    which are in the graph's input order) and a function running it on the other inputs."""
+    import dmljax.onnx as dx  # noqa: PLC0415
+    import onnx  # noqa: PLC0415
+    g = onnx.load(str(path), load_external_data=False).graph
+    inits = {t.name for t in g.initializer}
+    names = [i.name for i in g.input if i.name not in inits]
+    feeds = dict(zip(names, inputs))
+    model = dx.load(path, static_inputs={k: feeds[k] for k in static_inputs} or None)
+    rest = [feeds[name] for name, _, _ in model.inputs]
+    return model, rest
 
 
 def ort_session(path: Path):
