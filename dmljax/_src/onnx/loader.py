@@ -220,7 +220,7 @@ class OnnxModel:
     outputs; ``nodes`` says what each node becomes."""
 
     def __init__(self, proto, name: str, opset: int, nodes: list[_Node], params: dict, consts: dict,
-                 inputs: list, outputs: list[str]):
+                 inputs: list, outputs: list[str], buffers: dict | None = None):
         self.proto = proto
         self.name = name
         self.opset = opset
@@ -229,7 +229,8 @@ class OnnxModel:
         self._consts = consts
         self.inputs = inputs
         self.outputs = outputs
-        self.apply = jax.jit(self._apply)
+        self._buffers = dict(buffers or {})
+        self.apply = _Apply(jax.jit(self._apply_buffers), self._buffers)
 
     @property
     def nodes(self) -> tuple[NodeInfo, ...]:
@@ -253,6 +254,7 @@ class OnnxModel:
         n = self._nodes[index]
         static = self._static_values()
         env: dict[str, Any] = dict(self._consts)
+        env.update(self._buffers)
         env.update(self.params)
         for name, v in values.items():
             if name not in self._consts:
@@ -273,15 +275,34 @@ class OnnxModel:
         return self._static
 
     def _apply(self, params, *inputs):
+        return self._apply_buffers(params, self._buffers, *inputs)
+
+    def _apply_buffers(self, params, buffers, *inputs):
         if len(inputs) != len(self.inputs):
             raise TypeError(f"{self.name} takes {len(self.inputs)} inputs ({', '.join(i[0] for i in self.inputs)}); "
                             f"{len(inputs)} given")
         env: dict[str, Any] = dict(self._consts)
+        env.update(buffers)
         env.update(params)
         env.update({spec[0]: jnp.asarray(x) for spec, x in zip(self.inputs, inputs)})
         for n in self._nodes:
             _run_node(n, env, self.opset)
         return tuple(_to_array(env[o]) for o in self.outputs)
+
+
+class _Apply:
+    """``apply(params, *inputs)``: the model's one jitted function, its large integer initializers
+    (``buffers``) passed along as arguments; ``lower`` as jax.jit's."""
+
+    def __init__(self, jitted, buffers: dict):
+        self._jitted = jitted
+        self._buffers = buffers
+
+    def __call__(self, params, *inputs):
+        return self._jitted(params, self._buffers, *inputs)
+
+    def lower(self, params, *inputs):
+        return self._jitted.lower(params, self._buffers, *inputs)
 
 
 def _to_array(v):
@@ -308,7 +329,7 @@ def _run_node(n: _Node, env: dict, opset: int) -> None:
     if n.op_type == "Size":
         env[n.outputs[0]] = np.asarray(int(np.prod(np.shape(args[0]), dtype=np.int64)), np.int64)
         return
-    if all(_is_static(a) for a in args) and n.op_type != "Dropout":  # folded while tracing
+    if all(_is_static(a) for a in args) and n.op_type != "Dropout" and n.proto.domain in ("", "ai.onnx"):  # folded
         try:
             outs = _fold(n, args, opset)
         except Exception as fold_error:  # noqa: BLE001  (ONNX's reference evaluator cannot run every node:
@@ -416,7 +437,7 @@ def load(source, *, name: str | None = None, static_inputs: dict | None = None) 
                              f"its inputs: {', '.join(sorted(graph_input_names - set(initializers)))}")
         initializers[k] = np.asarray(v)
     problems: list[Violation] = []
-    nodes, consts = _map_nodes(g, opset, problems)
+    nodes, consts = _map_nodes(g, opset, problems, domains={o.domain: int(o.version) for o in model.opset_import})
     produced_by: dict[str, _Node] = {}
     for n in _all_nodes(nodes):
         for o in n.outputs:
@@ -433,17 +454,28 @@ def load(source, *, name: str | None = None, static_inputs: dict | None = None) 
                                            "DirectML takes it as an attribute: make it an initializer or a constant"))
     if problems:
         raise OnnxImportError(where, problems)
-    params, consts_all = {}, dict(consts)
+    params, consts_all, buffers = {}, dict(consts), {}
     for k, v in initializers.items():
-        if k in static or k in (static_inputs or {}) or not np.issubdtype(v.dtype, np.floating):
+        if k in static or k in (static_inputs or {}):
             consts_all[k] = v
-        else:
+        elif np.issubdtype(v.dtype, np.floating):
             params[k] = jnp.asarray(v)
+        elif v.size > _BUFFER_SIZE:
+            buffers[k] = jnp.asarray(v)
+        else:
+            consts_all[k] = v
     inputs = [(i.name, _elem_type(i), _shape(i)) for i in graph_inputs]
-    return OnnxModel(model, g.name or where, opset, nodes, params, consts_all, inputs, [o.name for o in g.output])
+    return OnnxModel(model, g.name or where, opset, nodes, params, consts_all, inputs, [o.name for o in g.output],
+                     buffers)
 
 
-def _map_nodes(g, opset: int, problems: list, scope: str = "") -> tuple[list[_Node], dict]:
+_BUFFER_SIZE = 1024
+"""Integer initializers larger than this (quantized weights) are passed to the jitted function as
+arguments rather than baked in as constants: XLA would otherwise fold the integer arithmetic on
+them at compile time, which took a minute for a quantized ResNet-18."""
+
+
+def _map_nodes(g, opset: int, problems: list, scope: str = "", domains: dict | None = None) -> tuple[list[_Node], dict]:
     """A graph's nodes matched to the table (every problem appended to ``problems``) and its
     Constant nodes' values; a control-flow node's subgraphs mapped the same way, their nodes
     named ``node/attribute/subnode`` in messages."""
@@ -454,18 +486,20 @@ def _map_nodes(g, opset: int, problems: list, scope: str = "") -> tuple[list[_No
         attrs = {a.name: _attr_value(a) for a in p.attribute}
         rule = None
         subgraphs = {}
-        if p.domain not in ("", "ai.onnx"):
+        domain = "" if p.domain == "ai.onnx" else p.domain
+        if domain and not rules_for(p.op_type, domain):
             problems.append(node_violation(node_name, p.op_type, opset, f"is in domain {p.domain!r}",
-                                           "only ai.onnx operators are mapped"))
-        elif p.op_type == "Constant":
+                                           "ai.onnx operators and the com.microsoft ones docs/onnx.md lists "
+                                           "are mapped"))
+        elif not domain and p.op_type == "Constant":
             value = _constant(p, attrs)
             if value is None:
                 problems.append(node_violation(node_name, p.op_type, opset, "has a value attribute that is not mapped"))
             else:
                 consts[p.output[0]] = value
             continue
-        elif p.op_type not in FOLDED:
-            rule = find_rule(p.op_type, opset)
+        elif domain or p.op_type not in FOLDED:
+            rule = find_rule(p.op_type, (domains or {}).get(domain, 1) if domain else opset, domain)
             if rule is None:
                 known = rules_for(p.op_type)
                 reason = (f"is mapped for opsets {', '.join(_span(r) for r in known)} only" if known
@@ -480,14 +514,14 @@ def _map_nodes(g, opset: int, problems: list, scope: str = "") -> tuple[list[_No
                 graphs = {a.name: a.g for a in p.attribute if a.type == onnx.AttributeProto.GRAPH}
                 for key in _GRAPH_ATTRS[p.op_type]:
                     if key in graphs:
-                        subgraphs[key] = _map_subgraph(graphs[key], opset, problems, f"{node_name}/{key}/")
+                        subgraphs[key] = _map_subgraph(graphs[key], opset, problems, f"{node_name}/{key}/", domains)
         nodes.append(_Node(node_name, p.op_type, tuple(p.input), tuple(p.output), attrs, rule, p,
                            subgraphs=subgraphs))
     return nodes, consts
 
 
-def _map_subgraph(g, opset: int, problems: list, scope: str) -> _Subgraph:
-    sub_nodes, consts = _map_nodes(g, opset, problems, scope)
+def _map_subgraph(g, opset: int, problems: list, scope: str, domains: dict | None = None) -> _Subgraph:
+    sub_nodes, consts = _map_nodes(g, opset, problems, scope, domains)
     for t in g.initializer:
         consts[t.name] = numpy_helper.to_array(t)
     return _Subgraph(sub_nodes, consts, tuple(i.name for i in g.input), tuple(o.name for o in g.output))

@@ -64,6 +64,9 @@ class Rule:
     static: tuple[int, ...] = ()
     check: Callable[[dict, int], str | None] | None = None
     restrictions: str = ""
+    domain: str = ""
+    """The operator's domain: "" for ai.onnx, "com.microsoft" for ONNX Runtime's contrib operators
+    (``since`` and ``until`` then count that domain's opsets)."""
 
     def covers(self, opset: int) -> bool:
         return self.since <= opset and (self.until is None or opset <= self.until)
@@ -725,8 +728,9 @@ def _gather(c: Call):
     pad = rank - x.ndim
     xr = x.reshape((1,) * pad + x.shape)
     ir = idx.reshape((1,) * (rank - max(idx.ndim, 1)) + (idx.shape or (1,)))
-    y = _dml("gather")(xr, ir, axis=axis + pad, index_dimensions=idx.ndim)
-    return [y.reshape(out_shape)]
+    boolean = xr.dtype == jnp.bool_  # BOOL data gathered as UINT8 bytes (ONNX Runtime's BOOL tensors)
+    y = _dml("gather")(_u8(xr), ir, axis=axis + pad, index_dimensions=idx.ndim)
+    return [(y.astype(jnp.bool_) if boolean else y).reshape(out_shape)]
 
 
 def _gather_elements(c: Call):
@@ -813,6 +817,8 @@ def _tile(c: Call):
 def _cast(c: Call):
     x = _arr(c.inputs[0])
     to = _onnx_dtype(c.attr("to"))
+    if to == np.bool_ and x.dtype == jnp.bool_:
+        return [x]
     if to == np.bool_:
         return [_dml("element_wise_logical_not")(_dml("element_wise_logical_equals")(
             x, jnp.zeros_like(x))).astype(jnp.bool_)]
@@ -983,20 +989,23 @@ def _per_axis(v, x_shape, axis: int):
 
 def _quantize(c: Call):
     x = _arr(c.inputs[0])
+    shape, x = x.shape, x.reshape(x.shape or (1,))  # a scalar as one element (DirectML's tensors have 1 to 8 dimensions)
     axis = _axis(c.attr("axis", 1), max(x.ndim, 1))
     scale = _per_axis(c.inputs[1], x.shape, axis)
     zp = c.input(2)
     if zp is None:
-        return [_dml("element_wise_quantize_linear")(x, scale, output_data_type="UINT8")]
-    return [_dml("element_wise_quantize_linear")(x, scale, _per_axis(zp, x.shape, axis))]
+        return [_dml("element_wise_quantize_linear")(x, scale, output_data_type="UINT8").reshape(shape)]
+    return [_dml("element_wise_quantize_linear")(x, scale, _per_axis(zp, x.shape, axis)).reshape(shape)]
 
 
 def _dequantize(c: Call):
     x = _arr(c.inputs[0])
+    shape, x = x.shape, x.reshape(x.shape or (1,))
     axis = _axis(c.attr("axis", 1), max(x.ndim, 1))
     scale = _per_axis(c.inputs[1], x.shape, axis)
     zp = c.input(2)
-    return [_dml("element_wise_dequantize_linear")(x, scale, None if zp is None else _per_axis(zp, x.shape, axis))]
+    y = _dml("element_wise_dequantize_linear")(x, scale, None if zp is None else _per_axis(zp, x.shape, axis))
+    return [y.reshape(shape)]
 
 
 def _quant_check(attrs: dict, opset: int) -> str | None:
@@ -1147,10 +1156,269 @@ def _recurrent(c: Call):
 
 
 # ----------------------------------------------------------------------------------------------
+# com.microsoft: the contrib operators that ONNX Runtime's quantizer and optimizers emit
+
+def _q_param(v, shape):
+    """A per-tensor scale or zero point broadcast over ``shape`` (zero strides in DirectML)."""
+    return None if v is None else jnp.broadcast_to(_arr(v).reshape(()), shape)
+
+
+def _dequant(x, scale, zp):
+    x = _arr(x)
+    shape, x = x.shape, x.reshape(x.shape or (1,))
+    return _dml("element_wise_dequantize_linear")(x, _q_param(scale, x.shape), _q_param(zp, x.shape)).reshape(shape)
+
+
+def _quant(y, scale, zp):
+    shape, y = y.shape, y.reshape(y.shape or (1,))
+    if zp is None:
+        q = _dml("element_wise_quantize_linear")(y, _q_param(scale, y.shape), output_data_type="UINT8")
+    else:
+        q = _dml("element_wise_quantize_linear")(y, _q_param(scale, y.shape), _q_param(zp, y.shape))
+    return q.reshape(shape)
+
+
+def _qlinear_add(c: Call):
+    a, b = _bcast(c.inputs[0], c.inputs[3])
+    one = (1,) * a.ndim  # per-tensor: all-1 sizes, which DirectML broadcasts itself
+    zp = lambda i: None if c.input(i) is None else _arr(c.inputs[i]).reshape(one)  # noqa: E731
+    out_zp = c.input(7)
+    kw = {} if out_zp is not None else {"output_data_type": "UINT8"}
+    return [_dml("element_wise_quantized_linear_add")(a, zp(1), b, zp(4), zp(6), zp(2), zp(5), zp(7), **kw)]
+
+
+def _qlinear_through_float(fn: Callable, inputs: tuple[int, ...], out: int) -> Callable[[Call], Sequence]:
+    """A quantized operator that DirectML has no operator for: its inputs (x, scale, zero point at
+    positions ``i, i+1, i+2``) dequantized, ``fn`` in FLOAT32, the result quantized with the scale
+    and zero point at ``out, out+1``: ELEMENT_WISE_DEQUANTIZE_LINEAR, the float operators,
+    ELEMENT_WISE_QUANTIZE_LINEAR."""
+    def lower(c: Call):
+        xs = [_dequant(c.inputs[i], c.inputs[i + 1], c.input(i + 2)) for i in inputs]
+        return [_quant(fn(c, *xs), c.inputs[out], c.input(out + 1))]
+    return lower
+
+
+def _q_mul(c: Call, a, b):
+    a, b = _bcast(a, b)
+    return _dml("element_wise_multiply")(a, b)
+
+
+def _q_sigmoid(c: Call, x):
+    return _dml("activation_sigmoid")(x)
+
+
+def _q_leaky_relu(c: Call, x):
+    return _dml("activation_leaky_relu")(x, alpha=float(c.attr("alpha", 0.01)))
+
+
+def _q_softmax(c: Call, x):
+    opset = int(c.attr("opset", 13))
+    if opset < 13:
+        axis = _axis(c.attr("axis", 1), x.ndim)
+        rows = int(np.prod(x.shape[:axis], dtype=np.int64))
+        return _dml("activation_softmax1")(x.reshape(rows, -1), axes=(1,)).reshape(x.shape)
+    return _dml("activation_softmax1")(x, axes=(_axis(c.attr("axis", -1), x.ndim),))
+
+
+def _qlinear_concat(c: Call):
+    xs = [_dequant(c.inputs[i], c.inputs[i + 1], c.inputs[i + 2]) for i in range(2, len(c.inputs), 3)]
+    y = _dml("join")(xs, axis=_axis(c.attr("axis"), xs[0].ndim))
+    return [_quant(y, c.inputs[0], c.input(1))]
+
+
+def _qlinear_pool(global_: bool) -> Callable[[Call], Sequence]:
+    def lower(c: Call):
+        x = _arr(c.inputs[0])
+        last = bool(c.attr("channels_last", 0))
+        if last:  # NHWC: a permuted tensor desc
+            x = jnp.moveaxis(x, -1, 1)
+        nd = x.ndim - 2
+        if global_:
+            kernel, strides, dilations, start, end = x.shape[2:], (1,) * nd, (1,) * nd, (0,) * nd, (0,) * nd
+            include = False
+        else:
+            kernel, strides, dilations, start, end = _pool_geometry(c, x.shape)
+            include = bool(c.attr("count_include_pad", 0))
+        one_d = nd == 1
+        if one_d:
+            x = x[:, :, None, :]
+            kernel, strides, dilations, start, end = ((1, *kernel), (1, *strides), (1, *dilations), (0, *start),
+                                                      (0, *end))
+        one = (1,) * x.ndim
+        p = lambda i: None if c.input(i) is None else _arr(c.inputs[i]).reshape(one)  # noqa: E731
+        kw = {} if c.input(4) is not None else {"output_data_type": "UINT8"}
+        y = _dml("quantized_linear_average_pooling")(
+            x, p(1), p(2), p(3), p(4), strides=tuple(strides), window_size=tuple(kernel), start_padding=tuple(start),
+            end_padding=tuple(end), dilations=tuple(dilations), include_padding=include, **kw)
+        y = y[:, :, 0] if one_d else y
+        return [jnp.moveaxis(y, 1, -1) if last else y]
+    return lower
+
+
+def _int_matmul_operands(c: Call, a, b):
+    if c.attr("transA", 0):
+        a = a.T
+    if c.attr("transB", 0):
+        b = b.T
+    return a, b
+
+
+def _column_scale(v, n: int):
+    v = _arr(v)
+    return v.reshape(1, 1) if v.size == 1 else v.reshape(1, n)
+
+
+def _qgemm(c: Call):
+    """QGemm: MATRIX_MULTIPLY_INTEGER's INT32 accumulator plus the INT32 bias, CAST to FLOAT32 and
+    scaled by alpha * a_scale * b_scale (per column for a per-channel b_scale), then quantized with
+    y_scale and y_zero_point (or left in FLOAT32 when y_scale is absent), as ONNX Runtime's
+    requantization does."""
+    a, b = _int_matmul_operands(c, _arr(c.inputs[0]), _arr(c.inputs[3]))
+    n = b.shape[1]
+    a_zp = c.input(2)
+    b_zp = c.input(5)
+    acc = _dml("matrix_multiply_integer")(a, b, None if a_zp is None else _arr(a_zp).reshape(1, 1),
+                                          None if b_zp is None else _column_scale(b_zp, n))
+    bias = c.input(6)
+    if bias is not None:
+        acc = _dml("element_wise_add")(*_bcast(acc, _arr(bias).astype(jnp.int32)))
+    y = _dml("cast")(acc, output_data_type="FLOAT32")
+    scale = _dml("element_wise_multiply")(*_bcast(_arr(c.inputs[1]).reshape(1, 1), _column_scale(c.inputs[4], n)))
+    scale = _dml("element_wise_identity")(scale, scale_bias=(float(c.attr("alpha", 1.0)), 0.0))
+    y = _dml("element_wise_multiply")(*_bcast(y, scale))
+    if c.input(7) is None:
+        return [y]
+    return [_quant(y, c.inputs[7], c.input(8))]
+
+
+def _int_to_float_matmul(a, a_scale, b, b_scale, a_zp, b_zp, bias):
+    a, b, out = _matmul_shapes(a, b)
+    r = a.ndim
+    a_zp = None if a_zp is None else _per_row(a_zp, r, -2)
+    b_zp = None if b_zp is None else _per_row(b_zp, r, -1)
+    if a.dtype != b.dtype:  # UINT8 by INT8: DirectML wants one type for A, B and their zero points: INT16 holds both
+        i16 = lambda v: None if v is None else _dml("cast")(v, output_data_type="INT16")  # noqa: E731
+        a, b, a_zp, b_zp = i16(a), i16(b), i16(a_zp), i16(b_zp)
+    y = _dml("matrix_multiply_integer_to_float")(
+        a, _per_row(a_scale, r, -2), b, _per_row(b_scale, r, -1), a_zp, b_zp,
+        None if bias is None else jnp.broadcast_to(_arr(bias), a.shape[:-1] + (b.shape[-1],)))
+    return y.reshape(out)
+
+
+def _matmul_integer_to_float(c: Call):
+    return [_int_to_float_matmul(_arr(c.inputs[0]), c.inputs[2], _arr(c.inputs[1]), c.inputs[3], c.input(4),
+                                 c.input(5), c.input(6))]
+
+
+def _dynamic_quantize_matmul(c: Call):
+    a, a_scale, a_zp = _dml("dynamic_quantize_linear")(_arr(c.inputs[0]))
+    return [_int_to_float_matmul(a, a_scale, _arr(c.inputs[1]), c.inputs[2], a_zp, c.input(3), c.input(4))]
+
+
+def _skip_layer_norm(c: Call):
+    """SkipLayerNormalization: input + skip (+ bias) by ELEMENT_WISE_ADD, normalized over the last
+    axis by MEAN_VARIANCE_NORMALIZATION1 with gamma and beta; the optional outputs as
+    LayerNormalization's (mean, inverse standard deviation) and the sum."""
+    x, skip = _bcast(c.inputs[0], c.inputs[1])
+    s = _dml("element_wise_add")(x, skip)
+    if c.input(4) is not None:
+        s = _dml("element_wise_add")(*_bcast(s, c.inputs[4]))
+    norm = _layer_norm(Call("LayerNormalization", 17, [s, c.inputs[2], c.input(3)],
+                            {"axis": -1, "epsilon": c.attr("epsilon", 1e-12)}, 3))
+    return [*norm, s]  # what the graph leaves unused, XLA leaves out
+
+
+def _bias_gelu(c: Call):
+    return [_dml("activation_gelu")(_dml("element_wise_add")(*_bcast(c.inputs[0], c.inputs[1])))]
+
+
+def _quick_gelu(c: Call):
+    x = _arr(c.inputs[0])
+    gate = _dml("activation_sigmoid")(_dml("element_wise_identity")(x, scale_bias=(float(c.attr("alpha", 1.702)), 0.0)))
+    return [_dml("element_wise_multiply")(x, gate)]
+
+
+def _fused_matmul(c: Call):
+    a, b = _arr(c.inputs[0]), _arr(c.inputs[1])
+    if c.attr("transA", 0):
+        a = jnp.swapaxes(a, -1, -2)
+    if c.attr("transB", 0):
+        b = jnp.swapaxes(b, -1, -2)
+    a, b, out = _matmul_shapes(a, b)
+    if a.ndim < 2 or a.ndim > 4:
+        lead = int(np.prod(a.shape[:-2], dtype=np.int64))
+        a, b = a.reshape(lead, *a.shape[-2:]), b.reshape(lead, *b.shape[-2:])
+    return [_dml("gemm")(a, b, alpha=float(c.attr("alpha", 1.0))).reshape(out)]
+
+
+def _fused_matmul_check(attrs: dict, opset: int) -> str | None:
+    if attrs.get("transBatchA", 0) or attrs.get("transBatchB", 0):
+        return "transBatchA/transBatchB are not mapped"
+    return None
+
+
+_MS = "com.microsoft"
+_THROUGH_FLOAT = ("ONNX Runtime's DirectML provider does not run it: dequantized, computed in FLOAT32 and "
+                  "quantized again")
+
+CONTRIB: tuple[Rule, ...] = (
+    Rule("QLinearAdd", 1, None, ("DML_OPERATOR_ELEMENT_WISE_QUANTIZED_LINEAR_ADD",), _qlinear_add,
+         restrictions="per-tensor scales and zero points; broadcasts as zero strides", domain=_MS),
+    Rule("QLinearMul", 1, None, ("DML_OPERATOR_ELEMENT_WISE_DEQUANTIZE_LINEAR", "DML_OPERATOR_ELEMENT_WISE_MULTIPLY",
+                                 "DML_OPERATOR_ELEMENT_WISE_QUANTIZE_LINEAR"),
+         _qlinear_through_float(_q_mul, (0, 3), 6), restrictions=_THROUGH_FLOAT, domain=_MS),
+    Rule("QLinearSigmoid", 1, None, ("DML_OPERATOR_ELEMENT_WISE_DEQUANTIZE_LINEAR", "DML_OPERATOR_ACTIVATION_SIGMOID",
+                                     "DML_OPERATOR_ELEMENT_WISE_QUANTIZE_LINEAR"),
+         _qlinear_through_float(_q_sigmoid, (0,), 3), restrictions="dequantized, SIGMOID, quantized (as ONNX "
+         "Runtime's DirectML provider does)", domain=_MS),
+    Rule("QLinearLeakyRelu", 1, None, ("DML_OPERATOR_ELEMENT_WISE_DEQUANTIZE_LINEAR",
+                                       "DML_OPERATOR_ACTIVATION_LEAKY_RELU", "DML_OPERATOR_ELEMENT_WISE_QUANTIZE_LINEAR"),
+         _qlinear_through_float(_q_leaky_relu, (0,), 3), restrictions=_THROUGH_FLOAT, domain=_MS),
+    Rule("QLinearSoftmax", 1, None, ("DML_OPERATOR_ELEMENT_WISE_DEQUANTIZE_LINEAR", "DML_OPERATOR_ACTIVATION_SOFTMAX1",
+                                     "DML_OPERATOR_ELEMENT_WISE_QUANTIZE_LINEAR"),
+         _qlinear_through_float(_q_softmax, (0,), 3), restrictions=_THROUGH_FLOAT, domain=_MS),
+    Rule("QLinearConcat", 1, None, ("DML_OPERATOR_ELEMENT_WISE_DEQUANTIZE_LINEAR", "DML_OPERATOR_JOIN",
+                                    "DML_OPERATOR_ELEMENT_WISE_QUANTIZE_LINEAR"), _qlinear_concat,
+         restrictions="dequantized, JOIN, quantized (as ONNX Runtime's DirectML provider does)", domain=_MS),
+    Rule("QLinearGlobalAveragePool", 1, None, ("DML_OPERATOR_QUANTIZED_LINEAR_AVERAGE_POOLING",), _qlinear_pool(True),
+         restrictions="a window of the whole spatial extent; channels_last=1 as a permuted tensor desc", domain=_MS),
+    Rule("QLinearAveragePool", 1, None, ("DML_OPERATOR_QUANTIZED_LINEAR_AVERAGE_POOLING",), _qlinear_pool(False),
+         restrictions="ceil_mode adds end padding; channels_last=1 as a permuted tensor desc", domain=_MS),
+    Rule("QGemm", 1, None, ("DML_OPERATOR_MATRIX_MULTIPLY_INTEGER", "DML_OPERATOR_ELEMENT_WISE_ADD",
+                            "DML_OPERATOR_CAST", "DML_OPERATOR_ELEMENT_WISE_MULTIPLY",
+                            "DML_OPERATOR_ELEMENT_WISE_QUANTIZE_LINEAR"), _qgemm,
+         restrictions="ONNX Runtime's DirectML provider does not run it: the INT32 product plus the bias, scaled in "
+                      "FLOAT32 and quantized (FLOAT32 out without y_scale)", domain=_MS),
+    Rule("MatMulIntegerToFloat", 1, None, ("DML_OPERATOR_MATRIX_MULTIPLY_INTEGER_TO_FLOAT", "DML_OPERATOR_CAST"),
+         _matmul_integer_to_float,
+         restrictions="per-tensor A scale; per-tensor or per-column B scale; UINT8 by INT8 as INT16 operands "
+                      "(CAST), DirectML taking one type", domain=_MS),
+    Rule("DynamicQuantizeMatMul", 1, None, ("DML_OPERATOR_DYNAMIC_QUANTIZE_LINEAR", "DML_OPERATOR_CAST",
+                                            "DML_OPERATOR_MATRIX_MULTIPLY_INTEGER_TO_FLOAT"), _dynamic_quantize_matmul,
+         restrictions="A quantized to UINT8 per tensor; with an INT8 B both as INT16 (CAST)", domain=_MS),
+    Rule("SkipLayerNormalization", 1, None, ("DML_OPERATOR_ELEMENT_WISE_ADD",
+                                             "DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1"), _skip_layer_norm,
+         restrictions="normalized over the last axis; the optional mean and inverse standard deviation as "
+                      "LayerNormalization's, the sum output as the ADD's", domain=_MS),
+    Rule("Gelu", 1, None, ("DML_OPERATOR_ACTIVATION_GELU",), _unary("activation_gelu"), domain=_MS),
+    Rule("BiasGelu", 1, None, ("DML_OPERATOR_ELEMENT_WISE_ADD", "DML_OPERATOR_ACTIVATION_GELU"), _bias_gelu,
+         restrictions="the bias broadcasts as zero strides", domain=_MS),
+    Rule("QuickGelu", 1, None, ("DML_OPERATOR_ELEMENT_WISE_IDENTITY", "DML_OPERATOR_ACTIVATION_SIGMOID",
+                                "DML_OPERATOR_ELEMENT_WISE_MULTIPLY"), _quick_gelu,
+         restrictions="x * sigmoid(alpha * x): alpha as the IDENTITY's ScaleBias", domain=_MS),
+    Rule("FusedMatMul", 1, None, ("DML_OPERATOR_GEMM",), _fused_matmul, check=_fused_matmul_check,
+         restrictions="alpha as GEMM's Alpha, transA/transB as permuted tensor descs; transBatchA/B not mapped",
+         domain=_MS),
+)
+"""ONNX Runtime's contrib operators (domain com.microsoft) that its quantizer and graph optimizers
+write into models."""
+
+
+# ----------------------------------------------------------------------------------------------
 # the table
 
-def _r(op_type, since, until, dml, lower, static=(), check=None, restrictions=""):
-    return Rule(op_type, since, until, tuple(dml), lower, tuple(static), check, restrictions)
+def _r(op_type, since, until, dml, lower, static=(), check=None, restrictions="", domain=""):
+    return Rule(op_type, since, until, tuple(dml), lower, tuple(static), check, restrictions, domain)
 
 
 _UNARY = [("Abs", 1, "element_wise_abs"), ("Acos", 7, "element_wise_acos"), ("Acosh", 9, "element_wise_acosh"),
@@ -1310,6 +1578,7 @@ TABLE: tuple[Rule, ...] = (
     _r("RNN", 7, None, ["DML_OPERATOR_RNN"], _recurrent, check=_rnn_check),
     _r("GRU", 7, None, ["DML_OPERATOR_GRU"], _recurrent, check=_rnn_check),
     _r("LSTM", 7, None, ["DML_OPERATOR_LSTM"], _recurrent, check=_rnn_check),
+    *CONTRIB,
 )
 
 def _control_flow(c: Call):
@@ -1340,13 +1609,18 @@ FOLDED = ("Shape", "Size", "Constant")
 """Operators that the loader evaluates itself: static by nature, they never reach DirectML."""
 
 
-def rules_for(op_type: str) -> tuple[Rule, ...]:
-    return tuple(r for r in TABLE if r.op_type == op_type)
+def _domain(domain: str) -> str:
+    return "" if domain == "ai.onnx" else domain
 
 
-def find_rule(op_type: str, opset: int) -> Rule | None:
+def rules_for(op_type: str, domain: str = "") -> tuple[Rule, ...]:
+    return tuple(r for r in TABLE if r.op_type == op_type and r.domain == _domain(domain))
+
+
+def find_rule(op_type: str, opset: int, domain: str = "") -> Rule | None:
+    """The row for ``op_type`` of ``domain`` at that domain's ``opset``, or None."""
     for r in TABLE:
-        if r.op_type == op_type and r.covers(opset):
+        if r.op_type == op_type and r.domain == _domain(domain) and r.covers(opset):
             return r
     return None
 

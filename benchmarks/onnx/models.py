@@ -1,0 +1,185 @@
+"""Whole ONNX models: dmljax's import against ONNX Runtime's CPU provider, in one process.
+
+    python3 benchmarks/onnx/models.py [--out DIR] [--repeats N] [NAME-FILTER ...]
+
+Each model of tests/onnx/zoo.py (the torchvision, transformers and PyTorch exports in their plain
+and ONNX Runtime-quantized forms, and the third-party models shipped in registry wheels) is loaded
+by ``dmljax.onnx.load`` and by an ``onnxruntime.InferenceSession`` (CPUExecutionProvider, default
+session options: all graph optimizations, ONNX Runtime's default thread pool). Reported per model:
+
+- accuracy: the largest absolute difference and the largest in FLOAT32 ULP over all outputs, and
+  for a classifier the share of rows whose top-1 agrees (the first call's outputs);
+- compile: the seconds of ``load`` and of the first call (trace, XLA compile and one run), and the
+  seconds ONNX Runtime's session takes to build;
+- speed: ``--repeats`` (default 15) pairs of calls on the same inputs, dmljax and ONNX Runtime
+  interleaved (which goes first alternates), each timed with the host clock around a call that
+  blocks until its outputs are ready; the medians of each and the median of the per-pair ratios.
+
+Models that cannot be had (no torch to export, no network for a wheel) or that load refuses are
+listed with the reason. Writes ``models.md`` and ``models.json`` to ``--out`` or
+``benchmarks/results/cpu/onnx/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import common  # noqa: E402
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+import dmljax.onnx as dx  # noqa: E402
+from tests.onnx import zoo  # noqa: E402
+
+
+def _models():
+    for name in zoo.EXPORTED_NAMES:
+        for form in zoo.forms(name):
+            yield (f"{name}.{form}", lambda n=name, f=form: zoo.exported(n, f),
+                   lambda n=name: zoo.exported_inputs(n), name in zoo.EXPORTED_CLASSIFIERS,
+                   f"{name} export, {form}", ())
+    for name, tp in zoo.THIRD_PARTY.items():
+        yield (name, lambda n=name: zoo.third_party(n), lambda tp=tp: tp.inputs(np.random.default_rng(0)),
+               tp.classifier, f"{tp.package} {tp.version} ({tp.license}): {tp.what}"
+               + (f"; load's static_inputs: {', '.join(tp.static_inputs)}" if tp.static_inputs else ""),
+               tp.static_inputs)
+
+
+def _block(outs):
+    for o in outs:
+        jax.block_until_ready(o)
+    return outs
+
+
+def measure(name, path, inputs, classifier, repeats: int, static_inputs=()) -> dict:
+    row: dict = {"model": name}
+    t = time.perf_counter()
+    try:
+        model, rest = zoo.load_and_run(path, inputs, static_inputs)
+    except dx.OnnxImportError as e:
+        row["refused"] = " ".join(str(e).split())[:400]
+        return row
+    row["load_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    got = [np.asarray(o) for o in _block(model(*rest))]
+    row["first_call_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    session = zoo.ort_session(path)
+    row["ort_session_s"] = time.perf_counter() - t
+    want = zoo.ort_run(session, inputs)
+    c = zoo.compare(got, want, classifier)
+    row.update(max_abs=c.max_abs, max_ulp=c.max_ulp, top1=c.top1, largest_reference=c.largest_reference)
+    device_inputs = [jax.device_put(x) for x in rest]
+    _block(model(*device_inputs))
+    zoo.ort_run(session, inputs)
+    ours, theirs, ratios = [], [], []
+    for i in range(repeats):
+        pair = {}
+        for who in (("dml", "ort") if i % 2 == 0 else ("ort", "dml")):
+            t = time.perf_counter()
+            if who == "dml":
+                _block(model(*device_inputs))
+            else:
+                zoo.ort_run(session, inputs)
+            pair[who] = time.perf_counter() - t
+        ours.append(pair["dml"])
+        theirs.append(pair["ort"])
+        ratios.append(pair["dml"] / pair["ort"])
+    row.update(dmljax_ms=1e3 * statistics.median(ours), ort_ms=1e3 * statistics.median(theirs),
+               ratio=statistics.median(ratios))
+    return row
+
+
+def _load() -> str:
+    """The 1-, 5- and 15-minute load averages: how busy the machine's cores were (other work on them
+    slows both sides, unevenly)."""
+    return " ".join(f"{v:.1f}" for v in os.getloadavg()) if hasattr(os, "getloadavg") else "unknown"
+
+
+def _fmt(v, spec):
+    return "" if v is None else format(v, spec)
+
+
+def markdown(rows: list, env: dict, repeats: int) -> str:
+    lines = ["# Whole ONNX models: dmljax against ONNX Runtime's CPU provider", "",
+             f"Made by `python3 benchmarks/onnx/models.py` ({env['date']}; commit {env['commit'][:12]}"
+             f"{', uncommitted changes' if env['uncommitted changes'] else ''}).", "",
+             f"Machine: {env['cpu']}, {env['cores']} cores; Python {env['python']}, jax {env['jax']}, jaxlib "
+             f"{env['jaxlib']}, onnxruntime {env['onnxruntime']}, onnx {env['onnx']}, numpy {env['numpy']}. "
+             f"Load averages (1, 5, 15 minutes) at the start: {env['load_average_at_start']}; at the end: "
+             f"{env['load_average_at_end']} (other processes shared the cores: a ratio is more telling than "
+             "either time).", "",
+             f"Method: {repeats} pairs of calls a model, dmljax and ONNX Runtime interleaved in one process on the "
+             "same inputs (alternating which goes first), host clock around each call until its outputs are "
+             "ready; the medians and the median per-pair ratio (dmljax / ONNX Runtime; the goal is at most 1.5). "
+             "ONNX Runtime: CPUExecutionProvider, default session options (all graph optimizations, its default "
+             "threads). Compile: `dmljax.onnx.load`, then the first call (trace, XLA compile, one run). "
+             "Accuracy: over all outputs of the first call, the largest absolute difference and the largest in "
+             "FLOAT32 ULP (a sign change near zero counts the whole distance through zero); top-1: the share of "
+             "rows (all axes but the last) whose arg-max agrees, for classifiers.", "",
+             "| model | max abs diff | max ULP | top-1 | dmljax ms | ORT ms | ratio | load s | first call s | "
+             "ORT session s |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "refused" in r or "unavailable" in r:
+            continue
+        lines.append(f"| {r['model']} | {r['max_abs']:.3g} | {r['max_ulp']} | {_fmt(r['top1'], '.0%')} | "
+                     f"{r['dmljax_ms']:.2f} | {r['ort_ms']:.2f} | {r['ratio']:.2f} | {r['load_s']:.2f} | "
+                     f"{r['first_call_s']:.1f} | {r['ort_session_s']:.2f} |")
+    other = [r for r in rows if "refused" in r or "unavailable" in r]
+    if other:
+        lines += ["", "Not compared:", ""]
+        lines += [f"- {r['model']}: " + (f"refused by load: {r['refused']}" if "refused" in r
+                                         else f"unavailable: {r['unavailable']}") for r in other]
+    lines += ["", "Models:", ""] + [f"- {r['model']}: {r['what']}" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    out, rest = common.arguments()
+    repeats = 15
+    if "--repeats" in rest:
+        i = rest.index("--repeats")
+        repeats = int(rest[i + 1])
+        del rest[i:i + 2]
+    import onnx  # noqa: PLC0415
+    import onnxruntime  # noqa: PLC0415
+    env = common.environment()
+    cpu = ""
+    if os.path.exists("/proc/cpuinfo"):
+        cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "")
+    env.update(cpu=cpu or "unknown CPU", cores=os.cpu_count(), onnxruntime=onnxruntime.__version__,
+               onnx=onnx.__version__, load_average_at_start=_load())
+    rows = []
+    for name, path, inputs, classifier, what, static_inputs in _models():
+        if rest and not any(f in name for f in rest):
+            continue
+        try:
+            p = path()
+        except zoo.Unavailable as e:
+            rows.append({"model": name, "unavailable": str(e), "what": what})
+            print(f"{name}: unavailable: {e}", flush=True)
+            continue
+        row = measure(name, p, inputs(), classifier, repeats, static_inputs)
+        row["what"] = what
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    env["load_average_at_end"] = _load()
+    folder = Path(out) if out else common.HERE / "results" / "cpu" / "onnx"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "models.json").write_text(json.dumps({"environment": env, "repeats": repeats, "models": rows},
+                                                   indent=1) + "\n")
+    (folder / "models.md").write_text(markdown(rows, env, repeats))
+    print(f"wrote {folder / 'models.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
