@@ -105,11 +105,11 @@ class Route:
         how many leading axes of the operands (those at the positions ``whole`` excepted, which
         every device gets whole) and of the results the kernel treats as independent: on
         several devices each runs the kernel on its slice of them (the other axes whole)."""
-        if self.kernel is None:
+        if self.kernel is None or in_gradient_rule():
+            # a gradient rule is traced to be transposed (derivatives.backward_rule), and JAX has no
+            # transpose of a Pallas call (nor of the partitioning wrapper): a rule runs the formula
             return xla(*operands)
-        # a gradient rule is traced to be transposed (derivatives.backward_rule): the partitioning
-        # wrapper (custom_vmap inside) has no transpose, so a rule's kernels run unwrapped
-        kernel = along_leading_axes(cuda, lead, whole) if lead and not in_gradient_rule() else cuda
+        kernel = along_leading_axes(cuda, lead, whole) if lead else cuda
         return lax.platform_dependent(*operands, cuda=kernel, default=xla)
 
 
