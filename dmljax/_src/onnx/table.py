@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dmljax._src.errors import ValidationError, Violation
 from dmljax._src.enums import AxisDirection, ConvolutionDirection, DepthSpaceOrder
 from dmljax._src.fused import FusedActivation
 from dmljax._src.ops import OPERATORS
@@ -119,7 +120,8 @@ def _scalars(lower: Callable[[Call], Sequence]) -> Callable[[Call], Sequence]:
         xs = [x for x in c.inputs if x is not None]
         if not xs or any(jnp.ndim(x) for x in xs):
             return lower(c)
-        inner = dataclasses.replace(c, inputs=[None if x is None else jnp.reshape(_arr(x), (1,)) for x in c.inputs])
+        inner = dataclasses.replace(c, inputs=[None if x is None else np.reshape(x, (1,)) if isinstance(
+            x, (np.ndarray, np.generic)) else jnp.reshape(_arr(x), (1,)) for x in c.inputs])  # static stays static
         return [jnp.reshape(y, ()) for y in lower(inner)]
     return wrapped
 
@@ -220,6 +222,7 @@ def _runtime_dtype(dtype):
 # ----------------------------------------------------------------------------------------------
 # element-wise
 
+@_scalars
 def _pow(c: Call):
     x, e = _bcast(c.inputs[0], _legacy(c, c.inputs[1]))
     if e.dtype != x.dtype:
@@ -234,6 +237,7 @@ def _clip_bounds(c: Call):
     return (None if lo is None else lo.item()), (None if hi is None else hi.item())
 
 
+@_scalars
 def _clip(c: Call):
     x = _arr(c.inputs[0])
     lo, hi = _clip_bounds(c)
@@ -247,12 +251,14 @@ def _clip(c: Call):
     return [_dml("element_wise_clip1")(x, min=lo, max=hi)]
 
 
+@_scalars
 def _mod(c: Call):
     a, b = _bcast(c.inputs[0], c.inputs[1])
     fn = "element_wise_modulus_truncate" if c.attr("fmod", 0) else "element_wise_modulus_floor"
     return [_dml(fn)(a, b)]
 
 
+@_scalars
 def _where(c: Call):
     cond, a, b = _bcast(c.inputs[0], c.inputs[1], c.inputs[2])
     return [_dml("element_wise_if")(_u8(cond), a, b)]
@@ -266,6 +272,7 @@ def _prelu(c: Call):
     return [_dml("activation_parameterized_relu")(x, slope)]
 
 
+@_scalars
 def _is_inf(c: Call):
     neg, pos = c.attr("detect_negative", 1), c.attr("detect_positive", 1)
     mode = "EITHER" if neg and pos else ("POSITIVE" if pos else "NEGATIVE")
@@ -274,29 +281,44 @@ def _is_inf(c: Call):
     return [_dml("element_wise_is_infinity")(_arr(c.inputs[0]), infinity_mode=mode).astype(jnp.bool_)]
 
 
+@_scalars
 def _is_nan(c: Call):
     return [_dml("element_wise_is_nan")(_arr(c.inputs[0])).astype(jnp.bool_)]
 
 
+@_scalars
 def _not(c: Call):
     return [_dml("element_wise_logical_not")(_u8(c.inputs[0])).astype(jnp.bool_)]
 
 
+@_scalars
 def _bit_shift(c: Call):
     a, b = _bcast(c.inputs[0], c.inputs[1])
     fn = "element_wise_bit_shift_left" if c.attr("direction", b"LEFT") in (b"LEFT", "LEFT") else "element_wise_bit_shift_right"
     return [_dml(fn)(a, b)]
 
 
+@_scalars
 def _round(c: Call):
     return [_dml("element_wise_round")(_arr(c.inputs[0]), rounding_mode="HALVES_TO_NEAREST_EVEN")]
 
 
-def _gelu_check(attrs: dict, opset: int) -> str | None:
-    approx = attrs.get("approximate", b"none")
-    return None if approx in (b"none", "none") else "approximate='tanh' has no DirectML operator (ACTIVATION_GELU is the erf form)"
+@_scalars
+def _gelu(c: Call):
+    """approximate='none': ACTIVATION_GELU (the erf form); 'tanh': 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715
+    x^3))) by MULTIPLY, IDENTITY's ScaleBias, ADD and TANH."""
+    x = _arr(c.inputs[0])
+    if _text(c.attr("approximate"), "none") != "tanh":
+        return [_dml("activation_gelu")(x)]
+    mul = _dml("element_wise_multiply")
+    cube = _dml("element_wise_identity")(mul(mul(x, x), x), scale_bias=(0.044715, 0.0))
+    t = _dml("activation_tanh")(_dml("element_wise_identity")(_dml("element_wise_add")(x, cube),
+                                                               scale_bias=(float(np.sqrt(2 / np.pi)), 0.0)))
+    return [mul(_dml("element_wise_identity")(x, scale_bias=(0.5, 0.0)),
+                _dml("element_wise_identity")(t, scale_bias=(1.0, 1.0)))]
 
 
+@_scalars
 def _hard_swish(c: Call):
     return [_dml("activation_hard_swish")(_arr(c.inputs[0]), alpha=1.0 / 6.0, beta=0.5)]
 
@@ -470,10 +492,21 @@ def _pool(kind: str) -> Callable[[Call], Sequence]:
 
 
 def _max_pool_indices(c: Call, idx, shape):
-    idx = idx.astype(_runtime_dtype(np.int64))
+    """MAX_POOLING2's flat row-major indices; storage_order=1 (column-major within each plane:
+    base + w * H + h) by MODULUS_FLOOR, DIVIDE, MULTIPLY and ADD."""
+    if c.attr("storage_order", 0) and len(shape) != 4:
+        raise ValidationError("max_pooling2", "DML_OPERATOR_MAX_POOLING2", None, [Violation(
+            "OutputIndicesTensor", "storage_order", "is column-major (storage_order=1) for a 3-D pooling",
+            "storage_order=1 for 1-D and 2-D pooling")])
     if c.attr("storage_order", 0):
-        raise ValueError("storage_order=1")
-    return idx
+        h, w = shape[2], shape[3]
+        full = lambda v: jnp.full(idx.shape, v, idx.dtype)  # noqa: E731
+        within = _dml("element_wise_modulus_floor")(idx, full(h * w))
+        row = _dml("element_wise_divide")(within, full(w))
+        col = _dml("element_wise_modulus_floor")(within, full(w))
+        base = _dml("element_wise_subtract")(idx, within)
+        idx = _dml("element_wise_add")(_dml("element_wise_add")(base, _dml("element_wise_multiply")(col, full(h))), row)
+    return idx.astype(_runtime_dtype(np.int64))
 
 
 def _global_pool(kind: str) -> Callable[[Call], Sequence]:
@@ -497,6 +530,8 @@ def _channel(v, rank: int):
 
 
 def _batch_norm(c: Call):
+    if c.opset >= 14 and c.attr("training_mode", 0):
+        return _batch_norm_training(c)
     x = _arr(c.inputs[0])
     scale, bias, mean, var = (_channel(c.inputs[i], x.ndim) for i in (1, 2, 3, 4))
     shape = (1, x.shape[1], *([1] * (x.ndim - 2)))
@@ -507,9 +542,22 @@ def _batch_norm(c: Call):
     return [_dml("batch_normalization")(x, mean, var, scale, bias, epsilon=float(c.attr("epsilon", 1e-5)))]
 
 
+def _batch_norm_training(c: Call):
+    """training_mode=1: BATCH_NORMALIZATION_TRAINING's batch statistics, and the running ones as
+    input * momentum + batch * (1 - momentum) (IDENTITY's ScaleBias and an ADD)."""
+    x = _arr(c.inputs[0])
+    squeeze = x.ndim < 3  # DirectML's tensors need a spatial dimension
+    x4 = x.reshape(*x.shape, 1, 1) if squeeze else x
+    scale, bias = (_channel(c.inputs[i], x4.ndim) for i in (1, 2))
+    y, mean, var = _dml("batch_normalization_training")(x4, scale, bias, epsilon=float(c.attr("epsilon", 1e-5)))
+    m = float(c.attr("momentum", 0.9))
+    running = [_dml("element_wise_add")(_dml("element_wise_identity")(_arr(c.inputs[i]), scale_bias=(m, 0.0)),
+                                        _dml("element_wise_identity")(v.reshape(-1), scale_bias=(1.0 - m, 0.0)))
+               for i, v in ((3, mean), (4, var))]
+    return [y.reshape(x.shape), *running][:max(c.output_count, 1)]
+
+
 def _batch_norm_check(attrs: dict, opset: int) -> str | None:
-    if attrs.get("training_mode", 0):
-        return "training_mode=1 (running statistics as outputs) is not mapped"
     return None
 
 
@@ -584,7 +632,10 @@ def _reduce(c: Call):
     axes = tuple(sorted({_axis(a, x.ndim) for a in axes}))
     if x.ndim == 0:
         return [x]
-    y = _dml("reduce")(x, function=_REDUCE[c.op_type], axes=axes)
+    if x.dtype == jnp.bool_ and c.op_type in ("ReduceMax", "ReduceMin"):  # booleans as UINT8 0 and 1
+        y = _dml("reduce")(_u8(x), function=_REDUCE[c.op_type], axes=axes).astype(jnp.bool_)
+    else:
+        y = _dml("reduce")(x, function=_REDUCE[c.op_type], axes=axes)
     if not c.attr("keepdims", 1):
         y = y.reshape([s for i, s in enumerate(x.shape) if i not in axes])
     return [y]
@@ -743,7 +794,7 @@ def _gather_nd(c: Call):
     b = int(c.attr("batch_dims", 0))
     out_shape = idx.shape[:-1] + x.shape[b + idx.shape[-1]:]
     rank = max(x.ndim, idx.ndim)
-    pad = lambda t: t.reshape(t.shape[:b] + (1,) * (rank - t.ndim) + t.shape[b:])  # noqa: E731
+    pad = lambda t: t.reshape((1,) * (rank - t.ndim) + t.shape)  # noqa: E731  (leading ones: irrelevant)
     xr, ir = pad(x), pad(idx)
     y = _dml("gather_nd1")(xr, ir, input_dimension_count=x.ndim, indices_dimension_count=idx.ndim,
                            batch_dimension_count=b)
@@ -814,6 +865,7 @@ def _tile(c: Call):
     return [_dml("tile")(x, repeats=reps)]
 
 
+@_scalars
 def _cast(c: Call):
     x = _arr(c.inputs[0])
     to = _onnx_dtype(c.attr("to"))
@@ -861,6 +913,9 @@ def _cumsum(c: Call):
 
 def _one_hot(c: Call):
     idx, values = _arr(c.inputs[0]), _arr(c.inputs[2])
+    if not jnp.issubdtype(idx.dtype, jnp.integer):  # ONNX casts other indices to integers
+        idx = _dml("cast")(idx, output_data_type="INT32")
+    values = values.reshape((1,) * idx.ndim + (values.size,))  # ValuesTensor's rank is the output's
     depth = int(c.static(1).reshape(-1)[0])
     axis = _axis(c.attr("axis", -1), idx.ndim + 1)
     out_shape = idx.shape[:axis] + (depth,) + idx.shape[axis:]
@@ -891,12 +946,8 @@ def _resize_modes(attrs: dict, opset: int) -> str | None:
         return f"mode={mode!r} (DirectML's RESAMPLE has NEAREST_NEIGHBOR and LINEAR)"
     ctm = attrs.get("coordinate_transformation_mode", b"half_pixel" if opset >= 11 else b"asymmetric")
     ctm = ctm.decode() if isinstance(ctm, bytes) else ctm
-    if ctm == "tf_crop_and_resize":
-        return "coordinate_transformation_mode='tf_crop_and_resize' is not mapped"
     if attrs.get("antialias", 0):
         return "antialias=1 is not mapped"
-    if attrs.get("keep_aspect_ratio_policy", b"stretch") not in (b"stretch", "stretch"):
-        return "keep_aspect_ratio_policy other than 'stretch' is not mapped"
     return None
 
 
@@ -921,6 +972,13 @@ def _resize(c: Call):
         for a, s in zip(axes, sizes.reshape(-1)):
             out_sizes[a] = int(s)
             full_scales[a] = float(np.float32(int(s) / x.shape[a]))
+        policy = c.attr("keep_aspect_ratio_policy", b"stretch")
+        policy = policy.decode() if isinstance(policy, bytes) else policy
+        if policy != "stretch":  # one scale for every axis: the smallest (not_larger) or largest (not_smaller)
+            pick = min if policy == "not_larger" else max
+            one = pick(float(np.float32(int(s) / x.shape[a])) for a, s in zip(axes, sizes.reshape(-1)))
+            for a in axes:
+                full_scales[a], out_sizes[a] = one, int(one * x.shape[a] + 0.5)
     else:
         for a, s in zip(axes, np.asarray(scales, np.float32).reshape(-1)):
             full_scales[a] = float(s)
@@ -942,6 +1000,16 @@ def _resize(c: Call):
         elif ctm == "pytorch_half_pixel" and out_sizes[a] == 1:
             in_off[a], out_off[a] = 0.0, 0.0  # ONNX: x_original = 0 when the output length is 1
             full_scales[a] = 1.0 / x.shape[a] if x.shape[a] else 1.0
+        elif ctm == "tf_crop_and_resize":
+            # ONNX: x_original = start * (L - 1) + x_resized * (end - start) * (L - 1) / (O - 1), start and end
+            # from the static roi; coordinates outside the input clamp to its edge (RESAMPLE2 has no
+            # extrapolation value)
+            roi = c.static(1).reshape(-1).astype(np.float64)
+            k = axes.index(a) if a in axes else None
+            start, end = (0.0, 1.0) if k is None or roi.size == 0 else (roi[k], roi[len(axes) + k])
+            span = (end - start) * (x.shape[a] - 1)
+            in_off[a], out_off[a] = -start * (x.shape[a] - 1), 0.0
+            full_scales[a] = (out_sizes[a] - 1) / span if out_sizes[a] > 1 and span else 1.0
         elif ctm == "tf_half_pixel_for_nn":
             in_off[a], out_off[a] = 0.0, -0.5
         elif ctm == "half_pixel_symmetric":
@@ -970,16 +1038,31 @@ def _resize(c: Call):
         elif nearest == "round_prefer_ceil":
             direction = AxisDirection.DECREASING
             in_off = [o - 0.5 for o in in_off]
-    return [_dml("resample2")(x, interpolation_mode=interp, rounding_direction=direction, scales=tuple(full_scales),
-                              input_pixel_offsets=tuple(in_off), output_pixel_offsets=tuple(out_off),
-                              output_sizes=tuple(out_sizes))]
+    y = _dml("resample2")(x, interpolation_mode=interp, rounding_direction=direction, scales=tuple(full_scales),
+                          input_pixel_offsets=tuple(in_off), output_pixel_offsets=tuple(out_off),
+                          output_sizes=tuple(out_sizes))
+    if ctm == "tf_crop_and_resize":  # outside the input: extrapolation_value, by a constant mask and IF
+        outside = np.zeros(tuple(out_sizes), bool)
+        for a in range(x.ndim):
+            pos = (np.arange(out_sizes[a]) - out_off[a]) / full_scales[a] - in_off[a]
+            bad = (pos < 0) | (pos > x.shape[a] - 1)
+            outside |= bad.reshape([-1 if i == a else 1 for i in range(x.ndim)])
+        if outside.any():
+            fill = jnp.full(y.shape, float(c.attr("extrapolation_value", 0.0)), y.dtype)
+            y = _dml("element_wise_if")(jnp.asarray(outside.astype(np.uint8)), fill, y)
+    return [y]
 
 
 # ----------------------------------------------------------------------------------------------
 # quantization
 
-def _per_axis(v, x_shape, axis: int):
+def _per_axis(v, x_shape, axis: int, block: int = 0):
+    """A scale or zero point broadcast to the input (zero strides): per tensor, per ``axis``, or per
+    block of ``block`` elements along ``axis`` (each value repeated over its block)."""
     v = _arr(v)
+    if block:
+        v = jnp.repeat(v, block, axis=axis)
+        return jax.lax.slice_in_dim(v, 0, x_shape[axis], axis=axis)
     if v.ndim == 0 or v.size == 1:
         return jnp.broadcast_to(v.reshape(()), x_shape)
     shape = [1] * len(x_shape)
@@ -991,26 +1074,26 @@ def _quantize(c: Call):
     x = _arr(c.inputs[0])
     shape, x = x.shape, x.reshape(x.shape or (1,))  # a scalar as one element (DirectML's tensors have 1 to 8 dimensions)
     axis = _axis(c.attr("axis", 1), max(x.ndim, 1))
-    scale = _per_axis(c.inputs[1], x.shape, axis)
+    block = int(c.attr("block_size", 0))
+    scale = _per_axis(c.inputs[1], x.shape, axis, block)
     zp = c.input(2)
     if zp is None:
         return [_dml("element_wise_quantize_linear")(x, scale, output_data_type="UINT8").reshape(shape)]
-    return [_dml("element_wise_quantize_linear")(x, scale, _per_axis(zp, x.shape, axis)).reshape(shape)]
+    return [_dml("element_wise_quantize_linear")(x, scale, _per_axis(zp, x.shape, axis, block)).reshape(shape)]
 
 
 def _dequantize(c: Call):
     x = _arr(c.inputs[0])
     shape, x = x.shape, x.reshape(x.shape or (1,))
     axis = _axis(c.attr("axis", 1), max(x.ndim, 1))
-    scale = _per_axis(c.inputs[1], x.shape, axis)
+    block = int(c.attr("block_size", 0))
+    scale = _per_axis(c.inputs[1], x.shape, axis, block)
     zp = c.input(2)
-    y = _dml("element_wise_dequantize_linear")(x, scale, None if zp is None else _per_axis(zp, x.shape, axis))
+    y = _dml("element_wise_dequantize_linear")(x, scale, None if zp is None else _per_axis(zp, x.shape, axis, block))
     return [y.reshape(shape)]
 
 
 def _quant_check(attrs: dict, opset: int) -> str | None:
-    if attrs.get("block_size", 0):
-        return "blocked quantization (block_size) is not mapped"
     if attrs.get("output_dtype", 0) not in (0, 2, 3):
         return "output_dtype other than UINT8/INT8 is not mapped"
     return None
@@ -1054,7 +1137,7 @@ def _conv_integer(c: Call):
     wz = None if wz is None else _arr(wz) if _arr(wz).size > 1 else _arr(wz).reshape((1,) * w.ndim)
     xz = xz.reshape((1,) * x.ndim)
     if wz is not None and wz.size > 1:
-        wz = wz.reshape(-1, *([1] * (w.ndim - 1)))
+        wz = wz.reshape(1, -1, *([1] * (w.ndim - 2)))  # one a output channel: dimension 1
     return [_dml("convolution_integer")(x, xz, w, wz,
                                         strides=strides, dilations=dilations, start_padding=start, end_padding=end,
                                         group_count=int(c.attr("group", 1)))]
@@ -1077,7 +1160,8 @@ def _qlinear_conv(c: Call):
 
 
 def _dynamic_quantize(c: Call):
-    return list(_dml("dynamic_quantize_linear")(_arr(c.inputs[0])))
+    y, scale, zero_point = _dml("dynamic_quantize_linear")(_arr(c.inputs[0]))
+    return [y, scale.reshape(()), zero_point.reshape(())]  # ONNX's scale and zero point are scalars
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1096,8 +1180,6 @@ def _rnn_check(attrs: dict, opset: int) -> str | None:
         name = a.decode() if isinstance(a, bytes) else a
         if name not in _ACTIVATIONS:
             return f"activation {name!r} has no DirectML activation"
-    if attrs.get("layout", 0):
-        return "layout=1 (batch-major tensors) is not mapped"
     if attrs.get("input_forget", 0):
         return "input_forget=1 is not mapped"
     return None
@@ -1121,6 +1203,19 @@ def _activation_descs(c: Call, directions: int):
 
 
 def _recurrent(c: Call):
+    """layout=1 (batch-major) as transposes of the inputs and outputs: permuted tensor descs."""
+    if not c.attr("layout", 0):
+        return _recurrent_seq_major(c)
+    swap = lambda t: None if t is None else jnp.swapaxes(_arr(t), 0, 1)  # noqa: E731
+    inputs = list(c.inputs)
+    for i in (0, 5, 6):
+        if i < len(inputs):
+            inputs[i] = swap(inputs[i])
+    outs = _recurrent_seq_major(dataclasses.replace(c, inputs=inputs))
+    return [jnp.transpose(outs[0], (2, 0, 1, 3)), *(swap(o) for o in outs[1:])]
+
+
+def _recurrent_seq_major(c: Call):
     x, w, r = _arr(c.inputs[0]), _arr(c.inputs[1]), _arr(c.inputs[2])
     direction = c.attr("direction", b"forward")
     direction = direction.decode() if isinstance(direction, bytes) else direction
@@ -1415,6 +1510,483 @@ write into models."""
 
 
 # ----------------------------------------------------------------------------------------------
+# operators that ONNX Runtime's DirectML provider does not map but DirectML can express
+
+def _cast_like(c: Call):
+    to = {np.dtype(v): k for k, v in {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32,
+                                      7: np.int64, 9: np.bool_, 10: np.float16, 11: np.float64, 12: np.uint32,
+                                      13: np.uint64}.items()}.get(np.dtype(jnp.asarray(c.inputs[1]).dtype))
+    if to is None:
+        raise ValidationError("cast", "DML_OPERATOR_CAST", None, [Violation(
+            "OutputTensor", "target_type", f"has type {jnp.asarray(c.inputs[1]).dtype}", "a DirectML data type")])
+    return _cast(dataclasses.replace(c, inputs=c.inputs[:1], attrs={**c.attrs, "to": to}))
+
+
+def _eye_like(c: Call):
+    x = _arr(c.inputs[0])
+    dtype = _onnx_dtype(c.attr("dtype")) if c.attr("dtype") is not None else x.dtype
+    k = int(c.attr("k", 0))
+    return [_dml("diagonal_matrix1")(output_data_type=_data_type(_runtime_dtype(dtype)), value=1,
+                                     diagonal_fill_begin=k, diagonal_fill_end=k + 1, output_sizes=tuple(x.shape))]
+
+
+def _reverse_sequence(c: Call):
+    x, lens = _arr(c.inputs[0]), _arr(c.inputs[1])
+    lens = _dml("cast")(lens, output_data_type="UINT32" if lens.dtype.itemsize <= 4 else "UINT64")
+    time_axis, batch_axis = int(c.attr("time_axis", 0)), int(c.attr("batch_axis", 1))
+    shape = [1] * x.ndim
+    shape[batch_axis] = x.shape[batch_axis]
+    lens = jnp.broadcast_to(lens.reshape(shape), tuple(x.shape[i] if i != time_axis else 1 for i in range(x.ndim)))
+    return [_dml("reverse_subsequences")(x, lens, axis=time_axis)]
+
+
+def _cumprod(c: Call):
+    x = _arr(c.inputs[0])
+    axis = _axis(int(c.static(1).reshape(-1)[0]), x.ndim)
+    direction = AxisDirection.DECREASING if c.attr("reverse", 0) else AxisDirection.INCREASING
+    return [_dml("cumulative_product")(x, axis=axis, axis_direction=direction,
+                                       has_exclusive_product=bool(c.attr("exclusive", 0)))]
+
+
+@_scalars
+def _swish(c: Call):
+    return [_dml("activation_swish")(_arr(c.inputs[0]), sigmoid_input_scale=float(c.attr("alpha", 1.0)))]
+
+
+@_scalars
+def _mish(c: Call):
+    x = _arr(c.inputs[0])
+    t = _dml("activation_tanh")(_dml("activation_softplus")(x, steepness=1.0))
+    return [_dml("element_wise_multiply")(x, t)]
+
+
+def _group_norm(c: Call):
+    x = _arr(c.inputs[0])
+    n, ch, groups = x.shape[0], x.shape[1], int(c.attr("num_groups"))
+    grouped = x.reshape(n, groups, -1)
+    y = _dml("mean_variance_normalization1")(grouped, axes=(2,), epsilon=float(c.attr("epsilon", 1e-5)))
+    y = y.reshape(x.shape)
+    scale, bias = (_arr(c.inputs[i]) for i in (1, 2))
+    if c.opset < 21:  # one scale and bias a group
+        scale, bias = (jnp.repeat(v, ch // groups) for v in (scale, bias))
+    scale, bias = (jnp.broadcast_to(_channel(v, x.ndim), x.shape) for v in (scale, bias))
+    return [_dml("element_wise_add")(_dml("element_wise_multiply")(y, scale), bias)]
+
+
+def _rms_norm(c: Call):
+    x = _arr(c.inputs[0])
+    axis = _axis(c.attr("axis", -1), x.ndim)
+    scale = jnp.broadcast_to(_arr(c.inputs[1]), (1,) * axis + x.shape[axis:]).astype(x.dtype)
+    return [_dml("mean_variance_normalization2")(x, scale, axes=tuple(range(axis, x.ndim)), use_mean=False,
+                                                 use_variance=True, epsilon=float(c.attr("epsilon", 1e-5)))]
+
+
+def _trilu(c: Call):
+    x = _arr(c.inputs[0])
+    k = 0 if c.input(1) is None else int(c.static(1).reshape(-1)[0])
+    rows, cols = x.shape[-2:]
+    i, j = np.arange(rows)[:, None], np.arange(cols)[None, :]
+    keep = (j - i >= k) if c.attr("upper", 1) else (j - i <= k)
+    mask = jnp.broadcast_to(jnp.asarray(keep.astype(np.uint8)), x.shape)
+    return [_dml("element_wise_if")(mask, x, jnp.zeros_like(x))]
+
+
+def _max_unpool(c: Call):
+    """The indices address the pooled input's shape (from the kernel, strides and pads); a larger
+    output_shape pads the end with zeros (PADDING1), as ONNX's reference does."""
+    x, idx = _arr(c.inputs[0]), _arr(c.inputs[1])
+    kernel = [int(k) for k in c.attr("kernel_shape")]
+    strides = [int(v) for v in c.attr("strides", [1] * len(kernel))]
+    pads = [int(v) for v in c.attr("pads", [0] * 2 * len(kernel))]
+    n = len(kernel)
+    out = x.shape[:2] + tuple((x.shape[2 + i] - 1) * strides[i] - pads[i] - pads[n + i] + kernel[i] for i in range(n))
+    idx = _dml("cast")(idx, output_data_type="UINT32" if idx.dtype.itemsize <= 4 else "UINT64")
+    y = _dml("max_unpooling")(x, idx, output_sizes=out)
+    if c.input(2) is not None:
+        want = tuple(int(v) for v in c.static(2).reshape(-1))
+        if want != out:
+            y = _dml("padding1")(y, padding_mode="CONSTANT", padding_value=0, start_padding=(0,) * y.ndim,
+                                 end_padding=tuple(w - o for w, o in zip(want, out)))
+    return [y]
+
+
+def _window(kind: str) -> Callable[[Call], Sequence]:
+    """A window function of a static size: a constant (as Range), 0.5 - 0.5 cos for Hann,
+    25/46 - 21/46 cos for Hamming, 0.42 - 0.5 cos + 0.08 cos(2x) for Blackman."""
+    def lower(c: Call):
+        size = int(c.static(0).reshape(-1)[0])
+        denom = size if c.attr("periodic", 1) else size - 1
+        t = 2 * np.pi * np.arange(size) / denom
+        w = {"hann": 0.5 - 0.5 * np.cos(t), "hamming": 25 / 46 - 21 / 46 * np.cos(t),
+             "blackman": 0.42 - 0.5 * np.cos(t) + 0.08 * np.cos(2 * t)}[kind]
+        return [w.astype(_runtime_dtype(_onnx_dtype(c.attr("output_datatype", 1))))]
+    return lower
+
+
+def _col2im(c: Call):
+    x = _arr(c.inputs[0])
+    image, block = (tuple(int(v) for v in c.static(i).reshape(-1)) for i in (1, 2))
+    n = len(image)
+    strides = tuple(int(v) for v in c.attr("strides", [1] * n))
+    dilations = tuple(int(v) for v in c.attr("dilations", [1] * n))
+    pads = [int(v) for v in c.attr("pads", [0] * 2 * n)]
+    channels = x.shape[1] // int(np.prod(block))
+    return [_dml("fold")(x, window_sizes=block, strides=strides, dilations=dilations, start_padding=tuple(pads[:n]),
+                         end_padding=tuple(pads[n:]), output_sizes=(x.shape[0], channels, *image))]
+
+
+def _center_crop_pad(c: Call):
+    x = _arr(c.inputs[0])
+    shape = [int(v) for v in c.static(1).reshape(-1)]
+    axes = [_axis(a, x.ndim) for a in c.attr("axes", list(range(x.ndim)))]
+    offsets, sizes = [0] * x.ndim, list(x.shape)
+    start, end = [0] * x.ndim, [0] * x.ndim
+    for a, target in zip(axes, shape):
+        if x.shape[a] > target:
+            offsets[a], sizes[a] = (x.shape[a] - target) // 2, target
+        else:
+            start[a] = (target - x.shape[a]) // 2
+            end[a] = target - x.shape[a] - start[a]
+    if sizes != list(x.shape):
+        x = _dml("slice1")(x, input_window_offsets=tuple(offsets), input_window_sizes=tuple(sizes),
+                           input_window_strides=(1,) * x.ndim)
+    if any(start) or any(end):
+        x = _dml("padding1")(x, padding_mode="CONSTANT", padding_value=0, start_padding=tuple(start),
+                             end_padding=tuple(end))
+    return [x]
+
+
+def _roi_align(c: Call):
+    x, rois, batch = _arr(c.inputs[0]), _arr(c.inputs[1]), _arr(c.inputs[2])
+    mode = c.attr("mode", b"avg")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    ctm = c.attr("coordinate_transformation_mode", b"half_pixel")
+    ctm = ctm.decode() if isinstance(ctm, bytes) else ctm
+    ratio = int(c.attr("sampling_ratio", 0))
+    scale = float(c.attr("spatial_scale", 1.0))
+    oh, ow = int(c.attr("output_height", 1)), int(c.attr("output_width", 1))
+    batch = _dml("cast")(batch, output_data_type="UINT32" if batch.dtype.itemsize <= 4 else "UINT64")
+    return [_dml("roi_align1")(x, rois, batch, reduction_function="MAX" if mode == "max" else "AVERAGE",
+                               interpolation_mode="LINEAR", spatial_scale_x=scale, spatial_scale_y=scale,
+                               input_pixel_offset=0.5 if ctm == "half_pixel" else 0.0, output_pixel_offset=-0.5,
+                               minimum_samples_per_output=ratio if ratio else 1,
+                               maximum_samples_per_output=ratio if ratio else 0xFFFFFFFF,
+                               output_sizes=(rois.shape[0], x.shape[1], oh, ow))]
+
+
+def _nll(log_prob, target, weight, ignore_index, reduction: str):
+    """NegativeLogLikelihoodLoss: GATHER_ELEMENTS of -log_prob at the target class; the class
+    weights by GATHER_ELEMENTS of their broadcast (zero strides); an ignored target (IF) reads class 0
+    with weight 0; 'sum' and 'mean' by REDUCE SUM (mean: over the weights' sum)."""
+    x, t = _arr(log_prob), _arr(target)
+    t1 = t.reshape(t.shape[0], 1, *t.shape[1:])
+    keep = None
+    if ignore_index is not None:
+        ignored = _dml("element_wise_logical_equals")(t1, jnp.full(t1.shape, int(ignore_index), t1.dtype))
+        t1 = _dml("element_wise_if")(ignored, jnp.zeros(t1.shape, t1.dtype), t1)
+        keep = _dml("element_wise_if")(ignored, jnp.zeros(t1.shape, x.dtype), jnp.ones(t1.shape, x.dtype))
+    picked = _dml("element_wise_negate")(_dml("gather_elements")(x, t1, axis=1))
+    w = None
+    if weight is not None:
+        wb = jnp.broadcast_to(_arr(weight).reshape(1, -1, *([1] * (x.ndim - 2))), x.shape)
+        w = _dml("gather_elements")(wb, t1, axis=1)
+    if keep is not None:
+        w = keep if w is None else _dml("element_wise_multiply")(w, keep)
+    loss = picked if w is None else _dml("element_wise_multiply")(picked, w)
+    if reduction == "none":
+        return loss.reshape(t.shape)
+    axes = tuple(range(x.ndim))
+    total = _dml("reduce")(loss, function="SUM", axes=axes).reshape(())
+    if reduction == "sum":
+        return total
+    if w is None:
+        return _dml("element_wise_identity")(total.reshape(1), scale_bias=(1.0 / t.size, 0.0)).reshape(())
+    return _dml("element_wise_divide")(total.reshape(1), _dml("reduce")(w, function="SUM", axes=axes).reshape(1)).reshape(())
+
+
+def _text(v, default: str) -> str:
+    v = default if v is None else v
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def _nll_loss(c: Call):
+    return [_nll(c.inputs[0], c.inputs[1], c.input(2), c.attr("ignore_index"), _text(c.attr("reduction"), "mean"))]
+
+
+def _softmax_cross_entropy(c: Call):
+    x = _arr(c.inputs[0])
+    log_prob = _dml("activation_log_softmax1")(x, axes=(1,))
+    loss = _nll(log_prob, c.inputs[1], c.input(2), c.attr("ignore_index"), _text(c.attr("reduction"), "mean"))
+    return [loss, log_prob][:max(c.output_count, 1)]
+
+
+def _swiglu(c: Call):
+    a, b = _arr(c.inputs[0]), _arr(c.inputs[1])
+    swish = _dml("activation_swish")(a, sigmoid_input_scale=float(c.attr("alpha", 1.0)))
+    return [_dml("element_wise_multiply")(swish, b)]
+
+
+def _slice_last(x, start: int, stop: int, step: int = 1):
+    """x[..., start:stop:step] by SLICE1 (its window spans stop - start input elements)."""
+    return _dml("slice1")(x, input_window_offsets=(0,) * (x.ndim - 1) + (start,),
+                          input_window_sizes=x.shape[:-1] + (stop - start,), input_window_strides=(1,) * (x.ndim - 1) + (step,))
+
+
+def _rotary_embedding(c: Call):
+    """RotaryEmbedding: the caches gathered at position_ids (GATHER), the rotated half (or the
+    interleaved pairs) by SLICE1, MULTIPLY, SUBTRACT, ADD and JOIN; reshapes and transposes are descs."""
+    x, cos, sin = _arr(c.inputs[0]), _arr(c.inputs[1]), _arr(c.inputs[2])
+    shape = x.shape
+    if x.ndim == 4:
+        x = jnp.transpose(x, (0, 2, 1, 3))
+    else:
+        heads = int(c.attr("num_heads", 0))
+        x = x.reshape(shape[0], shape[1], heads, shape[2] // heads)
+    head = x.shape[3]
+    dim = int(c.attr("rotary_embedding_dim", 0)) or head
+    pos = c.input(3)
+    if pos is not None:
+        cos, sin = (_gather(Call("Gather", c.opset, [t, pos], {"axis": 0}, 1))[0] for t in (cos, sin))
+    b, seq = x.shape[0], x.shape[1]
+    cos, sin = (jnp.broadcast_to(t.reshape(-1 if t.ndim == 3 else 1, seq, 1, dim // 2), (b, seq, x.shape[2], dim // 2))
+                for t in (cos, sin))
+    rot = _slice_last(x, 0, dim) if dim < head else x
+    if c.attr("interleaved", 0):
+        x1, x2 = _slice_last(rot, 0, dim, 2), _slice_last(rot, 1, dim, 2)
+    else:
+        x1, x2 = _slice_last(rot, 0, dim // 2), _slice_last(rot, dim // 2, dim)
+    mul, add, sub = _dml("element_wise_multiply"), _dml("element_wise_add"), _dml("element_wise_subtract")
+    real = sub(mul(cos, x1), mul(sin, x2))
+    imag = add(mul(sin, x1), mul(cos, x2))
+    if c.attr("interleaved", 0):
+        rot = _dml("join")([real[..., None], imag[..., None]], axis=4).reshape(rot.shape)
+    else:
+        rot = _dml("join")([real, imag], axis=3)
+    out = _dml("join")([rot, _slice_last(x, dim, head)], axis=3) if dim < head else rot
+    return [out.reshape(shape) if len(shape) == 3 else jnp.transpose(out, (0, 2, 1, 3))]
+
+
+def _affine_grid(c: Call):
+    """AffineGrid: the normalized grid of the static size is a constant (x, y[, z], 1) a point; one
+    GEMM a batch against theta transposed (a desc)."""
+    theta = _arr(c.inputs[0])
+    size = [int(v) for v in c.static(1).reshape(-1)]
+    spatial = size[2:]
+    axes = []
+    for n in spatial:
+        if c.attr("align_corners", 0):
+            axes.append(np.arange(-1, 1 + 0.0001, 2.0 / (n - 1)) if n > 1 else np.array([-1.0]))
+        else:
+            axes.append(np.arange(-1 + 1.0 / n, 1, 2.0 / n))
+    mesh = np.meshgrid(*axes, indexing="ij")
+    base = np.stack([m.reshape(-1) for m in reversed(mesh)] + [np.ones(mesh[0].size)], axis=1)
+    base = jnp.broadcast_to(jnp.asarray(base.astype(theta.dtype)), (theta.shape[0],) + base.shape)
+    grid = _matmul(Call("MatMul", c.opset, [base, jnp.swapaxes(theta, 1, 2)], {}, 1))[0]
+    return [grid.reshape(theta.shape[0], *spatial, len(spatial))]
+
+
+def _einsum_labels(equation: str, ranks: list[int]):
+    """The inputs' labels and the output's, with '...' spelled as capital letters."""
+    eq = equation.replace(" ", "")
+    lhs, _, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    ell = max((r - len(t.replace("...", "")) for t, r in zip(terms, ranks) if "..." in t), default=0)
+    fill = lambda t, r: t.replace("...", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[ell - (r - len(t) + 3):ell]) if "..." in t else t  # noqa: E731
+    terms = [fill(t, r) for t, r in zip(terms, ranks)]
+    if "->" not in eq:
+        counts = {ch: "".join(terms).count(ch) for ch in "".join(terms)}
+        rhs = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[:ell] + "".join(sorted(ch for ch, n in counts.items() if n == 1 and ch.islower()))
+    else:
+        rhs = rhs.replace("...", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[:ell])
+    return terms, rhs
+
+
+def _einsum_reduce(x, labels: str, keep: str):
+    """Repeated labels as diagonals (a strided desc), labels not in ``keep`` summed (REDUCE SUM)."""
+    while any(labels.count(ch) > 1 for ch in labels):
+        ch = next(ch for ch in labels if labels.count(ch) > 1)
+        i, j = labels.index(ch), labels.index(ch, labels.index(ch) + 1)
+        x = jnp.moveaxis(jnp.diagonal(x, axis1=i, axis2=j), -1, i)
+        labels = labels[:j] + labels[j + 1:]
+    gone = [i for i, ch in enumerate(labels) if ch not in keep]
+    if gone:
+        x = _dml("reduce")(x, function="SUM", axes=tuple(gone)).reshape(
+            tuple(n for i, n in enumerate(x.shape) if i not in gone))
+        labels = "".join(ch for ch in labels if ch in keep)
+    return x, labels
+
+
+def _einsum(c: Call):
+    """Einsum of one or two operands: diagonals and summed labels first, then one GEMM over the
+    shared labels (batch labels as GEMM's batch), transposes and reshapes being descs."""
+    xs = [_arr(x) for x in c.inputs]
+    terms, out = _einsum_labels(_text(c.attr("equation"), ""), [x.ndim for x in xs])
+    if len(xs) == 1:
+        x, labels = _einsum_reduce(xs[0], terms[0], out)
+        if x.ndim == 0:
+            return [_dml("element_wise_identity")(x.reshape(1)).reshape(())]
+        return [_dml("element_wise_identity")(jnp.transpose(x, [labels.index(ch) for ch in out]))]
+    (a, la), (b, lb) = (_einsum_reduce(x, t, out + other) for x, t, other in ((xs[0], terms[0], terms[1]),
+                                                                                (xs[1], terms[1], terms[0])))
+    batch = [ch for ch in la if ch in lb and ch in out]
+    inner = [ch for ch in la if ch in lb and ch not in out]
+    left = [ch for ch in la if ch not in lb]
+    right = [ch for ch in lb if ch not in la]
+    size = dict(zip(la, a.shape)) | dict(zip(lb, b.shape))
+    prod = lambda chs: int(np.prod([size[ch] for ch in chs], dtype=np.int64))  # noqa: E731
+    a3 = jnp.transpose(a, [la.index(ch) for ch in batch + left + inner]).reshape(prod(batch), prod(left), prod(inner))
+    b3 = jnp.transpose(b, [lb.index(ch) for ch in batch + inner + right]).reshape(prod(batch), prod(inner), prod(right))
+    y = _matmul(Call("MatMul", c.opset, [a3, b3], {}, 1))[0]
+    labels = batch + left + right
+    y = y.reshape(tuple(size[ch] for ch in labels))
+    return [jnp.transpose(y, [labels.index(ch) for ch in out]) if labels else y.reshape(())]
+
+
+def _tensor_scatter(c: Call):
+    """TensorScatter: the update's positions along ``axis`` are write_indices[batch] + 0, 1, ...
+    (ADD of a constant ramp; circular: MODULUS_FLOOR by the cache length), then SCATTER_ELEMENTS."""
+    cache, update = _arr(c.inputs[0]), _arr(c.inputs[1])
+    axis = _axis(c.attr("axis", -2), cache.ndim)
+    ramp = np.arange(update.shape[axis], dtype=np.int32).reshape([-1 if i == axis else 1 for i in range(update.ndim)])
+    idx = jnp.broadcast_to(jnp.asarray(ramp), update.shape)
+    w = c.input(2)
+    if w is not None:
+        w = _dml("cast")(_arr(w), output_data_type="INT32")
+        idx = _dml("element_wise_add")(idx, jnp.broadcast_to(w.reshape((-1,) + (1,) * (update.ndim - 1)), update.shape))
+    if _text(c.attr("mode"), "linear") == "circular":
+        idx = _dml("element_wise_modulus_floor")(idx, jnp.full(update.shape, cache.shape[axis], jnp.int32))
+    return [_dml("scatter_elements")(cache, idx, update, axis=axis)]
+
+
+def _heads(t, heads: int):
+    """(batch, sequence, heads * size) as (batch, heads, sequence, size): a reshape and a transpose."""
+    return jnp.transpose(t.reshape(t.shape[0], t.shape[1], heads, t.shape[2] // heads), (0, 2, 1, 3))
+
+
+def _attention(c: Call):
+    """Attention (ai.onnx): the masks as one additive bias (0 or -inf): attn_mask (IF for a boolean
+    one, PADDING1 to the keys' length), the causal and sliding-window frontiers as constants (or,
+    against nonpad_kv_seqlen, as comparisons with it), the padding of nonpad_kv_seqlen; Q and K each
+    scaled by sqrt(scale) (IDENTITY), QK^T by GEMM, softcap by IDENTITY and TANH, SOFTMAX1 over the
+    keys, rows whose bias is all -inf set to 0 (REDUCE MAX, IS_INFINITY, IF), then GEMM with V.
+    Shared key/value heads are broadcast (zero strides) to the query heads."""
+    q, k, v = (_arr(c.inputs[i]) for i in range(3))
+    mask, past_k, past_v, nonpad = (c.input(i) for i in (3, 4, 5, 6))
+    rank3 = q.ndim == 3
+    if rank3:
+        kvh = int(c.attr("kv_num_heads"))
+        q, k, v = _heads(q, int(c.attr("q_num_heads"))), _heads(k, kvh), _heads(v, kvh)
+    dt = q.dtype
+    if past_k is not None:
+        k = _dml("join")([_arr(past_k), k], axis=2)
+        v = _dml("join")([_arr(past_v), v], axis=2)
+    present_k, present_v = k, v
+    batch, qh, sq = q.shape[0], q.shape[1], q.shape[2]
+    skv = k.shape[2]
+    neg = jnp.full((1,), -np.inf, dt)
+    shape = (batch, qh, sq, skv)
+
+    def bias_of(allowed):  # a UINT8 mask as 0 / -inf
+        allowed = jnp.broadcast_to(allowed, shape)
+        return _dml("element_wise_if")(allowed, jnp.zeros(shape, dt), jnp.broadcast_to(neg, shape))
+
+    bias = jnp.zeros(shape, dt)
+    if mask is not None:
+        m = _arr(mask)
+        if m.shape[-1] < skv:
+            m = _dml("padding1")(m.astype(jnp.uint8) if m.dtype == jnp.bool_ else m, padding_mode="CONSTANT",
+                                 padding_value=0 if m.dtype == jnp.bool_ else float("-inf"),
+                                 start_padding=(0,) * m.ndim, end_padding=(0,) * (m.ndim - 1) + (skv - m.shape[-1],))
+        m = m.reshape((1,) * (4 - m.ndim) + m.shape)
+        m = bias_of(_u8(m)) if m.dtype in (jnp.bool_, jnp.uint8) else jnp.broadcast_to(m.astype(dt), shape)
+        bias = m
+    i = np.arange(sq).reshape(-1, 1)
+    j = np.arange(skv).reshape(1, -1)
+    left, right = int(c.attr("left_window_size", -1)), int(c.attr("right_window_size", -1))
+    causal = bool(c.attr("is_causal", 0))
+    add = _dml("element_wise_add")
+    if nonpad is None:
+        offset = 0 if past_k is None else _arr(past_k).shape[2]
+        diff = i + offset - j
+        allowed = np.ones((sq, skv), bool)
+        if causal:
+            allowed &= diff >= 0
+        if left >= 0:
+            allowed &= diff <= left
+        if right >= 0:
+            allowed &= -diff <= right
+        if not allowed.all():
+            bias = add(bias, bias_of(jnp.asarray(allowed.astype(np.uint8))))
+    else:  # a frontier per batch: the conditions compare nonpad_kv_seqlen with constants
+        n = jnp.broadcast_to(_dml("cast")(_arr(nonpad), output_data_type="INT32").reshape(-1, 1, 1, 1), shape)
+        ge, le = _dml("element_wise_logical_greater_than_or_equal"), _dml("element_wise_logical_less_than_or_equal")
+        const = lambda a: jnp.broadcast_to(jnp.asarray(np.asarray(a, np.int32)), shape)  # noqa: E731
+        rel = i - j - sq  # diff = rel + nonpad
+        conds = [_dml("element_wise_logical_greater_than")(n, const(j + 0 * i))]  # the padding: j < nonpad
+        if causal:
+            conds.append(ge(n, const(-rel)))
+        if left >= 0:
+            conds.append(le(n, const(left - rel)))
+        if right >= 0:
+            conds.append(ge(n, const(-rel - right)))
+        allowed = conds[0]
+        for cond in conds[1:]:
+            allowed = _dml("element_wise_logical_and")(allowed, cond)
+        bias = add(bias, bias_of(allowed))
+    if qh != k.shape[1]:  # shared key and value heads
+        reps = qh // k.shape[1]
+        k, v = (jnp.broadcast_to(t[:, :, None], (t.shape[0], t.shape[1], reps) + t.shape[2:]).reshape(
+            t.shape[0], qh, *t.shape[2:]) for t in (k, v))
+    scale = c.attr("scale")
+    scale = 1 / np.sqrt(q.shape[3]) if scale is None else float(scale)
+    root = float(np.sqrt(scale).astype(dt))
+    qs = _dml("element_wise_identity")(q, scale_bias=(root, 0.0))
+    ks = _dml("element_wise_identity")(k, scale_bias=(root, 0.0))
+    qk = _matmul(Call("MatMul", c.opset, [qs, jnp.swapaxes(ks, 2, 3)], {}, 1))[0]
+    cap = c.attr("softcap")
+    if cap is not None and float(cap) > 0:
+        qk = _dml("element_wise_identity")(_dml("activation_tanh")(
+            _dml("element_wise_identity")(qk, scale_bias=(1.0 / float(cap), 0.0))), scale_bias=(float(cap), 0.0))
+    with_bias = add(qk, bias)
+    mode = int(c.attr("qk_matmul_output_mode", 0))
+    qk_out = with_bias if mode == 2 else qk
+    precision = c.attr("softmax_precision")
+    soft_in = with_bias
+    if precision is not None and _onnx_dtype(precision) is not None and np.dtype(_onnx_dtype(precision)) != dt:
+        soft_in = _dml("cast")(with_bias, output_data_type=_data_type(_runtime_dtype(_onnx_dtype(precision))))
+    soft = _dml("activation_softmax1")(soft_in, axes=(3,))
+    if soft.dtype != dt:
+        soft = _dml("cast")(soft, output_data_type=_data_type(dt))
+    row_max = _dml("reduce")(bias, function="MAX", axes=(3,))
+    masked = jnp.broadcast_to(_dml("element_wise_is_infinity")(row_max, infinity_mode="NEGATIVE"), shape)
+    soft = _dml("element_wise_if")(masked, jnp.zeros(shape, dt), soft)
+    if mode == 3:
+        qk_out = soft
+    y = _matmul(Call("MatMul", c.opset, [soft, v], {}, 1))[0]
+    if rank3:
+        y = jnp.transpose(y, (0, 2, 1, 3)).reshape(y.shape[0], y.shape[2], -1)
+    return [y, present_k, present_v, qk_out]
+
+
+def _causal_conv_with_state(c: Call):
+    """CausalConvWithState: the past state (or zeros: PADDING1) JOINed before the input, a
+    depthwise CONVOLUTION (as Conv), SWISH for 'silu'; the present state is the last k - 1 steps
+    (SLICE1)."""
+    x, w = _arr(c.inputs[0]), _arr(c.inputs[1])
+    k = w.shape[2]
+    past = c.input(3)
+    if past is None:
+        padded = _dml("padding1")(x, padding_mode="CONSTANT", padding_value=0, start_padding=(0, 0, k - 1),
+                                  end_padding=(0, 0, 0)) if k > 1 else x
+    else:
+        padded = _dml("join")([_arr(past), x], axis=2)
+    y = _conv(Call("Conv", 11, [padded, w, c.input(2)], {"group": x.shape[1], "kernel_shape": [k]}, 1))[0]
+    if _text(c.attr("activation"), "none") in ("silu", "swish"):
+        y = _dml("activation_swish")(y)
+    return [y, _slice_last(padded, padded.shape[2] - (k - 1), padded.shape[2])]
+
+
+# ----------------------------------------------------------------------------------------------
 # the table
 
 def _r(op_type, since, until, dml, lower, static=(), check=None, restrictions="", domain=""):
@@ -1483,8 +2055,8 @@ TABLE: tuple[Rule, ...] = (
     _r("Softplus", 1, None, ["DML_OPERATOR_ACTIVATION_SOFTPLUS"], _unary("activation_softplus", steepness=1.0)),
     _r("Shrink", 9, None, ["DML_OPERATOR_ACTIVATION_SHRINK"],
        _activation("activation_shrink", bias=("bias", 0.0), threshold=("lambd", 0.5))),
-    _r("Gelu", 20, None, ["DML_OPERATOR_ACTIVATION_GELU"], _unary("activation_gelu"), check=_gelu_check,
-       restrictions="approximate='none' only"),
+    _r("Gelu", 20, None, ["DML_OPERATOR_ACTIVATION_GELU", "DML_OPERATOR_ACTIVATION_TANH"], _gelu,
+       restrictions="approximate='tanh' composed of MULTIPLY, IDENTITY, ADD and TANH"),
     _r("HardSwish", 14, None, ["DML_OPERATOR_ACTIVATION_HARD_SWISH"], _hard_swish),
     _r("PRelu", 1, None, ["DML_OPERATOR_ACTIVATION_PARAMETERIZED_RELU"], _prelu,
        restrictions="the slope broadcasts as zero strides"),
@@ -1502,9 +2074,9 @@ TABLE: tuple[Rule, ...] = (
        restrictions="1-D convolutions run as 2-D ones; auto_pad resolved at trace time"),
     _r("ConvTranspose", 1, None, ["DML_OPERATOR_CONVOLUTION"], _conv_transpose,
        restrictions="Direction BACKWARD; output_shape becomes pads"),
-    _r("MaxPool", 1, None, ["DML_OPERATOR_MAX_POOLING2"], _pool("max"), check=lambda a, o: (
-        "storage_order=1 is not mapped" if a.get("storage_order", 0) else None),
-       restrictions="ceil_mode adds end padding; the Indices output is DirectML's (flat, row-major)"),
+    _r("MaxPool", 1, None, ["DML_OPERATOR_MAX_POOLING2"], _pool("max"),
+       restrictions="ceil_mode adds end padding; the Indices output is DirectML's (flat, row-major); storage_order=1 "
+                    "(2-D) recomputes them column-major by element-wise operators"),
     _r("AveragePool", 1, None, ["DML_OPERATOR_AVERAGE_POOLING1"], _pool("average"),
        restrictions="ceil_mode adds end padding"),
     _r("LpPool", 2, None, ["DML_OPERATOR_LP_POOLING1"], _pool("lp")),
@@ -1514,7 +2086,7 @@ TABLE: tuple[Rule, ...] = (
        restrictions="REDUCE MAX over the spatial axes"),
     _r("GlobalLpPool", 2, None, ["DML_OPERATOR_LP_POOLING1"], _global_pool("lp")),
     _r("BatchNormalization", 1, None, ["DML_OPERATOR_BATCH_NORMALIZATION"], _batch_norm, check=_batch_norm_check,
-       restrictions="inference only (training_mode=0)"),
+       restrictions="training_mode=1: BATCH_NORMALIZATION_TRAINING, the running statistics by IDENTITY and ADD"),
     _r("InstanceNormalization", 1, None, ["DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1"], _instance_norm),
     _r("LayerNormalization", 17, None, ["DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1"], _layer_norm,
        check=_layer_norm_check, restrictions="the Mean and InvStdDev outputs are not produced"),
@@ -1563,9 +2135,11 @@ TABLE: tuple[Rule, ...] = (
        restrictions="folded to a constant"),
     _r("Range", 11, None, ["DML_OPERATOR_FILL_VALUE_SEQUENCE"], _range, static=(0, 1, 2),
        restrictions="folded to a constant"),
-    _r("Resize", 10, None, ["DML_OPERATOR_RESAMPLE2"], _resize, static=(1, 2, 3), check=_resize_modes,
+    _r("Resize", 10, None, ["DML_OPERATOR_RESAMPLE2", "DML_OPERATOR_ELEMENT_WISE_IF"], _resize, static=(1, 2, 3),
+       check=_resize_modes,
        restrictions="nearest/linear; coordinate modes as InputPixelOffsets/OutputPixelOffsets, nearest modes as "
-                    "RoundingDirection; scales and sizes must be static"),
+                    "RoundingDirection; roi, scales and sizes must be static; tf_crop_and_resize's "
+                    "extrapolation_value by IF over a constant mask"),
     _r("Upsample", 7, 9, ["DML_OPERATOR_RESAMPLE2"], _resize, static=(1,), check=_resize_modes),
     _r("QuantizeLinear", 10, None, ["DML_OPERATOR_ELEMENT_WISE_QUANTIZE_LINEAR"], _quantize, check=_quant_check,
        restrictions="UINT8/INT8 outputs; scale and zero point broadcast along `axis`"),
@@ -1575,6 +2149,63 @@ TABLE: tuple[Rule, ...] = (
     _r("QLinearMatMul", 10, None, ["DML_OPERATOR_QUANTIZED_LINEAR_MATRIX_MULTIPLY"], _qlinear_matmul),
     _r("ConvInteger", 10, None, ["DML_OPERATOR_CONVOLUTION_INTEGER"], _conv_integer),
     _r("QLinearConv", 10, None, ["DML_OPERATOR_QUANTIZED_LINEAR_CONVOLUTION"], _qlinear_conv),
+    _r("CastLike", 15, None, ["DML_OPERATOR_CAST"], _cast_like,
+       restrictions="as Cast, to the second input's type"),
+    _r("Scatter", 9, 10, ["DML_OPERATOR_SCATTER_ELEMENTS"], _scatter_elements),
+    _r("EyeLike", 9, None, ["DML_OPERATOR_DIAGONAL_MATRIX1"], _eye_like,
+       restrictions="DiagonalFillBegin k, DiagonalFillEnd k + 1"),
+    _r("ReverseSequence", 10, None, ["DML_OPERATOR_REVERSE_SUBSEQUENCES"], _reverse_sequence,
+       restrictions="the lengths broadcast along the time axis as zero strides"),
+    _r("CumProd", 26, None, ["DML_OPERATOR_CUMULATIVE_PRODUCT"], _cumprod, static=(1,)),
+    _r("Swish", 24, None, ["DML_OPERATOR_ACTIVATION_SWISH"], _swish, restrictions="alpha as SigmoidInputScale"),
+    _r("Mish", 18, None, ["DML_OPERATOR_ACTIVATION_SOFTPLUS", "DML_OPERATOR_ACTIVATION_TANH",
+                          "DML_OPERATOR_ELEMENT_WISE_MULTIPLY"], _mish,
+       restrictions="x * tanh(softplus(x)): DirectML has no Mish activation"),
+    _r("GroupNormalization", 18, None, ["DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1", "DML_OPERATOR_ELEMENT_WISE_MULTIPLY",
+                                        "DML_OPERATOR_ELEMENT_WISE_ADD"], _group_norm,
+       restrictions="the channels reshaped to (groups, channels / groups); scale and bias per channel"),
+    _r("RMSNormalization", 23, None, ["DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION2"], _rms_norm,
+       restrictions="UseMean false, UseVariance true"),
+    _r("Trilu", 14, None, ["DML_OPERATOR_ELEMENT_WISE_IF"], _trilu, static=(1,),
+       restrictions="k must be static: the triangle is a constant mask"),
+    _r("MaxUnpool", 9, None, ["DML_OPERATOR_MAX_UNPOOLING"], _max_unpool, static=(2,),
+       restrictions="output_shape must be static"),
+    *(_r(op, 17, None, ["DML_OPERATOR_FILL_VALUE_CONSTANT"], _window(kind), static=(0,),
+         restrictions="the size must be static: folded to a constant")
+      for op, kind in (("HannWindow", "hann"), ("HammingWindow", "hamming"), ("BlackmanWindow", "blackman"))),
+    _r("Col2Im", 18, None, ["DML_OPERATOR_FOLD"], _col2im, static=(1, 2),
+       restrictions="image_shape and block_shape must be static"),
+    _r("CenterCropPad", 18, None, ["DML_OPERATOR_SLICE1", "DML_OPERATOR_PADDING1"], _center_crop_pad, static=(1,),
+       restrictions="the shape must be static"),
+    _r("RoiAlign", 16, None, ["DML_OPERATOR_ROI_ALIGN1"], _roi_align,
+       restrictions="sampling_ratio 0: MinimumSamplesPerOutput 1, MaximumSamplesPerOutput unbounded"),
+    _r("NegativeLogLikelihoodLoss", 12, None, ["DML_OPERATOR_GATHER_ELEMENTS", "DML_OPERATOR_ELEMENT_WISE_NEGATE",
+                                               "DML_OPERATOR_ELEMENT_WISE_MULTIPLY", "DML_OPERATOR_ELEMENT_WISE_IF",
+                                               "DML_OPERATOR_REDUCE"], _nll_loss,
+       restrictions="the weights gathered from their broadcast; an ignored target weighs 0"),
+    _r("SoftmaxCrossEntropyLoss", 12, None, ["DML_OPERATOR_ACTIVATION_LOG_SOFTMAX1", "DML_OPERATOR_GATHER_ELEMENTS",
+                                             "DML_OPERATOR_ELEMENT_WISE_MULTIPLY", "DML_OPERATOR_REDUCE"],
+       _softmax_cross_entropy, restrictions="LOG_SOFTMAX1 over the classes, then as NegativeLogLikelihoodLoss"),
+    _r("SwiGLU", 28, None, ["DML_OPERATOR_ACTIVATION_SWISH", "DML_OPERATOR_ELEMENT_WISE_MULTIPLY"], _swiglu,
+       restrictions="alpha as SigmoidInputScale"),
+    _r("RotaryEmbedding", 23, None, ["DML_OPERATOR_GATHER", "DML_OPERATOR_SLICE1", "DML_OPERATOR_ELEMENT_WISE_MULTIPLY",
+                                     "DML_OPERATOR_ELEMENT_WISE_SUBTRACT", "DML_OPERATOR_ELEMENT_WISE_ADD",
+                                     "DML_OPERATOR_JOIN"], _rotary_embedding),
+    _r("AffineGrid", 20, None, ["DML_OPERATOR_GEMM"], _affine_grid, static=(1,),
+       restrictions="the size must be static: the base grid is a constant"),
+    _r("Einsum", 12, None, ["DML_OPERATOR_GEMM", "DML_OPERATOR_REDUCE", "DML_OPERATOR_ELEMENT_WISE_IDENTITY"], _einsum,
+       restrictions="one or two operands: repeated labels as diagonal descs, summed labels by REDUCE SUM, the "
+                    "contraction by one GEMM"),
+    _r("TensorScatter", 24, None, ["DML_OPERATOR_ELEMENT_WISE_ADD", "DML_OPERATOR_ELEMENT_WISE_MODULUS_FLOOR",
+                                   "DML_OPERATOR_SCATTER_ELEMENTS"], _tensor_scatter,
+       restrictions="the positions as write_indices plus a constant ramp"),
+    _r("Attention", 23, None, ["DML_OPERATOR_GEMM", "DML_OPERATOR_ACTIVATION_SOFTMAX1", "DML_OPERATOR_ELEMENT_WISE_IF",
+                               "DML_OPERATOR_ELEMENT_WISE_ADD", "DML_OPERATOR_ELEMENT_WISE_IDENTITY",
+                               "DML_OPERATOR_REDUCE", "DML_OPERATOR_JOIN"], _attention,
+       restrictions="composed as ONNX's function body: one additive mask, GEMMs, SOFTMAX1; fully masked rows give 0"),
+    _r("CausalConvWithState", 27, None, ["DML_OPERATOR_JOIN", "DML_OPERATOR_PADDING1", "DML_OPERATOR_CONVOLUTION",
+                                         "DML_OPERATOR_ACTIVATION_SWISH", "DML_OPERATOR_SLICE1"],
+       _causal_conv_with_state, restrictions="a depthwise 1-D CONVOLUTION over the state and the input"),
     _r("RNN", 7, None, ["DML_OPERATOR_RNN"], _recurrent, check=_rnn_check),
     _r("GRU", 7, None, ["DML_OPERATOR_GRU"], _recurrent, check=_rnn_check),
     _r("LSTM", 7, None, ["DML_OPERATOR_LSTM"], _recurrent, check=_rnn_check),
