@@ -10,7 +10,7 @@ import pytest
 import dmljax
 from dmljax import compose
 from tests import tiers
-from tests.compose import reference as ref
+from tests.compose import compose_reference as ref
 
 f32, f16 = np.float32, np.float16
 R = np.random.default_rng(7)
