@@ -32,11 +32,23 @@ def _model(op, inputs: dict, consts: dict, out_type, attrs=None, n_inputs=None):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
 
 
-def _run(m, inputs: dict):
-    got = np.asarray(dx.load(m)(*inputs.values())[0])
+def _attention(op, inputs: dict, consts: dict, node_inputs, outputs, attrs):
+    """One com.microsoft attention node with several outputs (every one a graph output, FLOAT32)."""
+    node = helper.make_node(op, node_inputs, outputs, domain="com.microsoft", **attrs)
+    g = helper.make_graph([node], op, [helper.make_tensor_value_info(k, _TYPES[v.dtype], v.shape)
+                                       for k, v in inputs.items()],
+                          [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs if o],
+                          [numpy_helper.from_array(np.asarray(v), k) for k, v in consts.items()])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+
+
+def _ort(m, inputs: dict):
     so = ort.SessionOptions()
     so.log_severity_level = 3
-    want = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, inputs)[0]
+    return ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, inputs)
+
+
+def _close(got, want):
     assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape, got.dtype, want.dtype)
     d = np.abs(got.astype(np.float64) - want.astype(np.float64))
     if np.issubdtype(want.dtype, np.integer):
@@ -44,7 +56,16 @@ def _run(m, inputs: dict):
         assert (d > 0).mean() <= 0.1, (d > 0).mean()
     else:
         assert d.max() <= 1e-5 * max(1.0, float(np.abs(want).max())), d.max()
-    return got, want
+
+
+def _run(m, inputs: dict):
+    """Every graph output of dmljax against ONNX Runtime's CPU provider."""
+    gots = dx.load(m)(*inputs.values())
+    wants = _ort(m, inputs)
+    assert len(gots) == len(wants)
+    for got, want in zip(gots, wants):
+        _close(np.asarray(got), want)
+    return np.asarray(gots[0]), wants[0]
 
 
 def _q(rng, *shape, dtype=U8):
@@ -183,8 +204,100 @@ def case_fused_matmul(rng):
                   attrs={"alpha": 0.5, "transA": 1, "transB": 1}), {"a": a, "b": b}
 
 
+def _f(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def case_multihead_attention(rng):
+    q, k, v = _f(rng, 2, 3, 8), _f(rng, 2, 5, 8), _f(rng, 2, 5, 8)
+    ins = {"q": q, "k": k, "v": v}
+    return _attention("MultiHeadAttention", ins, {"bias": _f(rng, 24)}, ["q", "k", "v", "bias"], ["y"],
+                      {"num_heads": 2}), ins
+
+
+def case_multihead_attention_padding_mask_and_bias(rng):
+    q, k, v = _f(rng, 2, 3, 8), _f(rng, 2, 5, 8), _f(rng, 2, 5, 8)
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], np.int32)
+    ins = {"q": q, "k": k, "v": v, "mask": mask}
+    return _attention("MultiHeadAttention", ins, {"ab": _f(rng, 1, 2, 3, 5)}, ["q", "k", "v", "", "mask", "ab"],
+                      ["y"], {"num_heads": 2, "scale": 0.3}), ins
+
+
+def case_multihead_attention_key_lengths(rng):
+    q, k, v = _f(rng, 2, 3, 8), _f(rng, 2, 5, 8), _f(rng, 2, 5, 8)
+    ins = {"q": q, "k": k, "v": v, "mask": np.array([2, 5], np.int32)}
+    return _attention("MultiHeadAttention", ins, {}, ["q", "k", "v", "", "mask"], ["y"], {"num_heads": 2}), ins
+
+
+def case_multihead_attention_past_unidirectional(rng):
+    q, k, v = _f(rng, 2, 3, 8), _f(rng, 2, 3, 8), _f(rng, 2, 3, 8)
+    ins = {"q": q, "k": k, "v": v, "pk": _f(rng, 2, 2, 4, 4), "pv": _f(rng, 2, 2, 4, 4),
+           "mask": np.array([[1] * 7, [1] * 6 + [0]], np.int32)}
+    return _attention("MultiHeadAttention", ins, {"bias": _f(rng, 24)},
+                      ["q", "k", "v", "bias", "mask", "", "pk", "pv"], ["y", "present_key", "present_value"],
+                      {"num_heads": 2, "unidirectional": 1}), ins
+
+
+def case_attention(rng):
+    x = _f(rng, 2, 4, 8)
+    ins = {"x": x, "mask": np.array([3, 4], np.int32)}
+    return _attention("Attention", ins, {"w": _f(rng, 8, 24) * 0.5, "b": _f(rng, 24)}, ["x", "w", "b", "mask"],
+                      ["y"], {"num_heads": 2}), ins
+
+
+def case_attention_past_unidirectional(rng):
+    x = _f(rng, 2, 3, 8)
+    mask = np.ones((2, 3, 5), np.int32)
+    mask[1, :, 0] = 0
+    mask[0, 2, 1] = 0
+    ins = {"x": x, "mask": mask, "past": _f(rng, 2, 2, 2, 2, 4)}
+    return _attention("Attention", ins, {"w": _f(rng, 8, 24) * 0.5, "b": _f(rng, 24)},
+                      ["x", "w", "b", "mask", "past"], ["y", "present"], {"num_heads": 2, "unidirectional": 1}), ins
+
+
+def case_attention_value_size_and_end_start_mask(rng):
+    x = _f(rng, 2, 4, 8)
+    ins = {"x": x, "mask": np.array([4, 3, 1, 0], np.int32)}
+    return _attention("Attention", ins, {"w": _f(rng, 8, 28) * 0.5, "b": _f(rng, 28), "ab": _f(rng, 2, 2, 4, 4)},
+                      ["x", "w", "b", "mask", "", "ab"], ["y"], {"num_heads": 2, "qkv_hidden_sizes": [8, 8, 12]}), ins
+
+
+def _gqa(rng, s: int, past: int, seqlens, total: int, packed=False, outputs=("y", "pk_out", "pv_out")):
+    b = len(seqlens)
+    q = _f(rng, b, s, 16 + (16 if packed else 0))  # 4 query heads, 2 key/value heads of 4
+    ins = {"q": q} if packed else {"q": q, "k": _f(rng, b, s, 8), "v": _f(rng, b, s, 8)}
+    if past:
+        ins.update(pk=_f(rng, b, 2, past, 4), pv=_f(rng, b, 2, past, 4))
+    consts = {"seqlens": np.array(seqlens, np.int32), "total": np.array(total, np.int32)}
+    names = ["q", "" if packed else "k", "" if packed else "v", "pk" if past else "", "pv" if past else "",
+             "seqlens", "total"]
+    node = helper.make_node("GroupQueryAttention", names, ["y", "pk_out", "pv_out"], domain="com.microsoft",
+                            num_heads=4, kv_num_heads=2)
+    g = helper.make_graph([node], "gqa", [helper.make_tensor_value_info(k, TensorProto.FLOAT, v.shape)
+                                          for k, v in ins.items()],
+                          [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs],
+                          [numpy_helper.from_array(v, k) for k, v in consts.items()])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]), ins
+
+
+def case_group_query_attention(rng):
+    return _gqa(rng, 4, 0, [3, 3], 4)
+
+
+def case_group_query_attention_decode_seqlens(rng):
+    return _gqa(rng, 1, 5, [5, 3], 6, outputs=("y",))  # batch 1 holds 3 valid past keys of the 5
+
+
+def case_group_query_attention_chunk_after_past(rng):
+    return _gqa(rng, 2, 3, [4, 4], 5)
+
+
+def case_group_query_attention_packed(rng):
+    return _gqa(rng, 3, 0, [2, 2], 3, packed=True)
+
+
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
-FAST = {"qlinear_add", "qgemm"}
+FAST = {"qlinear_add", "qgemm", "multihead_attention_past_unidirectional", "group_query_attention_decode_seqlens"}
 
 
 def _cases():
@@ -208,3 +321,39 @@ def test_an_unmapped_contrib_operator_is_refused_by_name():
     m = _model("FastGelu", {"x": x}, {}, TensorProto.FLOAT)
     with pytest.raises(dx.OnnxImportError, match="FastGelu.*com.microsoft"):
         dx.load(m)
+
+
+def test_packed_multihead_attention_matches_the_unpacked_one_in_onnx_runtime():
+    """Packed QKV and packed KV (ONNX Runtime's CPU provider runs neither) against its unpacked model."""
+    rng = np.random.default_rng(3)
+    q, k, v = _f(rng, 2, 3, 8), _f(rng, 2, 3, 8), _f(rng, 2, 3, 8)
+    heads = lambda x: x.reshape(2, 3, 2, 4)  # noqa: E731
+    plain = _attention("MultiHeadAttention", {"q": q, "k": k, "v": v}, {}, ["q", "k", "v"], ["y"], {"num_heads": 2})
+    want = _ort(plain, {"q": q, "k": k, "v": v})[0]
+    qkv = np.stack([heads(q), heads(k), heads(v)], axis=3)
+    m = _attention("MultiHeadAttention", {"qkv": qkv}, {}, ["qkv"], ["y"], {"num_heads": 2})
+    _close(np.asarray(dx.load(m)(qkv)[0]), want)
+    kv = np.stack([heads(k), heads(v)], axis=3)
+    m = _attention("MultiHeadAttention", {"q": q, "kv": kv}, {}, ["q", "kv"], ["y"], {"num_heads": 2})
+    _close(np.asarray(dx.load(m)(q, kv)[0]), want)
+
+
+def test_attention_forms_that_directml_cannot_express_are_refused_together():
+    x = np.zeros((1, 2, 8), np.float32)
+    gqa = helper.make_node("GroupQueryAttention", ["x", "x", "x", "", "", "sl", "t"], ["y", "pk", "pv"],
+                           domain="com.microsoft", name="windowed", num_heads=2, kv_num_heads=2, local_window_size=4,
+                           softcap=30.0)
+    att = helper.make_node("Attention", ["x", "w"], ["z"], domain="com.microsoft", name="rotary", num_heads=2,
+                           do_rotary=1)
+    g = helper.make_graph([gqa, att], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(np.ones(1, np.int32), "sl"),
+                           numpy_helper.from_array(np.array(2, np.int32), "t"),
+                           numpy_helper.from_array(np.zeros((8, 24), np.float32), "w")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    with pytest.raises(dx.OnnxImportError) as e:
+        dx.load(m)
+    text = str(e.value)
+    assert "'windowed'" in text and "local_window_size" in text and "softcap" in text, text
+    assert "'rotary'" in text and "do_rotary=1" in text, text

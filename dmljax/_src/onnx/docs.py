@@ -28,6 +28,15 @@ DIFFERENCES = (
     ("every operator on FLOAT16", "computed in FLOAT32 and rounded once (DirectML without "
      "ALLOW_HALF_PRECISION_COMPUTATION); ONNX's reference rounds each step to float16, so long compositions "
      "(Attention) may differ by a float16 step"),
+    ("MultiHeadAttention, Attention (com.microsoft)", "a {batch, total} or {batch, sequence, total} mask is "
+     "MULTIHEAD_ATTENTION's BOOLEAN MaskTensor, which masks a key where the value is 0; ONNX Runtime's CPU kernel "
+     "masks where it is not positive, so negative mask values differ"),
+    ("GroupQueryAttention (com.microsoft)", "keys after a query's position get MaskFilterValue (-10000) added "
+     "(MULTIHEAD_ATTENTION1's causal rule) where ONNX Runtime's CPU kernel leaves them out: the same unless a "
+     "row's scores span thousands; on a first prompt (sequence == total_sequence_length) every batch's past "
+     "length is 0 (ONNX Runtime's DirectML provider's rule), so the padding rows of a batch shorter than the "
+     "prompt (rows at and past seqlens_k + 1) read padding keys that ONNX Runtime's CPU kernel leaves out; the "
+     "other rows agree"),
     ("LpNormalization", "LP_NORMALIZATION divides by the norm (Epsilon 0, as ONNX has none): a vector of zeros gives "
      "NaN where ONNX's reference gives 0"),
     ("Resize, Upsample", "nearest modes are RESAMPLE2's RoundingDirection with half-pixel output offsets, so a "
@@ -135,8 +144,10 @@ def onnx_markdown() -> str:
     contrib = [r for r in TABLE if r.domain]
     lines += ["## ONNX Runtime's contrib operators (com.microsoft)", "",
               "The operators that ONNX Runtime's quantizer writes into models (QOperator format, dynamic "
-              "quantization), mapped like the ai.onnx ones; opsets count the com.microsoft domain's. Any other "
-              "com.microsoft operator is refused, naming the node.", "",
+              "quantization) and its transformer optimizer fuses (attention, GELU, skip layer normalization), "
+              "mapped like the ai.onnx ones; opsets count the com.microsoft domain's. Any other com.microsoft "
+              "operator, and any form a row refuses, is refused when the model is loaded, naming the node and "
+              "the reason.", "",
               "| Operator | Opsets | DirectML operators | Restrictions |", "|---|---|---|---|"]
     for r in sorted(contrib, key=lambda r: r.op_type.lower()):
         dml = ", ".join(f"`{d[len('DML_OPERATOR_'):]}`" if d.startswith("DML_OPERATOR_") else d for d in r.dml)

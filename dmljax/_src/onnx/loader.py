@@ -506,8 +506,10 @@ def _map_nodes(g, opset: int, problems: list, scope: str = "", domains: dict | N
                           else "has no mapping onto DirectML operators")
                 problems.append(node_violation(node_name, p.op_type, opset, reason,
                                                "docs/onnx.md lists the ONNX operators dmljax maps"))
-            elif rule.check is not None:
-                reason = rule.check(attrs, opset)
+            else:
+                reason = rule.check(attrs, opset) if rule.check is not None else None
+                if reason is None and rule.check_io is not None:
+                    reason = rule.check_io(attrs, opset, tuple(p.input), tuple(p.output))
                 if reason:
                     problems.append(node_violation(node_name, p.op_type, opset, reason))
             if p.op_type in _CONTROL:

@@ -21,6 +21,7 @@ import numpy as np
 
 from dmljax._src.errors import ValidationError, Violation
 from dmljax._src.enums import AxisDirection, ConvolutionDirection, DepthSpaceOrder
+from dmljax._src.enums import MultiheadAttentionMaskType as MaskType
 from dmljax._src.fused import FusedActivation
 from dmljax._src.ops import OPERATORS
 
@@ -68,6 +69,9 @@ class Rule:
     domain: str = ""
     """The operator's domain: "" for ai.onnx, "com.microsoft" for ONNX Runtime's contrib operators
     (``since`` and ``until`` then count that domain's opsets)."""
+    check_io: Callable[[dict, int, tuple, tuple], str | None] | None = None
+    """A check that also reads which inputs and outputs the node wires (their names, "" for one left
+    out): the reason it cannot be mapped, or None."""
 
     def covers(self, opset: int) -> bool:
         return self.since <= opset and (self.until is None or opset <= self.until)
@@ -1452,6 +1456,243 @@ def _fused_matmul_check(attrs: dict, opset: int) -> str | None:
     return None
 
 
+# com.microsoft attention: MultiHeadAttention, Attention and GroupQueryAttention onto MULTIHEAD_ATTENTION(1),
+# as ONNX Runtime's DirectML provider maps them (DmlOperatorMultiHeadAttention, DmlOperatorAttention,
+# DmlOperatorGroupQueryAttention), with the forms it leaves to other providers (past state, unidirectional)
+# where DirectML can express them.
+
+_MHA = ("multihead_attention", "DML_OPERATOR_MULTIHEAD_ATTENTION")
+
+
+def _attention_error(c: Call, op: tuple[str, str], tensor: str, found: str, allowed: str):
+    return ValidationError(op[0], op[1], None, [Violation(f"{c.op_type} (com.microsoft) {tensor}", "", found,
+                                                          allowed)])
+
+
+def _used(names, i: int) -> bool:
+    return i < len(names) and bool(names[i])
+
+
+def _attention_mask(c: Call, mask, b: int, h: int, s: int, t: int):
+    """A key_padding_mask / mask_index as MULTIHEAD_ATTENTION's MaskTensor and MaskType: {batch}
+    key lengths as KEY_SEQUENCE_LENGTH {1, batch}, {2 * batch} ends then starts as
+    KEY_SEQUENCE_END_START {2, batch}; {batch, total}, {batch, sequence, total} (and Attention's
+    {batch, 1, max, max}, its top-left corner) as BOOLEAN, broadcast to {batch, heads, sequence,
+    total} by zero strides (the provider's descs)."""
+    m = _arr(mask)
+    if m.dtype != jnp.int32:
+        m = _dml("cast")(m, output_data_type="INT32")
+    if m.ndim == 1 and m.shape[0] in (b, 2 * b):
+        kind = MaskType.KEY_SEQUENCE_LENGTH if m.shape[0] == b else MaskType.KEY_SEQUENCE_END_START
+        return m.reshape(-1, b), kind
+    if m.ndim == 4 and m.shape[2] != s and m.shape[2] == m.shape[3] and m.shape[2] >= t and t == s:
+        m = _dml("slice1")(m, input_window_offsets=(0, 0, 0, 0), input_window_sizes=(m.shape[0], m.shape[1], s, t),
+                           input_window_strides=(1, 1, 1, 1))
+    if 2 <= m.ndim <= 4 and m.shape[0] == b and m.shape[-1] == t and (m.ndim == 2 or m.shape[-2] == s):
+        m = m.reshape((b,) + (1,) * (4 - m.ndim) + m.shape[1:])
+        if m.shape[1] in (1, h):
+            return jnp.broadcast_to(m, (b, h, s, t)), MaskType.BOOLEAN
+    raise _attention_error(c, _MHA, "mask", f"has shape {list(m.shape)}",
+                           f"{{{b}}} key lengths, {{{2 * b}}} ends and starts, {{{b}, {t}}} or {{{b}, {s}, {t}}} "
+                           "(batch, sequence, total sequence): the forms DirectML's MaskTensor can read "
+                           "({3 * batch + 2} packed bounds have no past, bias or unidirectional rule here)")
+
+
+def _causal_bias(c: Call, bias, b: int, h: int, s: int, t: int, dt):
+    """unidirectional=1: the float's lowest value where key j lies after query i's position (past + i), as
+    ONNX Runtime's CPU kernels; a constant ADDed to the attention bias (or the relative position bias alone)."""
+    i, j = np.arange(s).reshape(-1, 1), np.arange(t).reshape(1, -1)
+    const = np.where(j > t - s + i, np.finfo(dt).min, 0).astype(dt)
+    const = jnp.broadcast_to(jnp.asarray(const), (b, h, s, t))
+    return const if bias is None else _dml("element_wise_add")(bias, const)
+
+
+def _attention_bias(c: Call, bias, b: int, h: int, s: int, t: int):
+    """attention_bias {batch or 1, heads or 1, sequence, total}: broadcast (zero strides) to RelativePositionBias."""
+    if bias is None:
+        return None
+    x = _arr(bias)
+    if x.ndim != 4 or x.shape[0] not in (1, b) or x.shape[1] not in (1, h) or x.shape[2:] != (s, t):
+        raise _attention_error(c, _MHA, "attention_bias", f"has shape {list(x.shape)}",
+                               f"{{{b} or 1, {h} or 1, {s}, {t}}} (batch, heads, sequence, total sequence)")
+    return jnp.broadcast_to(x, (b, h, s, t))
+
+
+def _mha_call(c: Call, op: str, q, k, v, sqkv, skv, bias, mask, rel, past_k, past_v, heads: int, head_size: int,
+              b: int, s: int, t: int, kv_heads: int | None = None, past_lengths=None):
+    dt = np.dtype(next(x for x in (q, sqkv) if x is not None).dtype)
+    m, kind = (None, MaskType.NONE) if mask is None else _attention_mask(c, mask, b, heads, s, t)
+    rel = _attention_bias(c, rel, b, heads, s, t)
+    if c.attr("unidirectional", 0):
+        rel = _causal_bias(c, rel, b, heads, s, t, dt)
+    scale = c.attr("scale")
+    scale = float(np.float32(1.0 / np.sqrt(head_size))) if not scale else float(scale)
+    kw = dict(scale=scale, mask_filter_value=float(c.attr("mask_filter_value", -10000.0)), mask_type=kind)
+    if op == "multihead_attention":
+        return _dml(op)(q, k, v, None, skv, sqkv, bias, m, rel, past_k, past_v, head_count=heads, **kw)
+    return _dml(op)(q, k, v, None, skv, sqkv, bias, m, rel, past_k, past_v, past_lengths, query_head_count=heads,
+                    key_value_head_count=kv_heads, **kw)
+
+
+def _com_multihead_attention(c: Call):
+    """com.microsoft MultiHeadAttention onto MULTIHEAD_ATTENTION: a {batch, sequence, heads, 3, head} query
+    as StackedQueryKeyValueTensor, a {batch, kvSequence, heads, 2, head} key as StackedKeyValueTensor, a
+    4-dimensional key and value (already {batch, heads, kvSequence, head}) as the past with no new keys; the
+    bias, mask and attention_bias as the provider binds them; unidirectional as a constant bias."""
+    q, k, v = (None if c.input(i) is None else _arr(c.inputs[i]) for i in range(3))
+    bias, mask, rel, past_k, past_v = (c.input(i) for i in (3, 4, 5, 6, 7))
+    heads = int(c.attr("num_heads"))
+    sqkv = skv = None
+    if q.ndim == 5:
+        sqkv, q = q, None
+        b, s, head_size = sqkv.shape[0], sqkv.shape[1], sqkv.shape[4]
+    else:
+        b, s, head_size = q.shape[0], q.shape[1], q.shape[2] // heads
+    if k is not None and k.ndim == 5:
+        skv, k = k, None
+        kv_len = skv.shape[1]
+    elif k is not None and k.ndim == 4:
+        if past_k is not None:
+            raise _attention_error(c, _MHA, "key", "is 4-dimensional (the past's layout) with past_key given",
+                                   "a 4-dimensional key and value, or past_key and past_value")
+        past_k, past_v, k, v = k, v, None, None
+        kv_len = 0
+    elif k is not None:
+        kv_len = k.shape[1]
+    else:
+        kv_len = s if sqkv is not None else 0
+    past = 0 if past_k is None else int(np.shape(past_k)[2])
+    t = past + kv_len
+    bias = None if bias is None else _arr(bias)
+    pk, pv = (None if x is None else _arr(x) for x in (past_k, past_v))
+    out, present_k, present_v = _mha_call(c, "multihead_attention", q, k, v, sqkv, skv, bias, mask, rel, pk, pv,
+                                          heads, head_size, b, s, t)
+    return [out, present_k, present_v]
+
+
+def _com_multihead_attention_check(attrs: dict, opset: int, inputs: tuple, outputs: tuple) -> str | None:
+    if _used(inputs, 8) or _used(inputs, 9):
+        return ("past_sequence_length and cache_indirection (a shared past buffer and beam search) are not mapped: "
+                "MULTIHEAD_ATTENTION's past is the past key and value whole")
+    if _used(outputs, 3):
+        return "the qk output is not mapped: MULTIHEAD_ATTENTION returns no scores"
+    return None
+
+
+def _com_attention(c: Call):
+    """com.microsoft Attention: the input projection by one GEMM (weights and bias broadcast over the batch by
+    zero strides), query, key and value as windows of its output (descs), the past {2, batch, heads, past,
+    head} as PastKeyTensor and PastValueTensor, then MULTIHEAD_ATTENTION; the present is JOINed from its present
+    key and value."""
+    x, w = _arr(c.inputs[0]), _arr(c.inputs[1])
+    heads = int(c.attr("num_heads"))
+    sizes = c.attr("qkv_hidden_sizes")
+    d, _, dv = [int(n) for n in sizes] if sizes else [w.shape[1] // 3] * 3
+    b, s = x.shape[0], x.shape[1]
+    bias = c.input(2)
+    cc = None if bias is None else jnp.broadcast_to(_arr(bias), (b, s, w.shape[1]))
+    proj = _dml("gemm")(x, jnp.broadcast_to(w, (b,) + w.shape), cc, trans_a="NONE", trans_b="NONE", alpha=1.0,
+                        beta=1.0)
+    q, k, v = proj[..., :d], proj[..., d:2 * d], proj[..., 2 * d:2 * d + dv]
+    past = c.input(4)
+    pk = pv = None
+    if past is not None:
+        past = _arr(past)
+        pk, pv = past[0], past[1]
+    t = s + (0 if past is None else past.shape[3])
+    out, present_k, present_v = _mha_call(c, "multihead_attention", q, k, v, None, None, None, c.input(3),
+                                          c.input(5), pk, pv, heads, d // heads, b, s, t)
+    present = _dml("join")([present_k[None], present_v[None]], axis=0)
+    return [out, present]
+
+
+def _com_attention_check(attrs: dict, opset: int, inputs: tuple, outputs: tuple) -> str | None:
+    sizes = attrs.get("qkv_hidden_sizes")
+    if attrs.get("do_rotary", 0):
+        return "do_rotary=1 is not mapped (ONNX Runtime's DirectML provider refuses it too)"
+    if attrs.get("past_present_share_buffer", 0) or _used(inputs, 6):
+        return ("past_present_share_buffer and past_sequence_length (a shared past buffer) are not mapped: "
+                "MULTIHEAD_ATTENTION's past is the past key and value whole")
+    if sizes and (len(sizes) != 3 or sizes[0] != sizes[1]):
+        return (f"qkv_hidden_sizes {list(sizes)}: MULTIHEAD_ATTENTION needs the query's and the key's hidden sizes "
+                "equal (as ONNX Runtime's DirectML provider)")
+    if _used(outputs, 2):
+        return "the qk output is not mapped: MULTIHEAD_ATTENTION returns no scores"
+    return None
+
+
+def _com_group_query_attention(c: Call):
+    """com.microsoft GroupQueryAttention onto MULTIHEAD_ATTENTION1: PastSequenceLengthsTensor is
+    seqlens_k + 1 - sequence (ELEMENT_WISE_ADD; zeros on the first prompt, sequence == total_sequence_length,
+    as the provider), so the present holds each batch's valid past, the new keys, then zeros, and the
+    attention is causal from each batch's position; a packed query (no key, no value) is split into windows
+    (descs); FLOAT16 is CAST to FLOAT32 and back (the provider's graph)."""
+    q = _arr(c.inputs[0])
+    heads, kv_heads = int(c.attr("num_heads")), int(c.attr("kv_num_heads"))
+    k, v = c.input(1), c.input(2)
+    if k is None:
+        head_size = q.shape[2] // (heads + 2 * kv_heads)
+        d, dkv = heads * head_size, kv_heads * head_size
+        q, k, v = q[..., :d], q[..., d:d + dkv], q[..., d + dkv:]
+    else:
+        k, v = _arr(k), _arr(v)
+        head_size = q.shape[2] // heads
+    dt = q.dtype
+    f16 = dt == jnp.float16
+    cast = lambda x: None if x is None else _dml("cast")(x, output_data_type="FLOAT32")  # noqa: E731
+    pk, pv = (None if c.input(i) is None else _arr(c.inputs[i]) for i in (3, 4))
+    if pk is not None and pk.shape[2] == 0:
+        pk = pv = None
+    if f16:
+        q, k, v, pk, pv = (cast(x) for x in (q, k, v, pk, pv))
+    b, s = q.shape[0], q.shape[1]
+    total = int(c.static(6).reshape(()))
+    past = 0 if pk is None else pk.shape[2]
+    lengths = _arr(c.inputs[5]).reshape(b)
+    if lengths.dtype != jnp.int32:
+        lengths = _dml("cast")(lengths, output_data_type="INT32")
+    if s == total:  # the first prompt: no past (the provider's rule)
+        lengths = jnp.zeros((b,), jnp.int32)
+    else:
+        lengths = _dml("element_wise_add")(lengths, jnp.full((b,), 1 - s, jnp.int32))
+    out, present_k, present_v = _mha_call(c, "multihead_attention1", q, k, v, None, None, None, None, None, pk, pv,
+                                          heads, head_size, b, s, past + k.shape[1], kv_heads, lengths)
+    keep = max(past, total)
+    if present_k.shape[2] > keep:
+        present_k, present_v = (_slice_axis2(p, keep) for p in (present_k, present_v))
+    if f16:
+        out, present_k, present_v = (_dml("cast")(x, output_data_type="FLOAT16") for x in (out, present_k, present_v))
+    return [out, present_k, present_v]
+
+
+def _slice_axis2(x, n: int):
+    return _dml("slice1")(x, input_window_offsets=(0,) * x.ndim, input_window_sizes=x.shape[:2] + (n,) + x.shape[3:],
+                          input_window_strides=(1,) * x.ndim)
+
+
+def _com_group_query_attention_check(attrs: dict, opset: int, inputs: tuple, outputs: tuple) -> str | None:
+    reasons = []
+    if attrs.get("do_rotary", 0):
+        reasons.append("do_rotary=1 (the rotary embedding inside the operator) is not mapped")
+    if int(attrs.get("local_window_size", -1)) != -1:
+        reasons.append("local_window_size (a sliding window) is not mapped: MULTIHEAD_ATTENTION1's causal rule "
+                       "has no window")
+    if float(attrs.get("softcap", 0.0)) != 0.0:
+        reasons.append("softcap is not mapped: MULTIHEAD_ATTENTION1 has no step between its product and softmax")
+    if attrs.get("smooth_softmax", 0) or _used(inputs, 11):
+        reasons.append("smooth_softmax and head_sink (an extra softmax term) are not mapped")
+    if attrs.get("qk_output", 0) or _used(outputs, 3):
+        reasons.append("the qk output is not mapped: MULTIHEAD_ATTENTION1 returns no scores")
+    if any(_used(inputs, i) for i in (9, 10)) or any(_used(inputs, i) for i in range(12, 16)):
+        reasons.append("position_ids, attention_bias and q/k norm weights are not mapped (as ONNX Runtime's "
+                       "DirectML provider)")
+    return "; ".join(reasons) or None
+
+
+_ATTENTION_DML = ("DML_OPERATOR_MULTIHEAD_ATTENTION", "DML_OPERATOR_CAST", "DML_OPERATOR_SLICE1",
+                  "DML_OPERATOR_ELEMENT_WISE_ADD")
+
+
 _MS = "com.microsoft"
 _THROUGH_FLOAT = ("ONNX Runtime's DirectML provider does not run it: dequantized, computed in FLOAT32 and "
                   "quantized again")
@@ -1504,6 +1745,31 @@ CONTRIB: tuple[Rule, ...] = (
     Rule("FusedMatMul", 1, None, ("DML_OPERATOR_GEMM",), _fused_matmul, check=_fused_matmul_check,
          restrictions="alpha as GEMM's Alpha, transA/transB as permuted tensor descs; transBatchA/B not mapped",
          domain=_MS),
+    Rule("MultiHeadAttention", 1, None, _ATTENTION_DML, _com_multihead_attention,
+         check_io=_com_multihead_attention_check,
+         restrictions="as ONNX Runtime's DirectML provider: packed QKV {batch, sequence, heads, 3, head} as "
+                      "StackedQueryKeyValueTensor, packed KV as StackedKeyValueTensor, a 4-D key and value as the "
+                      "past; key_padding_mask {batch} as KEY_SEQUENCE_LENGTH, {2 * batch} as KEY_SEQUENCE_END_START, "
+                      "{batch, total} and {batch, sequence, total} as BOOLEAN (zero strides); attention_bias as "
+                      "RelativePositionBias; unidirectional=1 as a constant bias (the float's lowest value), added "
+                      "to it; refused: a {3 * batch + 2} mask, past_sequence_length, cache_indirection, the qk output",
+         domain=_MS),
+    Rule("Attention", 1, None, ("DML_OPERATOR_GEMM", "DML_OPERATOR_JOIN") + _ATTENTION_DML, _com_attention,
+         check_io=_com_attention_check,
+         restrictions="the projection by GEMM (weights and bias broadcast over the batch), query, key and value "
+                      "as windows of it, then MULTIHEAD_ATTENTION; mask_index as MultiHeadAttention's "
+                      "key_padding_mask (and {batch, 1, max, max}: its top-left corner, without past); past "
+                      "{2, batch, heads, past, head} as PastKeyTensor and PastValueTensor, the present JOINed; "
+                      "unidirectional=1 as a constant bias; refused: do_rotary, past_present_share_buffer, "
+                      "past_sequence_length, qkv_hidden_sizes with unequal query and key sizes", domain=_MS),
+    Rule("GroupQueryAttention", 1, None, ("DML_OPERATOR_MULTIHEAD_ATTENTION1",) + _ATTENTION_DML[1:],
+         _com_group_query_attention, static=(6,), check_io=_com_group_query_attention_check,
+         restrictions="QueryHeadCount num_heads, KeyValueHeadCount kv_num_heads; PastSequenceLengthsTensor "
+                      "seqlens_k + 1 - sequence (0 on the first prompt: sequence == total_sequence_length, which "
+                      "must be static); the present sliced to max(past, total_sequence_length); a packed query "
+                      "split into windows; FLOAT16 CAST to FLOAT32 and back (the provider's graph); "
+                      "MaskFilterValue -10000; refused: do_rotary, local_window_size, softcap, smooth_softmax, "
+                      "head_sink, position_ids, attention_bias, the qk output", domain=_MS),
 )
 """ONNX Runtime's contrib operators (domain com.microsoft) that its quantizer and graph optimizers
 write into models."""
