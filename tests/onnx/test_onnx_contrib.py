@@ -32,12 +32,15 @@ def _model(op, inputs: dict, consts: dict, out_type, attrs=None, n_inputs=None):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
 
 
+_RANK = {"y": 3, "z": 3, "present_key": 4, "present_value": 4, "pk_out": 4, "pv_out": 4, "present": 5}
+
+
 def _attention(op, inputs: dict, consts: dict, node_inputs, outputs, attrs):
     """One com.microsoft attention node with several outputs (every one a graph output, FLOAT32)."""
     node = helper.make_node(op, node_inputs, outputs, domain="com.microsoft", **attrs)
     g = helper.make_graph([node], op, [helper.make_tensor_value_info(k, _TYPES[v.dtype], v.shape)
                                        for k, v in inputs.items()],
-                          [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs if o],
+                          [helper.make_tensor_value_info(o, TensorProto.FLOAT, [None] * _RANK[o]) for o in outputs if o],
                           [numpy_helper.from_array(np.asarray(v), k) for k, v in consts.items()])
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
 
@@ -264,10 +267,10 @@ def case_attention_value_size_and_end_start_mask(rng):
 
 def _gqa(rng, s: int, past: int, seqlens, total: int, packed=False, outputs=("y", "pk_out", "pv_out")):
     b = len(seqlens)
-    q = _f(rng, b, s, 16 + (16 if packed else 0))  # 4 query heads, 2 key/value heads of 4
-    ins = {"q": q} if packed else {"q": q, "k": _f(rng, b, s, 8), "v": _f(rng, b, s, 8)}
+    q = _f(rng, b, s, 32 + (32 if packed else 0))  # 4 query heads, 2 key/value heads of 8
+    ins = {"q": q} if packed else {"q": q, "k": _f(rng, b, s, 16), "v": _f(rng, b, s, 16)}
     if past:
-        ins.update(pk=_f(rng, b, 2, past, 4), pv=_f(rng, b, 2, past, 4))
+        ins.update(pk=_f(rng, b, 2, past, 8), pv=_f(rng, b, 2, past, 8))
     consts = {"seqlens": np.array(seqlens, np.int32), "total": np.array(total, np.int32)}
     names = ["q", "" if packed else "k", "" if packed else "v", "pk" if past else "", "pv" if past else "",
              "seqlens", "total"]
@@ -275,7 +278,7 @@ def _gqa(rng, s: int, past: int, seqlens, total: int, packed=False, outputs=("y"
                             num_heads=4, kv_num_heads=2)
     g = helper.make_graph([node], "gqa", [helper.make_tensor_value_info(k, TensorProto.FLOAT, v.shape)
                                           for k, v in ins.items()],
-                          [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs],
+                          [helper.make_tensor_value_info(o, TensorProto.FLOAT, [None] * _RANK[o]) for o in outputs],
                           [numpy_helper.from_array(v, k) for k, v in consts.items()])
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]), ins
 
@@ -289,7 +292,7 @@ def case_group_query_attention_decode_seqlens(rng):
 
 
 def case_group_query_attention_chunk_after_past(rng):
-    return _gqa(rng, 2, 3, [4, 4], 5)
+    return _gqa(rng, 2, 3, [4], 5)  # ONNX Runtime takes one batch when a sequence follows a past
 
 
 def case_group_query_attention_packed(rng):
@@ -346,8 +349,8 @@ def test_attention_forms_that_directml_cannot_express_are_refused_together():
     att = helper.make_node("Attention", ["x", "w"], ["z"], domain="com.microsoft", name="rotary", num_heads=2,
                            do_rotary=1)
     g = helper.make_graph([gqa, att], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
-                           helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * 3),
+                           helper.make_tensor_value_info("z", TensorProto.FLOAT, [None] * 3)],
                           [numpy_helper.from_array(np.ones(1, np.int32), "sl"),
                            numpy_helper.from_array(np.array(2, np.int32), "t"),
                            numpy_helper.from_array(np.zeros((8, 24), np.float32), "w")])
@@ -357,3 +360,45 @@ def test_attention_forms_that_directml_cannot_express_are_refused_together():
     text = str(e.value)
     assert "'windowed'" in text and "local_window_size" in text and "softcap" in text, text
     assert "'rotary'" in text and "do_rotary=1" in text, text
+
+
+@pytest.mark.slow
+def test_an_encoder_with_fused_attention_matches_onnx_runtime(tmp_path):
+    """A one-layer BERT-style encoder from transformers (random weights, eager attention), optimized by ONNX
+    Runtime's transformer optimizer so that its attention is one com.microsoft node, end to end."""
+    torch = pytest.importorskip("torch", reason="exporting the encoder needs torch")
+    transformers = pytest.importorskip("transformers", reason="the encoder comes from transformers")
+    from onnxruntime.transformers import optimizer
+
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=128, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                                     intermediate_size=64, max_position_embeddings=32)
+    config._attn_implementation = "eager"  # the pattern the optimizer fuses
+    bert = transformers.BertModel(config, add_pooling_layer=False).eval()
+
+    class Encoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids, attention_mask):
+            return self.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+    rng = np.random.default_rng(0)
+    ids = rng.integers(0, 128, (2, 8)).astype(np.int64)
+    mask = np.ones((2, 8), np.int64)
+    mask[1, 5:] = 0
+    plain, fused = tmp_path / "encoder.onnx", tmp_path / "encoder.optimized.onnx"
+    with torch.no_grad():
+        torch.onnx.export(Encoder(), (torch.from_numpy(ids), torch.from_numpy(mask)), str(plain),
+                          input_names=["input_ids", "attention_mask"], output_names=["hidden"], opset_version=17,
+                          dynamo=False)
+    optimizer.optimize_model(str(plain), model_type="bert", num_heads=4, hidden_size=32,
+                             opt_level=0).save_model_to_file(str(fused))
+    m = onnx.load(str(fused))
+    assert {n.op_type for n in m.graph.node if n.domain == "com.microsoft"} & {"Attention", "MultiHeadAttention"}
+    inputs = {"input_ids": ids, "attention_mask": mask}
+    got = np.asarray(dx.load(m)(ids, mask)[0])
+    want = _ort(m, inputs)[0]
+    assert got.shape == want.shape
+    assert np.abs(got - want).max() <= 1e-4 * max(1.0, float(np.abs(want).max()))

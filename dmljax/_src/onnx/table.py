@@ -1602,8 +1602,9 @@ def _com_attention(c: Call):
     t = s + (0 if past is None else past.shape[3])
     out, present_k, present_v = _mha_call(c, "multihead_attention", q, k, v, None, None, None, c.input(3),
                                           c.input(5), pk, pv, heads, d // heads, b, s, t)
-    present = _dml("join")([present_k[None], present_v[None]], axis=0)
-    return [out, present]
+    if c.output_count < 2:
+        return [out]
+    return [out, _dml("join")([present_k[None], present_v[None]], axis=0)]
 
 
 def _com_attention_check(attrs: dict, opset: int, inputs: tuple, outputs: tuple) -> str | None:
@@ -1616,6 +1617,8 @@ def _com_attention_check(attrs: dict, opset: int, inputs: tuple, outputs: tuple)
     if sizes and (len(sizes) != 3 or sizes[0] != sizes[1]):
         return (f"qkv_hidden_sizes {list(sizes)}: MULTIHEAD_ATTENTION needs the query's and the key's hidden sizes "
                 "equal (as ONNX Runtime's DirectML provider)")
+    if sizes and len(sizes) == 3 and sizes[2] != sizes[0] and _used(outputs, 1):
+        return f"the present output with qkv_hidden_sizes {list(sizes)}: one tensor holds the key's and the value's"
     if _used(outputs, 2):
         return "the qk output is not mapped: MULTIHEAD_ATTENTION returns no scores"
     return None
