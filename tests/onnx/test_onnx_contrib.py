@@ -403,3 +403,31 @@ def test_an_encoder_with_fused_attention_matches_onnx_runtime(tmp_path):
     want = _ort(m, inputs)[0]
     assert got.shape == want.shape
     assert np.abs(got - want).max() <= 1e-4 * max(1.0, float(np.abs(want).max()))
+
+
+@pytest.mark.slow
+def test_attention_max_sequence_mask_reads_its_corner():
+    """Attention's {batch, 1, max, max} mask (which ONNX Runtime's CPU provider does not run) against its
+    {batch, sequence, total} corner in ONNX Runtime."""
+    rng = np.random.default_rng(1)
+    x, w, b = _f(rng, 2, 4, 8), _f(rng, 8, 24) * 0.5, _f(rng, 24)
+    m4 = (rng.random((2, 1, 6, 6)) > 0.3).astype(np.int32)
+    m4[..., 0] = 1
+    m3 = np.ascontiguousarray(m4[:, 0, :4, :4])
+    model = _attention("Attention", {"x": x, "mask": m4}, {"w": w, "b": b}, ["x", "w", "b", "mask"], ["y"],
+                       {"num_heads": 2})
+    want = _ort(_attention("Attention", {"x": x, "mask": m3}, {"w": w, "b": b}, ["x", "w", "b", "mask"], ["y"],
+                           {"num_heads": 2}), {"x": x, "mask": m3})[0]
+    _close(np.asarray(dx.load(model)(x, m4)[0]), want)
+
+
+@pytest.mark.slow
+def test_float16_group_query_attention_matches_onnx_runtime():
+    """FLOAT16 runs in FLOAT32 between CASTs (the provider's graph): within a FLOAT16 step of ONNX Runtime."""
+    m, ins = _gqa(np.random.default_rng(2), 1, 5, [5, 3], 6, outputs=("y",))
+    for vi in list(m.graph.input) + list(m.graph.output):
+        vi.type.tensor_type.elem_type = TensorProto.FLOAT16
+    ins = {k: v.astype(np.float16) for k, v in ins.items()}
+    got, want = np.asarray(dx.load(m)(*ins.values())[0]), _ort(m, ins)[0]
+    assert got.dtype == want.dtype == np.float16
+    assert np.abs(got.astype(np.float32) - want.astype(np.float32)).max() <= 2.0**-10 * max(1.0, float(np.abs(want).max()))
