@@ -14,6 +14,7 @@ ort = pytest.importorskip("onnxruntime", reason="comparing with ONNX Runtime nee
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import dmljax.onnx as dx  # noqa: E402
+from dmljax._src.errors import ValidationError  # noqa: E402
 from dmljax._src.onnx.table import CONTRIB  # noqa: E402
 
 U8, I8 = np.uint8, np.int8
@@ -431,3 +432,12 @@ def test_float16_group_query_attention_matches_onnx_runtime():
     got, want = np.asarray(dx.load(m)(*ins.values())[0]), _ort(m, ins)[0]
     assert got.dtype == want.dtype == np.float16
     assert np.abs(got.astype(np.float32) - want.astype(np.float32)).max() <= 2.0**-10 * max(1.0, float(np.abs(want).max()))
+
+
+def test_a_mask_directml_cannot_read_is_refused_when_traced():
+    """A {3 * batch + 2} key_padding_mask (ONNX Runtime's packed bounds): its shape is known at the call."""
+    q = np.zeros((2, 3, 8), np.float32)
+    ins = {"q": q, "k": q, "v": q, "mask": np.zeros(8, np.int32)}
+    m = _attention("MultiHeadAttention", ins, {}, ["q", "k", "v", "", "mask"], ["y"], {"num_heads": 2})
+    with pytest.raises(ValidationError, match=r"MultiHeadAttention \(com.microsoft\) mask has shape \[8\]"):
+        dx.load(m)(*ins.values())
