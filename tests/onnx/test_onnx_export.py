@@ -26,6 +26,7 @@ from dmljax._src.dxdispatch.schema import structure_problems  # noqa: E402
 from dmljax._src.onnx import export  # noqa: E402
 from tests import tiers  # noqa: E402
 from tests.onnx import onnx_models as models  # noqa: E402
+from tests.onnx.test_onnx_contrib import CASES as CONTRIB_CASES  # noqa: E402  (its one-node com.microsoft models)
 
 
 def _round_trip(m, tmp_path, capsys, inputs):
@@ -179,3 +180,14 @@ def test_export_of_corrupted_models_is_one_clear_error_never_a_traceback(data):
             assert not out.exists()
         else:
             assert structure_problems(load_json(out.read_text())) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["attention_past_unidirectional", "group_query_attention_decode_seqlens"])
+def test_contrib_attention_round_trips_through_dxdispatch(case, tmp_path, capsys):
+    """com.microsoft Attention (GEMM, SLICE1, MULTIHEAD_ATTENTION, JOIN) and GroupQueryAttention
+    (MULTIHEAD_ATTENTION1) as DirectML graphs, to the same bits and ONNX Runtime's values."""
+    m, inputs = CONTRIB_CASES[case](np.random.default_rng(0))
+    doc = _round_trip(m, tmp_path, capsys, inputs)
+    types = {d["type"] for k, d in doc["dispatchables"].items() if k != "graph"}
+    assert types & {"DML_OPERATOR_MULTIHEAD_ATTENTION", "DML_OPERATOR_MULTIHEAD_ATTENTION1"}, types

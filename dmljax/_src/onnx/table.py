@@ -1581,7 +1581,7 @@ def _com_multihead_attention_check(attrs: dict, opset: int, inputs: tuple, outpu
 
 def _com_attention(c: Call):
     """com.microsoft Attention: the input projection by one GEMM (weights and bias broadcast over the batch by
-    zero strides), query, key and value as windows of its output (descs), the past {2, batch, heads, past,
+    zero strides), query, key and value as SLICE1 windows of its output, the past {2, batch, heads, past,
     head} as PastKeyTensor and PastValueTensor, then MULTIHEAD_ATTENTION; the present is JOINed from its present
     key and value."""
     x, w = _arr(c.inputs[0]), _arr(c.inputs[1])
@@ -1593,12 +1593,13 @@ def _com_attention(c: Call):
     cc = None if bias is None else jnp.broadcast_to(_arr(bias), (b, s, w.shape[1]))
     proj = _dml("gemm")(x, jnp.broadcast_to(w, (b,) + w.shape), cc, trans_a="NONE", trans_b="NONE", alpha=1.0,
                         beta=1.0)
-    q, k, v = proj[..., :d], proj[..., d:2 * d], proj[..., 2 * d:2 * d + dv]
+    q, k, v = _slice_last(proj, 0, d), _slice_last(proj, d, 2 * d), _slice_last(proj, 2 * d, 2 * d + dv)
     past = c.input(4)
     pk = pv = None
     if past is not None:
         past = _arr(past)
-        pk, pv = past[0], past[1]
+        pk, pv = (_dml("slice1")(past, input_window_offsets=(i, 0, 0, 0, 0), input_window_sizes=(1,) + past.shape[1:],
+                                 input_window_strides=(1,) * 5).reshape(past.shape[1:]) for i in (0, 1))
     t = s + (0 if past is None else past.shape[3])
     out, present_k, present_v = _mha_call(c, "multihead_attention", q, k, v, None, None, None, c.input(3),
                                           c.input(5), pk, pv, heads, d // heads, b, s, t)
@@ -1628,15 +1629,14 @@ def _com_group_query_attention(c: Call):
     """com.microsoft GroupQueryAttention onto MULTIHEAD_ATTENTION1: PastSequenceLengthsTensor is
     seqlens_k + 1 - sequence (ELEMENT_WISE_ADD; zeros on the first prompt, sequence == total_sequence_length,
     as the provider), so the present holds each batch's valid past, the new keys, then zeros, and the
-    attention is causal from each batch's position; a packed query (no key, no value) is split into windows
-    (descs); FLOAT16 is CAST to FLOAT32 and back (the provider's graph)."""
+    attention is causal from each batch's position; a packed query (no key, no value) is split by SLICE1; FLOAT16 is CAST to FLOAT32 and back (the provider's graph)."""
     q = _arr(c.inputs[0])
     heads, kv_heads = int(c.attr("num_heads")), int(c.attr("kv_num_heads"))
     k, v = c.input(1), c.input(2)
     if k is None:
         head_size = q.shape[2] // (heads + 2 * kv_heads)
         d, dkv = heads * head_size, kv_heads * head_size
-        q, k, v = q[..., :d], q[..., d:d + dkv], q[..., d + dkv:]
+        q, k, v = _slice_last(q, 0, d), _slice_last(q, d, d + dkv), _slice_last(q, d + dkv, d + 2 * dkv)
     else:
         k, v = _arr(k), _arr(v)
         head_size = q.shape[2] // heads
@@ -1748,7 +1748,8 @@ CONTRIB: tuple[Rule, ...] = (
     Rule("FusedMatMul", 1, None, ("DML_OPERATOR_GEMM",), _fused_matmul, check=_fused_matmul_check,
          restrictions="alpha as GEMM's Alpha, transA/transB as permuted tensor descs; transBatchA/B not mapped",
          domain=_MS),
-    Rule("MultiHeadAttention", 1, None, _ATTENTION_DML, _com_multihead_attention,
+    Rule("MultiHeadAttention", 1, None, ("DML_OPERATOR_MULTIHEAD_ATTENTION", "DML_OPERATOR_CAST",
+                                         "DML_OPERATOR_ELEMENT_WISE_ADD"), _com_multihead_attention,
          check_io=_com_multihead_attention_check,
          restrictions="as ONNX Runtime's DirectML provider: packed QKV {batch, sequence, heads, 3, head} as "
                       "StackedQueryKeyValueTensor, packed KV as StackedKeyValueTensor, a 4-D key and value as the "
@@ -1757,10 +1758,10 @@ CONTRIB: tuple[Rule, ...] = (
                       "RelativePositionBias; unidirectional=1 as a constant bias (the float's lowest value), added "
                       "to it; refused: a {3 * batch + 2} mask, past_sequence_length, cache_indirection, the qk output",
          domain=_MS),
-    Rule("Attention", 1, None, ("DML_OPERATOR_GEMM", "DML_OPERATOR_JOIN") + _ATTENTION_DML, _com_attention,
+    Rule("Attention", 1, None, ("DML_OPERATOR_GEMM",) + _ATTENTION_DML + ("DML_OPERATOR_JOIN",), _com_attention,
          check_io=_com_attention_check,
          restrictions="the projection by GEMM (weights and bias broadcast over the batch), query, key and value "
-                      "as windows of it, then MULTIHEAD_ATTENTION; mask_index as MultiHeadAttention's "
+                      "as SLICE1 windows of it, then MULTIHEAD_ATTENTION; mask_index as MultiHeadAttention's "
                       "key_padding_mask (and {batch, 1, max, max}: its top-left corner, without past); past "
                       "{2, batch, heads, past, head} as PastKeyTensor and PastValueTensor, the present JOINed; "
                       "unidirectional=1 as a constant bias; refused: do_rotary, past_present_share_buffer, "
@@ -1769,8 +1770,8 @@ CONTRIB: tuple[Rule, ...] = (
          _com_group_query_attention, static=(6,), check_io=_com_group_query_attention_check,
          restrictions="QueryHeadCount num_heads, KeyValueHeadCount kv_num_heads; PastSequenceLengthsTensor "
                       "seqlens_k + 1 - sequence (0 on the first prompt: sequence == total_sequence_length, which "
-                      "must be static); the present sliced to max(past, total_sequence_length); a packed query "
-                      "split into windows; FLOAT16 CAST to FLOAT32 and back (the provider's graph); "
+                      "must be static); the present sliced (SLICE1) to max(past, total_sequence_length); a packed query "
+                      "split by SLICE1; FLOAT16 CAST to FLOAT32 and back (the provider's graph); "
                       "MaskFilterValue -10000; refused: do_rotary, local_window_size, softcap, smooth_softmax, "
                       "head_sink, position_ids, attention_bias, the qk output", domain=_MS),
 )
