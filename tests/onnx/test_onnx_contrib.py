@@ -266,17 +266,23 @@ def case_attention_value_size_and_end_start_mask(rng):
                       ["x", "w", "b", "mask", "", "ab"], ["y"], {"num_heads": 2, "qkv_hidden_sizes": [8, 8, 12]}), ins
 
 
-def _gqa(rng, s: int, past: int, seqlens, total: int, packed=False, outputs=("y", "pk_out", "pv_out")):
+def _gqa(rng, s: int, past: int, seqlens, total: int, packed=False, outputs=("y", "pk_out", "pv_out"),
+         rotary=None, head=8):
     b = len(seqlens)
-    q = _f(rng, b, s, 32 + (32 if packed else 0))  # 4 query heads, 2 key/value heads of 8
-    ins = {"q": q} if packed else {"q": q, "k": _f(rng, b, s, 16), "v": _f(rng, b, s, 16)}
+    q = _f(rng, b, s, 4 * head * (2 if packed else 1))  # 4 query heads, 2 key/value heads
+    ins = {"q": q} if packed else {"q": q, "k": _f(rng, b, s, 2 * head), "v": _f(rng, b, s, 2 * head)}
     if past:
-        ins.update(pk=_f(rng, b, 2, past, 8), pv=_f(rng, b, 2, past, 8))
+        ins.update(pk=_f(rng, b, 2, past, head), pv=_f(rng, b, 2, past, head))
     consts = {"seqlens": np.array(seqlens, np.int32), "total": np.array(total, np.int32)}
     names = ["q", "" if packed else "k", "" if packed else "v", "pk" if past else "", "pv" if past else "",
              "seqlens", "total"]
-    node = helper.make_node("GroupQueryAttention", names, ["y", "pk_out", "pv_out"], domain="com.microsoft",
-                            num_heads=4, kv_num_heads=2)
+    attrs = {"num_heads": 4, "kv_num_heads": 2}
+    if rotary is not None:  # caches for 16 positions, the rotary dimension the whole head
+        angles = np.arange(16)[:, None] * (10000.0 ** (-np.arange(head // 2) / (head // 2)))[None, :]
+        consts.update(cos=np.cos(angles).astype(np.float32), sin=np.sin(angles).astype(np.float32))
+        names += ["cos", "sin"]
+        attrs.update(do_rotary=1, rotary_interleaved=rotary)
+    node = helper.make_node("GroupQueryAttention", names, ["y", "pk_out", "pv_out"], domain="com.microsoft", **attrs)
     g = helper.make_graph([node], "gqa", [helper.make_tensor_value_info(k, TensorProto.FLOAT, v.shape)
                                           for k, v in ins.items()],
                           [helper.make_tensor_value_info(o, TensorProto.FLOAT, [None] * _RANK[o]) for o in outputs],
@@ -298,6 +304,14 @@ def case_group_query_attention_chunk_after_past(rng):
 
 def case_group_query_attention_packed(rng):
     return _gqa(rng, 3, 0, [2, 2], 3, packed=True)
+
+
+def case_group_query_attention_rotary(rng):
+    return _gqa(rng, 3, 0, [2, 2], 3, rotary=0, head=16)  # ONNX Runtime rotates heads of 16k
+
+
+def case_group_query_attention_rotary_interleaved_decode(rng):
+    return _gqa(rng, 1, 4, [4, 2], 5, outputs=("y",), rotary=1, head=16)
 
 
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
@@ -346,7 +360,7 @@ def test_attention_forms_that_directml_cannot_express_are_refused_together():
     x = np.zeros((1, 2, 8), np.float32)
     gqa = helper.make_node("GroupQueryAttention", ["x", "x", "x", "", "", "sl", "t"], ["y", "pk", "pv"],
                            domain="com.microsoft", name="windowed", num_heads=2, kv_num_heads=2, local_window_size=4,
-                           softcap=30.0)
+                           softcap=30.0, do_rotary=1)
     att = helper.make_node("Attention", ["x", "w"], ["z"], domain="com.microsoft", name="rotary", num_heads=2,
                            do_rotary=1)
     g = helper.make_graph([gqa, att], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
@@ -360,6 +374,7 @@ def test_attention_forms_that_directml_cannot_express_are_refused_together():
         dx.load(m)
     text = str(e.value)
     assert "'windowed'" in text and "local_window_size" in text and "softcap" in text, text
+    assert "do_rotary=1 without cos_cache and sin_cache" in text, text
     assert "'rotary'" in text and "do_rotary=1" in text, text
 
 

@@ -1658,6 +1658,13 @@ def _com_group_query_attention(c: Call):
         lengths = jnp.zeros((b,), jnp.int32)
     else:
         lengths = _dml("element_wise_add")(lengths, jnp.full((b,), 1 - s, jnp.int32))
+    if c.attr("do_rotary", 0):  # positions past + 0, 1, ... of each batch: as ai.onnx RotaryEmbedding
+        pos = _dml("element_wise_add")(jnp.broadcast_to(lengths.reshape(b, 1), (b, s)),
+                                       jnp.broadcast_to(jnp.arange(s, dtype=jnp.int32), (b, s)))
+        cos, sin = (cast(_arr(c.inputs[i])) if f16 else _arr(c.inputs[i]) for i in (7, 8))
+        rotary = {"interleaved": int(c.attr("rotary_interleaved", 0)), "rotary_embedding_dim": 2 * cos.shape[1]}
+        q, k = (_rotary_embedding(Call("RotaryEmbedding", 23, [x, cos, sin, pos], {**rotary, "num_heads": n}, 1))[0]
+                for x, n in ((q, heads), (k, kv_heads)))
     out, present_k, present_v = _mha_call(c, "multihead_attention1", q, k, v, None, None, None, None, None, pk, pv,
                                           heads, head_size, b, s, past + k.shape[1], kv_heads, lengths)
     keep = max(past, total)
@@ -1675,8 +1682,6 @@ def _slice_axis2(x, n: int):
 
 def _com_group_query_attention_check(attrs: dict, opset: int, inputs: tuple, outputs: tuple) -> str | None:
     reasons = []
-    if attrs.get("do_rotary", 0):
-        reasons.append("do_rotary=1 (the rotary embedding inside the operator) is not mapped")
     if int(attrs.get("local_window_size", -1)) != -1:
         reasons.append("local_window_size (a sliding window) is not mapped: MULTIHEAD_ATTENTION1's causal rule "
                        "has no window")
@@ -1686,6 +1691,8 @@ def _com_group_query_attention_check(attrs: dict, opset: int, inputs: tuple, out
         reasons.append("smooth_softmax and head_sink (an extra softmax term) are not mapped")
     if attrs.get("qk_output", 0) or _used(outputs, 3):
         reasons.append("the qk output is not mapped: MULTIHEAD_ATTENTION1 returns no scores")
+    if attrs.get("do_rotary", 0) and not (_used(inputs, 7) and _used(inputs, 8)):
+        reasons.append("do_rotary=1 without cos_cache and sin_cache")
     if any(_used(inputs, i) for i in (9, 10)) or any(_used(inputs, i) for i in range(12, 16)):
         reasons.append("position_ids, attention_bias and q/k norm weights are not mapped (as ONNX Runtime's "
                        "DirectML provider)")
@@ -1766,13 +1773,17 @@ CONTRIB: tuple[Rule, ...] = (
                       "{2, batch, heads, past, head} as PastKeyTensor and PastValueTensor, the present JOINed; "
                       "unidirectional=1 as a constant bias; refused: do_rotary, past_present_share_buffer, "
                       "past_sequence_length, qkv_hidden_sizes with unequal query and key sizes", domain=_MS),
-    Rule("GroupQueryAttention", 1, None, ("DML_OPERATOR_MULTIHEAD_ATTENTION1",) + _ATTENTION_DML[1:],
+    Rule("GroupQueryAttention", 1, None, ("DML_OPERATOR_MULTIHEAD_ATTENTION1",) + _ATTENTION_DML[1:] + (
+        "DML_OPERATOR_GATHER", "DML_OPERATOR_ELEMENT_WISE_MULTIPLY", "DML_OPERATOR_ELEMENT_WISE_SUBTRACT",
+        "DML_OPERATOR_JOIN"),
          _com_group_query_attention, static=(6,), check_io=_com_group_query_attention_check,
          restrictions="QueryHeadCount num_heads, KeyValueHeadCount kv_num_heads; PastSequenceLengthsTensor "
                       "seqlens_k + 1 - sequence (0 on the first prompt: sequence == total_sequence_length, which "
                       "must be static); the present sliced (SLICE1) to max(past, total_sequence_length); a packed query "
                       "split by SLICE1; FLOAT16 CAST to FLOAT32 and back (the provider's graph); "
-                      "MaskFilterValue -10000; refused: do_rotary, local_window_size, softcap, smooth_softmax, "
+                      "MaskFilterValue -10000; do_rotary as RotaryEmbedding's operators (GATHER of the caches at each "
+                      "batch's positions, SLICE1, MULTIPLY, SUBTRACT, ADD, JOIN) on query and key; refused: "
+                      "local_window_size, softcap, smooth_softmax, "
                       "head_sink, position_ids, attention_bias, the qk output", domain=_MS),
 )
 """ONNX Runtime's contrib operators (domain com.microsoft) that its quantizer and graph optimizers
