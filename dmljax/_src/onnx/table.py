@@ -1629,7 +1629,8 @@ def _com_group_query_attention(c: Call):
     """com.microsoft GroupQueryAttention onto MULTIHEAD_ATTENTION1: PastSequenceLengthsTensor is
     seqlens_k + 1 - sequence (ELEMENT_WISE_ADD; zeros on the first prompt, sequence == total_sequence_length,
     as the provider), so the present holds each batch's valid past, the new keys, then zeros, and the
-    attention is causal from each batch's position; a packed query (no key, no value) is split by SLICE1; FLOAT16 is CAST to FLOAT32 and back (the provider's graph)."""
+    attention is causal from each batch's position; do_rotary rotates query and key at those positions (ai.onnx
+    RotaryEmbedding's operators); a packed query (no key, no value) is split by SLICE1; FLOAT16 is CAST to FLOAT32 and back (the provider's graph)."""
     q = _arr(c.inputs[0])
     heads, kv_heads = int(c.attr("num_heads")), int(c.attr("kv_num_heads"))
     k, v = c.input(1), c.input(2)
