@@ -48,6 +48,7 @@ def test_train_mlp_loss_goes_down():
     assert last < first / 10, (first, last)
 
 
+@pytest.mark.slow  # 20 s of training on two cores: the slow tier
 def test_train_cnn_short_run_and_its_twin(tmp_path):
     """Two epochs on 320 images: the dmljax network and its jax.numpy + optax twin start from the
     same weights on the same batches, so their losses must agree closely (a gradient rule that

@@ -60,6 +60,7 @@ def _onnx_cases():
     return {c.name: c for c in built if {n.op_type for n in c.model.graph.node} & {"MatMulInteger", "QLinearMatMul"}}
 
 
+@pytest.mark.slow  # builds every ONNX node test (10 s); tests/onnx runs them too
 def test_onnx_node_tests_are_the_ones_listed():
     assert set(_onnx_cases()) == set(ONNX_NODE_TESTS)  # a new node test: list it (and map it below)
 

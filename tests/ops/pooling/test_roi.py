@@ -351,6 +351,7 @@ def test_jax_grad_uses_roi_align_grad(kw):
     assert np.asarray(gx).any() and np.asarray(gr).any()
 
 
+@pytest.mark.slow  # 12 s of finite differences; the kinks and the GRAD operator stay in the fast tier
 def test_gradients_by_finite_differences_away_from_the_kinks():
     # Samples on quarter pixels (0.25 or 0.75 past a pixel centre: far from the floor/ceil switches and the
     # input's edges), one count per axis (Minimum = Maximum): the output is smooth in the regions' numbers

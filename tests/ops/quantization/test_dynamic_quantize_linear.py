@@ -162,6 +162,7 @@ def test_the_scale_gradient_in_forward_mode():
     assert float(np.asarray(t).sum()) == pytest.approx(float(scale_grad(1.0, X).sum()), abs=1e-7)
 
 
+@pytest.mark.slow  # 9 s of gradient traces
 def test_the_integer_outputs_pass_nothing_back():
     gy = jax.grad(lambda v: op(v)[0].astype(F32).sum() + op(v)[2].astype(F32).sum())(X)
     assert not np.asarray(gy).any()
