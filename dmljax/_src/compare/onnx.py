@@ -24,7 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from dmljax._src.compare.distance import compare
-from dmljax._src.compare.exact import NARROW_FLOATS, describe, float64_outputs
+from dmljax._src.compare.exact import NARROW_FLOATS, Float64Chunks, describe, float64_outputs
 from dmljax._src.compare.errors import CompareError
 from dmljax._src.compare.report import Entry, Report
 from dmljax._src.dtypes import DataType
@@ -336,10 +336,11 @@ def compare_onnx(model_path: str | os.PathLike, reference: str | os.PathLike, *,
     return report
 
 
-def _float64_value(n, value, calls: list, dtype: np.dtype) -> tuple[np.ndarray | None, str]:
+def _float64_value(n, value, calls: list, dtype: np.dtype) -> tuple[np.ndarray | Float64Chunks | None, str]:
     """The float64 value of a node's output ``value`` from the operator calls the node made
     (``calls``): where the node is one DirectML operator whose result is the output itself, that
-    operator's formula evaluated in float64 (exact.float64_outputs); else (None, the reason)."""
+    operator's formula evaluated in float64 (exact.float64_outputs; for an element-wise
+    operator, range by range as the comparison reads it); else (None, the reason)."""
     if np.dtype(dtype) not in NARROW_FLOATS:
         return None, "the output is FLOAT64: there is no wider evaluation" if np.dtype(dtype) == np.float64 else ""
     if not n.dml:
@@ -355,11 +356,11 @@ def _float64_value(n, value, calls: list, dtype: np.dtype) -> tuple[np.ndarray |
     index = next((i for i, o in enumerate(outs) if o is value), None)
     if index is None:
         return None, f"the node's output is {call.spec.enum_name}'s result reshaped or converted"
-    return float64_outputs(call)[index]
+    return float64_outputs(call, chunked=True)[index]
 
 
 def _entry(n, name: str, got: np.ndarray, expected: np.ndarray, values: dict, sizes, stand_ins, scale,
-           exact: tuple[np.ndarray | None, str] = (None, "")) -> Entry:
+           exact: tuple[np.ndarray | Float64Chunks | None, str] = (None, "")) -> Entry:
     source = f"node {n.name!r} ({n.op_type})"
     note = ("Inputs not in the reference, computed by dmljax: " + ", ".join(stand_ins)
             + "; an error upstream of this node can show here.") if stand_ins else ""
@@ -368,10 +369,9 @@ def _entry(n, name: str, got: np.ndarray, expected: np.ndarray, values: dict, si
                            f"{expected.dtype} {list(expected.shape)} from the reference's inputs: is the reference "
                            "of another model (or of other input shapes)?")
     own = node_budget(n.dml, expected.dtype, sizes)
-    host = {k: np.asarray(v) for k, v in values.items()}
 
-    def inputs_at(pos):
-        return {k: v[pos].item() for k, v in host.items() if v.shape == expected.shape}
+    def inputs_at(pos):  # read only for the few elements listed: no host copy of an input beforehand
+        return {k: np.asarray(v)[pos].item() for k, v in values.items() if np.shape(v) == expected.shape}
     wide, why = exact
     reference = describe(", ".join(n.dml) or n.op_type, wide, why)
     comparison = compare(got, expected, own * scale, inputs_at, wide, None if wide is None else own)
