@@ -171,7 +171,8 @@ output type (docs/semantics.md#the-reference), which is itself up to half an ULP
 def compare(found: np.ndarray, expected: np.ndarray, budget_ulp: float,
             inputs_at: Callable[[tuple[int, ...]], dict] | None = None, exact=None,
             trust_budget: float | None = None) -> Comparison:
-    """Every element of ``found`` against ``expected`` (dmljax's result: same shape and dtype).
+    """Every element of ``found`` against ``expected`` (dmljax's result: same shape and dtype;
+    ``found`` an array or an object reading it range by range, as ``exact`` below).
     Floats: within ``budget_ulp`` ULP; NaN matches NaN (payloads are not compared); an infinity
     must be the same infinity; a zero found where a denormal is expected is a flushed denormal, a
     denormal found where zero is expected one that should have been flushed. Integers and
@@ -189,7 +190,8 @@ def compare(found: np.ndarray, expected: np.ndarray, budget_ulp: float,
     Works through the tensors CHUNK elements at a time (``exact_chunk()`` against a float64
     value, whose arithmetic takes 8-byte temporaries); the medians are exact (a selection over
     one array of the finite elements' distances)."""
-    found, expected = np.asarray(found), np.asarray(expected)
+    found = found if hasattr(found, "range") else np.asarray(found)
+    expected = np.asarray(expected)
     if found.shape != expected.shape or found.dtype != expected.dtype:
         raise ValueError(f"compare: {found.dtype}{list(found.shape)} against {expected.dtype}{list(expected.shape)}")
     is_float = found.dtype.kind == "f"
@@ -200,7 +202,14 @@ def compare(found: np.ndarray, expected: np.ndarray, budget_ulp: float,
                              f"{found.dtype}{list(found.shape)}")
         trust = float(budget_ulp if trust_budget is None else trust_budget)
     c = Comparison(int(found.size), float(budget_ulp), str(found.dtype), exact=exact is not None)
-    flat_f, flat_e = found.reshape(-1), expected.reshape(-1)
+    flat_e = expected.reshape(-1)
+    if isinstance(found, np.ndarray):
+        flat_f = found.reshape(-1)
+
+        def found_range(start, stop):
+            return flat_f[start:stop]
+    else:
+        found_range = found.range
     if exact is None:
         exact_range = None
     elif isinstance(exact, np.ndarray):
@@ -212,7 +221,7 @@ def compare(found: np.ndarray, expected: np.ndarray, budget_ulp: float,
         exact_range = exact.range
     kinds = _FLOAT_KINDS if is_float else ("different values",)
     counts = dict.fromkeys(kinds, 0)
-    shown: list[tuple[int, str, float | None, tuple | None]] = []
+    shown: list[tuple[int, object, str, float | None, tuple | None]] = []
     if is_float:
         wide = found.dtype.itemsize == 8
         ulps = np.empty(found.size, np.float32 if exact is not None else np.uint64 if wide else np.uint32)
@@ -224,8 +233,9 @@ def compare(found: np.ndarray, expected: np.ndarray, budget_ulp: float,
         diffs = []
     n_finite = 0
     chunk = CHUNK if exact is None else exact_chunk()  # the float64 value's arithmetic: 8-byte temporaries
-    for start in range(0, max(flat_f.size, 1), chunk):
-        f, e = flat_f[start:start + chunk], flat_e[start:start + chunk]
+    for start in range(0, max(flat_e.size, 1), chunk):
+        e = flat_e[start:start + chunk]
+        f = found_range(start, start + e.size)
         xc = None if exact_range is None or not f.size else exact_range(start, start + f.size)
         if is_float:
             if exact is None:
@@ -267,7 +277,7 @@ def compare(found: np.ndarray, expected: np.ndarray, budget_ulp: float,
                 x = xc[int(i)]
                 both = bool(np.isfinite(f[i]) and np.isfinite(e[i]))
                 extra = (float(x) if trusted[i] else None, int(ulp_distance(f[i], e[i])) if both else None)
-            shown.append((start + int(i), kind, distance, extra))
+            shown.append((start + int(i), f[i], kind, distance, extra))
     if is_float:
         if n_finite:
             c.median_ulp = _median(ulps[:n_finite])
@@ -278,9 +288,9 @@ def compare(found: np.ndarray, expected: np.ndarray, budget_ulp: float,
         c.median_abs = _median(np.concatenate([d, np.zeros(found.size - d.size)]))
     c.patterns = {k: n for k, n in counts.items() if n}
     c.beyond = sum(c.patterns.values())
-    for i, kind, distance, extra in shown:
+    for i, value, kind, distance, extra in shown:
         pos = tuple(int(p) for p in np.unravel_index(i, found.shape)) if found.ndim else ()
-        finding = Finding(pos, _scalar(flat_f[i]), _scalar(flat_e[i]), distance, kind,
+        finding = Finding(pos, _scalar(value), _scalar(flat_e[i]), distance, kind,
                           inputs_at(pos) if inputs_at is not None else {})
         if extra is not None:
             finding.exact, finding.ulp_dmljax = extra
