@@ -9,9 +9,12 @@ topological order, each on the reference's own values of its inputs where the re
 them, so that a node is judged on what it was given and an error upstream is never blamed on it;
 where the reference lacks an input, dmljax's own value stands in, and the report says so.
 
-Memory: a reference tensor is read when a node consumes or produces it and dropped after that
-node; dmljax's own value of a tensor is kept only while a later node needs it and the reference
-has none (benchmarks/compare/streaming.py measures the peak).
+Memory: a node's inputs are read from the reference when it runs and dropped once it has run
+(read again only for the elements a report lists); the output compared is read from its file
+range by range where its values lie raw there (``Reference.open``), and an element-wise
+operator's float64 value is evaluated range by range too (exact.Float64Chunks); dmljax's own
+value of a tensor is kept only while a later node needs it and the reference has none
+(benchmarks/compare/streaming.py measures the peak).
 """
 
 from __future__ import annotations
