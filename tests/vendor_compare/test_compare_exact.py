@@ -120,10 +120,11 @@ def _recorded(fn, *arrays, **attrs):
 
 
 def test_which_operators_are_element_wise_comes_from_their_records():
-    import dmljax  # noqa: F401  (registers the operators)
+    import dmljax
     from dmljax._src.compare.exact import element_wise
     from dmljax._src.registry import registry
     specs = {op.spec.short_name: op.spec for op in registry().values()}
+    assert set(specs) == {e.short_name for e in dmljax.catalog() if e.implemented}
     from dmljax._src.compare.exact import computes
     wise = {name for name, spec in specs.items() if element_wise(spec)}
     families = {name for name, spec in specs.items() if computes(spec) and (
