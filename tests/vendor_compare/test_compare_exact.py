@@ -110,6 +110,63 @@ def test_an_output_without_a_float64_value_falls_back_and_says_why(tmp_path, cap
             "strided or offset within its resource).") in md
 
 
+def _recorded(fn, *arrays, **attrs):
+    """The operator call ``fn(*arrays, **attrs)`` as recorded outside a trace."""
+    from dmljax._src.op import record_calls
+    with record_calls() as calls:
+        fn(*arrays, **attrs)
+    (call,) = calls
+    return call
+
+
+def test_which_operators_are_element_wise_comes_from_their_records():
+    import dmljax
+    from dmljax._src.compare.exact import element_wise
+    from dmljax._src.registry import registry
+    specs = {op.spec.short_name: op.spec for op in registry().values()}
+    assert set(specs) == {e.short_name for e in dmljax.catalog() if e.implemented}
+    from dmljax._src.compare.exact import computes
+    wise = {name for name, spec in specs.items() if element_wise(spec)}
+    families = {name for name, spec in specs.items() if computes(spec) and (
+        spec.family.startswith("element_wise_") or spec.family == "activation")}
+    assert families - wise == {"ACTIVATION_SOFTMAX", "ACTIVATION_SOFTMAX1", "ACTIVATION_LOG_SOFTMAX",
+                               "ACTIVATION_LOG_SOFTMAX1", "VALUE_SCALE_2D"}
+    for name in ("ELEMENT_WISE_ADD", "ELEMENT_WISE_EXP", "ELEMENT_WISE_CLIP_GRAD", "ELEMENT_WISE_ADD1",
+                 "ACTIVATION_SIGMOID", "ACTIVATION_PARAMETERIZED_RELU", "ACTIVATION_GELU"):
+        assert name in wise, name
+    assert not wise & {"ACTIVATION_HARDMAX", "ACTIVATION_HARDMAX1", "REDUCE", "GEMM", "CAST", "CONVOLUTION"}
+
+
+@pytest.mark.parametrize("case", ["sigmoid", "pow", "elu"])
+def test_an_element_wise_float64_value_in_ranges_equals_the_whole_tensor_s_and_compares_alike(case, monkeypatch):
+    import dmljax
+    from dmljax._src.compare import distance
+    from dmljax._src.compare.exact import Float64Chunks, float64_outputs
+    monkeypatch.setattr(distance, "CHUNK", 4 * 1000)  # ranges of 1,000 elements: 6, the last of 250
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((7, 3, 250)) * 6).astype(np.float32)
+    call = {"sigmoid": lambda: _recorded(dmljax.activation_sigmoid, x),
+            "pow": lambda: _recorded(dmljax.element_wise_pow, np.abs(x), (x / 4).astype(np.float32)),
+            "elu": lambda: _recorded(dmljax.activation_elu, x, alpha=0.7)}[case]()
+    ((whole, why),) = float64_outputs(call)
+    ((ranged, why_ranged),) = float64_outputs(call, chunked=True)
+    assert (why, why_ranged) == ("", "") and isinstance(whole, np.ndarray) and isinstance(ranged, Float64Chunks)
+    parts = [ranged.range(s, s + 1000) for s in range(0, x.size, 1000)]
+    assert len(parts) == 6 and parts[-1].size == 250
+    assert np.concatenate(parts).view(np.uint64).tolist() == whole.reshape(-1).view(np.uint64).tolist()
+    own = np.asarray(call.out)
+    vendor = own.copy().reshape(-1)
+    hit = rng.choice(x.size, 40, replace=False)
+    vendor[hit] = _steps(vendor[hit], rng.integers(-9, 10, hit.size))
+    vendor[hit[:3]] = np.float32(1e30)
+    vendor = vendor.reshape(own.shape)
+    budget = 2
+    by_whole = compare(vendor, own, budget, exact=whole)
+    by_ranges = compare(vendor, own, budget, exact=float64_outputs(call, chunked=True)[0][0])
+    assert by_whole.beyond > 3 and by_whole.first and all(f.exact is not None for f in by_whole.first)
+    assert by_ranges == by_whole
+
+
 onnx = pytest.importorskip("onnx", reason="ONNX models need the onnx package (the test extra installs it)")
 
 

@@ -58,3 +58,26 @@ def test_truncated_tensorproto(tmp_path):
     path.write_bytes(onnx.numpy_helper.from_array(np.ones(100, np.float32), "v").SerializeToString()[:-40])
     with pytest.raises(CompareError, match="truncated"):
         _read_tensor(path)
+
+
+def test_a_reference_read_range_by_range_equals_it_read_whole_and_compares_alike(tmp_path, monkeypatch):
+    from dmljax._src.compare.onnx import Reference, _FileValues
+    rng = np.random.default_rng(5)
+    value = rng.standard_normal((3, 700)).astype(np.float32)
+    (tmp_path / "a.tensorproto").write_bytes(onnx.numpy_helper.from_array(value, "a").SerializeToString())
+    np.save(tmp_path / "b.npy", value)
+    np.save(tmp_path / "c.npy", value.astype(">f4"))  # big-endian: read as stored, as np.load gives it
+    np.savez(tmp_path / "d.npz", d=value)
+    ref = Reference(tmp_path, ["a", "b", "c", "d"])
+    expected = (value * np.float32(1.0000001)).astype(np.float32)
+    monkeypatch.setattr(distance, "CHUNK", 500)
+    for name in "abcd":
+        whole, ranged = ref.load(name), ref.open(name)
+        assert isinstance(ranged, _FileValues if name != "d" else np.ndarray), name
+        assert (ranged.shape, ranged.dtype) == (whole.shape, whole.dtype)
+        if name != "d":
+            pieces = [ranged.range(s, s + 500) for s in range(0, whole.size, 500)]
+            assert pieces[-1].size == 100 and all(p.dtype == whole.dtype for p in pieces)
+            assert b"".join(p.tobytes() for p in pieces) == whole.tobytes()
+        if name != "c":
+            assert distance.compare(ranged, expected, 0) == distance.compare(whole, expected, 0)

@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["ulp_distance", "compare", "Comparison", "Finding", "HISTOGRAM_EDGES", "MAX_SHOWN"]
+__all__ = ["ulp_distance", "compare", "Comparison", "Finding", "HISTOGRAM_EDGES", "MAX_SHOWN", "exact_chunk"]
 
 MAX_SHOWN = 5
 """Elements beyond budget listed with their positions and inputs (all of them are counted)."""
@@ -155,15 +155,24 @@ CHUNK = 1 << 20
 """Elements classified at a time: the masks and distances of one chunk are what ``compare``
 allocates beyond one distance array per tensor (4 bytes an element for FLOAT32 and FLOAT16)."""
 
+
+def exact_chunk() -> int:
+    """Elements classified at a time against a float64 value: a quarter of CHUNK, its arithmetic
+    taking 8-byte temporaries (and the float64 values of an element-wise operator are evaluated
+    this many at a time, exact.Float64Chunks)."""
+    return max(1, CHUNK // 4)
+
+
 ROUNDING = 0.5
 """What a budget of B ULP allows from the float64 value: B ULP from the value rounded once to the
 output type (docs/semantics.md#the-reference), which is itself up to half an ULP from it."""
 
 
 def compare(found: np.ndarray, expected: np.ndarray, budget_ulp: float,
-            inputs_at: Callable[[tuple[int, ...]], dict] | None = None, exact: np.ndarray | None = None,
+            inputs_at: Callable[[tuple[int, ...]], dict] | None = None, exact=None,
             trust_budget: float | None = None) -> Comparison:
-    """Every element of ``found`` against ``expected`` (dmljax's result: same shape and dtype).
+    """Every element of ``found`` against ``expected`` (dmljax's result: same shape and dtype;
+    ``found`` an array or an object reading it range by range, as ``exact`` below).
     Floats: within ``budget_ulp`` ULP; NaN matches NaN (payloads are not compared); an infinity
     must be the same infinity; a zero found where a denormal is expected is a flushed denormal, a
     denormal found where zero is expected one that should have been flushed. Integers and
@@ -171,30 +180,48 @@ def compare(found: np.ndarray, expected: np.ndarray, budget_ulp: float,
     beyond budget.
 
     ``exact`` (float64, the shape of ``expected``; FLOAT16 and FLOAT32 results only): the
-    operator's float64 value. Each element is then judged by its fractional distance from it
-    (``ulp_distance``), within ``budget_ulp`` + 0.5 (ROUNDING), wherever dmljax's own result is
+    operator's float64 value, an array or an object evaluating it range by range
+    (exact.Float64Chunks: ``shape``, ``dtype`` and ``range(start, stop)`` of the flattened
+    positions, asked for in order, each range once). Each element is then judged by its
+    fractional distance from it (``ulp_distance``), within ``budget_ulp`` + 0.5 (ROUNDING), wherever dmljax's own result is
     within ``trust_budget`` (the operator's unscaled budget; default ``budget_ulp``) + 0.5 of it
     and agrees with it on NaN and infinity; elsewhere against ``expected`` as without it.
 
-    Works through the tensors CHUNK elements at a time (a quarter of that against a float64
+    Works through the tensors CHUNK elements at a time (``exact_chunk()`` against a float64
     value, whose arithmetic takes 8-byte temporaries); the medians are exact (a selection over
     one array of the finite elements' distances)."""
-    found, expected = np.asarray(found), np.asarray(expected)
+    found = found if hasattr(found, "range") else np.asarray(found)
+    expected = np.asarray(expected)
     if found.shape != expected.shape or found.dtype != expected.dtype:
         raise ValueError(f"compare: {found.dtype}{list(found.shape)} against {expected.dtype}{list(expected.shape)}")
     is_float = found.dtype.kind == "f"
     if exact is not None:
-        exact = np.asarray(exact)
+        exact = exact if hasattr(exact, "range") else np.asarray(exact)
         if not is_float or found.dtype.itemsize == 8 or exact.dtype != np.float64 or exact.shape != found.shape:
             raise ValueError(f"compare: a float64 value of shape {list(exact.shape)} ({exact.dtype}) for "
                              f"{found.dtype}{list(found.shape)}")
         trust = float(budget_ulp if trust_budget is None else trust_budget)
     c = Comparison(int(found.size), float(budget_ulp), str(found.dtype), exact=exact is not None)
-    flat_f, flat_e = found.reshape(-1), expected.reshape(-1)
-    flat_x = exact.reshape(-1) if exact is not None else None
+    flat_e = expected.reshape(-1)
+    if isinstance(found, np.ndarray):
+        flat_f = found.reshape(-1)
+
+        def found_range(start, stop):
+            return flat_f[start:stop]
+    else:
+        found_range = found.range
+    if exact is None:
+        exact_range = None
+    elif isinstance(exact, np.ndarray):
+        flat_x = exact.reshape(-1)
+
+        def exact_range(start, stop):
+            return flat_x[start:stop]
+    else:
+        exact_range = exact.range
     kinds = _FLOAT_KINDS if is_float else ("different values",)
     counts = dict.fromkeys(kinds, 0)
-    shown: list[tuple[int, str, float | None, tuple | None]] = []
+    shown: list[tuple[int, object, str, float | None, tuple | None]] = []
     if is_float:
         wide = found.dtype.itemsize == 8
         ulps = np.empty(found.size, np.float32 if exact is not None else np.uint64 if wide else np.uint32)
@@ -205,15 +232,17 @@ def compare(found: np.ndarray, expected: np.ndarray, budget_ulp: float,
     else:
         diffs = []
     n_finite = 0
-    chunk = CHUNK if exact is None else max(1, CHUNK // 4)  # the float64 value's arithmetic: 8-byte temporaries
-    for start in range(0, max(flat_f.size, 1), chunk):
-        f, e = flat_f[start:start + chunk], flat_e[start:start + chunk]
+    chunk = CHUNK if exact is None else exact_chunk()  # the float64 value's arithmetic: 8-byte temporaries
+    for start in range(0, max(flat_e.size, 1), chunk):
+        e = flat_e[start:start + chunk]
+        f = found_range(start, start + e.size)
+        xc = None if exact_range is None or not f.size else exact_range(start, start + f.size)
         if is_float:
             if exact is None:
                 masks, ulp, ad, finite = _classify_floats(f, e, budget_ulp, tiny)
             else:
                 masks, ulp, ad, finite, trusted, d_dml = _classify_exact(
-                    f, e, flat_x[start:start + chunk], budget_ulp, trust, tiny)
+                    f, e, xc if xc is not None else np.empty(0), budget_ulp, trust, tiny)
                 c.untrusted += int((~trusted).sum())
                 c.max_ulp_dmljax = max(c.max_ulp_dmljax, int(d_dml.max()) if d_dml.size else 0)
             k = int(finite.sum())
@@ -245,10 +274,10 @@ def compare(found: np.ndarray, expected: np.ndarray, budget_ulp: float,
             distance = None if ulp is None or kind in _NO_DISTANCE else ulp[i].item()
             extra = None
             if exact is not None:
-                x = flat_x[start + int(i)]
+                x = xc[int(i)]
                 both = bool(np.isfinite(f[i]) and np.isfinite(e[i]))
                 extra = (float(x) if trusted[i] else None, int(ulp_distance(f[i], e[i])) if both else None)
-            shown.append((start + int(i), kind, distance, extra))
+            shown.append((start + int(i), f[i], kind, distance, extra))
     if is_float:
         if n_finite:
             c.median_ulp = _median(ulps[:n_finite])
@@ -259,9 +288,9 @@ def compare(found: np.ndarray, expected: np.ndarray, budget_ulp: float,
         c.median_abs = _median(np.concatenate([d, np.zeros(found.size - d.size)]))
     c.patterns = {k: n for k, n in counts.items() if n}
     c.beyond = sum(c.patterns.values())
-    for i, kind, distance, extra in shown:
+    for i, value, kind, distance, extra in shown:
         pos = tuple(int(p) for p in np.unravel_index(i, found.shape)) if found.ndim else ()
-        finding = Finding(pos, _scalar(flat_f[i]), _scalar(flat_e[i]), distance, kind,
+        finding = Finding(pos, _scalar(value), _scalar(flat_e[i]), distance, kind,
                           inputs_at(pos) if inputs_at is not None else {})
         if extra is not None:
             finding.exact, finding.ulp_dmljax = extra

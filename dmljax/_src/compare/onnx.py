@@ -9,9 +9,12 @@ topological order, each on the reference's own values of its inputs where the re
 them, so that a node is judged on what it was given and an error upstream is never blamed on it;
 where the reference lacks an input, dmljax's own value stands in, and the report says so.
 
-Memory: a reference tensor is read when a node consumes or produces it and dropped after that
-node; dmljax's own value of a tensor is kept only while a later node needs it and the reference
-has none (benchmarks/compare/streaming.py measures the peak).
+Memory: a node's inputs are read from the reference when it runs and dropped once it has run
+(read again only for the elements a report lists); the output compared is read from its file
+range by range where its values lie raw there (``Reference.open``), and an element-wise
+operator's float64 value is evaluated range by range too (exact.Float64Chunks); dmljax's own
+value of a tensor is kept only while a later node needs it and the reference has none
+(benchmarks/compare/streaming.py measures the peak).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Sequence
 import numpy as np
 
 from dmljax._src.compare.distance import compare
-from dmljax._src.compare.exact import NARROW_FLOATS, describe, float64_outputs
+from dmljax._src.compare.exact import NARROW_FLOATS, Float64Chunks, describe, float64_outputs
 from dmljax._src.compare.errors import CompareError
 from dmljax._src.compare.report import Entry, Report
 from dmljax._src.dtypes import DataType
@@ -103,6 +106,32 @@ class Reference:
     def __contains__(self, name: str) -> bool:
         return name in self._where
 
+    def open(self, name: str) -> np.ndarray | _FileValues:
+        """The tensor ``name`` as ``load`` gives it, or, where its values lie raw in a file (a
+        TensorProto's raw_data, an uncompressed .npy file), a reader of it range by range."""
+        where = self._where[name]
+        try:
+            if where[0] == "proto":
+                layout = _raw_layout(where[1])
+                if layout is not None:
+                    dt, dims, offset = layout
+                    return _FileValues(where[1], dt, dims, offset, dt.newbyteorder("="))
+            elif where[0] == "npy":
+                with open(where[1], "rb") as f:
+                    version = np.lib.format.read_magic(f)
+                    header = {(1, 0): np.lib.format.read_array_header_1_0,
+                              (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+                    shape, fortran, dt = header(f) if header else (None, True, None)
+                    offset = f.tell()
+                if header and not fortran and not dt.hasobject and offset + int(np.prod(shape, dtype=np.int64)) * dt.itemsize \
+                        <= where[1].stat().st_size:
+                    return _FileValues(where[1], dt, shape, offset, dt)
+        except CompareError:
+            raise
+        except Exception:  # noqa: BLE001  (load reads it, and names what is wrong)
+            pass
+        return self.load(name)
+
     def load(self, name: str) -> np.ndarray:
         where = self._where[name]
         try:
@@ -141,6 +170,17 @@ def _read_tensor(path: Path) -> np.ndarray:
     """A TensorProto file's array. When the values are in ``raw_data`` (as ONNX Runtime's dump
     writes them) only the small fields are parsed and the values are read straight from the
     file into the array, with no copy of the message; otherwise the onnx package parses it."""
+    layout = _raw_layout(path)
+    if layout is None:
+        return _slow_tensor(path)
+    dt, dims, offset = layout
+    count = int(np.prod(dims, dtype=np.int64)) if dims else 1
+    return np.fromfile(path, dt, count=count, offset=offset).astype(dt.newbyteorder("="), copy=False).reshape(dims)
+
+
+def _raw_layout(path: Path) -> tuple[np.dtype, list[int], int] | None:
+    """(data type, dims, offset of the values) of a TensorProto file whose values are in
+    ``raw_data``; None where the onnx package must parse it."""
     dims, dtype, raw = [], None, None
     try:
         with open(path, "rb") as f:
@@ -150,11 +190,11 @@ def _read_tensor(path: Path) -> np.ndarray:
                     break
                 field, wire = key >> 3, key & 7
                 if key < 0 or wire not in (0, 1, 2, 5):
-                    return _slow_tensor(path)
+                    return None
                 if wire == 0:
                     v = _varint(f)
                     if v is None or v < 0:
-                        return _slow_tensor(path)
+                        return None
                     if field == 1:
                         dims.append(v)
                     elif field == 2:
@@ -162,13 +202,13 @@ def _read_tensor(path: Path) -> np.ndarray:
                 elif wire == 2:
                     n = _varint(f)
                     if n is None or n < 0:
-                        return _slow_tensor(path)
+                        return None
                     if field == 1:  # packed dims
                         end = f.tell() + n
                         while f.tell() < end:
                             v = _varint(f)
                             if v is None or v < 0:
-                                return _slow_tensor(path)
+                                return None
                             dims.append(v)
                     elif field == 9:
                         raw = (f.tell(), n)
@@ -176,19 +216,41 @@ def _read_tensor(path: Path) -> np.ndarray:
                     elif field in (8, 12, 13, 14):  # name, doc_string, external data, segment...
                         f.seek(n, 1)
                     else:  # typed values (float_data, int64_data...): the onnx package reads them
-                        return _slow_tensor(path)
+                        return None
                 else:
                     f.seek(8 if wire == 1 else 4, 1)
     except OSError as e:
         raise CompareError(str(path), "", f"cannot be read ({e.strerror or e})") from None
     if raw is None or dtype not in _RAW_TYPES:
-        return _slow_tensor(path)
+        return None
     dt = np.dtype(_RAW_TYPES[dtype])
     count = int(np.prod(dims, dtype=np.int64)) if dims else 1
     if count * dt.itemsize != raw[1] or raw[0] + raw[1] > path.stat().st_size:
         raise CompareError(str(path), "", f"has {raw[1]} bytes of values for {count} elements of {dt} "
                            f"(shape {dims}): the file is truncated or not a TensorProto")
-    return np.fromfile(path, dt, count=count, offset=raw[0]).astype(dt.newbyteorder("="), copy=False).reshape(dims)
+    return dt, dims, raw[0]
+
+
+class _FileValues:
+    """A tensor's values in a file (raw, C order, at ``offset``), read a range of its flattened
+    positions at a time: what ``distance.compare`` takes for a reference's output, so that the
+    whole of it is never in memory. ``dtype`` is the array's as ``Reference.load`` gives it."""
+
+    def __init__(self, path: Path, stored: np.dtype, shape: Sequence[int], offset: int, dtype: np.dtype):
+        self.path, self.stored, self.offset, self.dtype = path, stored, offset, np.dtype(dtype)
+        self.shape = tuple(int(d) for d in shape)
+        self.ndim, self.size = len(self.shape), int(np.prod(self.shape, dtype=np.int64))
+
+    def range(self, start: int, stop: int) -> np.ndarray:
+        stop = min(stop, self.size)
+        n = max(0, stop - start)
+        try:
+            v = np.fromfile(self.path, self.stored, count=n, offset=self.offset + start * self.stored.itemsize)
+        except OSError as e:
+            raise CompareError(str(self.path), "", f"cannot be read ({e.strerror or e})") from None
+        if v.size != n:
+            raise CompareError(str(self.path), "", "is shorter than its values: it changed while it was read")
+        return v.astype(self.dtype, copy=False)
 
 
 def _slow_tensor(path: Path) -> np.ndarray:
@@ -310,19 +372,22 @@ def compare_onnx(model_path: str | os.PathLike, reference: str | os.PathLike, *,
                                f"reference's inputs: {' '.join(str(e).split())[:400]}") from None
         first = next((values[i] for i in n.inputs if i and i in values), None)
         sizes = None if first is None else tuple(np.shape(first))
-        # the float64 values first: the calls hold the node's inputs as dmljax read them, dropped then
+        inputs = _Inputs(ref, values, stand_ins)
+        del values, first  # the reference's inputs: dmljax holds its own copies while it needs them
+        # the float64 values first: the calls hold the node's inputs as dmljax read them, dropped
+        # then, or kept by an element-wise operator's value until its ranges are compared
         exacts = {o: _float64_value(n, v, calls, np.dtype(v.dtype)) for o, v in outs.items() if o in ref}
         calls.clear()
         for o, v in outs.items():
             if o in ref:
                 expected = np.asarray(v)
-                got = ref.load(o)
-                report.entries.append(_entry(n, o, got, expected, values, sizes, stand_ins, budget_scale,
+                got = ref.open(o)
+                report.entries.append(_entry(n, o, got, expected, inputs, sizes, stand_ins, budget_scale,
                                              exacts.pop(o)))
                 del got, expected
             elif remaining.get(o, 0) > 0:
                 own[o] = v
-        del values, outs, calls
+        del inputs, outs, calls
         for i in n.inputs:
             if i:
                 remaining[i] -= 1
@@ -336,10 +401,11 @@ def compare_onnx(model_path: str | os.PathLike, reference: str | os.PathLike, *,
     return report
 
 
-def _float64_value(n, value, calls: list, dtype: np.dtype) -> tuple[np.ndarray | None, str]:
+def _float64_value(n, value, calls: list, dtype: np.dtype) -> tuple[np.ndarray | Float64Chunks | None, str]:
     """The float64 value of a node's output ``value`` from the operator calls the node made
     (``calls``): where the node is one DirectML operator whose result is the output itself, that
-    operator's formula evaluated in float64 (exact.float64_outputs); else (None, the reason)."""
+    operator's formula evaluated in float64 (exact.float64_outputs; for an element-wise
+    operator, range by range as the comparison reads it); else (None, the reason)."""
     if np.dtype(dtype) not in NARROW_FLOATS:
         return None, "the output is FLOAT64: there is no wider evaluation" if np.dtype(dtype) == np.float64 else ""
     if not n.dml:
@@ -355,11 +421,28 @@ def _float64_value(n, value, calls: list, dtype: np.dtype) -> tuple[np.ndarray |
     index = next((i for i, o in enumerate(outs) if o is value), None)
     if index is None:
         return None, f"the node's output is {call.spec.enum_name}'s result reshaped or converted"
-    return float64_outputs(call)[index]
+    return float64_outputs(call, chunked=True)[index]
 
 
-def _entry(n, name: str, got: np.ndarray, expected: np.ndarray, values: dict, sizes, stand_ins, scale,
-           exact: tuple[np.ndarray | None, str] = (None, "")) -> Entry:
+class _Inputs:
+    """A node's inputs for the elements a report lists: their shapes, dmljax's own values as
+    held, the reference's read again from it when first asked for (they are not held while the
+    node's outputs are compared)."""
+
+    def __init__(self, ref: Reference, values: dict, stand_ins: Sequence[str]):
+        self.ref, self.shapes = ref, {k: tuple(np.shape(v)) for k, v in values.items()}
+        self.held = {k: values[k] for k in stand_ins}
+
+    def at(self, pos: tuple[int, ...], shape: tuple[int, ...]) -> dict:
+        """Each input of the output's ``shape`` at ``pos``."""
+        for k, s in self.shapes.items():
+            if s == shape and k not in self.held:
+                self.held[k] = self.ref.load(k)
+        return {k: np.asarray(self.held[k])[pos].item() for k, s in self.shapes.items() if s == shape}
+
+
+def _entry(n, name: str, got: np.ndarray, expected: np.ndarray, inputs: _Inputs, sizes, stand_ins, scale,
+           exact: tuple[np.ndarray | Float64Chunks | None, str] = (None, "")) -> Entry:
     source = f"node {n.name!r} ({n.op_type})"
     note = ("Inputs not in the reference, computed by dmljax: " + ", ".join(stand_ins)
             + "; an error upstream of this node can show here.") if stand_ins else ""
@@ -368,10 +451,9 @@ def _entry(n, name: str, got: np.ndarray, expected: np.ndarray, values: dict, si
                            f"{expected.dtype} {list(expected.shape)} from the reference's inputs: is the reference "
                            "of another model (or of other input shapes)?")
     own = node_budget(n.dml, expected.dtype, sizes)
-    host = {k: np.asarray(v) for k, v in values.items()}
 
-    def inputs_at(pos):
-        return {k: v[pos].item() for k, v in host.items() if v.shape == expected.shape}
+    def inputs_at(pos):  # for the few elements listed
+        return inputs.at(pos, tuple(expected.shape))
     wide, why = exact
     reference = describe(", ".join(n.dml) or n.op_type, wide, why)
     comparison = compare(got, expected, own * scale, inputs_at, wide, None if wide is None else own)
