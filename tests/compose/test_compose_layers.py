@@ -173,7 +173,11 @@ def test_a_transformer_block_is_jittable_and_equals_its_eager_self():
         q, k, v = compose.split(compose.linear(compose.layer_norm(x), w, b), 3, axis=-1)
         return compose.add(x, compose.attention(q, k, v, num_heads=2, causal=True))
 
-    np.testing.assert_allclose(jax.jit(block)(x), block(x), rtol=1e-6, atol=1e-6)
+    # inside one jit XLA may fuse across the operators and sum in another order (each operator's own
+    # budget holds either way): equal within 1e-5 of the block's largest value, a few dozen ULP of it,
+    # where a result that cancels (0.18 from terms near 5) moved 5e-6 in a fresh-clone run
+    eager = np.asarray(block(x))
+    np.testing.assert_allclose(jax.jit(block)(x), eager, rtol=0, atol=1e-5 * np.abs(eager).max())
 
 
 @pytest.mark.parametrize("fn, message", [

@@ -96,7 +96,8 @@ def test_node_cases_of_a_module_pass(module):
     results = {c.name: run_case(c) for c in cases if "expanded" not in c.name and "bfloat16" not in c.name}
     assert results
     failing = {k: v for k, v in results.items() if v != "pass" and k not in KNOWN
-               and not (v.startswith("refused: ") and any(key in v for key in REFUSED))}
+               and not (v.startswith("refused: ") and any(key in v for key in REFUSED))
+               and classify(k, v)[0] == "still failing"}  # not expressible, or DirectML's rule: node_status.md
     assert not failing, failing
 
 
