@@ -775,13 +775,7 @@ class Model:
                 allow_half_precision_computation="ALLOW_HALF_PRECISION_COMPUTATION" in parsed)
         except ValidationError as e:
             raise ModelError(path, where, str(e), e) from None
-        init = {}
-        for point, value in spec.get("bindings", {}).items():
-            try:
-                init.update(_parse_bindings(point, value, resources))
-            except ValueError as e:
-                raise ModelError(path, f"{where}, binding {_q(point)}", str(e)) from None
-        return _Dispatchable(name, str(type_), compiled, init, desc)
+        return _Dispatchable(name, str(type_), compiled, _initial_bindings(spec, resources, path, where), desc)
 
     def _load_command(self, i: int, spec) -> _Command:
         # The schema has checked the members and their JSON types of the three command types.
@@ -1174,13 +1168,18 @@ def _load_graph(path, name, spec, dispatchables, resources, feature_level, notes
                                  allow_half_precision_computation="ALLOW_HALF_PRECISION_COMPUTATION" in flags)
     except ValidationError as e:
         raise ModelError(path, where, str(e), e) from None
+    return _Dispatchable(name, GRAPH_TYPE, compiled, _initial_bindings(spec, resources, path, where), desc)
+
+
+def _initial_bindings(spec: dict, resources, path, where: str) -> dict:
+    """A dispatchable's own ``bindings`` (bound once, at initialization), parsed."""
     init = {}
     for point, value in spec.get("bindings", {}).items():
         try:
             init.update(_parse_bindings(point, value, resources))
         except ValueError as e:
             raise ModelError(path, f"{where}, binding {_q(point)}", str(e)) from None
-    return _Dispatchable(name, GRAPH_TYPE, compiled, init, desc)
+    return init
 
 
 def _mend_edges(nodes, inputs, middle, where, notes) -> list:
