@@ -168,6 +168,15 @@ ROUNDING = 0.5
 output type (docs/semantics.md#the-reference), which is itself up to half an ULP from it."""
 
 
+def _range_of(values):
+    """``(start, stop) -> values`` at those flattened positions: an array's slice, or a source
+    read range by range (its ``range``)."""
+    if isinstance(values, np.ndarray):
+        flat = values.reshape(-1)
+        return lambda start, stop: flat[start:stop]
+    return values.range
+
+
 def compare(found: np.ndarray, expected: np.ndarray, budget_ulp: float,
             inputs_at: Callable[[tuple[int, ...]], dict] | None = None, exact=None,
             trust_budget: float | None = None) -> Comparison:
@@ -203,22 +212,8 @@ def compare(found: np.ndarray, expected: np.ndarray, budget_ulp: float,
         trust = float(budget_ulp if trust_budget is None else trust_budget)
     c = Comparison(int(found.size), float(budget_ulp), str(found.dtype), exact=exact is not None)
     flat_e = expected.reshape(-1)
-    if isinstance(found, np.ndarray):
-        flat_f = found.reshape(-1)
-
-        def found_range(start, stop):
-            return flat_f[start:stop]
-    else:
-        found_range = found.range
-    if exact is None:
-        exact_range = None
-    elif isinstance(exact, np.ndarray):
-        flat_x = exact.reshape(-1)
-
-        def exact_range(start, stop):
-            return flat_x[start:stop]
-    else:
-        exact_range = exact.range
+    found_range = _range_of(found)
+    exact_range = None if exact is None else _range_of(exact)
     kinds = _FLOAT_KINDS if is_float else ("different values",)
     counts = dict.fromkeys(kinds, 0)
     shown: list[tuple[int, object, str, float | None, tuple | None]] = []
