@@ -208,6 +208,12 @@ def _bn_checks(tensors, attrs, level) -> list[Violation]:
 
 _STATS_TABLE = ("1 to 8", FLOAT32_FLOAT16)
 
+_OTHER_NORMALIZATIONS = ("BATCH_NORMALIZATION_GRAD", "BATCH_NORMALIZATION_TRAINING",
+                         "BATCH_NORMALIZATION_TRAINING_GRAD", "MEAN_VARIANCE_NORMALIZATION",
+                         "MEAN_VARIANCE_NORMALIZATION1", "MEAN_VARIANCE_NORMALIZATION2",
+                         "LOCAL_RESPONSE_NORMALIZATION", "LOCAL_RESPONSE_NORMALIZATION_GRAD", "LP_NORMALIZATION")
+"""The normalizations beside BATCH_NORMALIZATION that its shared silent choices also cover."""
+
 BATCH_NORMALIZATION = OpSpec(
     enum_name=PREFIX + "BATCH_NORMALIZATION",
     summary="Performs a batch normalization on the input.",
@@ -253,10 +259,7 @@ BATCH_NORMALIZATION = OpSpec(
             "LocalSize, Axes and Axis required",
             "The MVN, LRN and LP pages recommend 0.00001, 0.0001, 0.75 and 1; the rest are ONNX's defaults "
             "(BatchNormalization epsilon, MeanVarianceNormalization, LRN, LpNormalization p = 2).",
-            also=("BATCH_NORMALIZATION_GRAD", "BATCH_NORMALIZATION_TRAINING",
-                  "BATCH_NORMALIZATION_TRAINING_GRAD", "MEAN_VARIANCE_NORMALIZATION",
-                  "MEAN_VARIANCE_NORMALIZATION1", "MEAN_VARIANCE_NORMALIZATION2",
-                  "LOCAL_RESPONSE_NORMALIZATION", "LOCAL_RESPONSE_NORMALIZATION_GRAD", "LP_NORMALIZATION")),
+            also=_OTHER_NORMALIZATIONS),
         SilentChoice(
             "jax.grad of BATCH_NORMALIZATION by Mean and Variance (BATCH_NORMALIZATION_GRAD has no such "
             "outputs)",
@@ -285,20 +288,14 @@ BATCH_NORMALIZATION = OpSpec(
             "accepted; FLOAT16 still computed and accumulated in FLOAT32 and rounded once",
             "The flag permits FLOAT16 arithmetic, it does not require it; these operators are memory-bound, "
             "and FLOAT16 statistics of long reductions would be poor.",
-            also=("BATCH_NORMALIZATION_GRAD", "BATCH_NORMALIZATION_TRAINING",
-                  "BATCH_NORMALIZATION_TRAINING_GRAD", "MEAN_VARIANCE_NORMALIZATION",
-                  "MEAN_VARIANCE_NORMALIZATION1", "MEAN_VARIANCE_NORMALIZATION2",
-                  "LOCAL_RESPONSE_NORMALIZATION", "LOCAL_RESPONSE_NORMALIZATION_GRAD", "LP_NORMALIZATION")),
+            also=_OTHER_NORMALIZATIONS),
         SilentChoice(
             "Budgets of the accumulating normalizations",
             "N rounding units of the terms' magnitude (N the terms of a statistic or gradient sum: from the "
             "statistics tensors' Sizes where known, else the InputTensor's element count) plus 4 (LRN 8, LP 3) "
             "in FLOAT32; FLOAT16 1 + ceil(N / 8192) ULP",
             "[Accumulating operators](semantics.md#accumulating-operators), as GEMM and REDUCE.",
-            also=("BATCH_NORMALIZATION_GRAD", "BATCH_NORMALIZATION_TRAINING",
-                  "BATCH_NORMALIZATION_TRAINING_GRAD", "MEAN_VARIANCE_NORMALIZATION",
-                  "MEAN_VARIANCE_NORMALIZATION1", "MEAN_VARIANCE_NORMALIZATION2",
-                  "LOCAL_RESPONSE_NORMALIZATION", "LOCAL_RESPONSE_NORMALIZATION_GRAD", "LP_NORMALIZATION")),
+            also=_OTHER_NORMALIZATIONS),
     ),
 )
 
