@@ -120,15 +120,18 @@ def mark_flushed(x) -> None:
     gradient rule, which does not flush)."""
     if in_gradient_rule():
         return
-    key = id(x)
-
-    def forget(ref, key=key):
-        if _FLUSHED.get(key) is ref:
-            del _FLUSHED[key]
     try:
-        _FLUSHED[key] = weakref.ref(x, forget)
+        ref = weakref.ref(x)
     except TypeError:  # not weakly referenceable: simply not recorded
-        pass
+        return
+    if len(_FLUSHED) >= _PRUNE_AT[0]:  # drop the records of values that died
+        for key in [k for k, r in _FLUSHED.items() if r() is None]:
+            del _FLUSHED[key]
+        _PRUNE_AT[0] = max(1024, 2 * len(_FLUSHED))
+    _FLUSHED[id(x)] = ref
+
+
+_PRUNE_AT = [1024]  # the record's size that prunes it next (twice what lives after a pruning)
 
 
 def is_flushed(x) -> bool:
@@ -145,14 +148,18 @@ def load(x: jnp.ndarray, allow_half: bool = False, flush: bool = True) -> jnp.nd
     if dt is None or not dt.is_float:
         return x
     if dt is DataType.FLOAT32:
-        return flush_denormals(x) if flush else x
+        return flush_denormals(x) if flush and not is_flushed(x) else x
     return x.astype(compute_dtype(dt, allow_half))
 
 
 def store(y: jnp.ndarray, data_type: DataType) -> jnp.ndarray:
-    """A math result written to a ``data_type`` tensor: rounded once, FLOAT32 denormals flushed."""
+    """A math result written to a ``data_type`` tensor: rounded once, FLOAT32 denormals flushed
+    (and recorded as flushed: an operator returning it marks its output, the next one's ``load``
+    skips the flush)."""
     if data_type is DataType.FLOAT32:
-        return flush_denormals(y.astype(np.float32))
+        out = flush_denormals(y.astype(np.float32))
+        mark_flushed(out)
+        return out
     return y.astype(data_type.dtype)
 
 

@@ -25,7 +25,8 @@ from dmljax._src.kernel_seam import disabled_kernels
 from dmljax._src.numerics import is_flushed, mark_flushed
 from dmljax._src.registry import register
 from dmljax._src.spec import INFERRED, REQUIRED, OpSpec
-from dmljax._src.validate import CheckedCall, check_call, static_key
+from dmljax._src.dtypes import x64_enabled
+from dmljax._src.validate import CheckedCall, check_call, default_platform, static_key
 
 __all__ = ["operator", "TRACE_COUNTS", "OperatorCall", "record_calls"]
 
@@ -63,6 +64,11 @@ class OperatorCall:
 
 
 _RECORDERS: list[list[OperatorCall]] = []
+_DIRECT_MAX = 256  # direct-call cache entries an operator keeps
+try:
+    from jax._src.array import ArrayImpl as _ARRAY_IMPL  # a concrete JAX array (not a tracer)
+except ImportError:  # pragma: no cover  (another JAX layout: every direct call is validated)
+    _ARRAY_IMPL = None
 _DEPTH = [0]  # operator calls in progress: those inside another operator's formula are not recorded
 
 
@@ -224,8 +230,56 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
             return ValidationError(spec.python_name, spec.enum_name, level_name,
                                    [Violation(subject, arg, found, allowed, tip)])
 
-        @functools.wraps(formula)
+        # Direct calls seen before: (the arrays' types, shapes, dtypes and flushed marks, the
+        # keyword arguments by static_key, the level, kernels, 64-bit mode and platform) -> the
+        # executable and whether its output is flushed. A hit skips binding and validation, whose
+        # outcome those determine; anything else (tracers, lists, NumPy scalars, inputs passed by
+        # keyword, value checks, a recorder) takes the full path below.
+        direct: dict[tuple, tuple[Callable, bool]] = {}
+        n_inputs = len(input_args)
+        input_kw = frozenset(input_args)
+        cacheable = not spec.value_checks
+
+        def direct_key(args, kwargs):
+            if not cacheable or _RECORDERS or len(args) > n_inputs or not input_kw.isdisjoint(kwargs):
+                return None
+            sig = []
+            for x in args:
+                t = type(x)
+                if t is not _ARRAY_IMPL and t is not np.ndarray:
+                    return None
+                sig.append((t, x.shape, x.dtype, is_flushed(x)))
+            try:
+                kw = static_key(tuple(kwargs.items()))
+                level = resolve_feature_level(kwargs.get("feature_level"))
+            except Exception:  # noqa: BLE001  (unhashable or bad values: the full path reports them)
+                return None
+            if not _trace_state_clean():
+                return None
+            return (tuple(sig), kw, level, disabled_kernels(), x64_enabled(), default_platform())
+
         def public(*args, **kwargs):
+            key = direct_key(args, kwargs)
+            if key is not None:
+                hit = direct.get(key)
+                if hit is not None:
+                    fn, flushed_out = hit
+                    out = fn(*args, *(None,) * (n_inputs - len(args)))
+                    if flushed_out:
+                        mark_flushed(out)
+                    return out
+            out, entry = checked(args, kwargs)
+            if key is not None and entry is not None:
+                if len(direct) >= _DIRECT_MAX:
+                    direct.clear()
+                direct[key] = entry
+            return out
+
+        public = functools.wraps(formula)(public)
+
+        def checked(args, kwargs):
+            """The call bound, validated and run: its output, and (executable, output flushed)
+            for the direct-call cache where the call ran outside any trace and recorder."""
             a = bind_arguments(args, kwargs)
             try:
                 level = resolve_feature_level(a["feature_level"])
@@ -279,15 +333,18 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
                     r.append(OperatorCall(spec, call, level, statics, tuple(arrays) if concrete else None,
                                           out if concrete else None))
             else:
-                out = executable(statics, flushed, nested)(*arrays)
-            if out_flushed.get((static_key(statics), flushed, _avals(arrays))):
+                fn = executable(statics, flushed, nested)
+                out = fn(*arrays)
+            flushed_out = bool(out_flushed.get((static_key(statics), flushed, _avals(arrays))))
+            if flushed_out:
                 mark_flushed(out)  # its formula stored it through store(): the next operator skips a flush
             for o, name in zip(out if isinstance(out, tuple) else (out,), output_names(call)):
                 info = call.tensors[name]
                 if o.shape != info.shape or o.dtype != info.data_type.dtype:
                     raise AssertionError(f"dmljax bug: {spec.enum_name} made {o.shape} {o.dtype}, "
                                          f"validated {info.shape} {info.data_type.name}")
-            return out
+            recorded = _RECORDERS and not _DEPTH[0]
+            return out, (None if nested or recorded else (fn, flushed_out))
 
         public.__signature__ = sig
         public.__doc__ = docstring(spec, formula.__doc__ or "")
