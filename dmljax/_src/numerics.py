@@ -109,6 +109,12 @@ def _flush_f32_jvp(primals, tangents):
 _FLUSHED: dict[int, weakref.ref] = {}
 
 
+def flush_constant(value: float) -> float:
+    """A FLOAT32 constant as ``flush_denormals`` leaves it: a denormal becomes the zero of its
+    sign, anything else (NaN included) is kept."""
+    return math.copysign(0.0, value) if 0 < abs(value) < F32_TINY else value
+
+
 def flush_values(x):
     """FLOAT32 denormals to sign-preserving zero inside a Pallas kernel (``flush_denormals``'s rule
     in operations Triton lowers, without its custom_jvp)."""
@@ -251,15 +257,13 @@ def is_nan(x: jnp.ndarray) -> jnp.ndarray:
 
 def max_num(x: jnp.ndarray, m) -> jnp.ndarray:
     """IEEE maxNum of an array and a static scalar ``m``: NaN in x gives m; a NaN m gives x;
-    at a tie (equal values, including -0 against +0) the scalar is returned."""
+    at a tie (equal values, including -0 against +0) the scalar is returned. One compare and
+    one select: ``x > m`` is false for a NaN x and at every tie (XLA's maximum would propagate
+    NaN and needs a NaN test besides)."""
     if isinstance(m, (float, np.floating)) and math.isnan(m):
         return x
     m_arr = jnp.asarray(m, dtype=x.dtype)
-    if float(m) == 0.0 and math.copysign(1.0, float(m)) < 0:  # -0: the tie with +0 gives -0
-        return jnp.where(is_nan(x), m_arr, jnp.where(x > m_arr, x, m_arr))
-    # otherwise XLA's maximum gives the same values in one operation (its tie of zeros is +0,
-    # which is m or equal to m here)
-    return jnp.where(is_nan(x), m_arr, lax.max(x, m_arr))
+    return jnp.where(x > m_arr, x, m_arr)
 
 
 def min_num(x: jnp.ndarray, m) -> jnp.ndarray:
@@ -268,9 +272,7 @@ def min_num(x: jnp.ndarray, m) -> jnp.ndarray:
     if isinstance(m, (float, np.floating)) and math.isnan(m):
         return x
     m_arr = jnp.asarray(m, dtype=x.dtype)
-    if float(m) == 0.0 and math.copysign(1.0, float(m)) > 0:  # +0: the tie with -0 gives +0
-        return jnp.where(is_nan(x), m_arr, jnp.where(x < m_arr, x, m_arr))
-    return jnp.where(is_nan(x), m_arr, lax.min(x, m_arr))  # (XLA's minimum: -0 at a tie of zeros)
+    return jnp.where(x < m_arr, x, m_arr)
 
 
 @jax.custom_jvp

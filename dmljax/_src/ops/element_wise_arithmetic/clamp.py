@@ -17,7 +17,8 @@ from dmljax._src.dtypes import (
     DataType,
 )
 from dmljax._src.numerics import (
-    apply_scale_bias, attr_as, float32_as, float_to_int, is_nan, load, max_num, min_num, store,
+    apply_scale_bias, attr_as, float32_as, float_to_int, flush_constant, is_nan, load, mark_flushed, max_num,
+    min_num, store,
 )
 from dmljax._src.op import operator
 from dmljax._src.ops.factories import (
@@ -102,7 +103,15 @@ def element_wise_threshold(input, *, min, scale_bias, allow_half_precision_compu
             g = float_to_int(apply_scale_bias(input.astype(np.float32), scale_bias), dt)
         return max_num(g, attr_as(min, dt))
     x = load(input, allow_half_precision_computation)
-    return store(_threshold_float(x, attr_as(min, dt, x.dtype).item(), scale_bias), dt)
+    m = attr_as(min, dt, x.dtype).item()
+    if dt is not DataType.FLOAT32:
+        return store(_threshold_float(x, m, scale_bias), dt)
+    # maxNum picks x or Min: x is flushed (by load, or by the ScaleBias), so with Min flushed
+    # here the result holds no denormal and needs no flush of its own (flushing is monotone:
+    # max(flush(x), flush(Min)) = flush(max(x, Min)), ties and NaN included)
+    y = _threshold_float(x, flush_constant(m), scale_bias)
+    mark_flushed(y)
+    return y
 
 
 # --------------------------------------------------------------------------------------------
