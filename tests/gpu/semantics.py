@@ -7,7 +7,7 @@ own code, CPU against CPU).
 
 For every registered operator with a reference (each attribute set of its record in
 tests/reference/<family>/<module>.py, plus the extra attributes in CASES), on random inputs plus specials
-(NaN, ±inf, ±0, FLOAT32 denormals), in FLOAT32 and FLOAT16, and in INT32, INT16, INT8, UINT32,
+(NaN, ±inf, ±0, FLOAT32 denormals and the smallest normals), in FLOAT32 and FLOAT16, and in INT32, INT16, INT8, UINT32,
 UINT16 and UINT8 where the operator takes them (random values over the whole range plus 0, ±1 and
 the type's extremes: zero divisors, INT_MIN / -1, shifts by the width and more): the GPU result
 against the CPU result (bit-identical where the operator is exact; within the record's ULP budget
@@ -116,6 +116,11 @@ def _flat_inputs(spec, ref, dtype, rng, n):
         if dtype == np.float32:
             d = min(1000, n // 4)
             x[n - d:] = (rng.standard_normal(d) * 1e-39).astype(np.float32)  # denormals
+            # normals just above the flush boundary, where a result computed without a flush
+            # of its own (a clamp, ELU's scales >= 1) must still hold no denormal
+            tiny = np.finfo(np.float32).tiny
+            e = min(1000, n // 8)
+            x[n - d - e: n - d] = (rng.choice([-1, 1], e) * rng.uniform(1, 4, e) * tiny).astype(np.float32)
         outs.append(x)
     return outs
 

@@ -175,7 +175,7 @@ def zero_slopes(*g):
 
 def elementwise(math: Callable, *arrays, half: bool, slopes: Callable | None = None,
                 integer: Callable | None = None, scale_bias: ScaleBias | None = None,
-                half_native: bool = False) -> jnp.ndarray:
+                half_native: bool = False, keeps_normals: bool = False) -> jnp.ndarray:
     """An element-wise operator's result under DirectML's rules; the operator supplies the math.
 
     Floats: each input is read in its compute type (FLOAT32 denormals flushed; FLOAT16 widened to
@@ -193,6 +193,11 @@ def elementwise(math: Callable, *arrays, half: bool, slopes: Callable | None = N
     ``tests/gpu/half_precision.py`` found that form within half a FLOAT16 ULP (plus rounding)
     of float64 for every one of the 65,536 inputs on an H100: then the operator's FLOAT16 budget
     holds. Other backends keep the FLOAT32 form. The gradient is unchanged.
+
+    ``keeps_normals``: the operator has shown that ``math`` maps inputs without FLOAT32 denormals
+    to a result without one (each of its values is 0, or at least the smallest normal in
+    magnitude), so a FLOAT32 result is stored without a flush of its own: the same bits, four
+    instructions an element fewer.
     """
     dt = DataType.from_dtype(arrays[0].dtype)
     if dt.is_integer:
@@ -204,6 +209,8 @@ def elementwise(math: Callable, *arrays, half: bool, slopes: Callable | None = N
         return [apply_scale_bias(load(x, half, flush=not f), scale_bias) for x, f in zip(xs, flushed)]
 
     def widened(*xs):
+        if keeps_normals and dt is DataType.FLOAT32:
+            return math(*read(xs)).astype(np.float32)
         return store(math(*read(xs)), dt)
 
     @jax.custom_jvp

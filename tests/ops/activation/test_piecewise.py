@@ -280,3 +280,30 @@ def test_relu_grad_refused_before_5_1_for_integers_and_before_3_0():
 
 def test_relu_record_names_its_grad_operator():
     assert dmljax.activation_relu.spec.grad_operator == dmljax.activation_relu_grad.spec.enum_name
+
+
+def _no_flush_sweep():
+    """FLOAT32 inputs around and above the smallest normal, both signs, and the exp branch."""
+    tiny = np.finfo(np.float32).tiny
+    mags = np.concatenate([tiny * np.float32(2.0) ** np.arange(0, 126, 0.25, dtype=np.float32),
+                           np.nextafter(np.float32(tiny), np.float32(1)) + np.arange(64, dtype=np.float32) * tiny,
+                           np.linspace(0, 40, 4001, dtype=np.float32)])
+    x = np.concatenate([mags, -mags, [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-40]]).astype(np.float32)
+    return x
+
+
+@pytest.mark.parametrize("op, attrs", [
+    ("activation_elu", {}), ("activation_elu", {"alpha": 1.0}), ("activation_elu", {"alpha": 3.5}),
+    ("activation_scaled_elu", {}), ("activation_scaled_elu", {"alpha": 1.0, "gamma": 1.0}),
+    ("activation_scaled_elu", {"alpha": 0.25, "gamma": 4.0}),
+])
+def test_elu_results_need_no_flush_where_their_scales_are_at_least_one(op, attrs):
+    # ELU and SCALED_ELU store FLOAT32 results without a flush where every scale is >= 1
+    # (piecewise._scales_keep_normals): no denormal may come out on the way to or from the
+    # smallest normal, nor anywhere else.
+    x = _no_flush_sweep()
+    y = np.asarray(getattr(dmljax, op)(x, **attrs))
+    finite = np.isfinite(y)
+    assert not np.any((np.abs(y[finite]) > 0) & (np.abs(y[finite]) < np.finfo(np.float32).tiny))
+    flushed_first = np.asarray(getattr(dmljax, op)(np.where(np.abs(x) < np.finfo(np.float32).tiny, x * 0, x), **attrs))
+    np.testing.assert_array_equal(y.view(np.uint32), flushed_first.view(np.uint32))

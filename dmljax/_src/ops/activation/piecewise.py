@@ -72,7 +72,10 @@ def activation_scaled_elu(input, *, alpha, gamma, allow_half_precision_computati
         return jnp.where(x > 0, float32_as(gamma, x.dtype),
                          float32_as(ca, x.dtype) * jnp.exp(jnp.minimum(x, jnp.zeros_like(x))))
 
-    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
+    # |Gamma| >= 1 and |Gamma * Alpha| >= 1 keep every flushed input's result flushed
+    # (_scales_keep_normals)
+    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope,
+                       keeps_normals=_scales_keep_normals(gamma, ca))
 
 
 # --------------------------------------------------------------------------------------------
@@ -117,7 +120,17 @@ def activation_elu(input, *, alpha, allow_half_precision_computation):
         return jnp.where(x >= 0, jnp.ones_like(x),
                          float32_as(alpha, x.dtype) * jnp.exp(jnp.minimum(x, jnp.zeros_like(x))))
 
-    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
+    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope,
+                       keeps_normals=_scales_keep_normals(alpha))
+
+
+def _scales_keep_normals(*scales: float) -> bool:
+    """Whether c * x and c * expm1(min(x, 0)) hold no FLOAT32 denormal for every flushed x, for
+    each constant c of ``scales``: true when every |c| >= 1 (NaN is not). For |x| >= the smallest
+    normal, |expm1(x)| is too: below 2^-23 the series' x^2 / 2 term is under half an ULP of x, so
+    expm1_nonpositive returns x itself, and above it |expm1(x)| > 2^-24; a product with |c| >= 1
+    rounds to at least its other factor's magnitude. 0 stays 0."""
+    return all(abs(float(np.float32(c))) >= 1.0 for c in scales)
 
 
 # --------------------------------------------------------------------------------------------
