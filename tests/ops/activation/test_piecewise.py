@@ -307,3 +307,30 @@ def test_elu_results_need_no_flush_where_their_scales_are_at_least_one(op, attrs
     assert not np.any((np.abs(y[finite]) > 0) & (np.abs(y[finite]) < np.finfo(np.float32).tiny))
     flushed_first = np.asarray(getattr(dmljax, op)(np.where(np.abs(x) < np.finfo(np.float32).tiny, x * 0, x), **attrs))
     np.testing.assert_array_equal(y.view(np.uint32), flushed_first.view(np.uint32))
+
+
+def _expm1_ulps(x: np.ndarray) -> float:
+    from dmljax._src.numerics import expm1_nonpositive
+    got = np.asarray(jax.jit(expm1_nonpositive)(x)).astype(np.float64)
+    want = np.expm1(x.astype(np.float64))
+    ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+    return float(np.max(np.abs(got - want) / ulp))
+
+
+def test_expm1_nonpositive_is_within_one_ulp_on_a_sample():
+    # the cubic above -0.35 (numerics._EXPM1_CUBIC) within 1 ULP; exp(x) - 1 below, exp's own error
+    rng = np.random.default_rng(7)
+    x = np.concatenate([-rng.uniform(0, 0.35, 1 << 17), -np.exp2(rng.uniform(-126, np.log2(0.35), 1 << 17))])
+    assert _expm1_ulps(x.astype(np.float32)) < 0.95
+    assert _expm1_ulps(-rng.uniform(0.35, 20, 1 << 14).astype(np.float32)) < 2.0
+
+
+@pytest.mark.slow  # every float32 from -0.35 to -2^-12: 92 million values
+def test_expm1_nonpositive_is_within_one_ulp_on_every_float32_of_the_cubic():
+    lo = np.float32(-0.35).view(np.uint32)  # the bit patterns of -2^-12 .. -0.35, in order
+    hi = np.float32(-(2.0 ** -12)).view(np.uint32)
+    worst = 0.0
+    for start in range(int(hi), int(lo) + 1, 1 << 22):
+        bits = np.arange(start, min(start + (1 << 22), int(lo) + 1), dtype=np.uint32)
+        worst = max(worst, _expm1_ulps(bits.view(np.float32)))
+    assert worst < 0.95
