@@ -10,7 +10,10 @@ elsewhere (``jax.lax.platform_dependent``, picked at lowering time, so CPU and T
 contain a kernel).
 
 ``use_kernels`` (public as ``dmljax.use_kernels``) turns kernels off and on again within a
-``with`` block, for comparing the two paths; the operators' compile caches key on the switches.
+``with`` block, for comparing the two paths; ``force_kernels`` takes the named ones wherever they
+can run, whatever their rule says, for the benchmarks that measure the rules; the operators'
+compile caches key on both switches. A path need not be a Pallas kernel: another form of the
+formula (CONVOLUTION as a matrix product) is declared and switched the same way.
 Under a sharded input, a kernel (a custom call XLA cannot split) runs on each device's slice
 where the operator says which leading axes of its operands are independent (``Route.run``'s
 ``lead``): the kernel is wrapped in ``partition.along_leading_axes``, a partitioning rule.
@@ -29,18 +32,21 @@ from jax import lax
 from dmljax._src.numerics import in_gradient_rule
 from dmljax._src.partition import along_leading_axes
 
-__all__ = ["Kernel", "Route", "choose", "use_kernels", "kernel_names", "disabled_kernels"]
+__all__ = ["Kernel", "Route", "choose", "use_kernels", "force_kernels", "kernel_names", "disabled_kernels",
+           "forced_kernels"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Kernel:
     """One path to a Pallas kernel: ``name`` is its switch (several paths to one kernel share
     it), ``applies(*facts)`` the measured rule of where it is taken, ``measured`` the benchmark
-    that measured the rule."""
+    that measured the rule, ``runs(*facts)`` where it can run at all (None: where it applies),
+    which ``force_kernels`` reaches."""
 
     name: str
     applies: Callable[..., bool]
     measured: str
+    runs: Callable[..., bool] | None = None
 
     def __post_init__(self):
         _NAMES.add(self.name)
@@ -51,6 +57,10 @@ _DISABLED: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("dmlj
                                                                            default=frozenset())
 
 
+_FORCED: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("dmljax_forced_kernels",
+                                                                         default=frozenset())
+
+
 def kernel_names() -> tuple[str, ...]:
     """The switches' names, sorted (once the operators are imported: ``import dmljax``)."""
     return tuple(sorted(_NAMES))
@@ -59,6 +69,39 @@ def kernel_names() -> tuple[str, ...]:
 def disabled_kernels() -> frozenset[str]:
     """The kernels turned off where this is called (a part of each compile cache's key)."""
     return _DISABLED.get()
+
+
+def forced_kernels() -> frozenset[str]:
+    """The kernels forced where this is called (a part of each compile cache's key)."""
+    return _FORCED.get()
+
+
+def _known(names) -> None:
+    unknown = [n for n in names if n not in _NAMES]
+    if unknown:
+        raise ValueError(f"{', '.join(map(repr, unknown))} {'is' if len(unknown) == 1 else 'are'} not "
+                         f"{'a dmljax kernel' if len(unknown) == 1 else 'dmljax kernels'}; the kernels are "
+                         f"{', '.join(kernel_names())}")
+
+
+@contextlib.contextmanager
+def force_kernels(*names: str) -> Iterator[None]:
+    """Within the block, the named kernels are taken wherever they can run (``Kernel.runs``),
+    before any other and whatever their measured rule says, unless switched off: how a benchmark
+    times each path a rule chooses between, to measure the rule. Not public: a user's program
+    keeps the measured rules.
+
+    >>> from dmljax._src.kernel_seam import force_kernels, forced_kernels
+    >>> with force_kernels("softmax"):
+    ...     sorted(forced_kernels())
+    ['softmax']
+    """
+    _known(names)
+    token = _FORCED.set(_FORCED.get() | frozenset(names))
+    try:
+        yield
+    finally:
+        _FORCED.reset(token)
 
 
 @contextlib.contextmanager
@@ -79,11 +122,7 @@ def use_kernels(enabled: bool = True, *names: str) -> Iterator[None]:
     """
     if not isinstance(enabled, bool):
         raise TypeError(f"use_kernels: enabled is {enabled!r}; expected True or False")
-    unknown = [n for n in names if n not in _NAMES]
-    if unknown:
-        raise ValueError(f"{', '.join(map(repr, unknown))} {'is' if len(unknown) == 1 else 'are'} not "
-                         f"{'a dmljax kernel' if len(unknown) == 1 else 'dmljax kernels'}; the kernels are "
-                         f"{', '.join(kernel_names())}")
+    _known(names)
     chosen = frozenset(names or _NAMES)
     current = _DISABLED.get()
     token = _DISABLED.set(current - chosen if enabled else current | chosen)
@@ -114,9 +153,12 @@ class Route:
 
 
 def choose(*kernels: Kernel, facts: tuple) -> Route:
-    """The first of ``kernels`` that is switched on and whose rule applies to ``facts``, else the
-    XLA formula."""
-    off = _DISABLED.get()
+    """The first of ``kernels`` that is forced (``force_kernels``) and can run, else the first
+    that is switched on and whose rule applies to ``facts``, else the XLA formula."""
+    off, forced = _DISABLED.get(), _FORCED.get()
+    for kernel in kernels:
+        if kernel.name in forced and kernel.name not in off and (kernel.runs or kernel.applies)(*facts):
+            return Route(kernel)
     for kernel in kernels:
         if kernel.name not in off and kernel.applies(*facts):
             return Route(kernel)
