@@ -241,6 +241,14 @@ CONVOLUTION = OpSpec(
             "The same FLOAT32 products (never TF32) and flushes; only the order of the additions differs, "
             "within the budget (checked compiled on the H100, `tests/gpu/kernels.py`); 1.05-1.66x lax's speed "
             "where it applies"),
+        SilentChoice(
+            "CONVOLUTION of a 1 x 1 window on a GPU",
+            "one group, no padding or OutputPadding (FORWARD at any strides, BACKWARD at unit strides): a matrix "
+            "product over the channels (`dmljax/_src/kernels/convolution_gemm.py`: the positions as rows, or one "
+            "product an image) where its measured rule takes the call, FLOAT32 at HIGHEST precision and FLOAT16 "
+            "accumulated in FLOAT32; elsewhere XLA's convolution",
+            "The same products; only the order of the additions differs, within the budget (tested against the "
+            "convolution and float64, `tests/ops/convolution/test_convolution_gemm.py`)"),
     ),
 )
 
