@@ -138,6 +138,23 @@ def test_a_switch_retraces_an_operator_it_has_compiled():
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # off CUDA both are the XLA formula
 
 
+def test_a_function_jitted_outside_a_block_is_traced_afresh_inside_it():
+    # jax.jit's caches key on the switches: the program lowered for CUDA inside the block is the
+    # kernel-off one, though the same function was traced (with the kernel) before the block
+    import jax  # noqa: PLC0415
+
+    x = np.ones((8, 4096), np.float32)  # rows that take the softmax kernel on CUDA
+
+    def f(a):
+        return dmljax.activation_softmax(a)
+
+    def cuda(fn):
+        return jax.jit(fn).trace(x).lower(lowering_platforms=("cuda",)).as_text()
+    assert "__gpu$xla.gpu.triton" in cuda(f)
+    with dmljax.use_kernels(False, "softmax"):
+        assert "__gpu$xla.gpu.triton" not in cuda(f)
+
+
 def test_a_gradient_rule_runs_the_formula_where_a_kernel_would_be_taken():
     # A backward rule is traced to be transposed, and JAX transposes neither a Pallas call nor the
     # partitioning wrapper (custom_vmap) around one: inside a rule a route runs the XLA formula.

@@ -4,7 +4,8 @@ and NHWC memory, FLOAT16 and FLOAT32, against lax and torch (cuDNN) in one run; 
 every form CONVOLUTION can take, so that kernels/convolution_gemm.py's RULE is read off one run.
 
     python benchmarks/convolution/resnet50.py [--out DIR] [--groups resnet50,mobilenet_v2,transposed]
-        [--batches 32,128] [--dtypes float16,float32] [--layouts NCHW,NHWC] [--budget-s 420] [--no-torch]
+        [--batches 32,128] [--dtypes float16,float32] [--layouts NCHW,NHWC] [--windows 1,3,7]
+        [--budget-s 360] [--no-torch]
     (SMOKE=1: small shapes, any machine)
 
 Per shape, batch, type, layout and direction:
@@ -31,12 +32,14 @@ layouts and directions and its worst ratio to the best form, and the RULE entry 
 """
 
 import argparse
+import os
 import sys
 import time
 import traceback
 from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[2])]
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # torch shares the GPU
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -148,8 +151,7 @@ def _in_layout(sets, layout):
 
 
 def _dmljax(c, layout):
-    """dmljax.convolution for case ``c`` on the layout's arrays (a new function each call: jit's
-    trace cache does not see the switches)."""
+    """dmljax.convolution for case ``c`` on the layout's arrays."""
     kw = dict(strides=(c["stride"],) * 2, start_padding=(c["pad"],) * 2, end_padding=(c["pad"],) * 2,
               group_count=c["groups"], direction="BACKWARD" if c["transposed"] else "FORWARD")
 
@@ -337,7 +339,8 @@ def parse():
     ap.add_argument("--batches", default="2" if common.SMOKE else "32,128")
     ap.add_argument("--dtypes", default="float16,float32")
     ap.add_argument("--layouts", default="NCHW,NHWC")
-    ap.add_argument("--budget-s", type=float, default=420.0)
+    ap.add_argument("--windows", default="", help="window sides to keep (1: the 1 x 1 calls the rule covers)")
+    ap.add_argument("--budget-s", type=float, default=360.0)
     ap.add_argument("--no-torch", action="store_true")
     args = ap.parse_args(rest)
     groups = args.groups.split(",")
@@ -361,6 +364,8 @@ def main():
         report.group = group
         cases = GROUPS[group]()
         cases = _smoke(cases) if common.SMOKE else sorted(cases, key=lambda c: c["k"] != 1)  # 1 x 1 first
+        if args.windows:
+            cases = [c for c in cases if str(c["k"]) in args.windows.split(",")]
         for dtype in dtypes:
             for batch in batches:
                 for c in cases:

@@ -23,12 +23,14 @@ resnet50_step.json and resnet50_step.md to DIR (default: benchmarks/results/<dev
 """
 
 import argparse
+import os
 import sys
 import time
 import traceback
 from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[2])]
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # torch shares the GPU
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402

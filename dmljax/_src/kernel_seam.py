@@ -12,8 +12,9 @@ contain a kernel).
 ``use_kernels`` (public as ``dmljax.use_kernels``) turns kernels off and on again within a
 ``with`` block, for comparing the two paths; ``force_kernels`` takes the named ones wherever they
 can run, whatever their rule says, for the benchmarks that measure the rules; the operators'
-compile caches key on both switches. A path need not be a Pallas kernel: another form of the
-formula (CONVOLUTION as a matrix product) is declared and switched the same way.
+compile caches and jax.jit's (a user's function jitted outside the block) key on both switches. A
+path need not be a Pallas kernel: another form of the formula (CONVOLUTION as a matrix product) is
+declared and switched the same way.
 Under a sharded input, a kernel (a custom call XLA cannot split) runs on each device's slice
 where the operator says which leading axes of its operands are independent (``Route.run``'s
 ``lead``): the kernel is wrapped in ``partition.along_leading_axes``, a partitioning rule.
@@ -27,6 +28,7 @@ import contextvars
 import dataclasses
 from typing import Callable, Iterator
 
+import jax
 from jax import lax
 
 from dmljax._src.numerics import in_gradient_rule
@@ -59,6 +61,19 @@ _DISABLED: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("dmlj
 
 _FORCED: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("dmljax_forced_kernels",
                                                                          default=frozenset())
+_JIT_KEY = jax.make_user_context(default_value=(frozenset(), frozenset()))
+"""The switches as a part of jax.jit's cache key: a function a user jitted outside a block is
+traced afresh inside it (else jit would reuse the trace, with the kernels it chose outside)."""
+
+
+@contextlib.contextmanager
+def _switched(var: contextvars.ContextVar, value: frozenset) -> Iterator[None]:
+    token = var.set(value)
+    try:
+        with _JIT_KEY((_DISABLED.get(), _FORCED.get())):
+            yield
+    finally:
+        var.reset(token)
 
 
 def kernel_names() -> tuple[str, ...]:
@@ -97,11 +112,8 @@ def force_kernels(*names: str) -> Iterator[None]:
     ['softmax']
     """
     _known(names)
-    token = _FORCED.set(_FORCED.get() | frozenset(names))
-    try:
+    with _switched(_FORCED, _FORCED.get() | frozenset(names)):
         yield
-    finally:
-        _FORCED.reset(token)
 
 
 @contextlib.contextmanager
@@ -109,7 +121,8 @@ def use_kernels(enabled: bool = True, *names: str) -> Iterator[None]:
     """Within the block, the named Pallas kernels (all of them if none is named) are taken where
     their rules apply (``enabled=True``) or never (``False``: the operators' XLA formulas
     everywhere). Kernels run on NVIDIA GPUs only; elsewhere this changes nothing. The choice is
-    made when an operator is traced, so call operators afresh inside the block.
+    made when an operator is traced: inside the block, operators and functions jitted outside it
+    are traced afresh.
 
     >>> import dmljax
     >>> with dmljax.use_kernels(False, "softmax"):
@@ -125,11 +138,8 @@ def use_kernels(enabled: bool = True, *names: str) -> Iterator[None]:
     _known(names)
     chosen = frozenset(names or _NAMES)
     current = _DISABLED.get()
-    token = _DISABLED.set(current - chosen if enabled else current | chosen)
-    try:
+    with _switched(_DISABLED, current - chosen if enabled else current | chosen):
         yield
-    finally:
-        _DISABLED.reset(token)
 
 
 @dataclasses.dataclass(frozen=True)
