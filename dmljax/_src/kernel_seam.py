@@ -61,9 +61,11 @@ _DISABLED: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("dmlj
 
 _FORCED: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("dmljax_forced_kernels",
                                                                          default=frozenset())
-_JIT_KEY = jax.make_user_context(default_value=(frozenset(), frozenset()))
+_JIT_KEY = (jax.make_user_context(default_value=(frozenset(), frozenset())) if hasattr(jax, "make_user_context")
+            else lambda value: contextlib.nullcontext())
 """The switches as a part of jax.jit's cache key: a function a user jitted outside a block is
-traced afresh inside it (else jit would reuse the trace, with the kernels it chose outside)."""
+traced afresh inside it (else jit would reuse the trace, with the kernels it chose outside). A jax
+without user contexts keys only the operators' own caches on them."""
 
 
 @contextlib.contextmanager
