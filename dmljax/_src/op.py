@@ -256,7 +256,7 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
                 return None
             if not _trace_state_clean():
                 return None
-            return (tuple(sig), kw, level, disabled_kernels(), x64_enabled(), default_platform())
+            return (tuple(sig), kw, level, disabled_kernels(), forced_kernels(), x64_enabled(), default_platform())
 
         def public(*args, **kwargs):
             key = direct_key(args, kwargs)
