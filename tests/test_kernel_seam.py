@@ -13,7 +13,8 @@ import pytest
 
 import dmljax
 from dmljax._src import kernels as kernels_package
-from dmljax._src.kernel_seam import Kernel, choose, disabled_kernels, kernel_names
+from dmljax._src.kernel_seam import Kernel, choose, disabled_kernels, force_kernels, forced_kernels, kernel_names
+from dmljax._src.kernels.convolution_gemm import CONVOLUTION_GEMM_COLUMNS, CONVOLUTION_GEMM_ROWS
 from dmljax._src.kernels.softmax import SOFTMAX_ROWS
 from dmljax._src.kernels.top_k import ARG_EXTREME_ROWS, TOP_K_ROWS
 from dmljax._src.kernels.top_k_threshold import TOP_K_THRESHOLD
@@ -89,7 +90,7 @@ def test_use_kernels_switches_by_name_and_nests():
 
 def test_use_kernels_refuses_what_it_does_not_know():
     with pytest.raises(ValueError, match=r"^'softmaxx' is not a dmljax kernel; the kernels are attention_cudnn, convolution, "
-                                         r"cumulative, extreme_columns, max_pooling, padding, softmax, top_k, "
+                                         r"convolution_gemm_columns, convolution_gemm_rows, cumulative, extreme_columns, max_pooling, padding, softmax, top_k, "
                                          r"top_k_threshold$"):
         with dmljax.use_kernels(False, "softmaxx"):
             pass
@@ -97,6 +98,31 @@ def test_use_kernels_refuses_what_it_does_not_know():
         with dmljax.use_kernels("no"):
             pass
     assert disabled_kernels() == frozenset()
+
+
+def test_force_kernels_takes_a_path_wherever_it_can_run_and_retraces():
+    # force_kernels (the benchmarks' switch for measuring a rule) takes the named path first, where
+    # it can run, whatever its rule says; a path switched off stays off; names are checked
+    rows, columns = CONVOLUTION_GEMM_ROWS, CONVOLUTION_GEMM_COLUMNS
+    facts = ((2, 8, 5, 5), (4, 8, 1, 1), np.float16, True, 1, (2, 2), (1, 1), (0, 0), (0, 0), (0, 0))
+    three = ((2, 8, 5, 5), (4, 8, 3, 3)) + facts[2:]
+    assert forced_kernels() == frozenset()
+    with force_kernels(rows.name):
+        assert forced_kernels() == {rows.name}
+        assert choose(columns, rows, facts=facts).kernel is rows
+        assert choose(columns, rows, facts=three).kernel is None
+        with dmljax.use_kernels(False, rows.name):
+            assert choose(columns, rows, facts=facts).kernel is None
+    assert forced_kernels() == frozenset()
+    with pytest.raises(ValueError, match="^'rowz' is not a dmljax kernel"):
+        with force_kernels("rowz"):
+            pass
+    x, w = np.ones((1, 8, 3, 3), np.float32), np.ones((4, 8, 1, 1), np.float32)
+    dmljax.convolution(x, w)
+    traced = TRACE_COUNTS["DML_OPERATOR_CONVOLUTION"]
+    with force_kernels(columns.name):
+        dmljax.convolution(x, w)
+    assert TRACE_COUNTS["DML_OPERATOR_CONVOLUTION"] == traced + 1
 
 
 def test_a_switch_retraces_an_operator_it_has_compiled():
@@ -110,6 +136,23 @@ def test_a_switch_retraces_an_operator_it_has_compiled():
         b = dmljax.activation_softmax(x)
     assert TRACE_COUNTS["DML_OPERATOR_ACTIVATION_SOFTMAX"] == traced + 1
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # off CUDA both are the XLA formula
+
+
+def test_a_function_jitted_outside_a_block_is_traced_afresh_inside_it():
+    # jax.jit's caches key on the switches: the program lowered for CUDA inside the block is the
+    # kernel-off one, though the same function was traced (with the kernel) before the block
+    import jax  # noqa: PLC0415
+
+    x = np.ones((8, 4096), np.float32)  # rows that take the softmax kernel on CUDA
+
+    def f(a):
+        return dmljax.activation_softmax(a)
+
+    def cuda(fn):
+        return jax.jit(fn).trace(x).lower(lowering_platforms=("cuda",)).as_text()
+    assert "__gpu$xla.gpu.triton" in cuda(f)
+    with dmljax.use_kernels(False, "softmax"):
+        assert "__gpu$xla.gpu.triton" not in cuda(f)
 
 
 def test_a_gradient_rule_runs_the_formula_where_a_kernel_would_be_taken():

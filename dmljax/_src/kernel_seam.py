@@ -10,7 +10,11 @@ elsewhere (``jax.lax.platform_dependent``, picked at lowering time, so CPU and T
 contain a kernel).
 
 ``use_kernels`` (public as ``dmljax.use_kernels``) turns kernels off and on again within a
-``with`` block, for comparing the two paths; the operators' compile caches key on the switches.
+``with`` block, for comparing the two paths; ``force_kernels`` takes the named ones wherever they
+can run, whatever their rule says, for the benchmarks that measure the rules; the operators'
+compile caches and jax.jit's (a user's function jitted outside the block) key on both switches. A
+path need not be a Pallas kernel: another form of the formula (CONVOLUTION as a matrix product) is
+declared and switched the same way.
 Under a sharded input, a kernel (a custom call XLA cannot split) runs on each device's slice
 where the operator says which leading axes of its operands are independent (``Route.run``'s
 ``lead``): the kernel is wrapped in ``partition.along_leading_axes``, a partitioning rule.
@@ -24,23 +28,27 @@ import contextvars
 import dataclasses
 from typing import Callable, Iterator
 
+import jax
 from jax import lax
 
 from dmljax._src.numerics import in_gradient_rule
 from dmljax._src.partition import along_leading_axes
 
-__all__ = ["Kernel", "Route", "choose", "use_kernels", "kernel_names", "disabled_kernels"]
+__all__ = ["Kernel", "Route", "choose", "use_kernels", "force_kernels", "kernel_names", "disabled_kernels",
+           "forced_kernels"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Kernel:
     """One path to a Pallas kernel: ``name`` is its switch (several paths to one kernel share
     it), ``applies(*facts)`` the measured rule of where it is taken, ``measured`` the benchmark
-    that measured the rule."""
+    that measured the rule, ``runs(*facts)`` where it can run at all (None: where it applies),
+    which ``force_kernels`` reaches."""
 
     name: str
     applies: Callable[..., bool]
     measured: str
+    runs: Callable[..., bool] | None = None
 
     def __post_init__(self):
         _NAMES.add(self.name)
@@ -49,6 +57,25 @@ class Kernel:
 _NAMES: set[str] = set()
 _DISABLED: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("dmljax_disabled_kernels",
                                                                            default=frozenset())
+
+
+_FORCED: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("dmljax_forced_kernels",
+                                                                         default=frozenset())
+_JIT_KEY = (jax.make_user_context(default_value=(frozenset(), frozenset())) if hasattr(jax, "make_user_context")
+            else lambda value: contextlib.nullcontext())
+"""The switches as a part of jax.jit's cache key: a function a user jitted outside a block is
+traced afresh inside it (else jit would reuse the trace, with the kernels it chose outside). A jax
+without user contexts keys only the operators' own caches on them."""
+
+
+@contextlib.contextmanager
+def _switched(var: contextvars.ContextVar, value: frozenset) -> Iterator[None]:
+    token = var.set(value)
+    try:
+        with _JIT_KEY((_DISABLED.get(), _FORCED.get())):
+            yield
+    finally:
+        var.reset(token)
 
 
 def kernel_names() -> tuple[str, ...]:
@@ -61,12 +88,43 @@ def disabled_kernels() -> frozenset[str]:
     return _DISABLED.get()
 
 
+def forced_kernels() -> frozenset[str]:
+    """The kernels forced where this is called (a part of each compile cache's key)."""
+    return _FORCED.get()
+
+
+def _known(names) -> None:
+    unknown = [n for n in names if n not in _NAMES]
+    if unknown:
+        raise ValueError(f"{', '.join(map(repr, unknown))} {'is' if len(unknown) == 1 else 'are'} not "
+                         f"{'a dmljax kernel' if len(unknown) == 1 else 'dmljax kernels'}; the kernels are "
+                         f"{', '.join(kernel_names())}")
+
+
+@contextlib.contextmanager
+def force_kernels(*names: str) -> Iterator[None]:
+    """Within the block, the named kernels are taken wherever they can run (``Kernel.runs``),
+    before any other and whatever their measured rule says, unless switched off: how a benchmark
+    times each path a rule chooses between, to measure the rule. Not public: a user's program
+    keeps the measured rules.
+
+    >>> from dmljax._src.kernel_seam import force_kernels, forced_kernels
+    >>> with force_kernels("softmax"):
+    ...     sorted(forced_kernels())
+    ['softmax']
+    """
+    _known(names)
+    with _switched(_FORCED, _FORCED.get() | frozenset(names)):
+        yield
+
+
 @contextlib.contextmanager
 def use_kernels(enabled: bool = True, *names: str) -> Iterator[None]:
     """Within the block, the named Pallas kernels (all of them if none is named) are taken where
     their rules apply (``enabled=True``) or never (``False``: the operators' XLA formulas
     everywhere). Kernels run on NVIDIA GPUs only; elsewhere this changes nothing. The choice is
-    made when an operator is traced, so call operators afresh inside the block.
+    made when an operator is traced: inside the block, operators and functions jitted outside it
+    are traced afresh.
 
     >>> import dmljax
     >>> with dmljax.use_kernels(False, "softmax"):
@@ -79,18 +137,11 @@ def use_kernels(enabled: bool = True, *names: str) -> Iterator[None]:
     """
     if not isinstance(enabled, bool):
         raise TypeError(f"use_kernels: enabled is {enabled!r}; expected True or False")
-    unknown = [n for n in names if n not in _NAMES]
-    if unknown:
-        raise ValueError(f"{', '.join(map(repr, unknown))} {'is' if len(unknown) == 1 else 'are'} not "
-                         f"{'a dmljax kernel' if len(unknown) == 1 else 'dmljax kernels'}; the kernels are "
-                         f"{', '.join(kernel_names())}")
+    _known(names)
     chosen = frozenset(names or _NAMES)
     current = _DISABLED.get()
-    token = _DISABLED.set(current - chosen if enabled else current | chosen)
-    try:
+    with _switched(_DISABLED, current - chosen if enabled else current | chosen):
         yield
-    finally:
-        _DISABLED.reset(token)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,9 +165,12 @@ class Route:
 
 
 def choose(*kernels: Kernel, facts: tuple) -> Route:
-    """The first of ``kernels`` that is switched on and whose rule applies to ``facts``, else the
-    XLA formula."""
-    off = _DISABLED.get()
+    """The first of ``kernels`` that is forced (``force_kernels``) and can run, else the first
+    that is switched on and whose rule applies to ``facts``, else the XLA formula."""
+    off, forced = _DISABLED.get(), _FORCED.get()
+    for kernel in kernels:
+        if kernel.name in forced and kernel.name not in off and (kernel.runs or kernel.applies)(*facts):
+            return Route(kernel)
     for kernel in kernels:
         if kernel.name not in off and kernel.applies(*facts):
             return Route(kernel)

@@ -21,7 +21,7 @@ import numpy as np
 from dmljax._src.docstrings import HALF_ARG, docstring
 from dmljax._src.errors import ValidationError, Violation, note_call_site, quote
 from dmljax._src.feature_level import ENV_VAR, resolve_feature_level
-from dmljax._src.kernel_seam import disabled_kernels
+from dmljax._src.kernel_seam import disabled_kernels, forced_kernels
 from dmljax._src.numerics import is_flushed, mark_flushed
 from dmljax._src.registry import register
 from dmljax._src.spec import INFERRED, REQUIRED, OpSpec
@@ -192,8 +192,8 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
         executables: dict[tuple, Callable] = {}
 
         def executable(statics: tuple, flushed: tuple, nested: bool) -> Callable:
-            # -0.0 and 0.0 are different attributes; a kernel switched off is another program
-            key = (static_key(statics), flushed, nested, disabled_kernels())
+            # -0.0 and 0.0 are different attributes; a kernel switched off or forced is another program
+            key = (static_key(statics), flushed, nested, disabled_kernels(), forced_kernels())
             fn = executables.get(key)
             if fn is None:
                 options = None if nested else _STRICT_PRECISION
@@ -256,7 +256,7 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
                 return None
             if not _trace_state_clean():
                 return None
-            return (tuple(sig), kw, level, disabled_kernels(), x64_enabled(), default_platform())
+            return (tuple(sig), kw, level, disabled_kernels(), forced_kernels(), x64_enabled(), default_platform())
 
         def public(*args, **kwargs):
             key = direct_key(args, kwargs)

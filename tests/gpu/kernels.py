@@ -10,7 +10,7 @@ on a machine with a CUDA GPU, from the repository root. Kernels (default: all): 
 every direction and exclusivity, and the signs of zero results), top_k (TOP_K/TOP_K1 rows by the
 K-steps and threshold kernels, ARGMAX/ARGMIN of FLOAT16 rows, and the threshold path under
 jax.grad, jax.jvp and vmap), extreme_columns (ARGMAX/ARGMIN and REDUCE MAX/MIN of FLOAT16
-columns), max_pooling, convolution, padding. Inputs hold NaN, infinities, signed zeros, ties and
+columns), max_pooling, convolution, convolution_gemm (the 1 x 1 matrix-product forms), padding. Inputs hold NaN, infinities, signed zeros, ties and
 FLOAT32 denormals. Prints one line per case and a summary; exit status 1 if any failed.
 KERNEL_CHECK_ON_CPU=1 runs the script's code on the CPU (XLA's formula against itself, the
 kernels called directly in Pallas's interpreter; nothing about the kernels is learnt). Not a
@@ -527,8 +527,61 @@ def padding(cases: Cases):
         assert "dmljax_pad" not in off
 
 
+def convolution_gemm(cases: Cases):
+    """CONVOLUTION's 1 x 1 matrix-product forms (kernels/convolution_gemm.py), each forced
+    (``force_kernels``), compiled: a dot and no convolution in the program; forward, input and
+    filter gradients within twice the record's budget of XLA's convolution with the forms off, in
+    NCHW and NHWC memory (transposes around the call), FLOAT16 and FLOAT32 (denormals flushed)."""
+    from dmljax._src.kernel_seam import force_kernels
+    from dmljax._src.kernels import convolution_gemm as gemm
+    from tests import catalog
+    from tests.compare import assert_matches
+    from tests.reference.record import Attrs
+
+    spec = dmljax.get_operator("CONVOLUTION").spec
+    names = (gemm.CONVOLUTION_GEMM_ROWS.name, gemm.CONVOLUTION_GEMM_COLUMNS.name)
+    rng = np.random.default_rng(1)
+    shapes = [((8, 64, 14, 14), (32, 64, 1, 1), {}), ((4, 32, 13, 9), (48, 32, 1, 1), {"strides": (2, 2)}),
+              ((4, 48, 7, 7), (48, 16, 1, 1), {"direction": "BACKWARD"})]
+    for dtype in (np.float32, np.float16):
+        for x_shape, w_shape, attrs in shapes:
+            x = rng.standard_normal(x_shape).astype(dtype)
+            w = (rng.standard_normal(w_shape) / np.sqrt(x_shape[1])).astype(dtype)
+            if dtype == np.float32:
+                x.flat[:2] = [1e-39, -1e-39]
+            for memory in ("NCHW", "NHWC"):
+                def f(a, b, attrs=attrs, memory=memory):
+                    if memory == "NHWC":  # a, the result: NHWC arrays seen as logical NCHW
+                        return jnp.transpose(dmljax.convolution(jnp.transpose(a, (0, 3, 1, 2)), b, **attrs), (0, 2, 3, 1))
+                    return dmljax.convolution(a, b, **attrs)
+                xm = x.transpose(0, 2, 3, 1) if memory == "NHWC" else x
+                dy = rng.standard_normal(jax.eval_shape(f, xm, w).shape).astype(dtype)
+
+                def both(a, b, f=f, dy=dy):
+                    y, pull = jax.vjp(f, a, b)
+                    return (y, *pull(jnp.asarray(dy)))
+                want = kernels_off(both, xm, w, names=names)
+                budget = catalog.budget(spec, Attrs(attrs), dmljax.DataType.from_dtype(dtype), sizes=x.shape,
+                                        args=(x, w))
+                for name in names:
+                    label = f"CONVOLUTION {np.dtype(dtype).name} {x_shape} * {w_shape} {attrs} {memory} {name}"
+                    with cases.case(label):
+                        with force_kernels(name):
+                            lowered = jax.jit(both).lower(xm, w)
+                            got = jax.device_get(lowered.compile()(xm, w))
+                        text = lowered.as_text()
+                        if not ON_CPU:
+                            assert "dot_general" in text and "stablehlo.convolution" not in text, "no product"
+                        for g, h, what in zip(got, want, ("output", "input gradient", "filter gradient")):
+                            scale = float(np.max(np.abs(np.asarray(h, np.float64)))) or 1.0
+                            assert_matches(np.asarray(g), [np.asarray(h, np.float64)], dmljax.DataType.from_dtype(dtype),
+                                           2 * budget, f"{what} against XLA's convolution", magnitude=np.full(
+                                               np.shape(h), scale))
+
+
 KERNELS = {"softmax": softmax, "cumulative": cumulative, "top_k": top_k, "extreme_columns": extreme_columns,
-           "max_pooling": max_pooling, "convolution": convolution, "padding": padding}
+           "max_pooling": max_pooling, "convolution": convolution, "convolution_gemm": convolution_gemm,
+           "padding": padding}
 
 
 def main() -> int:

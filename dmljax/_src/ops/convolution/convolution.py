@@ -25,6 +25,7 @@ from dmljax._src.enums import ConvolutionDirection, ConvolutionMode
 from dmljax._src.errors import Violation
 from dmljax._src.kernel_seam import Route, choose
 from dmljax._src.kernels.convolution import CONVOLUTION_TAPS, convolve_taps
+from dmljax._src.kernels.convolution_gemm import CONVOLUTION_GEMM_COLUMNS, CONVOLUTION_GEMM_ROWS, gemm_columns, gemm_rows
 from dmljax._src.numerics import compute_dtype, load, store
 from dmljax._src.op import operator
 from dmljax._src.ops.factories import apply_fused
@@ -240,6 +241,14 @@ CONVOLUTION = OpSpec(
             "The same FLOAT32 products (never TF32) and flushes; only the order of the additions differs, "
             "within the budget (checked compiled on the H100, `tests/gpu/kernels.py`); 1.05-1.66x lax's speed "
             "where it applies"),
+        SilentChoice(
+            "CONVOLUTION of a 1 x 1 window on a GPU",
+            "one group, no padding or OutputPadding (FORWARD at any strides, BACKWARD at unit strides): a matrix "
+            "product over the channels (`dmljax/_src/kernels/convolution_gemm.py`: the positions as rows, or one "
+            "product an image) where its measured rule takes the call, FLOAT32 at HIGHEST precision and FLOAT16 "
+            "accumulated in FLOAT32; elsewhere XLA's convolution",
+            "The same products; only the order of the additions differs, within the budget (tested against the "
+            "convolution and float64, `tests/ops/convolution/test_convolution_gemm.py`)"),
     ),
 )
 
@@ -257,16 +266,20 @@ def _transposed_filter(w, groups):
     return w.reshape((groups * c_out_g, c_in // groups) + w.shape[3:])
 
 
-def _pointwise(w, direction, groups, g, precision) -> bool:
-    """Whether the convolution is a product over the channels alone: a 1 x 1 (x 1) FLOAT32 filter
-    at HIGHEST precision, forward, one group, unit strides, no padding. As a dot_general it runs
-    1.23x (NCHW) and 1.37x (NHWC memory) as fast as lax's true FLOAT32 convolution on the H100,
-    flushes included (batch 32, 1024 -> 256 channels, 14 x 14; measured by
-    benchmarks/convolution/convolution.py); the sums are the same products in another order
-    (docs/semantics.md#accumulating-operators)."""
-    return (precision == lax.Precision.HIGHEST and direction is ConvolutionDirection.FORWARD and groups == 1
-            and all(k == 1 for k in w.shape[2:]) and all(s == 1 for s in g["Strides"])
-            and not any(g["StartPadding"]) and not any(g["EndPadding"]) and not any(g["OutputPadding"]))
+def _gemm(x, w, direction, groups, g, precision, accumulate):
+    """The convolution as a matrix product on CUDA, where kernels/convolution_gemm.py's rule takes
+    one of its forms for the call (a 1 x 1 window: products over the channels alone); else None."""
+    forward = direction is ConvolutionDirection.FORWARD
+    route = choose(CONVOLUTION_GEMM_COLUMNS, CONVOLUTION_GEMM_ROWS, facts=(
+        x.shape, w.shape, x.dtype, forward, groups, g["Strides"], g["Dilations"], g["StartPadding"], g["EndPadding"],
+        g["OutputPadding"]))
+    if route.kernel is None:
+        return None
+    form = gemm_columns if route.kernel is CONVOLUTION_GEMM_COLUMNS else gemm_rows
+    return lax.platform_dependent(
+        x, w, cuda=lambda a, b: form(a, b, forward, g["Strides"], precision, accumulate),
+        default=lambda a, b: _xla(a, b, direction, flip=False, groups=groups, g=g, precision=precision,
+                                  accumulate=accumulate))
 
 
 def grouped(conv, x, w, groups):
@@ -279,11 +292,14 @@ def grouped(conv, x, w, groups):
 
 def convolve(x, w, direction, mode, groups, g, precision, accumulate):
     """The convolution without bias or activation, accumulated in ``accumulate``."""
-    flip = mode is ConvolutionMode.CONVOLUTION
-    if _pointwise(w, direction, groups, g, precision):
-        y = lax.dot_general(x, w.reshape(w.shape[:2]), (((1,), (1,)), ((), ())), precision=precision,
-                            preferred_element_type=accumulate)  # (N, spatial..., C_out)
-        return jnp.moveaxis(y, -1, 1)
+    y = _gemm(x, w, direction, groups, g, precision, accumulate)
+    if y is not None:
+        return y
+    return _xla(x, w, direction, mode is ConvolutionMode.CONVOLUTION, groups, g, precision, accumulate)
+
+
+def _xla(x, w, direction, flip, groups, g, precision, accumulate):
+    """The convolution by XLA's convolution."""
     if direction is ConvolutionDirection.FORWARD:
         w = _spatial_flip(w) if flip else w
         # OutputPadding: the padded input extended by OutputPadding more windows' steps

@@ -1,0 +1,147 @@
+"""CONVOLUTION as a matrix product on NVIDIA GPUs, where its window is one element: the forms of
+the formula that XLA runs as cuBLAS GEMMs instead of cuDNN convolutions, and the measured rule
+(``RULE``) of which form each kind of call takes.
+
+A convolution of one group whose window is 1 x 1 (x 1), without padding or OutputPadding, sums
+Input[n, c, p * Strides] * Filter[o, c] over the channels c alone (BACKWARD with unit strides:
+Input[n, c, p] * Filter[c, o]); Dilations and Mode change nothing. Strides other than 1 read the
+input's every Strides-th element first (a strided slice). Two forms compute that sum:
+
+- ``rows``: the positions as the rows of one product, ``dot_general`` of the {N, C, spatial...}
+  input and the {O, C} filter over C, {N, spatial..., O} moved to {N, O, spatial...}. Its
+  operands and result are whole matrices where the channels are the innermost dimension of
+  memory (NHWC); with NCHW memory XLA transposes around it.
+- ``columns``: one product an image, the {O, C} filter times the image's {C, positions} matrix,
+  batched over N: {N, O, positions} with no transpose where memory is NCHW. Its filter gradient
+  is one product over N and the positions (a batched product summed over N would write N
+  filters: ``_columns``).
+
+Exactness: the same products as XLA's convolution (FLOAT32 at HIGHEST precision, never TF32;
+FLOAT16 operands accumulated in ``accumulate``, FLOAT32 for the operator's FLOAT16), summed in
+another order (docs/semantics.md#accumulating-operators: the order is the library's).
+
+Where each form is taken is ``RULE``: measured by benchmarks/convolution/resnet50.py, which times
+every form (``force_kernels``) beside XLA's convolution for each ResNet-50 and MobileNetV2 shape,
+both memory layouts and all three directions, and prints the rule its figures give.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from jax import lax
+import jax.numpy as jnp
+
+from dmljax._src.derivatives import backward_rule
+from dmljax._src.kernel_seam import Kernel
+
+__all__ = ["RULE", "FORMS", "CONVOLUTION_GEMM_ROWS", "CONVOLUTION_GEMM_COLUMNS", "pointwise_kind", "gemm_rows",
+           "gemm_columns"]
+
+FORMS = ("rows", "columns")
+
+RULE: dict[tuple[str, str], str] = {
+    ("pointwise", "float32"): "rows",
+    ("pointwise", "float16"): "xla",
+    ("pointwise strided", "float32"): "xla",
+    ("pointwise strided", "float16"): "xla",
+    ("pointwise backward", "float32"): "xla",
+    ("pointwise backward", "float16"): "xla",
+}
+"""(the kind of call, ``pointwise_kind``; the operands' type) -> the form taken on CUDA: "rows",
+"columns" or "xla" (XLA's convolution). FLOAT32 "pointwise" as rows: 1.23x (NCHW memory) and 1.37x
+(NHWC memory) lax's speed on the H100, flushes included (batch 32, 1024 -> 256 channels, 14 x 14;
+benchmarks/convolution/convolution.py). The other kinds keep XLA's convolution until
+benchmarks/convolution/resnet50.py has timed their forms on a GPU (its "rule" lines)."""
+
+
+def pointwise_kind(x_shape, w_shape, dtype, forward: bool, groups: int, strides, dilations, start, end,
+                   output_padding) -> str | None:
+    """The kind of a call that a matrix product computes: "pointwise" (FORWARD, unit strides),
+    "pointwise strided" (FORWARD, a stride above 1), "pointwise backward" (BACKWARD, unit
+    strides); None for any other (a window of more than one element, several groups, padding,
+    OutputPadding, BACKWARD with strides, a type other than FLOAT32 and FLOAT16)."""
+    del dilations  # a one-element window has no spacing
+    if np.dtype(dtype) not in (np.float32, np.float16) or groups != 1 or len(x_shape) < 3:
+        return None
+    if any(k != 1 for k in w_shape[2:]) or any(start) or any(end) or any(output_padding):
+        return None
+    unit = all(s == 1 for s in strides)
+    if not forward:
+        return "pointwise backward" if unit else None
+    return "pointwise" if unit else "pointwise strided"
+
+
+def _rule(form: str):
+    def applies(*facts) -> bool:
+        kind = pointwise_kind(*facts)
+        return kind is not None and RULE.get((kind, np.dtype(facts[2]).name), "xla") == form
+    applies.__name__ = applies.__qualname__ = f"applies_{form}"
+    return applies
+
+
+def _runs(*facts) -> bool:
+    return pointwise_kind(*facts) is not None
+
+
+CONVOLUTION_GEMM_ROWS = Kernel("convolution_gemm_rows", _rule("rows"), measured="benchmarks/convolution/resnet50.py",
+                               runs=_runs)
+CONVOLUTION_GEMM_COLUMNS = Kernel("convolution_gemm_columns", _rule("columns"),
+                                  measured="benchmarks/convolution/resnet50.py", runs=_runs)
+
+
+def _operands(x, w, forward: bool, strides):
+    """The input read at the strides, and the filter as an {O, C} matrix."""
+    if any(s != 1 for s in strides):
+        x = lax.slice(x, (0,) * x.ndim, x.shape, (1, 1) + tuple(strides))
+    w2 = w.reshape(w.shape[:2])
+    return x, (w2 if forward else w2.T)
+
+
+def gemm_rows(x, w, forward: bool, strides, precision, accumulate):
+    """The convolution (a ``pointwise_kind``) as one product with the positions as rows:
+    {N, O, spatial...} in ``accumulate`` (None: the operands' type)."""
+    x, w2 = _operands(x, w, forward, strides)
+    y = lax.dot_general(x, w2, (((1,), (1,)), ((), ())), precision=precision, preferred_element_type=accumulate)
+    return jnp.moveaxis(y, -1, 1)
+
+
+def _columns(x3, w2, precision, accumulate):
+    """{O, C} times each image's {C, P}: {N, O, P}. Its gradient: the input's by the transposed
+    filter, image by image; the filter's by one product over the images and positions where that
+    moves fewer bytes than a product an image summed over the images (it transposes the input and
+    the cotangent, (C + O) x N x P elements, against the N x O x C partial filters written and
+    read), FLOAT32 partials for FLOAT16 operands, rounded once."""
+
+    def product(a, b):
+        wide = jnp.broadcast_to(b, (a.shape[0],) + b.shape)
+        return lax.dot_general(wide, a, (((2,), (1,)), ((0,), (0,))), precision=precision,
+                               preferred_element_type=accumulate)
+
+    def fwd(a, b):
+        return product(a, b), (a, b)
+
+    def bwd(res, dy):
+        a, b = res
+        t = dy.dtype  # operands of another type are widened to the cotangent's: exact products
+        n, (o, c), p = a.shape[0], b.shape, a.shape[2]
+        wide = jnp.broadcast_to(b.astype(t), (n,) + b.shape)
+        da = lax.dot_general(wide, dy, (((1,), (1,)), ((0,), (0,))), precision=precision, preferred_element_type=t)
+        if o * c <= (o + c) * p:
+            partial = lax.dot_general(dy, a.astype(t), (((2,), (2,)), ((0,), (0,))), precision=precision,
+                                      preferred_element_type=np.promote_types(t, np.float32))
+            db = jnp.sum(partial, axis=0)
+        else:
+            db = lax.dot_general(dy, a.astype(t), (((0, 2), (0, 2)), ((), ())), precision=precision,
+                                 preferred_element_type=t)
+        return da.astype(a.dtype), db.astype(b.dtype)
+
+    return backward_rule(product, fwd, bwd)(x3, w2)
+
+
+def gemm_columns(x, w, forward: bool, strides, precision, accumulate):
+    """The convolution (a ``pointwise_kind``) as one product an image, batched over N:
+    {N, O, spatial...} in ``accumulate`` (None: the operands' type)."""
+    x, w2 = _operands(x, w, forward, strides)
+    n, c, spatial = x.shape[0], x.shape[1], x.shape[2:]
+    y = _columns(x.reshape(n, c, -1), w2, precision, accumulate)
+    return y.reshape((n, w2.shape[0]) + spatial)
