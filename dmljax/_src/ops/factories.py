@@ -175,7 +175,8 @@ def zero_slopes(*g):
 
 def elementwise(math: Callable, *arrays, half: bool, slopes: Callable | None = None,
                 integer: Callable | None = None, scale_bias: ScaleBias | None = None,
-                half_native: bool = False, keeps_normals: bool = False) -> jnp.ndarray:
+                half_native: bool = False, keeps_normals: bool = False, float_reads: bool = False,
+                constant_values: bool = False) -> jnp.ndarray:
     """An element-wise operator's result under DirectML's rules; the operator supplies the math.
 
     Floats: each input is read in its compute type (FLOAT32 denormals flushed; FLOAT16 widened to
@@ -198,6 +199,17 @@ def elementwise(math: Callable, *arrays, half: bool, slopes: Callable | None = N
     to a result without one (each of its values is 0, or at least the smallest normal in
     magnitude), so a FLOAT32 result is stored without a flush of its own: the same bits, four
     instructions an element fewer.
+
+    ``float_reads``: ``math`` and ``slopes`` look at the inputs only through float operations
+    that XLA's CPU backend runs with denormals read as zero (arithmetic, comparisons, exp, tanh;
+    not log or atan2, whose XLA forms read their argument's bits): on the CPU the inputs'
+    explicit flush is then left out (``numerics.load``), and a denormal passed on untouched is
+    flushed by the output's. Give it only where the operator's tests with denormal inputs pass.
+    It needs the output's flush: with ``keeps_normals`` the inputs are flushed as before.
+
+    ``constant_values``: ``math`` returns only constants that are not FLOAT32 denormals (SIGN's
+    -1, 0 and 1), never an input's value: the output is not flushed, and ``float_reads`` holds
+    without it.
     """
     dt = DataType.from_dtype(arrays[0].dtype)
     if dt.is_integer:
@@ -206,12 +218,15 @@ def elementwise(math: Callable, *arrays, half: bool, slopes: Callable | None = N
     flushed = tuple(is_flushed(x) for x in arrays)  # static: decided on the caller's objects
 
     def read(xs):
-        return [apply_scale_bias(load(x, half, flush=not f), scale_bias) for x, f in zip(xs, flushed)]
+        cpu_flushes = float_reads and (constant_values or not keeps_normals)
+        return [apply_scale_bias(load(x, half, flush=not f, float_reads=cpu_flushes), scale_bias)
+                for x, f in zip(xs, flushed)]
 
     def widened(*xs):
-        if keeps_normals and dt is DataType.FLOAT32:
-            return math(*read(xs)).astype(np.float32)
-        return store(math(*read(xs)), dt)
+        y = math(*read(xs))
+        if constant_values or (keeps_normals and dt is DataType.FLOAT32):
+            return y.astype(dt.dtype)
+        return store(y, dt)
 
     @jax.custom_jvp
     def run(*xs):

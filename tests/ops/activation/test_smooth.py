@@ -368,3 +368,20 @@ def test_parametric_softplus_where_beta_x_overflows_but_f_does_not(alpha, beta, 
     got_jit = jax.jit(lambda v: dmljax.activation_parametric_softplus(v, alpha=alpha, beta=beta))(np.array([x], np.float32))
     for g in (got, got_jit):
         assert np.isfinite(g[0]) and abs(float(g[0]) - float(want)) <= 2 * float(np.spacing(np.abs(want))), (g, want)
+
+
+@pytest.mark.parametrize("alpha, beta", [(1.7159, 0.6667), (1.9999999, 1.0), (-1.0000001, 3.0)])
+def test_scaled_tanh_float32_sweep_within_budget(alpha, beta):
+    # Alpha * tanh(Beta * x) (XLA's own tanh on the CPU): Alpha just under 2 (or over 1) carries
+    # tanh's relative error into the next binade's ULP; every 65537th FLOAT32 value and every
+    # one from 1 to 1.0078125 (tanh from 0.76 on, the binade where its ULP is finest)
+    from dmljax._src.compare.distance import ulp_distance
+    m = np.concatenate([np.arange(0, 0x7F800001, 65537, dtype=np.uint32),
+                        np.arange(0x3F800000, 0x3F810000, dtype=np.uint32)])
+    x = np.concatenate([m, m | np.uint32(0x80000000)]).view(np.float32)
+    got = np.asarray(dmljax.activation_scaled_tanh(x, alpha=alpha, beta=beta))
+    with np.errstate(invalid="ignore"):
+        want = ref.activation_scaled_tanh(x, alpha=alpha, beta=beta)[0].astype(np.float32)
+    want = np.where(np.abs(want) < np.finfo(np.float32).tiny, want * np.float32(0), want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    assert ulp_distance(got, want).max() <= dmljax.activation_scaled_tanh.spec.ulp[F32]

@@ -254,3 +254,41 @@ def test_gradients_chain_scale_and_flush():
     want = 2.0 * np.cos(np.float32(0.3) * 2.0 + 0.5), 2.0 * np.cos(0.5)
     assert_matches(got, [np.array(want)], F32, dmljax.element_wise_sin.spec.ulp[F32], context="sin'")
     np.testing.assert_array_equal(_grad("tanh", np.array([1e-40, -1e-40], np.float32)), [1.0, 1.0])
+
+
+def _float32_sweep(stride: int, lo: float = 0.0, hi: float = math.inf) -> np.ndarray:
+    """Every ``stride``-th FLOAT32 bit pattern with lo <= |x| <= hi, both signs (denormals and
+    zeros included where lo is 0)."""
+    a, b = (int(np.float32(v).view(np.uint32)) for v in (lo, hi))
+    m = np.arange(a, b + 1, stride, dtype=np.uint32)
+    return np.concatenate([m, m | np.uint32(0x80000000)]).view(np.float32)
+
+
+def _tanh_within_budget(x, context):
+    # against float64 tanh of the input as read (a FLOAT32 denormal is a signed zero), rounded
+    # once; the budget in ULP of FLOAT32, zeros and their signs exactly
+    from dmljax._src.compare.distance import ulp_distance
+    budget = dmljax.element_wise_tanh.spec.ulp[F32]
+    read = np.where(np.abs(x) < np.finfo(np.float32).tiny, x * np.float32(0), x)
+    want = np.tanh(read.astype(np.float64)).astype(np.float32)
+    for op in (dmljax.element_wise_tanh, dmljax.activation_tanh):
+        got = np.asarray(op(x))
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want), err_msg=context)
+        worst = ulp_distance(got, want).max()
+        assert worst <= budget, (op.spec.short_name, context, int(worst))
+
+
+def test_tanh_float32_sweep_within_budget():
+    # TANH in FLOAT32 (XLA's own tanh on the CPU, numerics' formula elsewhere): every 16411th
+    # FLOAT32 value, and every one from 4 to 4.0625 (inside tanh's slow approach to 1)
+    _tanh_within_budget(_float32_sweep(16411), "every 16411th")
+    _tanh_within_budget(_float32_sweep(1, 4.0, 4.0625), "[4, 4.0625]")
+
+
+@pytest.mark.slow
+def test_tanh_float32_dense_sweep_within_budget():
+    # every FLOAT32 value from 0.5 to 9.1 (where tanh nears +-1 and the result's ULP is 2^-24:
+    # XLA's CPU tanh is 5 ULP off at most there), every 7th elsewhere
+    for lo, hi in ((0.5, 1.0), (1.0, 2.0), (2.0, 4.0), (4.0, 9.1)):
+        _tanh_within_budget(_float32_sweep(1, lo, hi), f"[{lo}, {hi}]")
+    _tanh_within_budget(_float32_sweep(7), "every 7th")

@@ -173,7 +173,8 @@ def activation_hard_swish(input, *, alpha, beta, allow_half_precision_computatio
         inside = (g > 0) & (g < 1)
         return jnp.where(inside, _scaled_offset(x, a2, -float(np.float32(beta)) / a2), hs)
 
-    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
+    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope,
+                       float_reads=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -309,7 +310,8 @@ def activation_swish(input, *, sigmoid_input_scale, allow_half_precision_computa
         num = jnp.where(z >= 0, d + zc * w, (h * v) * m)
         return num / (d * d)
 
-    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
+    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope,
+                       float_reads=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -448,4 +450,5 @@ def activation_gelu(input, *, allow_half_precision_computation):
         d = e * k if unscale is None else (e * k) * unscale
         return jnp.where(x > 0, np.asarray(1, cd) - d, d)
 
-    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
+    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope,
+                       float_reads=True)

@@ -74,7 +74,7 @@ def activation_scaled_elu(input, *, alpha, gamma, allow_half_precision_computati
     # |Gamma| >= 1 and |Gamma * Alpha| >= 1 keep every flushed input's result flushed
     # (_scales_keep_normals)
     return elementwise(f, input, half=allow_half_precision_computation, slopes=slope,
-                       keeps_normals=_scales_keep_normals(gamma, ca))
+                       keeps_normals=_scales_keep_normals(gamma, ca), float_reads=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -119,7 +119,7 @@ def activation_elu(input, *, alpha, allow_half_precision_computation):
                          float32_as(alpha, x.dtype) * jnp.exp(jnp.minimum(x, jnp.zeros_like(x))))
 
     return elementwise(f, input, half=allow_half_precision_computation, slopes=slope,
-                       keeps_normals=_scales_keep_normals(alpha))
+                       keeps_normals=_scales_keep_normals(alpha), float_reads=True)
 
 
 def _scales_keep_normals(*scales: float) -> bool:
@@ -411,7 +411,8 @@ def activation_thresholded_relu(input, *, alpha, allow_half_precision_computatio
     def slope(x):
         return jnp.where(passes(x), jnp.ones_like(x), jnp.zeros_like(x))
 
-    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
+    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope,
+                       float_reads=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -462,7 +463,8 @@ def activation_hard_sigmoid(input, *, alpha, beta, allow_half_precision_computat
         inside = (y > 0) & (y < 1)
         return jnp.where(inside, jnp.full_like(y, float32_as(alpha, x.dtype)), jnp.zeros_like(y))
 
-    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
+    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope,
+                       float_reads=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -546,7 +548,8 @@ def activation_shrink(input, *, bias, threshold, allow_half_precision_computatio
         above, below = cases(x)
         return jnp.where(above | below, jnp.ones_like(x), jnp.zeros_like(x))
 
-    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
+    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope,
+                       float_reads=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -585,4 +588,5 @@ def activation_softsign(input, *, allow_half_precision_computation):
         d = 1 + jnp.abs(x)
         return 1 / (d * d)  # 0 at +-inf and wherever d * d overflows
 
-    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
+    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope,
+                       float_reads=True)

@@ -25,7 +25,7 @@ from dmljax._src.errors import Violation
 from dmljax._src.feature_level import FeatureLevel
 from dmljax._src.numerics import float32_as
 from dmljax._src.op import operator
-from dmljax._src.ops.element_wise_math.trigonometry import _sech2, _tanh, _xla_suffices
+from dmljax._src.ops.element_wise_math.trigonometry import _sech2, _tanh, _tanh_f32, _xla_suffices
 from dmljax._src.ops.factories import activation_op, elementwise
 from dmljax._src.spec import ParamSpec, SilentChoice
 
@@ -134,7 +134,8 @@ def activation_sigmoid(input, *, allow_half_precision_computation):
         >>> dmljax.activation_sigmoid(np.array([-1.0, 0.0, 2.0, np.inf], np.float32))
         Array([0.26894143, 0.5       , 0.880797  , 1.        ], dtype=float32)
     """
-    return elementwise(_sigmoid, input, half=allow_half_precision_computation, slopes=_sigmoid_slope)
+    return elementwise(_sigmoid, input, half=allow_half_precision_computation, slopes=_sigmoid_slope,
+                       float_reads=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -151,8 +152,8 @@ ACTIVATION_TANH = activation_op(
     notes=("The page's expression is tanh(x); taken literally it overflows (exp(-2x) for x < "
            "-44.4 in FLOAT32 gives inf / inf = NaN), so dmljax evaluates tanh itself: "
            "ELEMENT_WISE_TANH's formula without a ScaleBias, bit for bit the same result "
-           "(-expm1(-2|x|) / (2 + expm1(-2|x|)) signed by x; FLOAT16 computed in FLOAT32 uses "
-           "XLA's tanh). tanh(+-inf) = +-1, tanh(-0) = -0. Fusable (dmljax.FusedActivation)."),
+           "(-expm1(-2|x|) / (2 + expm1(-2|x|)) signed by x; FLOAT16 computed in FLOAT32, and FLOAT32 "
+           "on the CPU, use XLA's tanh). tanh(+-inf) = +-1, tanh(-0) = -0. Fusable (dmljax.FusedActivation)."),
     silent=(
         SilentChoice(
             "ACTIVATION_TANH",
@@ -171,8 +172,9 @@ def activation_tanh(input, *, allow_half_precision_computation):
     """
     # The very call ELEMENT_WISE_TANH makes without a ScaleBias: the two agree bit for bit.
     fast = _xla_suffices(input, allow_half_precision_computation)
-    return elementwise(jnp.tanh if fast else _tanh, input, half=allow_half_precision_computation,
-                       slopes=_sech2)
+    return elementwise(jnp.tanh if fast else _tanh_f32, input, half=allow_half_precision_computation,
+                       slopes=_sech2,
+                       float_reads=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -302,7 +304,8 @@ def activation_softplus(input, *, steepness, allow_half_precision_computation):
         t, e = _two_product(s, _scaled_input(s, x), input.dtype)
         return _softplus_slope(t, e, 1.0, input.dtype)
 
-    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
+    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope,
+                       float_reads=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -364,12 +367,12 @@ def activation_scaled_tanh(input, *, alpha, beta, allow_half_precision_computati
     """Example:
         >>> import numpy as np, dmljax
         >>> dmljax.activation_scaled_tanh(np.array([-2.0, 0.0, 1.0, np.inf], np.float32))
-        Array([-0.76159424,  0.        ,  0.46211717,  1.        ], dtype=float32)
+        Array([-0.7615942 ,  0.        ,  0.46211717,  1.        ], dtype=float32)
         >>> dmljax.activation_scaled_tanh(np.array([1.0], np.float32), alpha=1.7159, beta=2 / 3)
         Array([0.9999973], dtype=float32)
     """
     fast = _xla_suffices(input, allow_half_precision_computation)
-    tanh = jnp.tanh if fast else _tanh
+    tanh = jnp.tanh if fast else _tanh_f32
 
     lift = abs(alpha) > 1 > abs(beta) and np.dtype(input.dtype) == np.float32 and not allow_half_precision_computation
 
@@ -388,7 +391,8 @@ def activation_scaled_tanh(input, *, alpha, beta, allow_half_precision_computati
         t, e = _two_product(beta, _scaled_input(beta, x), input.dtype)
         return _scaled_sech2(t, float(np.float32(alpha)) * float(np.float32(beta)), e)
 
-    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
+    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope,
+                       float_reads=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -442,7 +446,8 @@ def activation_parametric_softplus(input, *, alpha, beta, allow_half_precision_c
         t, e = _two_product(beta, _scaled_input(beta, x), input.dtype)
         return _softplus_slope(t, e, float(np.float32(alpha)) * float(np.float32(beta)), input.dtype)
 
-    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope)
+    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope,
+                       float_reads=True)
 
 
 # --------------------------------------------------------------------------------------------

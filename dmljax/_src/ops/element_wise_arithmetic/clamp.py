@@ -135,7 +135,7 @@ def _clip_formula(g, lo, hi, min_first: bool):
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2, 3, 4, 5))
 def _clip_float(x, lo, hi, scale_bias, half, min_first):
-    g = apply_scale_bias(load(x, half), scale_bias)
+    g = apply_scale_bias(load(x, half, float_reads=True), scale_bias)
     return store(_clip_formula(g, lo, hi, min_first), DataType.from_dtype(x.dtype))
 
 
@@ -364,7 +364,8 @@ def element_wise_max(a, b, *, allow_half_precision_computation):
         Array([2., 3., 0.], dtype=float32)
     """
     return elementwise(lambda x, y: _max_min(x, y, True), a, b, half=allow_half_precision_computation,
-                       slopes=_max_min_slopes(True), integer=lambda x, y: _max_min(x, y, True))
+                       slopes=_max_min_slopes(True), integer=lambda x, y: _max_min(x, y, True),
+                       float_reads=True)
 
 
 ELEMENT_WISE_MIN = binary_op(
@@ -388,7 +389,8 @@ def element_wise_min(a, b, *, allow_half_precision_computation):
         Array([ 1.,  3., -0.], dtype=float32)
     """
     return elementwise(lambda x, y: _max_min(x, y, False), a, b, half=allow_half_precision_computation,
-                       slopes=_max_min_slopes(False), integer=lambda x, y: _max_min(x, y, False))
+                       slopes=_max_min_slopes(False), integer=lambda x, y: _max_min(x, y, False),
+                       float_reads=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -432,7 +434,7 @@ def _clip_grad(input, input_gradient, lo_attr, hi_attr, half):
     dt = DataType.from_dtype(input.dtype)
     if dt.is_integer:
         return clip_grad_rule(input, input_gradient, lo_attr(None), hi_attr(None))
-    g = load(input, half)
+    g = load(input, half, float_reads=True)  # only compared
     return clip_grad_rule(g, input_gradient, lo_attr(g.dtype).item(), hi_attr(g.dtype).item())
 
 

@@ -120,7 +120,7 @@ def element_wise_logical_less_than(a, b, *, output_data_type):
         >>> dmljax.element_wise_logical_less_than(a, b, output_data_type="UINT32")
         Array([1, 0, 0], dtype=uint32)
     """
-    return (load(a) < load(b)).astype(output_data_type.dtype)
+    return (load(a, float_reads=True) < load(b, float_reads=True)).astype(output_data_type.dtype)
 
 
 
@@ -176,7 +176,7 @@ def element_wise_logical_equals(a, b, *, output_data_type):
         >>> dmljax.element_wise_logical_equals(a, b)
         Array([1, 1, 0, 0], dtype=uint8)
     """
-    return (load(a) == load(b)).astype(output_data_type.dtype)
+    return (load(a, float_reads=True) == load(b, float_reads=True)).astype(output_data_type.dtype)
 
 
 ELEMENT_WISE_LOGICAL_GREATER_THAN = comparison_op(
@@ -199,7 +199,7 @@ def element_wise_logical_greater_than(a, b, *, output_data_type):
         >>> dmljax.element_wise_logical_greater_than(a, b, output_data_type="UINT32")
         Array([0, 0, 1], dtype=uint32)
     """
-    return (load(a) > load(b)).astype(output_data_type.dtype)
+    return (load(a, float_reads=True) > load(b, float_reads=True)).astype(output_data_type.dtype)
 
 
 ELEMENT_WISE_LOGICAL_GREATER_THAN_OR_EQUAL = comparison_op(
@@ -223,7 +223,7 @@ def element_wise_logical_greater_than_or_equal(a, b, *, output_data_type):
         >>> dmljax.element_wise_logical_greater_than_or_equal(a, b)
         Array([0, 1, 1, 0], dtype=uint8)
     """
-    return (load(a) >= load(b)).astype(output_data_type.dtype)
+    return (load(a, float_reads=True) >= load(b, float_reads=True)).astype(output_data_type.dtype)
 
 
 ELEMENT_WISE_LOGICAL_LESS_THAN_OR_EQUAL = comparison_op(
@@ -248,7 +248,7 @@ def element_wise_logical_less_than_or_equal(a, b, *, output_data_type):
         >>> dmljax.element_wise_logical_less_than_or_equal(a, b)
         Array([1, 1, 0], dtype=uint8)
     """
-    return (load(a) <= load(b)).astype(output_data_type.dtype)
+    return (load(a, float_reads=True) <= load(b, float_reads=True)).astype(output_data_type.dtype)
 
 
 # --------------------------------------------------------------------------------------------
