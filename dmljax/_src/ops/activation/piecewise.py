@@ -7,6 +7,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from dmljax._src.dtypes import (
     FLOAT32_FLOAT16, FLOAT32_FLOAT16_INT32_INT16_INT8, FLOAT32_FLOAT16_INT32_INT16_INT8_UINT32_UINT16_UINT8,
@@ -20,6 +21,12 @@ from dmljax._src.ops.factories import activation_op, elementwise
 from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SameSizes, SilentChoice, TensorSpec, table
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
+
+def _non_positive(x):
+    """min(x, 0) with XLA's minimum's values (-0 for -0, NaN for NaN) in one compare and select,
+    where XLA's CPU code for its NaN-propagating minimum takes three instructions."""
+    return jnp.where(x > 0, jnp.zeros_like(x), x)
+
 
 # --------------------------------------------------------------------------------------------
 ACTIVATION_SCALED_ELU = activation_op(
@@ -69,7 +76,7 @@ def activation_scaled_elu(input, *, alpha, gamma, allow_half_precision_computati
 
     def slope(x):
         return jnp.where(x > 0, float32_as(gamma, x.dtype),
-                         float32_as(ca, x.dtype) * jnp.exp(jnp.minimum(x, jnp.zeros_like(x))))
+                         float32_as(ca, x.dtype) * jnp.exp(_non_positive(x)))
 
     # |Gamma| >= 1 and |Gamma * Alpha| >= 1 keep every flushed input's result flushed
     # (_scales_keep_normals)
@@ -116,7 +123,7 @@ def activation_elu(input, *, alpha, allow_half_precision_computation):
 
     def slope(x):
         return jnp.where(x >= 0, jnp.ones_like(x),
-                         float32_as(alpha, x.dtype) * jnp.exp(jnp.minimum(x, jnp.zeros_like(x))))
+                         float32_as(alpha, x.dtype) * jnp.exp(_non_positive(x)))
 
     return elementwise(f, input, half=allow_half_precision_computation, slopes=slope,
                        keeps_normals=_scales_keep_normals(alpha), float_reads=True)
@@ -453,10 +460,16 @@ def activation_hard_sigmoid(input, *, alpha, beta, allow_half_precision_computat
     def g(x):
         return float32_as(alpha, x.dtype) * x + float32_as(beta, x.dtype)
 
+    def selects(y):
+        # the same rule by two compares and selects, which XLA's CPU backend keeps as written
+        upper = jnp.where(y < 1, y, jnp.ones_like(y))  # minNum(y, 1): NaN gives 1
+        return jnp.where(upper > 0, upper, jnp.zeros_like(upper))  # maxNum(0, .): -0 gives +0
+
     def f(x):
         # minNum(y, 1) (NaN gives 1), then maxNum(0, .) (-0 gives +0), with explicit NaN tests:
         # XLA's GPU backend turns where(y < 1, y, 1) into its NaN-propagating min (docs/semantics.md#minimum-and-maximum)
-        return max_num(min_num(g(x), 1.0), 0.0)
+        # (on the CPU the NaN tests on the bits made HARD_SIGMOID 2x jnp.clip's time)
+        return lax.platform_dependent(g(x), cpu=selects, default=lambda y: max_num(min_num(y, 1.0), 0.0))
 
     def slope(x):
         y = g(x)

@@ -25,7 +25,7 @@ from dmljax._src.errors import Violation
 from dmljax._src.feature_level import FeatureLevel
 from dmljax._src.numerics import float32_as
 from dmljax._src.op import operator
-from dmljax._src.ops.element_wise_math.trigonometry import _sech2, _tanh, _tanh_f32, _xla_suffices
+from dmljax._src.ops.element_wise_math.trigonometry import _sech2, _tanh_f32, _xla_suffices
 from dmljax._src.ops.factories import activation_op, elementwise
 from dmljax._src.spec import ParamSpec, SilentChoice
 
