@@ -33,7 +33,7 @@ from jax import lax
 
 from dmljax._src.dtypes import DataType
 from dmljax._src.errors import Violation
-from dmljax._src.numerics import compute_dtype, copy_sign, load, mark_flushed, max_num, min_num, store
+from dmljax._src.numerics import F32_TINY, compute_dtype, copy_sign, is_flushed, load, mark_flushed, max_num, store
 
 __all__ = ["integer_range", "quantize_values", "unsaturated_values", "divide", "rounded_quotient", "ROUNDED_REACH",
            "exact_difference", "dequantize_values", "scale_violations",
@@ -67,7 +67,7 @@ def quantize_values(value, scale, zero_point, data_type: DataType, *, allow_half
         reach += max(abs(zlo), abs(zhi))
     r = unsaturated_values(value, scale, zero_point, allow_half=allow_half, exact=reach > ROUNDED_REACH,
                            signed_zeros=False)
-    return min_num(max_num(r, float(lo)), float(hi)).astype(data_type.dtype)
+    return lax.min(max_num(r, float(lo)), np.asarray(hi, r.dtype)).astype(data_type.dtype)  # no NaN after max_num
 
 
 def unsaturated_values(value, scale, zero_point, *, allow_half: bool = False, exact: bool = False,
@@ -76,22 +76,30 @@ def unsaturated_values(value, scale, zero_point, *, allow_half: bool = False, ex
     or FLOAT16 with half-precision computation): what ``quantize_values`` clamps, for a caller
     that needs to know where the clamp acts (a straight-through gradient's mask).
 
-    In FLOAT32 the rounded quotient is ``rounded_quotient``'s: the value a correctly rounded
-    quotient rounds to wherever that is within +-ROUNDED_REACH (2047), and beyond, a value of the
-    same sign beyond it, which every saturation of a type of up to 8 bits (zero point included)
-    clamps alike; ``exact=True`` takes the correctly rounded quotient everywhere (``divide``), for
-    a wider type, at the cost of FLOAT64 arithmetic. ``signed_zeros=False`` lets a rounded quotient
-    of -0 come out +0, for a caller that converts it to an integer anyway."""
+    In FLOAT32 the rounded quotient is ``rounded_quotient``'s on a GPU or TPU (FLOAT32 arithmetic
+    alone): the value a correctly rounded quotient rounds to wherever that is within
+    +-ROUNDED_REACH (2047), and beyond, a value of the same sign beyond it, which every saturation
+    of a type of up to 8 bits (zero point included) clamps alike. On the CPU, where FLOAT64 costs
+    no more than FLOAT32 and the fewer operations win (benchmarks/quantization), it is
+    ``round(divide(value, scale))``, the same value. ``exact=True`` takes that everywhere, for a
+    wider type. ``signed_zeros=False`` lets a rounded quotient of -0 come out +0 where the FLOAT32
+    path is taken, for a caller that converts it to an integer anyway."""
     if not jnp.issubdtype(value.dtype, jnp.floating):
         value = value.astype(np.float32)
     ct = compute_dtype(DataType.from_dtype(scale.dtype), allow_half)
     if value.dtype == np.float32 or scale.dtype == np.float32:
         ct = np.dtype(np.float32)
-    a, b = load(value, allow_half).astype(ct), load(scale, allow_half).astype(ct)
+    b = load(scale, allow_half).astype(ct)
+    flushed = is_flushed(value)
+
+    def wide(a, b):
+        return jnp.round(divide(load(a, allow_half, flush=not flushed).astype(ct), b))  # halves to even
+
     if ct == np.float32 and not exact:
-        r = rounded_quotient(a, b, signed_zeros=signed_zeros)
+        r = lax.platform_dependent(value.astype(ct), b, cpu=wide,
+                                   default=lambda a, b: rounded_quotient(a, b, signed_zeros))  # flushes a itself
     else:
-        r = jnp.round(divide(a, b))  # halves to even
+        r = wide(value, b)
     if zero_point is not None:
         r = r + zero_point.astype(ct)  # exact: |zero point| <= 2^8 for the types that reach here
     return r
@@ -175,8 +183,8 @@ def rounded_quotient(a, b, signed_zeros: bool = True) -> jnp.ndarray:
 
     XLA folds a chain of products by constants into one, and a folded intermediate that is a
     FLOAT32 denormal becomes 0 (a constant scale's a * 2^E * (1 / m) would become a * (1 / b), 0
-    for a scale above 2^126): so the factor 2^E is chosen per element (1 at a NaN, the same
-    product), and m * 2^-23 is taken on the bits. ``signed_zeros=False`` lets -0 come out
+    for a scale above 2^126): so a1 is a selection (the flush of a's FLOAT32 denormals to zeros: a
+    is flushed here, b by the caller), and m * 2^-23 is taken on the bits. ``signed_zeros=False`` lets -0 come out
     +0 (k + 1 for k = -1), for a caller that converts to an integer."""
     a, b = jnp.asarray(a, np.float32), jnp.asarray(b, np.float32)
     i32 = np.int32
@@ -189,13 +197,14 @@ def rounded_quotient(a, b, signed_zeros: bool = True) -> jnp.ndarray:
     m = magnitude * power
     inverse = np.float32(1) / m
     signed_power = copy_sign(power, b)
+    signed_zero = signed_power * np.float32(0)  # the zero of b's sign (NaN for NaN)
     m_high = lax.bitcast_convert_type(lax.bitcast_convert_type(m, i32) & _HIGH_HALF, np.float32)
     m_low = m - m_high
     spacing = lax.bitcast_convert_type(lax.bitcast_convert_type(m, i32) - i32(23 << 23), np.float32)  # m * 2^-23
     # per element
     shape = jnp.broadcast_shapes(a.shape, b.shape)
     a = jnp.broadcast_to(a, shape)
-    a1 = a * jnp.where(jnp.isnan(a), np.float32(1), signed_power)
+    a1 = jnp.where(jnp.abs(a) < F32_TINY, a * signed_zero, a * signed_power)  # a's denormals flushed
     q = a1 * inverse
     k = jnp.floor(q)
     h = k + np.float32(0.5)
