@@ -157,7 +157,8 @@ def rounded_quotient(a, b, signed_zeros: bool = True) -> jnp.ndarray:
     correctly rounded to FLOAT32 first: the same value as ``jnp.round(divide(a, b))`` wherever that
     is within +-ROUNDED_REACH (2047), signed zeros included; beyond, both are beyond +-2048 with
     the same sign (or both NaN). In FLOAT32 alone: ``divide``'s FLOAT64 conversions are slow on a
-    GPU and on the CPU, and only the integer must be exact here, not the quotient.
+    GPU (not on the CPU, where ``unsaturated_values`` keeps them), and only the integer must be
+    exact here, not the quotient.
 
     The scale b = +-m * 2^-E with m in [1, 4) (E = 0 and m = |b| where b is 0, infinite or NaN; a
     per-tensor or per-axis scale's few values are worked on before the broadcast), a1 = a * +-2^E
@@ -184,8 +185,8 @@ def rounded_quotient(a, b, signed_zeros: bool = True) -> jnp.ndarray:
     XLA folds a chain of products by constants into one, and a folded intermediate that is a
     FLOAT32 denormal becomes 0 (a constant scale's a * 2^E * (1 / m) would become a * (1 / b), 0
     for a scale above 2^126): so a1 is a selection (the flush of a's FLOAT32 denormals to zeros: a
-    is flushed here, b by the caller), and m * 2^-23 is taken on the bits. ``signed_zeros=False`` lets -0 come out
-    +0 (k + 1 for k = -1), for a caller that converts to an integer."""
+    is flushed here, b by the caller), and m * 2^-23 is taken on the bits. ``signed_zeros=False``
+    lets -0 come out +0 (k + 1 for k = -1), for a caller that converts to an integer."""
     a, b = jnp.asarray(a, np.float32), jnp.asarray(b, np.float32)
     i32 = np.int32
     # per scale value, before its broadcast
@@ -193,7 +194,7 @@ def rounded_quotient(a, b, signed_zeros: bool = True) -> jnp.ndarray:
     field = lax.shift_right_logical(lax.bitcast_convert_type(magnitude, i32), i32(23))
     finite = (field >= 1) & (field <= 254)  # normal (a flushed denormal is 0)
     power = lax.bitcast_convert_type(lax.shift_left(jnp.clip(254 - field, 1, 253), i32(23)), np.float32)
-    power = jnp.where(finite, power, np.float32(1))  # 2^E: 2^(127 - field), at most 2^126 and 2^-126
+    power = jnp.where(finite, power, np.float32(1))  # 2^E = 2^(127 - field), kept within 2^-126 to 2^126
     m = magnitude * power
     inverse = np.float32(1) / m
     signed_power = copy_sign(power, b)
