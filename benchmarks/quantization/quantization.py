@@ -20,7 +20,9 @@ Groups (default: all):
   over 2^24 and 2^26 elements (2^20 and 2^24 on a CPU), per-tensor scales and zero points
   broadcast, as bandwidth (bytes read + written / time) against a device copy of a FLOAT32 array
   of the same element count (``x + 0`` would be folded: the copy is ``jnp.copy(x) * 1``), and each
-  quantization's time against its jnp twin's (``jnp.clip(jnp.round(x / s) + zp, Min, Max)``). On
+  quantization's time against its jnp twin's (``jnp.clip(jnp.round(x / s) + zp, Min, Max)``), and
+  the rounded quotient's two ways side by side (the FLOAT64 one the CPU takes, the FLOAT32 one
+  a GPU takes: dmljax/_src/linear_quantization.py), each saturated to INT8. On
   a CPU each figure is the median of 5 rounds that time every case in turn. Goal: at least 90% of
   the copy's bandwidth.
 
@@ -42,6 +44,7 @@ from jax import lax  # noqa: E402
 
 import common  # noqa: E402
 import dmljax  # noqa: E402
+from dmljax._src import linear_quantization, numerics  # noqa: E402  (the quotient's two paths)
 
 GPU = jax.devices()[0].platform == "gpu"
 N = 256 if common.SMOKE else (8192 if GPU else 2048)
@@ -198,6 +201,16 @@ def _elementwise_cases(rng, n):
             ]
     s32, z8 = jnp.broadcast_to(jnp.float32(0.05), (n,)), jnp.broadcast_to(jnp.int8(3), (n,))
     s1, z1 = jnp.full((1,), 0.05, jnp.float32), jnp.full((1,), 3, jnp.int8)
+
+    def saturated(r):
+        return lax.min(numerics.max_num(r + 3, -128.0), jnp.float32(127)).astype(jnp.int8)
+
+    cases += [  # the two ways of the rounded quotient, whichever the platform picks
+        ("the FLOAT64 path (the CPU's) FLOAT32 -> INT8", jax.jit(lambda a: saturated(
+            jnp.round(linear_quantization.divide(numerics.flush_denormals(a), s32)))), x32, 5),
+        ("the FLOAT32 path (a GPU's) FLOAT32 -> INT8", jax.jit(lambda a: saturated(
+            linear_quantization.rounded_quotient(a, s32, False))), x32, 5),
+    ]
     cases += [
         ("dmljax.element_wise_dequantize_linear INT8 -> FLOAT32", jax.jit(
             lambda a: dmljax.element_wise_dequantize_linear(a, s32, z8)), q, 5),
