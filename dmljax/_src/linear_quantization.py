@@ -67,7 +67,16 @@ def quantize_values(value, scale, zero_point, data_type: DataType, *, allow_half
         reach += max(abs(zlo), abs(zhi))
     r = unsaturated_values(value, scale, zero_point, allow_half=allow_half, exact=reach > ROUNDED_REACH,
                            signed_zeros=False)
-    return lax.min(max_num(r, float(lo)), np.asarray(hi, r.dtype)).astype(data_type.dtype)  # no NaN after max_num
+    lo, hi = np.asarray(lo, r.dtype), np.asarray(hi, r.dtype)
+
+    def on_cpu(r):  # a comparison with NaN is false: NaN gives Min
+        r = jnp.where(r >= lo, r, lo)
+        return jnp.where(r <= hi, r, hi)
+
+    def elsewhere(r):  # NaN tested on the bits (numerics.is_nan: a GPU may reorder float compares); none after max_num
+        return lax.min(max_num(r, lo), hi)
+
+    return lax.platform_dependent(r, cpu=on_cpu, default=elsewhere).astype(data_type.dtype)
 
 
 def unsaturated_values(value, scale, zero_point, *, allow_half: bool = False, exact: bool = False,
