@@ -15,17 +15,23 @@ Groups (default: all):
   per block of 32 along K) then GEMM with FLOAT16 activations of batch 1 to 16 (1024 x 1024 on a
   CPU), against FLOAT16 GEMM of the same shape with FLOAT16 weights. Goal: faster than the FLOAT16
   GEMM, where reading the weights dominates.
-- ``elementwise``: ELEMENT_WISE_QUANTIZE_LINEAR, ELEMENT_WISE_DEQUANTIZE_LINEAR, QUANTIZE and
-  DEQUANTIZE (INT8 and INT4) over 2^26 elements (2^22 on a CPU), per-tensor scales broadcast, as
-  bandwidth (bytes read + written / time) against a device copy of a FLOAT32 array of the same
-  element count (``x + 0`` would be folded: the copy is ``jnp.copy`` inside jit with a donated
-  input kept alive), and against the jnp twin. Goal: at least 90% of the copy's bandwidth.
+- ``elementwise``: ELEMENT_WISE_QUANTIZE_LINEAR and QUANTIZE from FLOAT32 and FLOAT16 to INT8 and
+  UINT8, ELEMENT_WISE_DEQUANTIZE_LINEAR and DEQUANTIZE from INT8, QUANTIZE and DEQUANTIZE of INT4,
+  over 2^24 and 2^26 elements (2^20 and 2^24 on a CPU), per-tensor scales and zero points
+  broadcast, as bandwidth (bytes read + written / time) against a device copy of a FLOAT32 array
+  of the same element count (``x + 0`` would be folded: the copy is ``jnp.copy(x) * 1``), and each
+  quantization's time against its jnp twin's (``jnp.clip(jnp.round(x / s) + zp, Min, Max)``), and
+  the rounded quotient's two ways side by side (the FLOAT64 one the CPU takes, the FLOAT32 one
+  a GPU takes: dmljax/_src/linear_quantization.py), each saturated to INT8. On
+  a CPU each figure is the median of 5 rounds that time every case in turn. Goal: at least 90% of
+  the copy's bandwidth.
 
 Per-call time (device time where the backend records it: benchmarks/common.py), two input sets.
 Writes <group>.json and <group>.md for each group run to DIR (default:
 benchmarks/results/<device>/quantization).
 """
 
+import re
 import sys
 from pathlib import Path
 
@@ -38,6 +44,7 @@ from jax import lax  # noqa: E402
 
 import common  # noqa: E402
 import dmljax  # noqa: E402
+from dmljax._src import linear_quantization, numerics  # noqa: E402  (the quotient's two paths)
 
 GPU = jax.devices()[0].platform == "gpu"
 N = 256 if common.SMOKE else (8192 if GPU else 2048)
@@ -45,7 +52,8 @@ CONV = (2, 16, 16, 8) if common.SMOKE else ((32, 256, 256, 14) if GPU else (4, 2
 NBITS_K = 256 if common.SMOKE else (4096 if GPU else 1024)
 BLOCK = 32
 BATCHES = (1, 4, 16)
-ELEMENTS = 1 << (12 if common.SMOKE else (26 if GPU else 22))
+ELEMENTWISE_SIZES = (1 << 12,) if common.SMOKE else ((1 << 24, 1 << 26) if GPU else (1 << 20, 1 << 24))
+ROUNDS = 1 if common.SMOKE or GPU else 5  # device times are steady; a shared CPU's host clock is not
 I32 = jnp.int32
 
 
@@ -167,43 +175,78 @@ def int4_gemm(rng, report):
 
 
 # ---------------------------------------------------------------------------------- element-wise
-def elementwise(rng, report):
-    n = ELEMENTS
-    x = [jnp.asarray(rng.standard_normal(n).astype(np.float32)) for _ in range(2)]
+def _elementwise_cases(rng, n):
+    """(name, function, input sets, bytes moved per element) at ``n`` elements."""
+    x32 = [jnp.asarray(rng.standard_normal(n).astype(np.float32)) for _ in range(2)]
+    x16 = [jnp.asarray(v.astype(jnp.float16)) for v in x32]
     q = [_ints(rng, (n,)) for _ in range(2)]
     q4 = [jnp.asarray(rng.integers(-8, 8, n).astype(jnp.int4)) for _ in range(2)]
-    s32 = jnp.broadcast_to(jnp.float32(0.05), (n,))
-    z8 = jnp.broadcast_to(jnp.int8(3), (n,))
-    s1 = jnp.full((1,), 0.05, jnp.float32)
-    z1 = jnp.full((1,), 3, jnp.int8)
-    copy = jax.jit(lambda a: jnp.copy(a) * 1)  # one read and one write of FLOAT32 (the multiply keeps it a kernel)
-    cases = [
-        ("copy FLOAT32", copy, x, 8),
-        ("dmljax.element_wise_quantize_linear FLOAT32 -> INT8", jax.jit(
-            lambda a: dmljax.element_wise_quantize_linear(a, s32, z8)), x, 5),
-        ("jnp twin: quantize FLOAT32 -> INT8", jax.jit(
-            lambda a: jnp.clip(jnp.round(a / jnp.float32(0.05)) + 3, -128, 127).astype(jnp.int8)), x, 5),
+    cases = [("copy FLOAT32", jax.jit(lambda a: jnp.copy(a) * 1), x32, 8)]  # (the multiply keeps it a kernel)
+    for x, ft, fb in ((x32, "FLOAT32", 4), (x16, "FLOAT16", 2)):
+        f = x[0].dtype.type
+        for it, lo, hi, zp in (("INT8", -128, 127, 3), ("UINT8", 0, 255, 128)):
+            dt = jnp.dtype(it.lower())
+            s_full = jnp.broadcast_to(f(0.05), (n,))
+            z_full = jnp.broadcast_to(jnp.asarray(zp, dt), (n,))
+            s1, z1 = jnp.full((1,), 0.05, f), jnp.full((1,), zp, dt)
+            cases += [
+                (f"dmljax.element_wise_quantize_linear {ft} -> {it}", jax.jit(
+                    lambda a, s=s_full, z=z_full: dmljax.element_wise_quantize_linear(a, s, z)), x, fb + 1),
+                (f"dmljax.quantize {ft} -> {it}", jax.jit(lambda a, s=s1, z=z1, it=it: dmljax.quantize(
+                    a, [s, z], quantization_type="DML_QUANTIZATION_TYPE_SCALE_ZERO_POINT", output_data_type=it)),
+                 x, fb + 1),
+                (f"jnp twin: quantize {ft} -> {it}", jax.jit(
+                    lambda a, lo=lo, hi=hi, zp=zp, dt=dt: jnp.clip(jnp.round(a.astype(jnp.float32) / jnp.float32(0.05))
+                                                                  + zp, lo, hi).astype(dt)), x, fb + 1),
+            ]
+    s32, z8 = jnp.broadcast_to(jnp.float32(0.05), (n,)), jnp.broadcast_to(jnp.int8(3), (n,))
+    s1, z1 = jnp.full((1,), 0.05, jnp.float32), jnp.full((1,), 3, jnp.int8)
+
+    def saturated(r):
+        return lax.min(numerics.max_num(r + 3, -128.0), jnp.float32(127)).astype(jnp.int8)
+
+    cases += [  # the two ways of the rounded quotient, whichever the platform picks
+        ("the FLOAT64 path (the CPU's) FLOAT32 -> INT8", jax.jit(lambda a: saturated(
+            jnp.round(linear_quantization.divide(numerics.flush_denormals(a), s32)))), x32, 5),
+        ("the FLOAT32 path (a GPU's) FLOAT32 -> INT8", jax.jit(lambda a: saturated(
+            linear_quantization.rounded_quotient(a, s32, False))), x32, 5),
+    ]
+    cases += [
         ("dmljax.element_wise_dequantize_linear INT8 -> FLOAT32", jax.jit(
             lambda a: dmljax.element_wise_dequantize_linear(a, s32, z8)), q, 5),
-        ("jnp twin: dequantize INT8 -> FLOAT32", jax.jit(
-            lambda a: (a.astype(jnp.int32) - 3).astype(jnp.float32) * jnp.float32(0.05)), q, 5),
-        ("dmljax.quantize FLOAT32 -> INT8", jax.jit(lambda a: dmljax.quantize(
-            a, [s1, z1], quantization_type="DML_QUANTIZATION_TYPE_SCALE_ZERO_POINT", output_data_type="INT8")), x, 5),
         ("dmljax.dequantize INT8 -> FLOAT32", jax.jit(lambda a: dmljax.dequantize(
             a, [s1, z1], quantization_type="DML_QUANTIZATION_TYPE_SCALE_ZERO_POINT")), q, 5),
+        ("jnp twin: dequantize INT8 -> FLOAT32", jax.jit(
+            lambda a: (a.astype(jnp.int32) - 3).astype(jnp.float32) * jnp.float32(0.05)), q, 5),
         ("dmljax.quantize FLOAT32 -> INT4", jax.jit(lambda a: dmljax.quantize(
-            a, [s1], quantization_type="DML_QUANTIZATION_TYPE_SCALE", output_data_type="INT4")), x, 4.5),
+            a, [s1], quantization_type="DML_QUANTIZATION_TYPE_SCALE", output_data_type="INT4")), x32, 4.5),
         ("dmljax.dequantize INT4 -> FLOAT32", jax.jit(lambda a: dmljax.dequantize(
             a, [s1], quantization_type="DML_QUANTIZATION_TYPE_SCALE")), q4, 4.5),
     ]
-    t = common.times([(name, lambda i, f=f, a=a: f(a[i % 2])) for name, f, a, _ in cases])
-    copy_bw = 8 * n / t["copy FLOAT32"]["s"]
-    for name, _, _, bytes_per in cases:
-        v = t[name]
-        bw = bytes_per * n / v["s"]
-        report.point(f"{'2^' + str(n.bit_length() - 1):6s} {name:56s} {v['s'] * 1e3:9.4f} ms  {bw / 1e9:8.1f} GB/s  "
-                     f"{bw / copy_bw:6.1%} of the copy's", variant=name, ms=v["s"] * 1e3, gbps=bw / 1e9,
-                     of_copy=bw / copy_bw, kernels=v["kernels_per_call"], method=v["method"])
+    return cases
+
+
+def elementwise(rng, report):
+    report.line(f"per-call time: the median of {ROUNDS} rounds, each timing every case in turn (the copy "
+                "first); bandwidth = bytes read + written per element x elements / time, against the FLOAT32 "
+                "copy's 8 bytes per element")
+    for n in ELEMENTWISE_SIZES:
+        cases = _elementwise_cases(rng, n)
+        rounds = [common.times([(name, lambda i, f=f, a=a: f(a[i % 2])) for name, f, a, _ in cases])
+                  for _ in range(ROUNDS)]
+        t = {name: dict(rounds[0][name], s=float(np.median([r[name]["s"] for r in rounds]))) for name, *_ in cases}
+        copy_bw = 8 * n / t["copy FLOAT32"]["s"]
+        for name, _, _, bytes_per in cases:
+            v = t[name]
+            bw = bytes_per * n / v["s"]
+            twin = t.get(re.sub(r"^dmljax\.(element_wise_quantize_linear|quantize) ", "jnp twin: quantize ", name))
+            vs_twin = f"  {v['s'] / twin['s']:5.2f}x the twin's time" if twin and twin is not v else ""
+            size = "2^" + str(n.bit_length() - 1)
+            report.point(f"{size:6s} {name:58s} {v['s'] * 1e3:9.4f} ms  {bw / 1e9:8.1f} GB/s  "
+                         f"{bw / copy_bw:6.1%} of the copy's{vs_twin}", variant=name, elements=n, ms=v["s"] * 1e3,
+                         gbps=bw / 1e9, of_copy=bw / copy_bw,
+                         of_twin_time=(v["s"] / twin["s"]) if vs_twin else None,
+                         kernels=v["kernels_per_call"], method=v["method"])
 
 
 if __name__ == "__main__":

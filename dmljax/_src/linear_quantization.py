@@ -24,6 +24,8 @@ maps onto these operators), and dmljax's own rules for NaN and denormals:
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -31,12 +33,18 @@ from jax import lax
 
 from dmljax._src.dtypes import DataType
 from dmljax._src.errors import Violation
-from dmljax._src.numerics import compute_dtype, load, mark_flushed, max_num, min_num, store
+from dmljax._src.numerics import F32_TINY, compute_dtype, copy_sign, is_flushed, load, mark_flushed, max_num, store
 
-__all__ = ["integer_range", "quantize_values", "unsaturated_values", "divide", "exact_difference", "dequantize_values", "scale_violations",
+__all__ = ["integer_range", "quantize_values", "unsaturated_values", "divide", "rounded_quotient", "ROUNDED_REACH",
+           "exact_difference", "dequantize_values", "scale_violations",
            "INT32_MAX", "difference_reach", "accumulation_violations", "per_channel_violations"]
 
 INT32_MAX = 2**31 - 1
+
+ROUNDED_REACH = 2047
+"""``rounded_quotient`` is exact wherever the rounded quotient is within +-ROUNDED_REACH; the
+saturation bounds of every type it serves (the 8- and 4-bit ones, zero point included) lie well
+inside."""
 
 
 def integer_range(data_type: DataType) -> tuple[int, int]:
@@ -52,22 +60,55 @@ def quantize_values(value, scale, zero_point, data_type: DataType, *, allow_half
     ``value`` is a float tensor or an INT32 one (rounded once to FLOAT32 first, as ONNX's
     QuantizeLinear reads an INT32 input); ``scale`` a float tensor; ``zero_point`` an integer
     tensor or None (0). All three already have the output's shape or broadcast to it."""
-    r = unsaturated_values(value, scale, zero_point, allow_half=allow_half)
     lo, hi = integer_range(data_type)
-    return min_num(max_num(r, float(lo)), float(hi)).astype(data_type.dtype)
+    reach = max(abs(lo), abs(hi))
+    if zero_point is not None:
+        zlo, zhi = integer_range(DataType.from_dtype(np.dtype(zero_point.dtype)))
+        reach += max(abs(zlo), abs(zhi))
+    r = unsaturated_values(value, scale, zero_point, allow_half=allow_half, exact=reach > ROUNDED_REACH,
+                           signed_zeros=False)
+    lo, hi = np.asarray(lo, r.dtype), np.asarray(hi, r.dtype)
+
+    def on_cpu(r):  # a comparison with NaN is false: NaN gives Min
+        r = jnp.where(r >= lo, r, lo)
+        return jnp.where(r <= hi, r, hi)
+
+    def elsewhere(r):  # NaN tested on the bits (numerics.is_nan: a GPU may reorder float compares); none after max_num
+        return lax.min(max_num(r, lo), hi)
+
+    return lax.platform_dependent(r, cpu=on_cpu, default=elsewhere).astype(data_type.dtype)
 
 
-def unsaturated_values(value, scale, zero_point, *, allow_half: bool = False):
+def unsaturated_values(value, scale, zero_point, *, allow_half: bool = False, exact: bool = False,
+                       signed_zeros: bool = True):
     """``round(value / scale) + zero_point`` before the saturation, in the compute type (FLOAT32,
     or FLOAT16 with half-precision computation): what ``quantize_values`` clamps, for a caller
-    that needs to know where the clamp acts (a straight-through gradient's mask)."""
+    that needs to know where the clamp acts (a straight-through gradient's mask).
+
+    In FLOAT32 the rounded quotient is ``rounded_quotient``'s on a GPU or TPU (FLOAT32 arithmetic
+    alone): the value a correctly rounded quotient rounds to wherever that is within
+    +-ROUNDED_REACH (2047), and beyond, a value of the same sign beyond it, which every saturation
+    of a type of up to 8 bits (zero point included) clamps alike. On the CPU, where FLOAT64 costs
+    no more than FLOAT32 and the fewer operations win (benchmarks/quantization), it is
+    ``round(divide(value, scale))``, the same value. ``exact=True`` takes that everywhere, for a
+    wider type. ``signed_zeros=False`` lets a rounded quotient of -0 come out +0 where the FLOAT32
+    path is taken, for a caller that converts it to an integer anyway."""
     if not jnp.issubdtype(value.dtype, jnp.floating):
         value = value.astype(np.float32)
     ct = compute_dtype(DataType.from_dtype(scale.dtype), allow_half)
     if value.dtype == np.float32 or scale.dtype == np.float32:
         ct = np.dtype(np.float32)
-    v = divide(load(value, allow_half).astype(ct), load(scale, allow_half).astype(ct))
-    r = jnp.round(v)  # halves to even
+    b = load(scale, allow_half).astype(ct)
+    flushed = is_flushed(value)
+
+    def wide(a, b):
+        return jnp.round(divide(load(a, allow_half, flush=not flushed).astype(ct), b))  # halves to even
+
+    if ct == np.float32 and not exact:
+        r = lax.platform_dependent(value.astype(ct), b, cpu=wide,
+                                   default=lambda a, b: rounded_quotient(a, b, signed_zeros))  # flushes a itself
+    else:
+        r = wide(value, b)
     if zero_point is not None:
         r = r + zero_point.astype(ct)  # exact: |zero point| <= 2^8 for the types that reach here
     return r
@@ -113,6 +154,81 @@ def _divide_jvp(primals, tangents):
     da, db = tangents
     q = divide(a, b)
     return q, (da - q * db) / b
+
+
+_EXPONENT = 0x7F800000  # a FLOAT32's exponent bits: x's bits masked so are the power of 2 at or below |x|
+_HIGH_HALF = np.int32(-4096)  # 0xFFFFF000: the sign, the exponent and the top 11 of 23 fraction bits
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(2,))
+def rounded_quotient(a, b, signed_zeros: bool = True) -> jnp.ndarray:
+    """``round(a / b)`` of two FLOAT32 tensors (broadcast together), halves to even, the quotient
+    correctly rounded to FLOAT32 first: the same value as ``jnp.round(divide(a, b))`` wherever that
+    is within +-ROUNDED_REACH (2047), signed zeros included; beyond, both are beyond +-2048 with
+    the same sign (or both NaN). In FLOAT32 alone: ``divide``'s FLOAT64 conversions are slow on a
+    GPU (not on the CPU, where ``unsaturated_values`` keeps them), and only the integer must be
+    exact here, not the quotient.
+
+    The scale b = +-m * 2^-E with m in [1, 4) (E = 0 and m = |b| where b is 0, infinite or NaN; a
+    per-tensor or per-axis scale's few values are worked on before the broadcast), a1 = a * +-2^E
+    (exact unless it leaves FLOAT32's normal range, where |a / b| is below 2^-126 or above 2^126),
+    so x = a / b = a1 / m. Then q = a1 * (1 / m), x within a relative 2^-20 (a GPU's approximate
+    reciprocal included), k = floor(q) and h = k + 1/2. Where |x| < 2049, x lies within 2^-8 of q
+    and so in (k - 1/2, k + 3/2): the FLOAT32 quotient fl(x) rounds to k or to k + 1, and to k + 1
+    exactly when x > h + s * u / 2, u being FLOAT32's spacing at h and s = +1 when round(h) is k,
+    -1 when it is k + 1 (fl(x) is h itself for x within u / 2 of h: x is never a FLOAT32 midpoint,
+    a / b of two FLOAT32 numbers needing more than 25 significant bits there). Multiplied by m,
+    that is e > t with e = a1 - h * m and t = s * m * u / 2 = (h - round(h)) * 2^floor(log2 |h|) *
+    (m * 2^-23), a product of powers of 2 and m, exact. For |h| < 2048, 2h is an odd integer of at
+    most 12 bits, and m splits into mh (its top 12 significant bits) and ml = m - mh (at most 12
+    more), so h * mh and h * ml are exact; e = (a1 - h * mh) - h * ml. Where |x - h| <= u, e is
+    exact: h * mh is within a factor 2 of a1, so the first difference is exact (Sterbenz), and e
+    itself, a multiple of 2^-25 below 2^-11 in size, is a FLOAT32 number, which the second
+    difference gives unrounded. Elsewhere |e - t| > |e| / 2 exceeds the two differences' rounding
+    errors (below 2^-23 (|e| + |h| * m * 2^-11) with |e| > |h| * m * 2^-24), so e > t is decided
+    right. So k + (e > t) is the exact result whenever |k + 1/2| < 2048; otherwise it is k or
+    k + 1, beyond +-2048 with x's sign, as the exact result is (|x - q| < 2^-8 there too); NaN and
+    +-inf go through floor and the sum as they are. At |h| = 1/2 (the only half that is a power of
+    2) u is the spacing above 1/2, and s picks that side: 1/2 rounds to 0 from both.
+
+    XLA folds a chain of products by constants into one, and a folded intermediate that is a
+    FLOAT32 denormal becomes 0 (a constant scale's a * 2^E * (1 / m) would become a * (1 / b), 0
+    for a scale above 2^126): so a1 is a selection (the flush of a's FLOAT32 denormals to zeros: a
+    is flushed here, b by the caller), and m * 2^-23 is taken on the bits. ``signed_zeros=False``
+    lets -0 come out +0 (k + 1 for k = -1), for a caller that converts to an integer."""
+    a, b = jnp.asarray(a, np.float32), jnp.asarray(b, np.float32)
+    i32 = np.int32
+    # per scale value, before its broadcast
+    magnitude = jnp.abs(b)
+    field = lax.shift_right_logical(lax.bitcast_convert_type(magnitude, i32), i32(23))
+    finite = (field >= 1) & (field <= 254)  # normal (a flushed denormal is 0)
+    power = lax.bitcast_convert_type(lax.shift_left(jnp.clip(254 - field, 1, 253), i32(23)), np.float32)
+    power = jnp.where(finite, power, np.float32(1))  # 2^E = 2^(127 - field), kept within 2^-126 to 2^126
+    m = magnitude * power
+    inverse = np.float32(1) / m
+    signed_power = copy_sign(power, b)
+    signed_zero = signed_power * np.float32(0)  # the zero of b's sign (NaN for NaN)
+    m_high = lax.bitcast_convert_type(lax.bitcast_convert_type(m, i32) & _HIGH_HALF, np.float32)
+    m_low = m - m_high
+    spacing = lax.bitcast_convert_type(lax.bitcast_convert_type(m, i32) - i32(23 << 23), np.float32)  # m * 2^-23
+    # per element
+    shape = jnp.broadcast_shapes(a.shape, b.shape)
+    a = jnp.broadcast_to(a, shape)
+    a1 = jnp.where(jnp.abs(a) < F32_TINY, a * signed_zero, a * signed_power)  # a's denormals flushed
+    q = a1 * inverse
+    k = jnp.floor(q)
+    h = k + np.float32(0.5)
+    e = (a1 - h * m_high) - h * m_low
+    floor_power = lax.bitcast_convert_type(lax.bitcast_convert_type(h, i32) & i32(_EXPONENT), np.float32)
+    t = (h - jnp.round(h)) * floor_power * spacing
+    r = jnp.where(e > t, k + np.float32(1), k)
+    return copy_sign(r, q) if signed_zeros else r
+
+
+@rounded_quotient.defjvp
+def _rounded_quotient_jvp(signed_zeros, primals, tangents):
+    r = rounded_quotient(*primals, signed_zeros)
+    return r, jnp.zeros_like(r)  # a step function: 0 wherever it has a derivative
 
 
 def dequantize_values(x, scale, zero_point, *, allow_half: bool = False):

@@ -109,8 +109,9 @@ ELEMENT_WISE_QUANTIZE_LINEAR = OpSpec(
                   "QUANTIZED_LINEAR_AVERAGE_POOLING")),
         SilentChoice(
             "`value / scale` in quantization",
-            "the correctly rounded FLOAT32 quotient on every backend: the backend's quotient corrected twice "
-            "by its exact residual",
+            "the correctly rounded FLOAT32 quotient on every backend (FLOAT64 arithmetic on the CPU; on a GPU, "
+            "FLOAT32 alone: where the quotient is near a half, its exact residual decides which integer it rounds "
+            "to)",
             "XLA rewrites a division by a broadcast scale into a product with the reciprocal on the CPU (7% of "
             "quotients off by a bit, -127.49999 becoming -127.5) and approximates division on the GPU (28% off "
             "on an H200): a quotient near a half would round to another integer.",
