@@ -206,9 +206,9 @@ def _elementwise_cases(rng, n):
         return lax.min(numerics.max_num(r + 3, -128.0), jnp.float32(127)).astype(jnp.int8)
 
     cases += [  # the two ways of the rounded quotient, whichever the platform picks
-        ("the FLOAT64 path (the CPU's) FLOAT32 -> INT8", jax.jit(lambda a: saturated(
+        ("the FLOAT64 path (the CPU's and CUDA's) FLOAT32 -> INT8", jax.jit(lambda a: saturated(
             jnp.round(linear_quantization.divide(numerics.flush_denormals(a), s32)))), x32, 5),
-        ("the FLOAT32 path (a GPU's) FLOAT32 -> INT8", jax.jit(lambda a: saturated(
+        ("the FLOAT32 path (a TPU's) FLOAT32 -> INT8", jax.jit(lambda a: saturated(
             linear_quantization.rounded_quotient(a, s32, False))), x32, 5),
     ]
     cases += [

@@ -88,9 +88,10 @@ def unsaturated_values(value, scale, zero_point, *, allow_half: bool = False, ex
     In FLOAT32 the rounded quotient is ``rounded_quotient``'s on a GPU or TPU (FLOAT32 arithmetic
     alone): the value a correctly rounded quotient rounds to wherever that is within
     +-ROUNDED_REACH (2047), and beyond, a value of the same sign beyond it, which every saturation
-    of a type of up to 8 bits (zero point included) clamps alike. On the CPU, where FLOAT64 costs
-    no more than FLOAT32 and the fewer operations win (benchmarks/quantization), it is
-    ``round(divide(value, scale))``, the same value. ``exact=True`` takes that everywhere, for a
+    of a type of up to 8 bits (zero point included) clamps alike. On the CPU and on CUDA GPUs,
+    where FLOAT64 costs less than the FLOAT32 path's extra operations (benchmarks/quantization),
+    it is ``round(divide(value, scale))``, the same value; the FLOAT32 path serves backends
+    without fast FLOAT64 (TPUs). ``exact=True`` takes that everywhere, for a
     wider type. ``signed_zeros=False`` lets a rounded quotient of -0 come out +0 where the FLOAT32
     path is taken, for a caller that converts it to an integer anyway."""
     if not jnp.issubdtype(value.dtype, jnp.floating):
@@ -105,7 +106,9 @@ def unsaturated_values(value, scale, zero_point, *, allow_half: bool = False, ex
         return jnp.round(divide(load(a, allow_half, flush=not flushed).astype(ct), b))  # halves to even
 
     if ct == np.float32 and not exact:
-        r = lax.platform_dependent(value.astype(ct), b, cpu=wide,
+        # FLOAT64 where it is fast: on an H200 the FLOAT64 path streams at 93% of a copy's
+        # bandwidth, the FLOAT32 one at 74% (benchmarks/results/h200/quantization/elementwise.md)
+        r = lax.platform_dependent(value.astype(ct), b, cpu=wide, cuda=wide,
                                    default=lambda a, b: rounded_quotient(a, b, signed_zeros))  # flushes a itself
     else:
         r = wide(value, b)

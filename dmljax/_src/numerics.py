@@ -300,22 +300,34 @@ def is_nan(x: jnp.ndarray) -> jnp.ndarray:
 
 def max_num(x: jnp.ndarray, m) -> jnp.ndarray:
     """IEEE maxNum of an array and a static scalar ``m``: NaN in x gives m; a NaN m gives x;
-    at a tie (equal values, including -0 against +0) the scalar is returned. One compare and
-    one select: ``x > m`` is false for a NaN x and at every tie (XLA's maximum would propagate
-    NaN and needs a NaN test besides)."""
-    if isinstance(m, (float, np.floating)) and math.isnan(m):
-        return x
-    m_arr = jnp.asarray(m, dtype=x.dtype)
-    return jnp.where(x > m_arr, x, m_arr)
+    at a tie (equal values, including -0 against +0) the scalar is returned."""
+    return _num(x, m, greater=True)
 
 
 def min_num(x: jnp.ndarray, m) -> jnp.ndarray:
     """IEEE minNum of an array and a static scalar ``m`` (max_num's twin): NaN in x gives m; a NaN
     m gives x; at a tie the scalar is returned."""
+    return _num(x, m, greater=False)
+
+
+def _num(x, m, greater: bool):
     if isinstance(m, (float, np.floating)) and math.isnan(m):
         return x
     m_arr = jnp.asarray(m, dtype=x.dtype)
-    return jnp.where(x < m_arr, x, m_arr)
+
+    def compared(x):
+        # x > m (x < m) is false for a NaN x and at every tie: one compare and one select, kept
+        # as written by XLA's CPU backend
+        return jnp.where(x > m_arr if greater else x < m_arr, x, m_arr)
+
+    def tested(x):
+        # XLA's GPU code generator reorders chains of such compares and selects into clamps that
+        # lose NaN (is_nan): the NaN test on the bits, then the select that keeps the tie's scalar
+        return jnp.where(is_nan(x), m_arr, compared(x))
+
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        return compared(x)
+    return lax.platform_dependent(x, cpu=compared, default=tested)
 
 
 @jax.custom_jvp

@@ -428,14 +428,29 @@ def activation_gelu(input, *, allow_half_precision_computation):
     """
     full = input.dtype != np.float16
 
-    def f(x):
+    def f(x, scale=None):
         a, r, q, e, _ = _gelu_parts(x, input.dtype)
         # x * Phi(-|x|), as ((x * P(q)) * r) * E: a normal result is never an intermediate
         # denormal. x is taken as sign(x) * a: the same up to A_MAX, and +-A_MAX beyond, where E
         # is 0 (the limit at +-inf, not inf * 0); sign(NaN) keeps NaN on every backend.
         x_bounded = jnp.sign(x) * a
+        if scale is not None:
+            x_bounded, x = x_bounded * scale, x * scale
         hs = ((x_bounded * _horner(_GELU_F if full else _GELU_F_HALF, q)) * r) * e
         return jnp.where(x > 0, x - hs, hs)  # x Phi(x) = x - x Phi(-x) for x > 0
+
+    def f_cpu(x):
+        # XLA's CPU backend flushes every denormal an operation makes: for 0 < x < 2^-125,
+        # x Phi(-x) would become 0 and x - 0 = x, twice the true value. |x| < 1 is scaled by 2^24
+        # first (exactly: the same roundings, a power of two apart) and back once at the end.
+        if x.dtype != np.float32:
+            return f(x)
+        small = jnp.abs(x) < 1
+        scale = jnp.where(small, np.float32(2.0**24), np.float32(1))
+        return f(x, scale) * jnp.where(small, np.float32(2.0**-24), np.float32(1))
+
+    def math_(x):
+        return jax.lax.platform_dependent(x, cpu=f_cpu, default=f)
 
     def slope(x):
         cd = x.dtype
@@ -450,5 +465,5 @@ def activation_gelu(input, *, allow_half_precision_computation):
         d = e * k if unscale is None else (e * k) * unscale
         return jnp.where(x > 0, np.asarray(1, cd) - d, d)
 
-    return elementwise(f, input, half=allow_half_precision_computation, slopes=slope,
+    return elementwise(math_, input, half=allow_half_precision_computation, slopes=slope,
                        float_reads=True)
