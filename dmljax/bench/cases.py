@@ -179,6 +179,28 @@ def _reduce(x, *, function, axes, **_):
     return _REDUCE_TWINS[str(getattr(function, "name", function))](x, tuple(axes))
 
 
+def _attention_shapes(n: int):
+    """Query, key and value (batch, 256 tokens, 8 heads x 64) for about n elements each; tiny
+    sizes: (1, 8, 2 x 4)."""
+    t, h, d = (256, 8, 64) if n >= 1 << 17 else (8, 2, 4)
+    return ((max(n // (t * h * d), 1), t, h * d),) * 3
+
+
+def _attention_attrs(shapes):
+    heads = 8 if shapes[0][2] == 512 else 2
+    return {"head_count": heads, "scale": 1 / math.sqrt(shapes[0][2] // heads)}
+
+
+def _attention(q, k, v, *, head_count, scale, **_):
+    """Softmax(Q K^T scale) V per head, and the key and value per head (the operator's present
+    key and value outputs). Written out: jax.nn.dot_product_attention refuses FLOAT16 on a CPU."""
+    b, t, hd = q.shape
+    q, k, v = (x.reshape(b, t, head_count, hd // head_count) for x in (q, k, v))
+    p = jax.nn.softmax(jnp.einsum("bqhd,bkhd->bhqk", q, k) * scale, axis=-1)
+    out = jnp.einsum("bhqk,bkhd->bqhd", p, v).reshape(b, t, hd)
+    return out, k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)
+
+
 def _hardmax(x, *, axis=-1, **_):
     return jax.nn.one_hot(jnp.argmax(x, axis), x.shape[axis], dtype=x.dtype, axis=axis)
 
@@ -520,6 +542,10 @@ OPERATOR_RECIPES: dict[str, Recipe] = {
                         jnp=_resize),
     "UPSAMPLE_2D": Recipe(shapes=_images, attrs={"scale_size": (2, 2)}, jnp=_resize,
                           variants={m: {"interpolation_mode": m} for m in ("NEAREST_NEIGHBOR", "LINEAR")}),
+    # Attention: separate query, key and value, no mask.
+    "MULTIHEAD_ATTENTION": Recipe(
+        shapes=_attention_shapes, inputs=("normal",) * 3, shape_attrs=_attention_attrs, jnp=_attention,
+        call=lambda op, q, k, v, **a: op(query=q, key=k, value=v, **a)),
     # Quantization: a scale per element (DirectML takes no broadcast; a user broadcasts first).
     "ELEMENT_WISE_QUANTIZE_LINEAR": Recipe(
         shapes=_two_matrices, inputs=("numerator", "positive"), attrs={"output_data_type": "INT8"}, jnp=_quantize),
