@@ -218,9 +218,9 @@ def test_the_report_flags_twins_over_the_cpu_goal():
     assert [(t["target"].split(":")[0], t["met"], t["limit"]) for t in goal] == [
         ("GEMM FLOAT16", False, f"<= {LIMITS['cpu_time_vs_twin']:.3f}"), ("REDUCE[SUM] FLOAT16", True, "<= 1.250")]
     md = markdown(res)
-    assert "| GEMM | FLOAT16 | **1.300** | 1.300-1.300 | **over** |" in md
+    assert "| GEMM | FLOAT16 | **1.300** | 1.300-1.300 | **over, p25 too** |" in md
     assert "| REDUCE[SUM] | FLOAT16 | 1.200 | 1.200-1.200 | within |" in md
-    assert "1 of 2 over the goal: GEMM FLOAT16 (1.300)." in md
+    assert "1 of 2 over the goal: GEMM FLOAT16 (1.300).\nOf those, 1 with p25 over it too: GEMM FLOAT16." in md
     res["meta"]["platform"] = "gpu"
     assert "Against the jnp/lax twin" not in markdown(res)
 
