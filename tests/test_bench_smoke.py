@@ -8,6 +8,7 @@ import string
 from unittest import mock
 
 import jax
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -18,6 +19,11 @@ from dmljax._src.spec import REQUIRED
 from dmljax.bench import cases, chain, memory, ratios
 from dmljax.bench.cli import parse_sizes
 from dmljax.bench.hlo import hlo_kernel_count
+from dmljax.bench.inputs import RECIPE_LAYOUT, input_kinds, input_structs, make_inputs
+from dmljax.bench.plan import Options, plan
+from dmljax.bench.report import markdown
+from dmljax.bench.targets import LIMITS, evaluate_targets
+from tests.tiers import fast_sample
 
 TINY = ["--budget-per-point", "0", "--compile-reps", "1", "--no-torch", "--no-ort", "--quiet"]
 FAST = TINY + ["--no-grad", "--no-overhead", "--no-plots"]
@@ -82,11 +88,14 @@ def test_names_go_through_the_registry(unimplemented):
 
 def test_every_registered_operator_is_a_case_or_a_note():
     selected, notes = cases.select()
-    measured = {c.enum_name for c in selected}
+    measured = {c.spec.enum_name for c in selected}
     for enum_name, op in dmljax.registry().items():
         assert enum_name in measured or any(n.startswith(op.spec.short_name + ": skipped") for n in notes)
     for c in selected:
-        missing = [p.arg for p in c.spec.params if p.default is REQUIRED and p.arg not in c.attrs("FLOAT32")]
+        kinds = c.recipe.inputs or tuple("normal" for t in c.spec.inputs if not t.optional)
+        structs = input_structs(c, 64, "FLOAT32", kinds)
+        have = c.attrs("FLOAT32", arrays=structs if c.recipe.shape_attrs else None)
+        missing = [p.arg for p in c.spec.params if p.default is REQUIRED and p.arg not in have]
         assert not missing, (c.short_name, missing)
 
 
@@ -114,6 +123,115 @@ def test_one_ratio_function():
     rec["device"] = {"dmljax_jit": {"s": 3.0}, "jnp_jit": {"s": 2.0}}
     assert ratios.time_ratio(rec, "dmljax_jit", "jnp_jit") == ratios.Ratio(1.5, "device")
     assert ratios.copy_fraction(rec).value == pytest.approx(48 / 32 / 2.0)  # host: both host-clock
+
+
+# -------------------------------------------------------------------------------------- twins
+TWIN_TYPES = ("FLOAT32", "FLOAT16")
+
+
+def _shaped_twins():
+    """(case, type) for every recipe that gives its own shapes and a jnp/lax twin."""
+    selected, _ = cases.select()
+    return [(c, d) for c in selected if c.recipe.jnp is not None and c.recipe.shapes is not None
+            for d in TWIN_TYPES if input_kinds(c, d) is not None]
+
+
+def _agree(dml, twin):
+    a, b = jax.tree.leaves(dml), jax.tree.leaves(twin)
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert x.shape == y.shape
+        np.testing.assert_allclose(np.asarray(x, np.float64), np.asarray(y, np.float64), rtol=2e-2, atol=2e-2,
+                                   equal_nan=True)
+
+
+def test_twins_cover_the_operators_that_have_one():
+    selected, notes = cases.select()
+    twinned = {c.spec.short_name for c in selected if c.recipe.jnp is not None}
+    for name in ("ACTIVATION_SOFTMAX", "ACTIVATION_LOG_SOFTMAX1", "ACTIVATION_HARDMAX", "REDUCE", "ARGMAX",
+                 "MEAN_VARIANCE_NORMALIZATION1", "BATCH_NORMALIZATION", "BATCH_NORMALIZATION_TRAINING",
+                 "LP_NORMALIZATION", "LOCAL_RESPONSE_NORMALIZATION", "GEMM", "CONVOLUTION", "AVERAGE_POOLING",
+                 "MAX_POOLING", "LP_POOLING1", "GATHER", "GATHER_ND1", "SCATTER_ELEMENTS", "SCATTER_ND",
+                 "CUMULATIVE_SUMMATION", "CUMULATIVE_PRODUCT", "TOP_K", "CAST", "SLICE1", "JOIN", "SPLIT",
+                 "PADDING1", "TILE", "DEPTH_TO_SPACE1", "ONE_HOT", "RESAMPLE", "UPSAMPLE_2D",
+                 "ELEMENT_WISE_QUANTIZE_LINEAR", "ELEMENT_WISE_DEQUANTIZE_LINEAR"):
+        assert name in twinned, name
+    reduce_cases = [c for c in selected if c.spec.short_name == "REDUCE"]
+    assert {c.variant for c in reduce_cases} == set(dmljax.ReduceFunction.__members__)
+    assert {c.attrs("FLOAT32")["function"] for c in reduce_cases} == {c.variant for c in reduce_cases}
+    assert "REDUCE[SUM]" in {c.short_name for c in reduce_cases}
+
+
+def test_every_shaped_twin_traces_to_the_operator_s_shapes():
+    """Every recipe with its own shapes: the operator validates them and the twin's outputs have
+    the operator's shapes and types (traced, not compiled)."""
+    pairs = _shaped_twins()
+    assert len(pairs) > 100
+    for case, dtype in pairs:
+        structs = input_structs(case, 64, dtype, input_kinds(case, dtype), RECIPE_LAYOUT)
+        a, b = jax.eval_shape(case.dmljax(dtype), *structs), jax.eval_shape(case.jnp(dtype), *structs)
+        assert jax.tree.structure(a) == jax.tree.structure(b), case.short_name
+        got = [(x.shape, x.dtype) for x in jax.tree.leaves(a)]
+        assert got == [(y.shape, y.dtype) for y in jax.tree.leaves(b)], (case.short_name, dtype)
+
+
+@pytest.mark.parametrize("case, dtype", fast_sample(_shaped_twins(), keep=1, key="twin"),
+                         ids=lambda v: getattr(v, "short_name", v))
+def test_a_shaped_twin_agrees_with_its_operator(case, dtype):
+    xs = make_inputs(case, 256, dtype, 0, input_kinds(case, dtype), RECIPE_LAYOUT)
+    _agree(jax.jit(case.dmljax(dtype))(*xs), jax.jit(case.jnp(dtype))(*xs))
+
+
+def test_a_twin_that_disagrees_fails_the_check():
+    x = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    _agree((x, x.argmax(1)), [x * 1.01, x.argmax(1)])  # within the loose tolerance
+    for other in ([x * 1.1, x.argmax(1)], [x.T, x.argmax(1)], [x[:1], x.argmax(1)], [x], [x, x.argmin(1)]):
+        with pytest.raises(AssertionError):
+            _agree((x, x.argmax(1)), other)
+
+
+@pytest.mark.slow
+def test_every_twin_agrees_with_its_operator():
+    """Every operator with a twin, in every layout plan.py picks for it, FLOAT32 and FLOAT16."""
+    p = plan(Options(dtypes=TWIN_TYPES, sizes=(256,), no_torch=True, no_ort=True, no_chain=True))
+    twins = [q for q in p.pairs if q.case.recipe.jnp is not None]
+    assert len(twins) > 250
+    failed, no_float_twin = [], set()
+    for q in twins:
+        xs = make_inputs(q.case, 256, q.dtype, 0, q.kinds, q.layout)
+        try:
+            twin = jax.jit(q.case.jnp(q.dtype))(*xs)
+        except TypeError:
+            no_float_twin.add(q.case.short_name)
+            continue
+        try:
+            _agree(jax.jit(q.case.dmljax(q.dtype))(*xs), twin)
+        except AssertionError as e:
+            failed.append(f"{q.case.short_name} {q.dtype}: {str(e)[:200]}")
+    assert not failed, "\n".join(failed)
+    # jnp's bitwise functions take integers only; DirectML's also take the bits of a float tensor
+    assert no_float_twin == {"ELEMENT_WISE_BIT_AND", "ELEMENT_WISE_BIT_OR", "ELEMENT_WISE_BIT_XOR",
+                             "ELEMENT_WISE_BIT_NOT", "ELEMENT_WISE_BIT_COUNT"}, no_float_twin
+
+
+def test_the_report_flags_twins_over_the_cpu_goal():
+    def rec(op, ratio):
+        return {"op": f"DML_OPERATOR_{op}", "dtype": "FLOAT16", "n": 1024, "bytes": 8, "copy_bytes": 8,
+                "variants": {"dmljax_jit": {"s": 1.0}, "jnp_jit": {"s": 1.0}}, "device": {},
+                "paired": {ratios.paired_key("dmljax_jit", "jnp_jit"): {"ratio": ratio, "p25": ratio, "p75": ratio}}}
+    res = {"meta": {"platform": "cpu", "device": "cpu", "date": "", "jax": "", "jaxlib": "", "dmljax": "",
+                    "numpy": "", "torch": None, "onnxruntime": None, "python": "", "cpu_count": 2, "method": ""},
+           "sizes": [1024], "dtypes": ["FLOAT16"], "throughput": [rec("GEMM", 1.3), rec("REDUCE[SUM]", 1.2)],
+           "notes": []}
+    goal = [t for t in evaluate_targets(res) if "the goal for every twin" in t["target"]]
+    assert [(t["target"].split(":")[0], t["met"], t["limit"]) for t in goal] == [
+        ("GEMM FLOAT16", False, f"<= {LIMITS['cpu_time_vs_twin']:.3f}"), ("REDUCE[SUM] FLOAT16", True, "<= 1.250")]
+    md = markdown(res)
+    assert "| GEMM | FLOAT16 | **1.300** | 1.300-1.300 | **over, p25 too** |" in md
+    assert "| REDUCE[SUM] | FLOAT16 | 1.200 | 1.200-1.200 | within |" in md
+    assert "1 of 2 over the goal: GEMM FLOAT16 (1.300).\nOf those, 1 with p25 over it too: GEMM FLOAT16." in md
+    res["meta"]["platform"] = "gpu"
+    assert "Against the jnp/lax twin" not in markdown(res)
 
 
 # ---------------------------------------------------------------------------------- smoke run

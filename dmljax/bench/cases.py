@@ -20,6 +20,7 @@ every attribute value (the chain of ``chain.py`` calls them with its own).
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Callable, Mapping, NamedTuple, Sequence
 
 import jax
@@ -54,8 +55,18 @@ class Recipe:
     onnx: ``(**attrs) -> OnnxNode``.
     attrs: values for the operator's attributes (every required one), for float types;
     int_attrs: the values for integer types, where the float ones don't fit (None: ``attrs``).
-    inputs: how each input tensor is drawn (inputs.KINDS), or None for the default by type.
+    inputs: how each input tensor is drawn (inputs.KINDS, or ``index@A``: INT32 indices into
+      axis A of the first input), or None for the default by type.
     onnx_note: a sentence for the report on how the ONNX graph differs (when ONNX Runtime runs).
+    shapes: ``n -> shapes``, the input shapes for about ``n`` elements, where the layouts of
+      inputs.py don't suit the operator (a softmax over rows, a convolution's channels); None:
+      the first layout the record validates.
+    shape_attrs: ``shapes -> attributes`` computed from the input shapes (a slice's sizes).
+    dtype_attrs: attribute values for one data type (CAST's output type), over ``attrs``.
+    variants: label -> attributes: the operator is measured once per label (REDUCE's functions),
+      as ``OPERATOR[label]``.
+    call: ``(op, *arrays, **attrs)``, how the operator takes the arrays where it is not
+      positionally (JOIN's list); None: ``op(*arrays, **attrs)``.
     """
 
     jnp: Callable | None = None
@@ -65,6 +76,11 @@ class Recipe:
     int_attrs: Mapping | None = None
     inputs: tuple[str, ...] | None = None
     onnx_note: str = ""
+    shapes: Callable | None = None
+    shape_attrs: Callable | None = None
+    dtype_attrs: Mapping = dataclasses.field(default_factory=dict)
+    variants: Mapping = dataclasses.field(default_factory=dict)
+    call: Callable | None = None
 
 
 def _like(value, x):
@@ -115,6 +131,170 @@ def _clip_grad_torch(t, x, dy, *, min, max, **_):
 def _value_scale(x, *, scale, bias, **_):
     b = jnp.asarray(bias, np.float32).reshape((1, -1, 1, 1)).astype(x.dtype)
     return x * _like(scale, x) + b
+
+
+# ------------------------------------------------------------------------------------------
+# Twins of the operators that aren't element-wise: the jax.numpy / lax formula a JAX user would
+# write, at the shapes and attribute values the recipe gives (``shapes``: about n elements each).
+def _side(n: int, parts: int = 1) -> int:
+    """The side of a square of about ``n / parts`` elements (at least 2)."""
+    return max(math.isqrt(max(n // parts, 1)), 2)
+
+
+def _matrix(n: int):  # one (rows, columns) input
+    return ((_side(n), _side(n)),)
+
+
+def _two_matrices(n: int):
+    return ((_side(n), _side(n)),) * 2
+
+
+def _channels(n: int) -> int:
+    """Channels of the NCHW inputs: 16, or 4 at tiny sizes (the tests', the plan's probe)."""
+    return 16 if n >= 1 << 12 else 4
+
+
+def _images(n: int):  # one NCHW input
+    c = _channels(n)
+    h = _side(n, c)
+    return ((1, c, h, h),)
+
+
+def _rows_and_indices(n: int):  # a (rows, columns) input and a row index per row
+    s = _side(n)
+    return ((s, s), (1, s))
+
+
+_REDUCE_TWINS = {
+    "SUM": lambda x, a: jnp.sum(x, a, keepdims=True),
+    "AVERAGE": lambda x, a: jnp.mean(x, a, keepdims=True),
+    "MAX": lambda x, a: jnp.max(x, a, keepdims=True),
+    "MIN": lambda x, a: jnp.min(x, a, keepdims=True),
+    "MULTIPLY": lambda x, a: jnp.prod(x, a, keepdims=True),
+    "L1": lambda x, a: jnp.sum(jnp.abs(x), a, keepdims=True),
+    "L2": lambda x, a: jnp.sqrt(jnp.sum(x * x, a, keepdims=True)),
+    "SUM_SQUARE": lambda x, a: jnp.sum(x * x, a, keepdims=True),
+    "LOG_SUM": lambda x, a: jnp.log(jnp.sum(x, a, keepdims=True)),
+    "LOG_SUM_EXP": lambda x, a: jax.nn.logsumexp(x, a, keepdims=True),
+    "ARGMAX": lambda x, a: jnp.argmax(x, a[0], keepdims=True).astype(jnp.uint32),
+    "ARGMIN": lambda x, a: jnp.argmin(x, a[0], keepdims=True).astype(jnp.uint32),
+}
+
+
+def _reduce(x, *, function, axes, **_):
+    return _REDUCE_TWINS[str(getattr(function, "name", function))](x, tuple(axes))
+
+
+def _attention_shapes(n: int):
+    """Query, key and value (batch, 256 tokens, 8 heads x 64) for about n elements each; tiny
+    sizes: (1, 8, 2 x 4)."""
+    t, h, d = (256, 8, 64) if n >= 1 << 17 else (8, 2, 4)
+    return ((max(n // (t * h * d), 1), t, h * d),) * 3
+
+
+def _attention_attrs(shapes):
+    heads = 8 if shapes[0][2] == 512 else 2
+    return {"head_count": heads, "scale": 1 / math.sqrt(shapes[0][2] // heads)}
+
+
+def _attention(q, k, v, *, head_count, scale, **_):
+    """Softmax(Q K^T scale) V per head, and the key and value per head (the operator's present
+    key and value outputs). Written out: jax.nn.dot_product_attention refuses FLOAT16 on a CPU."""
+    b, t, hd = q.shape
+    q, k, v = (x.reshape(b, t, head_count, hd // head_count) for x in (q, k, v))
+    p = jax.nn.softmax(jnp.einsum("bqhd,bkhd->bhqk", q, k) * scale, axis=-1)
+    out = jnp.einsum("bhqk,bkhd->bqhd", p, v).reshape(b, t, hd)
+    return out, k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)
+
+
+def _hardmax(x, *, axis=-1, **_):
+    return jax.nn.one_hot(jnp.argmax(x, axis), x.shape[axis], dtype=x.dtype, axis=axis)
+
+
+def _mvn(x, scale=None, bias=None, *, axes, epsilon, normalize_variance=True, **_):
+    mean = jnp.mean(x, axes, keepdims=True)
+    y = x - mean
+    if normalize_variance:
+        y = y / jnp.sqrt(jnp.var(x, axes, keepdims=True) + epsilon)
+    return y
+
+
+def _batch_norm(x, mean, variance, scale, bias, *, epsilon, **_):
+    return (x - mean) / jnp.sqrt(variance + epsilon) * scale + bias
+
+
+def _batch_norm_training(x, scale, bias, *, epsilon, **_):
+    mean = jnp.mean(x, (0, 2, 3), keepdims=True)
+    var = jnp.var(x, (0, 2, 3), keepdims=True)
+    return (x - mean) / jnp.sqrt(var + epsilon) * scale + bias, mean, var
+
+
+def _lrn(x, *, local_size, alpha, beta, bias, **_):
+    half = (local_size - 1) // 2
+    window = jax.lax.reduce_window(x * x, 0.0, jax.lax.add, (1, local_size, 1, 1), (1, 1, 1, 1),
+                                   ((0, 0), (half, local_size - 1 - half), (0, 0), (0, 0)))
+    return x / (bias + alpha / local_size * window) ** beta
+
+
+def _conv(x, w, *, strides, start_padding, end_padding, **_):
+    return jax.lax.conv_general_dilated(x, w, tuple(strides), tuple(zip(start_padding, end_padding)))
+
+
+def _pool(kind):
+    def f(x, *, window_size, strides, start_padding, end_padding, p=2, **_):
+        win, step = (1, 1) + tuple(window_size), (1, 1) + tuple(strides)
+        pads = ((0, 0), (0, 0)) + tuple(zip(start_padding, end_padding))
+        if kind == "max":
+            return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, win, step, pads)
+        if kind == "average":
+            return jax.lax.reduce_window(x, 0.0, jax.lax.add, win, step, pads) / math.prod(window_size)
+        return jnp.sqrt(jax.lax.reduce_window(x * x, 0.0, jax.lax.add, win, step, pads))
+    return f
+
+
+def _pool_attrs(**more):
+    return {"window_size": (2, 2), "strides": (2, 2), "start_padding": (0, 0), "end_padding": (0, 0), **more}
+
+
+def _top_k(x, *, k, **_):
+    v, i = jax.lax.top_k(x, k)
+    return v, i.astype(jnp.uint32)
+
+
+def _space_to_depth(x, *, block_size, **_):
+    n, c, h, w = x.shape
+    b = block_size
+    return x.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4).reshape(n, c * b * b, h // b, w // b)
+
+
+def _depth_to_space(x, *, block_size, **_):
+    n, c, h, w = x.shape
+    b = block_size
+    return x.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2).reshape(n, c // (b * b), h * b, w * b)
+
+
+def _resize(x, *, interpolation_mode, scales=None, scale_size=None, **_):
+    factors = tuple(scales) if scales is not None else (1, 1, 2, 2)
+    shape = tuple(int(d * f) for d, f in zip(x.shape, factors))
+    mode = "nearest" if "NEAREST" in str(getattr(interpolation_mode, "name", interpolation_mode)) else "linear"
+    return jax.image.resize(x, shape, mode)
+
+
+_PAD_MODES = {"CONSTANT": "constant", "EDGE": "edge", "REFLECTION": "reflect", "SYMMETRIC": "symmetric"}
+
+
+def _pad(x, *, padding_mode, start_padding, end_padding, padding_value=0, **_):
+    mode = _PAD_MODES[str(getattr(padding_mode, "name", padding_mode))]
+    widths = tuple(zip(start_padding, end_padding))
+    return jnp.pad(x, widths, mode, constant_values=padding_value) if mode == "constant" else jnp.pad(x, widths, mode)
+
+
+def _quantize(x, scale, *, output_data_type=None, **_):
+    return jnp.clip(jnp.round(x / scale), -128, 127).astype(jnp.int8)
+
+
+def _dequantize(x, scale, **_):
+    return x.astype(scale.dtype) * scale
 
 
 OPERATOR_RECIPES: dict[str, Recipe] = {
@@ -258,6 +438,124 @@ OPERATOR_RECIPES: dict[str, Recipe] = {
     "VALUE_SCALE_2D": Recipe(
         attrs={"scale": 0.5, "channel_count": 1, "bias": (0.25,)},
         jnp=_value_scale),
+    # Softmax and the normalizations over rows: a (rows, columns) input, the last axis.
+    "ACTIVATION_SOFTMAX": Recipe(shapes=_matrix, jnp=lambda x, **_: jax.nn.softmax(x, axis=-1)),
+    "ACTIVATION_SOFTMAX1": Recipe(shapes=_matrix, attrs={"axes": (1,)},
+                                  jnp=lambda x, *, axes, **_: jax.nn.softmax(x, axis=tuple(axes))),
+    "ACTIVATION_LOG_SOFTMAX": Recipe(shapes=_matrix, jnp=lambda x, **_: jax.nn.log_softmax(x, axis=-1)),
+    "ACTIVATION_LOG_SOFTMAX1": Recipe(shapes=_matrix, attrs={"axes": (1,)},
+                                      jnp=lambda x, *, axes, **_: jax.nn.log_softmax(x, axis=tuple(axes))),
+    "ACTIVATION_HARDMAX": Recipe(shapes=_matrix, jnp=lambda x, **_: _hardmax(x)),
+    "ACTIVATION_HARDMAX1": Recipe(shapes=_matrix, attrs={"axes": (1,)},
+                                  jnp=lambda x, *, axes, **_: _hardmax(x, axis=axes[0])),
+    # Reductions over the rows of a (rows, columns) input, one measurement per function.
+    "REDUCE": Recipe(shapes=_matrix, attrs={"axes": (1,)}, jnp=_reduce,
+                     variants={f: {"function": f} for f in _REDUCE_TWINS}),
+    "ARGMAX": Recipe(shapes=_matrix, attrs={"axes": (1,)},
+                     jnp=lambda x, *, axes, **_: _REDUCE_TWINS["ARGMAX"](x, tuple(axes))),
+    "ARGMIN": Recipe(shapes=_matrix, attrs={"axes": (1,)},
+                     jnp=lambda x, *, axes, **_: _REDUCE_TWINS["ARGMIN"](x, tuple(axes))),
+    "CUMULATIVE_SUMMATION": Recipe(shapes=_matrix, attrs={"axis": 1},
+                                   jnp=lambda x, *, axis, **_: jnp.cumsum(x, axis)),
+    "CUMULATIVE_PRODUCT": Recipe(shapes=_matrix, attrs={"axis": 1},
+                                 jnp=lambda x, *, axis, **_: jnp.cumprod(x, axis)),
+    "TOP_K": Recipe(shapes=_matrix, attrs={"axis": 1, "k": 8}, jnp=_top_k),
+    "TOP_K1": Recipe(shapes=_matrix, attrs={"axis": 1, "k": 8, "axis_direction": "DECREASING"}, jnp=_top_k),
+    # Normalizations: NCHW images of 16 channels (4 at tiny sizes; LP_NORMALIZATION: rows).
+    "MEAN_VARIANCE_NORMALIZATION": Recipe(shapes=_images, jnp=lambda x, **a: _mvn(x, axes=(2, 3), **a)),
+    "MEAN_VARIANCE_NORMALIZATION1": Recipe(shapes=_images, attrs={"axes": (2, 3)}, jnp=_mvn),
+    "MEAN_VARIANCE_NORMALIZATION2": Recipe(shapes=_images, attrs={"axes": (2, 3)}, jnp=_mvn),
+    "BATCH_NORMALIZATION": Recipe(
+        shapes=lambda n: _images(n) + ((1, _channels(n), 1, 1),) * 4, inputs=("normal", "normal", "positive", "normal", "normal"),
+        jnp=_batch_norm),
+    "BATCH_NORMALIZATION_TRAINING": Recipe(
+        shapes=lambda n: _images(n) + ((1, _channels(n), 1, 1),) * 2, jnp=_batch_norm_training),
+    "LP_NORMALIZATION": Recipe(
+        shapes=_matrix, attrs={"axis": 1},
+        jnp=lambda x, *, axis, epsilon, **_: x / jnp.sqrt(jnp.sum(x * x, axis, keepdims=True) + epsilon)),
+    "LOCAL_RESPONSE_NORMALIZATION": Recipe(shapes=_images, attrs={"local_size": 5}, jnp=_lrn),
+    # GEMM and convolution: square matrices; 16 -> 16 channels through a 3 x 3 filter, padded.
+    "GEMM": Recipe(shapes=_two_matrices, jnp=lambda a, b, *, alpha, **_: alpha * (a @ b)),
+    "CONVOLUTION": Recipe(
+        shapes=lambda n: _images(n) + ((_channels(n), _channels(n), 3, 3),),
+        attrs={"strides": (1, 1), "dilations": (1, 1), "start_padding": (1, 1), "end_padding": (1, 1),
+               "output_padding": (0, 0)},
+        jnp=_conv),
+    # Pooling: 2 x 2 windows, stride 2, over NCHW images.
+    "AVERAGE_POOLING": Recipe(shapes=_images, attrs=_pool_attrs(), jnp=_pool("average")),
+    "AVERAGE_POOLING1": Recipe(shapes=_images, attrs=_pool_attrs(dilations=(1, 1)), jnp=_pool("average")),
+    "MAX_POOLING": Recipe(shapes=_images, attrs=_pool_attrs(), jnp=_pool("max")),
+    "LP_POOLING": Recipe(shapes=_images, attrs=_pool_attrs(), jnp=_pool("lp")),
+    "LP_POOLING1": Recipe(shapes=_images, attrs=_pool_attrs(dilations=(1, 1)), jnp=_pool("lp")),
+    # Gathers and scatters: rows of a (rows, columns) input picked by random indices.
+    "GATHER": Recipe(shapes=_rows_and_indices, inputs=("normal", "index@0"), attrs={"axis": 0, "index_dimensions": 1},
+                     jnp=lambda x, i, *, axis, **_: jnp.take(x, i[0], axis)),
+    "GATHER_ELEMENTS": Recipe(shapes=_two_matrices, inputs=("normal", "index@0"), attrs={"axis": 0},
+                              jnp=lambda x, i, *, axis, **_: jnp.take_along_axis(x, i, axis)),
+    "GATHER_ND": Recipe(shapes=lambda n: ((_side(n), _side(n)), (_side(n), 1)), inputs=("normal", "index@0"),
+                        attrs={"input_dimension_count": 2, "indices_dimension_count": 2},
+                        jnp=lambda x, i, **_: x[i[:, 0]]),
+    "GATHER_ND1": Recipe(shapes=lambda n: ((_side(n), _side(n)), (_side(n), 1)), inputs=("normal", "index@0"),
+                         attrs={"input_dimension_count": 2, "indices_dimension_count": 2, "batch_dimension_count": 0},
+                         jnp=lambda x, i, **_: x[i[:, 0]]),
+    "SCATTER_ELEMENTS": Recipe(
+        shapes=lambda n: ((_side(n), _side(n)),) * 3, inputs=("normal", "index@0", "normal"), attrs={"axis": 0},
+        jnp=lambda x, i, u, *, axis, **_: jnp.put_along_axis(x, i, u, axis, inplace=False)),
+    "SCATTER_ND": Recipe(
+        shapes=lambda n: ((_side(n), _side(n)), (_side(n), 1), (_side(n), _side(n))),
+        inputs=("normal", "index@0", "normal"), attrs={"input_dimension_count": 2, "indices_dimension_count": 2},
+        jnp=lambda x, i, u, **_: x.at[i[:, 0]].set(u)),
+    "ONE_HOT": Recipe(
+        shapes=lambda n: ((_side(n), 1), (1, 2)), inputs=("index@0", "normal"),
+        attrs={"axis": 1}, shape_attrs=lambda s: {"output_sizes": (s[0][0], s[0][0])},
+        jnp=lambda i, v, **_: jnp.where(i == jnp.arange(i.shape[0]), v[0, 1], v[0, 0])),
+    # Data movement
+    "CAST": Recipe(attrs={"output_data_type": "FLOAT32"}, dtype_attrs={"FLOAT32": {"output_data_type": "FLOAT16"}},
+                   jnp=lambda x, *, output_data_type, **_: x.astype(dmljax.DataType.parse(str(
+                       getattr(output_data_type, "name", output_data_type))).dtype)),
+    "SLICE": Recipe(
+        shapes=_matrix, shape_attrs=lambda s: {"offsets": (0, 0), "sizes": (s[0][0], s[0][1] // 2), "strides": (1, 2)},
+        jnp=lambda x, **_: x[:, ::2]),
+    "SLICE1": Recipe(
+        shapes=_matrix, shape_attrs=lambda s: {"input_window_offsets": (0, 0),
+                                               "input_window_sizes": (s[0][0], s[0][1]),
+                                               "input_window_strides": (1, 2)},
+        jnp=lambda x, **_: x[:, ::2]),
+    "JOIN": Recipe(shapes=_two_matrices, attrs={"axis": 0}, call=lambda op, *xs, **a: op(list(xs), **a),
+                   jnp=lambda *xs, axis, **_: jnp.concatenate(xs, axis)),
+    "SPLIT": Recipe(shapes=_matrix, attrs={"axis": 0},
+                    shape_attrs=lambda s: {"outputs_sizes": ((s[0][0] // 2, s[0][1]), (s[0][0] - s[0][0] // 2, s[0][1]))},
+                    jnp=lambda x, *, axis, outputs_sizes, **_: tuple(jnp.split(x, [outputs_sizes[0][axis]], axis))),
+    "PADDING": Recipe(shapes=_matrix, attrs={"start_padding": (2, 2), "end_padding": (2, 2)}, jnp=_pad,
+                      variants={m: {"padding_mode": m} for m in _PAD_MODES}),
+    "PADDING1": Recipe(shapes=_matrix, attrs={"start_padding": (2, 2), "end_padding": (2, 2)}, jnp=_pad,
+                       variants={m: {"padding_mode": m} for m in _PAD_MODES}),
+    "TILE": Recipe(shapes=_matrix, attrs={"repeats": (2, 1)}, jnp=lambda x, *, repeats, **_: jnp.tile(x, repeats)),
+    "SPACE_TO_DEPTH": Recipe(shapes=_images, attrs={"block_size": 2}, jnp=_space_to_depth),
+    "SPACE_TO_DEPTH1": Recipe(shapes=_images, attrs={"block_size": 2, "order": "DEPTH_COLUMN_ROW"}, jnp=_space_to_depth),
+    "DEPTH_TO_SPACE": Recipe(shapes=_images, attrs={"block_size": 2}, jnp=_depth_to_space),
+    "DEPTH_TO_SPACE1": Recipe(shapes=_images, attrs={"block_size": 2, "order": "DEPTH_COLUMN_ROW"}, jnp=_depth_to_space),
+    # Resampling: 2x up in height and width, jax.image.resize (half-pixel centers, as DirectML).
+    # RESAMPLE2 and RESAMPLE3 round a nearest neighbor's position in their RoundingDirection, which
+    # jax.image.resize has no mode for: measured LINEAR only.
+    "RESAMPLE": Recipe(shapes=_images, attrs={"scales": (1.0, 1.0, 2.0, 2.0)}, jnp=_resize,
+                       variants={m: {"interpolation_mode": m} for m in ("NEAREST_NEIGHBOR", "LINEAR")}),
+    "RESAMPLE1": Recipe(shapes=_images, attrs={"scales": (1.0, 1.0, 2.0, 2.0)}, jnp=_resize,
+                        variants={m: {"interpolation_mode": m} for m in ("NEAREST_NEIGHBOR", "LINEAR")}),
+    "RESAMPLE2": Recipe(shapes=_images, attrs={"scales": (1.0, 1.0, 2.0, 2.0), "interpolation_mode": "LINEAR"},
+                        jnp=_resize),
+    "RESAMPLE3": Recipe(shapes=_images, attrs={"scales": (1.0, 1.0, 2.0, 2.0), "interpolation_mode": "LINEAR"},
+                        jnp=_resize),
+    "UPSAMPLE_2D": Recipe(shapes=_images, attrs={"scale_size": (2, 2)}, jnp=_resize,
+                          variants={m: {"interpolation_mode": m} for m in ("NEAREST_NEIGHBOR", "LINEAR")}),
+    # Attention: separate query, key and value, no mask.
+    "MULTIHEAD_ATTENTION": Recipe(
+        shapes=_attention_shapes, inputs=("normal",) * 3, shape_attrs=_attention_attrs, jnp=_attention,
+        call=lambda op, q, k, v, **a: op(query=q, key=k, value=v, **a)),
+    # Quantization: a scale per element (DirectML takes no broadcast; a user broadcasts first).
+    "ELEMENT_WISE_QUANTIZE_LINEAR": Recipe(
+        shapes=_two_matrices, inputs=("numerator", "positive"), attrs={"output_data_type": "INT8"}, jnp=_quantize),
+    "ELEMENT_WISE_DEQUANTIZE_LINEAR": Recipe(shapes=_two_matrices, inputs=("byte", "positive"), jnp=_dequantize),
 }
 
 
@@ -406,10 +704,12 @@ def recipe_for(spec) -> tuple[Recipe | None, str]:
 # Cases
 @dataclasses.dataclass(frozen=True)
 class Case:
-    """One operator to measure, with its recipe (comparators may be None)."""
+    """One operator to measure, with its recipe (comparators may be None) and, for a recipe with
+    variants, the variant's label."""
 
     op: Callable
     recipe: Recipe
+    variant: str = ""
 
     @property
     def spec(self):
@@ -417,33 +717,54 @@ class Case:
 
     @property
     def enum_name(self) -> str:
-        return self.op.spec.enum_name
+        return self.op.spec.enum_name + (f"[{self.variant}]" if self.variant else "")
 
     @property
     def short_name(self) -> str:
-        return self.op.spec.short_name
+        return self.op.spec.short_name + (f"[{self.variant}]" if self.variant else "")
 
-    def attrs(self, dtype: str, extra: Mapping | None = None) -> dict:
-        """The attributes the operator is called with for ``dtype``."""
-        ints = self.recipe.int_attrs is not None and not dmljax.DataType.parse(dtype).is_float
-        return {**(self.recipe.int_attrs if ints else self.recipe.attrs), **(extra or {})}
+    def attrs(self, dtype: str, extra: Mapping | None = None, arrays=None) -> dict:
+        """The attributes the operator is called with for ``dtype`` (and, where the recipe
+        computes some from the input shapes, for ``arrays``)."""
+        r = self.recipe
+        ints = r.int_attrs is not None and not dmljax.DataType.parse(dtype).is_float
+        shaped = r.shape_attrs(tuple(tuple(a.shape) for a in arrays)) if r.shape_attrs and arrays is not None else {}
+        return {**(r.int_attrs if ints else r.attrs), **r.dtype_attrs.get(dtype, {}),
+                **r.variants.get(self.variant, {}), **shaped, **(extra or {})}
 
-    def all_attrs(self, dtype: str, extra: Mapping | None = None) -> dict:
+    def all_attrs(self, dtype: str, extra: Mapping | None = None, arrays=None) -> dict:
         """Those attributes with the operator's defaults filled in: what comparators receive."""
         defaults = {p.arg: p.default for p in self.spec.params if p.default is not REQUIRED}
-        return {**defaults, **self.attrs(dtype, extra)}
+        return {**defaults, **self.attrs(dtype, extra, arrays)}
 
     def dmljax(self, dtype: str, extra: Mapping | None = None) -> Callable:
-        op, attrs = self.op, self.attrs(dtype, extra)
-        return lambda *xs: op(*xs, **attrs)
+        op, call = self.op, self.recipe.call
+        if self.recipe.shape_attrs is None:
+            attrs = self.attrs(dtype, extra)
+            if call is None:
+                return lambda *xs: op(*xs, **attrs)
+            return lambda *xs: call(op, *xs, **attrs)
+        if call is None:
+            return lambda *xs: op(*xs, **self.attrs(dtype, extra, xs))
+        return lambda *xs: call(op, *xs, **self.attrs(dtype, extra, xs))
 
     def jnp(self, dtype: str, extra: Mapping | None = None) -> Callable | None:
-        fn, attrs = self.recipe.jnp, self.all_attrs(dtype, extra)
-        return None if fn is None else (lambda *xs: fn(*xs, **attrs))
+        fn = self.recipe.jnp
+        if fn is None:
+            return None
+        if self.recipe.shape_attrs is None:
+            attrs = self.all_attrs(dtype, extra)
+            return lambda *xs: fn(*xs, **attrs)
+        return lambda *xs: fn(*xs, **self.all_attrs(dtype, extra, xs))
 
     def torch(self, torch, dtype: str, extra: Mapping | None = None) -> Callable | None:
-        fn, attrs = self.recipe.torch, self.all_attrs(dtype, extra)
-        return None if fn is None else (lambda *xs: fn(torch, *xs, **attrs))
+        fn = self.recipe.torch
+        if fn is None:
+            return None
+        if self.recipe.shape_attrs is None:
+            attrs = self.all_attrs(dtype, extra)
+            return lambda *xs: fn(torch, *xs, **attrs)
+        return lambda *xs: fn(torch, *xs, **self.all_attrs(dtype, extra, xs))
 
     def onnx(self, dtype: str) -> OnnxNode | None:
         fn = self.recipe.onnx
@@ -518,5 +839,5 @@ def select(names: Sequence[str] | None = None) -> tuple[list[Case], list[str]]:
                 continue
             notes.append(f"{op.spec.short_name}: measured against the copy only ({why}).")
             recipe = Recipe()
-        out.append(Case(op, recipe))
+        out += [Case(op, recipe, v) for v in recipe.variants] or [Case(op, recipe)]
     return out, notes

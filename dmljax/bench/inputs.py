@@ -6,14 +6,18 @@ Inputs are never all zeros or special values: floats are N(0, 1) ("normal"), 4·
 divides by zero), in [0.25, 8) ("positive": a logarithm's or square root's domain, also above 1
 for ACOSH) or in (-1, 1) ("unit": ASIN, ACOS, ATANH); integers are uniform in a small range
 inside the type (divisors 1 to 9, signed where the type is; "positive" 1 to 50; "shift" counts 0
-to 7, a valid shift for every type); a "condition" is a random 0/1 UINT8 tensor.
+to 7, a valid shift for every type); a "condition" is a random 0/1 UINT8 tensor; a "byte" a
+uniform UINT8 tensor (a quantized input); ``index@A`` INT32 indices uniform over axis A of the
+first input (a gather's or scatter's indices).
 
 Shapes come from a layout (LAYOUTS), the first that the operator's record validates
 (``jax.eval_shape`` in plan.py): "flat" gives every input the element count asked for in the
 fewest dimensions its newest support table allows ((1, ..., 1, n)), which suits the element-wise
 operators; "square" gives every input (1, ..., s, s) with s * s <= n (GEMM's A and B); "square,
 small" the first input so and the others (1, ..., 3, 3) (CONVOLUTION's filter); "square, ones" the
-others all ones (a per-tensor scale). An operator no layout fits is reported, not measured.
+others all ones (a per-tensor scale). A recipe may give its own shapes instead (``Recipe.shapes``:
+a softmax over rows, a convolution's channels), the layout "recipe". An operator no layout fits
+is reported, not measured.
 """
 
 from __future__ import annotations
@@ -27,9 +31,15 @@ import numpy as np
 
 from dmljax._src.dtypes import DataType
 
-__all__ = ["KINDS", "LAYOUTS", "shapes", "supported_types", "input_kinds", "unsupported", "make_inputs", "draw", "draw_all", "input_structs", "input_sets"]
+__all__ = ["KINDS", "LAYOUTS", "shapes", "supported_types", "input_kinds", "kind_type", "unsupported", "RECIPE_LAYOUT", "make_inputs", "draw", "draw_all", "input_structs", "input_sets"]
 
-KINDS = ("normal", "numerator", "divisor", "positive", "unit", "shift", "condition")
+KINDS = ("normal", "numerator", "divisor", "positive", "unit", "shift", "condition", "byte")
+_OWN_TYPE = {"condition": "UINT8", "byte": "UINT8"}  # kinds drawn in a type of their own
+
+
+def kind_type(kind: str) -> str | None:
+    """The data type a ``kind`` is drawn in regardless of the benchmark's type, or None."""
+    return "INT32" if kind.startswith("index@") else _OWN_TYPE.get(kind)
 
 
 def supported_types(op, tensor: str) -> tuple[str, ...]:
@@ -44,7 +54,7 @@ def input_kinds(case, dtype: str) -> tuple[str, ...] | None:
     tensors = [t for t in case.spec.inputs if not t.optional]
     if case.recipe.inputs is not None:
         kinds = case.recipe.inputs
-        if all(dtype in supported_types(case.op, t.dml_name) for t in tensors):
+        if all((kind_type(k) or dtype) in supported_types(case.op, t.dml_name) for t, k in zip(tensors, kinds)):
             return kinds
         return None
     kinds = []
@@ -70,6 +80,8 @@ def unsupported(case, dtype: str) -> str | None:
 
 LAYOUTS = ("flat", "square", "square, small", "square, ones")
 """How inputs are shaped, in the order plan.py tries them (the module's docstring)."""
+RECIPE_LAYOUT = "recipe"
+"""The layout of an operator whose recipe gives its shapes (the only one plan.py tries for it)."""
 
 
 def _min_dims(case, tensor: str) -> int:
@@ -79,6 +91,8 @@ def _min_dims(case, tensor: str) -> int:
 
 def shapes(case, n: int, layout: str = "flat") -> tuple[tuple[int, ...], ...]:
     """The shapes of ``case``'s required inputs for about ``n`` elements each, in ``layout``."""
+    if case.recipe.shapes is not None:
+        return tuple(tuple(s) for s in case.recipe.shapes(n))
     tensors = [t for t in case.spec.inputs if not t.optional]
     side = max(math.isqrt(n), 1)
     out = []
@@ -101,6 +115,8 @@ def draw(kind: str, key, shape, dtype: DataType):
     """One random array of ``kind`` (KINDS) and ``dtype``."""
     if kind == "condition":
         return jax.random.bernoulli(key, 0.5, shape).astype(jnp.uint8)
+    if kind == "byte":
+        return jax.random.randint(key, shape, 0, 256, np.int32).astype(jnp.uint8)
     dt = dtype.dtype
     if dtype.is_float:
         if kind == "divisor":
@@ -133,13 +149,20 @@ def draw_all(seed, *, kinds: tuple[str, ...], shapes: tuple[tuple[int, ...], ...
     """Arrays of ``kinds`` and ``shapes`` from one seed, in one compiled program (drawing them op by
     op would compile every random primitive for every shape)."""
     key = jax.random.PRNGKey(seed)
-    return [draw(kind, jax.random.fold_in(key, i), shape, dtype) for i, (kind, shape) in enumerate(zip(kinds, shapes))]
+    out = []
+    for i, (kind, shape) in enumerate(zip(kinds, shapes)):
+        k = jax.random.fold_in(key, i)
+        if kind.startswith("index@"):
+            out.append(jax.random.randint(k, shape, 0, shapes[0][int(kind[6:])], np.int32))
+        else:
+            out.append(draw(kind, k, shape, dtype))
+    return out
 
 
 def input_structs(case, n: int, dtype: str, kinds: tuple[str, ...], layout: str = "flat") -> list:
     """``jax.ShapeDtypeStruct``s of the inputs ``make_inputs`` would draw (for ``jax.eval_shape``)."""
     dt = DataType.parse(dtype).dtype
-    return [jax.ShapeDtypeStruct(shape, np.uint8 if kind == "condition" else dt)
+    return [jax.ShapeDtypeStruct(shape, DataType.parse(kind_type(kind)).dtype if kind_type(kind) else dt)
             for kind, shape in zip(kinds, shapes(case, n, layout))]
 
 

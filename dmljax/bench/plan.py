@@ -18,7 +18,7 @@ from dmljax.bench import chain as chains
 from dmljax.bench import memory
 from dmljax.bench.cases import Case, select
 from dmljax.bench.frameworks import load_ort, load_torch
-from dmljax.bench.inputs import LAYOUTS, input_kinds, input_sets, input_structs, unsupported
+from dmljax.bench.inputs import LAYOUTS, RECIPE_LAYOUT, input_kinds, input_sets, input_structs, unsupported
 
 __all__ = ["Options", "BenchError", "Pair", "Plan", "plan", "point_need", "cache_bytes", "DEFAULT_EXPONENTS",
            "short_error", "pow2", "copies"]
@@ -151,7 +151,8 @@ def plan(options: Options) -> Plan:
                 continue
             kinds = input_kinds(case, d)
             first_error = None
-            for layout in LAYOUTS:  # the first way of shaping the inputs that the record validates
+            layouts = (RECIPE_LAYOUT,) if case.recipe.shapes is not None else LAYOUTS
+            for layout in layouts:  # the first way of shaping the inputs that the record validates
                 probe = input_structs(case, _PROBE, d, kinds, layout)
                 try:
                     out = jax.eval_shape(case.dmljax(d), *probe)
@@ -161,7 +162,7 @@ def plan(options: Options) -> Plan:
                 break
             else:
                 why = f"{case.short_name} {d}: not measured: dmljax refuses the benchmark's call in every layout of " \
-                      f"its inputs ({', '.join(LAYOUTS)}); flat: {short_error(first_error)}"
+                      f"its inputs ({', '.join(layouts)}); {layouts[0]}: {short_error(first_error)}"
                 notes.append(why + ".")
                 unmeasured.setdefault(case.short_name, []).append(why)
                 continue

@@ -4,7 +4,7 @@ what it divides."""
 from __future__ import annotations
 
 from dmljax.bench.ratios import Ratio, copy_fraction, gbps, time_ratio, variant_time
-from dmljax.bench.targets import evaluate_targets
+from dmljax.bench.targets import LIMITS, evaluate_targets, twin_ratios
 
 __all__ = ["LABELS", "short", "markdown"]
 
@@ -227,6 +227,35 @@ def _overhead(res: dict) -> list[str]:
             "latency = a synchronisation after every call.", ""] + _table(header, rows) + [""]
 
 
+def _twins(res: dict) -> list[str]:
+    """The CPU goal for every operator with a jnp/lax twin: time(dmljax in jit) / time(twin), one
+    row per operator and type, those over the goal in bold and listed again at the end."""
+    rows = twin_ratios(res)
+    if not rows:
+        return []
+    limit = LIMITS["cpu_time_vs_twin"]
+    cells, basis = _ratio_column([r for _, _, r, _ in rows])
+    body = []
+    for (op, dtype, r, over), cell in zip(rows, cells):
+        spread = f"{r.p25:.3f}-{r.p75:.3f}" if r.p25 is not None and r.p75 is not None else "-"
+        body.append([op, dtype, f"**{cell}**" if over else cell, spread, "**over**" if over else "within"])
+    over = [f"{op} {dtype} ({r.value:.3f})" for op, dtype, r, o in rows if o]
+    clear = [f"{op} {dtype}" for op, dtype, r, o in rows if o and r.p25 is not None and r.p25 > limit]
+    L = [f"## Against the jnp/lax twin: time(dmljax in jit) / time(twin in jit), goal <= {limit:.2f}", "",
+         f"The formula a JAX user would write for each operator (dmljax/bench/cases.py), jitted, at "
+         f"{_pow2(res['sizes'][-1])} elements. {basis.capitalize() + '.' if basis else 'Basis in each cell.'} "
+         "p25-p75: the spread of the paired repetitions' ratios; \"over\" where the median is above the "
+         "goal, \"over, p25 too\" where a quarter of the repetitions at least are.", ""]
+    for row, (_, _, r, o) in zip(body, rows):
+        if o and r.p25 is not None and r.p25 > limit:
+            row[-1] = "**over, p25 too**"
+    L += _table(["operator", "type", "time(dmljax in jit) / time(twin)", "p25-p75", f"goal <= {limit:.2f}"], body)
+    L += ["", f"{len(over)} of {len(rows)} over the goal" + (": " + ", ".join(over) + "." if over else ".")]
+    if over:
+        L += [f"Of those, {len(clear)} with p25 over it too" + (": " + ", ".join(clear) + "." if clear else ".")]
+    return L + [""]
+
+
 def _targets(res: dict) -> list[str]:
     ts = evaluate_targets(res)  # from the figures, so that results written by older versions read alike
     if not ts:
@@ -260,6 +289,6 @@ def markdown(res: dict) -> str:
     L = _header(res)
     if res["sizes"]:
         L += _throughput(res) + _over_sizes(res)
-    L += _chain(res) + _fwd_bwd(res) + _compile(res) + _overhead(res) + _targets(res) + _notes(res)
+    L += _twins(res) + _chain(res) + _fwd_bwd(res) + _compile(res) + _overhead(res) + _targets(res) + _notes(res)
     return "\n".join(L)
 

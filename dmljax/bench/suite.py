@@ -30,7 +30,7 @@ from dmljax.bench import memory
 from dmljax.bench.cases import resolve
 from dmljax.bench.frameworks import ort_session
 from dmljax.bench.hlo import compiled_kernels, hlo_kernel_count
-from dmljax.bench.inputs import draw_all, input_sets, make_inputs
+from dmljax.bench.inputs import draw_all, input_sets, kind_type, make_inputs
 from dmljax.bench.plan import (
     Options,
     Pair,
@@ -255,7 +255,7 @@ class Suite:
         case, dtype = pair.case, pair.dtype
         if case.recipe.jnp is None or not DataType.parse(dtype).is_float:
             return None
-        fl = [i for i, k in enumerate(pair.kinds) if k != "condition"]
+        fl = [i for i, k in enumerate(pair.kinds) if kind_type(k) is None]  # the float inputs
         if not fl:
             return None
         n_sets = self.n_sets(pair.in_bpe * n * 3)

@@ -4,14 +4,16 @@ tables. On a GPU (device-side times, the largest size): dmljax in jit within 1/0
 formula's and torch.compile's time and at least 90% of the copy's bandwidth; the chain one
 kernel, the five-operator chain within 1.15x of its reference operator alone and the chain of
 eight within 1.05x of the same chain in jax.numpy (each chain's own limits, chain.py); forward+backward within 1.1x of jnp
-autodiff. On a CPU: dmljax in jit within 1.05x of the jnp formula's time.
+autodiff. On a CPU: dmljax in jit within 1.05x of the jnp formula's time, and, the goal for every
+operator with a jnp/lax twin (softmax, reductions, normalizations, GEMM, convolution, pooling,
+gathers, ...: cases.py), within 1.25x of the twin's time (paired, in the same run).
 """
 
 from __future__ import annotations
 
 from dmljax.bench.ratios import copy_fraction, time_ratio
 
-__all__ = ["LIMITS", "evaluate_targets"]
+__all__ = ["LIMITS", "evaluate_targets", "twin_ratios"]
 
 LIMITS = {
     "gpu_time_vs_jnp": 1 / 0.97,  # throughput at least 0.97x
@@ -21,6 +23,7 @@ LIMITS = {
     "chain_time_vs_jnp_chain": 1.05,  # the chain of eight (chain.CHAIN8)
     "fwd_bwd_time_vs_jnp": 1.10,
     "cpu_time_vs_jnp": 1.05,
+    "cpu_time_vs_twin": 1.25,  # every operator with a twin, FLOAT32 and FLOAT16
 }
 
 
@@ -54,8 +57,10 @@ def evaluate_targets(res: dict) -> list[dict]:
                             "value": f.value, "limit": f">= {LIMITS['gpu_copy_fraction']:.2f}",
                             "met": bool(f.value >= LIMITS["gpu_copy_fraction"]), "basis": f.basis})
         else:
-            at_most(f"{name}: time(dmljax in jit) / time(jnp formula in jit)",
-                    time_ratio(rec, "dmljax_jit", "jnp_jit"), LIMITS["cpu_time_vs_jnp"])
+            r = time_ratio(rec, "dmljax_jit", "jnp_jit")
+            at_most(f"{name}: time(dmljax in jit) / time(jnp formula in jit)", r, LIMITS["cpu_time_vs_jnp"])
+            at_most(f"{name}: time(dmljax in jit) / time(jnp/lax twin in jit), the goal for every twin", r,
+                    LIMITS["cpu_time_vs_twin"])
     if gpu:
         for rec in res.get("chain", []):
             label = f"chain of {rec['chain']}" if rec.get("chain") else "chain"
@@ -78,4 +83,17 @@ def evaluate_targets(res: dict) -> list[dict]:
         for rec in res.get("fwd_bwd", []):
             at_most(f"{_short(rec['op'])} {rec['dtype']}: time(dmljax forward+backward) / time(jnp autodiff)",
                     time_ratio(rec, "dmljax_jit", "jnp_jit"), LIMITS["fwd_bwd_time_vs_jnp"])
+    return out
+
+
+def twin_ratios(res: dict) -> list[tuple[str, str, object, bool]]:
+    """On a CPU, at the largest size: (operator, type, time(dmljax in jit) / time(twin) as a
+    ratios.Ratio, over the twin goal) for every record with a twin; [] on a GPU."""
+    if res["meta"]["platform"] == "gpu" or not res["sizes"]:
+        return []
+    out = []
+    for rec in res["throughput"]:
+        r = time_ratio(rec, "dmljax_jit", "jnp_jit") if rec["n"] == res["sizes"][-1] else None
+        if r is not None:
+            out.append((_short(rec["op"]), rec["dtype"], r, bool(r.value > LIMITS["cpu_time_vs_twin"])))
     return out
