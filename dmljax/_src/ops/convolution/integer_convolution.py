@@ -40,7 +40,6 @@ from dmljax._src.linear_quantization import (
 )
 from dmljax._src.numerics import load, store
 from dmljax._src.op import operator
-from dmljax._src.ops.convolution import depthwise
 from dmljax._src.ops.convolution.convolution import grouped
 from dmljax._src.spec import INFERRED, OpSpec, ParamSpec, SameDataType, SilentChoice, TensorSpec, snake_case, table
 from dmljax._src.validate import MAX_ELEMENTS, TensorInfo
@@ -197,12 +196,10 @@ def as_int8(x, zero_point):
 
 
 def _conv(x, w, g, groups, preferred):
-    """The convolution of exact integer operands, in ``preferred``; on the CPU a grouped one with
-    few channels a group by its taps (ops/convolution/depthwise.py)."""
     pads = list(zip(g["StartPadding"], g["EndPadding"]))
-    return depthwise.on_cpu(lambda p, q: grouped(lambda a, b: lax.conv_general_dilated(
-        a, b, g["Strides"], pads, rhs_dilation=g["Dilations"], feature_group_count=groups,
-        preferred_element_type=preferred), p, q, groups), x, w, groups, g["Strides"], pads, g["Dilations"], preferred)
+    return grouped(lambda a, b: lax.conv_general_dilated(a, b, g["Strides"], pads, rhs_dilation=g["Dilations"],
+                                                         feature_group_count=groups, preferred_element_type=preferred),
+                   x, w, groups)
 
 
 EXACT_FLOAT32 = 2**24
