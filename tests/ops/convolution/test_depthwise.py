@@ -156,8 +156,9 @@ def test_direction_backward_keeps_xlas_convolution():
     assert "convolution" in _lowered(lambda a, b: dmljax.convolution(a, b, direction="BACKWARD", group_count=4), x, w)
 
 
-@pytest.mark.fuzz  # (the slow tier draws more geometries)
-@settings(max_examples=tiers.by_tier(1, 30), derandomize=True, deadline=None, database=None)
+@pytest.mark.slow
+@pytest.mark.fuzz
+@settings(max_examples=30, derandomize=True, deadline=None, database=None)
 @given(st.data())
 def test_taps_over_random_geometries(data):
     d = data.draw(st.integers(1, 3))
