@@ -28,6 +28,7 @@ from dmljax._src.kernels.convolution import CONVOLUTION_TAPS, convolve_taps
 from dmljax._src.kernels.convolution_gemm import CONVOLUTION_GEMM_COLUMNS, CONVOLUTION_GEMM_ROWS, gemm_columns, gemm_rows
 from dmljax._src.numerics import compute_dtype, load, store
 from dmljax._src.op import operator
+from dmljax._src.ops.convolution import depthwise
 from dmljax._src.ops.factories import apply_fused
 from dmljax._src.partition import along_leading_axes
 from dmljax._src.spec import OpSpec, ParamSpec, SameDataType, SilentChoice, TensorSpec, snake_case, table
@@ -305,9 +306,10 @@ def _xla(x, w, direction, flip, groups, g, precision, accumulate):
         # OutputPadding: the padded input extended by OutputPadding more windows' steps
         pads = [(a, b + o * s) for a, b, o, s in zip(g["StartPadding"], g["EndPadding"], g["OutputPadding"],
                                                      g["Strides"])]
-        return grouped(lambda a, b: lax.conv_general_dilated(
+        return depthwise.on_cpu(lambda p, q: grouped(lambda a, b: lax.conv_general_dilated(
             a, b, g["Strides"], pads, rhs_dilation=g["Dilations"], feature_group_count=groups, precision=precision,
-            preferred_element_type=accumulate), x, w, groups)
+            preferred_element_type=accumulate), p, q, groups), x, w, groups, g["Strides"], pads, g["Dilations"],
+            accumulate)
     # BACKWARD: the input spread out by Strides, slid over by the transposed filter flipped
     # (CROSS_CORRELATION; the flips cancel in CONVOLUTION mode)
     w = _transposed_filter(w if flip else _spatial_flip(w), groups)

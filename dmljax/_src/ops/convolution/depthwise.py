@@ -1,0 +1,99 @@
+"""Grouped convolutions with few channels per group on the CPU, as sums over the window's taps.
+
+XLA's CPU backend runs a grouped convolution (``feature_group_count`` > 1) as a slow loop: a
+depthwise 3 x 3 convolution of {1, 96, 28, 28} took 3.8 ms where the same sums written as nine
+strided slices of the padded input times the filter's tap, added up, took 0.29 ms. For each of
+the group's input channels c and each window position k, the slice of the padded input that
+position k of every window reads (strided by Strides, offset by k x Dilations) is multiplied by
+the filter's tap [o, c, k] of each of the group's output channels and added to the sum: the same
+products as the convolution's, added in another order (docs/semantics.md#accumulating-operators),
+in the accumulation type (FLOAT32 products and sums for FLOAT32 and FLOAT16, whose FLOAT16
+products are exact in FLOAT32). Its derivatives are JAX's of the slices and products: pads of
+the cotangent times the taps, and the cotangent's products with the slices summed, the backward
+pass taps as well, in forward and reverse mode.
+
+CONVOLUTION_INTEGER and QUANTIZED_LINEAR_CONVOLUTION keep XLA's convolution: alone their depthwise
+INT8 sums ran 4-40x faster as taps (FLOAT32 sums of INT8 values are exact in any order within
+2^24, integer_convolution._pieces), but in the quantized MobileNetV3-Small the taps took the
+requantization before them into their padding's loop, and the model's XLA profile grew from 34 ms
+to 207 ms a call."""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+from jax import lax
+
+CHANNELS = 8
+"""Input channels per group the taps take at most."""
+OUTPUTS = 16
+"""Output channels per group the taps take at most."""
+TAPS = 169
+"""Products per output element (input channels per group x window positions) the taps take at
+most."""
+# Measured on the 2-core CPU (jit, medians of 20 calls, ms, taps / XLA's grouped convolution), input
+# {1, C, H, W} with C input channels in G groups, O output channels, "same" padding:
+#   depthwise (C = G) 96 x 28 x 28, 3 x 3: 0.29 / 3.8, strides 2: 0.16 / 1.2; 7 x 7: 0.51 / 6.0;
+#   13 x 13: 1.7 / 21; 576 x 7 x 7, 5 x 5: 0.17 / 1.5; 72 x 56 x 56: 0.25 / 6.9; batch 8: 0.49 / 18;
+#   O = 4C (a channel multiplier): 0.26 / 2.6; 1-D 64 x 1000, window 31: 0.23 / 3.9;
+#   3-D 16 x 8 x 28 x 28, 3 x 3 x 3: 0.30 / 41;
+#   96 x 28 x 28, 3 x 3, 2 / 4 / 8 / 16 channels a group: 0.22 / 3.3, 0.36 / 2.1, 0.85 / 1.7, 2.0 / 0.95;
+#   96 x 14 x 14, 8 / 16 channels a group: 0.22 / 0.31, 0.29 / 0.31; 4 channels a group, 5 x 5:
+#   0.90 / 5.4; 2 channels a group, 7 x 7: 1.4 / 10.6;
+#   16 -> 64 channels in 2 groups (8 in, 32 out a group): 1.1 / 3.1, but 64 -> 256 in 8 groups (8 in,
+#   32 out): 2.0 / 1.2; 32 -> 128 in 4 groups (8 in, 32 out): 2.7 / 3.7; 8 -> 128 in 2 groups: 0.77 / 1.2.
+# One group is left to XLA, whose dense convolution is fast (3 -> 64 channels, 7 x 7, strides 2,
+# 224 x 224: taps 20 ms, XLA 6.7 ms).
+
+def applies(x_shape, w_shape, groups: int) -> bool:
+    """Whether a FORWARD convolution of these Sizes and GroupCount takes the taps on the CPU: more
+    than one group, at most CHANNELS input and OUTPUTS output channels a group, at most TAPS
+    products an output element (the measurements above)."""
+    if groups <= 1 or len(x_shape) < 3:
+        return False
+    cg, og = x_shape[1] // groups, w_shape[0] // groups
+    return cg <= CHANNELS and og <= OUTPUTS and cg * math.prod(w_shape[2:]) <= TAPS
+
+
+def taps(x, w, groups: int, strides, pads, dilations, accumulate=None):
+    """The FORWARD convolution (cross-correlation: the caller flips a CONVOLUTION filter) of ``x``
+    {N, C, spatial...} with ``w`` {O, C / groups, window...} in ``groups`` groups, ``pads`` a
+    (start, end) pair per spatial dimension (zeros), summed over the taps in ``accumulate`` (the
+    operands' type where None), one product and one addition at a time."""
+    accumulate = x.dtype if accumulate is None else np.dtype(accumulate)
+    x, w = x.astype(accumulate), w.astype(accumulate)
+    n, c = x.shape[:2]
+    o, cg = w.shape[:2]
+    og = o // groups
+    window = w.shape[2:]
+    x = lax.pad(x, np.zeros((), accumulate), [(0, 0, 0), (0, 0, 0)] + [(a, b, 0) for a, b in pads])
+    out = tuple((size - d * (k - 1) - 1) // s + 1
+                for size, k, s, d in zip(x.shape[2:], window, strides, dilations))
+    # the filter as {groups, group's outputs, 1...} per (channel, tap), the input's slices as
+    # {N, groups, 1, outputs...}: their product is {N, groups, group's outputs, outputs...}
+    wg = w.reshape((groups, og, cg) + window)
+    total = None
+    for ci in range(cg):
+        channel = x[:, ci::cg] if cg > 1 else x  # the group's ci-th channel of every group
+        channel = channel.reshape((n, groups, 1) + x.shape[2:])
+        for k in np.ndindex(*window):
+            start = (0, 0, 0) + tuple(t * d for t, d in zip(k, dilations))
+            limit = (n, groups, 1) + tuple(t * d + (m - 1) * s + 1 for t, d, m, s in zip(k, dilations, out, strides))
+            piece = lax.slice(channel, start, limit, (1, 1, 1) + tuple(strides))
+            term = piece * wg[(slice(None), slice(None), ci) + k].reshape((1, groups, og) + (1,) * len(out))
+            total = term if total is None else total + term
+    return total.reshape((n, o) + out)
+
+
+def on_cpu(xla: Callable, x, w, groups: int, strides, pads, dilations, accumulate=None):
+    """``xla(x, w)``, a FORWARD convolution by XLA, computed by ``taps`` instead on the CPU where
+    ``applies`` (``lax.platform_dependent``: a GPU or TPU program holds XLA's convolution only)."""
+    if not applies(x.shape, w.shape, groups):
+        return xla(x, w)
+
+    def cpu(a, b):
+        return taps(a, b, groups, strides, pads, dilations, accumulate)
+
+    return lax.platform_dependent(x, w, cpu=cpu, default=xla)
