@@ -48,10 +48,20 @@ RULE: dict[tuple[str, str], str] = {
     ("pointwise backward", "float16"): "xla",
 }
 """(the kind of call, ``pointwise_kind``; the operands' type) -> the form taken on CUDA: "rows",
-"columns" or "xla" (XLA's convolution). FLOAT32 "pointwise" as rows: 1.23x (NCHW memory) and 1.37x
-(NHWC memory) lax's speed on the H100, flushes included (batch 32, 1024 -> 256 channels, 14 x 14;
-benchmarks/convolution/convolution.py). The other kinds keep XLA's convolution until
-benchmarks/convolution/resnet50.py has timed their forms on a GPU (its "rule" lines)."""
+"columns" or "xla" (XLA's convolution). Measured on an H200 (jax 0.11.2; batch 128, ResNet-50's
+1 x 1 shapes, forward and both gradients, NCHW and NHWC memory; benchmarks/results/h200/convolution/
+resnet50.md and rule.md):
+
+- FLOAT32 "pointwise": rows. Over 12 points it is never slower than XLA's convolution (0.30-0.90x
+  its time; 4.20 ms in all against 7.07); columns totals about the same (4.12 ms) but reaches 0.95x.
+- FLOAT16 "pointwise": XLA. With NHWC memory XLA's cuDNN convolution takes 0.81-1.02x torch's time
+  over 36 points and no form beats it by more than a few percent; with NCHW memory it takes
+  2.0-3.0x torch's time, where columns takes 0.7-1.3x, but columns costs up to 3.65x XLA's time with
+  NHWC memory. A form is chosen for the logical NCHW call alone, without the memory layout XLA
+  gives the network around it (which is NHWC for its cuDNN convolutions), so XLA's convolution,
+  which never loses against itself, stays.
+- FLOAT16 "pointwise strided": XLA (rows up to 3.2x its time, columns up to 19x).
+- The other kinds keep XLA's convolution: not measured yet."""
 
 
 def pointwise_kind(x_shape, w_shape, dtype, forward: bool, groups: int, strides, dilations, start, end,
