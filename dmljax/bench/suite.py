@@ -473,10 +473,12 @@ def run_suite(p: Plan | Options) -> dict:
         except (OSError, TypeError, ValueError):
             pass
 
-    for q in p.pairs:
+    for i, q in enumerate(p.pairs, 1):
         r = guarded(f"{q.case.short_name} {q.dtype} {pow2(largest)}", suite.throughput, q, largest, True)
         if r:
             records.append(r)
+        if i % 16 == 0:
+            checkpoint()  # a run cut short keeps what it measured
     checkpoint()
     for cp in p.chains:
         for d in cp.dtypes:
