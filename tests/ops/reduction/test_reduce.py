@@ -258,3 +258,52 @@ def test_float16_first_axis_max_min_lower_to_the_column_kernel(function):
     text = f.trace(jax.ShapeDtypeStruct((512, 1024), jnp.float16)).lower(lowering_platforms=("cuda",)).as_text()
     assert 'name = "dmljax_column_max"' in text
     assert all("f16" not in ln for ln in text.splitlines() if "stablehlo.reduce" in ln)
+
+
+def _doubtful_rows(rng, n):
+    """FLOAT32 rows of n where XLA's own maximum on the CPU goes astray or its result's bits
+    are the order's: a NaN after the extreme and before it, every element NaN, a tie of zeros
+    of both signs, denormals of both signs as the extreme, +-inf, and plain rows around them."""
+    x = rng.standard_normal((10, n)).astype(np.float32)
+    x[0, n // 2] = np.nan                                      # NaN in the middle of a long row
+    x[1, :] = np.nan                                           # a group of NaN: NaN
+    x[2, :] = -np.abs(x[2]); x[2, ::2] = 0.0; x[2, 1::2] = -0.0  # a tie of zeros: MAX +0
+    x[3, :] = -np.abs(x[3]) - 1; x[3, 5] = -1e-40; x[3, 7] = -0.0  # denormal and -0 as MAX
+    x[4, :] = np.abs(x[4]) + 1; x[4, 3] = 1e-40; x[4, 9] = -1e-40  # denormals as MIN: +-0 tie
+    x[5, :] = -np.inf; x[5, 0] = np.nan                        # NaN beside -inf
+    x[6, 0] = np.inf; x[6, 1] = -np.inf                        # inf - inf: a NaN sum, no NaN
+    x[7, -1] = np.nan; x[7, 0] = 100.0                         # the extreme first, NaN last
+    return x
+
+
+@pytest.mark.slow  # 4 s of the float64 fold on 2 cores; the short rows above stay in the fast tier
+@pytest.mark.parametrize("function", ["MAX", "MIN"])
+def test_float32_max_min_on_long_rows_equal_the_fold(function, rng):
+    # the CPU takes XLA's vectorized maximum where its result is the fold's, the fold elsewhere
+    from tests.reference.reduction.reduce import reduce as reference
+    x = _doubtful_rows(rng, 2048)
+    for axis, t in ((1, x), (0, np.ascontiguousarray(x.T))):
+        got = np.asarray(jax.jit(lambda v: dmljax.reduce(v, function=function, axes=(axis,)))(t))
+        want = reference(t, function, (axis,))[0]
+        assert np.array_equal(np.isnan(got), np.isnan(want))
+        ok = ~np.isnan(want)
+        assert _bits(got[ok]).tolist() == _bits(want[ok]).tolist()
+    # the plain rows alone (no doubt anywhere): the vectorized maximum's value
+    plain = x[8:]
+    got = dmljax.reduce(plain, function=function, axes=(1,))
+    assert _bits(got).tolist() == _bits(reference(plain, function, (1,))[0]).tolist()
+
+
+@pytest.mark.parametrize("function", ["SUM", "AVERAGE", "L1", "SUM_SQUARE", "L2", "LOG_SUM", "LOG_SUM_EXP"])
+def test_float32_sums_read_denormals_as_zero_on_every_path(function):
+    # on the CPU the flushes of these sums are XLA's arithmetic's own: denormal terms read as
+    # zero, a denormal result is stored as zero, as where the flush runs explicitly
+    d = np.float32(3e-39)
+    x = np.array([[d, d, d, d], [d, -d, 2 * d, 0.0], [1e-37, -9.5e-38, 0.0, 0.0], [-d, -d, -0.0, -0.0]], np.float32)
+    got = np.asarray(jax.jit(lambda v: dmljax.reduce(v, function=function, axes=(1,)))(x)).ravel()
+    eager = np.asarray(dmljax.reduce(x, function=function, axes=(1,))).ravel()
+    flushed = np.where(np.abs(x) < np.finfo(np.float32).tiny, np.float32(0), x)
+    want = np.asarray(dmljax.reduce(flushed, function=function, axes=(1,))).ravel()
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(eager, want)
+    assert not ((np.abs(got) < np.finfo(np.float32).tiny) & (got != 0)).any()  # no denormal out

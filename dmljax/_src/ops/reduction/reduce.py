@@ -21,7 +21,7 @@ from dmljax._src.enums import ReduceFunction as F
 from dmljax._src.errors import Violation
 from dmljax._src.kernel_seam import choose
 from dmljax._src.kernels.extreme_columns import EXTREME_COLUMNS, max_key_columns
-from dmljax._src.numerics import flush_denormals, is_nan, load, mark_flushed, store
+from dmljax._src.numerics import F32_TINY, flush_denormals, is_nan, load, mark_flushed, store
 from dmljax._src.op import operator
 from dmljax._src.ops.factories import check_axes
 from dmljax._src.ops.reduction.arg_extreme import arg_extreme
@@ -260,10 +260,27 @@ def _max_min(x, axes, larger: bool):
         k = max_key_columns(v, axes[0], keys_of if larger else (lambda u: ~keys_of(u)))
         return k if larger else ~k
 
-    def run(v):
+    def keyed(v):
         k = choose(EXTREME_COLUMNS, facts=(v.shape, tuple(axes), v.dtype)).run(  # FLOAT16 columns on a GPU
             xla_keys, column_keys, v, lead=min(axes))
         return jnp.where(k == never, jnp.asarray(np.nan, v.dtype), _from_keys(k, v.dtype))
+
+    def cpu(v):
+        # XLA's own maximum, in the CPU's vectorized reduction, where it gives the keyed result:
+        # in a group holding no NaN (its sum is not NaN: IEEE addition keeps a NaN in any order,
+        # where XLA's maximum there drops or keeps one depending on its position) whose extreme
+        # is neither a zero nor a FLOAT32 denormal (the sign of a tie of zeros is the order's).
+        # Otherwise, anywhere in the tensor, the keyed fold (a branch taken at run time).
+        m = (jnp.max if larger else jnp.min)(v, axis=axes, keepdims=True)
+        total = jnp.sum(v, axis=axes, keepdims=True)
+        small = np.asarray(F32_TINY if v.dtype == np.float32 else np.finfo(v.dtype).smallest_subnormal, v.dtype)
+        doubt = jnp.any(jnp.isnan(total) | ~(jnp.abs(m) >= small))
+        return lax.cond(doubt, keyed, lambda _: m, v)
+
+    def run(v):
+        if v.dtype != np.float32:  # FLOAT16's sum, unvectorized, costs more than its keys save
+            return keyed(v)
+        return lax.platform_dependent(v, cpu=cpu, default=keyed)
 
     def fwd(v):
         return run(v), v
@@ -352,11 +369,20 @@ def _float_grad(f: F, v, y, dy, axes):
     raise AssertionError(f)
 
 
+# Functions that read each term only through arithmetic (abs aside, whose result is then
+# summed) and whose result is arithmetic's, so that over two or more terms the FLOAT32 flushes
+# of input and output may be left to the CPU's processor (numerics.load's float_reads, store's
+# float_result); MULTIPLY's frexp
+# reads the bits.
+_ARITHMETIC = (F.SUM, F.AVERAGE, F.L1, F.SUM_SQUARE, F.L2, F.LOG_SUM, F.LOG_SUM_EXP)
+
+
 def _float(x, f: F, axes, half: bool):
     dt = DataType.from_dtype(x.dtype)
+    floats = f in _ARITHMETIC and math.prod(x.shape[a] for a in axes) >= 2
 
     def run(v):
-        return store(_float_core(f, load(v, half), axes), dt)
+        return store(_float_core(f, load(v, half, float_reads=floats), axes), dt, float_result=floats)
 
     def fwd(v):
         return run(v), v
