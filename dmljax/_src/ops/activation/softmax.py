@@ -88,12 +88,12 @@ def normalize(x: jnp.ndarray, axes: tuple[int, ...], log: bool, half: bool) -> j
     route = choose(SOFTMAX_ROWS, facts=(x.shape, axes, x.dtype, half))  # long rows on a GPU
 
     def xla_forward(x):
-        xf = load(x, half)
+        xf = load(x, half, float_reads=True)  # read by float operations alone (max, x - max)
         m = jax.lax.stop_gradient(jnp.max(xf, axis=axes, keepdims=True))
         d = xf - m
         e = jnp.exp(d)
         s = jnp.sum(e, axis=axes, keepdims=True)
-        return store(d - jnp.log(s) if log else e / s, dt)
+        return store(d - jnp.log(s) if log else e / s, dt, float_result=True)
 
     def xla_backward(y, dy):
         yf, g = load(y, half), load(dy, half)

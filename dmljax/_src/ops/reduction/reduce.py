@@ -316,6 +316,20 @@ def _product(v, axes):
     return jnp.ldexp(mr, er).reshape(kept)
 
 
+def _product_cpu(v, axes):
+    """``_product`` on the CPU, where ``v`` was not flushed (numerics.load's float_reads): XLA's plain
+    product, vectorized, wherever each of its results is a finite normal number (then no partial
+    product left the normal range, where the frexp split changes no rounding: the two differ by
+    the order of the factors alone, within the budget); anywhere else, ``_product`` of the
+    flushed terms (a branch taken at run time)."""
+    p = jnp.prod(v, axis=axes, keepdims=True)
+    doubt = jnp.any(~(jnp.abs(p) >= F32_TINY) | jnp.isinf(p))
+
+    def exact(t):
+        return flush_denormals(_product(flush_denormals(t), axes))
+    return lax.cond(doubt, exact, lambda _: p, v)
+
+
 def _float_core(f: F, v, axes):
     """The function on a compute-type tensor ``v`` (reduced axes kept)."""
     def total(t):
@@ -332,7 +346,9 @@ def _float_core(f: F, v, axes):
     if f is F.L2:
         return jnp.sqrt(total(v * v))
     if f is F.MULTIPLY:
-        return _product(v, axes) if v.dtype == np.float32 else jnp.prod(v, axis=axes, keepdims=True)
+        if v.dtype != np.float32:
+            return jnp.prod(v, axis=axes, keepdims=True)
+        return lax.platform_dependent(v, cpu=lambda t: _product_cpu(t, axes), default=lambda t: _product(t, axes))
     if f is F.LOG_SUM:
         return jnp.log(total(v))
     if f is F.LOG_SUM_EXP:
@@ -372,9 +388,8 @@ def _float_grad(f: F, v, y, dy, axes):
 # Functions that read each term only through arithmetic (abs aside, whose result is then
 # summed) and whose result is arithmetic's, so that over two or more terms the FLOAT32 flushes
 # of input and output may be left to the CPU's processor (numerics.load's float_reads, store's
-# float_result); MULTIPLY's frexp
-# reads the bits.
-_ARITHMETIC = (F.SUM, F.AVERAGE, F.L1, F.SUM_SQUARE, F.L2, F.LOG_SUM, F.LOG_SUM_EXP)
+# float_result); MULTIPLY's frexp, which reads the bits, flushes for itself there (_product_cpu).
+_ARITHMETIC = (F.SUM, F.AVERAGE, F.L1, F.SUM_SQUARE, F.L2, F.LOG_SUM, F.LOG_SUM_EXP, F.MULTIPLY)
 
 
 def _float(x, f: F, axes, half: bool):
