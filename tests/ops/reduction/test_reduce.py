@@ -307,3 +307,29 @@ def test_float32_sums_read_denormals_as_zero_on_every_path(function):
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(eager, want)
     assert not ((np.abs(got) < np.finfo(np.float32).tiny) & (got != 0)).any()  # no denormal out
+
+
+@pytest.mark.slow  # 5 s of the float64 product on 2 cores; test_multiply_has_no_intermediate_overflow stays fast
+@pytest.mark.parametrize("shape,axes", [((3, 4100), (1,)), ((130, 2, 3), (0,)), ((5, 70, 3, 9), (1, 3))])
+def test_float32_multiply_out_of_range_partials_within_budget(shape, axes, rng):
+    # partial products far outside FLOAT32's range, whatever their grouping; zeros, infinities,
+    # NaN and -0 in some groups; on the CPU the groups of a plain product out of range take the
+    # frexp split in chunks
+    from tests.reference.reduction.reduce import reduce as reference
+    u = rng.uniform(-8, 8, shape)  # exponents that cancel within each group: a product near 1 (partials
+    # wander past FLOAT32's range, not float64's)
+    x = (np.where(rng.random(shape) < 0.5, -1, 1) * np.exp2(u - u.mean(axis=axes, keepdims=True))).astype(np.float32)
+    flat = x.reshape(-1)
+    flat[:4] = [0.0, np.inf, np.nan, -0.0]
+    got = np.asarray(jax.jit(lambda v: dmljax.reduce(v, function="MULTIPLY", axes=axes))(x), np.float64)
+    want = reference(x, "MULTIPLY", axes)[0].astype(np.float64)
+    n = math.prod(shape[a] for a in axes)
+    f32 = np.finfo(np.float32)
+    clipped = np.where(np.abs(want) > f32.max, np.sign(want) * np.inf, np.where(np.abs(want) < f32.tiny, 0 * want, want))
+    assert np.array_equal(np.isnan(got), np.isnan(clipped))
+    ok = ~np.isnan(clipped)
+    assert np.array_equal(np.signbit(got[ok]), np.signbit(clipped[ok]))
+    finite = ok & np.isfinite(clipped) & (clipped != 0)
+    assert np.array_equal(np.isinf(got[ok]), np.isinf(clipped[ok])) and (got[ok & (clipped == 0)] == 0).all()
+    assert (np.abs(got[finite] - clipped[finite]) <= n * np.spacing(np.abs(clipped[finite]).astype(np.float32))).all()
+    assert finite.sum() > 0

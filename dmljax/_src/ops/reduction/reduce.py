@@ -316,17 +316,47 @@ def _product(v, axes):
     return jnp.ldexp(mr, er).reshape(kept)
 
 
+_CHUNK = 64  # mantissas in [1/2, 1): a product of 64 is at least 2^-64, far inside FLOAT32's range
+
+
+def _product_chunks(v, axes):
+    """``_product``'s value in plain vectorized reductions: each term split (frexp), the mantissas
+    multiplied 64 at a time along the reduced axis (a product that stays normal: no rounding but
+    the product's own), renormalized, the exponents summed, until one is left; then scaled once.
+    The factors are grouped otherwise than ``_product``'s pairs (within the budget); its
+    variadic reduction took 90 times jnp.prod's time on the CPU, this 4 to 7 times."""
+    kept = tuple(1 if a in axes else s for a, s in enumerate(v.shape))
+    if len(axes) > 1:  # the reduced axes moved last, as one
+        keep = tuple(a for a in range(v.ndim) if a not in axes)
+        v = jnp.transpose(v, keep + axes)
+        v = v.reshape(v.shape[:len(keep)] + (-1,))
+        axis = v.ndim - 1
+    else:
+        axis = axes[0]
+    m, e = jnp.frexp(v)
+    e = e.astype(np.int32)
+    while m.shape[axis] > 1:
+        k = min(_CHUNK, m.shape[axis])
+        pad = [(0, 0)] * m.ndim
+        pad[axis] = (0, -m.shape[axis] % k)
+        m, e = jnp.pad(m, pad, constant_values=1.0), jnp.pad(e, pad)
+        split = m.shape[:axis] + (m.shape[axis] // k, k) + m.shape[axis + 1:]
+        m, carry = jnp.frexp(jnp.prod(m.reshape(split), axis + 1))
+        e = jnp.clip(jnp.sum(e.reshape(split), axis + 1) + carry.astype(np.int32), -_EXPONENT_CAP, _EXPONENT_CAP)
+    return jnp.ldexp(m, e).reshape(kept)
+
+
 def _product_cpu(v, axes):
     """``_product`` on the CPU, where ``v`` was not flushed (numerics.load's float_reads): XLA's plain
     product, vectorized, wherever each of its results is a finite normal number (then no partial
     product left the normal range, where the frexp split changes no rounding: the two differ by
-    the order of the factors alone, within the budget); anywhere else, ``_product`` of the
-    flushed terms (a branch taken at run time)."""
+    the grouping of the factors alone, within the budget); anywhere else ``_product_chunks`` of
+    the flushed terms (a branch taken at run time)."""
     p = jnp.prod(v, axis=axes, keepdims=True)
     doubt = jnp.any(~(jnp.abs(p) >= F32_TINY) | jnp.isinf(p))
 
     def exact(t):
-        return flush_denormals(_product(flush_denormals(t), axes))
+        return flush_denormals(_product_chunks(flush_denormals(t), axes))
     return lax.cond(doubt, exact, lambda _: p, v)
 
 
