@@ -333,3 +333,22 @@ def test_float32_multiply_out_of_range_partials_within_budget(shape, axes, rng):
     assert np.array_equal(np.isinf(got[ok]), np.isinf(clipped[ok])) and (got[ok & (clipped == 0)] == 0).all()
     assert (np.abs(got[finite] - clipped[finite]) <= n * np.spacing(np.abs(clipped[finite]).astype(np.float32))).all()
     assert finite.sum() > 0
+
+
+@pytest.mark.parametrize("function", ["MAX", "MIN"])
+@pytest.mark.parametrize("axes", [(0,), (0, 2), (1,)])
+def test_max_min_gradient_goes_to_the_folds_element_over_any_axes(function, axes, rng):
+    # ties of equal values and of -0 with +0, NaN, a group of NaN: the gradient reaches the one
+    # element the fold keeps (the CPU finds it by position over axes that are not trailing)
+    from tests.reference.reduction.reduce import _grad as reference_grad
+    x = rng.integers(-2, 3, (6, 5, 4)).astype(np.float32)  # many ties
+    x[0, 0, :] = 0.0
+    x[1, :, 1] = -0.0
+    x[2, 1, :] = np.nan
+    x[:, 3, 2] = np.nan
+    kept = tuple(1 if a in axes else s for a, s in enumerate(x.shape))
+    dy = rng.standard_normal(kept).astype(np.float32)
+    f = jax.jit(lambda v, d: jax.vjp(lambda t: dmljax.reduce(t, function=function, axes=axes), v)[1](d)[0])
+    got = np.asarray(f(x, dy))
+    want = reference_grad(dy, x, function, axes)[0].astype(np.float32)
+    np.testing.assert_array_equal(got, want)

@@ -243,6 +243,21 @@ def _extreme_mask(keys, axes, larger: bool):
     return jnp.transpose(hit, np.argsort(keep + axes))
 
 
+def _extreme_mask_cpu(keys, axes, larger: bool):
+    """``_extreme_mask`` in two plain reductions, without moving axes (for the CPU, where reduced
+    axes other than the trailing ones made the transpose and the variadic argmax take 1.5 to 4
+    times the time of jax's gradient of jnp.max; over trailing axes, with nothing to move, the
+    argmax measured 0.7 times this): the extreme key, then the least row-major position over the
+    reduced coordinates holding it."""
+    extreme = (jnp.max if larger else jnp.min)(keys, axis=axes, keepdims=True)
+    position, stride = jnp.zeros(keys.shape, np.int32), 1
+    for a in reversed(axes):
+        position = position + lax.broadcasted_iota(np.int32, keys.shape, a) * np.int32(stride)
+        stride *= keys.shape[a]
+    at = jnp.where(keys == extreme, position, np.int32(stride))  # each group holds its extreme
+    return at == jnp.min(at, axis=axes, keepdims=True)
+
+
 def _max_min(x, axes, larger: bool):
     """MAX/MIN: exact, NaN skipped (a group of NaN: NaN), +0 above -0; the gradient goes to the
     element the fold keeps."""
@@ -286,7 +301,12 @@ def _max_min(x, axes, larger: bool):
         return run(v), v
 
     def bwd(v, dy):
-        mask = _extreme_mask(keys_of(v), axes, larger)
+        k = keys_of(v)
+        if axes == tuple(range(v.ndim - len(axes), v.ndim)):  # trailing: nothing to move
+            mask = _extreme_mask(k, axes, larger)
+        else:
+            mask = lax.platform_dependent(k, cpu=lambda t: _extreme_mask_cpu(t, axes, larger),
+                                          default=lambda t: _extreme_mask(t, axes, larger))
         return (jnp.where(mask, jnp.broadcast_to(dy, v.shape), jnp.zeros((), dy.dtype)),)
 
     run = backward_rule(run, fwd, bwd)
