@@ -54,6 +54,9 @@ _ARITHMETIC_READERS = {  # operators whose FLOAT32 flushes are XLA's arithmetic'
     "reduce L1": lambda x: dmljax.reduce(x, function="L1", axes=(1,)),
     "reduce MULTIPLY": lambda x: dmljax.reduce(x, function="MULTIPLY", axes=(1,)),
     "reduce LOG_SUM_EXP": lambda x: dmljax.reduce(x, function="LOG_SUM_EXP", axes=(1,)),
+    "cumulative_summation": lambda x: dmljax.cumulative_summation(x, axis=1),
+    "cumulative_summation exclusive": lambda x: dmljax.cumulative_summation(
+        x, axis=0, axis_direction="DECREASING", has_exclusive_sum=True),
     "lp_normalization": lambda x: dmljax.lp_normalization(x, axis=1),
     "lp_normalization p=1 epsilon=0": lambda x: dmljax.lp_normalization(x, axis=0, p=1, epsilon=0.0),
     "softmax1": lambda x: dmljax.activation_softmax1(x, axes=(1,)),
