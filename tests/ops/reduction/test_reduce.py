@@ -278,10 +278,11 @@ def _doubtful_rows(rng, n):
 
 @pytest.mark.slow  # 4 s of the float64 fold on 2 cores; the short rows above stay in the fast tier
 @pytest.mark.parametrize("function", ["MAX", "MIN"])
-def test_float32_max_min_on_long_rows_equal_the_fold(function, rng):
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_max_min_on_long_rows_equal_the_fold(function, dtype, rng):
     # the CPU takes XLA's vectorized maximum where its result is the fold's, the fold elsewhere
     from tests.reference.reduction.reduce import reduce as reference
-    x = _doubtful_rows(rng, 2048)
+    x = _doubtful_rows(rng, 2048).astype(dtype)  # (FLOAT16: the denormals are zeros, kept signs)
     for axis, t in ((1, x), (0, np.ascontiguousarray(x.T))):
         got = np.asarray(jax.jit(lambda v: dmljax.reduce(v, function=function, axes=(axis,)))(t))
         want = reference(t, function, (axis,))[0]

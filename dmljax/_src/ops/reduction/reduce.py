@@ -282,19 +282,22 @@ def _max_min(x, axes, larger: bool):
 
     def cpu(v):
         # XLA's own maximum, in the CPU's vectorized reduction, where it gives the keyed result:
-        # in a group holding no NaN (its sum is not NaN: IEEE addition keeps a NaN in any order,
-        # where XLA's maximum there drops or keeps one depending on its position) whose extreme
-        # is neither a zero nor a FLOAT32 denormal (the sign of a tie of zeros is the order's).
+        # in a group holding no NaN (FLOAT32: its sum is not NaN, as IEEE addition keeps a NaN in
+        # any order, where XLA's maximum there drops or keeps one depending on its position) whose
+        # extreme is neither a zero nor a FLOAT32 denormal (the sign of a tie of zeros is the
+        # order's).
         # Otherwise, anywhere in the tensor, the keyed fold (a branch taken at run time).
         m = (jnp.max if larger else jnp.min)(v, axis=axes, keepdims=True)
-        total = jnp.sum(v, axis=axes, keepdims=True)
-        small = np.asarray(F32_TINY if v.dtype == np.float32 else np.finfo(v.dtype).smallest_subnormal, v.dtype)
-        doubt = jnp.any(jnp.isnan(total) | ~(jnp.abs(m) >= small))
+        if v.dtype == np.float32:
+            nan = jnp.isnan(jnp.sum(v, axis=axes, keepdims=True))
+            small = np.asarray(F32_TINY, v.dtype)
+        else:  # FLOAT16's sum is not vectorized: a test of each element measured less
+            nan = jnp.any(jnp.isnan(v), axis=axes, keepdims=True)
+            small = np.asarray(np.finfo(v.dtype).smallest_subnormal, v.dtype)  # its denormals are kept
+        doubt = jnp.any(nan | ~(jnp.abs(m) >= small))
         return lax.cond(doubt, keyed, lambda _: m, v)
 
     def run(v):
-        if v.dtype != np.float32:  # FLOAT16's sum, unvectorized, costs more than its keys save
-            return keyed(v)
         return lax.platform_dependent(v, cpu=cpu, default=keyed)
 
     def fwd(v):
