@@ -222,7 +222,7 @@ def test_row_kernel_matches_the_reference(log, dtype, rng):
     assert_matches(g, [grad(dy, x)[0]], dt, budget + 2, magnitude=size(dy, x)[0])
 
 
-@pytest.mark.parametrize("axes", [(0,), (0, 2), (1,), (2,)])
+@pytest.mark.parametrize("axes", [(0,), (0, 2), (1,)])
 def test_hardmax1_first_maximum_over_any_axes(axes, rng):
     # ties (equal values, -0 with +0, a denormal with 0), NaN and a group of NaN only: the 1 at
     # the first maximum in row-major order of the reduced coordinates (the CPU finds it in place
