@@ -49,6 +49,52 @@ def test_float32_denormal_inputs_are_flushed_sign_preserving(op, kwargs):
         assert list(np.signbit(out)) == [False, True]
 
 
+_ARITHMETIC_READERS = {  # operators whose FLOAT32 flushes are XLA's arithmetic's own on the CPU
+    "reduce SUM": lambda x: dmljax.reduce(x, function="SUM", axes=(1,)),
+    "reduce L1": lambda x: dmljax.reduce(x, function="L1", axes=(1,)),
+    "reduce L2": lambda x: dmljax.reduce(x, function="L2", axes=(1,)),
+    "reduce AVERAGE": lambda x: dmljax.reduce(x, function="AVERAGE", axes=(0,)),
+    "reduce MULTIPLY": lambda x: dmljax.reduce(x, function="MULTIPLY", axes=(1,)),
+    "reduce LOG_SUM_EXP": lambda x: dmljax.reduce(x, function="LOG_SUM_EXP", axes=(1,)),
+    "cumulative_summation": lambda x: dmljax.cumulative_summation(x, axis=1),
+    "cumulative_summation exclusive": lambda x: dmljax.cumulative_summation(
+        x, axis=0, axis_direction="DECREASING", has_exclusive_sum=True),
+    "lp_normalization": lambda x: dmljax.lp_normalization(x, axis=1),
+    "lp_normalization p=1 epsilon=0": lambda x: dmljax.lp_normalization(x, axis=0, p=1, epsilon=0.0),
+    "softmax1": lambda x: dmljax.activation_softmax1(x, axes=(1,)),
+    "log_softmax1": lambda x: dmljax.activation_log_softmax1(x, axes=(1,)),
+    "mean_variance_normalization1": lambda x: dmljax.mean_variance_normalization1(x, axes=(1,)),
+    "mean_variance_normalization2 scaled": lambda x: dmljax.mean_variance_normalization2(
+        x, np.full((1, 6), 3e-39, np.float32), np.full((1, 6), -1e-39, np.float32), axes=(1,), use_mean=False),
+    "mean_variance_normalization2 neither": lambda x: dmljax.mean_variance_normalization2(
+        x, axes=(1,), use_mean=False, use_variance=False),
+}
+
+
+_SLOW_READERS = {"reduce L1", "reduce L2", "reduce AVERAGE", "reduce LOG_SUM_EXP", "log_softmax1",
+                 "mean_variance_normalization2 scaled", "lp_normalization p=1 epsilon=0",
+                 "cumulative_summation exclusive"}  # 4 s more on 2 cores: the slow tier
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in _SLOW_READERS else n
+                                  for n in sorted(_ARITHMETIC_READERS)])
+def test_float32_denormals_read_and_stored_as_zero_where_xla_flushes(name):
+    # On the CPU these leave the flushes to the processor (numerics.load's float_reads, store's
+    # float_result): the same
+    # bits as the input flushed beforehand, eager and in jit, and no denormal out
+    d = np.float32(3e-39)
+    x = np.array([[d, -d, 2 * d, 0.0, -0.0, d], [1e-37, -9.5e-38, d, -d, 0.0, 1.0],
+                  [-d, -d, -0.0, -d, -0.0, -d], [1e-20, 1e-20, 1e-19, 2e-20, -d, 5.0]], np.float32)
+    flushed = np.where(np.abs(x) < np.finfo(np.float32).tiny, x * np.float32(0), x)
+    op = _ARITHMETIC_READERS[name]
+    want = np.asarray(op(flushed))
+    for got in (np.asarray(op(x)), np.asarray(jax.jit(op)(x))):
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+        assert not ((np.abs(got) < np.finfo(np.float32).tiny) & (got != 0)).any()
+    if name.endswith("neither"):  # the input is the output: its flush is explicit
+        assert np.signbit(want[2]).all() and (want[2] == 0).all()
+
+
 def test_float32_denormal_outputs_are_flushed():
     out = np.asarray(dmljax.element_wise_multiply(np.array([1e-20, -1e-20], np.float32),
                                                   np.array([1e-20, 1e-20], np.float32)))

@@ -220,3 +220,19 @@ def test_row_kernel_matches_the_reference(log, dtype, rng):
     grad = ref._log_softmax_grad if log else ref._softmax_grad
     size = ref._log_softmax_grad_size if log else ref._softmax_grad_size
     assert_matches(g, [grad(dy, x)[0]], dt, budget + 2, magnitude=size(dy, x)[0])
+
+
+@pytest.mark.parametrize("axes", [(0,), (0, 2), (1,)])
+def test_hardmax1_first_maximum_over_any_axes(axes, rng):
+    # ties (equal values, -0 with +0, a denormal with 0), NaN and a group of NaN only: the 1 at
+    # the first maximum in row-major order of the reduced coordinates (the CPU finds it in place
+    # over axes that are not trailing)
+    from tests.reference.activation.softmax import _hardmax
+    x = rng.integers(-2, 3, (6, 5, 4)).astype(np.float32)
+    x[0, 0, :] = [0.0, -0.0, 1e-40, -1e-40]
+    x[1, :, 1] = np.nan
+    x[2, 1, :] = np.nan
+    x[:, 3, 2] = np.nan
+    x[3] = np.where(x[3] > 0, -0.0, x[3])
+    got = np.asarray(jax.jit(lambda v: dmljax.activation_hardmax1(v, axes=axes))(x))
+    np.testing.assert_array_equal(got, _hardmax(x, axes)[0])

@@ -258,3 +258,82 @@ def test_float16_first_axis_max_min_lower_to_the_column_kernel(function):
     text = f.trace(jax.ShapeDtypeStruct((512, 1024), jnp.float16)).lower(lowering_platforms=("cuda",)).as_text()
     assert 'name = "dmljax_column_max"' in text
     assert all("f16" not in ln for ln in text.splitlines() if "stablehlo.reduce" in ln)
+
+
+def _doubtful_rows(rng, n):
+    """FLOAT32 rows of n where XLA's own maximum on the CPU goes astray or its result's bits
+    are the order's: a NaN after the extreme and before it, every element NaN, a tie of zeros
+    of both signs, denormals of both signs as the extreme, +-inf, and plain rows around them."""
+    x = rng.standard_normal((10, n)).astype(np.float32)
+    x[0, n // 2] = np.nan                                      # NaN in the middle of a long row
+    x[1, :] = np.nan                                           # a group of NaN: NaN
+    x[2, :] = -np.abs(x[2]); x[2, ::2] = 0.0; x[2, 1::2] = -0.0  # a tie of zeros: MAX +0
+    x[3, :] = -np.abs(x[3]) - 1; x[3, 5] = -1e-40; x[3, 7] = -0.0  # denormal and -0 as MAX
+    x[4, :] = np.abs(x[4]) + 1; x[4, 3] = 1e-40; x[4, 9] = -1e-40  # denormals as MIN: +-0 tie
+    x[5, :] = -np.inf; x[5, 0] = np.nan                        # NaN beside -inf
+    x[6, 0] = np.inf; x[6, 1] = -np.inf                        # inf - inf: a NaN sum, no NaN
+    x[7, -1] = np.nan; x[7, 0] = 100.0                         # the extreme first, NaN last
+    return x
+
+
+@pytest.mark.slow  # 4 s of the float64 fold on 2 cores; the short rows above stay in the fast tier
+@pytest.mark.parametrize("function", ["MAX", "MIN"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_max_min_on_long_rows_equal_the_fold(function, dtype, rng):
+    # the CPU takes XLA's vectorized maximum where its result is the fold's, the fold elsewhere
+    from tests.reference.reduction.reduce import reduce as reference
+    x = _doubtful_rows(rng, 2048).astype(dtype)  # (FLOAT16: the denormals are zeros, kept signs)
+    for axis, t in ((1, x), (0, np.ascontiguousarray(x.T))):
+        got = np.asarray(jax.jit(lambda v: dmljax.reduce(v, function=function, axes=(axis,)))(t))
+        want = reference(t, function, (axis,))[0]
+        assert np.array_equal(np.isnan(got), np.isnan(want))
+        ok = ~np.isnan(want)
+        assert _bits(got[ok]).tolist() == _bits(want[ok]).tolist()
+    # the plain rows alone (no doubt anywhere): the vectorized maximum's value
+    plain = x[8:]
+    got = dmljax.reduce(plain, function=function, axes=(1,))
+    assert _bits(got).tolist() == _bits(reference(plain, function, (1,))[0]).tolist()
+
+
+@pytest.mark.slow  # 5 s of the float64 product on 2 cores; test_multiply_has_no_intermediate_overflow stays fast
+@pytest.mark.parametrize("shape,axes", [((3, 4100), (1,)), ((130, 2, 3), (0,)), ((5, 70, 3, 9), (1, 3))])
+def test_float32_multiply_out_of_range_partials_within_budget(shape, axes, rng):
+    # partial products far outside FLOAT32's range, whatever their grouping; zeros, infinities,
+    # NaN and -0 in some groups; on the CPU the groups of a plain product out of range take the
+    # frexp split in chunks
+    from tests.reference.reduction.reduce import reduce as reference
+    u = rng.uniform(-8, 8, shape)  # exponents that cancel within each group: a product near 1 (partials
+    # wander past FLOAT32's range, not float64's)
+    x = (np.where(rng.random(shape) < 0.5, -1, 1) * np.exp2(u - u.mean(axis=axes, keepdims=True))).astype(np.float32)
+    flat = x.reshape(-1)
+    flat[:4] = [0.0, np.inf, np.nan, -0.0]
+    got = np.asarray(jax.jit(lambda v: dmljax.reduce(v, function="MULTIPLY", axes=axes))(x), np.float64)
+    want = reference(x, "MULTIPLY", axes)[0].astype(np.float64)
+    n = math.prod(shape[a] for a in axes)
+    f32 = np.finfo(np.float32)
+    clipped = np.where(np.abs(want) > f32.max, np.sign(want) * np.inf, np.where(np.abs(want) < f32.tiny, 0 * want, want))
+    assert np.array_equal(np.isnan(got), np.isnan(clipped))
+    ok = ~np.isnan(clipped)
+    assert np.array_equal(np.signbit(got[ok]), np.signbit(clipped[ok]))
+    finite = ok & np.isfinite(clipped) & (clipped != 0)
+    assert np.array_equal(np.isinf(got[ok]), np.isinf(clipped[ok])) and (got[ok & (clipped == 0)] == 0).all()
+    assert (np.abs(got[finite] - clipped[finite]) <= n * np.spacing(np.abs(clipped[finite]).astype(np.float32))).all()
+    assert finite.sum() > 0
+
+
+@pytest.mark.parametrize("function,axes", [("MAX", (0,)), ("MAX", (0, 2)), ("MIN", (1,))])
+def test_max_min_gradient_goes_to_the_folds_element_over_any_axes(function, axes, rng):
+    # ties of equal values and of -0 with +0, NaN, a group of NaN: the gradient reaches the one
+    # element the fold keeps (the CPU finds it by position over axes that are not trailing)
+    from tests.reference.reduction.reduce import _grad as reference_grad
+    x = rng.integers(-2, 3, (6, 5, 4)).astype(np.float32)  # many ties
+    x[0, 0, :] = 0.0
+    x[1, :, 1] = -0.0
+    x[2, 1, :] = np.nan
+    x[:, 3, 2] = np.nan
+    kept = tuple(1 if a in axes else s for a, s in enumerate(x.shape))
+    dy = rng.standard_normal(kept).astype(np.float32)
+    f = jax.jit(lambda v, d: jax.vjp(lambda t: dmljax.reduce(t, function=function, axes=axes), v)[1](d)[0])
+    got = np.asarray(f(x, dy))
+    want = reference_grad(dy, x, function, axes)[0].astype(np.float32)
+    np.testing.assert_array_equal(got, want)

@@ -102,8 +102,8 @@ def lp_normalization(input, *, axis, epsilon, p, allow_half_precision_computatio
         return jnp.sqrt(jnp.sum(xf * xf, axis=axis, keepdims=True) + eps)
 
     def run(x):
-        xf = load(x)
-        return store(xf / norm(xf), dt)
+        xf = load(x, float_reads=True)  # read by float operations alone, the result a quotient
+        return store(xf / norm(xf), dt, float_result=True)
 
     def run_fwd(x):
         return run(x), x

@@ -144,7 +144,9 @@ def tally(x, axis: int, reverse: bool, exclusive: bool, product: bool, half: boo
     def summed(v, rev):
         """The tally of v (the tensor's type), read, tallied and rounded as the rules say."""
         def xla(u):
-            return store(core(load(u, half), rev), DataType.from_dtype(u.dtype))
+            # a running sum of flushed terms: its first element is a flushed term, the others sums,
+            # which the CPU's processor flushes (numerics.store's float_result)
+            return store(core(load(u, half), rev), DataType.from_dtype(u.dtype), float_result=not product)
         return route.run(xla, lambda u: rows(u, rev, exclusive), v, lead=axis)
 
     def run(v):

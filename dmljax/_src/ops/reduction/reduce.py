@@ -21,7 +21,7 @@ from dmljax._src.enums import ReduceFunction as F
 from dmljax._src.errors import Violation
 from dmljax._src.kernel_seam import choose
 from dmljax._src.kernels.extreme_columns import EXTREME_COLUMNS, max_key_columns
-from dmljax._src.numerics import flush_denormals, is_nan, load, mark_flushed, store
+from dmljax._src.numerics import F32_TINY, flush_denormals, is_nan, load, mark_flushed, store
 from dmljax._src.op import operator
 from dmljax._src.ops.factories import check_axes
 from dmljax._src.ops.reduction.arg_extreme import arg_extreme
@@ -243,6 +243,21 @@ def _extreme_mask(keys, axes, larger: bool):
     return jnp.transpose(hit, np.argsort(keep + axes))
 
 
+def _extreme_mask_cpu(keys, axes, larger: bool):
+    """``_extreme_mask`` in two plain reductions, without moving axes (for the CPU, where reduced
+    axes other than the trailing ones made the transpose and the variadic argmax take 1.5 to 4
+    times the time of jax's gradient of jnp.max; over trailing axes, with nothing to move, the
+    argmax measured 0.7 times this): the extreme key, then the least row-major position over the
+    reduced coordinates holding it."""
+    extreme = (jnp.max if larger else jnp.min)(keys, axis=axes, keepdims=True)
+    position, stride = jnp.zeros(keys.shape, np.int32), 1
+    for a in reversed(axes):
+        position = position + lax.broadcasted_iota(np.int32, keys.shape, a) * np.int32(stride)
+        stride *= keys.shape[a]
+    at = jnp.where(keys == extreme, position, np.int32(stride))  # each group holds its extreme
+    return at == jnp.min(at, axis=axes, keepdims=True)
+
+
 def _max_min(x, axes, larger: bool):
     """MAX/MIN: exact, NaN skipped (a group of NaN: NaN), +0 above -0; the gradient goes to the
     element the fold keeps."""
@@ -260,16 +275,41 @@ def _max_min(x, axes, larger: bool):
         k = max_key_columns(v, axes[0], keys_of if larger else (lambda u: ~keys_of(u)))
         return k if larger else ~k
 
-    def run(v):
+    def keyed(v):
         k = choose(EXTREME_COLUMNS, facts=(v.shape, tuple(axes), v.dtype)).run(  # FLOAT16 columns on a GPU
             xla_keys, column_keys, v, lead=min(axes))
         return jnp.where(k == never, jnp.asarray(np.nan, v.dtype), _from_keys(k, v.dtype))
+
+    def cpu(v):
+        # XLA's own maximum, in the CPU's vectorized reduction, where it gives the keyed result:
+        # in a group holding no NaN (FLOAT32: its sum is not NaN, as IEEE addition keeps a NaN in
+        # any order, where XLA's maximum there drops or keeps one depending on its position) whose
+        # extreme is neither a zero nor a FLOAT32 denormal (the sign of a tie of zeros is the
+        # order's).
+        # Otherwise, anywhere in the tensor, the keyed fold (a branch taken at run time).
+        m = (jnp.max if larger else jnp.min)(v, axis=axes, keepdims=True)
+        if v.dtype == np.float32:
+            nan = jnp.isnan(jnp.sum(v, axis=axes, keepdims=True))
+            small = np.asarray(F32_TINY, v.dtype)
+        else:  # FLOAT16's sum is not vectorized: a test of each element measured less
+            nan = jnp.any(jnp.isnan(v), axis=axes, keepdims=True)
+            small = np.asarray(np.finfo(v.dtype).smallest_subnormal, v.dtype)  # its denormals are kept
+        doubt = jnp.any(nan | ~(jnp.abs(m) >= small))
+        return lax.cond(doubt, keyed, lambda _: m, v)
+
+    def run(v):
+        return lax.platform_dependent(v, cpu=cpu, default=keyed)
 
     def fwd(v):
         return run(v), v
 
     def bwd(v, dy):
-        mask = _extreme_mask(keys_of(v), axes, larger)
+        k = keys_of(v)
+        if axes == tuple(range(v.ndim - len(axes), v.ndim)):  # trailing: nothing to move
+            mask = _extreme_mask(k, axes, larger)
+        else:
+            mask = lax.platform_dependent(k, cpu=lambda t: _extreme_mask_cpu(t, axes, larger),
+                                          default=lambda t: _extreme_mask(t, axes, larger))
         return (jnp.where(mask, jnp.broadcast_to(dy, v.shape), jnp.zeros((), dy.dtype)),)
 
     run = backward_rule(run, fwd, bwd)
@@ -299,6 +339,50 @@ def _product(v, axes):
     return jnp.ldexp(mr, er).reshape(kept)
 
 
+_CHUNK = 64  # mantissas in [1/2, 1): a product of 64 is at least 2^-64, far inside FLOAT32's range
+
+
+def _product_chunks(v, axes):
+    """``_product``'s value in plain vectorized reductions: each term split (frexp), the mantissas
+    multiplied 64 at a time along the reduced axis (a product that stays normal: no rounding but
+    the product's own), renormalized, the exponents summed, until one is left; then scaled once.
+    The factors are grouped otherwise than ``_product``'s pairs (within the budget); its
+    variadic reduction took 90 times jnp.prod's time on the CPU, this 4 to 7 times."""
+    kept = tuple(1 if a in axes else s for a, s in enumerate(v.shape))
+    if len(axes) > 1:  # the reduced axes moved last, as one
+        keep = tuple(a for a in range(v.ndim) if a not in axes)
+        v = jnp.transpose(v, keep + axes)
+        v = v.reshape(v.shape[:len(keep)] + (-1,))
+        axis = v.ndim - 1
+    else:
+        axis = axes[0]
+    m, e = jnp.frexp(v)
+    e = e.astype(np.int32)
+    while m.shape[axis] > 1:
+        k = min(_CHUNK, m.shape[axis])
+        pad = [(0, 0)] * m.ndim
+        pad[axis] = (0, -m.shape[axis] % k)
+        m, e = jnp.pad(m, pad, constant_values=1.0), jnp.pad(e, pad)
+        split = m.shape[:axis] + (m.shape[axis] // k, k) + m.shape[axis + 1:]
+        m, carry = jnp.frexp(jnp.prod(m.reshape(split), axis + 1))
+        e = jnp.clip(jnp.sum(e.reshape(split), axis + 1) + carry.astype(np.int32), -_EXPONENT_CAP, _EXPONENT_CAP)
+    return jnp.ldexp(m, e).reshape(kept)
+
+
+def _product_cpu(v, axes):
+    """``_product`` on the CPU, where ``v`` was not flushed (numerics.load's float_reads): XLA's plain
+    product, vectorized, wherever each of its results is a finite normal number (then no partial
+    product left the normal range, where the frexp split changes no rounding: the two differ by
+    the grouping of the factors alone, within the budget); anywhere else ``_product_chunks`` of
+    the flushed terms (a branch taken at run time)."""
+    p = jnp.prod(v, axis=axes, keepdims=True)
+    doubt = jnp.any(~(jnp.abs(p) >= F32_TINY) | jnp.isinf(p))
+
+    def exact(t):
+        return flush_denormals(_product_chunks(flush_denormals(t), axes))
+    return lax.cond(doubt, exact, lambda _: p, v)
+
+
 def _float_core(f: F, v, axes):
     """The function on a compute-type tensor ``v`` (reduced axes kept)."""
     def total(t):
@@ -315,7 +399,9 @@ def _float_core(f: F, v, axes):
     if f is F.L2:
         return jnp.sqrt(total(v * v))
     if f is F.MULTIPLY:
-        return _product(v, axes) if v.dtype == np.float32 else jnp.prod(v, axis=axes, keepdims=True)
+        if v.dtype != np.float32:
+            return jnp.prod(v, axis=axes, keepdims=True)
+        return lax.platform_dependent(v, cpu=lambda t: _product_cpu(t, axes), default=lambda t: _product(t, axes))
     if f is F.LOG_SUM:
         return jnp.log(total(v))
     if f is F.LOG_SUM_EXP:
@@ -352,11 +438,19 @@ def _float_grad(f: F, v, y, dy, axes):
     raise AssertionError(f)
 
 
+# Functions that read each term only through arithmetic (abs aside, whose result is then
+# summed) and whose result is arithmetic's, so that over two or more terms the FLOAT32 flushes
+# of input and output may be left to the CPU's processor (numerics.load's float_reads, store's
+# float_result); MULTIPLY's frexp, which reads the bits, flushes for itself there (_product_cpu).
+_ARITHMETIC = (F.SUM, F.AVERAGE, F.L1, F.SUM_SQUARE, F.L2, F.LOG_SUM, F.LOG_SUM_EXP, F.MULTIPLY)
+
+
 def _float(x, f: F, axes, half: bool):
     dt = DataType.from_dtype(x.dtype)
+    floats = f in _ARITHMETIC and math.prod(x.shape[a] for a in axes) >= 2
 
     def run(v):
-        return store(_float_core(f, load(v, half), axes), dt)
+        return store(_float_core(f, load(v, half, float_reads=floats), axes), dt, float_result=floats)
 
     def fwd(v):
         return run(v), v
