@@ -202,8 +202,9 @@ def _attention(q, k, v, *, head_count, scale, **_):
     key and value outputs). Written out: jax.nn.dot_product_attention refuses FLOAT16 on a CPU."""
     b, t, hd = q.shape
     q, k, v = (x.reshape(b, t, head_count, hd // head_count) for x in (q, k, v))
-    p = jax.nn.softmax(jnp.einsum("bqhd,bkhd->bhqk", q, k) * scale, axis=-1)
-    out = jnp.einsum("bhqk,bkhd->bqhd", p, v).reshape(b, t, hd)
+    hi = _true_float32(q)
+    p = jax.nn.softmax(jnp.einsum("bqhd,bkhd->bhqk", q, k, precision=hi) * scale, axis=-1)
+    out = jnp.einsum("bhqk,bkhd->bqhd", p, v, precision=hi).reshape(b, t, hd)
     return out, k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)
 
 
@@ -236,8 +237,14 @@ def _lrn(x, *, local_size, alpha, beta, bias, **_):
     return x / (bias + alpha / local_size * window) ** beta
 
 
+def _true_float32(x):
+    """The precision that gives FLOAT32 products, as DirectML's (a GPU's default would take TF32)."""
+    return jax.lax.Precision.HIGHEST if x.dtype == jnp.float32 else None
+
+
 def _conv(x, w, *, strides, start_padding, end_padding, **_):
-    return jax.lax.conv_general_dilated(x, w, tuple(strides), tuple(zip(start_padding, end_padding)))
+    return jax.lax.conv_general_dilated(x, w, tuple(strides), tuple(zip(start_padding, end_padding)),
+                                        precision=_true_float32(x))
 
 
 def _pool(kind):
@@ -475,7 +482,8 @@ OPERATOR_RECIPES: dict[str, Recipe] = {
         jnp=lambda x, *, axis, epsilon, **_: x / jnp.sqrt(jnp.sum(x * x, axis, keepdims=True) + epsilon)),
     "LOCAL_RESPONSE_NORMALIZATION": Recipe(shapes=_images, attrs={"local_size": 5}, jnp=_lrn),
     # GEMM and convolution: square matrices; 16 -> 16 channels through a 3 x 3 filter, padded.
-    "GEMM": Recipe(shapes=_two_matrices, jnp=lambda a, b, *, alpha, **_: alpha * (a @ b)),
+    "GEMM": Recipe(shapes=_two_matrices,
+                   jnp=lambda a, b, *, alpha, **_: alpha * jnp.matmul(a, b, precision=_true_float32(a))),
     "CONVOLUTION": Recipe(
         shapes=lambda n: _images(n) + ((_channels(n), _channels(n), 3, 3),),
         attrs={"strides": (1, 1), "dilations": (1, 1), "start_padding": (1, 1), "end_padding": (1, 1),
