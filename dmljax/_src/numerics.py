@@ -95,24 +95,16 @@ def _flush_select(x):
     return jnp.where(jnp.abs(x) < F32_TINY, x * np.float32(0.0), x)
 
 
-def _flush_bits(x):
-    # The same bits on the integer view: a zero exponent field (a denormal or a zero) keeps only
-    # the sign bit. XLA's CPU backend will not fuse a select that reads a value three times
-    # (abs, multiply, select) into the exp or divide that made it, so _flush_select after such
-    # math cost a second pass over memory there (SIGMOID 1.6x jax.numpy's time); the integer
-    # form reads the value's bits through one bitcast and fuses.
-    bits = lax.bitcast_convert_type(x, np.uint32)
-    keep = jnp.where((bits & np.uint32(0x7F800000)) == 0, np.uint32(0x80000000), np.uint32(0xFFFFFFFF))
-    return lax.bitcast_convert_type(bits & keep, np.float32)
-
-
 @jax.custom_jvp
 def _flush_f32(x):
-    # Both forms give the same bits; each backend gets the one its compiler handles best (the
-    # GPU keeps the select, measured there).
+    # One form on every backend. An integer form on the bits fuses into the math before it on
+    # the CPU (the select after SIGMOID's exp and divide takes a second loop over memory there),
+    # but it moved XLA's CPU contraction of
+    # multiply-adds with the program around it: ADAM_OPTIMIZER's second moment differed by one
+    # ULP between a direct call and a DxDispatch model (tests/test_dxdispatch_catalog.py).
     # (jnp.asarray: op by op under jax.disable_jit a NumPy input would make NumPy warn at inf * 0)
     x = jnp.asarray(x)
-    return lax.platform_dependent(x, cpu=_flush_bits, default=_flush_select)
+    return _flush_select(x)
 
 
 @_flush_f32.defjvp

@@ -33,9 +33,13 @@ def _ort(m, *inputs):
 
 
 def _primitives(jaxpr) -> set[str]:
+    """The primitives a jaxpr holds, nested ones included; a cond that picks an operator's form by
+    platform (lax.platform_dependent: its index is a platform_index) is named "platform cond"."""
     out = set()
+    made_by = {v: e.primitive.name for e in jaxpr.eqns for v in e.outvars}
     for e in jaxpr.eqns:
-        out.add(e.primitive.name)
+        by_platform = e.primitive.name == "cond" and made_by.get(e.invars[0]) == "platform_index"
+        out.add("platform cond" if by_platform else e.primitive.name)
         for p in e.params.values():
             for sub in (p if isinstance(p, (list, tuple)) else [p]):
                 if hasattr(sub, "jaxpr") and hasattr(sub.jaxpr, "eqns"):

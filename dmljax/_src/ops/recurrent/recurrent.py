@@ -394,7 +394,7 @@ def lstm(input, weight, recurrence, bias=None, hidden_init=None, cell_mem_init=N
         >>> b = np.array([0, 0, 0, 2, 0, 0, 0, 0], np.float32).reshape(1, 1, 1, 8)  # Wbc = 2
         >>> seq, h, c = dmljax.lstm(x, w, r, b)
         >>> c.ravel()                                     # C = 0.5 C + 0.5 tanh(2), three times
-        Array([0.8435242], dtype=float32)
+        Array([0.8435241], dtype=float32)
     """
     return _run("LSTM", input, weight, recurrence, bias, hidden_init, cell_mem_init, sequence_lengths, peephole,
                 activation_descs, direction, allow_half_precision_computation,
