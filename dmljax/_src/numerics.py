@@ -39,6 +39,7 @@ __all__ = [
     "is_nan",
     "bits_type",
     "mark_flushed",
+    "record_flushed",
     "is_flushed",
     "pow_c99",
     "copy_sign",
@@ -145,8 +146,12 @@ def flush_values(x):
 def mark_flushed(x) -> None:
     """Record that ``x`` (an array or tracer) holds FLOAT32 values already flushed (not inside a
     gradient rule, which does not flush)."""
-    if in_gradient_rule():
-        return
+    if not in_gradient_rule():
+        record_flushed(x)
+
+
+def record_flushed(x) -> None:
+    """``mark_flushed`` where no gradient rule can be in progress (an operator's direct call)."""
     try:
         ref = weakref.ref(x)
     except TypeError:  # not weakly referenceable: simply not recorded

@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import functools
 import inspect
+import math
 from typing import Any, Callable, Iterator
 
 import jax
@@ -22,7 +23,7 @@ from dmljax._src.docstrings import HALF_ARG, docstring
 from dmljax._src.errors import ValidationError, Violation, note_call_site, quote
 from dmljax._src.feature_level import ENV_VAR, resolve_feature_level
 from dmljax._src.kernel_seam import disabled_kernels, forced_kernels
-from dmljax._src.numerics import is_flushed, mark_flushed
+from dmljax._src.numerics import is_flushed, mark_flushed, record_flushed
 from dmljax._src.registry import register
 from dmljax._src.spec import INFERRED, REQUIRED, OpSpec
 from dmljax._src.dtypes import x64_enabled
@@ -83,6 +84,22 @@ def record_calls() -> Iterator[list[OperatorCall]]:
         yield calls
     finally:
         _RECORDERS.remove(calls)
+
+
+def _keyword_key(kwargs: dict) -> tuple:
+    """``static_key`` of a call's keyword arguments, plain values first: a float by its value and
+    its sign (-0.0 is not 0.0; a NaN equals only itself, so it never finds another call's entry),
+    an int, str, bool or None by its type and value, anything else by static_key."""
+    out = []
+    for k, v in kwargs.items():
+        t = type(v)
+        if t is float:
+            out.append((k, t, v, math.copysign(1.0, v)))
+        elif t is int or t is str or t is bool or v is None:
+            out.append((k, t, v))
+        else:
+            out.append((k, static_key(v)))
+    return tuple(out)
 
 
 def _avals(arrays) -> tuple:
@@ -250,7 +267,7 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
                     return None
                 sig.append((t, x.shape, x.dtype, is_flushed(x)))
             try:
-                kw = static_key(tuple(kwargs.items()))
+                kw = _keyword_key(kwargs) if kwargs else ()
                 level = resolve_feature_level(kwargs.get("feature_level"))
             except Exception:  # noqa: BLE001  (unhashable or bad values: the full path reports them)
                 return None
@@ -266,7 +283,7 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
                     fn, flushed_out = hit
                     out = fn(*args, *(None,) * (n_inputs - len(args)))
                     if flushed_out:
-                        mark_flushed(out)
+                        record_flushed(out)  # (a direct call is never inside a gradient rule)
                     return out
             out, entry = checked(args, kwargs)
             if key is not None and entry is not None:
