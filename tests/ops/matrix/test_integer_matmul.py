@@ -65,6 +65,7 @@ def test_onnx_node_tests_are_the_ones_listed():
     assert set(_onnx_cases()) == set(ONNX_NODE_TESTS)  # a new node test: list it (and map it below)
 
 
+@pytest.mark.slow  # the first case builds every ONNX node test (5 s); the fast tier keeps the generated cases
 @pytest.mark.parametrize("name", [
     pytest.param(n, marks=pytest.mark.skip(reason=why), id=f"{n}-skipped-{why.split(':')[0].replace(' ', '-')}")
     if why else n for n, why in ONNX_NODE_TESTS.items()])
