@@ -23,6 +23,7 @@ from dmljax._src.kernel_seam import choose
 from dmljax._src.kernels.extreme_columns import EXTREME_COLUMNS, max_key_columns
 from dmljax._src.numerics import F32_TINY, flush_denormals, is_nan, load, mark_flushed, store
 from dmljax._src.op import operator
+from dmljax._src.partition import along_leading_axes
 from dmljax._src.ops.factories import check_axes
 from dmljax._src.ops.reduction.arg_extreme import arg_extreme
 from dmljax._src.spec import INFERRED, OpSpec, ParamSpec, SilentChoice, SupportGroup, TensorSpec, table
@@ -258,6 +259,14 @@ def _extreme_mask_cpu(keys, axes, larger: bool):
     return at == jnp.min(at, axis=axes, keepdims=True)
 
 
+def _by_leading_slices(fn, axes):
+    """``fn``, a CPU form that branches on a test of the whole tensor (``lax.cond``), run on each
+    device's slice of the axes before the first reduced one: sharded along them, the test and the
+    branch stay local, where a whole-tensor test would all-reduce across devices."""
+    lead = min(axes)
+    return along_leading_axes(fn, lead) if lead else fn
+
+
 def _max_min(x, axes, larger: bool):
     """MAX/MIN: exact, NaN skipped (a group of NaN: NaN), +0 above -0; the gradient goes to the
     element the fold keeps."""
@@ -298,7 +307,7 @@ def _max_min(x, axes, larger: bool):
         return lax.cond(doubt, keyed, lambda _: m, v)
 
     def run(v):
-        return lax.platform_dependent(v, cpu=cpu, default=keyed)
+        return lax.platform_dependent(v, cpu=_by_leading_slices(cpu, axes), default=keyed)
 
     def fwd(v):
         return run(v), v
@@ -401,7 +410,8 @@ def _float_core(f: F, v, axes):
     if f is F.MULTIPLY:
         if v.dtype != np.float32:
             return jnp.prod(v, axis=axes, keepdims=True)
-        return lax.platform_dependent(v, cpu=lambda t: _product_cpu(t, axes), default=lambda t: _product(t, axes))
+        return lax.platform_dependent(v, cpu=_by_leading_slices(lambda t: _product_cpu(t, axes), axes),
+                                      default=lambda t: _product(t, axes))
     if f is F.LOG_SUM:
         return jnp.log(total(v))
     if f is F.LOG_SUM_EXP:
