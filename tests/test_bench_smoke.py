@@ -287,6 +287,7 @@ def test_argument_errors(argv, words, capsys, tmp_path):
     assert_clean_error(status, err, *words)
 
 
+@pytest.mark.slow  # among the fast tier's heaviest (2-5 s); the slow tier keeps it
 def test_a_size_that_cannot_fit_is_refused_before_running(capsys, tmp_path):
     status, out, err = bench(["--ops", "ELEMENT_WISE_IF", "--sizes", "40", "--out", tmp_path], capsys)
     assert_clean_error(status, err, "2^40 elements", "available")
@@ -318,6 +319,7 @@ def test_integer_type_runs_the_operator_and_skips_the_chain(capsys, tmp_path):
     assert any(n.startswith("INT8: skipped for ACTIVATION_SCALED_ELU") for n in res["notes"])
 
 
+@pytest.mark.slow  # among the fast tier's heaviest (2-5 s); the slow tier keeps it
 def test_ops_measures_matrix_and_convolution_operators_and_no_chain(capsys, tmp_path):
     status, out, err = bench(["--ops", "GEMM", "CONVOLUTION", "--dtypes", "FLOAT32", "--sizes", "6",
                               "--out", tmp_path, *FAST], capsys)
@@ -371,6 +373,7 @@ VALID_SIZES = ["2", "3,4", "2:4", "2:4:2", " 3 ", "3,", "16", "20"]  # 2^20 does
 SIZES = VALID_SIZES + ["4:2", "40", "31", "abc", "", ",", "1:2:0", "-1", "2:", "99999999999999999999", "1.5", "٣"]
 
 
+@pytest.mark.slow  # among the fast tier's heaviest (2-5 s); the slow tier keeps it
 @settings(max_examples=15, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(ops=st.lists(st.one_of(st.sampled_from(VALID_NAMES), st.sampled_from(NAMES),

@@ -345,6 +345,7 @@ def test_binary_file_in_a_process(tmp_path):
                   "it looks like a binary file\n"
 
 
+@pytest.mark.slow  # among the fast tier's heaviest (2-5 s); the slow tier keeps it
 def test_non_ascii_names_on_an_ascii_console(tmp_path):
     model = tmp_path / "mod\u00e8le.json"
     model.write_text(json.dumps({

@@ -101,6 +101,7 @@ def test_key_lengths_dropped_where_the_penalty_rounds_them_away(rng):
     assert -1.0 + 2 * reach >= MASKED_EXP_LIMIT and np.abs(mild - want).max() > 1e-3
 
 
+@pytest.mark.slow  # among the fast tier's heaviest (2-5 s); the slow tier keeps it
 def test_forward_and_reverse_mode_agree():
     q, k, v = _qkv()
     f = lambda q, k, v: dmljax.multihead_attention(q, k, v, scale=0.5, head_count=2)[0]  # noqa: E731

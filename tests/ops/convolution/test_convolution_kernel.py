@@ -71,6 +71,7 @@ def test_kernel_in_the_interpreter_matches_the_reference(x_shape, w_shape, attrs
     check_against_reference(got, x, w, attrs)
 
 
+@pytest.mark.slow  # among the fast tier's heaviest (2-5 s); the slow tier keeps it
 @pytest.mark.fuzz  # (the slow tier draws more geometries)
 @settings(max_examples=tiers.by_tier(4, 24), derandomize=True, deadline=None, database=None)
 @given(st.data())
@@ -150,6 +151,7 @@ TAPS = Route(conv_kernel.CONVOLUTION_TAPS)  # the route to the kernel that choos
 kernel computes on other backends)."""
 
 
+@pytest.mark.slow  # among the fast tier's heaviest (2-5 s); the slow tier keeps it
 def test_the_kernels_path_differentiates_as_the_xla_formula():
     x_shape, w_shape, attrs = GEOMETRIES[1]
     x, w = _inputs(x_shape, w_shape)

@@ -647,6 +647,7 @@ def test_integer_inputs_get_no_gradient():
     assert g.dtype == jax.dtypes.float0
 
 
+@pytest.mark.slow  # among the fast tier's heaviest (2-5 s); the slow tier keeps it
 def test_finite_differences_away_from_kinks(rng):
     x = rng.uniform(0.2, 2.0, (16,)) * rng.choice([-1.0, 1.0], (16,))
     x = x.astype(np.float32)

@@ -120,6 +120,7 @@ def _float16_case(trans_a, trans_b, alpha, with_c):
     return rng, a, b, g, g32, loss
 
 
+@pytest.mark.slow  # among the fast tier's heaviest (2-5 s); the slow tier keeps it
 @pytest.mark.parametrize("form", tiers.fast_sample([pytest.param(f, id="-".join(map(str, f))) for f in FORMS]))
 def test_float16_gradient_in_forward_mode(form):
     # jax.jvp and jax.linearize against the FLOAT32 product's tangent, jax.jacfwd equal to jax.jacrev

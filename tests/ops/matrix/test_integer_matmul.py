@@ -151,6 +151,7 @@ def test_to_float_of_every_value_pair(t):
 
 
 # ------------------------------------------------------------------------------------ zero points
+@pytest.mark.slow  # among the fast tier's heaviest (2-5 s); the slow tier keeps it
 def test_zero_point_layouts():
     rng = np.random.default_rng(0)
     a = rng.integers(-128, 128, (2, 3, 4, 5)).astype(I8)

@@ -203,6 +203,7 @@ def test_training_gradient_is_its_grad_operator():
         _assert_close(got, w, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow  # among the fast tier's heaviest (2-5 s); the slow tier keeps it
 def test_training_gradient_through_mean_and_variance_outputs():
     rng = np.random.default_rng(4)
     x = rng.normal(size=(5, 2)).astype(np.float32)

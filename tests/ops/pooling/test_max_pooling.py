@@ -55,6 +55,7 @@ def test_average_pooling_grad_page_example():
 GEOMETRY = {"strides": (2, 1), "window_size": (3, 2), "start_padding": (1, 1), "end_padding": (2, 0)}
 
 
+@pytest.mark.slow  # among the fast tier's heaviest (2-5 s); the slow tier keeps it
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_jax_grad_of_max_pooling_is_max_pooling_grad(dtype):
     rng = np.random.default_rng(0)
@@ -311,6 +312,7 @@ def test_geometry_messages():
 
 
 # ------------------------------------------------------------------------------ the GPU kernel
+@pytest.mark.slow  # among the fast tier's heaviest (2-5 s); the slow tier keeps it
 @pytest.mark.parametrize("dtype", tiers.fast_sample([np.float16, np.float32]))
 def test_max_pool_kernel_gives_the_xla_paths_bits(dtype, monkeypatch):
     # FLOAT16 MAX_POOLING's values on NVIDIA GPUs take pool_kernel.py (float max of the gathered

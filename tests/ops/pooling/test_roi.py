@@ -209,6 +209,7 @@ def test_max_reduction_and_nan():
     assert np.isnan(np.asarray(out)[0, 0, 0, 1])  # only NaN samples
 
 
+@pytest.mark.slow  # among the fast tier's heaviest (2-5 s); the slow tier keeps it
 def test_regions_off_the_input_empty_and_inverted():
     rng = np.random.default_rng(2)
     x = rng.standard_normal((2, 1, 5, 6)).astype(np.float32)
@@ -333,6 +334,7 @@ _CONFIGS = [
 ]
 
 
+@pytest.mark.slow  # among the fast tier's heaviest (2-5 s); the slow tier keeps it
 @pytest.mark.parametrize("kw", _CONFIGS, ids=["average-linear", "max-linear"])  # nearest: the page's example
 def test_jax_grad_uses_roi_align_grad(kw):
     rng = np.random.default_rng(4)

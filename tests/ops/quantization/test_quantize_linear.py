@@ -244,6 +244,7 @@ def test_types_by_level():
 
 
 # ---------------------------------------------------------------------------------- transformations
+@pytest.mark.slow  # among the fast tier's heaviest (2-5 s); the slow tier keeps it
 def test_jit_grad_and_vmap(rng):
     x = (rng.standard_normal((3, 5)) * 50).astype(F32)
     s = np.full(x.shape, 0.7, F32)

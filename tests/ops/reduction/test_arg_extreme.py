@@ -105,6 +105,7 @@ def test_float16_rows_take_the_top_k_kernel_with_the_xla_paths_index(larger, las
     np.testing.assert_array_equal(np.asarray(got), np.asarray(_arg_extreme_xla(jnp.asarray(x), (1,), larger, last)))
 
 
+@pytest.mark.slow  # among the fast tier's heaviest (2-5 s); the slow tier keeps it
 @pytest.mark.parametrize("larger", [True, False])
 @pytest.mark.parametrize("last", [False, True])
 def test_float16_columns_take_the_column_kernel_with_the_xla_paths_index(larger, last):

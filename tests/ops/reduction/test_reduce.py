@@ -174,6 +174,7 @@ def test_argmax_function_equals_the_argmax_operator(rng):
             assert np.array_equal(a, b), (f, axes)
 
 
+@pytest.mark.slow  # among the fast tier's heaviest (2-5 s); the slow tier keeps it
 def test_gradients_at_ties_zeros_and_saturation():
     g = jax.grad(lambda v: dmljax.reduce(v, function="MAX", axes=(1,)).sum())(np.array([[1, 4, 4], [0, -0.0, 0]],
                                                                                        np.float32))

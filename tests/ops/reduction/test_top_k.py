@@ -102,6 +102,7 @@ def test_k_one_is_the_first_extreme():
     assert np.asarray(v).view(np.uint32).ravel().tolist() == x[[0, 1, 2, 3], [1, 1, 0, 0]].view(np.uint32).tolist()
 
 
+@pytest.mark.slow  # among the fast tier's heaviest (2-5 s); the slow tier keeps it
 def test_staged_selection_is_exact(monkeypatch, rng):
     # chunks of 8 over rows of 45 (a ragged last chunk; three stages for k = 2), ties, -0, NaN with and
     # without -inf in the row (the FLOAT32 keys and the integer keys), integers
@@ -118,6 +119,7 @@ def test_staged_selection_is_exact(monkeypatch, rng):
 
 
 # ---------------------------------------------------------------------------------- the GPU kernel
+@pytest.mark.slow  # among the fast tier's heaviest (2-5 s); the slow tier keeps it
 @pytest.mark.parametrize("dtype, largest, group, n", tiers.fast_sample([
     pytest.param(dtype, largest, group, n) for largest in (True, False) for dtype in (np.float32, np.float16)
     for group, n in ((0, 1024), (8, 1024), (32, 1024))], keep=3, key="rows"))
@@ -244,6 +246,7 @@ def test_threshold_kernels_half_keys_order_as_argmaxs(largest):
     assert short.min() >= lowest and short.max() < lowest + 2 ** bits
 
 
+@pytest.mark.slow  # among the fast tier's heaviest (2-5 s); the slow tier keeps it
 def test_values_of_the_threshold_path_differentiate_as_a_gather():
     # Where the threshold kernels may run (rows of 2,048 on a GPU) the values come with the
     # selection (threshold_kernel gathers them in its second kernel) and get their derivative from

@@ -297,6 +297,7 @@ def test_jit_and_vmap(rng):
 _MODEL_VALUES = [1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4]
 
 
+@pytest.mark.slow  # among the fast tier's heaviest (2-5 s); the slow tier keeps it
 def test_upsample_2d_values():
     x = np.array([[[[1, 2], [3, 4]]]], np.float32)
     for size in ({"Width": 2, "Height": 2}, (2, 2), dmljax.Size2D(2, 2), dmljax.Size2D(width=2, height=2)):
