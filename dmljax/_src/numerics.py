@@ -98,11 +98,11 @@ def _flush_select(x):
 
 @jax.custom_jvp
 def _flush_f32(x):
-    # One form on every backend. An integer form on the bits fuses into the math before it on
-    # the CPU (the select after SIGMOID's exp and divide takes a second loop over memory there),
-    # but it moved XLA's CPU contraction of
-    # multiply-adds with the program around it: ADAM_OPTIMIZER's second moment differed by one
-    # ULP between a direct call and a DxDispatch model (tests/test_dxdispatch_catalog.py).
+    # One form on every backend. An integer form on the bits would fuse into the math before it
+    # on the CPU (the select after SIGMOID's exp and divide takes a second loop over memory
+    # there), but it moves XLA's CPU contraction of multiply-adds with the program around it:
+    # ADAM_OPTIMIZER's second moment then differs by one ULP between a direct call and a
+    # DxDispatch model (tests/test_dxdispatch_catalog.py).
     # (jnp.asarray: op by op under jax.disable_jit a NumPy input would make NumPy warn at inf * 0)
     x = jnp.asarray(x)
     return _flush_select(x)
@@ -180,8 +180,7 @@ def load(x: jnp.ndarray, allow_half: bool = False, flush: bool = True, float_rea
     ``float_reads=True`` where the math looks at ``x`` only through float operations (comparisons
     included; a bit test that a denormal and its zero pass alike, such as ``is_nan``, too) and
     whatever it passes on untouched (a select) reaches the output through ``store``: then on the
-    CPU the flush
-    is left to the processor, which XLA's CPU backend runs with denormals read as zero (every
+    CPU the flush is left to the processor, which XLA's CPU backend runs with denormals read as zero (every
     float operation, comparisons included, takes a FLOAT32 denormal for the zero of its sign),
     and a denormal the math passes on untouched (a select) is flushed at the store. The explicit
     flush repeated that work (four operations per element: ELEMENT_WISE_TANH 1.3x jnp.tanh's

@@ -20,13 +20,13 @@ import jax
 import numpy as np
 
 from dmljax._src.docstrings import HALF_ARG, docstring
+from dmljax._src.dtypes import x64_enabled
 from dmljax._src.errors import ValidationError, Violation, note_call_site, quote
 from dmljax._src.feature_level import ENV_VAR, resolve_feature_level
 from dmljax._src.kernel_seam import disabled_kernels, forced_kernels
 from dmljax._src.numerics import is_flushed, mark_flushed, record_flushed
 from dmljax._src.registry import register
 from dmljax._src.spec import INFERRED, REQUIRED, OpSpec
-from dmljax._src.dtypes import x64_enabled
 from dmljax._src.validate import CheckedCall, check_call, default_platform, static_key
 
 __all__ = ["operator", "TRACE_COUNTS", "OperatorCall", "record_calls"]
@@ -248,7 +248,7 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
                                    [Violation(subject, arg, found, allowed, tip)])
 
         # Direct calls seen before: (the arrays' types, shapes, dtypes and flushed marks, the
-        # keyword arguments by static_key, the level, kernels, 64-bit mode and platform) -> the
+        # keyword arguments by _keyword_key, the level, kernels, 64-bit mode and platform) -> the
         # executable and whether its output is flushed. A hit skips binding and validation, whose
         # outcome those determine; anything else (tracers, lists, NumPy scalars, inputs passed by
         # keyword, value checks, a recorder) takes the full path below.

@@ -127,6 +127,18 @@ def comparison_op(short_name: str, *, support: Sequence[tuple[str, str, tuple, t
                                SameDataType(("ATensor", "BTensor"))), **fields)
 
 
+def first_in_groups(hit: jnp.ndarray, axes: tuple[int, ...]) -> jnp.ndarray:
+    """True at the first True of each group over ``axes`` (the least row-major position over the
+    reduced coordinates), found in place with two plain reductions, no axis moved; each group
+    must hold a True."""
+    position, stride = jnp.zeros(hit.shape, np.int32), 1
+    for a in reversed(axes):
+        position = position + jax.lax.broadcasted_iota(np.int32, hit.shape, a) * np.int32(stride)
+        stride *= hit.shape[a]
+    at = jnp.where(hit, position, np.int32(stride))
+    return at == jnp.min(at, axis=axes, keepdims=True)
+
+
 def check_axes(tensors, attrs, level) -> list:
     """An ``Axes`` member (SOFTMAX1, ARGMIN, REDUCE, ...): "Values must be in the range [0,
     InputTensor.DimensionCount - 1]"; dmljax also refuses an empty list and an axis named twice

@@ -23,7 +23,7 @@ from dmljax._src.kernel_seam import choose
 from dmljax._src.kernels.softmax import SOFTMAX_ROWS, softmax_rows
 from dmljax._src.numerics import flush_denormals, load, mark_flushed, store
 from dmljax._src.op import operator
-from dmljax._src.ops.factories import SUPPORT_ACTIVATION, activation_op, check_axes
+from dmljax._src.ops.factories import SUPPORT_ACTIVATION, activation_op, check_axes, first_in_groups
 from dmljax._src.spec import ParamSpec, SilentChoice
 
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
@@ -144,12 +144,7 @@ def _hardmax_in_place(xf, axes):
     filled = jnp.where(nan, jnp.array(-jnp.inf, xf.dtype), xf)
     hit = (filled == jnp.max(filled, axis=axes, keepdims=True)) & ~nan
     hit = jnp.where(jnp.all(nan, axis=axes, keepdims=True), jnp.ones_like(hit), hit)
-    position, stride = jnp.zeros(xf.shape, np.int32), 1
-    for a in reversed(axes):
-        position = position + jax.lax.broadcasted_iota(np.int32, xf.shape, a) * np.int32(stride)
-        stride *= xf.shape[a]
-    at = jnp.where(hit, position, np.int32(stride))
-    return (at == jnp.min(at, axis=axes, keepdims=True)).astype(xf.dtype)
+    return first_in_groups(hit, axes).astype(xf.dtype)
 
 
 def _hardmax_moved(xf, axes):

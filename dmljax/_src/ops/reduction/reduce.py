@@ -24,7 +24,7 @@ from dmljax._src.kernels.extreme_columns import EXTREME_COLUMNS, max_key_columns
 from dmljax._src.numerics import F32_TINY, flush_denormals, is_nan, load, mark_flushed, store
 from dmljax._src.op import operator
 from dmljax._src.partition import along_leading_axes
-from dmljax._src.ops.factories import check_axes
+from dmljax._src.ops.factories import check_axes, first_in_groups
 from dmljax._src.ops.reduction.arg_extreme import arg_extreme
 from dmljax._src.spec import INFERRED, OpSpec, ParamSpec, SilentChoice, SupportGroup, TensorSpec, table
 from dmljax._src.validate import TensorInfo
@@ -251,12 +251,7 @@ def _extreme_mask_cpu(keys, axes, larger: bool):
     argmax measured 0.7 times this): the extreme key, then the least row-major position over the
     reduced coordinates holding it."""
     extreme = (jnp.max if larger else jnp.min)(keys, axis=axes, keepdims=True)
-    position, stride = jnp.zeros(keys.shape, np.int32), 1
-    for a in reversed(axes):
-        position = position + lax.broadcasted_iota(np.int32, keys.shape, a) * np.int32(stride)
-        stride *= keys.shape[a]
-    at = jnp.where(keys == extreme, position, np.int32(stride))  # each group holds its extreme
-    return at == jnp.min(at, axis=axes, keepdims=True)
+    return first_in_groups(keys == extreme, axes)  # each group holds its extreme
 
 
 def _by_leading_slices(fn, axes):
