@@ -3,6 +3,9 @@ scaled_dot_product_attention (where torch sees a GPU) and the jnp twin, side by 
 
     python benchmarks/attention/attention.py [--out DIR] [GROUP ...]   (SMOKE=1: small shapes, any machine)
 
+SEQUENCES=1024,4096 and HEAD_SIZES=64 (comma-separated) measure those alone; MODES=plain,mask picks
+among plain, mask and past.
+
 Groups (default: all):
 - ``forward``: FLOAT16, batch 8, 16 heads of 64 and 128, sequences 512 to 16,384 (a CPU: batch 1,
   2 heads of 64, sequences 256 and 512), plain, with a KEY_SEQUENCE_LENGTH mask, and with a past
@@ -10,14 +13,15 @@ Groups (default: all):
   XLA elsewhere), torch's ``scaled_dot_product_attention`` and the jnp twin (softmax(q k^T s) v with
   the [S, S] scores; left out where they would not fit). Goal: within 1.3x cuDNN's time plain.
 - ``backward``: the same calls under jax.grad of the output's sum (forward + backward).
-- ``memory``: peak device memory (``memory_stats()['peak_bytes_in_use']``, where the backend keeps
-  it) of one forward and one forward + backward call at the longest sequence.
+- ``memory``: each program's memory (XLA's compiled memory analysis: temporaries, and arguments +
+  outputs + temporaries) for one forward and one forward + backward call at the longest sequence.
 
 Per-call time (device time where the backend records it: benchmarks/common.py), two input sets.
 Writes <group>.json and <group>.md for each group run to DIR (default:
 benchmarks/results/<device>/attention).
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -34,6 +38,14 @@ GPU = jax.devices()[0].platform == "gpu"
 BATCH, HEADS = (1, 2) if common.SMOKE or not GPU else (8, 16)
 HEAD_SIZES = (64,) if common.SMOKE or not GPU else (64, 128)
 SEQUENCES = (64,) if common.SMOKE else ((512, 1024, 2048, 4096, 8192, 16384) if GPU else (256, 512))
+
+
+def _chosen(name: str, default: tuple, kind=int) -> tuple:
+    return tuple(kind(x) for x in os.environ[name].split(",")) if os.environ.get(name) else default
+
+
+SEQUENCES, HEAD_SIZES = _chosen("SEQUENCES", SEQUENCES), _chosen("HEAD_SIZES", HEAD_SIZES)
+MODES = _chosen("MODES", ("plain", "mask", "past"), str)
 TWIN_LIMIT = 1 << 31  # bytes of FLOAT32 scores the jnp twin may hold
 
 
@@ -105,7 +117,7 @@ def _variants(s, d, mode, grad):
 def timed(rng, report, grad):
     for d in HEAD_SIZES:
         for s in SEQUENCES:
-            for mode in ("plain", "mask", "past"):
+            for mode in MODES:
                 sets = [_inputs(rng, s, d, mode == "past") for _ in range(2)]
                 fns = _variants(s, d, mode, grad)
                 try:
@@ -152,20 +164,26 @@ def _torch(inputs, d, mode, grad) -> str:
 
 
 def memory(rng, report):
+    """Each program's own memory at the longest sequence, from XLA's compiled memory analysis (its
+    temporaries, and arguments + outputs + temporaries): a process's peak_bytes_in_use only grows, so
+    it cannot tell one program's peak from an earlier one's."""
     s, d = SEQUENCES[-1], HEAD_SIZES[0]
-    stats = getattr(jax.devices()[0], "memory_stats", lambda: None)()
-    if not stats or "peak_bytes_in_use" not in stats:
-        report.line(f"memory: skipped ({jax.devices()[0].platform} keeps no peak_bytes_in_use)")
-        return
     inputs = _inputs(rng, s, d, False)
+    scores = BATCH * HEADS * s * s * 2
+    report.line(f"memory at S={s} D={d}: one FLOAT16 [S, S] score matrix for every head is {scores / 2**30:.2f} GiB")
     for grad in (False, True):
         for name, f in _variants(s, d, "plain", grad).items():
             if name == "jnp twin":
                 continue
-            jax.block_until_ready(f(*inputs))
-            peak = jax.devices()[0].memory_stats()["peak_bytes_in_use"]
-            report.point(f"peak {'fwd+bwd' if grad else 'fwd'} S={s} D={d} {name:40s} {peak / 2**30:8.2f} GiB",
-                         group="memory", variant=name, grad=grad, gib=peak / 2**30)
+            analysis = f.lower(*inputs).compile().memory_analysis()
+            if analysis is None:
+                report.line(f"memory: {name}: the backend gives no memory analysis")
+                continue
+            temp = analysis.temp_size_in_bytes
+            whole = temp + analysis.argument_size_in_bytes + analysis.output_size_in_bytes
+            report.point(f"{'fwd+bwd' if grad else 'fwd':7s} S={s} D={d} {name:40s} temporaries {temp / 2**30:8.3f} GiB, "
+                         f"with arguments and outputs {whole / 2**30:8.3f} GiB",
+                         group="memory", variant=name, grad=grad, temp_gib=temp / 2**30, gib=whole / 2**30)
 
 
 if __name__ == "__main__":

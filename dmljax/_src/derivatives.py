@@ -22,6 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.custom_derivatives import SymbolicZero
+from jax.extend.core import Primitive
+from jax.interpreters import ad, batching, mlir
 
 from dmljax._src.numerics import gradient_rule
 
@@ -69,3 +71,77 @@ def backward_rule(fun: Callable, fwd: Callable, bwd: Callable) -> Callable:
 
     run.defjvp(run_jvp, symbolic_zeros=True)
     return run
+
+
+def _avals(shapes) -> tuple:
+    return tuple(jax.core.ShapedArray(s.shape, s.dtype) for s in shapes)
+
+
+def custom_transposed(forward: Callable, transpose: Callable, residuals: tuple, linear: tuple) -> tuple:
+    """``forward(*residuals, *linear)``, a tuple of arrays linear in ``linear``, whose transpose JAX
+    takes as ``transpose(*residuals, *cotangents)`` (one array per ``linear``) instead of
+    transposing ``forward``'s operations: a tangent that forward mode evaluates with one formula
+    and reverse mode transposes into another, such as a fused kernel's own backward pass.
+
+    Unlike ``jax.custom_derivatives.linear_call``, both functions are differentiable in their
+    residuals too (second derivatives differentiate ``forward`` as written, so it and ``transpose``
+    must be written in differentiable code) and the call batches under ``jax.vmap``."""
+    return tuple(_custom_transposed_p.bind(*residuals, *linear, forward=forward, transpose=transpose,
+                                           n_res=len(residuals)))
+
+
+def _transposed_abstract(*avals, forward, transpose, n_res):
+    return _avals(jax.eval_shape(forward, *(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals)))
+
+
+def _transposed_impl(*args, forward, transpose, n_res):
+    return tuple(forward(*args))
+
+
+def _transposed_transpose(cts, *args, forward, transpose, n_res):
+    res, lin = args[:n_res], args[n_res:]
+    if any(ad.is_undefined_primal(r) for r in res):
+        raise ValueError("custom_transposed: a residual is not linear and cannot be transposed")
+    cts = tuple(jnp.zeros(ct.aval.shape, ct.aval.dtype) if type(ct) is ad.Zero else ct for ct in cts)
+    # the transpose is again such a call, with ``forward`` as its transpose: transposing twice is the identity
+    out = custom_transposed(transpose, forward, tuple(res), cts)
+    return [None] * n_res + [o if ad.is_undefined_primal(x) else None for o, x in zip(out, lin)]
+
+
+def _transposed_jvp(primals, tangents, *, forward, transpose, n_res):
+    """Linear in ``linear``: its tangent is the call on theirs; the residuals' tangents go through
+    ``forward``'s own derivative."""
+    out = custom_transposed(forward, transpose, primals[:n_res], primals[n_res:])
+    lin_t = tuple(ad.instantiate_zeros(t) for t in tangents[n_res:])
+    tangent = custom_transposed(forward, transpose, primals[:n_res], lin_t)
+    if any(type(t) is not ad.Zero for t in tangents[:n_res]):
+        res_t = tuple(ad.instantiate_zeros(t) for t in tangents[:n_res])
+        extra = jax.jvp(lambda *r: tuple(forward(*r, *primals[n_res:])), primals[:n_res], res_t)[1]
+        tangent = tuple(a + b for a, b in zip(tangent, extra))
+    return out, tangent
+
+
+def _transposed_batch(args, dims, *, forward, transpose, n_res):
+    """vmap: the same call on the functions vmapped, the mapped axis first (linear operands that
+    are not mapped are broadcast to it, so that the transpose's results are mapped like its operands)."""
+    size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+    res = [a if d is None else jnp.moveaxis(a, d, 0) for a, d in zip(args[:n_res], dims[:n_res])]
+    res_axes = tuple(None if d is None else 0 for d in dims[:n_res])
+    lin = [jnp.broadcast_to(a, (size,) + a.shape) if d is None else jnp.moveaxis(a, d, 0)
+           for a, d in zip(args[n_res:], dims[n_res:])]
+    lin_axes = (0,) * len(lin)
+    fwd = jax.vmap(lambda *a: tuple(forward(*a)), in_axes=res_axes + lin_axes)
+    out_n = len(jax.eval_shape(fwd, *res, *lin))
+    tr = jax.vmap(lambda *a: tuple(transpose(*a)), in_axes=res_axes + (0,) * out_n)
+    out = custom_transposed(fwd, tr, tuple(res), tuple(lin))
+    return out, (0,) * len(out)
+
+
+_custom_transposed_p = Primitive("dmljax_custom_transposed")
+_custom_transposed_p.multiple_results = True
+_custom_transposed_p.def_impl(_transposed_impl)
+_custom_transposed_p.def_abstract_eval(_transposed_abstract)
+mlir.register_lowering(_custom_transposed_p, mlir.lower_fun(_transposed_impl, multiple_results=True))
+ad.primitive_jvps[_custom_transposed_p] = _transposed_jvp
+ad.primitive_transposes[_custom_transposed_p] = _transposed_transpose
+batching.primitive_batchers[_custom_transposed_p] = _transposed_batch

@@ -10,7 +10,8 @@ on a machine with a CUDA GPU, from the repository root. Kernels (default: all): 
 every direction and exclusivity, and the signs of zero results), top_k (TOP_K/TOP_K1 rows by the
 K-steps and threshold kernels, ARGMAX/ARGMIN of FLOAT16 rows, and the threshold path under
 jax.grad, jax.jvp and vmap), extreme_columns (ARGMAX/ARGMIN and REDUCE MAX/MIN of FLOAT16
-columns), max_pooling, convolution, convolution_gemm (the 1 x 1 matrix-product forms), padding. Inputs hold NaN, infinities, signed zeros, ties and
+columns), max_pooling, convolution, convolution_gemm (the 1 x 1 matrix-product forms), padding, attention (MULTIHEAD_ATTENTION's
+cuDNN route in every mode of differentiation). Inputs hold NaN, infinities, signed zeros, ties and
 FLOAT32 denormals. Prints one line per case and a summary; exit status 1 if any failed.
 KERNEL_CHECK_ON_CPU=1 runs the script's code on the CPU (XLA's formula against itself, the
 kernels called directly in Pallas's interpreter; nothing about the kernels is learnt). Not a
@@ -579,9 +580,57 @@ def convolution_gemm(cases: Cases):
                                                np.shape(h), scale))
 
 
+# --------------------------------------------------------------------------------------- attention
+def attention(cases: Cases):
+    """MULTIHEAD_ATTENTION's cuDNN route (FLOAT16, plain and with a KEY_SEQUENCE_LENGTH mask): the
+    forward, jax.grad (cuDNN's backward pass, through derivatives.custom_transposed), jax.jvp and a
+    Hessian-vector product (the blockwise formula's) against the same calls with the route off; and
+    the gradient's program: cuDNN's backward in it, and how many forward calls it keeps."""
+    rng = np.random.default_rng(5)
+    b, s, h, d = 2, 1024, 4, 64
+    q, k, v = (jnp.asarray(rng.standard_normal((b, s, h * d)).astype(np.float16)) for _ in range(3))
+    tq, tk, tv = (jnp.asarray(rng.standard_normal((b, s, h * d)).astype(np.float16)) for _ in range(3))
+    w = jnp.asarray(rng.standard_normal((b, s, h * d)).astype(np.float32))
+    for masked in (False, True):
+        kw = dict(scale=0.125, head_count=h)
+        if masked:
+            kw.update(mask=jnp.asarray([[700, 1024]], np.int32), mask_type="KEY_SEQUENCE_LENGTH",
+                      mask_filter_value=-10000.0)
+
+        def f(q, k, v, kw=kw):
+            return dmljax.multihead_attention(q, k, v, **kw)[0].astype(np.float32)
+
+        def loss(q, k, v, f=f):
+            return jnp.sum(f(q, k, v) * w)
+
+        runs = {
+            "forward": (f, (q, k, v)),
+            "jax.grad": (jax.grad(loss, argnums=(0, 1, 2)), (q, k, v)),
+            "jax.jvp": (lambda q, k, v, tq, tk, tv, f=f: jax.jvp(f, (q, k, v), (tq, tk, tv))[1], (q, k, v, tq, tk, tv)),
+            "Hessian-vector": (lambda q, k, v, tq, tk, tv, loss=loss: jax.jvp(jax.grad(loss), (q, k, v), (tq, tk, tv))[1],
+                               (q, k, v, tq, tk, tv)),
+        }
+        label = "KEY_SEQUENCE_LENGTH" if masked else "plain"
+        for name, (g, args) in runs.items():
+            with cases.case(f"attention {label} {name}: the cuDNN route against the blockwise formula"):
+                got = jax.tree.leaves(jax.device_get(jax.jit(g)(*args)))
+                want = jax.tree.leaves(kernels_off(g, *args, names=("attention_cudnn",)))
+                for a, e in zip(got, want):
+                    a, e = np.asarray(a, np.float64), np.asarray(e, np.float64)
+                    err = np.abs(a - e).max() / max(np.abs(e).max(), 1e-30)
+                    assert np.all(np.isfinite(a)) and err <= 4e-3, f"largest difference {err:.2e} of the largest value"
+                print(f"    largest difference {err:.2e} of the largest value", flush=True)
+        with cases.case(f"attention {label}: jax.grad's program holds cuDNN's backward pass"):
+            if not ON_CPU:
+                text = jax.jit(jax.grad(loss, argnums=(0, 1, 2))).lower(q, k, v).compile().as_text()
+                calls = [line for line in text.splitlines() if "custom_call_target=\"__cudnn$fmha" in line]
+                targets = sorted(line.split('custom_call_target="')[1].split('"')[0] for line in calls)
+                print(f"    cuDNN calls in the gradient's program: {targets}", flush=True)
+                assert any("Backward" in t for t in targets), targets
+
 KERNELS = {"softmax": softmax, "cumulative": cumulative, "top_k": top_k, "extreme_columns": extreme_columns,
            "max_pooling": max_pooling, "convolution": convolution, "convolution_gemm": convolution_gemm,
-           "padding": padding}
+           "padding": padding, "attention": attention}
 
 
 def main() -> int:

@@ -1,4 +1,4 @@
-"""cuDNN's fused attention (``jax.nn.dot_product_attention(..., implementation="cudnn")``) for
+"""cuDNN's fused attention (``jax.nn.dot_product_attention(..., implementation="cudnn" if jax.default_backend() == "gpu" else "xla")``) for
 MULTIHEAD_ATTENTION and MULTIHEAD_ATTENTION1 on NVIDIA GPUs, where it can express the call.
 
 cuDNN computes the scores in FLOAT32 from FLOAT16 operands, the softmax in FLOAT32, rounds the
@@ -12,6 +12,8 @@ applies; benchmarks/attention/attention.py times both paths.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import jax
 import numpy as np
@@ -32,13 +34,23 @@ def _applies(dtype, head_size: int, value_head_size: int, plain: bool, half: boo
             and head_size in HEAD_SIZES)
 
 
-ATTENTION_CUDNN = Kernel("attention_cudnn", _applies, measured="benchmarks/attention/attention.py")
+def _runs(dtype, head_size: int, value_head_size: int, plain: bool, half: bool, gpu: bool) -> bool:
+    """Where ``force_kernels`` takes the route on any backend: off CUDA its program holds only the
+    blockwise formula (``Route.run``'s platform choice), so the CPU tests the route's derivatives."""
+    return _applies(dtype, head_size, value_head_size, plain, half, True)
+
+
+ATTENTION_CUDNN = Kernel("attention_cudnn", _applies, measured="benchmarks/attention/attention.py", runs=_runs)
 
 
 def cudnn_attention(q, k, v, scale: float, key_lengths=None):
     """q [B, H, S, D], k and v [B, Hkv, T, D] (FLOAT16): softmax(scale q k^T) v as FLOAT32 [B, H, S, D],
-    over each batch's first ``key_lengths`` (INT32 [B], 1 to T) keys where given."""
-    out = jax.nn.dot_product_attention(q.transpose(0, 2, 1, 3), k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3),
-                                       scale=float(scale), key_value_seq_lengths=key_lengths,
-                                       implementation="cudnn")
+    over each batch's first ``key_lengths`` (INT32 [B], 1 to T) keys where given. Off CUDA, where
+    ``Route.run`` traces this branch without lowering it (``force_kernels`` on the CPU), JAX's XLA
+    implementation of the same call stands in: cuDNN is looked for when it is traced."""
+    gpu = jax.default_backend() == "gpu"
+    with contextlib.nullcontext() if gpu else jax.numpy_dtype_promotion("standard"):  # the stand-in mixes types
+        out = jax.nn.dot_product_attention(q.transpose(0, 2, 1, 3), k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3),
+                                           scale=float(scale), key_value_seq_lengths=key_lengths,
+                                           implementation="cudnn" if gpu else "xla")
     return out.transpose(0, 2, 1, 3).astype(np.float32)

@@ -284,3 +284,41 @@ def test_onnx_attention_node(name, node, inputs, outputs):
 
 def test_the_onnx_cases_were_read():
     assert len(ONNX_CASES) >= 20 or slow() is None
+
+
+@slow  # 4-8 s a case: every mode compiled twice
+@pytest.mark.parametrize("masked", [False, True])
+def test_cudnn_route_derivatives(masked):
+    # the cuDNN route (forced: off CUDA its program holds the blockwise formula) gives reverse mode
+    # through derivatives.custom_transposed, whose transpose is the fused kernel's backward pass on
+    # CUDA: every mode must give the blockwise formula's derivatives, and jax.grad must reach it
+    from dmljax._src.kernel_seam import force_kernels
+    q, k, v = (x.astype(np.float16) for x in _qkv(b=2, s=3, t=5, h=1, d=64))
+    lengths = np.array([[2, 5]], np.int32)
+    kw = dict(scale=0.125, head_count=1)
+    if masked:
+        kw.update(mask=lengths, mask_type="KEY_SEQUENCE_LENGTH", mask_filter_value=-10000.0)
+
+    def f(q, k, v):
+        return dmljax.multihead_attention(q, k, v, **kw)[0].astype(np.float32)
+
+    def loss(q, k, v):
+        return jnp.sum(f(q, k, v) * jnp.arange(64, dtype=np.float32))
+
+    tq, tk, tv = (jnp.asarray(R.standard_normal(x.shape).astype(np.float16)) for x in (q, k, v))
+    hvp = lambda q, k, v: jax.jvp(jax.grad(loss), (q, k, v), (tq, tk, tv))[1]  # noqa: E731
+    runs = {
+        "forward": lambda: f(q, k, v),
+        "grad": lambda: jax.grad(loss, argnums=(0, 1, 2))(q, k, v),
+        "jvp": lambda: jax.jvp(f, (q, k, v), (tq, tk, tv))[1],
+        "hessian-vector": lambda: hvp(q, k, v),
+        "grad under vmap": lambda: jax.vmap(jax.grad(loss), in_axes=(0, None, None))(np.stack([q, q[::-1]]), k, v),
+    }
+    with force_kernels("attention_cudnn"):
+        forced = {name: jax.jit(run)() for name, run in runs.items()}
+        grad_program = str(jax.make_jaxpr(jax.grad(loss))(q, k, v))
+    assert "dmljax_custom_transposed" in grad_program
+    for name, run in runs.items():
+        for got, want in zip(jax.tree.leaves(forced[name]), jax.tree.leaves(jax.jit(run)())):
+            np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=2e-3,
+                                       atol=2e-3, err_msg=name)

@@ -21,6 +21,7 @@ import numpy as np
 from jax import lax
 
 from dmljax._src.catalog import PREFIX
+from dmljax._src.derivatives import custom_transposed
 from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
 from dmljax._src.enums import MultiheadAttentionMaskType as MaskType
 from dmljax._src.errors import Violation
@@ -618,15 +619,19 @@ def score_reach(q, k, scale):
 
 def _fused(q, k, v, scale, key_lengths=None, filter_value=0.0):
     """Attention without a mask or bias, or with a KEY_SEQUENCE_LENGTH mask (``key_lengths``, INT32
-    [B]), through cuDNN on CUDA where ``ATTENTION_CUDNN`` applies, the blockwise formula elsewhere;
-    derivatives (jvp, and so grad) are always the blockwise formula's.
+    [B]), through cuDNN on CUDA where ``ATTENTION_CUDNN`` applies, the blockwise formula elsewhere.
 
     DirectML adds MaskFilterValue to the scores of keys at or past a batch's length, where cuDNN's
     sequence lengths drop those keys: the same softmax when every row keeps a key and the penalty
     puts every dropped score more than ``-MASKED_EXP_LIMIT`` below the row's largest (each dropped
     exp is then exactly 0 in FLOAT32). A runtime check (``score_reach``: any score lies within
     [-R, R], so a dropped key's lies at least MaskFilterValue + 2R below the row's largest kept one)
-    takes cuDNN where it holds and the blockwise formula, MaskFilterValue added, where it does not."""
+    takes cuDNN where it holds and the blockwise formula, MaskFilterValue added, where it does not.
+
+    Derivatives: forward mode (jax.jvp, jacfwd, and every derivative past the first) is the
+    blockwise formula's; reverse mode transposes that tangent into cuDNN's own backward pass on the
+    cuDNN route (``derivatives.custom_transposed``), the same formula's gradient in another order,
+    whose forward pass XLA shares with the primal's."""
     if key_lengths is None:
         def xla(q, k, v):
             return blockwise_attention(q, k, v, scale=scale, filter_value=0.0)
@@ -643,7 +648,16 @@ def _fused(q, k, v, scale, key_lengths=None, filter_value=0.0):
             exact = (jnp.min(lengths) >= 1) & (np.float32(filter_value) + 2 * score_reach(q, k, scale)
                                                < np.float32(MASKED_EXP_LIMIT))
             kept = jnp.minimum(lengths, np.int32(k.shape[2]))
-            return lax.cond(exact, lambda: cudnn_attention(q, k, v, scale, kept), lambda: xla(q, k, v, lengths))
+
+            def swap(*xs):  # [B, H, S, D] <-> [B, S, H, D]: the cond's operands in the layout cuDNN reads
+                return tuple(x.transpose(0, 2, 1, 3) for x in xs)
+
+            def cudnn_branch(*xs):
+                return swap(cudnn_attention(*swap(*xs), scale, kept))[0]
+
+            def xla_branch(*xs):
+                return swap(xla(*swap(*xs), lengths))[0]
+            return swap(lax.cond(exact, cudnn_branch, xla_branch, *swap(q, k, v)))[0]
         operands = (q, k, v, key_lengths)
 
     gpu = jax.default_backend() == "gpu"
@@ -651,13 +665,37 @@ def _fused(q, k, v, scale, key_lengths=None, filter_value=0.0):
     if route.kernel is None:
         return xla(*operands)
 
+    def xla_vjp(*args):
+        *ops, ct = args
+        return jax.vjp(lambda *qkv: xla(*qkv, *ops[3:]), *ops[:3])[1](ct)
+
     @jax.custom_jvp
-    def run(*operands):
-        return route.run(xla, fused, *operands)
+    def trained(*ops):  # the forward pass whose residuals cuDNN's backward reads (its training form)
+        return jax.vjp(lambda *qkv: fused(*qkv, *ops[3:]), *ops[:3])[0]
+
+    @jax.custom_jvp
+    def cudnn_vjp(*args):
+        *ops, ct = args
+        return jax.vjp(lambda *qkv: fused(*qkv, *ops[3:]), *ops[:3])[1](ct)
+
+    trained.defjvp(lambda primals, tangents: jax.jvp(xla, primals, tangents))
+    cudnn_vjp.defjvp(lambda primals, tangents: jax.jvp(xla_vjp, primals, tangents))
+
+    @jax.custom_jvp
+    def run(*ops):
+        return route.run(xla, fused, *ops)
 
     @run.defjvp
     def run_jvp(primals, tangents):
-        return jax.jvp(xla, primals, tangents)
+        n = len(primals)
+
+        def tangent(*args):  # (*primals, tq, tk, tv) -> the output's tangent, the blockwise formula's
+            return (jax.jvp(lambda *qkv: xla(*qkv, *args[3:n]), args[:3], args[n:])[1],)
+
+        def transposed(*args):  # (*primals, ct) -> (dq, dk, dv)
+            return tuple(route.run(xla_vjp, cudnn_vjp, *args))
+        out = route.run(xla, trained, *primals)
+        return out, custom_transposed(tangent, transposed, primals, tuple(tangents[:3]))[0]
 
     return run(*operands)
 
