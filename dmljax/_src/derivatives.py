@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.custom_derivatives import SymbolicZero
 from jax.extend.core import Primitive
+from jax._src import dispatch as _jax_dispatch
 from jax.interpreters import ad, batching, mlir
 
 from dmljax._src.numerics import gradient_rule
@@ -145,3 +146,8 @@ mlir.register_lowering(_custom_transposed_p, mlir.lower_fun(_transposed_impl, mu
 ad.primitive_jvps[_custom_transposed_p] = _transposed_jvp
 ad.primitive_transposes[_custom_transposed_p] = _transposed_transpose
 batching.primitive_batchers[_custom_transposed_p] = _transposed_batch
+# its functions are traced only when it is lowered, where they may hold a call that needs the devices
+# to lower (cuDNN's attention is custom-partitioned): jit must lower a program holding it with them
+_devices_at_lowering = getattr(_jax_dispatch, "prim_requires_devices_during_lowering", None)
+if _devices_at_lowering is not None:
+    _devices_at_lowering.add(_custom_transposed_p)
