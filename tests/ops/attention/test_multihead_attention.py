@@ -286,7 +286,7 @@ def test_the_onnx_cases_were_read():
     assert len(ONNX_CASES) >= 20 or slow() is None
 
 
-@slow  # 4-8 s a case: every mode compiled twice
+@pytest.mark.slow  # 4-8 s a case: every mode compiled twice
 @pytest.mark.parametrize("masked", [False, True])
 def test_cudnn_route_derivatives(masked):
     # the cuDNN route (forced: off CUDA its program holds the blockwise formula) gives reverse mode

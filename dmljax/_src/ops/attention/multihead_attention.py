@@ -8,8 +8,8 @@ and weighted sum per query row, flash attention's recurrence) under ``lax.scan``
 ``jax.checkpoint`` so that the backward pass recomputes a block instead of keeping it. Products take
 FLOAT16 operands and accumulate in FLOAT32 (FLOAT32 ones at HIGHEST precision: never TF32); the
 softmax runs in FLOAT32. On CUDA, a FLOAT16 call without mask and relative position bias forwards
-through cuDNN's fused attention (``jax.nn.dot_product_attention``); its derivatives, forward and
-reverse, are the blockwise formula's (a ``custom_jvp``)."""
+through cuDNN's fused attention (``jax.nn.dot_product_attention``); forward mode differentiates the
+blockwise formula and reverse mode transposes that tangent into cuDNN's backward pass (``_fused``)."""
 
 from __future__ import annotations
 
@@ -326,8 +326,11 @@ _NOTES1 = (
 _GRADIENT = ("The derivative of the formula (no *_GRAD operator exists): dV = P^T dO, dP = dO V^T, dS = P * (dP - "
              "rowsum(P * dP)), dQ = Scale dS K, dK = Scale dS^T Q, dRelativePositionBias = dS, dBias the sums "
              "over batch and sequence, the past's from the keys it supplied, grouped heads summed; by the same "
-             "blockwise formula (jax.checkpoint per block), in reverse and forward mode; MaskTensor and "
-             "PastSequenceLengthsTensor (INT32) get none.")
+             "blockwise formula (jax.checkpoint per block), in reverse and forward mode, except that on CUDA "
+             "a call on the cuDNN route (FLOAT16, head size 64 or 128, no mask or a KEY_SEQUENCE_LENGTH mask "
+             "the route takes) runs cuDNN's fused backward pass in reverse mode: the same derivative in "
+             "another order, within the forward pass's budget; MaskTensor and PastSequenceLengthsTensor "
+             "(INT32) get none.")
 
 
 def _tensors(gqa: bool):
