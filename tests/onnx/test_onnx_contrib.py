@@ -449,10 +449,43 @@ def test_float16_group_query_attention_matches_onnx_runtime():
     assert np.abs(got.astype(np.float32) - want.astype(np.float32)).max() <= 2.0**-10 * max(1.0, float(np.abs(want).max()))
 
 
-def test_a_mask_directml_cannot_read_is_refused_when_traced():
-    """A {3 * batch + 2} key_padding_mask (ONNX Runtime's packed bounds): its shape is known at the call."""
+def test_a_mask_directml_cannot_read_is_refused_at_load_with_every_other_problem():
+    """A {3 * batch + 2} key_padding_mask (ONNX Runtime's packed bounds) and an attention_bias of the wrong
+    sequence, in a model that declares its shapes: refused at load, in the one error that also names an
+    unmappable node (node, operator, opset, reason)."""
+    q = np.zeros((2, 3, 8), np.float32)
+    ins = {"q": q, "k": q, "v": q, "mask": np.zeros(8, np.int32), "ab": np.zeros((1, 2, 4, 3), np.float32)}
+    m = _attention("MultiHeadAttention", ins, {}, ["q", "k", "v", "", "mask", "ab"], ["y"], {"num_heads": 2})
+    m.graph.node[0].name = "attend"
+    m.graph.node.append(helper.make_node("FastGelu", ["y"], ["z"], domain="com.microsoft", name="act"))
+    with pytest.raises(dx.OnnxImportError) as e:
+        dx.load(m)
+    text = " ".join(str(e.value).split())
+    assert "node 'attend' (MultiHeadAttention, ai.onnx opset 17) mask has shape [8]; supported: {2} key lengths" in text
+    assert "attention_bias has shape [1, 2, 4, 3]; supported: {2 or 1, 2 or 1, 3, 3}" in text
+    assert "node 'act' (FastGelu" in text, text
+
+
+def test_attention_masks_of_static_shapes_that_directml_reads_load():
+    """The forms the MaskTensor reads pass the load-time check: key lengths, {batch, total} with a past, and
+    Attention's {batch, 1, max, max} corner."""
+    q = np.zeros((2, 3, 8), np.float32)
+    ins = {"q": q, "k": q, "v": q, "pk": np.zeros((2, 2, 4, 4), np.float32), "pv": np.zeros((2, 2, 4, 4), np.float32),
+           "mask": np.ones((2, 7), np.int32)}
+    dx.load(_attention("MultiHeadAttention", ins, {}, ["q", "k", "v", "", "mask", "", "pk", "pv"], ["y"],
+                       {"num_heads": 2}))
+    x = np.zeros((2, 4, 8), np.float32)
+    dx.load(_attention("Attention", {"x": x, "mask": np.ones((2, 1, 6, 6), np.int32)}, {"w": np.zeros((8, 24), np.float32)},
+                       ["x", "w", "", "mask"], ["y"], {"num_heads": 2}))
+
+
+def test_a_mask_directml_cannot_read_is_refused_when_traced_where_shapes_are_symbolic():
+    """Where the model's shapes are symbolic, the shape is known at the call: refused when traced."""
     q = np.zeros((2, 3, 8), np.float32)
     ins = {"q": q, "k": q, "v": q, "mask": np.zeros(8, np.int32)}
     m = _attention("MultiHeadAttention", ins, {}, ["q", "k", "v", "", "mask"], ["y"], {"num_heads": 2})
+    for vi in m.graph.input:
+        for d in vi.type.tensor_type.shape.dim:
+            d.dim_param = "n"
     with pytest.raises(ValidationError, match=r"MultiHeadAttention \(com.microsoft\) mask has shape \[8\]"):
         dx.load(m)(*ins.values())

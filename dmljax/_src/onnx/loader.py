@@ -23,7 +23,8 @@ from jax import lax
 
 from dmljax._src.errors import ValidationError, Violation, cap
 from dmljax._src.onnx.errors import OnnxImportError, file_error, node_violation
-from dmljax._src.onnx.table import CONTROL_FLOW, FOLDED, UNROLL, Call, Rule, _runtime_dtype, find_rule, rules_for
+from dmljax._src.onnx.table import (CONTROL_FLOW, FOLDED, TABLE, UNROLL, Call, Rule, _runtime_dtype, find_rule,
+                                    rules_for)
 
 try:
     import onnx
@@ -437,7 +438,8 @@ def load(source, *, name: str | None = None, static_inputs: dict | None = None) 
                              f"its inputs: {', '.join(sorted(graph_input_names - set(initializers)))}")
         initializers[k] = np.asarray(v)
     problems: list[Violation] = []
-    nodes, consts = _map_nodes(g, opset, problems, domains={o.domain: int(o.version) for o in model.opset_import})
+    nodes, consts = _map_nodes(g, opset, problems, domains={o.domain: int(o.version) for o in model.opset_import},
+                               shapes=_static_shapes(model, initializers))
     produced_by: dict[str, _Node] = {}
     for n in _all_nodes(nodes):
         for o in n.outputs:
@@ -475,10 +477,32 @@ arguments rather than baked in as constants: XLA would otherwise fold the intege
 them at compile time, which took a minute for a quantized ResNet-18."""
 
 
-def _map_nodes(g, opset: int, problems: list, scope: str = "", domains: dict | None = None) -> tuple[list[_Node], dict]:
+def _static_shapes(model, initializers: dict) -> dict:
+    """The static shapes of the main graph's values (name -> sizes) where a row checks shapes at load:
+    the graph's inputs, its initializers (and static_inputs) and what ONNX's shape inference finds;
+    symbolic or unknown shapes are left out."""
+    checked = {(r.op_type, r.domain) for r in TABLE if r.check_shapes is not None}
+    if not any((p.op_type, "" if p.domain == "ai.onnx" else p.domain) in checked for p in model.graph.node):
+        return {}
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model).graph
+    except Exception:  # noqa: BLE001  (inference is a help here: a model it cannot read keeps the call-time check)
+        inferred = model.graph
+    out = {}
+    for vi in list(inferred.input) + list(inferred.value_info):
+        t = vi.type.tensor_type
+        if t.HasField("shape") and all(d.HasField("dim_value") for d in t.shape.dim):
+            out[vi.name] = tuple(int(d.dim_value) for d in t.shape.dim)
+    out.update({k: tuple(np.shape(v)) for k, v in initializers.items()})
+    return out
+
+
+def _map_nodes(g, opset: int, problems: list, scope: str = "", domains: dict | None = None,
+               shapes: dict | None = None) -> tuple[list[_Node], dict]:
     """A graph's nodes matched to the table (every problem appended to ``problems``) and its
     Constant nodes' values; a control-flow node's subgraphs mapped the same way, their nodes
-    named ``node/attribute/subnode`` in messages."""
+    named ``node/attribute/subnode`` in messages. ``shapes``: the static shapes of the graph's
+    values, for the rows that check shapes at load."""
     nodes: list[_Node] = []
     consts: dict[str, np.ndarray] = {}
     for i, p in enumerate(g.node):
@@ -510,6 +534,8 @@ def _map_nodes(g, opset: int, problems: list, scope: str = "", domains: dict | N
                 reason = rule.check(attrs, opset) if rule.check is not None else None
                 if reason is None and rule.check_io is not None:
                     reason = rule.check_io(attrs, opset, tuple(p.input), tuple(p.output))
+                if reason is None and rule.check_shapes is not None and shapes:
+                    reason = rule.check_shapes(attrs, opset, tuple(p.input), tuple(shapes.get(i) for i in p.input))
                 if reason:
                     problems.append(node_violation(node_name, p.op_type, opset, reason))
             if p.op_type in _CONTROL:

@@ -72,6 +72,11 @@ class Rule:
     check_io: Callable[[dict, int, tuple, tuple], str | None] | None = None
     """A check that also reads which inputs and outputs the node wires (their names, "" for one left
     out): the reason it cannot be mapped, or None."""
+    check_shapes: Callable[[dict, int, tuple, tuple], str | None] | None = None
+    """A check of the node's input shapes, run at load where the model declares them static: it reads
+    the inputs' names ("" for one left out) and their shapes (a tuple of sizes, or None where the
+    shape is unknown or symbolic); the reason it cannot be mapped, or None. Where the shapes are not
+    static, the lowering refuses the same at the first call."""
 
     def covers(self, opset: int) -> bool:
         return self.since <= opset and (self.until is None or opset <= self.until)
@@ -1473,6 +1478,30 @@ def _used(names, i: int) -> bool:
     return i < len(names) and bool(names[i])
 
 
+def _mask_problem(shape: tuple, b: int, h: int, s: int, t: int) -> tuple[str, str] | None:
+    """Why a key_padding_mask / mask_index of ``shape`` is not a form DirectML's MaskTensor can read
+    (found, allowed), or None: the shape rule of ``_attention_mask``, for the load-time check too."""
+    shape = tuple(int(d) for d in shape)
+    if len(shape) == 1 and shape[0] in (b, 2 * b):
+        return None
+    if len(shape) == 4 and shape[2] != s and shape[2] == shape[3] and shape[2] >= t and t == s:
+        shape = shape[:2] + (s, t)
+    if (2 <= len(shape) <= 4 and shape[0] == b and shape[-1] == t and (len(shape) == 2 or shape[-2] == s)
+            and (len(shape) < 4 or shape[1] in (1, h))):
+        return None
+    return (f"has shape {list(shape)}",
+            f"{{{b}}} key lengths, {{{2 * b}}} ends and starts, {{{b}, {t}}} or {{{b}, {s}, {t}}} "
+            "(batch, sequence, total sequence): the forms DirectML's MaskTensor can read "
+            "({3 * batch + 2} packed bounds have no past, bias or unidirectional rule here)")
+
+
+def _bias_problem(shape: tuple, b: int, h: int, s: int, t: int) -> tuple[str, str] | None:
+    """Why an attention_bias of ``shape`` cannot be RelativePositionBias (found, allowed), or None."""
+    if len(shape) == 4 and shape[0] in (1, b) and shape[1] in (1, h) and tuple(shape[2:]) == (s, t):
+        return None
+    return (f"has shape {list(shape)}", f"{{{b} or 1, {h} or 1, {s}, {t}}} (batch, heads, sequence, total sequence)")
+
+
 def _attention_mask(c: Call, mask, b: int, h: int, s: int, t: int):
     """A key_padding_mask / mask_index as MULTIHEAD_ATTENTION's MaskTensor and MaskType: {batch}
     key lengths as KEY_SEQUENCE_LENGTH {1, batch}, {2 * batch} ends then starts as
@@ -1480,22 +1509,19 @@ def _attention_mask(c: Call, mask, b: int, h: int, s: int, t: int):
     {batch, 1, max, max}, its top-left corner) as BOOLEAN, broadcast to {batch, heads, sequence,
     total} by zero strides (the provider's descs)."""
     m = _arr(mask)
+    problem = _mask_problem(m.shape, b, h, s, t)
+    if problem is not None:
+        raise _attention_error(c, _MHA, "mask", *problem)
     if m.dtype != jnp.int32:
         m = _dml("cast")(m, output_data_type="INT32")
-    if m.ndim == 1 and m.shape[0] in (b, 2 * b):
+    if m.ndim == 1:
         kind = MaskType.KEY_SEQUENCE_LENGTH if m.shape[0] == b else MaskType.KEY_SEQUENCE_END_START
         return m.reshape(-1, b), kind
-    if m.ndim == 4 and m.shape[2] != s and m.shape[2] == m.shape[3] and m.shape[2] >= t and t == s:
+    if m.ndim == 4 and m.shape[2] != s:
         m = _dml("slice1")(m, input_window_offsets=(0, 0, 0, 0), input_window_sizes=(m.shape[0], m.shape[1], s, t),
                            input_window_strides=(1, 1, 1, 1))
-    if 2 <= m.ndim <= 4 and m.shape[0] == b and m.shape[-1] == t and (m.ndim == 2 or m.shape[-2] == s):
-        m = m.reshape((b,) + (1,) * (4 - m.ndim) + m.shape[1:])
-        if m.shape[1] in (1, h):
-            return jnp.broadcast_to(m, (b, h, s, t)), MaskType.BOOLEAN
-    raise _attention_error(c, _MHA, "mask", f"has shape {list(m.shape)}",
-                           f"{{{b}}} key lengths, {{{2 * b}}} ends and starts, {{{b}, {t}}} or {{{b}, {s}, {t}}} "
-                           "(batch, sequence, total sequence): the forms DirectML's MaskTensor can read "
-                           "({3 * batch + 2} packed bounds have no past, bias or unidirectional rule here)")
+    m = m.reshape((b,) + (1,) * (4 - m.ndim) + m.shape[1:])
+    return jnp.broadcast_to(m, (b, h, s, t)), MaskType.BOOLEAN
 
 
 def _causal_bias(c: Call, bias, b: int, h: int, s: int, t: int, dt):
@@ -1512,9 +1538,9 @@ def _attention_bias(c: Call, bias, b: int, h: int, s: int, t: int):
     if bias is None:
         return None
     x = _arr(bias)
-    if x.ndim != 4 or x.shape[0] not in (1, b) or x.shape[1] not in (1, h) or x.shape[2:] != (s, t):
-        raise _attention_error(c, _MHA, "attention_bias", f"has shape {list(x.shape)}",
-                               f"{{{b} or 1, {h} or 1, {s}, {t}}} (batch, heads, sequence, total sequence)")
+    problem = _bias_problem(x.shape, b, h, s, t)
+    if problem is not None:
+        raise _attention_error(c, _MHA, "attention_bias", *problem)
     return jnp.broadcast_to(x, (b, h, s, t))
 
 
@@ -1577,6 +1603,48 @@ def _com_multihead_attention_check(attrs: dict, opset: int, inputs: tuple, outpu
     if _used(outputs, 3):
         return "the qk output is not mapped: MULTIHEAD_ATTENTION returns no scores"
     return None
+
+
+def _shape_problems(shapes: tuple, dims, mask_at: int, bias_at: int) -> str | None:
+    """The load-time form of the mask and attention_bias checks: ``dims`` (batch, heads, sequence,
+    total sequence) from the static shapes, or None where one of them is not static."""
+    if dims is None:
+        return None
+    reasons = []
+    for i, name, rule in ((mask_at, "mask", _mask_problem), (bias_at, "attention_bias", _bias_problem)):
+        shape = shapes[i] if i < len(shapes) else None
+        problem = None if shape is None else rule(shape, *dims)
+        if problem is not None:
+            reasons.append(f"{name} {problem[0]}; supported: {problem[1]}")
+    return "; ".join(reasons) or None
+
+
+def _known(inputs: tuple, shapes: tuple, i: int) -> bool:
+    """Whether input ``i`` is left out or has a static shape (False: wired, its shape unknown)."""
+    return not _used(inputs, i) or shapes[i] is not None
+
+
+def _com_multihead_attention_shapes(attrs: dict, opset: int, inputs: tuple, shapes: tuple) -> str | None:
+    if not all(_known(inputs, shapes, i) for i in (0, 1, 6)):
+        return None
+    q, k, past_k = shapes[0], shapes[1] if _used(inputs, 1) else None, shapes[6] if _used(inputs, 6) else None
+    b, s = q[0], q[1]
+    if k is not None and len(k) == 4:
+        past_k, kv_len = k, 0
+    elif k is not None:
+        kv_len = k[1]
+    else:
+        kv_len = s if len(q) == 5 else 0
+    past = 0 if past_k is None else past_k[2]
+    return _shape_problems(shapes, (b, int(attrs.get("num_heads", 1)), s, past + kv_len), 4, 5)
+
+
+def _com_attention_shapes(attrs: dict, opset: int, inputs: tuple, shapes: tuple) -> str | None:
+    if not all(_known(inputs, shapes, i) for i in (0, 4)):
+        return None
+    b, s = shapes[0][0], shapes[0][1]
+    past = shapes[4][3] if _used(inputs, 4) else 0
+    return _shape_problems(shapes, (b, int(attrs.get("num_heads", 1)), s, s + past), 3, 5)
 
 
 def _com_attention(c: Call):
@@ -1758,7 +1826,7 @@ CONTRIB: tuple[Rule, ...] = (
          domain=_MS),
     Rule("MultiHeadAttention", 1, None, ("DML_OPERATOR_MULTIHEAD_ATTENTION", "DML_OPERATOR_CAST",
                                          "DML_OPERATOR_ELEMENT_WISE_ADD"), _com_multihead_attention,
-         check_io=_com_multihead_attention_check,
+         check_io=_com_multihead_attention_check, check_shapes=_com_multihead_attention_shapes,
          restrictions="as ONNX Runtime's DirectML provider: packed QKV {batch, sequence, heads, 3, head} as "
                       "StackedQueryKeyValueTensor, packed KV as StackedKeyValueTensor, a 4-D key and value as the "
                       "past; key_padding_mask {batch} as KEY_SEQUENCE_LENGTH, {2 * batch} as KEY_SEQUENCE_END_START, "
@@ -1767,7 +1835,7 @@ CONTRIB: tuple[Rule, ...] = (
                       "to it; refused: a {3 * batch + 2} mask, past_sequence_length, cache_indirection, the qk output",
          domain=_MS),
     Rule("Attention", 1, None, ("DML_OPERATOR_GEMM",) + _ATTENTION_DML + ("DML_OPERATOR_JOIN",), _com_attention,
-         check_io=_com_attention_check,
+         check_io=_com_attention_check, check_shapes=_com_attention_shapes,
          restrictions="the projection by GEMM (weights and bias broadcast over the batch), query, key and value "
                       "as SLICE1 windows of it, then MULTIHEAD_ATTENTION; mask_index as MultiHeadAttention's "
                       "key_padding_mask (and {batch, 1, max, max}: its top-left corner, without past); past "
