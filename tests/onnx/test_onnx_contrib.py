@@ -267,7 +267,7 @@ def case_attention_value_size_and_end_start_mask(rng):
 
 
 def _gqa(rng, s: int, past: int, seqlens, total: int, packed=False, outputs=("y", "pk_out", "pv_out"),
-         rotary=None, head=8):
+         rotary=None, head=8, **extra):
     b = len(seqlens)
     q = _f(rng, b, s, 4 * head * (2 if packed else 1))  # 4 query heads, 2 key/value heads
     ins = {"q": q} if packed else {"q": q, "k": _f(rng, b, s, 2 * head), "v": _f(rng, b, s, 2 * head)}
@@ -276,7 +276,7 @@ def _gqa(rng, s: int, past: int, seqlens, total: int, packed=False, outputs=("y"
     consts = {"seqlens": np.array(seqlens, np.int32), "total": np.array(total, np.int32)}
     names = ["q", "" if packed else "k", "" if packed else "v", "pk" if past else "", "pv" if past else "",
              "seqlens", "total"]
-    attrs = {"num_heads": 4, "kv_num_heads": 2}
+    attrs = {"num_heads": 4, "kv_num_heads": 2, **extra}
     if rotary is not None:  # caches for 16 positions, the rotary dimension the whole head
         angles = np.arange(16)[:, None] * (10000.0 ** (-np.arange(head // 2) / (head // 2)))[None, :]
         consts.update(cos=np.cos(angles).astype(np.float32), sin=np.sin(angles).astype(np.float32))
@@ -314,8 +314,29 @@ def case_group_query_attention_rotary_interleaved_decode(rng):
     return _gqa(rng, 1, 4, [4, 2], 5, outputs=("y",), rotary=1, head=16)
 
 
+def case_group_query_attention_window_decode(rng):
+    return _gqa(rng, 1, 5, [5, 3], 6, local_window_size=2)  # batch 0 reads keys 4, 5; batch 1 keys 2, 3
+
+
+def case_group_query_attention_window_prompt(rng):
+    return _gqa(rng, 5, 0, [4, 4], 5, local_window_size=3)
+
+
+def case_group_query_attention_softcap_chunk_after_past(rng):
+    return _gqa(rng, 2, 3, [4], 5, softcap=0.5)
+
+
+def case_group_query_attention_softcap_window_decode(rng):
+    return _gqa(rng, 1, 5, [5, 3], 6, local_window_size=2, softcap=0.7)
+
+
+def case_group_query_attention_softcap_window_packed_rotary(rng):
+    return _gqa(rng, 3, 0, [2, 2], 3, packed=True, rotary=0, head=16, local_window_size=2, softcap=1.0)
+
+
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
-FAST = {"qlinear_add", "qgemm", "multihead_attention_past_unidirectional", "group_query_attention_decode_seqlens"}
+FAST = {"qlinear_add", "qgemm", "multihead_attention_past_unidirectional", "group_query_attention_decode_seqlens",
+        "group_query_attention_softcap_window_decode"}
 
 
 def _cases():
@@ -359,8 +380,8 @@ def test_packed_multihead_attention_matches_the_unpacked_one_in_onnx_runtime():
 def test_attention_forms_that_directml_cannot_express_are_refused_together():
     x = np.zeros((1, 2, 8), np.float32)
     gqa = helper.make_node("GroupQueryAttention", ["x", "x", "x", "", "", "sl", "t"], ["y", "pk", "pv"],
-                           domain="com.microsoft", name="windowed", num_heads=2, kv_num_heads=2, local_window_size=4,
-                           softcap=30.0, do_rotary=1)
+                           domain="com.microsoft", name="windowed", num_heads=2, kv_num_heads=2, local_window_size=0,
+                           softcap=-30.0, do_rotary=1)
     att = helper.make_node("Attention", ["x", "w"], ["z"], domain="com.microsoft", name="rotary", num_heads=2,
                            do_rotary=1)
     g = helper.make_graph([gqa, att], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
@@ -373,7 +394,8 @@ def test_attention_forms_that_directml_cannot_express_are_refused_together():
     with pytest.raises(dx.OnnxImportError) as e:
         dx.load(m)
     text = str(e.value)
-    assert "'windowed'" in text and "local_window_size" in text and "softcap" in text, text
+    assert "'windowed'" in text and "local_window_size 0: -1 (no window) or a positive number" in text, text
+    assert "softcap -30.0: 0 (none) or positive" in text, text
     assert "do_rotary=1 without cos_cache and sin_cache" in text, text
     assert "'rotary'" in text and "do_rotary=1" in text, text
 
@@ -438,9 +460,10 @@ def test_attention_max_sequence_mask_reads_its_corner():
 
 
 @pytest.mark.slow
-def test_float16_group_query_attention_matches_onnx_runtime():
+@pytest.mark.parametrize("extra", [{}, {"local_window_size": 3, "softcap": 0.8}], ids=["plain", "window_softcap"])
+def test_float16_group_query_attention_matches_onnx_runtime(extra):
     """FLOAT16 runs in FLOAT32 between CASTs (the provider's graph): within a FLOAT16 step of ONNX Runtime."""
-    m, ins = _gqa(np.random.default_rng(2), 1, 5, [5, 3], 6, outputs=("y",))
+    m, ins = _gqa(np.random.default_rng(2), 1, 5, [5, 3], 6, outputs=("y",), **extra)
     for vi in list(m.graph.input) + list(m.graph.output):
         vi.type.tensor_type.elem_type = TensorProto.FLOAT16
     ins = {k: v.astype(np.float16) for k, v in ins.items()}

@@ -31,8 +31,10 @@ DIFFERENCES = (
     ("MultiHeadAttention, Attention (com.microsoft)", "a {batch, total} or {batch, sequence, total} mask is "
      "MULTIHEAD_ATTENTION's BOOLEAN MaskTensor, which masks a key where the value is 0; ONNX Runtime's CPU kernel "
      "masks where it is not positive, so negative mask values differ"),
-    ("GroupQueryAttention (com.microsoft)", "keys after a query's position get MaskFilterValue (-10000) added "
-     "(MULTIHEAD_ATTENTION1's causal rule) where ONNX Runtime's CPU kernel leaves them out: the same unless a "
+    ("GroupQueryAttention (com.microsoft)", "keys after a query's position (and, with local_window_size, "
+     "before its window) get MaskFilterValue (-10000) added (MULTIHEAD_ATTENTION1's causal rule and MaskTensor; "
+     "with softcap the composition leaves them out, as ONNX Runtime does) where ONNX Runtime's CPU kernel leaves "
+     "them out: the same unless a "
      "row's scores span thousands; on a first prompt (sequence == total_sequence_length) every batch's past "
      "length is 0 (ONNX Runtime's DirectML provider's rule), so the padding rows of a batch shorter than the "
      "prompt (rows at and past seqlens_k + 1) read padding keys that ONNX Runtime's CPU kernel leaves out; the "

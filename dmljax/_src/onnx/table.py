@@ -1734,14 +1734,62 @@ def _com_group_query_attention(c: Call):
         rotary = {"interleaved": int(c.attr("rotary_interleaved", 0)), "rotary_embedding_dim": 2 * cos.shape[1]}
         q, k = (_rotary_embedding(Call("RotaryEmbedding", 23, [x, cos, sin, pos], {**rotary, "num_heads": n}, 1))[0]
                 for x, n in ((q, heads), (k, kv_heads)))
-    out, present_k, present_v = _mha_call(c, "multihead_attention1", q, k, v, None, None, None, None, None, pk, pv,
-                                          heads, head_size, b, s, past + k.shape[1], kv_heads, lengths)
+    t = past + k.shape[1]
+    window, cap = int(c.attr("local_window_size", -1)), float(c.attr("softcap", 0.0) or 0.0)
+    allowed = None if window < 0 and cap == 0 else _gqa_allowed(lengths, window, b, s, t)
+    out, present_k, present_v = _mha_call(c, "multihead_attention1", q, k, v, None, None, None,
+                                          allowed if cap == 0 else None, None, pk, pv, heads, head_size, b, s, t,
+                                          kv_heads, lengths)
+    if cap != 0:  # the scores are needed: composed on MULTIHEAD_ATTENTION1's present
+        out = _gqa_softcapped(c, q, present_k, present_v, allowed, heads, kv_heads, head_size, cap)
     keep = max(past, total)
     if present_k.shape[2] > keep:
         present_k, present_v = (_slice_axis2(p, keep) for p in (present_k, present_v))
     if f16:
         out, present_k, present_v = (_dml("cast")(x, output_data_type="FLOAT16") for x in (out, present_k, present_v))
     return [out, present_k, present_v]
+
+
+def _gqa_allowed(lengths, window: int, b: int, s: int, t: int):
+    """The keys each query may read, as an INT32 {batch, sequence, total} mask (1: read): query i of batch
+    b sits at position p = lengths[b] + i of the present (its valid past, then the new keys) and reads key
+    j where j <= p (causal) and, with local_window_size W, j > p - W (the last W keys up to its own, as
+    ONNX Runtime's CPU kernel): comparisons (LOGICAL_LESS_THAN_OR_EQUAL, LOGICAL_GREATER_THAN) of the
+    constant j - i with lengths[b] and lengths[b] - W broadcast by zero strides, LOGICAL_AND, CAST."""
+    shape = (b, s, t)
+    rel = jnp.broadcast_to(jnp.asarray((np.arange(t)[None, :] - np.arange(s)[:, None]).astype(np.int32)), shape)
+    at = lambda n: jnp.broadcast_to(n.reshape(b, 1, 1), shape)  # noqa: E731
+    allowed = _dml("element_wise_logical_less_than_or_equal")(rel, at(lengths))
+    if window >= 0:
+        start = _dml("element_wise_add")(lengths, jnp.full((b,), -window, jnp.int32))
+        allowed = _dml("element_wise_logical_and")(allowed, _dml("element_wise_logical_greater_than")(rel, at(start)))
+    return _dml("cast")(allowed, output_data_type="INT32")
+
+
+def _gqa_softcapped(c: Call, q, present_k, present_v, allowed, heads: int, kv_heads: int, head_size: int,
+                    cap: float):
+    """softcap: MULTIHEAD_ATTENTION1 has no step between its product and its softmax, so the attention is
+    composed on its present key and value (ONNX Runtime's CPU kernel's order): Scale Q K^T by GEMM (the
+    key/value heads broadcast to the query heads by zero strides), softcap * tanh(scores / softcap) by
+    IDENTITY, TANH and IDENTITY, the keys a query may not read set to -inf by IF, SOFTMAX1 over the keys,
+    GEMM with V."""
+    b, s = q.shape[0], q.shape[1]
+    t = present_k.shape[2]
+    qh = jnp.transpose(q.reshape(b, s, heads, head_size), (0, 2, 1, 3))
+    reps = heads // kv_heads
+    kh, vh = (jnp.broadcast_to(x[:, :, None], (b, kv_heads, reps) + x.shape[2:]).reshape((b, heads) + x.shape[2:])
+              for x in (present_k, present_v))
+    scale = c.attr("scale")
+    scale = float(np.float32(1.0 / np.sqrt(head_size))) if not scale else float(scale)
+    scores = _dml("gemm")(qh, kh, None, trans_a="NONE", trans_b="TRANSPOSE", alpha=scale, beta=0.0)
+    scores = _dml("element_wise_identity")(_dml("activation_tanh")(
+        _dml("element_wise_identity")(scores, scale_bias=(1.0 / cap, 0.0))), scale_bias=(cap, 0.0))
+    shape = scores.shape
+    keep = jnp.broadcast_to(_dml("cast")(allowed, output_data_type="UINT8").reshape(b, 1, s, t), shape)
+    scores = _dml("element_wise_if")(keep, scores, jnp.broadcast_to(jnp.full((1,), -np.inf, scores.dtype), shape))
+    probs = _dml("activation_softmax1")(scores, axes=(3,))
+    y = _dml("gemm")(probs, vh, None, trans_a="NONE", trans_b="NONE", alpha=1.0, beta=0.0)
+    return jnp.transpose(y, (0, 2, 1, 3)).reshape(b, s, heads * y.shape[3])
 
 
 def _slice_axis2(x, n: int):
@@ -1751,11 +1799,11 @@ def _slice_axis2(x, n: int):
 
 def _com_group_query_attention_check(attrs: dict, opset: int, inputs: tuple, outputs: tuple) -> str | None:
     reasons = []
-    if int(attrs.get("local_window_size", -1)) != -1:
-        reasons.append("local_window_size (a sliding window) is not mapped: MULTIHEAD_ATTENTION1's causal rule "
-                       "has no window")
-    if float(attrs.get("softcap", 0.0)) != 0.0:
-        reasons.append("softcap is not mapped: MULTIHEAD_ATTENTION1 has no step between its product and softmax")
+    window = int(attrs.get("local_window_size", -1))
+    if window == 0 or window < -1:
+        reasons.append(f"local_window_size {window}: -1 (no window) or a positive number of keys")
+    if float(attrs.get("softcap", 0.0) or 0.0) < 0.0:
+        reasons.append(f"softcap {attrs.get('softcap')}: 0 (none) or positive")
     if attrs.get("smooth_softmax", 0) or _used(inputs, 11):
         reasons.append("smooth_softmax and head_sink (an extra softmax term) are not mapped")
     if attrs.get("qk_output", 0) or _used(outputs, 3):
@@ -1844,15 +1892,20 @@ CONTRIB: tuple[Rule, ...] = (
                       "past_sequence_length, qkv_hidden_sizes with unequal query and key sizes", domain=_MS),
     Rule("GroupQueryAttention", 1, None, ("DML_OPERATOR_MULTIHEAD_ATTENTION1",) + _ATTENTION_DML[1:] + (
         "DML_OPERATOR_GATHER", "DML_OPERATOR_ELEMENT_WISE_MULTIPLY", "DML_OPERATOR_ELEMENT_WISE_SUBTRACT",
-        "DML_OPERATOR_JOIN"),
+        "DML_OPERATOR_JOIN", "DML_OPERATOR_ELEMENT_WISE_LOGICAL_LESS_THAN_OR_EQUAL",
+        "DML_OPERATOR_ELEMENT_WISE_LOGICAL_GREATER_THAN", "DML_OPERATOR_ELEMENT_WISE_LOGICAL_AND", "DML_OPERATOR_GEMM",
+        "DML_OPERATOR_ELEMENT_WISE_IDENTITY", "DML_OPERATOR_ACTIVATION_TANH", "DML_OPERATOR_ELEMENT_WISE_IF",
+        "DML_OPERATOR_ACTIVATION_SOFTMAX1"),
          _com_group_query_attention, static=(6,), check_io=_com_group_query_attention_check,
          restrictions="QueryHeadCount num_heads, KeyValueHeadCount kv_num_heads; PastSequenceLengthsTensor "
                       "seqlens_k + 1 - sequence (0 on the first prompt: sequence == total_sequence_length, which "
                       "must be static); the present sliced (SLICE1) to max(past, total_sequence_length); a packed query "
                       "split by SLICE1; FLOAT16 CAST to FLOAT32 and back (the provider's graph); "
                       "MaskFilterValue -10000; do_rotary as RotaryEmbedding's operators (GATHER of the caches at each "
-                      "batch's positions, SLICE1, MULTIPLY, SUBTRACT, ADD, JOIN) on query and key; refused: "
-                      "local_window_size, softcap, smooth_softmax, "
+                      "batch's positions, SLICE1, MULTIPLY, SUBTRACT, ADD, JOIN) on query and key; local_window_size W as "
+                      "a BOOLEAN MaskTensor (each query reads the last W keys up to its position: comparisons of "
+                      "a constant with seqlens_k, LOGICAL_AND, CAST); softcap composed on MULTIHEAD_ATTENTION1's "
+                      "present (GEMM, IDENTITY, TANH, IF, SOFTMAX1, GEMM); refused: smooth_softmax, "
                       "head_sink, position_ids, attention_bias, the qk output", domain=_MS),
 )
 """ONNX Runtime's contrib operators (domain com.microsoft) that its quantizer and graph optimizers
