@@ -143,7 +143,18 @@ def onnx_markdown() -> str:
               "(strides, 0 to broadcast), a change of type a CAST node, and a view strides cannot express a copy by "
               "ELEMENT_WISE_IDENTITY; control flow that does not fold to one branch has no DirectML form, and the "
               "export refuses such a model, naming the step.", ""]
-    contrib = [r for r in TABLE if r.domain]
+    preview = [r for r in TABLE if r.domain.startswith("ai.onnx.preview")]
+    lines += ["## ONNX's preview domains (ai.onnx.preview, ai.onnx.preview.training)", "",
+              "Operators that ONNX defines outside ai.onnx, mapped like the ai.onnx ones; opsets count their "
+              "domain's. A model may import a preview domain alone (an Adam training step). FlexAttention's "
+              "score_mod and prob_mod subgraphs are mapped node by node like the main graph (a node that cannot be "
+              "mapped is named `node/attribute/subnode`).", "",
+              "| Operator | Domain | Opsets | DirectML operators | Restrictions |", "|---|---|---|---|---|"]
+    for r in sorted(preview, key=lambda r: r.op_type.lower()):
+        dml = ", ".join(f"`{d[len('DML_OPERATOR_'):]}`" if d.startswith("DML_OPERATOR_") else d for d in r.dml)
+        lines.append(f"| {r.op_type} | {r.domain} | {_span(r)} | {dml} | {r.restrictions} |")
+    lines.append("")
+    contrib = [r for r in TABLE if r.domain == "com.microsoft"]
     lines += ["## ONNX Runtime's contrib operators (com.microsoft)", "",
               "The operators that ONNX Runtime's quantizer writes into models (QOperator format, dynamic "
               "quantization) and its transformer optimizer fuses (attention, GELU, skip layer normalization), "

@@ -94,7 +94,10 @@ class _Subgraph:
 
 
 _CONTROL = {r.op_type for r in CONTROL_FLOW}
-_GRAPH_ATTRS = {"If": ("then_branch", "else_branch"), "Loop": ("body",), "Scan": ("body",)}
+_GRAPH_ATTRS = {"If": ("then_branch", "else_branch"), "Loop": ("body",), "Scan": ("body",),
+                "FlexAttention": ("score_mod", "prob_mod")}
+"""The graph attributes whose subgraphs are mapped: the control-flow nodes', run by the loader, and
+those of operators whose row calls its subgraphs as functions (FlexAttention's modifiers)."""
 
 
 def _info(n: "_Node", opset: int) -> "NodeInfo":
@@ -338,7 +341,7 @@ def _run_node(n: _Node, env: dict, opset: int) -> None:
                 raise  # rule, run now on the constants, folds it
             try:
                 with jax.ensure_compile_time_eval():
-                    outs = [np.asarray(o) for o in _lower(n, args, opset)]
+                    outs = [np.asarray(o) for o in _lower(n, args, opset, env)]
             except Exception as e:
                 raise e from fold_error
     else:
@@ -347,16 +350,23 @@ def _run_node(n: _Node, env: dict, opset: int) -> None:
                 raise OnnxImportError(n.name, [node_violation(n.name, n.op_type, opset,
                                                               f"input {i} ({n.inputs[i]!r}) depends on the model's runtime values",
                                                               "DirectML takes it as an attribute: it must be static")])
-        outs = _lower(n, args, opset)
+        outs = _lower(n, args, opset, env)
     for name, v in zip(n.outputs, outs):
         if name:
             env[name] = v
 
 
-def _lower(n: _Node, args: list, opset: int) -> list:
-    """A node's outputs by its table row: the DirectML operators it becomes."""
+def _lower(n: _Node, args: list, opset: int, env: dict | None = None) -> list:
+    """A node's outputs by its table row: the DirectML operators it becomes. A subgraph attribute reaches
+    the row as a function of the subgraph's inputs, returning its one output (its nodes' operators, run in
+    the enclosing scope ``env``)."""
+    attrs = n.attrs
+    if n.subgraphs:
+        attrs = dict(attrs)
+        for key, sg in n.subgraphs.items():
+            attrs[key] = lambda *values, sg=sg: _run_subgraph(sg, env or {}, list(values), opset)[0]
     try:
-        return n.rule.lower(Call(n.op_type, opset, args, n.attrs, sum(1 for o in n.outputs if o)))
+        return n.rule.lower(Call(n.op_type, opset, args, attrs, sum(1 for o in n.outputs if o)))
     except ValidationError as e:
         e.add_note(f"while lowering ONNX node {n.name!r} ({n.op_type}, ai.onnx opset {opset})")
         raise
@@ -425,6 +435,8 @@ def load(source, *, name: str | None = None, static_inputs: dict | None = None) 
     model = _read(source, where)
     g = model.graph
     opset = _default_opset(model)
+    if opset is None and all(p.domain not in ("", "ai.onnx") for p in g.node):
+        opset = max_opset()  # a graph of other domains' operators only (an ai.onnx.preview.training step)
     if opset is None:
         raise file_error(where, "imports no ai.onnx opset")
     if not MIN_OPSET <= opset <= max_opset():
@@ -513,8 +525,8 @@ def _map_nodes(g, opset: int, problems: list, scope: str = "", domains: dict | N
         domain = "" if p.domain == "ai.onnx" else p.domain
         if domain and not rules_for(p.op_type, domain):
             problems.append(node_violation(node_name, p.op_type, opset, f"is in domain {p.domain!r}",
-                                           "ai.onnx operators and the com.microsoft ones docs/onnx.md lists "
-                                           "are mapped"))
+                                           "ai.onnx operators and the com.microsoft and ONNX preview ones "
+                                           "docs/onnx.md lists are mapped"))
         elif not domain and p.op_type == "Constant":
             value = _constant(p, attrs)
             if value is None:
@@ -538,7 +550,7 @@ def _map_nodes(g, opset: int, problems: list, scope: str = "", domains: dict | N
                     reason = rule.check_shapes(attrs, opset, tuple(p.input), tuple(shapes.get(i) for i in p.input))
                 if reason:
                     problems.append(node_violation(node_name, p.op_type, opset, reason))
-            if p.op_type in _CONTROL:
+            if p.op_type in _GRAPH_ATTRS:
                 graphs = {a.name: a.g for a in p.attribute if a.type == onnx.AttributeProto.GRAPH}
                 for key in _GRAPH_ATTRS[p.op_type]:
                     if key in graphs:

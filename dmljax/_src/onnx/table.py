@@ -25,7 +25,7 @@ from dmljax._src.enums import MultiheadAttentionMaskType as MaskType
 from dmljax._src.fused import FusedActivation
 from dmljax._src.ops import OPERATORS
 
-__all__ = ["Rule", "Call", "TABLE", "CONTROL_FLOW", "UNROLL", "rules_for", "find_rule", "DML"]
+__all__ = ["Rule", "Call", "TABLE", "PREVIEW", "CONTROL_FLOW", "UNROLL", "rules_for", "find_rule", "DML"]
 
 DML = OPERATORS
 """dmljax's operators by Python name."""
@@ -2389,6 +2389,191 @@ def _causal_conv_with_state(c: Call):
     return [y, _slice_last(padded, padded.shape[2] - (k - 1), padded.shape[2])]
 
 
+def _mel_weight_matrix(c: Call):
+    """MelWeightMatrix of static inputs, folded to a constant (as the window functions): the band edges
+    evenly spaced on mel(f) = 2595 log10(1 + f / 700) from lower_edge_hertz in num_mel_bins + 2 steps (as
+    ONNX's reference steps), as DFT bins floor((dft_length + 1) f / sample_rate), and each mel bin's
+    triangle rising from its left edge to 1 at its centre and falling to 0 at its right edge."""
+    bins, dft, rate = (int(c.static(i).reshape(())) for i in range(3))
+    low, high = (c.static(i).reshape(())[()] for i in (3, 4))  # the inputs' own float type, as the reference
+    mel_low, mel_high = (2595 * np.log1p(f / 700) / np.log(10) for f in (low, high))
+    steps = np.arange(bins + 2) * ((mel_high - mel_low) / (bins + 2)) + mel_low
+    edges = (((dft + 1) * (700 * np.expm1(steps / 2595 * np.log(10)))) // rate).astype(np.int64)
+    left, centre, right = edges[:-2][None, :], edges[1:-1][None, :], edges[2:][None, :]
+    j = np.arange(dft // 2 + 1)[:, None]
+    rising = np.where(centre > left, (j - left) / np.maximum(centre - left, 1), 1.0)
+    rising = np.where((j >= left) & (j <= centre), rising, 0.0)
+    falling = (right - j) / np.maximum(right - centre, 1)
+    out = np.where((j >= centre) & (j < right), falling, rising)
+    return [out.astype(_runtime_dtype(_onnx_dtype(c.attr("output_datatype", 1))))]
+
+
+def _adam_error(found: str, allowed: str) -> ValidationError:
+    return ValidationError("adam_optimizer", "DML_OPERATOR_ADAM_OPTIMIZER", None,
+                           [Violation("Adam (ai.onnx.preview.training)", "", found, allowed)])
+
+
+def _adam(c: Call):
+    """Adam (ai.onnx.preview.training) onto ADAM_OPTIMIZER, each optimized tensor as a {1, 1, 1, n} desc:
+    R as LearningRate (static), alpha as Beta1, beta as Beta2, epsilon as Epsilon, T (INT64) CAST to its
+    UINT32 TrainingStepTensor; norm_coefficient's gradient term by IDENTITY (ScaleBias) and ADD,
+    norm_coefficient_post by IDENTITY. ONNX leaves out the bias correction where T <= 0, which ADAM_OPTIMIZER
+    computes for T = 1 with LearningRate R (1 - alpha) / sqrt(1 - beta): its factor sqrt(1 - beta) / (1 -
+    alpha) then cancels; a T known only at run time selects between the two by IF on LOGICAL_GREATER_THAN."""
+    rate = float(c.static(0).reshape(()))
+    alpha, beta = float(c.attr("alpha", 0.9)), float(c.attr("beta", 0.999))
+    eps, norm, post = float(c.attr("epsilon", 1e-6)), float(c.attr("norm_coefficient", 0.0)), float(
+        c.attr("norm_coefficient_post", 0.0))
+    n = (len(c.inputs) - 2) // 4
+    step = c.input(1)
+    static_step = isinstance(step, (np.ndarray, np.generic))
+    if static_step and int(np.asarray(step).reshape(())) > 0:
+        forms = [(np.asarray(step).reshape(1, 1, 1, 1).astype(np.uint32), rate)]
+    else:
+        if alpha >= 1.0 or beta >= 1.0:
+            raise _adam_error(f"has alpha {alpha} and beta {beta} with a step T that may be 0 or less",
+                              "alpha and beta below 1: without the bias correction the step is ADAM_OPTIMIZER's at "
+                              "T = 1 with LearningRate R (1 - alpha) / sqrt(1 - beta)")
+        forms = [(np.ones((1, 1, 1, 1), np.uint32), rate * (1.0 - alpha) / np.sqrt(1.0 - beta))]
+        if not static_step:
+            t = _arr(step).reshape(1, 1, 1, 1)
+            forms.append((_dml("cast")(t, output_data_type="UINT32"), rate))
+            later = _dml("element_wise_logical_greater_than")(t, jnp.zeros((1, 1, 1, 1), t.dtype))
+    xs, vs, hs = [], [], []
+    for i in range(n):
+        x, g, v, h = (_arr(c.inputs[2 + i + k * n]) for k in range(4))
+        flat = [a.reshape(1, 1, 1, max(1, a.size)) for a in (x, g, v, h)]
+        if norm:
+            flat[1] = _dml("element_wise_add")(_dml("element_wise_identity")(flat[0], scale_bias=(norm, 0.0)),
+                                               flat[1])
+        outs = [_dml("adam_optimizer")(flat[0], flat[2], flat[3], flat[1], t, learning_rate=float(r), beta1=alpha,
+                                       beta2=beta, epsilon=eps) for t, r in forms]
+        new = outs[0]
+        if len(outs) == 2:
+            pick = jnp.broadcast_to(later, flat[0].shape)
+            new = [_dml("element_wise_if")(pick, b, a) for a, b in zip(outs[0], outs[1])]
+        xn, vn, hn = new
+        if post:
+            xn = _dml("element_wise_identity")(xn, scale_bias=(1.0 - post, 0.0))
+        xs.append(xn.reshape(x.shape))
+        vs.append(vn.reshape(x.shape))
+        hs.append(hn.reshape(x.shape))
+    return xs + vs + hs
+
+
+def _to_f32(x):
+    return x if x.dtype == jnp.float32 else _dml("cast")(x, output_data_type="FLOAT32")
+
+
+def _linear_attention(c: Call):
+    """LinearAttention as its recurrence over the sequence (lax.scan around DirectML operators, one step a
+    token), in FLOAT32 (CAST in and out, as ONNX's reference): the decay by EXP and MULTIPLY (broadcast by
+    zero strides over the state's value axis); the delta rule's S^T k by GEMM (TransA), beta (v - S^T k) by
+    SUBTRACT and MULTIPLY; the write S + k v^T by one GEMM (the state as C, Beta 1); the read Scale q^T S by
+    GEMM (Alpha), the key/value heads' states broadcast to the query heads by zero strides."""
+    hq, hkv = int(c.attr("q_num_heads")), int(c.attr("kv_num_heads"))
+    rule = _text(c.attr("update_rule"), "gated_delta")
+    q, k, v = (_arr(c.inputs[i]) for i in range(3))
+    past, decay, beta = (c.input(i) for i in (3, 4, 5))
+    dt = q.dtype
+    b, t = q.shape[0], q.shape[1]
+    dk, dv = q.shape[2] // hq, v.shape[2] // hkv
+    qh, kh, vh = _heads(_to_f32(q), hq), _heads(_to_f32(k), hkv), _heads(_to_f32(v), hkv)
+    state = jnp.zeros((b, hkv, dk, dv), jnp.float32) if past is None else _to_f32(_arr(past))
+    xs = {"q": qh, "k": kh, "v": vh}
+    if rule in ("gated", "gated_delta"):
+        g = _to_f32(_arr(decay))
+        g = _heads(g, hkv) if g.shape[2] == hkv * dk else jnp.transpose(g.reshape(b, t, hkv, 1), (0, 2, 1, 3))
+        xs["g"] = _dml("element_wise_exp")(g)
+    if rule in ("delta", "gated_delta"):
+        r = _to_f32(_arr(beta))
+        xs["beta"] = jnp.broadcast_to(jnp.transpose(r.reshape(b, t, r.shape[2], 1), (0, 2, 1, 3)), (b, hkv, t, 1))
+    scale = float(c.attr("scale", 0.0) or 0.0) or float(1.0 / np.sqrt(dk))
+    gemm = _dml("gemm")
+    reps = hq // hkv
+
+    def one(s, x):
+        if "g" in x:
+            s = _dml("element_wise_multiply")(s, jnp.broadcast_to(x["g"][..., None], s.shape))
+        kt, vt = x["k"][..., None], x["v"][:, :, None, :]  # {b, hkv, dk, 1}, {b, hkv, 1, dv}
+        if "beta" in x:
+            read = gemm(kt, s, None, trans_a="TRANSPOSE", trans_b="NONE", alpha=1.0, beta=0.0)  # {b, hkv, 1, dv}
+            vt = _dml("element_wise_multiply")(jnp.broadcast_to(x["beta"][..., None], vt.shape),
+                                               _dml("element_wise_subtract")(vt, read))
+        s = gemm(kt, vt, s, trans_a="NONE", trans_b="NONE", alpha=1.0, beta=1.0)
+        shared = jnp.broadcast_to(s[:, :, None], (b, hkv, reps, dk, dv)).reshape(b, hq, dk, dv)
+        o = gemm(x["q"][:, :, None, :], shared, None, trans_a="NONE", trans_b="NONE", alpha=scale, beta=0.0)
+        return s, o[:, :, 0, :]
+
+    state, outs = jax.lax.scan(one, state, {key: jnp.moveaxis(val, 2, 0) for key, val in xs.items()})
+    y = jnp.transpose(outs, (1, 0, 2, 3)).reshape(b, t, hq * dv)  # {t, b, hq, dv} as {b, t, hq * dv}
+    out_dt = dt if past is None else _arr(past).dtype
+    y = y if dt == jnp.float32 else _dml("cast")(y, output_data_type=_data_type(dt))
+    state = state if out_dt == jnp.float32 else _dml("cast")(state, output_data_type=_data_type(out_dt))
+    return [y, state]
+
+
+def _linear_attention_check(attrs: dict, opset: int, inputs: tuple, outputs: tuple) -> str | None:
+    rule = _text(attrs.get("update_rule"), "gated_delta")
+    if rule not in ("linear", "gated", "delta", "gated_delta"):
+        return f"update_rule {rule!r}: one of 'linear', 'gated', 'delta', 'gated_delta'"
+    if (rule in ("gated", "gated_delta")) != _used(inputs, 4):
+        return f"update_rule {rule!r} {'needs' if rule in ('gated', 'gated_delta') else 'forbids'} the decay input"
+    if (rule in ("delta", "gated_delta")) != _used(inputs, 5):
+        return f"update_rule {rule!r} {'needs' if rule in ('delta', 'gated_delta') else 'forbids'} the beta input"
+    if "q_num_heads" not in attrs or "kv_num_heads" not in attrs:
+        return "q_num_heads and kv_num_heads are required"
+    return None
+
+
+def _flex_attention(c: Call):
+    """FlexAttention (ai.onnx.preview): Scale Q K^T by GEMM (Alpha; shared key/value heads broadcast to the
+    query heads by zero strides), CAST to the softmax precision (FLOAT32 for FLOAT16 inputs), score_mod's
+    subgraph, SOFTMAX1 over the keys, prob_mod's subgraph, GEMM with V (CAST to that precision), CAST back
+    to V's type. The subgraphs' nodes are mapped like the main graph's."""
+    q, k, v = (_arr(c.inputs[i]) for i in range(3))
+    dt = q.dtype
+    precision = c.attr("softmax_precision")
+    if precision is not None:
+        compute = np.dtype(_runtime_dtype(_onnx_dtype(precision)))
+    else:
+        compute = np.dtype(np.float32) if dt == jnp.float16 else np.dtype(dt)
+    hq, hkv = q.shape[1], k.shape[1]
+    if hq != hkv:  # query head h reads key/value head h // (hq / hkv)
+        k, v = (jnp.broadcast_to(x[:, :, None], (x.shape[0], hkv, hq // hkv) + x.shape[2:]).reshape(
+            (x.shape[0], hq) + x.shape[2:]) for x in (k, v))
+    scale = c.attr("scale")
+    scale = float(1.0 / np.sqrt(q.shape[3])) if scale is None else float(scale)
+    scores = _dml("gemm")(q, k, None, trans_a="NONE", trans_b="TRANSPOSE", alpha=scale, beta=0.0)
+    cast = lambda x: x if x.dtype == compute else _dml("cast")(x, output_data_type=_data_type(compute))  # noqa: E731
+    scores = cast(scores)
+    if c.attr("score_mod") is not None:
+        scores = cast(_arr(c.attr("score_mod")(scores)))
+    probs = _dml("activation_softmax1")(scores, axes=(3,))
+    if c.attr("prob_mod") is not None:
+        probs = cast(_arr(c.attr("prob_mod")(probs)))
+    y = _dml("gemm")(probs, cast(v), None, trans_a="NONE", trans_b="NONE", alpha=1.0, beta=0.0)
+    return [y if y.dtype == v.dtype else _dml("cast")(y, output_data_type=_data_type(v.dtype))]
+
+
+PREVIEW: tuple[Rule, ...] = (
+    Rule("Adam", 1, None, ("DML_OPERATOR_ADAM_OPTIMIZER", "DML_OPERATOR_CAST", "DML_OPERATOR_ELEMENT_WISE_IDENTITY",
+                           "DML_OPERATOR_ELEMENT_WISE_ADD", "DML_OPERATOR_ELEMENT_WISE_LOGICAL_GREATER_THAN",
+                           "DML_OPERATOR_ELEMENT_WISE_IF"), _adam, static=(0,),
+         restrictions="R must be static (LearningRate is an attribute); T <= 0 (no bias correction) as T = 1 with "
+                      "LearningRate R (1 - alpha) / sqrt(1 - beta), a runtime T choosing by IF; norm_coefficient by "
+                      "IDENTITY and ADD, norm_coefficient_post by IDENTITY; FLOAT32 and FLOAT16 (ADAM_OPTIMIZER's "
+                      "types)", domain="ai.onnx.preview.training"),
+    Rule("FlexAttention", 1, None, ("DML_OPERATOR_GEMM", "DML_OPERATOR_CAST", "DML_OPERATOR_ACTIVATION_SOFTMAX1"),
+         _flex_attention,
+         restrictions="score_mod and prob_mod are subgraphs mapped node by node like the main graph; "
+                      "softmax_precision as CASTs around SOFTMAX1 (FLOAT32 for FLOAT16 inputs)",
+         domain="ai.onnx.preview"),
+)
+"""ONNX's preview domains (ai.onnx.preview.training, ai.onnx.preview): operators that ONNX defines
+outside ai.onnx, mapped like the ai.onnx ones; opsets count their domain's."""
+
+
 # ----------------------------------------------------------------------------------------------
 # the table
 
@@ -2609,10 +2794,18 @@ TABLE: tuple[Rule, ...] = (
     _r("CausalConvWithState", 27, None, ["DML_OPERATOR_JOIN", "DML_OPERATOR_PADDING1", "DML_OPERATOR_CONVOLUTION",
                                          "DML_OPERATOR_ACTIVATION_SWISH", "DML_OPERATOR_SLICE1"],
        _causal_conv_with_state, restrictions="a depthwise 1-D CONVOLUTION over the state and the input"),
+    _r("MelWeightMatrix", 17, None, ["DML_OPERATOR_FILL_VALUE_CONSTANT"], _mel_weight_matrix, static=(0, 1, 2, 3, 4),
+       restrictions="every input must be static: folded to a constant"),
+    Rule("LinearAttention", 27, None, ("DML_OPERATOR_GEMM", "DML_OPERATOR_ELEMENT_WISE_EXP",
+                                       "DML_OPERATOR_ELEMENT_WISE_MULTIPLY", "DML_OPERATOR_ELEMENT_WISE_SUBTRACT",
+                                       "DML_OPERATOR_CAST"), _linear_attention, check_io=_linear_attention_check,
+         restrictions="the recurrence one token a step (lax.scan around the operators), in FLOAT32; the state's "
+                      "write k v^T and the read q^T S by GEMM; chunk_size (a tuning hint) has no effect"),
     _r("RNN", 7, None, ["DML_OPERATOR_RNN"], _recurrent, check=_rnn_check),
     _r("GRU", 7, None, ["DML_OPERATOR_GRU"], _recurrent, check=_rnn_check),
     _r("LSTM", 7, None, ["DML_OPERATOR_LSTM"], _recurrent, check=_rnn_check),
     *CONTRIB,
+    *PREVIEW,
 )
 
 def _control_flow(c: Call):
