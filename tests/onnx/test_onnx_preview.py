@@ -14,6 +14,7 @@ from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 import dmljax.onnx as dx  # noqa: E402
 from dmljax._src.errors import ValidationError  # noqa: E402
+from dmljax._src.onnx import export  # noqa: E402
 from dmljax._src.onnx.table import Call, _runtime_dtype, find_rule  # noqa: E402
 
 _TRAINING, _PREVIEW = "ai.onnx.preview.training", "ai.onnx.preview"
@@ -110,3 +111,36 @@ def test_an_unmappable_node_in_a_score_mod_is_named_at_load():
     m = _flex([helper.make_node("Det", ["s"], ["d"], name="det"), helper.make_node("Add", ["s", "d"], ["s_out"])])
     with pytest.raises(dx.OnnxImportError, match=r"node 'flex/score_mod/det' \(Det"):
         dx.load(m)
+
+
+def _linear_attention(t: int, hq: int = 2, hkv: int = 1, dk: int = 4):
+    node = helper.make_node("LinearAttention", ["q", "k", "v", "", "d", "b"], ["y", "s"], q_num_heads=hq,
+                            kv_num_heads=hkv)
+    shapes = {"q": [1, t, hq * dk], "k": [1, t, hkv * dk], "v": [1, t, hkv * dk], "d": [1, t, hkv], "b": [1, t, hkv]}
+    g = helper.make_graph([node], "linear_attention",
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in shapes.items()],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, t, hq * dk]),
+                           helper.make_tensor_value_info("s", TensorProto.FLOAT, [1, hkv, dk, dk])])
+    rng = np.random.default_rng(t)
+    ins = {n: rng.standard_normal(s).astype(np.float32) * 0.3 for n, s in shapes.items()}
+    ins["d"], ins["b"] = -np.abs(ins["d"]), np.abs(ins["b"])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 27)]), ins
+
+
+@pytest.mark.slow
+def test_linear_attention_past_the_unrolled_length_runs_as_a_scan():
+    """More tokens than UNROLL: the same step under lax.scan, against ONNX's reference."""
+    m, ins = _linear_attention(260)
+    want = ReferenceEvaluator(m).run(None, ins)
+    for g, w in zip(dx.load(m)(*ins.values()), want):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_linear_attention_is_a_directml_graph():
+    """Unrolled, the recurrence is DirectML operators only: the DirectML graph export expresses it."""
+    m, ins = _linear_attention(3)
+    model = dx.load(m)
+    graph, _ = export.to_graph(model, list(ins.values()))
+    kinds = {n.type for n in graph.nodes}
+    assert {"DML_OPERATOR_GEMM", "DML_OPERATOR_SLICE1", "DML_OPERATOR_JOIN"} <= kinds, kinds

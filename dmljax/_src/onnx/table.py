@@ -2461,13 +2461,19 @@ def _adam(c: Call):
     return xs + vs + hs
 
 
+UNROLL = 256
+"""The most iterations a Loop is unrolled to (when its body needs the iteration number static), and the
+most tokens LinearAttention's recurrence is unrolled to."""
+
+
 def _to_f32(x):
     return x if x.dtype == jnp.float32 else _dml("cast")(x, output_data_type="FLOAT32")
 
 
 def _linear_attention(c: Call):
-    """LinearAttention as its recurrence over the sequence (lax.scan around DirectML operators, one step a
-    token), in FLOAT32 (CAST in and out, as ONNX's reference): the decay by EXP and MULTIPLY (broadcast by
+    """LinearAttention as its recurrence over the sequence, one step's operators a token (each token's slice
+    by SLICE1, the outputs JOINed; past UNROLL tokens, lax.scan around the step), in FLOAT32 (CAST in and
+    out, as ONNX's reference): the decay by EXP and MULTIPLY (broadcast by
     zero strides over the state's value axis); the delta rule's S^T k by GEMM (TransA), beta (v - S^T k) by
     SUBTRACT and MULTIPLY; the write S + k v^T by one GEMM (the state as C, Beta 1); the read Scale q^T S by
     GEMM (Alpha), the key/value heads' states broadcast to the query heads by zero strides."""
@@ -2505,12 +2511,27 @@ def _linear_attention(c: Call):
         o = gemm(x["q"][:, :, None, :], shared, None, trans_a="NONE", trans_b="NONE", alpha=scale, beta=0.0)
         return s, o[:, :, 0, :]
 
-    state, outs = jax.lax.scan(one, state, {key: jnp.moveaxis(val, 2, 0) for key, val in xs.items()})
-    y = jnp.transpose(outs, (1, 0, 2, 3)).reshape(b, t, hq * dv)  # {t, b, hq, dv} as {b, t, hq * dv}
+    if t <= UNROLL:  # a DirectML graph has no loop: one step's operators a token, each token's slice by SLICE1
+        outs = []
+        for i in range(t):
+            state, o = one(state, {key: _token(val, i) for key, val in xs.items()})
+            outs.append(o[:, :, None])
+        y = outs[0] if t == 1 else _dml("join")(outs, axis=2)  # {b, hq, t, dv}
+    else:
+        state, outs = jax.lax.scan(one, state, {key: jnp.moveaxis(val, 2, 0) for key, val in xs.items()})
+        y = jnp.moveaxis(outs, 0, 2)
+    y = jnp.transpose(y, (0, 2, 1, 3)).reshape(b, t, hq * dv)
     out_dt = dt if past is None else _arr(past).dtype
     y = y if dt == jnp.float32 else _dml("cast")(y, output_data_type=_data_type(dt))
     state = state if out_dt == jnp.float32 else _dml("cast")(state, output_data_type=_data_type(out_dt))
     return [y, state]
+
+
+def _token(x, i: int):
+    """Token ``i`` of a {b, heads, t, ...} tensor, the token axis dropped: a SLICE1 window of one."""
+    sizes = x.shape[:2] + (1,) + x.shape[3:]
+    return _dml("slice1")(x, input_window_offsets=(0, 0, i) + (0,) * (x.ndim - 3), input_window_sizes=sizes,
+                          input_window_strides=(1,) * x.ndim).reshape(x.shape[:2] + x.shape[3:])
 
 
 def _linear_attention_check(attrs: dict, opset: int, inputs: tuple, outputs: tuple) -> str | None:
@@ -2798,9 +2819,11 @@ TABLE: tuple[Rule, ...] = (
        restrictions="every input must be static: folded to a constant"),
     Rule("LinearAttention", 27, None, ("DML_OPERATOR_GEMM", "DML_OPERATOR_ELEMENT_WISE_EXP",
                                        "DML_OPERATOR_ELEMENT_WISE_MULTIPLY", "DML_OPERATOR_ELEMENT_WISE_SUBTRACT",
-                                       "DML_OPERATOR_CAST"), _linear_attention, check_io=_linear_attention_check,
-         restrictions="the recurrence one token a step (lax.scan around the operators), in FLOAT32; the state's "
-                      "write k v^T and the read q^T S by GEMM; chunk_size (a tuning hint) has no effect"),
+                                       "DML_OPERATOR_SLICE1", "DML_OPERATOR_JOIN", "DML_OPERATOR_CAST"),
+         _linear_attention, check_io=_linear_attention_check,
+         restrictions="the recurrence unrolled, one step's operators a token (SLICE1, the outputs JOINed; past "
+                      f"{UNROLL} tokens lax.scan around the step), in FLOAT32; the state's write k v^T and the "
+                      "read q^T S by GEMM; chunk_size (a tuning hint) has no effect"),
     _r("RNN", 7, None, ["DML_OPERATOR_RNN"], _recurrent, check=_rnn_check),
     _r("GRU", 7, None, ["DML_OPERATOR_GRU"], _recurrent, check=_rnn_check),
     _r("LSTM", 7, None, ["DML_OPERATOR_LSTM"], _recurrent, check=_rnn_check),
@@ -2811,9 +2834,6 @@ TABLE: tuple[Rule, ...] = (
 def _control_flow(c: Call):
     raise AssertionError(f"dmljax bug: {c.op_type} is run by the loader (its subgraphs), not lowered")
 
-
-UNROLL = 256
-"""The most iterations a Loop is unrolled to (when its body needs the iteration number static)."""
 
 CONTROL_FLOW = (
     _r("If", 1, None, ("lax.cond around the branches' operators",), _control_flow,
