@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 onnx = pytest.importorskip("onnx", reason="the ONNX import tests need the onnx package (the test extra)")
 ort = pytest.importorskip("onnxruntime", reason="comparing with ONNX Runtime needs onnxruntime (the test extra)")
@@ -398,6 +399,22 @@ def test_attention_forms_that_directml_cannot_express_are_refused_together():
     assert "softcap -30.0: 0 (none) or positive" in text, text
     assert "do_rotary=1 without cos_cache and sin_cache" in text, text
     assert "'rotary'" in text and "do_rotary=1" in text, text
+
+
+@pytest.mark.slow
+@settings(max_examples=10, deadline=None)
+@given(st.data())
+def test_group_query_attention_window_and_softcap_match_onnx_runtime(data):
+    """Any window (wider than the keys too), softcap or neither, on a first prompt, a decode step after a
+    past of uneven batches, or a chunk after a past."""
+    s, past, seqlens, total = data.draw(st.sampled_from([(4, 0, [3, 3], 4), (1, 5, [5, 2], 6), (2, 3, [4], 5)]))
+    extra = {}
+    if data.draw(st.booleans()):
+        extra["local_window_size"] = data.draw(st.integers(1, 7))
+    if data.draw(st.booleans()):
+        extra["softcap"] = data.draw(st.sampled_from([0.25, 1.0, 4.0, 50.0]))
+    m, ins = _gqa(np.random.default_rng(data.draw(st.integers(0, 99))), s, past, seqlens, total, **extra)
+    _run(m, ins)
 
 
 @pytest.mark.slow
