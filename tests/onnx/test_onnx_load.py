@@ -164,3 +164,31 @@ def test_corrupted_bytes_give_one_clear_error_never_a_traceback(data):
         assert str(e).startswith("dmljax.onnx.load (ONNX model <model>):")
         return
     assert isinstance(model, dx.OnnxModel)  # a flip that leaves a valid model loads
+
+
+def _attention_with_mask(mask_shape, dims=None):
+    """An ai.onnx Attention of queries {2, 2, 3, 4} over keys {2, 2, 5, 4} with an attn_mask; ``dims`` makes
+    every declared shape symbolic."""
+    h = onnx.helper
+    shapes = {"q": [2, 2, 3, 4], "k": [2, 2, 5, 4], "v": [2, 2, 5, 4], "m": list(mask_shape)}
+    node = h.make_node("Attention", ["q", "k", "v", "m"], ["y"], name="attend")
+    g = h.make_graph([node], "attention", [h.make_tensor_value_info(n, onnx.TensorProto.FLOAT,
+                                                                    [f"{n}{i}" for i in range(len(s))] if dims else s)
+                                           for n, s in shapes.items()],
+                     [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, list("abcd") if dims else [2, 2, 3, 4])])
+    values = [np.zeros(s, np.float32) for s in shapes.values()]
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 23)]), values
+
+
+def test_an_attention_mask_that_cannot_broadcast_is_refused_at_load_or_at_the_call():
+    """Declared static, the attn_mask's shape is checked at load (node, operator, opset, reason); symbolic, at
+    the call, in dmljax's error rather than JAX's broadcasting error."""
+    m, _ = _attention_with_mask((4, 5))
+    with pytest.raises(dx.OnnxImportError, match=r"node 'attend' \(Attention, ai.onnx opset 23\) attn_mask has shape "
+                                                 r"\[4, 5\]; supported: a shape that broadcasts to \[2, 2, 3, 5\]"):
+        dx.load(m)
+    m, values = _attention_with_mask((4, 5), dims=True)
+    model = dx.load(m)
+    with pytest.raises(ValueError, match=r"Attention \(ai.onnx\) attn_mask has shape \[4, 5\]"):
+        model(*values)
+    dx.load(_attention_with_mask((2, 1, 3, 4))[0])  # broadcast, its last axis padded to the 5 keys: loads

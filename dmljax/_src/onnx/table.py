@@ -2266,6 +2266,27 @@ def _heads(t, heads: int):
     return jnp.transpose(t.reshape(t.shape[0], t.shape[1], heads, t.shape[2] // heads), (0, 2, 1, 3))
 
 
+def _attn_mask_problem(shape: tuple, scores: tuple) -> tuple[str, str] | None:
+    """Why an attn_mask of ``shape`` cannot be broadcast (zero strides) to the scores {batch, query heads,
+    query sequence, total sequence} after its last axis is padded to the total (found, allowed), or None."""
+    padded = tuple(shape[:-1]) + (scores[3],) if shape and shape[-1] <= scores[3] else tuple(shape)
+    if 1 <= len(shape) <= 4 and all(d in (1, w) for d, w in zip(padded[::-1], scores[::-1])):
+        return None
+    return (f"has shape {list(shape)}", f"a shape that broadcasts to {list(scores)} (batch, query heads, query "
+            "sequence, total sequence), its last axis at most the total (padded as masked)")
+
+
+def _attention_shapes(attrs: dict, opset: int, inputs: tuple, shapes: tuple) -> str | None:
+    if not _used(inputs, 3) or not all(_known(inputs, shapes, i) for i in (0, 1, 3, 4)):
+        return None
+    q, k = shapes[0], shapes[1]
+    heads = int(attrs.get("q_num_heads", 1)) if len(q) == 3 else q[1]
+    seq_q, seq_k = (q[1], k[1]) if len(q) == 3 else (q[2], k[2])
+    past = shapes[4][2] if _used(inputs, 4) else 0
+    problem = _attn_mask_problem(shapes[3], (q[0], heads, seq_q, past + seq_k))
+    return None if problem is None else f"attn_mask {problem[0]}; supported: {problem[1]}"
+
+
 def _attention(c: Call):
     """Attention (ai.onnx): the masks as one additive bias (0 or -inf): attn_mask (IF for a boolean
     one, PADDING1 to the keys' length), the causal and sliding-window frontiers as constants (or,
@@ -2296,6 +2317,10 @@ def _attention(c: Call):
     bias = jnp.zeros(shape, dt)
     if mask is not None:
         m = _arr(mask)
+        problem = _attn_mask_problem(m.shape, shape)
+        if problem is not None:
+            raise ValidationError("element_wise_add", "DML_OPERATOR_ELEMENT_WISE_ADD", None,  # the mask's bias
+                                  [Violation("Attention (ai.onnx) attn_mask", "", *problem)])
         if m.shape[-1] < skv:
             m = _dml("padding1")(m.astype(jnp.uint8) if m.dtype == jnp.bool_ else m, padding_mode="CONSTANT",
                                  padding_value=0 if m.dtype == jnp.bool_ else float("-inf"),
@@ -2598,8 +2623,9 @@ outside ai.onnx, mapped like the ai.onnx ones; opsets count their domain's."""
 # ----------------------------------------------------------------------------------------------
 # the table
 
-def _r(op_type, since, until, dml, lower, static=(), check=None, restrictions="", domain=""):
-    return Rule(op_type, since, until, tuple(dml), lower, tuple(static), check, restrictions, domain)
+def _r(op_type, since, until, dml, lower, static=(), check=None, restrictions="", domain="", check_shapes=None):
+    return Rule(op_type, since, until, tuple(dml), lower, tuple(static), check, restrictions, domain,
+                check_shapes=check_shapes)
 
 
 _UNARY = [("Abs", 1, "element_wise_abs"), ("Acos", 7, "element_wise_acos"), ("Acosh", 9, "element_wise_acosh"),
@@ -2810,7 +2836,7 @@ TABLE: tuple[Rule, ...] = (
        restrictions="the positions as write_indices plus a constant ramp"),
     _r("Attention", 23, None, ["DML_OPERATOR_GEMM", "DML_OPERATOR_ACTIVATION_SOFTMAX1", "DML_OPERATOR_ELEMENT_WISE_IF",
                                "DML_OPERATOR_ELEMENT_WISE_ADD", "DML_OPERATOR_ELEMENT_WISE_IDENTITY",
-                               "DML_OPERATOR_REDUCE", "DML_OPERATOR_JOIN"], _attention,
+                               "DML_OPERATOR_REDUCE", "DML_OPERATOR_JOIN"], _attention, check_shapes=_attention_shapes,
        restrictions="composed as ONNX's function body: one additive mask, GEMMs, SOFTMAX1; fully masked rows give 0"),
     _r("CausalConvWithState", 27, None, ["DML_OPERATOR_JOIN", "DML_OPERATOR_PADDING1", "DML_OPERATOR_CONVOLUTION",
                                          "DML_OPERATOR_ACTIVATION_SWISH", "DML_OPERATOR_SLICE1"],
