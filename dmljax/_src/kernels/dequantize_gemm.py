@@ -1,0 +1,238 @@
+"""A Pallas kernel for DEQUANTIZE of 4-bit weights followed by GEMM on NVIDIA GPUs (ONNX's
+com.microsoft MatMulNBits, which ONNX Runtime's DirectML provider runs as a DEQUANTIZE + GEMM
+graph that DirectML's graph compiler fuses): FLOAT16 rows X {M, K}, M from 1 to MAX_ROWS, times
+the dequantized INT4 or UINT4 weights, which are read once, packed, and never written out.
+
+XLA computes the pair as two passes: DEQUANTIZE writes the FLOAT16 weights (4x the 4-bit bytes)
+and the product reads them back, so at a 4096 x 4096 weight the pair took 3.4-4.0x a FLOAT16
+GEMM's time on an H200 (benchmarks/quantization/quantization.py, group int4_gemm), where reading
+the weights is the whole cost (INT4: 8 MiB, FLOAT16: 32 MiB).
+
+The weights {R, C} (B, or B transposed: {N, K} with TransB) arrive as DirectML packs them, two a
+byte along the last axis, the first in the low nibble (``lax.bitcast_convert_type`` of the int4
+array: the same bytes). The kernel never interleaves nibbles: where the pairs run along K (the
+weights {N, K}), a byte holds the elements of K = 2j (low) and 2j + 1 (high), so the product is
+X[:, even] x Low^T + X[:, odd] x High^T, the even and odd columns of X read as two strided blocks;
+where they run along N (the weights {K, N}), the output's even columns are X x Low and its odd
+ones X x High, stored interleaved. One program computes BLOCK_N output columns (BLOCK_N / 2 byte
+columns when the pairs run along N) over the whole of K, BLOCK_K elements of K an iteration: each
+nibble is dequantized as DEQUANTIZE does (``(code - zero_point) * scale`` in FLOAT32, rounded to
+FLOAT16), its scale and zero point read at (row // block, column // block) of their own blocking
+(per tensor, per axis or per block, as DEQUANTIZE's QuantizationTensors), and the FLOAT16 products
+accumulated in FLOAT32 by Triton's FLOAT16 product (tensor cores; X's rows padded to MIN_DOT).
+
+Exactness: the dequantized weights are DEQUANTIZE's FLOAT16 outputs bit for bit (``code -
+zero_point`` has at most 5 bits and the scale 11, so the FLOAT32 product is exact and rounded once
+to FLOAT16 either way); each product of two FLOAT16 values is exact in FLOAT32, as in GEMM; the
+sum of the K products is FLOAT32, in Triton's order (a tensor core's), not XLA's or cuBLAS's: the
+result is within GEMM's budget of the unfused DEQUANTIZE then GEMM, not bit for bit
+(docs/semantics.md#accumulating-operators: the order is the library's). Alpha multiplies the
+FLOAT32 sum and the result is rounded once, as GEMM's epilogue does. ``DEQUANTIZE_GEMM`` says which
+calls take the kernel.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from dmljax._src.kernel_seam import Kernel
+
+__all__ = ["DEQUANTIZE_GEMM", "dequantize_gemm_rows", "packed_nibbles", "MAX_ROWS", "MIN_DOT", "BLOCK_N", "BLOCK_K",
+           "WARPS", "STAGES", "WEIGHT_TYPES", "MIN_WEIGHTS"]
+
+MAX_ROWS = 16
+"""The most rows of X (GEMM's M, the batch of tokens) that take the kernel: one tensor-core tile of
+rows. The goal was batch 1 to 16, where reading the weights dominates; from 32 rows a FLOAT16
+GEMM's products start to count. Not yet measured on a GPU: benchmarks/quantization/quantization.py
+(group int4_gemm) times the kernel against the unfused pair and FLOAT16 GEMM."""
+MIN_DOT = 16
+"""Triton's smallest product tile along each dimension: X's rows are padded to it (masked loads)."""
+BLOCK_N = 32
+"""Output columns a program (a power of two, at least 2 * MIN_DOT: where the pairs run along N a
+program holds BLOCK_N / 2 byte columns in each product). A 4096 x 4096 weight gives 128 programs,
+one per SM of an H200's 132. Not yet measured: benchmarks/quantization/quantization.py times this
+setting and the others it lists (``BLOCKS``)."""
+BLOCK_K = 256
+"""Elements of K an iteration (a power of two, at least 2 * MIN_DOT): BLOCK_N x BLOCK_K / 2 bytes
+of weights each, pipelined over STAGES."""
+WARPS = 4
+STAGES = 3
+"""Triton's warps a program and pipelining stages of the loop over K."""
+WEIGHT_TYPES = (np.dtype(jnp.int4), np.dtype(jnp.uint4))
+MIN_WEIGHTS = 1 << 20
+"""Weights of fewer elements stay with XLA, where launching the pair costs more than reading them
+(a 1024 x 1024 INT4 weight is 0.5 MiB). Not yet measured: the benchmark's group int4_gemm."""
+
+
+def _applies(x_shape, w_shape, x_dtype, w_dtype, scale_dtype, half: bool) -> bool:
+    """Whether a DEQUANTIZE + GEMM can take the kernel: X {M, K} FLOAT16 with M from 1 to MAX_ROWS,
+    weights of two dimensions of INT4 or UINT4 with at least MIN_WEIGHTS elements, FLOAT16 scales,
+    without half-precision computation, fewer than 2^31 elements."""
+    return _runs(x_shape, w_shape, x_dtype, w_dtype, scale_dtype, half) and int(np.prod(w_shape)) >= MIN_WEIGHTS
+
+
+def _runs(x_shape, w_shape, x_dtype, w_dtype, scale_dtype, half: bool) -> bool:
+    """Where the kernel can run at all: ``_applies`` without the size rule (``force_kernels``)."""
+    if half or len(x_shape) != 2 or len(w_shape) != 2:
+        return False
+    if np.dtype(x_dtype) != np.float16 or np.dtype(scale_dtype) != np.float16 or np.dtype(w_dtype) not in WEIGHT_TYPES:
+        return False
+    m, k = x_shape
+    return 1 <= m <= MAX_ROWS and k >= 1 and min(w_shape) >= 1 and int(np.prod(w_shape)) < 2**31
+
+
+DEQUANTIZE_GEMM = Kernel("dequantize_gemm", _applies, measured="benchmarks/quantization/quantization.py",
+                         runs=_runs)
+
+
+def packed_nibbles(w) -> jnp.ndarray:
+    """An INT4 or UINT4 matrix {R, C} as DirectML's bytes {R, ceil(C / 2)} (uint8): two elements a
+    byte along the last axis, the first in the low nibble; an odd C leaves each row's last high
+    nibble 0."""
+    r, c = w.shape
+    if c % 2:
+        w = jnp.pad(w, ((0, 0), (0, 1)))
+    return lax.bitcast_convert_type(w.reshape(r, (c + 1) // 2, 2), jnp.uint8)
+
+
+def _codes(b, signed: bool):
+    """A byte tile's low and high nibbles as int32 values (sign-extended for INT4)."""
+    b = b.astype(jnp.int32)
+    lo, hi = b & 15, (b >> 4) & 15
+    if signed:
+        lo, hi = lo - ((lo & 8) << 1), hi - ((hi & 8) << 1)
+    return lo, hi
+
+
+def _load(ref, at, mask, other, interpret: bool):
+    from jax.experimental.pallas import triton as pl_triton
+
+    if interpret:  # the interpreter reads every index, masked or not: keep them in bounds
+        at = tuple(jnp.where(mask, i, 0) for i in at)
+    return pl_triton.load(ref.at[at], mask=mask, other=other)
+
+
+def _dequantized(code, r, c, live, s_ref, z_ref, sb, zb, interpret):
+    """DEQUANTIZE of the codes at weight rows ``r`` and columns ``c`` (broadcast index arrays):
+    ``(code - zero_point) * scale`` in FLOAT32, rounded to FLOAT16; 0 where not ``live``."""
+    s = _load(s_ref, (lax.div(r, sb[0]), lax.div(c, sb[1])), live, 0.0, interpret).astype(jnp.float32)
+    if z_ref is not None:
+        code = code - _load(z_ref, (lax.div(r, zb[0]), lax.div(c, zb[1])), live, 0, interpret).astype(jnp.int32)
+    w = (code.astype(jnp.float32) * s).astype(jnp.float16)
+    return jnp.where(live, w, jnp.zeros_like(w))  # a padding nibble times an infinite scale is NaN: out
+
+
+def _finish(acc, alpha: float, dtype):
+    return (acc if alpha == 1.0 else np.float32(alpha) * acc).astype(dtype)
+
+
+def _pairs_along_k(x_ref, p_ref, s_ref, *rest, m, n, k, bn, bk, sb, zb, signed, alpha, interpret):
+    """Weights {N, K}: a byte holds K = 2j and 2j + 1 of one output column."""
+    from jax.experimental.pallas import triton as pl_triton
+
+    z_ref, o_ref = rest if len(rest) == 2 else (None, rest[0])
+    k2, bk2 = p_ref.shape[1], bk // 2
+    rows = _program_id() * bn + jnp.arange(bn, dtype=jnp.int32)  # weight rows: output columns
+    xr = jnp.arange(MIN_DOT, dtype=jnp.int32)
+    rlive, xlive = rows < n, xr < m
+
+    def step(t, acc):
+        j = t * bk2 + jnp.arange(bk2, dtype=jnp.int32)  # byte columns
+        r2, j2 = rows[:, None], j[None, :]
+        blive = rlive[:, None] & (j2 < k2)
+        lo, hi = _codes(_load(p_ref, (r2, j2), blive, 0, interpret), signed)
+        even, odd = 2 * j, 2 * j + 1
+        w_lo = _dequantized(lo, r2, 2 * j2, blive, s_ref, z_ref, sb, zb, interpret)
+        w_hi = _dequantized(hi, r2, 2 * j2 + 1, blive & (2 * j2 + 1 < k), s_ref, z_ref, sb, zb, interpret)
+        xe = _load(x_ref, (xr[:, None], even[None, :]), xlive[:, None] & (even < k)[None, :], 0.0, interpret)
+        xo = _load(x_ref, (xr[:, None], odd[None, :]), xlive[:, None] & (odd < k)[None, :], 0.0, interpret)
+        dims = (((1,), (1,)), ((), ()))
+        acc = acc + lax.dot_general(xe, w_lo, dims, preferred_element_type=jnp.float32)
+        return acc + lax.dot_general(xo, w_hi, dims, preferred_element_type=jnp.float32)
+
+    acc = lax.fori_loop(0, _cdiv(k2, bk2), step, jnp.zeros((MIN_DOT, bn), jnp.float32))
+    live = xlive[:, None] & rlive[None, :]
+    at = (xr[:, None], rows[None, :])
+    pl_triton.store(o_ref.at[at], _finish(acc, alpha, o_ref.dtype), mask=live)
+
+
+def _pairs_along_n(x_ref, p_ref, s_ref, *rest, m, n, k, bn, bk, sb, zb, signed, alpha, interpret):
+    """Weights {K, N}: a byte holds output columns 2j and 2j + 1 of one K."""
+    from jax.experimental.pallas import triton as pl_triton
+
+    z_ref, o_ref = rest if len(rest) == 2 else (None, rest[0])
+    bn2 = bn // 2
+    j = _program_id() * bn2 + jnp.arange(bn2, dtype=jnp.int32)  # byte columns
+    xr = jnp.arange(MIN_DOT, dtype=jnp.int32)
+    xlive = xr < m
+    jlive = j < p_ref.shape[1]
+    j2 = j[None, :]
+
+    def step(t, accs):
+        kk = t * bk + jnp.arange(bk, dtype=jnp.int32)
+        k2 = kk[:, None]
+        blive = (k2 < k) & jlive[None, :]
+        lo, hi = _codes(_load(p_ref, (k2, j2), blive, 0, interpret), signed)
+        w_lo = _dequantized(lo, k2, 2 * j2, blive, s_ref, z_ref, sb, zb, interpret)
+        w_hi = _dequantized(hi, k2, 2 * j2 + 1, blive & (2 * j2 + 1 < n), s_ref, z_ref, sb, zb, interpret)
+        xk = _load(x_ref, (xr[:, None], kk[None, :]), xlive[:, None] & (kk < k)[None, :], 0.0, interpret)
+        return (accs[0] + jnp.dot(xk, w_lo, preferred_element_type=jnp.float32),
+                accs[1] + jnp.dot(xk, w_hi, preferred_element_type=jnp.float32))
+
+    zero = jnp.zeros((MIN_DOT, bn2), jnp.float32)
+    acc_lo, acc_hi = lax.fori_loop(0, _cdiv(k, bk), step, (zero, zero))
+    for acc, col in ((acc_lo, 2 * j), (acc_hi, 2 * j + 1)):
+        live = xlive[:, None] & (col < n)[None, :]
+        at = (xr[:, None], col[None, :])
+        pl_triton.store(o_ref.at[at], _finish(acc, alpha, o_ref.dtype), mask=live)
+
+
+def _program_id():
+    from jax.experimental import pallas as pl
+
+    return pl.program_id(0)
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def dequantize_gemm_rows(x, w, scale, zero_point=None, *, trans_b: bool, alpha: float = 1.0, out_dtype=jnp.float32,
+                         blocks: tuple[int, int] | None = None, interpret: bool = False) -> jnp.ndarray:
+    """``alpha * X x dequantize(W)`` by the kernel, rounded once to ``out_dtype`` (FLOAT32: the sum
+    for GEMM's epilogue to add C to; FLOAT16: GEMM's output without C). ``x`` {M, K} FLOAT16, M from
+    1 to MAX_ROWS; ``w`` INT4 or UINT4, {K, N}, or {N, K} with ``trans_b``; ``scale`` FLOAT16 and
+    ``zero_point`` (w's type, or None) each of w's two dimensions, each size a divisor of w's
+    (DEQUANTIZE's blocking). ``blocks``: (BLOCK_N, BLOCK_K) other than the module's, for the
+    benchmark that measures them. ``interpret=True`` runs it on any backend, for tests."""
+    from jax.experimental import pallas as pl  # imported where a kernel is built: dmljax's import stays light
+
+    m, k = x.shape
+    r, c = w.shape
+    n = r if trans_b else c
+    bn, bk = blocks or (BLOCK_N, BLOCK_K)
+    sb = (r // scale.shape[0], c // scale.shape[1])
+    zb = None if zero_point is None else (r // zero_point.shape[0], c // zero_point.shape[1])
+    packed = packed_nibbles(w)
+    operands = [x, packed, scale] + ([] if zero_point is None else [zero_point.astype(jnp.int8)])
+    body = _pairs_along_k if trans_b else _pairs_along_n
+    programs = _cdiv(n, bn)
+    kernel = functools.partial(body, m=m, n=n, k=k, bn=bn, bk=bk, sb=sb, zb=zb,
+                               signed=np.dtype(w.dtype) == np.dtype(jnp.int4), alpha=float(alpha),
+                               interpret=interpret)
+    params = None
+    if not interpret:
+        from jax.experimental.pallas import triton as pl_triton
+        params = pl_triton.CompilerParams(num_warps=WARPS, num_stages=STAGES)
+    # the interpreter's output has whole blocks of rows and columns: its masked stores stay in bounds and apart
+    out = (MIN_DOT, programs * bn) if interpret else (m, n)
+    y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(out, out_dtype), grid=(programs,),
+                       in_specs=[pl.BlockSpec(a.shape, lambda i, d=a.ndim: (0,) * d) for a in operands],
+                       out_specs=pl.BlockSpec(out, lambda i: (0, 0)), compiler_params=params, interpret=interpret,
+                       name="dmljax_dequantize_gemm")(*operands)
+    return y[:m, :n] if interpret else y
