@@ -31,6 +31,7 @@ from dmljax._src.feature_level import FeatureLevel, feature_level
 from dmljax._src.fused import FusedActivation
 from dmljax._src.kernel_seam import use_kernels
 from dmljax._src.ops import OPERATORS as _OPERATORS
+from dmljax._src.ops.quantization.dequantize_gemm import dequantize_gemm
 from dmljax._src.ops.quantization.fake_quantization import quantize_dequantize
 from dmljax._src.registry import OperatorMatch, canonical_name, catalog, find_operators, get_operator, registry
 from dmljax._src.structs import ScalarUnion, ScaleBias, Size2D
@@ -75,6 +76,7 @@ _CORE = [
     "canonical_name",
     "catalog",
     "compile_operator",
+    "dequantize_gemm",
     "feature_level",
     "find_operators",
     "get_operator",

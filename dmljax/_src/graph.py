@@ -15,6 +15,11 @@ memory, not a shape: the consumer reads the producer's output buffer through its
 (Sizes and Strides), which is how DirectML expresses a reshape, a broadcast (stride 0) or a
 transpose between two operators without an operator. ``CompiledGraph`` runs the nodes in
 dependency order inside one ``jax.jit``.
+
+Where one node's only output feeds one input of another and nothing else, and a fusion is
+registered for the pair of operators (``register_fusion``: DEQUANTIZE into GEMM's A or B), the two
+run as that fusion, as DirectML's graph compiler fuses them; a fusion that declines a call (it
+returns None) leaves the two nodes to run one after the other.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -38,10 +43,26 @@ from dmljax._src.structs import ScalarUnion, ScaleBias, Size2D
 from dmljax._src.tensor_desc import TensorDesc
 
 __all__ = ["GraphNode", "InputEdge", "OutputEdge", "IntermediateEdge", "DmlGraph", "CompiledGraph",
-           "NODE_TYPE", "GRAPH_TYPE", "json_value"]
+           "NODE_TYPE", "GRAPH_TYPE", "json_value", "register_fusion", "Fusion"]
 
 GRAPH_TYPE = "DML_GRAPH_DESC"
 NODE_TYPE = "DML_GRAPH_NODE_TYPE_OPERATOR"
+
+
+Fusion = Callable[[CompiledOperator, Mapping[str, Any], CompiledOperator, Mapping[str, Any], str],
+                  "dict[str, jax.Array] | None"]
+"""``fusion(producer, producer_tensors, consumer, consumer_tensors, member)``: the consumer's
+outputs by member name, computed from the producer's inputs (``producer_tensors``) and the
+consumer's other inputs, ``member`` naming the consumer input that the producer's output feeds;
+or None where it does not take the call."""
+
+_FUSIONS: dict[tuple[str, str], Fusion] = {}
+
+
+def register_fusion(producer: str, consumer: str, fusion: Fusion) -> None:
+    """Run a ``producer`` node (a DML_OPERATOR_* name) whose only output feeds only one input of a
+    ``consumer`` node through ``fusion`` (an operator module registers its fusions on import)."""
+    _FUSIONS[(producer, consumer)] = fusion
 
 
 @dataclasses.dataclass(frozen=True)
@@ -245,9 +266,33 @@ class CompiledGraph:
             if src[0] == "in" and src[1] not in self.input_descs:
                 self.input_descs[src[1]] = self.ops[node].tensor_descs[ins[node][index]]
         self.output_descs = [self.ops[n].tensor_descs[outs[n][o]] for n, o in (sent[i] for i in range(graph.output_count))]
+        self._fusions = self._fusable(ins, outs, feeds, sent)
         self._init: dict[int, tuple[jax.Array, int]] = {}  # graph inputs bound at initialization
         self._run_constants: dict[int, jax.Array] | None = None
         self._jits: dict = {}
+
+    def _fusable(self, ins, outs, feeds, sent) -> dict[int, tuple[int, str]]:
+        """consumer node -> (producer node, consumer member) for each pair a fusion is registered
+        for: the producer has one output, which feeds one consumer input through the same view
+        (Sizes, Strides, DataType) and no graph output."""
+        readers: dict[int, list[tuple[int, int]]] = {}
+        for (node, index), src in feeds.items():
+            if src[0] == "node":
+                readers.setdefault(src[1], []).append((node, index))
+        out_fed = {n for n, _ in sent.values()}
+        found = {}
+        for p, read_by in readers.items():
+            if len(read_by) != 1 or p in out_fed or sum(m is not None for m in outs[p]) != 1:
+                continue
+            (m, index), = read_by
+            if (self.graph.nodes[p].type, self.graph.nodes[m].type) not in _FUSIONS or m in found:
+                continue
+            made = self.ops[p].tensor_descs[outs[p][feeds[(m, index)][2]]]
+            read = self.ops[m].tensor_descs[ins[m][index]]
+            if (made.sizes, made.effective_strides, made.data_type) == (read.sizes, read.effective_strides,
+                                                                         read.data_type):
+                found[m] = (p, ins[m][index])
+        return found
 
     def _order(self, feeds, problems) -> list[int]:
         deps = {n: set() for n in range(len(self.ops))}
@@ -273,6 +318,8 @@ class CompiledGraph:
         offset); the graph's outputs as tensors of their producers' descs."""
         values: dict[tuple[int, int], jax.Array] = {}
         buffers: dict[tuple[int, int], jax.Array] = {}
+        fused_into = {p: m for m, (p, _) in self._fusions.items()}
+        held: dict[int, dict[str, jax.Array]] = {}  # a fused producer's inputs, until its consumer runs
 
         def produced_buffer(n, o):
             if (n, o) not in buffers:
@@ -294,13 +341,30 @@ class CompiledGraph:
                     buf, off = graph_inputs[src[1]]
                     tensors[member] = read_view(buf, desc, off)
                     continue
+                if src[1] in held:  # the fused producer's output: the fusion computes it
+                    continue
                 producer = self.ops[src[1]].tensor_descs[self._outs[src[1]][src[2]]]
                 if (producer.sizes == desc.sizes and producer.effective_strides == desc.effective_strides
                         and producer.data_type == desc.data_type):
                     tensors[member] = values[(src[1], src[2])]
                 else:  # another view of the producer's memory: through its buffer
                     tensors[member] = read_view(produced_buffer(src[1], src[2]), desc, 0)
-            results = op.apply(tensors)
+            if n in fused_into:
+                held[n] = tensors
+                continue
+            results = None
+            if n in self._fusions:
+                p, member = self._fusions[n]
+                fusion = _FUSIONS[(self.graph.nodes[p].type, self.graph.nodes[n].type)]
+                results = fusion(self.ops[p], held[p], op, tensors, member)
+                if results is None:  # declined: the producer runs, then this node
+                    made = self.ops[p].apply(held[p])
+                    for o, name in enumerate(self._outs[p]):
+                        if name is not None:
+                            values[(p, o)] = made[name]
+                    tensors[member] = values[self._feeds[(n, self._ins[n].index(member))][1:]]  # same view
+            if results is None:
+                results = op.apply(tensors)
             for o, member in enumerate(self._outs[n]):
                 if member is not None:
                     values[(n, o)] = results[member]

@@ -29,7 +29,7 @@ from dmljax._src.registry import register
 from dmljax._src.spec import INFERRED, REQUIRED, OpSpec
 from dmljax._src.validate import CheckedCall, check_call, default_platform, static_key
 
-__all__ = ["operator", "TRACE_COUNTS", "OperatorCall", "record_calls"]
+__all__ = ["operator", "TRACE_COUNTS", "OperatorCall", "record_calls", "recording"]
 
 TRACE_COUNTS: collections.Counter = collections.Counter()
 """How many times each operator's formula was traced (by DML enum name); tests read it."""
@@ -84,6 +84,12 @@ def record_calls() -> Iterator[list[OperatorCall]]:
         yield calls
     finally:
         _RECORDERS.remove(calls)
+
+
+def recording() -> bool:
+    """Whether operator calls are being recorded (``record_calls``): a composition that could take
+    a fused path calls its operators one by one instead, so that the recorder sees each."""
+    return bool(_RECORDERS)
 
 
 def _keyword_key(kwargs: dict) -> tuple:

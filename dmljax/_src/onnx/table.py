@@ -24,6 +24,7 @@ from dmljax._src.enums import AxisDirection, ConvolutionDirection, DepthSpaceOrd
 from dmljax._src.enums import MultiheadAttentionMaskType as MaskType
 from dmljax._src.fused import FusedActivation
 from dmljax._src.ops import OPERATORS
+from dmljax._src.ops.quantization.dequantize_gemm import dequantize_gemm
 
 __all__ = ["Rule", "Call", "TABLE", "PREVIEW", "CONTROL_FLOW", "UNROLL", "rules_for", "find_rule", "DML"]
 
@@ -1816,6 +1817,53 @@ def _com_group_query_attention_check(attrs: dict, opset: int, inputs: tuple, out
     return "; ".join(reasons) or None
 
 
+def _nibbles(packed: np.ndarray, rows: int, count: int) -> np.ndarray:
+    """Bytes {rows, ...} holding 4-bit codes two a byte, the first in the low nibble, as UINT4
+    codes {rows, count} (each row's last high nibble, where count is odd, dropped)."""
+    b = np.asarray(packed, np.uint8).reshape(rows, -1)
+    return np.stack([b & 15, b >> 4], axis=-1).reshape(rows, -1)[:, :count].astype(jnp.uint4)
+
+
+def _matmul_nbits(c: Call):
+    """com.microsoft MatMulNBits (4 bits) as ONNX Runtime's DirectML provider runs it: B {N, K} as
+    UINT4 codes, DEQUANTIZE with the scales {N, K / block_size} and the zero points (8 without
+    them), GEMM with TransB and the bias as C (zero strides); A's leading dimensions folded into
+    GEMM's rows. ``dmljax.dequantize_gemm``: the fused kernel on NVIDIA GPUs."""
+    k, n, block = int(c.attr("K")), int(c.attr("N")), int(c.attr("block_size"))
+    a = _arr(c.inputs[0])
+    blocks = k // block
+    w = _nibbles(c.static(1), n, k)
+    scale = _arr(c.inputs[2]).reshape(n, blocks)
+    zp = c.input(3)
+    if zp is None:
+        zero_point = jnp.asarray(np.full((1, 1), 8, jnp.uint4))
+    elif np.asarray(zp).dtype != np.uint8:
+        raise ValidationError("dequantize", "DML_OPERATOR_DEQUANTIZE", None, [Violation(
+            "MatMulNBits (com.microsoft) zero_points", "", f"has type {np.asarray(zp).dtype}",
+            "packed UINT8 zero points: DEQUANTIZE's zero point has the weights' DataType (UINT4)")])
+    else:
+        zero_point = jnp.asarray(_nibbles(c.static(3), n, blocks))
+    rows = a.reshape(-1, k)
+    bias = c.input(5)
+    cc = None if bias is None else jnp.broadcast_to(_arr(bias).reshape(1, n), (rows.shape[0], n))
+    y = dequantize_gemm(rows, w, [scale, zero_point], cc, quantization_type="SCALE_ZERO_POINT", trans_b="TRANSPOSE")
+    return [y.reshape(a.shape[:-1] + (n,))]
+
+
+def _matmul_nbits_check(attrs: dict, opset: int, inputs: tuple, outputs: tuple) -> str | None:
+    reasons = []
+    if attrs.get("bits", 4) != 4:
+        reasons.append(f"bits={attrs.get('bits')} is not mapped (4 bits: DEQUANTIZE's UINT4)")
+    k, block = attrs.get("K"), attrs.get("block_size")
+    if k is None or attrs.get("N") is None or not block:
+        reasons.append("K, N and block_size are required")
+    elif k % block:
+        reasons.append(f"K={k} is not a multiple of block_size={block}: DEQUANTIZE's blocks are whole")
+    if _used(inputs, 4):
+        reasons.append("g_idx (an act-order permutation of K) is not mapped")
+    return "; ".join(reasons) or None
+
+
 _ATTENTION_DML = ("DML_OPERATOR_MULTIHEAD_ATTENTION", "DML_OPERATOR_CAST", "DML_OPERATOR_SLICE1",
                   "DML_OPERATOR_ELEMENT_WISE_ADD")
 
@@ -1869,6 +1917,12 @@ CONTRIB: tuple[Rule, ...] = (
     Rule("QuickGelu", 1, None, ("DML_OPERATOR_ELEMENT_WISE_IDENTITY", "DML_OPERATOR_ACTIVATION_SIGMOID",
                                 "DML_OPERATOR_ELEMENT_WISE_MULTIPLY"), _quick_gelu,
          restrictions="x * sigmoid(alpha * x): alpha as the IDENTITY's ScaleBias", domain=_MS),
+    Rule("MatMulNBits", 1, None, ("DML_OPERATOR_DEQUANTIZE", "DML_OPERATOR_GEMM"), _matmul_nbits, static=(1, 3),
+         check_io=_matmul_nbits_check,
+         restrictions="4 bits, K a multiple of block_size; B and zero_points initializers, B as UINT4 {N, K}, the "
+                      "zero points unpacked (8 without them); DEQUANTIZE then GEMM (TransB, the bias as C), which "
+                      "take dmljax's fused kernel on NVIDIA GPUs (dmljax.dequantize_gemm); refused: g_idx, FLOAT "
+                      "zero points", domain=_MS),
     Rule("FusedMatMul", 1, None, ("DML_OPERATOR_GEMM",), _fused_matmul, check=_fused_matmul_check,
          restrictions="alpha as GEMM's Alpha, transA/transB as permuted tensor descs; transBatchA/B not mapped",
          domain=_MS),
