@@ -335,9 +335,24 @@ def case_group_query_attention_softcap_window_packed_rotary(rng):
     return _gqa(rng, 3, 0, [2, 2], 3, packed=True, rotary=0, head=16, local_window_size=2, softcap=1.0)
 
 
+def case_matmul_nbits(rng):
+    # 4-bit weights {N, K} packed two a byte along K in blocks of 16, packed zero points (3 blocks a
+    # row: each row's last high nibble is padding), a bias; A's leading dimensions folded into rows
+    k, n, block = 48, 10, 16
+    q = rng.integers(0, 16, (n, k)).astype(U8)
+    zq = rng.integers(0, 16, (n, 4)).astype(U8)
+    a = rng.standard_normal((2, 3, k)).astype(np.float32)
+    consts = {"B": (q[:, 0::2] | (q[:, 1::2] << 4)).astype(U8).reshape(n, k // block, block // 2),
+              "scales": (rng.random(n * k // block) * 0.1 + 0.01).astype(np.float32),
+              "zp": (zq[:, 0::2] | (zq[:, 1::2] << 4)).astype(U8).reshape(-1),
+              "bias": rng.standard_normal(n).astype(np.float32)}
+    return _model("MatMulNBits", {"a": a}, consts, TensorProto.FLOAT, attrs={"K": k, "N": n, "bits": 4, "block_size": block},
+                  n_inputs=["a", "B", "scales", "zp", "", "bias"]), {"a": a}
+
+
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
-FAST = {"qlinear_add", "qgemm", "multihead_attention_past_unidirectional", "group_query_attention_decode_seqlens",
-        "group_query_attention_softcap_window_decode"}
+FAST = {"qlinear_add", "qgemm", "matmul_nbits", "multihead_attention_past_unidirectional",
+        "group_query_attention_decode_seqlens", "group_query_attention_softcap_window_decode"}
 
 
 def _cases():
@@ -361,6 +376,19 @@ def test_an_unmapped_contrib_operator_is_refused_by_name():
     m = _model("FastGelu", {"x": x}, {}, TensorProto.FLOAT)
     with pytest.raises(dx.OnnxImportError, match="FastGelu.*com.microsoft"):
         dx.load(m)
+
+
+def test_matmul_nbits_forms_that_dequantize_cannot_express_are_refused():
+    m, _ = case_matmul_nbits(np.random.default_rng(0))
+    node = m.graph.node[0]
+    for attrs, reason in (({"bits": 8}, "bits=8 is not mapped"), ({"block_size": 32}, "K=48 is not a multiple"),
+                          ({}, "g_idx")):
+        del node.attribute[:]
+        node.attribute.extend(helper.make_attribute(k, v) for k, v in
+                              {"K": 48, "N": 10, "bits": 4, "block_size": 16, **attrs}.items())
+        node.input[4] = "" if attrs else "zp"  # g_idx wired (any tensor) in the last form
+        with pytest.raises(dx.OnnxImportError, match=reason):
+            dx.load(m)
 
 
 def test_packed_multihead_attention_matches_the_unpacked_one_in_onnx_runtime():

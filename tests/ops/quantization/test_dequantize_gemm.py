@@ -1,0 +1,301 @@
+"""dmljax.dequantize_gemm, DEQUANTIZE then GEMM (a composition, not a DirectML operator), and its
+Pallas kernel (dmljax/_src/kernels/dequantize_gemm.py) run in Pallas's interpreter: against a
+float64 NumPy reference and the two operators, signed and unsigned weights, with and without zero
+points, odd K, several blockings, weights {K, N} and {N, K}, 1 to 16 rows; the dequantized weights
+DEQUANTIZE's bit for bit; the operators' gradients; where the kernel is taken on CUDA (lowered
+here for CUDA) and where not; a DirectML graph's DEQUANTIZE that only GEMM reads, fused."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dmljax
+from dmljax._src.enums import MatrixTransform
+from dmljax._src.feature_level import resolve_feature_level
+from dmljax._src.graph import DmlGraph, OutputEdge
+from dmljax._src.kernels.dequantize_gemm import DEQUANTIZE_GEMM, MIN_WEIGHTS, dequantize_gemm_rows
+from dmljax._src.ops.quantization.dequantize_gemm import _program
+from tests import tiers
+from tests.compare import assert_matches
+
+F16 = dmljax.DataType.FLOAT16
+TRITON = "__gpu$xla.gpu.triton"
+SMALL = (32, 32)  # the kernel's blocks in the interpreter: ragged tiles and several programs at small sizes
+ONE_PROGRAM = (64, 64)  # one program, two ragged iterations over K: the fast tier's case (1.4 s against 2.5)
+
+
+def _weights(rng, shape, signed: bool):
+    lo, hi = (-8, 8) if signed else (0, 16)
+    return rng.integers(lo, hi, shape).astype(jnp.int4 if signed else jnp.uint4)
+
+
+def _dequantized64(w, scale, zero_point):
+    """DEQUANTIZE from its formula: (w - zero_point) * scale, each repeated over its blocks, in
+    float64, rounded once to FLOAT16."""
+    def blocks(t):
+        t = np.asarray(t).astype(np.float64)
+        return np.repeat(np.repeat(t, w.shape[0] // t.shape[0], 0), w.shape[1] // t.shape[1], 1)
+    d = np.asarray(w).astype(np.float64) - (0 if zero_point is None else blocks(zero_point))
+    return (d * blocks(scale)).astype(np.float16).astype(np.float64)
+
+
+def _case(rng, m, k, n, scale_blocks, signed, zero_point, trans_b):
+    """X {m, k}, weights {k, n} ({n, k} with trans_b), scale (and zero point) of ``scale_blocks``
+    blocks along the weights' two dimensions."""
+    shape = (n, k) if trans_b else (k, n)
+    w = _weights(rng, shape, signed)
+    sshape = tuple(s // b for s, b in zip(shape, scale_blocks))
+    scale = (rng.random(sshape) * 0.1 + 0.01).astype(np.float16)
+    zp = _weights(rng, sshape, signed) if zero_point else None
+    x = rng.standard_normal((m, k)).astype(np.float16)
+    return x, w, scale, zp
+
+
+def _reference(x, w, scale, zp, trans_b):
+    d = _dequantized64(w, scale, zp)
+    d = d.T if trans_b else d
+    xs = np.asarray(x).astype(np.float64)
+    return xs @ d, np.abs(xs) @ np.abs(d)
+
+
+def _operators(x, w, scale, zp, trans_b, **kw):
+    q = [scale] + ([] if zp is None else [zp])
+    deq = dmljax.dequantize(w, q, quantization_type="SCALE" if zp is None else "SCALE_ZERO_POINT")
+    return dmljax.gemm(x, deq, trans_b="TRANSPOSE" if trans_b else "NONE", **kw)
+
+
+def _budget(k):
+    return dmljax.gemm.spec.budget(F16, (1, k))
+
+
+# (rows, K, N, blocks of the scale along the weights' (rows, columns), signed, zero point, weights {N, K},
+# the kernel's blocks)
+CASES = [
+    (5, 67, 40, (1, 67), True, True, True, ONE_PROGRAM),  # pairs along K, odd K: each row's last high nibble is padding
+    (1, 64, 48, (16, 1), False, False, False, SMALL),   # pairs along N, blocks of 16 along K
+    (16, 96, 35, (1, 32), False, True, True, SMALL),    # odd N, the scale per row and block
+    (16, 33, 37, (11, 37), True, False, False, SMALL),  # odd K and N, blocks of 11 along K, one scale a block of rows
+    (5, 50, 64, (64, 5), True, True, True, SMALL),      # blocks of 5 along K (pairs straddle them)
+    (1, 128, 32, (128, 32), False, True, False, SMALL),  # per tensor
+]
+
+
+@pytest.mark.parametrize("m,k,n,blocks,signed,zero_point,trans_b,tiles", tiers.fast_sample(CASES, key="dequantize_gemm"))
+def test_the_kernel_matches_float64_and_the_two_operators(m, k, n, blocks, signed, zero_point, trans_b, tiles, rng):
+    x, w, scale, zp = _case(rng, m, k, n, blocks, signed, zero_point, trans_b)
+    got = dequantize_gemm_rows(jnp.asarray(x), jnp.asarray(w), jnp.asarray(scale), None if zp is None else jnp.asarray(zp),
+                               trans_b=trans_b, out_dtype=jnp.float16, blocks=tiles, interpret=True)
+    want, size = _reference(x, w, scale, zp, trans_b)
+    assert got.shape == (m, n) and got.dtype == np.float16
+    assert_matches(got, [want], F16, _budget(k), magnitude=size)
+    unfused = _operators(x, w, scale, zp, trans_b)
+    assert_matches(got, [np.asarray(unfused).astype(np.float64)], F16, _budget(k), magnitude=size)
+
+
+@pytest.mark.slow  # an interpreter run (1-2 s); the fast tier runs the kernel through test_the_kernel_matches...
+@pytest.mark.parametrize("trans_b", [True, False])
+def test_the_dequantized_weights_are_dequantizes_bit_for_bit(trans_b, rng):
+    # One-hot rows pick single weights: each output is one exact product plus zeros, so the
+    # kernel's output is its FLOAT16 weight itself (a -0 weight summed with +0 terms gives +0). Scales span FLOAT16's range (denormals, the largest values), and
+    # a NaN and an infinite scale; zero points make the difference reach -15 and 15.
+    k, n = 16, 34
+    shape = (n, k) if trans_b else (k, n)
+    w = _weights(rng, shape, False)
+    w = np.where(np.arange(w.size).reshape(shape) % 7 == 0, np.uint8(15), w.astype(np.uint8)).astype(jnp.uint4)
+    sshape = (n, 2) if trans_b else (2, n)
+    scale = np.exp2(rng.integers(-24, 12, sshape)).astype(np.float16) * rng.choice([-1, 1], sshape).astype(np.float16)
+    scale.flat[:3] = [np.nan, np.inf, np.float16(3e-8)]
+    zp = np.where(rng.random(sshape) < 0.5, 0, 15).astype(np.uint8).astype(jnp.uint4)
+    x = np.eye(16, k, dtype=np.float16)
+    got = np.asarray(dequantize_gemm_rows(jnp.asarray(x), jnp.asarray(w), jnp.asarray(scale), jnp.asarray(zp),
+                                          trans_b=trans_b, out_dtype=jnp.float16, interpret=True))
+    deq = np.asarray(jax.jit(lambda s: dmljax.dequantize(w, [s, zp], quantization_type="SCALE_ZERO_POINT"))(scale))
+    want = deq if not trans_b else deq.T  # rows of the {K, N} matrix
+    clean = np.isfinite(want).all(axis=0)  # a column holding NaN or inf: the other rows' 0 x it is NaN
+    assert 0 < clean.sum() < n
+    same_bits = got[:, clean].view(np.uint16) == want[:, clean].view(np.uint16)
+    assert (same_bits | (want[:, clean] == 0) & (got[:, clean] == 0)).all()  # a sum with +0 terms: -0 is +0
+    assert np.isnan(got[:, ~clean]).any(axis=0).all()
+
+
+def _run(operand, ta, tb, alpha, beta, zero_point, a, b, q, c):
+    fn = _program(operand, MatrixTransform.parse(ta), MatrixTransform.parse(tb), alpha, beta,
+                  "SCALE_ZERO_POINT" if zero_point else "SCALE", resolve_feature_level(None), interpret=True)
+    return fn(a, b, q, c)
+
+
+# (operand, TransA, TransB, Alpha, Beta, with C, batch dimensions)
+FORMS = [
+    ("b", "NONE", "TRANSPOSE", 1.0, 1.0, False, ()),
+    ("b", "TRANSPOSE", "NONE", 0.5, -2.0, True, (1,)),
+    ("a", "NONE", "NONE", 1.0, 1.0, True, ()),
+    ("a", "TRANSPOSE", "TRANSPOSE", -1.5, 1.0, False, (1, 1)),
+]
+
+
+@pytest.mark.slow  # interpreter runs (1.5-2.5 s each)
+@pytest.mark.parametrize("operand,ta,tb,alpha,beta,with_c,batch", FORMS)
+def test_the_kernels_path_is_gemm_of_dequantize_within_gemms_budget(operand, ta, tb, alpha, beta, with_c, batch, rng):
+    # the composition's route to the kernel (what CUDA takes), in the interpreter: A or B
+    # dequantized, transposed or not, Alpha, Beta and C, batch dimensions of 1
+    m, k, n, rows = 5, 40, 36, 3  # rows: the other operand's (B's N where A is dequantized)
+    if operand == "b":
+        a_shape, w_shape = ((k, m) if ta == "TRANSPOSE" else (m, k)), ((n, k) if tb == "TRANSPOSE" else (k, n))
+        out = (m, n)
+    else:
+        w_shape, a_shape = ((k, n) if ta == "TRANSPOSE" else (n, k)), ((rows, k) if tb == "TRANSPOSE" else (k, rows))
+        out = (n, rows)
+    w = _weights(rng, batch + w_shape, True)
+    other = rng.standard_normal(batch + a_shape).astype(np.float16)
+    sshape = list(batch + w_shape)
+    sshape[len(batch) + w_shape.index(k)] //= 8  # blocks of 8 along K (K differs from the other sizes)
+    scale = (rng.random(sshape) * 0.1 + 0.01).astype(np.float16)
+    zp = _weights(rng, tuple(sshape), True)
+    c = rng.standard_normal(batch + out).astype(np.float16) if with_c else None
+    a, b = (other, w) if operand == "b" else (w, other)
+    got = _run(operand, ta, tb, alpha, beta, True, a, b, [scale, zp], c)
+    deq = dmljax.dequantize(w, [scale, zp], quantization_type="SCALE_ZERO_POINT")
+    kw = dict(trans_a=ta, trans_b=tb, alpha=alpha, beta=beta)
+    want = dmljax.gemm(*((a, deq) if operand == "b" else (deq, b)), c, **kw)
+    assert got.shape == want.shape == batch + out and got.dtype == np.float16
+    # both within GEMM's budget of the float64 product of the same FLOAT16 operands
+    a64 = np.asarray(a if operand == "b" else deq).astype(np.float64).reshape(a.shape[-2:])
+    b64 = np.asarray(deq if operand == "b" else b).astype(np.float64).reshape(b.shape[-2:])
+    a64, b64 = (a64.T if ta == "TRANSPOSE" else a64), (b64.T if tb == "TRANSPOSE" else b64)
+    exact = alpha * (a64 @ b64) + (0 if c is None else beta * np.asarray(c).astype(np.float64).reshape(out))
+    size = abs(alpha) * (np.abs(a64) @ np.abs(b64)) + (0 if c is None else abs(beta) * np.abs(np.asarray(c, np.float64)).reshape(out))
+    for value in (got, want):
+        assert_matches(np.asarray(value).reshape(out), [exact], F16, _budget(k), magnitude=size)
+
+
+@pytest.mark.slow  # 2.5 s of compiles
+def test_gradients_are_the_two_operators(rng):
+    # X's and the scale's gradients are the operators' (the pair runs unfused under
+    # differentiation), the integer weights and zero points get float0
+    x, w, scale, zp = _case(rng, 3, 32, 16, (8, 1), True, True, False)
+
+    def fused(x, w, s, z):
+        return jnp.sum(dmljax.dequantize_gemm(x, w, [s, z], quantization_type="SCALE_ZERO_POINT").astype(jnp.float32))
+
+    def unfused(x, w, s, z):
+        deq = dmljax.dequantize(w, [s, z], quantization_type="SCALE_ZERO_POINT")
+        return jnp.sum(dmljax.gemm(x, deq).astype(jnp.float32))
+
+    got = jax.grad(fused, argnums=(0, 1, 2, 3), allow_int=True)(x, w, scale, zp)
+    want = jax.grad(unfused, argnums=(0, 1, 2, 3), allow_int=True)(x, w, scale, zp)
+    for g, h in zip(got, want):
+        assert g.dtype == h.dtype and g.shape == h.shape
+        if g.dtype != jax.dtypes.float0:
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(h))
+    assert got[1].dtype == got[3].dtype == jax.dtypes.float0
+    _, tangent = jax.jvp(lambda v: dmljax.dequantize_gemm(v, w, [scale, zp], quantization_type="SCALE_ZERO_POINT"),
+                         (x,), (np.ones_like(x),))
+    _, want_t = jax.jvp(lambda v: dmljax.gemm(v, dmljax.dequantize(w, [scale, zp], quantization_type="SCALE_ZERO_POINT")),
+                        (x,), (np.ones_like(x),))
+    np.testing.assert_array_equal(np.asarray(tangent), np.asarray(want_t))
+
+
+def _lowered_for_cuda(fn, *args) -> str:
+    return jax.jit(fn).trace(*args).lower(lowering_platforms=("cuda",)).as_text()
+
+
+def test_where_cuda_takes_the_kernel():
+    # lowered for CUDA here: the kernel where its rule applies, the two operators elsewhere and
+    # within dmljax.use_kernels(False, "dequantize_gemm"); on the CPU the operators' bits
+    k = n = 1024
+    assert k * n >= MIN_WEIGHTS
+    s = jax.ShapeDtypeStruct
+
+    def call(m=4, x_type=jnp.float16, w_type=jnp.int4, trans_b="NONE", **kw):
+        w_shape = (n, k) if trans_b == "TRANSPOSE" else (k, n)
+        s_shape = (n, k // 32) if trans_b == "TRANSPOSE" else (k // 32, n)
+        return _lowered_for_cuda(lambda x, w, sc: dmljax.dequantize_gemm(
+            x, w, [sc], quantization_type="SCALE", trans_b=trans_b, **kw),
+            s((m, k), x_type), s(w_shape, w_type), s(s_shape, x_type))
+
+    assert TRITON in call() and TRITON in call(m=16, w_type=jnp.uint4, trans_b="TRANSPOSE")
+    assert TRITON not in call(m=17)  # more rows than a tile
+    assert TRITON not in call(x_type=jnp.float32)  # FLOAT32: XLA's
+    assert TRITON not in call(fused_activation=dmljax.FusedActivation("ACTIVATION_RELU"))
+    assert TRITON not in call(allow_half_precision_computation=True)
+    with dmljax.use_kernels(False, "dequantize_gemm"):
+        assert TRITON not in call()
+    assert "dequantize_gemm" in dmljax._src.kernel_seam.kernel_names()
+    assert not DEQUANTIZE_GEMM.applies((4, 64), (64, 64), np.float16, jnp.int4, np.float16, False)  # small weights
+    assert DEQUANTIZE_GEMM.runs((4, 64), (64, 64), np.float16, jnp.int4, np.float16, False)
+    assert not DEQUANTIZE_GEMM.runs((4, 64), (64, 64), np.float16, np.int8, np.float16, False)  # 8-bit: XLA's
+
+
+def test_the_composition_is_the_two_operators_off_cuda(rng):
+    x, w, scale, zp = _case(rng, 4, 64, 32, (1, 16), False, True, True)
+    got = dmljax.dequantize_gemm(x, w, [scale, zp], quantization_type="SCALE_ZERO_POINT", trans_b="TRANSPOSE")
+    want = _operators(x, w, scale, zp, True)
+    assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
+    jitted = jax.jit(lambda v: dmljax.dequantize_gemm(v, w, [scale, zp], quantization_type="SCALE_ZERO_POINT",
+                                                      trans_b="TRANSPOSE"))(x)
+    assert np.asarray(jitted).tobytes() == np.asarray(want).tobytes()
+    with pytest.raises(dmljax.ValidationError, match="DML_OPERATOR_GEMM"):  # each operator validates its part
+        dmljax.dequantize_gemm(x, w, [scale, zp], quantization_type="SCALE_ZERO_POINT")  # K of B is not A's
+    with pytest.raises(dmljax.ValidationError, match="DML_OPERATOR_DEQUANTIZE"):  # the scale's rank
+        dmljax.dequantize_gemm(x, w, [scale.reshape(-1), zp], quantization_type="SCALE_ZERO_POINT", trans_b="TRANSPOSE")
+    bad = scale.copy()
+    bad[0, 0] = 0
+    with pytest.raises(dmljax.ValidationError, match="DML_OPERATOR_DEQUANTIZE"):  # a scale read now: not 0
+        dmljax.dequantize_gemm(x, w, [bad, zp], quantization_type="SCALE_ZERO_POINT", trans_b="TRANSPOSE")
+    with pytest.raises(ValueError, match="operand"):
+        dmljax.dequantize_gemm(x, w, [scale, zp], quantization_type="SCALE_ZERO_POINT", operand="c")
+
+
+def _matmul_nbits_graph(rng, k=1024, n=1024, m=4):
+    onnx = pytest.importorskip("onnx", reason="the ONNX import needs the onnx package (the test extra)")
+    from onnx import TensorProto, helper, numpy_helper
+
+    import dmljax.onnx as dx
+    from dmljax._src.onnx.export import to_graph
+
+    blocks = k // 32
+    q = rng.integers(0, 16, (n, k)).astype(np.uint8)
+    consts = {"B": (q[:, 0::2] | (q[:, 1::2] << 4)).astype(np.uint8).reshape(n, blocks, 16),
+              "scales": (rng.random(n * blocks) * 0.1 + 0.01).astype(np.float16)}
+    node = helper.make_node("MatMulNBits", ["A", "B", "scales"], ["y"], domain="com.microsoft", K=k, N=n, bits=4,
+                            block_size=32)
+    g = helper.make_graph([node], "nbits", [helper.make_tensor_value_info("A", TensorProto.FLOAT16, (m, k))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT16, (m, n))],
+                          [numpy_helper.from_array(v, name) for name, v in consts.items()])
+    model = dx.load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                                        helper.make_opsetid("com.microsoft", 1)]))
+    del onnx
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    graph, _ = to_graph(model, [a])
+    return model, graph, a
+
+
+@pytest.mark.slow  # 1.7 s: an ONNX import, its export and three lowerings
+def test_a_graphs_dequantize_that_only_gemm_reads_is_fused(rng):
+    # MatMulNBits: the ONNX import takes the composition, its DirectML graph is DEQUANTIZE then
+    # GEMM, and the graph runs the two as the composition (the kernel on CUDA); a DEQUANTIZE that
+    # is also a graph output is not fused
+    model, graph, a = _matmul_nbits_graph(rng)
+    assert [nd.type for nd in graph.nodes] == ["DML_OPERATOR_DEQUANTIZE", "DML_OPERATOR_GEMM"]
+    compiled = graph.compile()
+    assert compiled._fusions == {1: (0, "BTensor")}
+    got = compiled.run(a)[0]
+    assert np.asarray(got).tobytes() == np.asarray(model(a)[0]).tobytes()
+    consts = {i: jnp.asarray(np.ravel(v)) for i, v in graph.constants.items()}
+    runtime = [i for i in range(graph.input_count) if i not in graph.constants]
+
+    def evaluate(cg):
+        return lambda held, x: cg._evaluate({**{i: (c, 0) for i, c in held.items()}, runtime[0]: (jnp.ravel(x), 0)})
+    assert TRITON in _lowered_for_cuda(evaluate(compiled), consts, a)
+    assert TRITON in _lowered_for_cuda(lambda x: model(x), a)
+    both = dataclasses.replace(graph, output_edges=graph.output_edges + [OutputEdge(0, 0, 1, "weights")],
+                               output_count=2, output_names=graph.output_names + ["weights"])
+    unfused = both.compile()
+    assert unfused._fusions == {}
+    assert TRITON not in _lowered_for_cuda(evaluate(unfused), consts, a)
+    y, weights = unfused.run(a)
+    assert np.asarray(y).tobytes() == np.asarray(got).tobytes() and weights.shape == (1024, 1024)
+    assert isinstance(both, DmlGraph)
