@@ -2,6 +2,7 @@
 product, where torch sees a GPU), side by side in one run.
 
     python benchmarks/quantization/quantization.py [--out DIR] [GROUP ...]   (SMOKE=1: small shapes, any machine)
+    python benchmarks/quantization/quantization.py int4_gemm int4_gemm_blocks   (the 4-bit GEMM alone)
 
 Groups (default: all):
 - ``integer_gemm``: MATRIX_MULTIPLY_INTEGER, INT8 x INT8 -> INT32, M = N = K = 8192 (2048 on a
@@ -13,8 +14,14 @@ Groups (default: all):
   integer product's time, the requantization fused.
 - ``int4_gemm``: MatMulNBits' pattern, DEQUANTIZE of INT4 weights (4096 x 4096, one FLOAT16 scale
   per block of 32 along K) then GEMM with FLOAT16 activations of batch 1 to 16 (1024 x 1024 on a
-  CPU), against FLOAT16 GEMM of the same shape with FLOAT16 weights. Goal: faster than the FLOAT16
-  GEMM, where reading the weights dominates.
+  CPU): ``dmljax.dequantize_gemm`` (the fused kernel on a GPU, dmljax/_src/kernels/dequantize_gemm.py)
+  with the weights {K, N} and {N, K} (MatMulNBits' layout, with zero points), beside the two
+  operators unfused, the jnp twin and FLOAT16 GEMM of the same shape with FLOAT16 weights; the
+  fused result's distance from the unfused one in FLOAT16 ULP. Goal: faster than the FLOAT16 GEMM,
+  where reading the weights dominates.
+- ``int4_gemm_blocks`` (a GPU only): the kernel at other block sizes, warps and stages than the
+  module's (BLOCK_N, BLOCK_K, WARPS, STAGES), batch 1 and 16, both weight layouts: what its
+  constants are chosen from.
 - ``elementwise``: ELEMENT_WISE_QUANTIZE_LINEAR and QUANTIZE from FLOAT32 and FLOAT16 to INT8 and
   UINT8, ELEMENT_WISE_DEQUANTIZE_LINEAR and DEQUANTIZE from INT8, QUANTIZE and DEQUANTIZE of INT4,
   over 2^24 and 2^26 elements (2^20 and 2^24 on a CPU), per-tensor scales and zero points
@@ -45,13 +52,14 @@ from jax import lax  # noqa: E402
 import common  # noqa: E402
 import dmljax  # noqa: E402
 from dmljax._src import linear_quantization, numerics  # noqa: E402  (the quotient's two paths)
+from dmljax._src.kernels import dequantize_gemm as int4_kernel  # noqa: E402  (its constants, swept)
 
 GPU = jax.devices()[0].platform == "gpu"
 N = 256 if common.SMOKE else (8192 if GPU else 2048)
 CONV = (2, 16, 16, 8) if common.SMOKE else ((32, 256, 256, 14) if GPU else (4, 256, 256, 14))  # batch, in, out, size
 NBITS_K = 256 if common.SMOKE else (4096 if GPU else 1024)
 BLOCK = 32
-BATCHES = (1, 4, 16)
+BATCHES = (1, 4, 8, 16)
 ELEMENTWISE_SIZES = (1 << 12,) if common.SMOKE else ((1 << 24, 1 << 26) if GPU else (1 << 20, 1 << 24))
 ROUNDS = 1 if common.SMOKE or GPU else 5  # device times are steady; a shared CPU's host clock is not
 I32 = jnp.int32
@@ -59,13 +67,13 @@ I32 = jnp.int32
 
 def main():
     _, groups = common.arguments()
-    groups = groups or ["integer_gemm", "requantized", "int4_gemm", "elementwise"]
+    groups = groups or ["integer_gemm", "requantized", "int4_gemm", "int4_gemm_blocks", "elementwise"]
     report = common.Report("quantization", "per-call time (benchmarks/common.py), two input sets")
     rng = np.random.default_rng(0)
     for g in groups:
         report.group = g
         {"integer_gemm": integer_gemm, "requantized": requantized, "int4_gemm": int4_gemm,
-         "elementwise": elementwise}[g](rng, report)
+         "int4_gemm_blocks": int4_gemm_blocks, "elementwise": elementwise}[g](rng, report)
     report.write()
 
 
@@ -76,7 +84,7 @@ def _ints(rng, shape, dtype=np.int8):
 
 def _point(report, group, name, v, base=None, **fields):
     ratio = "" if base is None else f"  {v['s'] / base['s']:.3f}x"
-    report.point(f"{group:28s} {name:46s} {v['s'] * 1e3:9.4f} ms{ratio}", group=group, variant=name,
+    report.point(f"{group:28s} {name:50s} {v['s'] * 1e3:9.4f} ms{ratio}", group=group, variant=name,
                  ms=v["s"] * 1e3, kernels=v["kernels_per_call"], method=v["method"], **fields)
 
 
@@ -152,26 +160,99 @@ def requantized(rng, report):
 
 
 # ---------------------------------------------------------------------------------- int4 GEMM
-def int4_gemm(rng, report):
-    k = n = NBITS_K
+SCALE = "DML_QUANTIZATION_TYPE_SCALE"
+SCALE_ZP = "DML_QUANTIZATION_TYPE_SCALE_ZERO_POINT"
+
+
+def _int4_weights(rng, k, n):
+    """INT4 weights {K, N} with scales {K / BLOCK, N}, and UINT4 weights {N, K} (MatMulNBits'
+    layout) with scales and zero points {N, K / BLOCK}."""
     w = jnp.asarray(rng.integers(-8, 8, (k, n)).astype(jnp.int4))
     scale = jnp.asarray((rng.random((k // BLOCK, n)) * 0.02 + 0.01).astype(np.float16))
+    wt = jnp.asarray(rng.integers(0, 16, (n, k)).astype(jnp.uint4))
+    scale_t = jnp.asarray((rng.random((n, k // BLOCK)) * 0.02 + 0.01).astype(np.float16))
+    zp_t = jnp.asarray(rng.integers(0, 16, (n, k // BLOCK)).astype(jnp.uint4))
+    return w, scale, wt, scale_t, zp_t
+
+
+def _ulp16(a, b) -> int:
+    """The largest distance of two FLOAT16 arrays in units in the last place (as integers on a
+    line through 0)."""
+    def line(v):
+        i = np.asarray(v).view(np.int16).astype(np.int64)
+        return np.where(i < 0, -(i & 0x7FFF), i)
+    return int(np.abs(line(a) - line(b)).max())
+
+
+def int4_gemm(rng, report):
+    k = n = NBITS_K
+    w, scale, wt, scale_t, zp_t = _int4_weights(rng, k, n)
     w16 = jnp.asarray(rng.standard_normal((k, n)).astype(np.float16))
+    budget = dmljax.gemm.spec.budget(dmljax.DataType.FLOAT16, (1, k))
     for batch in BATCHES:
         xs = [jnp.asarray(rng.standard_normal((batch, k)).astype(np.float16)) for _ in range(2)]
+        fused = jax.jit(lambda x, w, s: dmljax.dequantize_gemm(x, w, [s], quantization_type=SCALE))
+        unfused = jax.jit(lambda x, w, s: dmljax.gemm(x, dmljax.dequantize(w, [s], quantization_type=SCALE)))
+        fused_t = jax.jit(lambda x, w, s, z: dmljax.dequantize_gemm(x, w, [s, z], quantization_type=SCALE_ZP,
+                                                                    trans_b="TRANSPOSE"))
+        unfused_t = jax.jit(lambda x, w, s, z: dmljax.gemm(
+            x, dmljax.dequantize(w, [s, z], quantization_type=SCALE_ZP), trans_b="TRANSPOSE"))
         variants = [
-            ("dmljax.dequantize INT4 + dmljax.gemm", jax.jit(lambda x, w, s: dmljax.gemm(
-                x, dmljax.dequantize(w, [s], quantization_type="DML_QUANTIZATION_TYPE_SCALE")))),
-            ("jnp twin: INT4 -> FLOAT16 * scale, matmul", jax.jit(lambda x, w, s: jnp.matmul(
-                x, w.astype(jnp.float16) * jnp.repeat(s, BLOCK, axis=0), preferred_element_type=jnp.float32
+            ("dmljax.dequantize_gemm INT4 (fused)", lambda x: fused(x, w, scale)),
+            ("dmljax.dequantize INT4 + dmljax.gemm", lambda x: unfused(x, w, scale)),
+            ("dmljax.dequantize_gemm UINT4 {N, K} + zero points", lambda x: fused_t(x, wt, scale_t, zp_t)),
+            ("dmljax.dequantize UINT4 {N, K} + dmljax.gemm", lambda x: unfused_t(x, wt, scale_t, zp_t)),
+            ("jnp twin: INT4 -> FLOAT16 * scale, matmul", jax.jit(lambda x: jnp.matmul(
+                x, w.astype(jnp.float16) * jnp.repeat(scale, BLOCK, axis=0), preferred_element_type=jnp.float32
             ).astype(jnp.float16))),
-            ("dmljax.gemm FLOAT16 weights", jax.jit(lambda x, w, s: dmljax.gemm(x, w16))),
-            ("jnp.matmul FLOAT16 weights", jax.jit(lambda x, w, s: jnp.matmul(x, w16))),
+            ("dmljax.gemm FLOAT16 weights", jax.jit(lambda x: dmljax.gemm(x, w16))),
+            ("jnp.matmul FLOAT16 weights", jax.jit(lambda x: jnp.matmul(x, w16))),
         ]
-        t = common.times([(name, lambda i, f=f: f(xs[i % 2], w, scale)) for name, f in variants])
+        t = common.times([(name, lambda i, f=f: f(xs[i % 2])) for name, f in variants])
         base = t["dmljax.gemm FLOAT16 weights"]
         for name, v in t.items():
             _point(report, f"batch {batch:2d}, K = N = {k}", name, v, base, batch=batch)
+        d = _ulp16(variants[0][1](xs[0]), variants[1][1](xs[0]))
+        d_t = _ulp16(variants[2][1](xs[0]), variants[3][1](xs[0]))
+        report.point(f"batch {batch:2d}: fused against unfused, at most {d} and {d_t} FLOAT16 ULP apart "
+                     f"(GEMM's budget at K = {k}: {budget:g} ULP of the terms' magnitude)",
+                     batch=batch, variant="fused - unfused (ULP)", ulp=d, ulp_transposed=d_t)
+
+
+BLOCK_SWEEP = ((16, 256), (16, 512), (32, 128), (32, 256), (32, 512), (64, 256), (64, 512), (128, 256))
+"""(BLOCK_N, BLOCK_K) settings ``int4_gemm_blocks`` times (16 only with the weights {N, K}: with the
+weights {K, N} a program's product is BLOCK_N / 2 columns wide, and Triton's is at least 16)."""
+LAUNCH_SWEEP = ((4, 2), (4, 3), (4, 4), (8, 3))
+"""(WARPS, STAGES) settings, at the module's blocks."""
+
+
+def int4_gemm_blocks(rng, report):
+    if not GPU:
+        report.line("int4_gemm_blocks: the kernel's settings are timed on a GPU only")
+        return
+    k = n = NBITS_K
+    w, scale, wt, scale_t, zp_t = _int4_weights(rng, k, n)
+    default = (int4_kernel.BLOCK_N, int4_kernel.BLOCK_K, int4_kernel.WARPS, int4_kernel.STAGES)
+    report.line(f"the module's setting: BLOCK_N {default[0]}, BLOCK_K {default[1]}, {default[2]} warps, "
+                f"{default[3]} stages")
+    for batch in (1, 16):
+        xs = [jnp.asarray(rng.standard_normal((batch, k)).astype(np.float16)) for _ in range(2)]
+        for layout, args, trans in (("{K, N}", (w, scale, None), False), ("{N, K}", (wt, scale_t, zp_t), True)):
+            cases = []
+            settings = [(bn, bk) + default[2:] for bn, bk in BLOCK_SWEEP if trans or bn >= 32]
+            settings += [default[:2] + launch for launch in LAUNCH_SWEEP]
+            for bn, bk, warps, stages in dict.fromkeys(settings):
+                int4_kernel.WARPS, int4_kernel.STAGES = warps, stages  # read when the kernel is built (traced)
+                f = jax.jit(lambda x, bn=bn, bk=bk: int4_kernel.dequantize_gemm_rows(
+                    x, *args, trans_b=trans, out_dtype=jnp.float16, blocks=(bn, bk)))
+                jax.block_until_ready(f(xs[0]))  # traced and compiled at this setting
+                cases.append((f"BLOCK_N {bn:3d} BLOCK_K {bk:3d} {warps} warps {stages} stages", f))
+            int4_kernel.WARPS, int4_kernel.STAGES = default[2:]
+            t = common.times([(name, lambda i, f=f: f(xs[i % 2])) for name, f in cases])
+            best = min(v["s"] for v in t.values())
+            for name, v in t.items():
+                _point(report, f"batch {batch:2d}, {layout} {k} x {n}", name, v, {"s": best}, batch=batch,
+                       layout=layout)
 
 
 # ---------------------------------------------------------------------------------- element-wise

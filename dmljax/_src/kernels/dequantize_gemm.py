@@ -117,22 +117,56 @@ def _load(ref, at, mask, other, interpret: bool):
     return pl_triton.load(ref.at[at], mask=mask, other=other)
 
 
-def _dequantized(code, r, c, live, s_ref, z_ref, sb, zb, interpret):
-    """DEQUANTIZE of the codes at weight rows ``r`` and columns ``c`` (broadcast index arrays):
-    ``(code - zero_point) * scale`` in FLOAT32, rounded to FLOAT16; 0 where not ``live``."""
-    s = _load(s_ref, (lax.div(r, sb[0]), lax.div(c, sb[1])), live, 0.0, interpret).astype(jnp.float32)
+def _per_block(ref, block, index, live, other, interpret, *, along, start, span, per):
+    """The values of ``ref`` (one a block of ``block`` weights, DEQUANTIZE's blocking) for a tile of
+    weights, shaped to multiply it: ``ref[row // block[0], column // block[1]]``. ``index``: the
+    tile's weight rows and columns (broadcast index arrays; for the axis ``along`` the tile's
+    first element and a pair's low nibble); the tile's axis ``along`` covers ``span`` consecutive
+    weights of that axis from ``start`` (a multiple of span), ``per`` weights an element (2 where
+    an element is a byte of two).
+
+    A tile within one block along it reads one value a row (or column) of the other axis, which
+    broadcasts; a tile of whole blocks of an even length reads a value a block and repeats it
+    (broadcast and reshape); otherwise each element reads its own (Triton can neither vectorize
+    those loads nor share them)."""
+    b = block[along]
+    oi = lax.div(index[1 - along], block[1 - along])  # the other axis's blocks: {rows, 1} or {1, columns}
+    olive = jnp.ones(oi.shape, jnp.bool_) if live[1 - along] is None else live[1 - along]
+    if b % span == 0:
+        ai = jnp.zeros_like(oi) + lax.div(start, b)
+        return _load(ref, (oi, ai) if along == 1 else (ai, oi), olive, other, interpret)
+    if span % b == 0 and b % per == 0:
+        nb, each = span // b, b // per
+        ai = lax.div(start, b) + jnp.arange(nb, dtype=jnp.int32)
+        if along == 1:
+            at, mask = (oi, ai[None, :]), olive & (ai[None, :] < ref.shape[1])
+            v = _load(ref, at, mask, other, interpret)  # {rows, nb}
+            return jnp.broadcast_to(v[:, :, None], (v.shape[0], nb, each)).reshape(v.shape[0], nb * each)
+        at, mask = (ai[:, None], oi), (ai[:, None] < ref.shape[0]) & olive
+        v = _load(ref, at, mask, other, interpret)  # {nb, columns}
+        return jnp.broadcast_to(v[:, None, :], (nb, each, v.shape[1])).reshape(nb * each, v.shape[1])
+    r, c = index
+    return _load(ref, (lax.div(r, block[0]), lax.div(c, block[1])), live[2], other, interpret)
+
+
+def _dequantized(code, index, live, s_ref, z_ref, sb, zb, interpret, **tile):
+    """DEQUANTIZE of a tile of codes (``_per_block``'s ``index`` and ``tile``; ``live``: the rows'
+    and the columns' liveness, None for all, and the tile's): ``(code - zero_point) * scale`` in
+    FLOAT32, rounded to FLOAT16; 0 where the tile is not live."""
+    s = _per_block(s_ref, sb, index, live, 0.0, interpret, **tile).astype(jnp.float32)
     if z_ref is not None:
-        code = code - _load(z_ref, (lax.div(r, zb[0]), lax.div(c, zb[1])), live, 0, interpret).astype(jnp.int32)
+        code = code - _per_block(z_ref, zb, index, live, 0, interpret, **tile).astype(jnp.int32)
     w = (code.astype(jnp.float32) * s).astype(jnp.float16)
-    return jnp.where(live, w, jnp.zeros_like(w))  # a padding nibble times an infinite scale is NaN: out
+    return jnp.where(live[2], w, jnp.zeros_like(w))  # a padding nibble times an infinite scale is NaN: out
 
 
 def _finish(acc, alpha: float, dtype):
     return (acc if alpha == 1.0 else np.float32(alpha) * acc).astype(dtype)
 
 
-def _pairs_along_k(x_ref, p_ref, s_ref, *rest, m, n, k, bn, bk, sb, zb, signed, alpha, interpret):
-    """Weights {N, K}: a byte holds K = 2j and 2j + 1 of one output column."""
+def _pairs_along_k(xe_ref, xo_ref, p_ref, s_ref, *rest, m, n, k, bn, bk, sb, zb, signed, alpha, interpret):
+    """Weights {N, K}: a byte holds K = 2j and 2j + 1 of one output column; X's even and odd
+    columns come as two matrices {M, ceil(K / 2)} (the odd one padded with a zero column)."""
     from jax.experimental.pallas import triton as pl_triton
 
     z_ref, o_ref = rest if len(rest) == 2 else (None, rest[0])
@@ -140,17 +174,21 @@ def _pairs_along_k(x_ref, p_ref, s_ref, *rest, m, n, k, bn, bk, sb, zb, signed, 
     rows = _program_id() * bn + jnp.arange(bn, dtype=jnp.int32)  # weight rows: output columns
     xr = jnp.arange(MIN_DOT, dtype=jnp.int32)
     rlive, xlive = rows < n, xr < m
+    r2 = rows[:, None]
 
     def step(t, acc):
         j = t * bk2 + jnp.arange(bk2, dtype=jnp.int32)  # byte columns
-        r2, j2 = rows[:, None], j[None, :]
+        j2 = j[None, :]
         blive = rlive[:, None] & (j2 < k2)
         lo, hi = _codes(_load(p_ref, (r2, j2), blive, 0, interpret), signed)
-        even, odd = 2 * j, 2 * j + 1
-        w_lo = _dequantized(lo, r2, 2 * j2, blive, s_ref, z_ref, sb, zb, interpret)
-        w_hi = _dequantized(hi, r2, 2 * j2 + 1, blive & (2 * j2 + 1 < k), s_ref, z_ref, sb, zb, interpret)
-        xe = _load(x_ref, (xr[:, None], even[None, :]), xlive[:, None] & (even < k)[None, :], 0.0, interpret)
-        xo = _load(x_ref, (xr[:, None], odd[None, :]), xlive[:, None] & (odd < k)[None, :], 0.0, interpret)
+        tile = dict(along=1, start=t * bk, span=bk, per=2)
+        w_lo = _dequantized(lo, (r2, 2 * j2), (rlive[:, None], None, blive), s_ref, z_ref, sb, zb, interpret, **tile)
+        hlive = blive & (2 * j2 + 1 < k)
+        w_hi = _dequantized(hi, (r2, 2 * j2 + 1), (rlive[:, None], None, hlive), s_ref, z_ref, sb, zb, interpret,
+                            **tile)
+        xmask = xlive[:, None] & (j2 < k2)
+        xe = _load(xe_ref, (xr[:, None], j2), xmask, 0.0, interpret)
+        xo = _load(xo_ref, (xr[:, None], j2), xmask, 0.0, interpret)
         dims = (((1,), (1,)), ((), ()))
         acc = acc + lax.dot_general(xe, w_lo, dims, preferred_element_type=jnp.float32)
         return acc + lax.dot_general(xo, w_hi, dims, preferred_element_type=jnp.float32)
@@ -172,14 +210,17 @@ def _pairs_along_n(x_ref, p_ref, s_ref, *rest, m, n, k, bn, bk, sb, zb, signed, 
     xlive = xr < m
     jlive = j < p_ref.shape[1]
     j2 = j[None, :]
+    lo_live, hi_live = jlive[None, :], jlive[None, :] & (2 * j2 + 1 < n)
 
     def step(t, accs):
         kk = t * bk + jnp.arange(bk, dtype=jnp.int32)
         k2 = kk[:, None]
         blive = (k2 < k) & jlive[None, :]
         lo, hi = _codes(_load(p_ref, (k2, j2), blive, 0, interpret), signed)
-        w_lo = _dequantized(lo, k2, 2 * j2, blive, s_ref, z_ref, sb, zb, interpret)
-        w_hi = _dequantized(hi, k2, 2 * j2 + 1, blive & (2 * j2 + 1 < n), s_ref, z_ref, sb, zb, interpret)
+        tile = dict(along=0, start=t * bk, span=bk, per=1)
+        w_lo = _dequantized(lo, (k2, 2 * j2), (None, lo_live, blive), s_ref, z_ref, sb, zb, interpret, **tile)
+        w_hi = _dequantized(hi, (k2, 2 * j2 + 1), (None, hi_live, blive & hi_live), s_ref, z_ref, sb, zb, interpret,
+                            **tile)
         xk = _load(x_ref, (xr[:, None], kk[None, :]), xlive[:, None] & (kk < k)[None, :], 0.0, interpret)
         return (accs[0] + jnp.dot(xk, w_lo, preferred_element_type=jnp.float32),
                 accs[1] + jnp.dot(xk, w_hi, preferred_element_type=jnp.float32))
@@ -219,7 +260,11 @@ def dequantize_gemm_rows(x, w, scale, zero_point=None, *, trans_b: bool, alpha: 
     sb = (r // scale.shape[0], c // scale.shape[1])
     zb = None if zero_point is None else (r // zero_point.shape[0], c // zero_point.shape[1])
     packed = packed_nibbles(w)
-    operands = [x, packed, scale] + ([] if zero_point is None else [zero_point.astype(jnp.int8)])
+    if trans_b:  # X's even and odd columns, each {M, ceil(K / 2)}: contiguous rows for the kernel to read
+        rows = [x[:, 0::2], jnp.pad(x[:, 1::2], ((0, 0), (0, k % 2)))]
+    else:
+        rows = [x]
+    operands = rows + [packed, scale] + ([] if zero_point is None else [zero_point.astype(jnp.int8)])
     body = _pairs_along_k if trans_b else _pairs_along_n
     programs = _cdiv(n, bn)
     kernel = functools.partial(body, m=m, n=n, k=k, bn=bn, bk=bk, sb=sb, zb=zb,

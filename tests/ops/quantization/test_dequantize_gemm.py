@@ -80,6 +80,7 @@ CASES = [
     (16, 33, 37, (11, 37), True, False, False, SMALL),  # odd K and N, blocks of 11 along K, one scale a block of rows
     (5, 50, 64, (64, 5), True, True, True, SMALL),      # blocks of 5 along K (pairs straddle them)
     (1, 128, 32, (128, 32), False, True, False, SMALL),  # per tensor
+    (5, 64, 40, (1, 8), False, True, True, SMALL),  # blocks of 8 along K, 4 a tile: each scale repeated
 ]
 
 
