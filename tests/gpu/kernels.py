@@ -11,7 +11,8 @@ every direction and exclusivity, and the signs of zero results), top_k (TOP_K/TO
 K-steps and threshold kernels, ARGMAX/ARGMIN of FLOAT16 rows, and the threshold path under
 jax.grad, jax.jvp and vmap), extreme_columns (ARGMAX/ARGMIN and REDUCE MAX/MIN of FLOAT16
 columns), max_pooling, convolution, convolution_gemm (the 1 x 1 matrix-product forms), padding, attention (MULTIHEAD_ATTENTION's
-cuDNN route in every mode of differentiation). Inputs hold NaN, infinities, signed zeros, ties and
+cuDNN route in every mode of differentiation), dequantize_gemm (DEQUANTIZE of 4-bit weights then
+GEMM, and MatMulNBits). Inputs hold NaN, infinities, signed zeros, ties and
 FLOAT32 denormals. Prints one line per case and a summary; exit status 1 if any failed.
 KERNEL_CHECK_ON_CPU=1 runs the script's code on the CPU (XLA's formula against itself, the
 kernels called directly in Pallas's interpreter; nothing about the kernels is learnt). Not a
@@ -628,9 +629,102 @@ def attention(cases: Cases):
                 print(f"    cuDNN calls in the gradient's program: {targets}", flush=True)
                 assert any("Backward" in t for t in targets), targets
 
+
+# ---------------------------------------------------------------------------------- dequantize_gemm
+def dequantize_gemm(cases: Cases):
+    """DEQUANTIZE of 4-bit weights then GEMM (dmljax.dequantize_gemm): the kernel in the program for
+    4096 x 4096 weights {K, N} and {N, K} (INT4 with scales, UINT4 with scales and zero points),
+    1, 5 and 16 rows, with C and Alpha, within GEMM's budget of the float64 reference and of the
+    two operators unfused (the kernel off); an odd K and small weights, forced; the dequantized
+    weights DEQUANTIZE's bit for bit (one-hot rows); MatMulNBits imported from ONNX, and its
+    DirectML graph, in the program."""
+    from dmljax._src.kernel_seam import force_kernels
+    from dmljax._src.kernels.dequantize_gemm import dequantize_gemm_rows
+    from tests.compare import assert_matches
+
+    f16 = dmljax.DataType.FLOAT16
+    rng = np.random.default_rng(0)
+
+    def weights(shape, signed):
+        return rng.integers(-8, 8, shape).astype(jnp.int4) if signed else rng.integers(0, 16, shape).astype(jnp.uint4)
+
+    def reference(x, w, scale, zp, trans_b):
+        def blocks(t):
+            t = np.asarray(t).astype(np.float64)
+            return np.repeat(np.repeat(t, w.shape[0] // t.shape[0], 0), w.shape[1] // t.shape[1], 1)
+        d = (np.asarray(w).astype(np.float64) - (0 if zp is None else blocks(zp))) * blocks(scale)
+        d = d.astype(np.float16).astype(np.float64)
+        d = d.T if trans_b else d
+        xs = np.asarray(x).astype(np.float64)
+        return xs @ d, np.abs(xs) @ np.abs(d)
+
+    for k, n, force in ((4096, 4096, False), (1023, 96, True)):
+        for trans_b, signed, with_zp, block in ((False, True, False, 32), (True, False, True, 32 if k % 2 == 0 else 11)):
+            shape = (n, k) if trans_b else (k, n)
+            w = weights(shape, signed)
+            sshape = (n, k // block) if trans_b else (k // block, n)
+            scale = (rng.random(sshape) * 0.02 + 0.01).astype(np.float16)
+            zp = weights(sshape, signed) if with_zp else None
+            q = [scale] + ([] if zp is None else [zp])
+            qt = "SCALE_ZERO_POINT" if with_zp else "SCALE"
+            for m in (1, 5, 16):
+                label = f"DEQUANTIZE_GEMM {m} x {k} by {'{N, K}' if trans_b else '{K, N}'} {w.dtype} blocks of {block}"
+                x = rng.standard_normal((m, k)).astype(np.float16)
+                c = rng.standard_normal((m, n)).astype(np.float16) if m == 5 else None
+                alpha = -0.5 if m == 5 else 1.0
+                fn = lambda x, w, q, c, trans_b=trans_b, alpha=alpha, qt=qt: dmljax.dequantize_gemm(  # noqa: E731
+                    x, w, q, c, quantization_type=qt, trans_b="TRANSPOSE" if trans_b else "NONE", alpha=alpha)
+                with cases.case(label):
+                    with (force_kernels("dequantize_gemm") if force else contextlib.nullcontext()):
+                        kernel_in(fn, x, w, q, c, name="dmljax_dequantize_gemm")
+                        y = np.asarray(jax.jit(fn)(x, w, q, c))
+                    want, size = reference(x, w, scale, zp, trans_b)
+                    want = alpha * want + (0 if c is None else c.astype(np.float64))
+                    size = abs(alpha) * size + (0 if c is None else np.abs(c.astype(np.float64)))
+                    budget = dmljax.gemm.spec.budget(f16, (m, k))
+                    assert_matches(y, [want], f16, budget, "kernel vs reference", magnitude=size)
+                    unfused = np.asarray(kernels_off(fn, x, w, q, c, names=("dequantize_gemm",)))
+                    assert_matches(y, [unfused.astype(np.float64)], f16, 2 * budget, "kernel vs unfused", magnitude=size)
+    with cases.case("DEQUANTIZE_GEMM: the dequantized weights are DEQUANTIZE's bit for bit"):
+        for trans_b in (False, True):
+            shape = (64, 16) if trans_b else (16, 64)
+            w = weights(shape, False)
+            sshape = (64, 2) if trans_b else (2, 64)
+            scale = np.exp2(rng.integers(-24, 12, sshape)).astype(np.float16)
+            zp = weights(sshape, False)
+            got = np.asarray(jax.jit(lambda x, w, s, z, t=trans_b: dequantize_gemm_rows(
+                x, w, s, z, trans_b=t, out_dtype=jnp.float16, interpret=ON_CPU))(np.eye(16, dtype=np.float16), w, scale, zp))
+            deq = np.asarray(dmljax.dequantize(w, [scale, zp], quantization_type="SCALE_ZERO_POINT"))
+            want = deq.T if trans_b else deq
+            same = _bits(got) == _bits(want)
+            assert (same | ((got == 0) & (want == 0))).all(), np.argwhere(~same)[:5]
+    with cases.case("DEQUANTIZE_GEMM: MatMulNBits from ONNX and its DirectML graph"):
+        from onnx import TensorProto, helper, numpy_helper
+
+        import dmljax.onnx as dx
+        from dmljax._src.onnx.export import to_graph
+        k = n = 4096
+        codes = rng.integers(0, 16, (n, k)).astype(np.uint8)
+        consts = {"B": (codes[:, 0::2] | (codes[:, 1::2] << 4)).astype(np.uint8).reshape(n, k // 32, 16),
+                  "scales": (rng.random(n * k // 32) * 0.02 + 0.01).astype(np.float16)}
+        node = helper.make_node("MatMulNBits", ["A", "B", "scales"], ["y"], domain="com.microsoft", K=k, N=n, bits=4,
+                                block_size=32)
+        g = helper.make_graph([node], "nbits", [helper.make_tensor_value_info("A", TensorProto.FLOAT16, (4, k))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT16, (4, n))],
+                              [numpy_helper.from_array(v, name) for name, v in consts.items()])
+        model = dx.load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                                            helper.make_opsetid("com.microsoft", 1)]))
+        a = rng.standard_normal((4, k)).astype(np.float16)
+        kernel_in(lambda v: model(v), a, name="dmljax_dequantize_gemm")
+        graph, _ = to_graph(model, [a])
+        compiled = graph.compile()
+        assert compiled._fusions, "the graph's DEQUANTIZE is not fused into its GEMM"
+        np.testing.assert_array_equal(np.asarray(compiled.run(a)[0]), np.asarray(model(a)[0]))
+
+
 KERNELS = {"softmax": softmax, "cumulative": cumulative, "top_k": top_k, "extreme_columns": extreme_columns,
            "max_pooling": max_pooling, "convolution": convolution, "convolution_gemm": convolution_gemm,
-           "padding": padding, "attention": attention}
+           "padding": padding, "attention": attention, "dequantize_gemm": dequantize_gemm}
 
 
 def main() -> int:
