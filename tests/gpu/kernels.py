@@ -668,7 +668,8 @@ def dequantize_gemm(cases: Cases):
             q = [scale] + ([] if zp is None else [zp])
             qt = "SCALE_ZERO_POINT" if with_zp else "SCALE"
             for m in (1, 5, 16):
-                label = f"DEQUANTIZE_GEMM {m} x {k} by {'{N, K}' if trans_b else '{K, N}'} {w.dtype} blocks of {block}"
+                along_k = k // (sshape[1] if trans_b else sshape[0])
+                label = f"DEQUANTIZE_GEMM {m} x {k} by {'{N, K}' if trans_b else '{K, N}'} {w.dtype} blocks of {along_k}"
                 x = rng.standard_normal((m, k)).astype(np.float16)
                 c = rng.standard_normal((m, n)).astype(np.float16) if m == 5 else None
                 alpha = -0.5 if m == 5 else 1.0
