@@ -11,13 +11,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import dmljax
 from dmljax._src.enums import MatrixTransform
 from dmljax._src.feature_level import resolve_feature_level
 from dmljax._src.graph import DmlGraph, OutputEdge
 from dmljax._src.kernels.dequantize_gemm import DEQUANTIZE_GEMM, MIN_WEIGHTS, dequantize_gemm_rows
-from dmljax._src.ops.quantization.dequantize_gemm import _program
+from dmljax._src.ops.quantization.dequantize_gemm import OPERANDS, _program
 from tests import tiers
 from tests.compare import assert_matches
 
@@ -300,3 +301,97 @@ def test_a_graphs_dequantize_that_only_gemm_reads_is_fused(rng):
     y, weights = unfused.run(a)
     assert np.asarray(y).tobytes() == np.asarray(got).tobytes() and weights.shape == (1024, 1024)
     assert isinstance(both, DmlGraph)
+
+
+FUZZ = settings(max_examples=tiers.by_tier(2, 40), derandomize=True, deadline=None, database=None,
+                suppress_health_check=list(HealthCheck))
+
+
+@st.composite
+def _pairs(draw, kernel_only: bool = False):
+    """A DEQUANTIZE + GEMM call: (keyword arguments, a, b, quantizations, c); without
+    ``kernel_only``, sometimes one the operators refuse (a K that differs, a scale of another
+    type or rank, a zero point of another type)."""
+    operand = draw(st.sampled_from(OPERANDS))
+    ta, tb = draw(st.sampled_from(["NONE", "TRANSPOSE"])), draw(st.sampled_from(["NONE", "TRANSPOSE"]))
+    m, k, n = draw(st.integers(1, 16)), draw(st.integers(1, 40)), draw(st.integers(1, 40))
+    wtype = draw(st.sampled_from([jnp.int4, jnp.uint4] + ([] if kernel_only else [np.int8, np.uint8])))
+    ftype = np.float16 if kernel_only else draw(st.sampled_from([np.float16, np.float32]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    if operand == "b":
+        w_shape, o_shape = ((n, k) if tb == "TRANSPOSE" else (k, n)), ((k, m) if ta == "TRANSPOSE" else (m, k))
+    else:
+        w_shape, o_shape = ((k, m) if ta == "TRANSPOSE" else (m, k)), ((n, k) if tb == "TRANSPOSE" else (k, n))
+    divisors = [[d for d in range(1, s + 1) if s % d == 0] for s in w_shape]
+    sshape = tuple(s // draw(st.sampled_from(ds)) for s, ds in zip(w_shape, divisors))
+    zshape = tuple(s // draw(st.sampled_from(ds)) for s, ds in zip(w_shape, divisors))
+    info = jnp.iinfo(wtype)
+    w = rng.integers(int(info.min), int(info.max) + 1, w_shape).astype(wtype)
+    scale = (rng.random(sshape) * 0.1 + 0.01).astype(ftype)
+    zp = rng.integers(int(info.min), int(info.max) + 1, zshape).astype(wtype) if draw(st.booleans()) else None
+    other = rng.standard_normal(o_shape).astype(ftype)
+    c = rng.standard_normal((m, n)).astype(ftype) if draw(st.booleans()) else None
+    if not kernel_only:
+        broken = draw(st.sampled_from([None, "k", "scale type", "scale rank", "zero point type"]))
+        if broken == "k":
+            other = rng.standard_normal((o_shape[0] + 1, o_shape[1] + 1)).astype(ftype)
+        elif broken == "scale type":
+            scale = scale.astype(np.float32 if ftype == np.float16 else np.float16)
+        elif broken == "scale rank":
+            scale = scale.reshape(-1)
+        elif broken == "zero point type" and zp is not None:
+            zp = zp.astype(np.int8 if wtype != np.int8 else np.uint8)
+    kw = dict(quantization_type="SCALE_ZERO_POINT" if zp is not None else "SCALE", operand=operand, trans_a=ta,
+              trans_b=tb, alpha=draw(st.sampled_from([1.0, -0.5, 3.0])), beta=draw(st.sampled_from([1.0, 2.0])))
+    a, b = (other, w) if operand == "b" else (w, other)
+    return kw, a, b, [scale] + ([] if zp is None else [zp]), c
+
+
+def _the_operators(kw, a, b, q, c):
+    kw = dict(kw)
+    operand, qt = kw.pop("operand"), kw.pop("quantization_type")
+    if operand == "b":
+        return dmljax.gemm(a, dmljax.dequantize(b, q, quantization_type=qt), c, **kw)
+    return dmljax.gemm(dmljax.dequantize(a, q, quantization_type=qt), b, c, **kw)
+
+
+def _outcome(fn):
+    try:
+        return np.asarray(fn())
+    except dmljax.ValidationError as e:
+        return str(e).split("\n")[0]  # the operator and level; the call site differs
+
+
+@FUZZ
+@given(_pairs())
+def test_fuzz_the_composition_is_the_two_operators(call):
+    # off CUDA, bit for bit, and the same ValidationError's operator where one refuses the call
+    kw, a, b, q, c = call
+    got = _outcome(lambda: dmljax.dequantize_gemm(a, b, q, c, **kw))
+    want = _outcome(lambda: _the_operators(kw, a, b, q, c))
+    if isinstance(want, str):
+        assert got == want
+    else:
+        assert isinstance(got, np.ndarray) and got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+@pytest.mark.slow  # interpreter runs, 1.5-3 s an example
+@settings(max_examples=tiers.by_tier(0, 8), derandomize=True, deadline=None, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(_pairs(kernel_only=True))
+def test_fuzz_the_kernels_path_within_gemms_budget(call):
+    kw, a, b, q, c = call
+    kw = dict(kw)
+    operand, qt = kw.pop("operand"), kw.pop("quantization_type")
+    fn = _program(operand, MatrixTransform.parse(kw["trans_a"]), MatrixTransform.parse(kw["trans_b"]),
+                  float(np.float32(kw["alpha"])), float(np.float32(kw["beta"])), qt, resolve_feature_level(None),
+                  interpret=True)
+    got = np.asarray(fn(a, b, q, c))
+    want = np.asarray(_the_operators(dict(kw, operand=operand, quantization_type=qt), a, b, q, c))
+    k = (a.shape[0] if kw["trans_a"] == "TRANSPOSE" else a.shape[1])
+    deq = dmljax.dequantize(b if operand == "b" else a, q, quantization_type=qt)
+    x64, y64 = (np.asarray(v).astype(np.float64) for v in ((a, deq) if operand == "b" else (deq, b)))
+    x64 = x64.T if kw["trans_a"] == "TRANSPOSE" else x64
+    y64 = y64.T if kw["trans_b"] == "TRANSPOSE" else y64
+    size = abs(kw["alpha"]) * (np.abs(x64) @ np.abs(y64)) + (0 if c is None else abs(kw["beta"]) * np.abs(c.astype(np.float64)))
+    assert_matches(got, [want.astype(np.float64)], F16, 2 * _budget(k), magnitude=size)

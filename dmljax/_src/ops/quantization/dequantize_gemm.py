@@ -47,8 +47,11 @@ def dequantize_gemm(a, b, quantizations, c=None, *, quantization_type, operand="
     computation: the 4-bit weights are read once, packed, and the dequantized FLOAT16 weights
     never written. Its values: the dequantized weights are DEQUANTIZE's bit for bit, each product
     is exact in FLOAT32 and the sum is FLOAT32 in another order than XLA's, within GEMM's budget of
-    the two operators' result, not bit for bit. Elsewhere (CPU, TPU, other shapes) it is the two
-    operators in turn, bit for bit.
+    the two operators' result, not bit for bit. Where the kernel's rule does not apply it is the
+    two operators called one after the other, bit for bit; where it applies but the platform is not
+    CUDA (CPU, TPU), the two operators compiled as one program, as in a caller's ``jax.jit``
+    (where XLA may fuse DEQUANTIZE into the product, which can move a FLOAT32 result by a last
+    bit).
 
     Gradients are the two operators': the FLOAT operand's and the scale's (DEQUANTIZE's rule), float0
     for the integer weights and zero points; under differentiation the pair runs unfused.
@@ -91,6 +94,9 @@ def dequantize_gemm(a, b, quantizations, c=None, *, quantization_type, operand="
     _value_checks(quantizations, feature_level)
     jax.eval_shape(unfused, a, b, quantizations, c)  # each operator validates its part (shapes, types, attributes)
     ta, tb = MatrixTransform.parse(trans_a), MatrixTransform.parse(trans_b)
+    facts = _facts(operand, ta, tb, a, b, quantizations, c)
+    if facts is None or choose(DEQUANTIZE_GEMM, facts=facts).kernel is None:
+        return unfused(a, b, quantizations, c)  # the two operators, as called one after the other
     return _program(operand, ta, tb, float(np.float32(alpha)), float(np.float32(beta)), quantization_type,
                     resolve_feature_level(feature_level))(a, b, quantizations, c)
 
@@ -122,6 +128,16 @@ def _kernel_operands(operand, ta, tb, a, b):
     return (b2 if t_b else b2.T), a2, not t_a, True
 
 
+def _facts(operand, ta, tb, a, b, quantizations, c):
+    """``DEQUANTIZE_GEMM``'s facts of a call, or None where the kernel cannot take it (batch
+    dimensions other than 1)."""
+    operands = _kernel_operands(operand, ta, tb, a, b)
+    if operands is None or (c is not None and _matrix(c) is None):
+        return None
+    x, w = operands[:2]
+    return x.shape, w.shape, x.dtype, w.dtype, quantizations[0].dtype, False
+
+
 @functools.lru_cache(maxsize=256)
 def _program(operand: str, ta: MatrixTransform, tb: MatrixTransform, alpha: float, beta: float, quantization_type,
              level, interpret: bool = False):
@@ -150,11 +166,8 @@ def _program(operand: str, ta: MatrixTransform, tb: MatrixTransform, alpha: floa
 
     @jax.custom_jvp
     def run(a, b, quantizations, c):
-        operands = _kernel_operands(operand, ta, tb, a, b)
-        w = b if operand == "b" else a
-        facts = (None if operands is None else operands[0].shape, None if operands is None else operands[1].shape,
-                 (b if operand == "a" else a).dtype, w.dtype, quantizations[0].dtype, False)
-        if operands is None or (c is not None and _matrix(c) is None):
+        facts = _facts(operand, ta, tb, a, b, quantizations, c)
+        if facts is None:
             return unfused(a, b, quantizations, c)
         if interpret:
             return (fused if DEQUANTIZE_GEMM.runs(*facts) else unfused)(a, b, quantizations, c)
