@@ -636,8 +636,8 @@ def dequantize_gemm(cases: Cases):
     4096 x 4096 weights {K, N} and {N, K} (INT4 with scales, UINT4 with scales and zero points),
     1, 5 and 16 rows, with C and Alpha, within GEMM's budget of the float64 reference and of the
     two operators unfused (the kernel off); an odd K and small weights, forced; the dequantized
-    weights DEQUANTIZE's bit for bit (one-hot rows); MatMulNBits imported from ONNX, and its
-    DirectML graph, in the program."""
+    weights DEQUANTIZE's bit for bit (one-hot rows); a batch by jax.vmap; MatMulNBits imported from
+    ONNX, and its DirectML graph, in the program."""
     from dmljax._src.kernel_seam import force_kernels
     from dmljax._src.kernels.dequantize_gemm import dequantize_gemm_rows
     from tests.compare import assert_matches
@@ -686,6 +686,15 @@ def dequantize_gemm(cases: Cases):
                     assert_matches(y, [want], f16, budget, "kernel vs reference", magnitude=size)
                     unfused = np.asarray(kernels_off(fn, x, w, q, c, names=("dequantize_gemm",)))
                     assert_matches(y, [unfused.astype(np.float64)], f16, 2 * budget, "kernel vs unfused", magnitude=size)
+    with cases.case("DEQUANTIZE_GEMM: batched by jax.vmap"):
+        w = weights((1024, 1024), True)
+        scale = (rng.random((32, 1024)) * 0.02 + 0.01).astype(np.float16)
+        xs = rng.standard_normal((3, 4, 1024)).astype(np.float16)
+        f = lambda x: dmljax.dequantize_gemm(x, w, [scale], quantization_type="SCALE")  # noqa: E731
+        kernel_in(jax.vmap(f), xs, name="dmljax_dequantize_gemm")
+        got = np.asarray(jax.jit(jax.vmap(f))(xs))
+        for i in range(3):
+            np.testing.assert_array_equal(got[i], np.asarray(jax.jit(f)(xs[i])))
     with cases.case("DEQUANTIZE_GEMM: the dequantized weights are DEQUANTIZE's bit for bit"):
         for trans_b in (False, True):
             shape = (64, 16) if trans_b else (16, 64)
