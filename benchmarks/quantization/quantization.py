@@ -242,11 +242,16 @@ def int4_gemm_blocks(rng, report):
             settings = [(bn, bk) + default[2:] for bn, bk in BLOCK_SWEEP if trans or bn >= 32]
             settings += [default[:2] + launch for launch in LAUNCH_SWEEP]
             for bn, bk, warps, stages in dict.fromkeys(settings):
+                name = f"BLOCK_N {bn:3d} BLOCK_K {bk:3d} {warps} warps {stages} stages"
                 int4_kernel.WARPS, int4_kernel.STAGES = warps, stages  # read when the kernel is built (traced)
                 f = jax.jit(lambda x, bn=bn, bk=bk: int4_kernel.dequantize_gemm_rows(
                     x, *args, trans_b=trans, out_dtype=jnp.float16, blocks=(bn, bk)))
-                jax.block_until_ready(f(xs[0]))  # traced and compiled at this setting
-                cases.append((f"BLOCK_N {bn:3d} BLOCK_K {bk:3d} {warps} warps {stages} stages", f))
+                try:
+                    jax.block_until_ready(f(xs[0]))  # traced and compiled at this setting
+                except Exception as e:  # noqa: BLE001  (a setting Triton cannot compile is reported, the sweep goes on)
+                    report.line(f"batch {batch:2d}, {layout}: {name} did not compile: {str(e).splitlines()[0][:200]}")
+                    continue
+                cases.append((name, f))
             int4_kernel.WARPS, int4_kernel.STAGES = default[2:]
             t = common.times([(name, lambda i, f=f: f(xs[i % 2])) for name, f in cases])
             best = min(v["s"] for v in t.values())
