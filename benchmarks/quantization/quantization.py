@@ -20,8 +20,8 @@ Groups (default: all):
   fused result's distance from the unfused one in FLOAT16 ULP. Goal: faster than the FLOAT16 GEMM,
   where reading the weights dominates.
 - ``int4_gemm_blocks`` (a GPU only): the kernel at other block sizes, warps and stages than the
-  module's (BLOCK_N, BLOCK_K, WARPS, STAGES), batch 1 and 16, both weight layouts: what its
-  constants are chosen from.
+  module's (BLOCK_N by layout, BLOCK_K, WARPS, STAGES), batch 1 and 16, both weight layouts: what
+  its constants are chosen from.
 - ``elementwise``: ELEMENT_WISE_QUANTIZE_LINEAR and QUANTIZE from FLOAT32 and FLOAT16 to INT8 and
   UINT8, ELEMENT_WISE_DEQUANTIZE_LINEAR and DEQUANTIZE from INT8, QUANTIZE and DEQUANTIZE of INT4,
   over 2^24 and 2^26 elements (2^20 and 2^24 on a CPU), per-tensor scales and zero points
@@ -232,12 +232,14 @@ def int4_gemm_blocks(rng, report):
         return
     k = n = NBITS_K
     w, scale, wt, scale_t, zp_t = _int4_weights(rng, k, n)
-    default = (int4_kernel.BLOCK_N, int4_kernel.BLOCK_K, int4_kernel.WARPS, int4_kernel.STAGES)
-    report.line(f"the module's setting: BLOCK_N {default[0]}, BLOCK_K {default[1]}, {default[2]} warps, "
-                f"{default[3]} stages")
+    launch = (int4_kernel.WARPS, int4_kernel.STAGES)
+    report.line(f"the module's settings: BLOCK_N {int4_kernel.BLOCK_N[False]} ({{K, N}}) and "
+                f"{int4_kernel.BLOCK_N[True]} ({{N, K}}), BLOCK_K {int4_kernel.BLOCK_K}, {launch[0]} warps, "
+                f"{launch[1]} stages")
     for batch in (1, 16):
         xs = [jnp.asarray(rng.standard_normal((batch, k)).astype(np.float16)) for _ in range(2)]
         for layout, args, trans in (("{K, N}", (w, scale, None), False), ("{N, K}", (wt, scale_t, zp_t), True)):
+            default = (int4_kernel.BLOCK_N[trans], int4_kernel.BLOCK_K) + launch
             cases = []
             settings = [(bn, bk) + default[2:] for bn, bk in BLOCK_SWEEP if trans or bn >= 32]
             settings += [default[:2] + launch for launch in LAUNCH_SWEEP]
@@ -252,7 +254,7 @@ def int4_gemm_blocks(rng, report):
                     report.line(f"batch {batch:2d}, {layout}: {name} did not compile: {str(e).splitlines()[0][:200]}")
                     continue
                 cases.append((name, f))
-            int4_kernel.WARPS, int4_kernel.STAGES = default[2:]
+            int4_kernel.WARPS, int4_kernel.STAGES = launch
             t = common.times([(name, lambda i, f=f: f(xs[i % 2])) for name, f in cases])
             best = min(v["s"] for v in t.values())
             for name, v in t.items():

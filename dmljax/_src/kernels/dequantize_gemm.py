@@ -12,14 +12,16 @@ The weights {R, C} (B, or B transposed: {N, K} with TransB) arrive as DirectML p
 byte along the last axis, the first in the low nibble (``lax.bitcast_convert_type`` of the int4
 array: the same bytes). The kernel never interleaves nibbles: where the pairs run along K (the
 weights {N, K}), a byte holds the elements of K = 2j (low) and 2j + 1 (high), so the product is
-X[:, even] x Low^T + X[:, odd] x High^T, the even and odd columns of X read as two strided blocks;
-where they run along N (the weights {K, N}), the output's even columns are X x Low and its odd
-ones X x High, stored interleaved. One program computes BLOCK_N output columns (BLOCK_N / 2 byte
-columns when the pairs run along N) over the whole of K, BLOCK_K elements of K an iteration: each
-nibble is dequantized as DEQUANTIZE does (``(code - zero_point) * scale`` in FLOAT32, rounded to
-FLOAT16), its scale and zero point read at (row // block, column // block) of their own blocking
-(per tensor, per axis or per block, as DEQUANTIZE's QuantizationTensors), and the FLOAT16 products
-accumulated in FLOAT32 by Triton's FLOAT16 product (tensor cores; X's rows padded to MIN_DOT).
+X[:, even] x Low^T + X[:, odd] x High^T, X's even and odd columns split into two matrices before
+the kernel (a small copy of X); where they run along N (the weights {K, N}), the output's even
+columns are X x Low and its odd ones X x High, stored interleaved. One program computes BLOCK_N
+output columns (BLOCK_N / 2 byte columns when the pairs run along N) over the whole of K, BLOCK_K
+elements of K an iteration: each nibble is dequantized as DEQUANTIZE does (``(code - zero_point) *
+scale`` in FLOAT32, rounded to FLOAT16), its scale and zero point those at (row // block, column //
+block) of their own blocking (per tensor, per axis or per block, as DEQUANTIZE's
+QuantizationTensors: read once a block where the tile holds whole blocks or lies in one,
+``_per_block``), and the FLOAT16 products accumulated in FLOAT32 by Triton's FLOAT16 product
+(tensor cores; X's rows padded to MIN_DOT by masked loads).
 
 Exactness: the dequantized weights are DEQUANTIZE's FLOAT16 outputs bit for bit (``code -
 zero_point`` has at most 5 bits and the scale 11, so the FLOAT32 product is exact and rounded once
@@ -52,11 +54,12 @@ GEMM's products start to count. Not yet measured on a GPU: benchmarks/quantizati
 (group int4_gemm) times the kernel against the unfused pair and FLOAT16 GEMM."""
 MIN_DOT = 16
 """Triton's smallest product tile along each dimension: X's rows are padded to it (masked loads)."""
-BLOCK_N = 32
-"""Output columns a program (a power of two, at least 2 * MIN_DOT: where the pairs run along N a
-program holds BLOCK_N / 2 byte columns in each product). A 4096 x 4096 weight gives 128 programs,
-one per SM of an H200's 132. Not yet measured: benchmarks/quantization/quantization.py times this
-setting and the others it lists (``BLOCKS``)."""
+BLOCK_N = {True: 16, False: 32}
+"""Output columns a program, by whether the pairs run along K (the weights {N, K}, MatMulNBits'
+layout: True) or along N (False; there a program's products are BLOCK_N / 2 byte columns wide,
+and Triton's smallest is MIN_DOT): powers of two. A 4096 x 4096 weight gives 256 programs for an
+H200's 132 SMs with the weights {N, K}, 128 with the weights {K, N}. Not yet measured:
+benchmarks/quantization/quantization.py (group int4_gemm_blocks) times these settings and others."""
 BLOCK_K = 256
 """Elements of K an iteration (a power of two, at least 2 * MIN_DOT): BLOCK_N x BLOCK_K / 2 bytes
 of weights each, pipelined over STAGES."""
@@ -256,7 +259,7 @@ def dequantize_gemm_rows(x, w, scale, zero_point=None, *, trans_b: bool, alpha: 
     m, k = x.shape
     r, c = w.shape
     n = r if trans_b else c
-    bn, bk = blocks or (BLOCK_N, BLOCK_K)
+    bn, bk = blocks or (BLOCK_N[bool(trans_b)], BLOCK_K)
     sb = (r // scale.shape[0], c // scale.shape[1])
     zb = None if zero_point is None else (r // zero_point.shape[0], c // zero_point.shape[1])
     packed = packed_nibbles(w)
