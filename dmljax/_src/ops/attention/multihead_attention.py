@@ -662,7 +662,10 @@ def _fused(q, k, v, scale, key_lengths=None, filter_value=0.0):
 
             def xla_branch(*xs):
                 return swap(xla(*swap(*xs), lengths).astype(np.float16))[0]
-            return swap(lax.cond(exact, cudnn_branch, xla_branch, *swap(q, k, v)))[0].astype(np.float32)
+            # cuDNN's branch first: XLA gives the conditional's operands and result the first
+            # branch's layouts, and cuDNN's then need no transposes (measured on the H200: 0.128 ms
+            # against 0.151 at 1,024 tokens, 1.134 against 1.213 at 4,096; benchmarks/attention)
+            return swap(lax.cond(~exact, xla_branch, cudnn_branch, *swap(q, k, v)))[0].astype(np.float32)
         operands = (q, k, v, key_lengths)
 
     gpu = jax.default_backend() == "gpu"
