@@ -270,6 +270,14 @@ def _elementwise_cases(rng, n):
     q = [_ints(rng, (n,)) for _ in range(2)]
     q4 = [jnp.asarray(rng.integers(-8, 8, n).astype(jnp.int4)) for _ in range(2)]
     cases = [("copy FLOAT32", jax.jit(lambda a: jnp.copy(a) * 1), x32, 8)]  # (the multiply keeps it a kernel)
+    # the plain conversion between each pair of types below: the same bytes read and written, the
+    # device's bandwidth for that access pattern
+    for x, ft, fb in ((x32, "FLOAT32", 4), (x16, "FLOAT16", 2)):
+        for it in ("INT8", "UINT8"):
+            cases.append((f"cast {ft} -> {it}", jax.jit(lambda a, dt=jnp.dtype(it.lower()): a.astype(dt)), x, fb + 1))
+    cases += [("cast FLOAT32 -> INT4", jax.jit(lambda a: a.astype(jnp.int4)), x32, 4.5),
+              ("cast INT8 -> FLOAT32", jax.jit(lambda a: a.astype(jnp.float32)), q, 5),
+              ("cast INT4 -> FLOAT32", jax.jit(lambda a: a.astype(jnp.float32)), q4, 4.5)]
     for x, ft, fb in ((x32, "FLOAT32", 4), (x16, "FLOAT16", 2)):
         f = x[0].dtype.type
         for it, lo, hi, zp in (("INT8", -128, 127, 3), ("UINT8", 0, 255, 128)):
@@ -317,7 +325,8 @@ def _elementwise_cases(rng, n):
 def elementwise(rng, report):
     report.line(f"per-call time: the median of {ROUNDS} rounds, each timing every case in turn (the copy "
                 "first); bandwidth = bytes read + written per element x elements / time, against the FLOAT32 "
-                "copy's 8 bytes per element")
+                "copy's 8 bytes per element, and against the plain cast between the same types (the same bytes "
+                "moved: the device's bandwidth for that access pattern)")
     for n in ELEMENTWISE_SIZES:
         cases = _elementwise_cases(rng, n)
         rounds = [common.times([(name, lambda i, f=f, a=a: f(a[i % 2])) for name, f, a, _ in cases])
@@ -330,9 +339,13 @@ def elementwise(rng, report):
             twin = t.get(re.sub(r"^dmljax\.(element_wise_quantize_linear|quantize) ", "jnp twin: quantize ", name))
             vs_twin = f"  {v['s'] / twin['s']:5.2f}x the twin's time" if twin and twin is not v else ""
             size = "2^" + str(n.bit_length() - 1)
+            types = re.search(r"(\w+) -> (\w+)", name)
+            cast = t.get(f"cast {types[1]} -> {types[2]}") if types and not name.startswith("cast") else None
+            vs_cast = f"  {cast['s'] / v['s']:6.1%} of the cast's" if cast else ""
             report.point(f"{size:6s} {name:58s} {v['s'] * 1e3:9.4f} ms  {bw / 1e9:8.1f} GB/s  "
-                         f"{bw / copy_bw:6.1%} of the copy's{vs_twin}", variant=name, elements=n, ms=v["s"] * 1e3,
-                         gbps=bw / 1e9, of_copy=bw / copy_bw,
+                         f"{bw / copy_bw:6.1%} of the copy's{vs_cast}{vs_twin}", variant=name, elements=n,
+                         ms=v["s"] * 1e3, gbps=bw / 1e9, of_copy=bw / copy_bw,
+                         of_cast=(cast["s"] / v["s"]) if cast else None,
                          of_twin_time=(v["s"] / twin["s"]) if vs_twin else None,
                          kernels=v["kernels_per_call"], method=v["method"])
 
