@@ -14,27 +14,39 @@ array: the same bytes). The kernel never interleaves nibbles: where the pairs ru
 weights {N, K}), a byte holds the elements of K = 2j (low) and 2j + 1 (high), so the product is
 X[:, even] x Low^T + X[:, odd] x High^T, X's even and odd columns split into two matrices before
 the kernel (a small copy of X); where they run along N (the weights {K, N}), the output's even
-columns are X x Low and its odd ones X x High, stored interleaved. One program computes BLOCK_N
-output columns (BLOCK_N / 2 byte columns when the pairs run along N) over the whole of K, BLOCK_K
-elements of K an iteration: each nibble is dequantized as DEQUANTIZE does (``(code - zero_point) *
-scale`` in FLOAT32, rounded to FLOAT16), its scale and zero point those at (row // block, column //
-block) of their own blocking (per tensor, per axis or per block, as DEQUANTIZE's
-QuantizationTensors: read once a block where the tile holds whole blocks or lies in one,
-``_per_block``), and the FLOAT16 products accumulated in FLOAT32 by Triton's FLOAT16 product
-(tensor cores; X's rows padded to MIN_DOT by masked loads).
+columns are X x Low and its odd ones X x High, stored interleaved. One program computes
+``block_n`` output columns (``block_n / 2`` byte columns when the pairs run along N) over its slice
+of K, ``block_k`` elements of K an iteration (``Settings``): each nibble is dequantized as
+DEQUANTIZE does (``(code - zero_point) * scale`` in FLOAT32, rounded to FLOAT16), its scale and
+zero point those at (row // block, column // block) of their own blocking (per tensor, per axis or
+per block, as DEQUANTIZE's QuantizationTensors: read once a block where the tile holds whole
+blocks or lies in one, ``_per_block``), and the FLOAT16 products accumulated in FLOAT32 by
+Triton's FLOAT16 product (tensor cores; X's rows padded to MIN_DOT by masked loads).
+
+Split-K: with ``split_k`` 1 a program walks the whole of K and writes the result, Alpha applied
+and rounded once. With more, K's ``block_k`` tiles are dealt out in consecutive runs of
+``ceil(tiles / split_k)`` (``slices``: whole tiles a slice, the last one's possibly fewer, none
+empty; a scale block that straddles two slices is read by both, each weight by its own position),
+a second grid axis runs the slices side by side (split_k x more programs, each reading
+1 / split_k of the weights: the memory parallelism a 4096 x 4096 weight lacks with 128 or 256
+programs on an H200's 132 SMs), each writes its FLOAT32 partial sums {slice, M, N}, and XLA adds
+the slices, multiplies by Alpha and rounds once, in one fusion with GEMM's epilogue where the
+caller adds C.
 
 Exactness: the dequantized weights are DEQUANTIZE's FLOAT16 outputs bit for bit (``code -
 zero_point`` has at most 5 bits and the scale 11, so the FLOAT32 product is exact and rounded once
 to FLOAT16 either way); each product of two FLOAT16 values is exact in FLOAT32, as in GEMM; the
-sum of the K products is FLOAT32, in Triton's order (a tensor core's), not XLA's or cuBLAS's: the
-result is within GEMM's budget of the unfused DEQUANTIZE then GEMM, not bit for bit
-(docs/semantics.md#accumulating-operators: the order is the library's). Alpha multiplies the
-FLOAT32 sum and the result is rounded once, as GEMM's epilogue does. ``DEQUANTIZE_GEMM`` says which
-calls take the kernel.
+sum of the K products is FLOAT32, in Triton's order (a tensor core's) within a slice and XLA's
+across the slices, not XLA's or cuBLAS's order of the whole: the result is within GEMM's budget of
+the unfused DEQUANTIZE then GEMM, not bit for bit (docs/semantics.md#accumulating-operators: the
+order is the library's). Alpha multiplies the FLOAT32 sum and the result is rounded once, as
+GEMM's epilogue does. ``DEQUANTIZE_GEMM`` says which calls take the kernel, ``SETTINGS`` how it is
+launched.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -44,43 +56,114 @@ from jax import lax
 
 from dmljax._src.kernel_seam import Kernel
 
-__all__ = ["DEQUANTIZE_GEMM", "dequantize_gemm_rows", "packed_nibbles", "MAX_ROWS", "MIN_DOT", "BLOCK_N", "BLOCK_K",
-           "WARPS", "STAGES", "WEIGHT_TYPES", "MIN_WEIGHTS"]
+__all__ = ["DEQUANTIZE_GEMM", "dequantize_gemm_rows", "packed_nibbles", "Settings", "SETTINGS", "FASTER_UP_TO",
+           "LAYOUTS", "layout", "slices", "MAX_ROWS", "MIN_DOT", "WEIGHT_TYPES", "MIN_WEIGHTS"]
 
 MAX_ROWS = 16
-"""The most rows of X (GEMM's M, the batch of tokens) that take the kernel: one tensor-core tile of
+"""The most rows of X (GEMM's M, the batch of tokens) the kernel can take: one tensor-core tile of
 rows. The goal was batch 1 to 16, where reading the weights dominates; from 32 rows a FLOAT16
-GEMM's products start to count. Not yet measured on a GPU: benchmarks/quantization/quantization.py
-(group int4_gemm) times the kernel against the unfused pair and FLOAT16 GEMM."""
+GEMM's products start to count. Where it is taken: ``FASTER_UP_TO``."""
 MIN_DOT = 16
 """Triton's smallest product tile along each dimension: X's rows are padded to it (masked loads)."""
-BLOCK_N = {True: 16, False: 32}
-"""Output columns a program, by whether the pairs run along K (the weights {N, K}, MatMulNBits'
-layout: True) or along N (False; there a program's products are BLOCK_N / 2 byte columns wide,
-and Triton's smallest is MIN_DOT): powers of two. A 4096 x 4096 weight gives 256 programs for an
-H200's 132 SMs with the weights {N, K}, 128 with the weights {K, N}. Not yet measured:
-benchmarks/quantization/quantization.py (group int4_gemm_blocks) times these settings and others."""
-BLOCK_K = 256
-"""Elements of K an iteration (a power of two, at least 2 * MIN_DOT): BLOCK_N x BLOCK_K / 2 bytes
-of weights each, pipelined over STAGES."""
-WARPS = 4
-STAGES = 3
-"""Triton's warps a program and pipelining stages of the loop over K."""
+LAYOUTS = ("{N, K}", "{K, N}")
+"""The weights' two layouts: {N, K} (TransB; MatMulNBits' layout), where a byte's two elements run
+along K, and {K, N}, where they run along N."""
+
+
+def layout(trans_b: bool) -> str:
+    """The weights' layout, one of LAYOUTS: ``"{N, K}"`` with ``trans_b``, else ``"{K, N}"``."""
+    return LAYOUTS[0] if trans_b else LAYOUTS[1]
+
+
+def _power_of_two(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1 and v & (v - 1) == 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """How the kernel is launched. ``block_n``: output columns a program (a power of two, at least
+    MIN_DOT; with the weights {K, N} at least 2 * MIN_DOT, where a program's products are
+    ``block_n / 2`` byte columns wide). ``block_k``: elements of K an iteration (a power of two, at
+    least 2 * MIN_DOT): ``block_n x block_k / 2`` bytes of weights each, pipelined over
+    ``stages``. ``split_k``: the slices of K run side by side (at least 1; ``slices`` says how many
+    a K gets: never an empty one), 1 for a program over the whole of K. ``warps``: Triton's warps a
+    program (a power of two, at most 32). ``stages``: Triton's pipelining stages of the loop over K
+    (at least 1)."""
+
+    block_n: int
+    block_k: int
+    split_k: int = 1
+    warps: int = 4
+    stages: int = 3
+
+    def __post_init__(self):
+        problems = []
+        for name, least in (("block_n", MIN_DOT), ("block_k", 2 * MIN_DOT)):
+            v = getattr(self, name)
+            if not (_power_of_two(v) and v >= least):
+                problems.append(f"{name} is {v!r}; a power of two, at least {least}")
+        for name, least in (("split_k", 1), ("stages", 1)):
+            v = getattr(self, name)
+            if not (isinstance(v, int) and not isinstance(v, bool) and v >= least):
+                problems.append(f"{name} is {v!r}; an integer, at least {least}")
+        if not (_power_of_two(self.warps) and self.warps <= 32):
+            problems.append(f"warps is {self.warps!r}; a power of two from 1 to 32")
+        if problems:
+            raise ValueError("dequantize_gemm kernel Settings: " + "; ".join(problems))
+
+    def describe(self) -> str:
+        return (f"BLOCK_N {self.block_n:3d} BLOCK_K {self.block_k:3d} SPLIT_K {self.split_k:2d} {self.warps} warps "
+                f"{self.stages} stages")
+
+
+# The measured part: the kernel's settings and where it pays, by the weights' layout, set from
+# benchmarks/quantization/quantization.py on an H200 (jax 0.11.2, K = N = 4096, one FLOAT16 scale a
+# block of 32 along K). Group int4_gemm_blocks times the settings (SPLIT_K, BLOCK_N, BLOCK_K, warps,
+# stages) beside FLOAT16 GEMM and the unfused pair; change these two tables from its fastest rows.
+SETTINGS = {
+    "{N, K}": Settings(block_n=32, block_k=256, split_k=1, warps=4, stages=3),
+    "{K, N}": Settings(block_n=32, block_k=256, split_k=1, warps=4, stages=4),
+}
+"""The kernel's settings by the weights' layout: the fastest the group int4_gemm_blocks measured
+before split-K was swept ({N, K}: 0.0177 ms; {K, N}: 0.0334 ms, at batch 1 to 16). Where the
+kernel is forced (``force_kernels``) or called directly, the same settings."""
+FASTER_UP_TO = {"{N, K}": MAX_ROWS, "{K, N}": 0}
+"""The most rows of X for which the kernel, at SETTINGS, measured faster than the unfused
+DEQUANTIZE + GEMM (dmljax.dequantize then dmljax.gemm) that ``dmljax.dequantize_gemm`` runs
+otherwise, by the weights' layout; 0: nowhere. The rule (``DEQUANTIZE_GEMM``) takes the kernel up
+to there. Measured by benchmarks/quantization/quantization.py, group int4_gemm (H200, jax 0.11.2):
+{N, K}, MatMulNBits' layout, 0.0245 ms against the unfused pair's 0.029 at the module's settings
+of then (BLOCK_N 16), so taken at batch 1 to 16; {K, N} 0.0336 ms against 0.029, so not taken."""
 WEIGHT_TYPES = (np.dtype(jnp.int4), np.dtype(jnp.uint4))
 MIN_WEIGHTS = 1 << 20
 """Weights of fewer elements stay with XLA, where launching the pair costs more than reading them
 (a 1024 x 1024 INT4 weight is 0.5 MiB). Not yet measured: the benchmark's group int4_gemm."""
 
 
-def _applies(x_shape, w_shape, x_dtype, w_dtype, scale_dtype, half: bool) -> bool:
-    """Whether a DEQUANTIZE + GEMM can take the kernel: X {M, K} FLOAT16 with M from 1 to MAX_ROWS,
-    weights of two dimensions of INT4 or UINT4 with at least MIN_WEIGHTS elements, FLOAT16 scales,
-    without half-precision computation, fewer than 2^31 elements."""
-    return _runs(x_shape, w_shape, x_dtype, w_dtype, scale_dtype, half) and int(np.prod(w_shape)) >= MIN_WEIGHTS
+def slices(k: int, settings: Settings) -> tuple[int, int]:
+    """(tiles a slice, slices) of a K: its ``ceil(k / block_k)`` tiles dealt out in runs of
+    ``ceil(tiles / split_k)``, the last run possibly shorter, none empty (so at most ``split_k``
+    slices: 16 tiles in 16, 8, 4, 2 or 1; 5 tiles and ``split_k`` 2 as 3 + 2; 8 tiles and
+    ``split_k`` 16 as 8 slices of one)."""
+    tiles = _cdiv(k, settings.block_k)
+    per = _cdiv(tiles, settings.split_k)
+    return per, _cdiv(tiles, per)
 
 
-def _runs(x_shape, w_shape, x_dtype, w_dtype, scale_dtype, half: bool) -> bool:
-    """Where the kernel can run at all: ``_applies`` without the size rule (``force_kernels``)."""
+def _applies(x_shape, w_shape, x_dtype, w_dtype, scale_dtype, half: bool, trans_b: bool) -> bool:
+    """Whether a DEQUANTIZE + GEMM takes the kernel: where it can run (``_runs``), with weights of
+    at least MIN_WEIGHTS elements and at most ``FASTER_UP_TO[layout]`` rows of X, where the kernel
+    measured faster than the unfused pair (benchmarks/quantization/quantization.py, groups
+    int4_gemm and int4_gemm_blocks)."""
+    return (_runs(x_shape, w_shape, x_dtype, w_dtype, scale_dtype, half, trans_b)
+            and int(np.prod(w_shape)) >= MIN_WEIGHTS and x_shape[0] <= FASTER_UP_TO[layout(trans_b)])
+
+
+def _runs(x_shape, w_shape, x_dtype, w_dtype, scale_dtype, half: bool, trans_b: bool) -> bool:
+    """Where the kernel can run at all (``force_kernels``): X {M, K} FLOAT16 with M from 1 to
+    MAX_ROWS, weights of two dimensions of INT4 or UINT4 ({K, N}, or {N, K} with ``trans_b``),
+    FLOAT16 scales, without half-precision computation, fewer than 2^31 elements."""
+    del trans_b  # either layout
     if half or len(x_shape) != 2 or len(w_shape) != 2:
         return False
     if np.dtype(x_dtype) != np.float16 or np.dtype(scale_dtype) != np.float16 or np.dtype(w_dtype) not in WEIGHT_TYPES:
@@ -167,14 +250,37 @@ def _finish(acc, alpha: float, dtype):
     return (acc if alpha == 1.0 else np.float32(alpha) * acc).astype(dtype)
 
 
-def _pairs_along_k(xe_ref, xo_ref, p_ref, s_ref, *rest, m, n, k, bn, bk, sb, zb, signed, alpha, interpret):
-    """Weights {N, K}: a byte holds K = 2j and 2j + 1 of one output column; X's even and odd
-    columns come as two matrices {M, ceil(K / 2)} (the odd one padded with a zero column)."""
+def _over_k(step, init, *, per: int, tiles: int, sliced: bool):
+    """``step`` (tile of K, accumulators) over a program's tiles of K: all ``tiles`` of them, or
+    with ``sliced`` the run of ``per`` from ``program_id(1) * per``, the last run cut at ``tiles``."""
+    if not sliced:
+        return lax.fori_loop(0, tiles, step, init)
+    first = _program_id(1) * per
+    if tiles % per == 0:  # every run whole: a loop of a fixed count
+        return lax.fori_loop(0, per, lambda t, acc: step(first + t, acc), init)
+    return lax.fori_loop(first, jnp.minimum(first + per, tiles), step, init)
+
+
+def _store(o_ref, acc, rows, cols, live, *, alpha, sliced: bool, height: int):
+    """A program's {MIN_DOT, columns} sums into the output: the result (Alpha applied, rounded
+    once), or with ``sliced`` the FLOAT32 partial sums at the slice's rows (``height`` rows a
+    slice)."""
     from jax.experimental.pallas import triton as pl_triton
 
+    if sliced:
+        rows, value = _program_id(1) * height + rows, acc
+    else:
+        value = _finish(acc, alpha, o_ref.dtype)
+    pl_triton.store(o_ref.at[rows[:, None], cols[None, :]], value, mask=live)
+
+
+def _pairs_along_k(xe_ref, xo_ref, p_ref, s_ref, *rest, m, n, k, bn, bk, sb, zb, signed, alpha, interpret, per,
+                   tiles, sliced, height):
+    """Weights {N, K}: a byte holds K = 2j and 2j + 1 of one output column; X's even and odd
+    columns come as two matrices {M, ceil(K / 2)} (the odd one padded with a zero column)."""
     z_ref, o_ref = rest if len(rest) == 2 else (None, rest[0])
     k2, bk2 = p_ref.shape[1], bk // 2
-    rows = _program_id() * bn + jnp.arange(bn, dtype=jnp.int32)  # weight rows: output columns
+    rows = _program_id(0) * bn + jnp.arange(bn, dtype=jnp.int32)  # weight rows: output columns
     xr = jnp.arange(MIN_DOT, dtype=jnp.int32)
     rlive, xlive = rows < n, xr < m
     r2 = rows[:, None]
@@ -196,19 +302,16 @@ def _pairs_along_k(xe_ref, xo_ref, p_ref, s_ref, *rest, m, n, k, bn, bk, sb, zb,
         acc = acc + lax.dot_general(xe, w_lo, dims, preferred_element_type=jnp.float32)
         return acc + lax.dot_general(xo, w_hi, dims, preferred_element_type=jnp.float32)
 
-    acc = lax.fori_loop(0, _cdiv(k2, bk2), step, jnp.zeros((MIN_DOT, bn), jnp.float32))
-    live = xlive[:, None] & rlive[None, :]
-    at = (xr[:, None], rows[None, :])
-    pl_triton.store(o_ref.at[at], _finish(acc, alpha, o_ref.dtype), mask=live)
+    acc = _over_k(step, jnp.zeros((MIN_DOT, bn), jnp.float32), per=per, tiles=tiles, sliced=sliced)
+    _store(o_ref, acc, xr, rows, xlive[:, None] & rlive[None, :], alpha=alpha, sliced=sliced, height=height)
 
 
-def _pairs_along_n(x_ref, p_ref, s_ref, *rest, m, n, k, bn, bk, sb, zb, signed, alpha, interpret):
+def _pairs_along_n(x_ref, p_ref, s_ref, *rest, m, n, k, bn, bk, sb, zb, signed, alpha, interpret, per, tiles, sliced,
+                   height):
     """Weights {K, N}: a byte holds output columns 2j and 2j + 1 of one K."""
-    from jax.experimental.pallas import triton as pl_triton
-
     z_ref, o_ref = rest if len(rest) == 2 else (None, rest[0])
     bn2 = bn // 2
-    j = _program_id() * bn2 + jnp.arange(bn2, dtype=jnp.int32)  # byte columns
+    j = _program_id(0) * bn2 + jnp.arange(bn2, dtype=jnp.int32)  # byte columns
     xr = jnp.arange(MIN_DOT, dtype=jnp.int32)
     xlive = xr < m
     jlive = j < p_ref.shape[1]
@@ -229,17 +332,15 @@ def _pairs_along_n(x_ref, p_ref, s_ref, *rest, m, n, k, bn, bk, sb, zb, signed, 
                 accs[1] + jnp.dot(xk, w_hi, preferred_element_type=jnp.float32))
 
     zero = jnp.zeros((MIN_DOT, bn2), jnp.float32)
-    acc_lo, acc_hi = lax.fori_loop(0, _cdiv(k, bk), step, (zero, zero))
+    acc_lo, acc_hi = _over_k(step, (zero, zero), per=per, tiles=tiles, sliced=sliced)
     for acc, col in ((acc_lo, 2 * j), (acc_hi, 2 * j + 1)):
-        live = xlive[:, None] & (col < n)[None, :]
-        at = (xr[:, None], col[None, :])
-        pl_triton.store(o_ref.at[at], _finish(acc, alpha, o_ref.dtype), mask=live)
+        _store(o_ref, acc, xr, col, xlive[:, None] & (col < n)[None, :], alpha=alpha, sliced=sliced, height=height)
 
 
-def _program_id():
+def _program_id(axis: int):
     from jax.experimental import pallas as pl
 
-    return pl.program_id(0)
+    return pl.program_id(axis)
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -247,19 +348,27 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def dequantize_gemm_rows(x, w, scale, zero_point=None, *, trans_b: bool, alpha: float = 1.0, out_dtype=jnp.float32,
-                         blocks: tuple[int, int] | None = None, interpret: bool = False) -> jnp.ndarray:
+                         settings: Settings | None = None, interpret: bool = False) -> jnp.ndarray:
     """``alpha * X x dequantize(W)`` by the kernel, rounded once to ``out_dtype`` (FLOAT32: the sum
     for GEMM's epilogue to add C to; FLOAT16: GEMM's output without C). ``x`` {M, K} FLOAT16, M from
     1 to MAX_ROWS; ``w`` INT4 or UINT4, {K, N}, or {N, K} with ``trans_b``; ``scale`` FLOAT16 and
     ``zero_point`` (w's type, or None) each of w's two dimensions, each size a divisor of w's
-    (DEQUANTIZE's blocking). ``blocks``: (BLOCK_N, BLOCK_K) other than the module's, for the
-    benchmark that measures them. ``interpret=True`` runs it on any backend, for tests."""
+    (DEQUANTIZE's blocking). ``settings``: other than the layout's SETTINGS, for the benchmark that
+    measures them and for tests. With more than one slice of K (``slices``) the kernel writes
+    FLOAT32 partial sums and XLA adds them, applies Alpha and rounds, in the caller's program.
+    ``interpret=True`` runs it on any backend, for tests."""
     from jax.experimental import pallas as pl  # imported where a kernel is built: dmljax's import stays light
 
     m, k = x.shape
     r, c = w.shape
     n = r if trans_b else c
-    bn, bk = blocks or (BLOCK_N[bool(trans_b)], BLOCK_K)
+    settings = settings or SETTINGS[layout(trans_b)]
+    bn, bk = settings.block_n, settings.block_k
+    if not trans_b and bn < 2 * MIN_DOT:
+        raise ValueError(f"dequantize_gemm kernel Settings: block_n is {bn} with the weights {{K, N}}; at least "
+                         f"{2 * MIN_DOT} (a program's products are block_n / 2 byte columns wide)")
+    per, count = slices(k, settings)
+    sliced = count > 1
     sb = (r // scale.shape[0], c // scale.shape[1])
     zb = None if zero_point is None else (r // zero_point.shape[0], c // zero_point.shape[1])
     packed = packed_nibbles(w)
@@ -270,17 +379,21 @@ def dequantize_gemm_rows(x, w, scale, zero_point=None, *, trans_b: bool, alpha: 
     operands = rows + [packed, scale] + ([] if zero_point is None else [zero_point.astype(jnp.int8)])
     body = _pairs_along_k if trans_b else _pairs_along_n
     programs = _cdiv(n, bn)
+    # the interpreter's output has whole blocks of rows and columns: its masked stores stay in bounds and apart
+    height, width = (MIN_DOT, programs * bn) if interpret else (m, n)
     kernel = functools.partial(body, m=m, n=n, k=k, bn=bn, bk=bk, sb=sb, zb=zb,
                                signed=np.dtype(w.dtype) == np.dtype(jnp.int4), alpha=float(alpha),
-                               interpret=interpret)
+                               interpret=interpret, per=per, tiles=_cdiv(k, bk), sliced=sliced, height=height)
     params = None
     if not interpret:
         from jax.experimental.pallas import triton as pl_triton
-        params = pl_triton.CompilerParams(num_warps=WARPS, num_stages=STAGES)
-    # the interpreter's output has whole blocks of rows and columns: its masked stores stay in bounds and apart
-    out = (MIN_DOT, programs * bn) if interpret else (m, n)
-    y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(out, out_dtype), grid=(programs,),
-                       in_specs=[pl.BlockSpec(a.shape, lambda i, d=a.ndim: (0,) * d) for a in operands],
-                       out_specs=pl.BlockSpec(out, lambda i: (0, 0)), compiler_params=params, interpret=interpret,
+        params = pl_triton.CompilerParams(num_warps=settings.warps, num_stages=settings.stages)
+    out = (count * height, width)
+    y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(out, jnp.float32 if sliced else out_dtype),
+                       grid=(programs, count) if sliced else (programs,),
+                       in_specs=[pl.BlockSpec(a.shape, lambda *_, d=a.ndim: (0,) * d) for a in operands],
+                       out_specs=pl.BlockSpec(out, lambda *_: (0, 0)), compiler_params=params, interpret=interpret,
                        name="dmljax_dequantize_gemm")(*operands)
+    if sliced:  # the slices' FLOAT32 sums added, Alpha applied and rounded once, by XLA
+        return _finish(jnp.sum(y.reshape(count, height, width)[:, :m, :n], axis=0), alpha, out_dtype)
     return y[:m, :n] if interpret else y

@@ -44,8 +44,10 @@ def dequantize_gemm(a, b, quantizations, c=None, *, quantization_type, operand="
     switch ``"dequantize_gemm"`` of ``dmljax.use_kernels``) where the dequantized matrix is INT4
     or UINT4 with FLOAT16 scales, the other operand has 1 to 16 rows (GEMM's M, or N where A is
     dequantized), batch dimensions are 1, there is no fused activation and no half-precision
-    computation: the 4-bit weights are read once, packed, and the dequantized FLOAT16 weights
-    never written. Its values: the dequantized weights are DEQUANTIZE's bit for bit, each product
+    computation, and where it measured faster than the two operators (the kernel's
+    ``FASTER_UP_TO``): the weights {N, K}, B with TransB (MatMulNBits' layout) or A without TransA
+    (the product computed transposed), not the weights {K, N}. The 4-bit
+    weights are read once, packed, and the dequantized FLOAT16 weights never written. Its values: the dequantized weights are DEQUANTIZE's bit for bit, each product
     is exact in FLOAT32 and the sum is FLOAT32 in another order than XLA's, within GEMM's budget of
     the two operators' result, not bit for bit. Where the kernel's rule does not apply it is the
     two operators called one after the other, bit for bit; where it applies but the platform is not
@@ -134,8 +136,8 @@ def _facts(operand, ta, tb, a, b, quantizations, c):
     operands = _kernel_operands(operand, ta, tb, a, b)
     if operands is None or (c is not None and _matrix(c) is None):
         return None
-    x, w = operands[:2]
-    return x.shape, w.shape, x.dtype, w.dtype, quantizations[0].dtype, False
+    x, w, w_trans = operands[:3]
+    return x.shape, w.shape, x.dtype, w.dtype, quantizations[0].dtype, False, w_trans
 
 
 @functools.lru_cache(maxsize=256)
