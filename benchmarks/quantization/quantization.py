@@ -19,9 +19,11 @@ Groups (default: all):
   operators unfused, the jnp twin and FLOAT16 GEMM of the same shape with FLOAT16 weights; the
   fused result's distance from the unfused one in FLOAT16 ULP. Goal: faster than the FLOAT16 GEMM,
   where reading the weights dominates.
-- ``int4_gemm_blocks`` (a GPU only): the kernel at other block sizes, warps and stages than the
-  module's (BLOCK_N by layout, BLOCK_K, WARPS, STAGES), batch 1 and 16, both weight layouts: what
-  its constants are chosen from.
+- ``int4_gemm_blocks`` (a GPU only; about 2 minutes): the kernel's settings (SPLIT_K x BLOCK_N x
+  BLOCK_K x warps, pruned: ``_candidates``) for both weight layouts at batch 1, the fastest of each
+  timed again at batch 1 and 16 (some at 4 stages too) beside FLOAT16 GEMM, the unfused pair and
+  ``dmljax.dequantize_gemm`` as the module routes it: what the kernel module's SETTINGS and
+  FASTER_UP_TO are set from (its last lines say what to set them to).
 - ``elementwise``: ELEMENT_WISE_QUANTIZE_LINEAR and QUANTIZE from FLOAT32 and FLOAT16 to INT8 and
   UINT8, ELEMENT_WISE_DEQUANTIZE_LINEAR and DEQUANTIZE from INT8, QUANTIZE and DEQUANTIZE of INT4,
   over 2^24 and 2^26 elements (2^20 and 2^24 on a CPU), per-tensor scales and zero points
@@ -38,8 +40,13 @@ Writes <group>.json and <group>.md for each group run to DIR (default:
 benchmarks/results/<device>/quantization).
 """
 
+import concurrent.futures
+import dataclasses
+import itertools
+import os
 import re
 import sys
+import time
 from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[2])]
@@ -219,47 +226,156 @@ def int4_gemm(rng, report):
                      batch=batch, variant="fused - unfused (ULP)", ulp=d, ulp_transposed=d_t)
 
 
-BLOCK_SWEEP = ((16, 256), (16, 512), (32, 128), (32, 256), (32, 512), (64, 256), (64, 512), (128, 256))
-"""(BLOCK_N, BLOCK_K) settings ``int4_gemm_blocks`` times (16 only with the weights {N, K}: with the
-weights {K, N} a program's product is BLOCK_N / 2 columns wide, and Triton's is at least 16)."""
-LAUNCH_SWEEP = ((4, 2), (4, 3), (4, 4), (8, 3))
-"""(WARPS, STAGES) settings, at the module's blocks."""
+SWEEP = dict(split_k=(1, 2, 4, 8, 16), block_n=(16, 32, 64, 128), block_k=(128, 256, 512), warps=(2, 4))
+"""The settings ``int4_gemm_blocks`` draws from (at 3 stages; 4 stages for the fastest few), pruned
+by ``_candidates``."""
+PROGRAMS = (128, 1024)
+"""The fewest and most programs (output column blocks x slices of K) a setting may give at the
+sweep's weights: below 128 an H200's 132 SMs idle; above 1024 a program has little to do."""
+MIN_TILES = 2
+"""The fewest tiles of K a slice of a split K may hold (fewer: the loop has nothing to pipeline)."""
+SMALL_TILE = 8192
+"""2 warps are tried only where a program's weight tile (BLOCK_N x BLOCK_K elements) is at most
+this (a larger one needs the 4 warps' registers)."""
+FINALISTS, WITH_4_STAGES = 6, 3
+"""Per layout, the fastest settings at batch 1 that are timed again at batch 1 and 16 beside the
+references, and how many of them are timed at 4 stages too."""
+COMPILE_BUDGET_S = 90
+"""Compiling the grid stops starting new settings after this (those left are reported)."""
+COMPILE_THREADS = min(8, os.cpu_count() or 1)
+"""Settings compiled side by side (XLA's compiler releases Python's lock)."""
+
+
+def _candidates(n: int, k: int, trans: bool) -> list:
+    """The grid's settings for a layout at weights of N x K, pruned: BLOCK_N at least 32 with the
+    weights {K, N} (a program's product is BLOCK_N / 2 columns wide, and Triton's at least 16);
+    each SPLIT_K only where it gives that many slices of at least MIN_TILES tiles; PROGRAMS; 2
+    warps only for a tile of at most SMALL_TILE elements. In SMOKE runs, the first four unpruned."""
+    out = []
+    for split, bn, bk, warps in itertools.product(*SWEEP.values()):
+        if not trans and bn < 32 or warps < 4 and bn * bk > SMALL_TILE:
+            continue
+        settings = int4_kernel.Settings(bn, bk, split_k=split, warps=warps, stages=3)
+        per, count = int4_kernel.slices(k, settings)
+        programs = -(-n // bn) * count
+        if common.SMOKE or (count == split and (split == 1 or per >= MIN_TILES)
+                            and PROGRAMS[0] <= programs <= PROGRAMS[1]):
+            out.append(settings)
+    # the module's settings first, then nearest 4 programs an SM, so that a budget cut leaves the outliers
+    out.sort(key=lambda st: (abs(np.log2(-(-n // st.block_n) * st.split_k / 512)), st.warps != 4))
+    module = int4_kernel.SETTINGS[int4_kernel.layout(trans)]
+    return [module] + [st for st in (out[:3] if common.SMOKE else out) if st != module]
+
+
+def _compile_all(jobs, budget_s: float) -> dict:
+    """``{key: compiled function, or the reason it is missing}`` for ``jobs`` ``(key, fn, args)``,
+    compiled side by side; a job not started within ``budget_s`` is left out."""
+    deadline = time.monotonic() + budget_s
+
+    def build(fn, args):
+        if time.monotonic() > deadline:
+            return "not compiled: the group's compile budget ran out"
+        try:
+            return common.compiled(fn, *args)
+        except Exception as e:  # noqa: BLE001  (a setting Triton cannot compile is reported, the sweep goes on)
+            return f"did not compile: {str(e).splitlines()[0][:200]}"
+
+    with concurrent.futures.ThreadPoolExecutor(COMPILE_THREADS) as pool:
+        futures = [(key, pool.submit(build, fn, args)) for key, fn, args in jobs]
+        return {key: f.result() for key, f in futures}
 
 
 def int4_gemm_blocks(rng, report):
-    if not GPU:
+    """The kernel's settings swept at batch 1 (the kernel pads X's rows to 16: batch 1 and 16 do
+    the same work but for X's loads), the fastest of each layout timed again at batch 1 and 16,
+    some at 4 stages too, beside FLOAT16 GEMM, the unfused pair and ``dmljax.dequantize_gemm`` as
+    the module routes it."""
+    if not GPU and not common.SMOKE:
         report.line("int4_gemm_blocks: the kernel's settings are timed on a GPU only")
         return
+    started = time.monotonic()
     k = n = NBITS_K
     w, scale, wt, scale_t, zp_t = _int4_weights(rng, k, n)
-    launch = (int4_kernel.WARPS, int4_kernel.STAGES)
-    report.line(f"the module's settings: BLOCK_N {int4_kernel.BLOCK_N[False]} ({{K, N}}) and "
-                f"{int4_kernel.BLOCK_N[True]} ({{N, K}}), BLOCK_K {int4_kernel.BLOCK_K}, {launch[0]} warps, "
-                f"{launch[1]} stages")
+    w16 = jnp.asarray(rng.standard_normal((k, n)).astype(np.float16))
+    layouts = {"{K, N}": (False, (w, scale)), "{N, K}": (True, (wt, scale_t, zp_t))}
+    for name, (trans, _) in layouts.items():
+        report.line(f"the module's settings, {name}: {int4_kernel.SETTINGS[name].describe()}; taken by "
+                    f"dmljax.dequantize_gemm up to {int4_kernel.FASTER_UP_TO[name]} rows")
+    xs = {b: [jnp.asarray(rng.standard_normal((b, k)).astype(np.float16)) for _ in range(2)] for b in (1, 16)}
+
+    def kernel(trans, settings):
+        return lambda x, *wsz: int4_kernel.dequantize_gemm_rows(x, *wsz, trans_b=trans, out_dtype=jnp.float16,
+                                                                settings=settings, interpret=not GPU)
+
+    lists = [[(name, st) for st in _candidates(n, k, trans)] for name, (trans, _) in layouts.items()]
+    grid = [pair for pairs in itertools.zip_longest(*lists) for pair in pairs if pair]  # the layouts in turn
+    built = _compile_all([((name, st, 1), kernel(layouts[name][0], st), (xs[1][0],) + layouts[name][1])
+                          for name, st in grid], COMPILE_BUDGET_S)
+    report.line(f"grid: {len(grid)} settings at batch 1 ({sum(not isinstance(v, str) for v in built.values())} "
+                f"compiled, {COMPILE_THREADS} side by side) in {time.monotonic() - started:.0f} s")
+    for (name, st, _), v in built.items():
+        if isinstance(v, str):
+            report.line(f"{name} {st.describe()}: {v}")
+
+    def timed(keys, batch):
+        calls = [(key, lambda i, f=built[key], a=layouts[key[0]][1]: f(xs[batch][i % 2], *a)) for key in keys
+                 if not isinstance(built.get(key), str)]
+        return {key: v["s"] for key, v in common.times(calls).items()}
+
+    t1 = timed([key for key in built], 1)
+    for (name, st, _), s in sorted(t1.items(), key=lambda kv: (kv[0][0], kv[1])):
+        report.point(None, group="grid", batch=1, layout=name, ms=s * 1e3, **dataclasses.asdict(st))
+    finals = {}
+    for name in layouts:
+        ranked = [st for (lay, st, _), _s in sorted(t1.items(), key=lambda kv: kv[1]) if lay == name]
+        finals[name] = list(dict.fromkeys(ranked[:FINALISTS] + [dataclasses.replace(st, stages=4)
+                                                                for st in ranked[:WITH_4_STAGES]]))
+    jobs = [((name, st, b), kernel(layouts[name][0], st), (xs[b][0],) + layouts[name][1])
+            for b in (1, 16) for name in layouts for st in finals[name] if (name, st, b) not in built]
+    built.update(_compile_all(jobs, COMPILE_BUDGET_S))
+    references = {
+        "FLOAT16 GEMM (dmljax.gemm, FLOAT16 weights {K, N})": (jax.jit(lambda x: dmljax.gemm(x, w16)), ()),
+        "{K, N}: dmljax.dequantize + dmljax.gemm": (jax.jit(lambda x, w, s: dmljax.gemm(
+            x, dmljax.dequantize(w, [s], quantization_type=SCALE))), layouts["{K, N}"][1]),
+        "{N, K}: dmljax.dequantize + dmljax.gemm": (jax.jit(lambda x, w, s, z: dmljax.gemm(
+            x, dmljax.dequantize(w, [s, z], quantization_type=SCALE_ZP), trans_b="TRANSPOSE")), layouts["{N, K}"][1]),
+        "{K, N}: dmljax.dequantize_gemm (the module's route)": (jax.jit(lambda x, w, s: dmljax.dequantize_gemm(
+            x, w, [s], quantization_type=SCALE)), layouts["{K, N}"][1]),
+        "{N, K}: dmljax.dequantize_gemm (the module's route)": (jax.jit(lambda x, w, s, z: dmljax.dequantize_gemm(
+            x, w, [s, z], quantization_type=SCALE_ZP, trans_b="TRANSPOSE")), layouts["{N, K}"][1]),
+    }
+    best = {}
     for batch in (1, 16):
-        xs = [jnp.asarray(rng.standard_normal((batch, k)).astype(np.float16)) for _ in range(2)]
-        for layout, args, trans in (("{K, N}", (w, scale, None), False), ("{N, K}", (wt, scale_t, zp_t), True)):
-            default = (int4_kernel.BLOCK_N[trans], int4_kernel.BLOCK_K) + launch
-            cases = []
-            settings = [(bn, bk) + default[2:] for bn, bk in BLOCK_SWEEP if trans or bn >= 32]
-            settings += [default[:2] + launch for launch in LAUNCH_SWEEP]
-            for bn, bk, warps, stages in dict.fromkeys(settings):
-                name = f"BLOCK_N {bn:3d} BLOCK_K {bk:3d} {warps} warps {stages} stages"
-                int4_kernel.WARPS, int4_kernel.STAGES = warps, stages  # read when the kernel is built (traced)
-                f = jax.jit(lambda x, bn=bn, bk=bk: int4_kernel.dequantize_gemm_rows(
-                    x, *args, trans_b=trans, out_dtype=jnp.float16, blocks=(bn, bk)))
-                try:
-                    jax.block_until_ready(f(xs[0]))  # traced and compiled at this setting
-                except Exception as e:  # noqa: BLE001  (a setting Triton cannot compile is reported, the sweep goes on)
-                    report.line(f"batch {batch:2d}, {layout}: {name} did not compile: {str(e).splitlines()[0][:200]}")
-                    continue
-                cases.append((name, f))
-            int4_kernel.WARPS, int4_kernel.STAGES = launch
-            t = common.times([(name, lambda i, f=f: f(xs[i % 2])) for name, f in cases])
-            best = min(v["s"] for v in t.values())
-            for name, v in t.items():
-                _point(report, f"batch {batch:2d}, {layout} {k} x {n}", name, v, {"s": best}, batch=batch,
-                       layout=layout)
+        calls = [(ref, lambda i, f=f, a=a: f(xs[batch][i % 2], *a)) for ref, (f, a) in references.items()]
+        keys = [(name, st, batch) for name in layouts for st in finals[name]
+                if not isinstance(built.get((name, st, batch)), str)]
+        calls += [(key, lambda i, f=built[key], a=layouts[key[0]][1]: f(xs[batch][i % 2], *a)) for key in keys]
+        timing = common.times(calls)
+        t = {key: v["s"] for key, v in timing.items()}
+        gemm16 = t[next(iter(references))]
+        where = f"batch {batch:2d}, K = N = {k}"
+        for ref in references:
+            _point(report, where, ref, timing[ref], timing[next(iter(references))], batch=batch)
+        for name in layouts:
+            ranked = sorted((key for key in keys if key[0] == name), key=t.get)
+            for key in ranked:
+                st = key[1]
+                report.point(f"{where:28s} {name} {st.describe():50s} {t[key] * 1e3:9.4f} ms  "
+                             f"{t[key] / gemm16:.3f}x FLOAT16 GEMM", group="final", batch=batch, layout=name,
+                             ms=t[key] * 1e3, of_gemm16=t[key] / gemm16, **dataclasses.asdict(st))
+            if ranked:
+                unfused = t[f"{name}: dmljax.dequantize + dmljax.gemm"]
+                best.setdefault(name, []).append((batch, ranked[0][1], t[ranked[0]], unfused, gemm16))
+    for name, rows in best.items():
+        for batch, st, s, unfused, gemm16 in rows:
+            report.line(f"fastest {name} at batch {batch:2d}: {st.describe()}: {s * 1e3:.4f} ms, "
+                        f"{s / gemm16:.2f}x FLOAT16 GEMM ({gemm16 * 1e3:.4f} ms), {s / unfused:.2f}x the unfused "
+                        f"pair ({unfused * 1e3:.4f} ms)")
+        st = min(rows, key=lambda r: r[2])[1]
+        faster = [batch for batch, _, s, unfused, _ in rows if s < unfused]
+        report.line(f"for the kernel module: SETTINGS[{name!r}] = {st!r}; faster than the unfused pair at batch "
+                    f"{faster or 'none'} of (1, 16)")
+    report.line(f"int4_gemm_blocks took {time.monotonic() - started:.0f} s")
 
 
 # ---------------------------------------------------------------------------------- element-wise

@@ -12,7 +12,7 @@ K-steps and threshold kernels, ARGMAX/ARGMIN of FLOAT16 rows, and the threshold 
 jax.grad, jax.jvp and vmap), extreme_columns (ARGMAX/ARGMIN and REDUCE MAX/MIN of FLOAT16
 columns), max_pooling, convolution, convolution_gemm (the 1 x 1 matrix-product forms), padding, attention (MULTIHEAD_ATTENTION's
 cuDNN route in every mode of differentiation), dequantize_gemm (DEQUANTIZE of 4-bit weights then
-GEMM, and MatMulNBits). Inputs hold NaN, infinities, signed zeros, ties and
+GEMM, split-K, the rule, and MatMulNBits). Inputs hold NaN, infinities, signed zeros, ties and
 FLOAT32 denormals. Prints one line per case and a summary; exit status 1 if any failed.
 KERNEL_CHECK_ON_CPU=1 runs the script's code on the CPU (XLA's formula against itself, the
 kernels called directly in Pallas's interpreter; nothing about the kernels is learnt). Not a
@@ -68,6 +68,15 @@ def kernel_in(f, *args, name: str) -> None:
         return
     lowered = jax.jit(f).lower(*args)
     assert name in lowered.as_text() or name in lowered.compile().as_text(), f"the kernel {name} is not in the program"
+
+
+def kernel_not_in(f, *args, name: str) -> None:
+    """The kernel named ``name`` is not in the program of ``f`` for ``args`` (its rule left the call
+    to XLA)."""
+    if ON_CPU:
+        return
+    lowered = jax.jit(f).lower(*args)
+    assert name not in lowered.as_text() and name not in lowered.compile().as_text(), f"the kernel {name} is taken"
 
 
 def kernels_off(f, *args, names=()):
@@ -633,13 +642,17 @@ def attention(cases: Cases):
 # ---------------------------------------------------------------------------------- dequantize_gemm
 def dequantize_gemm(cases: Cases):
     """DEQUANTIZE of 4-bit weights then GEMM (dmljax.dequantize_gemm): the kernel in the program for
-    4096 x 4096 weights {K, N} and {N, K} (INT4 with scales, UINT4 with scales and zero points),
-    1, 5 and 16 rows, with C and Alpha, within GEMM's budget of the float64 reference and of the
-    two operators unfused (the kernel off); an odd K and small weights, forced; the dequantized
-    weights DEQUANTIZE's bit for bit (one-hot rows); a batch by jax.vmap; MatMulNBits imported from
-    ONNX, and its DirectML graph, in the program."""
+    4096 x 4096 weights where its rule takes it (FASTER_UP_TO: {N, K}) and not elsewhere ({K, N}),
+    and forced, INT4 with scales and UINT4 with scales and zero points, 1, 5 and 16 rows, with C
+    and Alpha, within GEMM's budget of the float64 reference and of the two operators unfused (the
+    kernel off); an odd K and small weights, forced; split-K (SPLIT_K > 1, even and ragged slices)
+    against the reference, the two operators and one slice; the dequantized weights DEQUANTIZE's
+    bit for bit (one-hot rows), in one slice and in two; a batch by jax.vmap; MatMulNBits imported
+    from ONNX, and its DirectML graph, in the program."""
+    import dataclasses
+
     from dmljax._src.kernel_seam import force_kernels
-    from dmljax._src.kernels.dequantize_gemm import dequantize_gemm_rows
+    from dmljax._src.kernels.dequantize_gemm import FASTER_UP_TO, Settings, dequantize_gemm_rows, layout, slices
     from tests.compare import assert_matches
 
     f16 = dmljax.DataType.FLOAT16
@@ -676,7 +689,10 @@ def dequantize_gemm(cases: Cases):
                 fn = lambda x, w, q, c, trans_b=trans_b, alpha=alpha, qt=qt: dmljax.dequantize_gemm(  # noqa: E731
                     x, w, q, c, quantization_type=qt, trans_b="TRANSPOSE" if trans_b else "NONE", alpha=alpha)
                 with cases.case(label):
-                    with (force_kernels("dequantize_gemm") if force else contextlib.nullcontext()):
+                    if not force:  # the rule: the kernel where it measured faster than the unfused pair
+                        taken = m <= FASTER_UP_TO[layout(trans_b)]
+                        (kernel_in if taken else kernel_not_in)(fn, x, w, q, c, name="dmljax_dequantize_gemm")
+                    with force_kernels("dequantize_gemm"):
                         kernel_in(fn, x, w, q, c, name="dmljax_dequantize_gemm")
                         y = np.asarray(jax.jit(fn)(x, w, q, c))
                     want, size = reference(x, w, scale, zp, trans_b)
@@ -686,26 +702,62 @@ def dequantize_gemm(cases: Cases):
                     assert_matches(y, [want], f16, budget, "kernel vs reference", magnitude=size)
                     unfused = np.asarray(kernels_off(fn, x, w, q, c, names=("dequantize_gemm",)))
                     assert_matches(y, [unfused.astype(np.float64)], f16, 2 * budget, "kernel vs unfused", magnitude=size)
+    for k, split in ((4096, 4), (4096, 16), (4096 - 5 * 256, 2)):  # 16 tiles of 256 in 4 or 16 slices; 11 as 6 + 5
+        for trans_b in (True, False):
+            settings = Settings(32, 256, split_k=split)
+            count = slices(k, settings)[1]
+            label = f"DEQUANTIZE_GEMM split-K: K = {k} in {count} slices, {'{N, K}' if trans_b else '{K, N}'}"
+            with cases.case(label):
+                n = 64 if ON_CPU else 4096  # the interpreter's dry run: two programs
+                shape, sshape = ((n, k), (n, k // 32)) if trans_b else ((k, n), (k // 32, n))
+                w, scale = weights(shape, not trans_b), (rng.random(sshape) * 0.02 + 0.01).astype(np.float16)
+                zp = weights(sshape, False) if trans_b else None
+                q = [scale] + ([] if zp is None else [zp])
+                qt = "SCALE_ZERO_POINT" if trans_b else "SCALE"
+                for m, alpha in ((1, 1.0), (16, -0.5)):
+                    x = rng.standard_normal((m, k)).astype(np.float16)
+                    f = lambda x, w, s, *z, st=settings, t=trans_b, a=alpha: dequantize_gemm_rows(  # noqa: E731
+                        x, w, s, *z, trans_b=t, alpha=a, out_dtype=jnp.float16, settings=st, interpret=ON_CPU)
+                    kernel_in(f, x, w, *q, name="dmljax_dequantize_gemm")
+                    y = np.asarray(jax.jit(f)(x, w, *q))
+                    one = np.asarray(jax.jit(lambda x, w, s, *z, t=trans_b, a=alpha, st=settings: dequantize_gemm_rows(
+                        x, w, s, *z, trans_b=t, alpha=a, settings=dataclasses.replace(st, split_k=1),
+                        interpret=ON_CPU))(x, w, *q))
+                    want, size = reference(x, w, scale, zp, trans_b)
+                    budget = dmljax.gemm.spec.budget(f16, (m, k))
+                    size = abs(alpha) * size
+                    assert_matches(y, [alpha * want], f16, budget, "split-K vs reference", magnitude=size)
+                    assert_matches(y, [one.astype(np.float64)], f16, budget, "split-K vs one slice", magnitude=size)
+                    unfused = np.asarray(kernels_off(lambda x, w, q, t=trans_b, a=alpha, qt=qt: dmljax.dequantize_gemm(
+                        x, w, q, quantization_type=qt, trans_b="TRANSPOSE" if t else "NONE", alpha=a), x, w, q,
+                        names=("dequantize_gemm",)))
+                    assert_matches(y, [unfused.astype(np.float64)], f16, 2 * budget, "split-K vs unfused",
+                                   magnitude=size)
     with cases.case("DEQUANTIZE_GEMM: batched by jax.vmap"):
         w = weights((1024, 1024), True)
-        scale = (rng.random((32, 1024)) * 0.02 + 0.01).astype(np.float16)
+        scale = (rng.random((1024, 32)) * 0.02 + 0.01).astype(np.float16)
         xs = rng.standard_normal((3, 4, 1024)).astype(np.float16)
-        f = lambda x: dmljax.dequantize_gemm(x, w, [scale], quantization_type="SCALE")  # noqa: E731
+        f = lambda x: dmljax.dequantize_gemm(x, w, [scale], quantization_type="SCALE",  # noqa: E731
+                                             trans_b="TRANSPOSE")
         kernel_in(jax.vmap(f), xs, name="dmljax_dequantize_gemm")
         got = np.asarray(jax.jit(jax.vmap(f))(xs))
         for i in range(3):
             np.testing.assert_array_equal(got[i], np.asarray(jax.jit(f)(xs[i])))
     with cases.case("DEQUANTIZE_GEMM: the dequantized weights are DEQUANTIZE's bit for bit"):
-        for trans_b in (False, True):
-            shape = (64, 16) if trans_b else (16, 64)
+        for trans_b, settings in ((False, None), (True, None), (False, Settings(32, 32, split_k=2)),
+                                  (True, Settings(32, 32, split_k=2))):
+            shape = (64, 64)  # K = 64: two slices of 32 where split
             w = weights(shape, False)
             sshape = (64, 2) if trans_b else (2, 64)
             scale = np.exp2(rng.integers(-24, 12, sshape)).astype(np.float16)
             zp = weights(sshape, False)
-            got = np.asarray(jax.jit(lambda x, w, s, z, t=trans_b: dequantize_gemm_rows(
-                x, w, s, z, trans_b=t, out_dtype=jnp.float16, interpret=ON_CPU))(np.eye(16, dtype=np.float16), w, scale, zp))
+            picked = 4 * np.arange(16)  # row i picks K = 4i: both slices where split
+            x = np.zeros((16, 64), np.float16)
+            x[np.arange(16), picked] = 1
+            got = np.asarray(jax.jit(lambda x, w, s, z, t=trans_b, st=settings: dequantize_gemm_rows(
+                x, w, s, z, trans_b=t, out_dtype=jnp.float16, settings=st, interpret=ON_CPU))(x, w, scale, zp))
             deq = np.asarray(dmljax.dequantize(w, [scale, zp], quantization_type="SCALE_ZERO_POINT"))
-            want = deq.T if trans_b else deq
+            want = (deq.T if trans_b else deq)[picked]
             same = _bits(got) == _bits(want)
             assert (same | ((got == 0) & (want == 0))).all(), np.argwhere(~same)[:5]
     with cases.case("DEQUANTIZE_GEMM: MatMulNBits from ONNX and its DirectML graph"):

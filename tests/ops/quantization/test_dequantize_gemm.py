@@ -1,9 +1,10 @@
 """dmljax.dequantize_gemm, DEQUANTIZE then GEMM (a composition, not a DirectML operator), and its
 Pallas kernel (dmljax/_src/kernels/dequantize_gemm.py) run in Pallas's interpreter: against a
 float64 NumPy reference and the two operators, signed and unsigned weights, with and without zero
-points, odd K, several blockings, weights {K, N} and {N, K}, 1 to 16 rows; the dequantized weights
-DEQUANTIZE's bit for bit; the operators' gradients; where the kernel is taken on CUDA (lowered
-here for CUDA) and where not; a DirectML graph's DEQUANTIZE that only GEMM reads, fused."""
+points, odd K, several blockings, weights {K, N} and {N, K}, 1 to 16 rows, K in one slice and in
+several (split-K, also lowered here for CUDA); the dequantized weights DEQUANTIZE's bit for bit; the
+operators' gradients; where the kernel is taken on CUDA (lowered here for CUDA) and where not; a
+DirectML graph's DEQUANTIZE that only GEMM reads, fused."""
 
 import dataclasses
 
@@ -17,15 +18,16 @@ import dmljax
 from dmljax._src.enums import MatrixTransform
 from dmljax._src.feature_level import resolve_feature_level
 from dmljax._src.graph import DmlGraph, OutputEdge
-from dmljax._src.kernels.dequantize_gemm import DEQUANTIZE_GEMM, MIN_WEIGHTS, dequantize_gemm_rows
+from dmljax._src.kernels.dequantize_gemm import (DEQUANTIZE_GEMM, FASTER_UP_TO, LAYOUTS, MIN_WEIGHTS, SETTINGS,
+                                                  Settings, dequantize_gemm_rows, slices)
 from dmljax._src.ops.quantization.dequantize_gemm import OPERANDS, _program
 from tests import tiers
 from tests.compare import assert_matches
 
 F16 = dmljax.DataType.FLOAT16
 TRITON = "__gpu$xla.gpu.triton"
-SMALL = (32, 32)  # the kernel's blocks in the interpreter: ragged tiles and several programs at small sizes
-ONE_PROGRAM = (64, 64)  # one program, two ragged iterations over K: the fast tier's case (1.4 s against 2.5)
+SMALL = Settings(32, 32)  # the kernel's blocks in the interpreter: ragged tiles and several programs at small sizes
+ONE_PROGRAM = Settings(64, 64)  # one program, two ragged iterations over K: the fast tier's case (1.4 s against 2.5)
 
 
 def _weights(rng, shape, signed: bool):
@@ -89,7 +91,7 @@ CASES = [
 def test_the_kernel_matches_float64_and_the_two_operators(m, k, n, blocks, signed, zero_point, trans_b, tiles, rng):
     x, w, scale, zp = _case(rng, m, k, n, blocks, signed, zero_point, trans_b)
     got = dequantize_gemm_rows(jnp.asarray(x), jnp.asarray(w), jnp.asarray(scale), None if zp is None else jnp.asarray(zp),
-                               trans_b=trans_b, out_dtype=jnp.float16, blocks=tiles, interpret=True)
+                               trans_b=trans_b, out_dtype=jnp.float16, settings=tiles, interpret=True)
     want, size = _reference(x, w, scale, zp, trans_b)
     assert got.shape == (m, n) and got.dtype == np.float16
     assert_matches(got, [want], F16, _budget(k), magnitude=size)
@@ -97,13 +99,83 @@ def test_the_kernel_matches_float64_and_the_two_operators(m, k, n, blocks, signe
     assert_matches(got, [np.asarray(unfused).astype(np.float64)], F16, _budget(k), magnitude=size)
 
 
+# (rows, K, N, blocks of the scale along the weights' (rows, columns), signed, zero point, weights {N, K},
+# the kernel's settings, Alpha): K's tiles of 32 in slices side by side (``slices``)
+SPLIT_CASES = [
+    (1, 96, 37, (32, 37), False, True, False, Settings(64, 32, split_k=2), 2.0),  # 3 tiles as 2 + 1, odd N
+    (5, 200, 40, (1, 8), False, True, True, Settings(32, 32, split_k=2), -0.5),  # 7 tiles as 4 + 3, the last ragged
+    (16, 128, 64, (16, 1), True, False, False, Settings(32, 32, split_k=4), 1.0),  # 4 slices of one tile
+    (3, 67, 35, (1, 67), True, True, True, Settings(32, 32, split_k=16), 1.0),  # 16 asked, 3 tiles: 3 slices
+    (4, 66, 40, (11, 1), True, False, False, Settings(32, 32, split_k=3), 1.0),  # blocks of 11 straddle slices
+]
+
+
+@pytest.mark.parametrize("m,k,n,blocks,signed,zero_point,trans_b,tiles,alpha",
+                         tiers.fast_sample(SPLIT_CASES, key="dequantize_gemm split-K"))
+def test_split_k_matches_float64_the_two_operators_and_one_slice(m, k, n, blocks, signed, zero_point, trans_b, tiles,
+                                                                alpha, rng):
+    # the slices' FLOAT32 sums added by XLA, Alpha applied and rounded once: within GEMM's budget
+    # of the float64 product, of the two operators and of the kernel without split-K
+    assert slices(k, tiles)[1] > 1
+    x, w, scale, zp = _case(rng, m, k, n, blocks, signed, zero_point, trans_b)
+    args = [jnp.asarray(v) for v in (x, w, scale)] + [None if zp is None else jnp.asarray(zp)]
+    got = dequantize_gemm_rows(*args, trans_b=trans_b, alpha=alpha, out_dtype=jnp.float16, settings=tiles,
+                               interpret=True)
+    want, size = _reference(x, w, scale, zp, trans_b)
+    assert got.shape == (m, n) and got.dtype == np.float16
+    assert_matches(got, [alpha * want], F16, _budget(k), magnitude=abs(alpha) * size)
+    unfused = _operators(x, w, scale, zp, trans_b, alpha=alpha)
+    assert_matches(got, [np.asarray(unfused).astype(np.float64)], F16, _budget(k), magnitude=abs(alpha) * size)
+    one = dequantize_gemm_rows(*args, trans_b=trans_b, alpha=alpha, out_dtype=jnp.float32,
+                               settings=dataclasses.replace(tiles, split_k=1), interpret=True)
+    assert one.dtype == np.float32
+    assert_matches(got, [np.asarray(one).astype(np.float64)], F16, _budget(k), magnitude=abs(alpha) * size)
+
+
+def test_slices_and_settings():
+    # K's tiles dealt out in runs, none empty; settings outside the kernel's reach refused, each
+    # problem named
+    def count(k, bk, split):
+        return slices(k, Settings(32, bk, split_k=split))
+    assert [count(4096, 256, s) for s in (1, 2, 4, 8, 16, 32)] == [(16, 1), (8, 2), (4, 4), (2, 8), (1, 16), (1, 16)]
+    assert count(4096, 512, 16) == (1, 8) and count(200, 32, 2) == (4, 2) and count(160, 32, 2) == (3, 2)
+    assert count(67, 32, 16) == (1, 3) and count(1, 32, 4) == (1, 1)
+    with pytest.raises(ValueError, match=r"block_n is 24; a power of two, at least 16; .*split_k is 0; .*warps is 3"):
+        Settings(24, 256, split_k=0, warps=3)
+    with pytest.raises(ValueError, match="block_k is 16; a power of two, at least 32"):
+        Settings(32, 16)
+    x, w, scale = jnp.zeros((1, 64), jnp.float16), jnp.zeros((64, 64), jnp.int4), jnp.ones((2, 64), jnp.float16)
+    with pytest.raises(ValueError, match=r"block_n is 16 with the weights \{K, N\}; at least 32"):
+        dequantize_gemm_rows(x, w, scale, trans_b=False, settings=Settings(16, 32))
+    assert set(SETTINGS) == set(FASTER_UP_TO) == set(LAYOUTS)
+
+
+def test_split_k_lowers_for_cuda():
+    # Triton's program of a split-K kernel, built here (lowered for CUDA): a second grid axis, the
+    # FLOAT32 partial sums {slices x M, N} out of the kernel, their sum XLA's; even and ragged runs
+    s = jax.ShapeDtypeStruct
+    m, n = 4, 128
+    for trans_b, k, split, count in ((True, 1024, 4, 4), (False, 1024, 4, 4), (True, 1024 - 256, 2, 2),
+                                     (False, 1024 - 256, 2, 2)):
+        shape, sshape = ((n, k), (n, k // 32)) if trans_b else ((k, n), (k // 32, n))
+        settings = Settings(32, 128, split_k=split)
+        assert slices(k, settings)[1] == count
+        text = _lowered_for_cuda(lambda x, w, sc, z, t=trans_b, st=settings: dequantize_gemm_rows(
+            x, w, sc, z, trans_b=t, out_dtype=jnp.float16, settings=st),
+            s((m, k), jnp.float16), s(shape, jnp.uint4), s(sshape, jnp.float16), s(sshape, jnp.uint4))
+        assert TRITON in text and f"tensor<{count * m}x{n}xf32>" in text
+        assert "stablehlo.reduce" in text
+
+
 @pytest.mark.slow  # an interpreter run (1-2 s); the fast tier runs the kernel through test_the_kernel_matches...
-@pytest.mark.parametrize("trans_b", [True, False])
-def test_the_dequantized_weights_are_dequantizes_bit_for_bit(trans_b, rng):
-    # One-hot rows pick single weights: each output is one exact product plus zeros, so the
-    # kernel's output is its FLOAT16 weight itself (a -0 weight summed with +0 terms gives +0). Scales span FLOAT16's range (denormals, the largest values), and
-    # a NaN and an infinite scale; zero points make the difference reach -15 and 15.
-    k, n = 16, 34
+@pytest.mark.parametrize("trans_b,tiles", [(True, None), (False, None), (True, Settings(32, 32, split_k=2)),
+                                           (False, Settings(32, 32, split_k=2))])
+def test_the_dequantized_weights_are_dequantizes_bit_for_bit(trans_b, tiles, rng):
+    # One-hot rows pick single weights (K = 4i for row i, in both slices where K is split): each
+    # output is one exact product plus zeros, so the kernel's output is its FLOAT16 weight itself (a
+    # -0 weight summed with +0 terms gives +0). Scales span FLOAT16's range (denormals, the largest
+    # values), and a NaN and an infinite scale; zero points make the difference reach -15 and 15.
+    k, n = 64, 34
     shape = (n, k) if trans_b else (k, n)
     w = _weights(rng, shape, False)
     w = np.where(np.arange(w.size).reshape(shape) % 7 == 0, np.uint8(15), w.astype(np.uint8)).astype(jnp.uint4)
@@ -111,38 +183,47 @@ def test_the_dequantized_weights_are_dequantizes_bit_for_bit(trans_b, rng):
     scale = np.exp2(rng.integers(-24, 12, sshape)).astype(np.float16) * rng.choice([-1, 1], sshape).astype(np.float16)
     scale.flat[:3] = [np.nan, np.inf, np.float16(3e-8)]
     zp = np.where(rng.random(sshape) < 0.5, 0, 15).astype(np.uint8).astype(jnp.uint4)
-    x = np.eye(16, k, dtype=np.float16)
+    picked = 4 * np.arange(16)
+    x = np.zeros((16, k), np.float16)
+    x[np.arange(16), picked] = 1
     got = np.asarray(dequantize_gemm_rows(jnp.asarray(x), jnp.asarray(w), jnp.asarray(scale), jnp.asarray(zp),
-                                          trans_b=trans_b, out_dtype=jnp.float16, interpret=True))
+                                          trans_b=trans_b, out_dtype=jnp.float16, settings=tiles, interpret=True))
     deq = np.asarray(jax.jit(lambda s: dmljax.dequantize(w, [s, zp], quantization_type="SCALE_ZERO_POINT"))(scale))
-    want = deq if not trans_b else deq.T  # rows of the {K, N} matrix
-    clean = np.isfinite(want).all(axis=0)  # a column holding NaN or inf: the other rows' 0 x it is NaN
+    full = deq if not trans_b else deq.T  # the {K, N} matrix
+    want = full[picked]
+    clean = np.isfinite(full).all(axis=0)  # a column holding NaN or inf: the other rows' 0 x it is NaN
     assert 0 < clean.sum() < n
     same_bits = got[:, clean].view(np.uint16) == want[:, clean].view(np.uint16)
     assert (same_bits | (want[:, clean] == 0) & (got[:, clean] == 0)).all()  # a sum with +0 terms: -0 is +0
     assert np.isnan(got[:, ~clean]).any(axis=0).all()
 
 
-def _run(operand, ta, tb, alpha, beta, zero_point, a, b, q, c):
+def _run(operand, ta, tb, alpha, beta, zero_point, a, b, q, c, settings=None):
     fn = _program(operand, MatrixTransform.parse(ta), MatrixTransform.parse(tb), alpha, beta,
-                  "SCALE_ZERO_POINT" if zero_point else "SCALE", resolve_feature_level(None), interpret=True)
+                  "SCALE_ZERO_POINT" if zero_point else "SCALE", resolve_feature_level(None), interpret=True,
+                  settings=settings)
     return fn(a, b, q, c)
 
 
-# (operand, TransA, TransB, Alpha, Beta, with C, batch dimensions)
+SPLIT = Settings(32, 32, split_k=2)  # K = 40: two slices of one tile, the second tile partial
+
+# (operand, TransA, TransB, Alpha, Beta, with C, batch dimensions, the kernel's settings)
 FORMS = [
-    ("b", "NONE", "TRANSPOSE", 1.0, 1.0, False, ()),
-    ("b", "TRANSPOSE", "NONE", 0.5, -2.0, True, (1,)),
-    ("a", "NONE", "NONE", 1.0, 1.0, True, ()),
-    ("a", "TRANSPOSE", "TRANSPOSE", -1.5, 1.0, False, (1, 1)),
+    ("b", "NONE", "TRANSPOSE", 1.0, 1.0, False, (), None),
+    ("b", "TRANSPOSE", "NONE", 0.5, -2.0, True, (1,), SPLIT),
+    ("a", "NONE", "NONE", 1.0, 1.0, True, (), None),
+    ("a", "TRANSPOSE", "TRANSPOSE", -1.5, 1.0, False, (1, 1), SPLIT),
+    ("b", "NONE", "TRANSPOSE", -0.5, 2.0, True, (), SPLIT),
 ]
 
 
 @pytest.mark.slow  # interpreter runs (1.5-2.5 s each)
-@pytest.mark.parametrize("operand,ta,tb,alpha,beta,with_c,batch", FORMS)
-def test_the_kernels_path_is_gemm_of_dequantize_within_gemms_budget(operand, ta, tb, alpha, beta, with_c, batch, rng):
+@pytest.mark.parametrize("operand,ta,tb,alpha,beta,with_c,batch,settings", FORMS)
+def test_the_kernels_path_is_gemm_of_dequantize_within_gemms_budget(operand, ta, tb, alpha, beta, with_c, batch,
+                                                                    settings, rng):
     # the composition's route to the kernel (what CUDA takes), in the interpreter: A or B
-    # dequantized, transposed or not, Alpha, Beta and C, batch dimensions of 1
+    # dequantized, transposed or not, Alpha, Beta and C, batch dimensions of 1; split-K's partial
+    # sums added with GEMM's epilogue
     m, k, n, rows = 5, 40, 36, 3  # rows: the other operand's (B's N where A is dequantized)
     if operand == "b":
         a_shape, w_shape = ((k, m) if ta == "TRANSPOSE" else (m, k)), ((n, k) if tb == "TRANSPOSE" else (k, n))
@@ -158,7 +239,7 @@ def test_the_kernels_path_is_gemm_of_dequantize_within_gemms_budget(operand, ta,
     zp = _weights(rng, tuple(sshape), True)
     c = rng.standard_normal(batch + out).astype(np.float16) if with_c else None
     a, b = (other, w) if operand == "b" else (w, other)
-    got = _run(operand, ta, tb, alpha, beta, True, a, b, [scale, zp], c)
+    got = _run(operand, ta, tb, alpha, beta, True, a, b, [scale, zp], c, settings)
     deq = dmljax.dequantize(w, [scale, zp], quantization_type="SCALE_ZERO_POINT")
     kw = dict(trans_a=ta, trans_b=tb, alpha=alpha, beta=beta)
     want = dmljax.gemm(*((a, deq) if operand == "b" else (deq, b)), c, **kw)
@@ -205,20 +286,28 @@ def _lowered_for_cuda(fn, *args) -> str:
 
 
 def test_where_cuda_takes_the_kernel():
-    # lowered for CUDA here: the kernel where its rule applies, the two operators elsewhere and
-    # within dmljax.use_kernels(False, "dequantize_gemm"); on the CPU the operators' bits
+    # lowered for CUDA here: the kernel where its rule applies (the weights {N, K}, where it
+    # measured faster than the two operators: FASTER_UP_TO), the two operators elsewhere and
+    # within dmljax.use_kernels(False, "dequantize_gemm"); forced, either layout; on the CPU the
+    # operators' bits
+    from dmljax._src.kernel_seam import force_kernels
+
     k = n = 1024
     assert k * n >= MIN_WEIGHTS
     s = jax.ShapeDtypeStruct
 
-    def call(m=4, x_type=jnp.float16, w_type=jnp.int4, trans_b="NONE", **kw):
+    def call(m=4, x_type=jnp.float16, w_type=jnp.int4, trans_b="TRANSPOSE", **kw):
         w_shape = (n, k) if trans_b == "TRANSPOSE" else (k, n)
         s_shape = (n, k // 32) if trans_b == "TRANSPOSE" else (k // 32, n)
         return _lowered_for_cuda(lambda x, w, sc: dmljax.dequantize_gemm(
             x, w, [sc], quantization_type="SCALE", trans_b=trans_b, **kw),
             s((m, k), x_type), s(w_shape, w_type), s(s_shape, x_type))
 
-    assert TRITON in call() and TRITON in call(m=16, w_type=jnp.uint4, trans_b="TRANSPOSE")
+    assert FASTER_UP_TO == {"{N, K}": 16, "{K, N}": 0}  # the rule below, as measured
+    assert TRITON in call() and TRITON in call(m=16, w_type=jnp.uint4) and TRITON in call(m=1)
+    assert TRITON not in call(trans_b="NONE")  # the weights {K, N}: the unfused pair measured faster
+    with force_kernels("dequantize_gemm"):
+        assert TRITON in call(trans_b="NONE")
     assert TRITON not in call(m=17)  # more rows than a tile
     assert TRITON not in call(x_type=jnp.float32)  # FLOAT32: XLA's
     assert TRITON not in call(fused_activation=dmljax.FusedActivation("ACTIVATION_RELU"))
@@ -226,9 +315,13 @@ def test_where_cuda_takes_the_kernel():
     with dmljax.use_kernels(False, "dequantize_gemm"):
         assert TRITON not in call()
     assert "dequantize_gemm" in dmljax._src.kernel_seam.kernel_names()
-    assert not DEQUANTIZE_GEMM.applies((4, 64), (64, 64), np.float16, jnp.int4, np.float16, False)  # small weights
-    assert DEQUANTIZE_GEMM.runs((4, 64), (64, 64), np.float16, jnp.int4, np.float16, False)
-    assert not DEQUANTIZE_GEMM.runs((4, 64), (64, 64), np.float16, np.int8, np.float16, False)  # 8-bit: XLA's
+    for m in (1, 4, 16):
+        for trans_b, layout in ((True, "{N, K}"), (False, "{K, N}")):
+            facts = ((m, k), (n, k) if trans_b else (k, n), np.float16, jnp.uint4, np.float16, False, trans_b)
+            assert DEQUANTIZE_GEMM.applies(*facts) == (m <= FASTER_UP_TO[layout]) and DEQUANTIZE_GEMM.runs(*facts)
+    assert not DEQUANTIZE_GEMM.applies((4, 64), (64, 64), np.float16, jnp.int4, np.float16, False, True)  # small
+    assert DEQUANTIZE_GEMM.runs((4, 64), (64, 64), np.float16, jnp.int4, np.float16, False, True)
+    assert not DEQUANTIZE_GEMM.runs((4, 64), (64, 64), np.float16, np.int8, np.float16, False, True)  # 8-bit: XLA's
 
 
 def test_the_composition_is_the_two_operators_off_cuda(rng):
@@ -378,14 +471,14 @@ def test_fuzz_the_composition_is_the_two_operators(call):
 @pytest.mark.slow  # interpreter runs, 1.5-3 s an example
 @settings(max_examples=8, derandomize=True, deadline=None, database=None,
           suppress_health_check=list(HealthCheck))
-@given(_pairs(kernel_only=True))
-def test_fuzz_the_kernels_path_within_gemms_budget(call):
+@given(_pairs(kernel_only=True), st.sampled_from([None, Settings(32, 32, split_k=2), Settings(32, 32, split_k=3)]))
+def test_fuzz_the_kernels_path_within_gemms_budget(call, tiles):
     kw, a, b, q, c = call
     kw = dict(kw)
     operand, qt = kw.pop("operand"), kw.pop("quantization_type")
     fn = _program(operand, MatrixTransform.parse(kw["trans_a"]), MatrixTransform.parse(kw["trans_b"]),
                   float(np.float32(kw["alpha"])), float(np.float32(kw["beta"])), qt, resolve_feature_level(None),
-                  interpret=True)
+                  interpret=True, settings=tiles)
     got = np.asarray(fn(a, b, q, c))
     want = np.asarray(_the_operators(dict(kw, operand=operand, quantization_type=qt), a, b, q, c))
     k = (a.shape[0] if kw["trans_a"] == "TRANSPOSE" else a.shape[1])

@@ -19,7 +19,7 @@ from dmljax._src.errors import ValidationError
 from dmljax._src.feature_level import resolve_feature_level
 from dmljax._src.graph import register_fusion
 from dmljax._src.kernel_seam import choose
-from dmljax._src.kernels.dequantize_gemm import DEQUANTIZE_GEMM, dequantize_gemm_rows
+from dmljax._src.kernels.dequantize_gemm import DEQUANTIZE_GEMM, Settings, dequantize_gemm_rows
 from dmljax._src.numerics import load, store
 from dmljax._src.op import recording
 from dmljax._src.ops.matrix.gemm import gemm
@@ -142,10 +142,10 @@ def _facts(operand, ta, tb, a, b, quantizations, c):
 
 @functools.lru_cache(maxsize=256)
 def _program(operand: str, ta: MatrixTransform, tb: MatrixTransform, alpha: float, beta: float, quantization_type,
-             level, interpret: bool = False):
+             level, interpret: bool = False, settings: Settings | None = None):
     """The pair for one set of attributes, jitted: the kernel's route or the two operators.
     ``interpret=True`` (tests) takes the kernel wherever it can run, in Pallas's interpreter, on
-    any backend."""
+    any backend; ``settings`` (tests): the kernel's, other than its layout's SETTINGS."""
     deq = dict(quantization_type=quantization_type, feature_level=level)
     mm = dict(trans_a=ta, trans_b=tb, alpha=alpha, beta=beta, feature_level=level)
 
@@ -159,7 +159,8 @@ def _program(operand: str, ta: MatrixTransform, tb: MatrixTransform, alpha: floa
         scale = quantizations[0].reshape(quantizations[0].shape[-2:])
         zero_point = quantizations[1].reshape(quantizations[1].shape[-2:]) if len(quantizations) > 1 else None
         out = dequantize_gemm_rows(x, w, scale, zero_point, trans_b=w_trans, alpha=alpha,
-                                   out_dtype=np.float16 if c is None else np.float32, interpret=interpret)
+                                   out_dtype=np.float16 if c is None else np.float32, settings=settings,
+                                   interpret=interpret)
         out = out.T if transposed else out
         if c is not None:  # GEMM's epilogue: + Beta * C in FLOAT32, rounded once
             cc = load(c.reshape(out.shape), False)
