@@ -373,7 +373,8 @@ def int4_gemm_blocks(rng, report):
                         f"pair ({unfused * 1e3:.4f} ms)")
         st = min(rows, key=lambda r: r[2])[1]
         faster = [batch for batch, _, s, unfused, _ in rows if s < unfused]
-        report.line(f"for the kernel module: SETTINGS[{name!r}] = {st!r}; faster than the unfused pair at batch "
+        report.line(f"for dmljax/_src/kernels/dequantize_gemm.py: SETTINGS[{name!r}] = {st!r}; faster than the "
+                    f"unfused pair at batch "
                     f"{faster or 'none'} of (1, 16)")
     report.line(f"int4_gemm_blocks took {time.monotonic() - started:.0f} s")
 

@@ -124,16 +124,17 @@ SETTINGS = {
     "{N, K}": Settings(block_n=32, block_k=256, split_k=1, warps=4, stages=3),
     "{K, N}": Settings(block_n=32, block_k=256, split_k=1, warps=4, stages=4),
 }
-"""The kernel's settings by the weights' layout: the fastest the group int4_gemm_blocks measured
-before split-K was swept ({N, K}: 0.0177 ms; {K, N}: 0.0334 ms, at batch 1 to 16). Where the
-kernel is forced (``force_kernels``) or called directly, the same settings."""
+"""The kernel's settings by the weights' layout: the fastest of those without split-K that the
+group int4_gemm_blocks measured ({N, K}: 0.0177 ms; {K, N}: 0.0334 ms). Where the kernel is
+forced (``force_kernels``) or called directly, the same settings."""
 FASTER_UP_TO = {"{N, K}": MAX_ROWS, "{K, N}": 0}
 """The most rows of X for which the kernel, at SETTINGS, measured faster than the unfused
 DEQUANTIZE + GEMM (dmljax.dequantize then dmljax.gemm) that ``dmljax.dequantize_gemm`` runs
 otherwise, by the weights' layout; 0: nowhere. The rule (``DEQUANTIZE_GEMM``) takes the kernel up
 to there. Measured by benchmarks/quantization/quantization.py, group int4_gemm (H200, jax 0.11.2):
-{N, K}, MatMulNBits' layout, 0.0245 ms against the unfused pair's 0.029 at the module's settings
-of then (BLOCK_N 16), so taken at batch 1 to 16; {K, N} 0.0336 ms against 0.029, so not taken."""
+{N, K}, MatMulNBits' layout, 0.0245 ms with BLOCK_N 16 (0.0177 at SETTINGS, group
+int4_gemm_blocks) against the unfused pair's 0.029, so taken at batch 1 to 16; {K, N} 0.0336 ms
+with BLOCK_N 32 (0.0334 at SETTINGS) against 0.029, so not taken."""
 WEIGHT_TYPES = (np.dtype(jnp.int4), np.dtype(jnp.uint4))
 MIN_WEIGHTS = 1 << 20
 """Weights of fewer elements stay with XLA, where launching the pair costs more than reading them
