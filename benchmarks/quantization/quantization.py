@@ -240,6 +240,8 @@ this (a larger one needs the 4 warps' registers)."""
 FINALISTS, WITH_4_STAGES = 6, 3
 """Per layout, the fastest settings at batch 1 that are timed again at batch 1 and 16 beside the
 references, and how many of them are timed at 4 stages too."""
+GRID_LINES = 12
+"""The grid's fastest settings a layout printed (all of them are in the JSON)."""
 COMPILE_BUDGET_S = 90
 """Compiling the grid stops starting new settings after this (those left are reported)."""
 COMPILE_THREADS = min(8, os.cpu_count() or 1)
@@ -323,8 +325,11 @@ def int4_gemm_blocks(rng, report):
         return {key: v["s"] for key, v in common.times(calls).items()}
 
     t1 = timed([key for key in built], 1)
+    shown = dict.fromkeys(layouts, 0)
     for (name, st, _), s in sorted(t1.items(), key=lambda kv: (kv[0][0], kv[1])):
-        report.point(None, group="grid", batch=1, layout=name, ms=s * 1e3, **dataclasses.asdict(st))
+        shown[name] += 1  # every setting in the JSON, the fastest GRID_LINES of each layout printed
+        text = f"grid, batch  1, {name} {st.describe():50s} {s * 1e3:9.4f} ms" if shown[name] <= GRID_LINES else None
+        report.point(text, group="grid", batch=1, layout=name, ms=s * 1e3, **dataclasses.asdict(st))
     finals = {}
     for name in layouts:
         ranked = [st for (lay, st, _), _s in sorted(t1.items(), key=lambda kv: kv[1]) if lay == name]
