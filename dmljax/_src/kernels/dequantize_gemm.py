@@ -121,20 +121,22 @@ class Settings:
 # block of 32 along K). Group int4_gemm_blocks times the settings (SPLIT_K, BLOCK_N, BLOCK_K, warps,
 # stages) beside FLOAT16 GEMM and the unfused pair; change these two tables from its fastest rows.
 SETTINGS = {
-    "{N, K}": Settings(block_n=32, block_k=256, split_k=1, warps=4, stages=3),
-    "{K, N}": Settings(block_n=32, block_k=256, split_k=1, warps=4, stages=4),
+    "{N, K}": Settings(block_n=32, block_k=256, split_k=4, warps=2, stages=3),
+    "{K, N}": Settings(block_n=64, block_k=128, split_k=8, warps=4, stages=4),
 }
-"""The kernel's settings by the weights' layout: the fastest of those without split-K that the
-group int4_gemm_blocks measured ({N, K}: 0.0177 ms; {K, N}: 0.0334 ms). Where the kernel is
+"""The kernel's settings by the weights' layout: the fastest that the group int4_gemm_blocks
+measured among 94 (SPLIT_K 1 to 16, BLOCK_N 16 to 128, BLOCK_K 128 to 512, 2 or 4 warps): {N, K}
+0.0164 ms at batch 1 and 0.0171 at 16; {K, N} 0.0162 and 0.0173 (BLOCK_N 64, BLOCK_K 128, 3 stages
+at 16). Without split-K the best were 0.0177 ({N, K}) and 0.0334 ({K, N}). Where the kernel is
 forced (``force_kernels``) or called directly, the same settings."""
-FASTER_UP_TO = {"{N, K}": MAX_ROWS, "{K, N}": 0}
+FASTER_UP_TO = {"{N, K}": MAX_ROWS, "{K, N}": MAX_ROWS}
 """The most rows of X for which the kernel, at SETTINGS, measured faster than the unfused
 DEQUANTIZE + GEMM (dmljax.dequantize then dmljax.gemm) that ``dmljax.dequantize_gemm`` runs
 otherwise, by the weights' layout; 0: nowhere. The rule (``DEQUANTIZE_GEMM``) takes the kernel up
-to there. Measured by benchmarks/quantization/quantization.py, group int4_gemm (H200, jax 0.11.2):
-{N, K}, MatMulNBits' layout, 0.0245 ms with BLOCK_N 16 (0.0177 at SETTINGS, group
-int4_gemm_blocks) against the unfused pair's 0.029, so taken at batch 1 to 16; {K, N} 0.0336 ms
-with BLOCK_N 32 (0.0334 at SETTINGS) against 0.029, so not taken."""
+to there. Measured by benchmarks/quantization/quantization.py, group int4_gemm_blocks (H200, jax
+0.11.2): 0.55-0.58x the unfused pair's time (0.029-0.030 ms) at batch 1 and 16 in both layouts, so
+taken at batch 1 to 16. It still takes 2.1x a FLOAT16 GEMM's time on the same shape (0.0077-0.0080
+ms)."""
 WEIGHT_TYPES = (np.dtype(jnp.int4), np.dtype(jnp.uint4))
 MIN_WEIGHTS = 1 << 20
 """Weights of fewer elements stay with XLA, where launching the pair costs more than reading them

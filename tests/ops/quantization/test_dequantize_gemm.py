@@ -286,7 +286,7 @@ def _lowered_for_cuda(fn, *args) -> str:
 
 
 def test_where_cuda_takes_the_kernel():
-    # lowered for CUDA here: the kernel where its rule applies (the weights {N, K}, where it
+    # lowered for CUDA here: the kernel where its rule applies (both layouts of the weights, where it
     # measured faster than the two operators: FASTER_UP_TO), the two operators elsewhere and
     # within dmljax.use_kernels(False, "dequantize_gemm"); forced, either layout; on the CPU the
     # operators' bits
@@ -303,11 +303,13 @@ def test_where_cuda_takes_the_kernel():
             x, w, [sc], quantization_type="SCALE", trans_b=trans_b, **kw),
             s((m, k), x_type), s(w_shape, w_type), s(s_shape, x_type))
 
-    assert FASTER_UP_TO == {"{N, K}": 16, "{K, N}": 0}  # the rule below, as measured
+    assert FASTER_UP_TO == {"{N, K}": 16, "{K, N}": 16}  # the rule below, as measured
     assert TRITON in call() and TRITON in call(m=16, w_type=jnp.uint4) and TRITON in call(m=1)
-    assert TRITON not in call(trans_b="NONE")  # the weights {K, N}: the unfused pair measured faster
+    assert TRITON in call(trans_b="NONE")
+    with dmljax.use_kernels(False, "dequantize_gemm"):
+        assert TRITON not in call()
     with force_kernels("dequantize_gemm"):
-        assert TRITON in call(trans_b="NONE")
+        assert TRITON in call(m=1, trans_b="NONE")
     assert TRITON not in call(m=17)  # more rows than a tile
     assert TRITON not in call(x_type=jnp.float32)  # FLOAT32: XLA's
     assert TRITON not in call(fused_activation=dmljax.FusedActivation("ACTIVATION_RELU"))
