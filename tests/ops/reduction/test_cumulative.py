@@ -126,6 +126,40 @@ def test_product_partials_never_overflow_where_the_prefix_does_not():
     assert abs(got[1] / 1.41e38 - 1) < 1e-2 and got[2] == 0 and got[3] == 0
 
 
+@pytest.mark.parametrize("reverse, exclusive", tiers.fast_sample([(False, False), (True, True), (False, True), (True, False)],
+                                                          keep=2, key="far"))
+def test_product_prefixes_far_beyond_float64_come_back(reverse, exclusive):
+    # On the CPU the product is taken in FLOAT64 blocks of 8 terms, the blocks' totals as
+    # (mantissa, exponent) pairs, renormalized every 256 blocks (cumulative._product_in_blocks):
+    # rows of 4,100 (padded to blocks of 8; three groups of 256 blocks) whose prefixes climb to
+    # 2^1500 (past FLOAT64) and come back to 1 across a block's and a group's edge, a long run of
+    # halves whose prefix passes 2^-1074 and comes back, and signed zeros. The values are powers
+    # of two: every expected prefix is exact.
+    n = 4100
+    x = np.ones((2, n), np.float32)
+    x[0, 2040:2055] = 2.0 ** 100  # up to 2^1500 ...
+    x[0, 2055:2070] = 2.0 ** -100  # ... and back to 1, across the group's edge at 2,048
+    x[1, 5:1205] = 0.5  # down to 2^-1200 ...
+    x[1, 1205:2405] = 2.0  # ... and back
+    x[1, 3000], x[1, 3001] = -0.0, -4.0  # a zero's sign is the product's
+    got = np.asarray(dmljax.cumulative_product(x, axis=1, axis_direction=int(reverse), has_exclusive_product=exclusive))
+    logs = np.log2(np.abs(np.where(x == 0, 1, x))).astype(np.int64)  # exact for these powers of two
+    order = slice(None, None, -1) if reverse else slice(None)
+    acc = np.cumsum(logs[:, order], axis=1)[:, order]
+    signs = np.cumprod(np.where(np.signbit(x), -1, 1)[:, order], axis=1)[:, order]
+    zeros = np.cumsum((x == 0)[:, order], axis=1)[:, order] > 0
+    if exclusive:  # the terms before each: the inclusive tally one step back, 1 first
+        shift = (lambda a, first: np.concatenate([a[:, 1:], first], 1)) if reverse else \
+            (lambda a, first: np.concatenate([first, a[:, :-1]], 1))
+        acc, signs = shift(acc, np.zeros((2, 1), np.int64)), shift(signs, np.ones((2, 1), np.int64))
+        zeros = shift(zeros, np.zeros((2, 1), bool))
+    with np.errstate(over="ignore"):
+        want = np.where(acc > 127, np.inf, np.where(acc < -126, 0.0, np.exp2(acc.clip(-126, 127).astype(np.float64))))
+    want = (np.where(zeros, 0.0, want) * signs).astype(np.float32)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
 # ---------------------------------------------------------------------------------- the GPU kernel
 _MODES = [(False, False), (False, True), (True, False), (True, True)]
 
