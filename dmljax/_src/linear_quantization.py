@@ -137,18 +137,34 @@ def divide(a, b) -> jnp.ndarray:
     a per-tensor or per-axis scale is taken once, before the broadcast. FLOAT64 is used inside the
     computation alone, whatever ``jax_enable_x64`` says (measured on an H200 at 2^26 elements: the
     quotient by a broadcast scalar at the time of a copy, by a full tensor at 1.05x a plain FLOAT32
-    division's). A FLOAT16 quotient is the FLOAT32 one rounded to FLOAT16 (FLOAT32 has more than
-    2 * 11 + 2 bits: the double rounding is exact)."""
+    division's). On the CPU the quotient is a FLOAT64 division of the widened operands instead,
+    rounded to FLOAT32: where LLVM narrows it, a FLOAT32 division, which the CPU rounds correctly;
+    where XLA turns it into a product with the FLOAT64 reciprocal (a division by a broadcast scalar),
+    the product above; either way the correctly rounded quotient, and per element at a plain
+    division's cost, where the reciprocal's FLOAT64 division and the product took 1.3-1.4x
+    ELEMENT_WISE_QUANTIZE_LINEAR's twin (benchmarks/results/cpu/twins). A FLOAT16 quotient is the
+    FLOAT32 one rounded to FLOAT16 (FLOAT32 has more than 2 * 11 + 2 bits: the double rounding is
+    exact)."""
     a, b = jnp.asarray(a), jnp.asarray(b)
     if a.dtype == np.float16:
         return divide(a.astype(np.float32), b.astype(np.float32)).astype(np.float16)
     if a.dtype != np.float32:
         return a / b
     shape = jnp.broadcast_shapes(a.shape, b.shape)
-    with jax.enable_x64(True):
-        reciprocal = 1.0 / lax.convert_element_type(b, np.float64)
-        q = lax.convert_element_type(jnp.broadcast_to(a, shape), np.float64) * jnp.broadcast_to(reciprocal, shape)
-    return lax.convert_element_type(q, np.float32)
+
+    def by_reciprocal(a, b):
+        with jax.enable_x64(True):
+            reciprocal = 1.0 / lax.convert_element_type(b, np.float64)
+            q = lax.convert_element_type(jnp.broadcast_to(a, shape), np.float64) * jnp.broadcast_to(reciprocal, shape)
+        return lax.convert_element_type(q, np.float32)
+
+    def divided(a, b):
+        with jax.enable_x64(True):
+            q = (lax.convert_element_type(jnp.broadcast_to(a, shape), np.float64)
+                 / lax.convert_element_type(jnp.broadcast_to(b, shape), np.float64))
+        return lax.convert_element_type(q, np.float32)
+
+    return lax.platform_dependent(a, b, cpu=divided, default=by_reciprocal)
 
 
 @divide.defjvp
