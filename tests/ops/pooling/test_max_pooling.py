@@ -381,3 +381,30 @@ def test_max_pool_kernel_lowers_for_nvidia_gpus_only():
     assert "tensor<960xf16>" in odd and "tensor<1024xf16>" not in odd and "stablehlo.slice" not in odd
     grad = jax.grad(lambda v: jnp.sum(pool(v).astype(jnp.float32)))
     assert "dmljax_max_pool" not in text(grad, "cuda")
+
+
+@pytest.mark.parametrize("geometry", tiers.fast_sample([
+    {"strides": (2, 3), "window_size": (2, 3), "start_padding": (1, 0), "end_padding": (0, 2)},  # padded, cut
+    {"strides": (2, 2, 1), "window_size": (2, 2, 1), "start_padding": (0, 1, 0), "end_padding": (1, 0, 0)},
+]))
+def test_tiling_windows_are_sums_of_the_windows_positions(geometry):
+    # On the CPU, windows that tile the input are summed position by position from the padded
+    # input reshaped into windows (max_pooling._tiled_sum), XLA's windowed sum elsewhere: the
+    # reference within the budget, with padding on either side, a last partial window dropped,
+    # FLOAT16 summed in FLOAT32 (2048 + 1 + 1 would stop at 2048), NaN and inf in a window.
+    from tests.compare import assert_matches
+    rng = np.random.default_rng(3)
+    spatial = (7, 8) if len(geometry["strides"]) == 2 else (5, 4, 3)
+    for dtype in (np.float32, np.float16):
+        x = rng.standard_normal((2, 3) + spatial).astype(dtype)
+        x[0, 0, 1, 0:2], x[0, 0, 2, 0:2] = 2048, 1
+        x[1, 2, 3, 3], x[1, 1, 4, 1] = np.nan, np.inf
+        dt = dmljax.DataType.from_dtype(np.dtype(dtype))
+        for include in (False, True):
+            got = dmljax.average_pooling(x, **geometry, include_padding=include)
+            kw = {**geometry, "include_padding": include}
+            assert_matches(got, average_ref.average_pooling(x, **kw), dt, 1,
+                           magnitude=average_ref._average_magnitude(x, **kw) * 8)
+        for p in (1, 2, 3):
+            got = dmljax.lp_pooling(x, **geometry, p=p)
+            assert_matches(got, average_ref.lp_pooling(x, **geometry, p=p), dt, 4)

@@ -2,7 +2,8 @@
 AVERAGE_POOLING_GRAD, LP_POOLING and LP_POOLING1, each page's record with its formula below it
 (the window geometry is window.py's).
 
-Each window's sum is one lax.reduce_window (XLA's windowed sum; the padding adds zeros), in
+Each window's sum is one lax.reduce_window (XLA's windowed sum; the padding adds zeros; on the
+CPU, windows that tile the input are added position by position: max_pooling.window_sum), in
 FLOAT32 for FLOAT16 tensors, then divided (AVERAGE) or rooted (LP) and rounded once. Gradients
 add each window's share back to its elements (pooling.window_sum_transpose: a broadcast for
 windows that tile the input, padded copies for small windows, else the windowed sum's transpose)."""
