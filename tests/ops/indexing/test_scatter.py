@@ -56,6 +56,27 @@ def test_duplicates_last_in_row_major_order_wins():
     np.testing.assert_array_equal(g(np.zeros((4, 3), F), rows, u), out)
 
 
+def test_duplicates_in_every_key_width():
+    # On the CPU an update's key is its number along Axis above its value's bits, in UINT32 where
+    # both fit (INT8, FLOAT16 along short axes) and UINT64 otherwise (FLOAT32; FLOAT16 along an
+    # axis of 2^16 or more): the last update along the axis wins in each, -0.0 and NaN payloads
+    # kept, an index out of range dropped.
+    for n, dtype in ((70000, np.float16), (300, np.int8), (300, F)):
+        idx = (np.arange(n) % 3).astype(np.int32)  # cells 0, 1, 2 over and over
+        idx[-1] = 5  # dropped
+        upd = np.arange(n).astype(dtype)
+        bits = {1: np.uint8, 2: np.uint16, 4: np.uint32}[np.dtype(dtype).itemsize]
+        if np.dtype(dtype).kind == "f":
+            upd[n - 4] = -0.0
+            upd.view(bits)[n - 3] = np.asarray(0x7E01 if dtype == np.float16 else 0x7FC00001, bits)
+        out = np.asarray(jax.jit(lambda a, i, u: dmljax.scatter_elements(a, i, u, axis=0))(
+            np.ones(4, dtype), idx, upd))
+        want = np.ones(4, dtype)  # cell 3 untouched
+        for k in range(n - 4, n - 1):  # the last update of each cell
+            want[k % 3] = upd[k]
+        np.testing.assert_array_equal(out.view(bits), want.view(bits), err_msg=f"{n} {dtype}")
+
+
 def test_out_of_range_updates_are_dropped():
     x = np.arange(4, dtype=np.int8)
     out = dmljax.scatter_elements(x, np.array([4, -5, 2**31 - 1, -2**31, -1], np.int32),

@@ -7,17 +7,21 @@ assigning scatter does not promise an order either, so the formula never asks it
 a scatter-max of each update's position (1 + its row-major number, 0 for none) into a UINT32
 "winner" array of the written cells (max is commutative: no order to depend on), then one
 gather of the winning updates and a select against the input. Out-of-range indices drop their
-update (they contribute position 0)."""
+update (they contribute position 0). On the CPU, SCATTER_ELEMENTS of types of up to 32 bits packs
+each update's number above its value's bits, so that one scatter-max picks the winner and carries
+its value (``_packed``)."""
 
 from __future__ import annotations
 
 import functools
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
 from dmljax._src.catalog import PREFIX
+from dmljax._src.derivatives import backward_rule
 from dmljax._src.dtypes import FLOAT32_FLOAT16, INT64_INT32_UINT64_UINT32, UINT32
 from dmljax._src.errors import Violation
 from dmljax._src.op import operator
@@ -134,19 +138,70 @@ def scatter_elements(input, indices, updates, *, axis):
     return along_leading_axes(run, lead)(input, indices, updates) if lead else run(input, indices, updates)
 
 
-def _scatter_elements(input, indices, updates, *, axis):
-    pos, valid = resolve_index(indices, input.shape[axis])
-    cells = flat_size(input.shape)
-    pt = position_type(cells)
-    # the flat cell of each update: its own coordinates, with the index along Axis
-    strides = np.cumprod((1,) + input.shape[::-1])[:-1][::-1]
+def _targets(shape, indices, axis: int):
+    """(flat cell, valid) of each update: its own coordinates, with the index along Axis."""
+    pos, valid = resolve_index(indices, shape[axis])
+    pt = position_type(flat_size(shape))
+    strides = np.cumprod((1,) + shape[::-1])[:-1][::-1]
     target = jnp.zeros(indices.shape, pt)
-    for d in range(input.ndim):
+    for d in range(len(shape)):
         coord = pos.astype(pt) if d == axis else lax.broadcasted_iota(pt, indices.shape, d)
         target = target + coord * np.asarray(strides[d], pt)
-    winner = last_writes(cells, target, valid)
-    out = take_winners(winner, updates.reshape(-1), input.reshape(-1))
+    return target, valid
+
+
+def _winners(input, indices, axis: int):
+    return last_writes(flat_size(input.shape), *_targets(input.shape, indices, axis))
+
+
+def _by_winners(input, indices, updates, axis: int):
+    """The winners' scatter-max, then a gather of the winning updates and a select."""
+    out = take_winners(_winners(input, indices, axis), updates.reshape(-1), input.reshape(-1))
     return out.reshape(input.shape)
+
+
+def _packed(input, indices, updates, axis: int):
+    """The CPU's form: one scatter-max of keys that hold each update's number along Axis (1 + its
+    index there: two updates that meet in a cell differ only there, so the later in row-major
+    order has the larger) above its value's bits, into an array of zero keys, and one select of
+    the winner's bits against the input. The winners' scatter-max, the gather of the winning
+    updates and the select took 1.3-1.7x the twin's assigning scatter (benchmarks/results/cpu/twins).
+    Keys are UINT32 where the number and the bits fit (FLOAT16 along an axis of under 2^16),
+    else UINT64."""
+    target, valid = _targets(input.shape, indices, axis)
+    width = 8 * np.dtype(updates.dtype).itemsize
+    uint = {8: np.uint8, 16: np.uint16, 32: np.uint32}[width]
+    key_type = np.uint32 if width + int(indices.shape[axis]).bit_length() <= 32 else np.uint64
+    with jax.enable_x64(key_type == np.uint64):
+        number = lax.broadcasted_iota(key_type, indices.shape, axis) + key_type(1)
+        bits = lax.bitcast_convert_type(updates, uint).astype(key_type)
+        key = jnp.where(valid, lax.shift_left(number, key_type(width)) | bits, key_type(0))
+        won = jnp.zeros((flat_size(input.shape),), key_type).at[jnp.where(valid, target, 0).reshape(-1)].max(
+            key.reshape(-1), mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
+        value = lax.bitcast_convert_type(lax.convert_element_type(won & key_type((1 << width) - 1), uint), updates.dtype)
+        out = jnp.where(won != 0, value, input.reshape(-1))
+    return out.reshape(input.shape)
+
+
+def _scatter_elements(input, indices, updates, *, axis):
+    if np.dtype(updates.dtype).itemsize > 4:  # no room for a number beside 64 bits
+        return _by_winners(input, indices, updates, axis)
+
+    def run(x, i, u):
+        return lax.platform_dependent(x, i, u, cpu=lambda *a: _packed(*a, axis),
+                                      default=lambda *a: _by_winners(*a, axis))
+
+    def fwd(x, i, u):  # the same values, from the winners, which the gradient needs
+        winner = _winners(x, i, axis)
+        return take_winners(winner, u.reshape(-1), x.reshape(-1)).reshape(x.shape), winner
+
+    def bwd(winner, ct):
+        _, pull = jax.vjp(lambda x, u: take_winners(winner, u.reshape(-1), x.reshape(-1)).reshape(x.shape),
+                          jnp.zeros(input.shape, ct.dtype), jnp.zeros(updates.shape, ct.dtype))
+        dx, du = pull(ct)
+        return dx, None, du
+
+    return backward_rule(run, fwd, bwd)(input, indices, updates)
 
 
 # -------------------------------------------------------------------------------- SCATTER_ND
