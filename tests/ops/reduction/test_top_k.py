@@ -41,6 +41,24 @@ def test_nan_zeros_and_denormals():
     assert np.asarray(dmljax.top_k(np.array([np.nan, np.nan, 2.0], np.float32), axis=0, k=3)[1]).tolist() == [2, 0, 1]
 
 
+def test_picks_of_numbers_past_nan_zeros_and_denormals():
+    # On the CPU lax.top_k of the values themselves stands where none of the K it picks is NaN, a
+    # zero or a denormal (rows 0 and 1: NaN of either sign, zeros, denormals and -inf further
+    # down); else the keys decide (row 2 picks a -0, row 3 a NaN or a denormal, by direction).
+    x = np.array([[5, np.nan, -0.0, 3, 1e-40, -np.nan, 7, -np.inf, 0.0, 4],
+                  [-1, 2, 2, np.nan, 9, 0.0, 2, -5e-41, 8, -2],
+                  [-3, -0.0, -1, np.nan, -2, 0.0, -4, -1, -5, -6],
+                  [1e-39, 3, np.nan, 2, -1e-39, 5, 4, 6, 1, 8]], np.float32)
+    for largest in (True, False):
+        for k in (4,):
+            values, index = dmljax.top_k1(x, axis=1, k=k, axis_direction="DECREASING" if largest else "INCREASING")
+            for row, got in zip(x, np.asarray(index)):
+                key = np.where(np.abs(row) < np.finfo(np.float32).tiny, 0.0, row) * (1 if largest else -1)
+                want = sorted(range(row.size), key=lambda i: (np.isnan(key[i]), -np.nan_to_num(key[i], nan=0.0), i))[:k]
+                assert got.tolist() == want, (row, largest, k)
+            np.testing.assert_array_equal(np.asarray(values).view(np.uint32), np.take_along_axis(x, np.asarray(index), 1).view(np.uint32))
+
+
 def test_rules_and_index_types():
     with pytest.raises(dmljax.ValidationError, match=r"K \(argument `k`\) is 5; 1 to 4, the InputTensor's size along Axis 3"):
         dmljax.top_k(X, axis=3, k=5)
