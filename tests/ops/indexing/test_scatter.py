@@ -56,12 +56,11 @@ def test_duplicates_last_in_row_major_order_wins():
     np.testing.assert_array_equal(g(np.zeros((4, 3), F), rows, u), out)
 
 
-def test_duplicates_in_every_key_width():
-    # On the CPU an update's key is its number along Axis above its value's bits, in UINT32 where
-    # both fit (INT8, FLOAT16 along short axes) and UINT64 otherwise (FLOAT32; FLOAT16 along an
-    # axis of 2^16 or more): the last update along the axis wins in each, -0.0 and NaN payloads
-    # kept, an index out of range dropped.
-    for n, dtype in ((70000, np.float16), (300, np.int8), (300, F)):
+def test_duplicates_in_every_number_width():
+    # On the CPU the winners are numbered along Axis in UINT8, UINT16 or UINT32 by the axis's
+    # length (axes of 200, 300 and 70,000 here) and read back at each cell's coordinates: the last
+    # update along the axis wins in each, -0.0 and NaN payloads kept, an index out of range dropped.
+    for n, dtype in ((70000, np.float16), (300, np.int8), (200, F)):
         idx = (np.arange(n) % 3).astype(np.int32)  # cells 0, 1, 2 over and over
         idx[-1] = 5  # dropped
         upd = np.arange(n).astype(dtype)

@@ -7,9 +7,9 @@ assigning scatter does not promise an order either, so the formula never asks it
 a scatter-max of each update's position (1 + its row-major number, 0 for none) into a UINT32
 "winner" array of the written cells (max is commutative: no order to depend on), then one
 gather of the winning updates and a select against the input. Out-of-range indices drop their
-update (they contribute position 0). On the CPU, SCATTER_ELEMENTS of types of up to 32 bits packs
-each update's number above its value's bits, so that one scatter-max picks the winner and carries
-its value (``_packed``)."""
+update (they contribute position 0). On the CPU, SCATTER_ELEMENTS's winners are numbered along Axis
+in the narrowest type that holds them, and each cell reads its winner at its own coordinates
+(``_by_numbers_along_axis``)."""
 
 from __future__ import annotations
 
@@ -160,35 +160,34 @@ def _by_winners(input, indices, updates, axis: int):
     return out.reshape(input.shape)
 
 
-def _packed(input, indices, updates, axis: int):
-    """The CPU's form: one scatter-max of keys that hold each update's number along Axis (1 + its
+def _by_numbers_along_axis(input, indices, updates, axis: int):
+    """The CPU's form: the winners' scatter-max takes each update's number along Axis (1 + its
     index there: two updates that meet in a cell differ only there, so the later in row-major
-    order has the larger) above its value's bits, into an array of zero keys, and one select of
-    the winner's bits against the input. The winners' scatter-max, the gather of the winning
-    updates and the select took 1.3-1.7x the twin's assigning scatter (benchmarks/results/cpu/twins).
-    Keys are UINT32 where the number and the bits fit (FLOAT16 along an axis of under 2^16),
-    else UINT64."""
+    order has the larger), in the narrowest unsigned type that holds them (UINT16 for an axis of
+    up to 65,534), and the winning update is read at the cell's own coordinates with that index
+    along Axis. The winners' array of flat UINT32 numbers took 1.5-1.7x the twin's assigning
+    scatter, and keys of the number and the value's bits in one UINT64 scatter-max up to 2x, at 8
+    input sets of 2^20 elements (benchmarks/results/cpu/twins)."""
     target, valid = _targets(input.shape, indices, axis)
-    width = 8 * np.dtype(updates.dtype).itemsize
-    uint = {8: np.uint8, 16: np.uint16, 32: np.uint32}[width]
-    key_type = np.uint32 if width + int(indices.shape[axis]).bit_length() <= 32 else np.uint64
-    with jax.enable_x64(key_type == np.uint64):
-        number = lax.broadcasted_iota(key_type, indices.shape, axis) + key_type(1)
-        bits = lax.bitcast_convert_type(updates, uint).astype(key_type)
-        key = jnp.where(valid, lax.shift_left(number, key_type(width)) | bits, key_type(0))
-        won = jnp.zeros((flat_size(input.shape),), key_type).at[jnp.where(valid, target, 0).reshape(-1)].max(
-            key.reshape(-1), mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
-        value = lax.bitcast_convert_type(lax.convert_element_type(won & key_type((1 << width) - 1), uint), updates.dtype)
-        out = jnp.where(won != 0, value, input.reshape(-1))
-    return out.reshape(input.shape)
+    m = indices.shape[axis]
+    number_type = next(t for t in (np.uint8, np.uint16, np.uint32) if m <= np.iinfo(t).max)
+    number = jnp.where(valid, lax.broadcasted_iota(number_type, indices.shape, axis) + number_type(1), number_type(0))
+    won = jnp.zeros((flat_size(input.shape),), number_type).at[jnp.where(valid, target, 0).reshape(-1)].max(
+        number.reshape(-1), mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS).reshape(input.shape)
+    pt = position_type(flat_size(indices.shape))
+    strides = np.cumprod((1,) + indices.shape[::-1])[:-1][::-1]
+    position = jnp.zeros(input.shape, pt)
+    for d in range(input.ndim):
+        coord = (jnp.maximum(won, number_type(1)) - number_type(1)).astype(pt) if d == axis else \
+            lax.broadcasted_iota(pt, input.shape, d)
+        position = position + coord * np.asarray(strides[d], pt)
+    value = jnp.take(updates.reshape(-1), position.reshape(-1), mode="clip").reshape(input.shape)
+    return jnp.where(won != 0, value, input)
 
 
 def _scatter_elements(input, indices, updates, *, axis):
-    if np.dtype(updates.dtype).itemsize > 4:  # no room for a number beside 64 bits
-        return _by_winners(input, indices, updates, axis)
-
     def run(x, i, u):
-        return lax.platform_dependent(x, i, u, cpu=lambda *a: _packed(*a, axis),
+        return lax.platform_dependent(x, i, u, cpu=lambda *a: _by_numbers_along_axis(*a, axis),
                                       default=lambda *a: _by_winners(*a, axis))
 
     def fwd(x, i, u):  # the same values, from the winners, which the gradient needs
