@@ -113,7 +113,7 @@ def _running_product(v, axis: int, reverse: bool):
 # The CPU's running product: FLOAT64 products of blocks of _BLOCK terms (no partial product of up
 # to 8 flushed FLOAT32 terms leaves FLOAT64's normal range, 2^-1008 to 2^1024), the blocks' totals
 # carried as (mantissa, exponent) pairs, whose mantissa products are renormalized every _GROUP
-# blocks. One pass over the input finds the totals, a second writes every element: 0.95-1.05x
+# blocks. One pass over the input finds the totals, a second writes every element: 0.9-1.3x
 # jnp.cumprod's time at 1,024 x 1,024 (benchmarks/results/cpu/twins), where the FLOAT32 scan, its
 # check and the redo with exponents apart that the check ordered for rows of normal random values
 # (their prefixes leave FLOAT32's range and come back) took 5x.
@@ -410,7 +410,7 @@ CUMULATIVE_PRODUCT = unary_op(
             "(mantissa, exponent) pairs, with no check",
             "XLA's scan reassociates: on the H100 a prefix of 1.4e38 came out inf. On the CPU the check and "
             "the redo it orders for rows of normal random values took 5x jnp.cumprod's time, the FLOAT64 "
-            "blocks take about its time (benchmarks/results/cpu/twins)."),
+            "blocks take 0.9-1.3x (benchmarks/results/cpu/twins)."),
     ),
 )
 
