@@ -63,7 +63,7 @@ def test_duplicates_in_every_number_width():
     for n, dtype in ((70000, np.float16), (300, np.int8), (200, F)):
         idx = (np.arange(n) % 3).astype(np.int32)  # cells 0, 1, 2 over and over
         idx[-1] = 5  # dropped
-        upd = np.arange(n).astype(dtype)
+        upd = (np.arange(n) % 1000).astype(dtype)
         bits = {1: np.uint8, 2: np.uint16, 4: np.uint32}[np.dtype(dtype).itemsize]
         if np.dtype(dtype).kind == "f":
             upd[n - 4] = -0.0
