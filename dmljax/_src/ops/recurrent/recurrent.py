@@ -541,61 +541,13 @@ def _network(short, x, w, r, b, h0, c0, lengths, p, *, activation_descs, directi
         pp = load(p[0, 0], half)[:, None, :]  # [dirs, 1, 3 hidden]: Pi, Po, Pf
         peep = (pp[..., :hidden], pp[..., hidden:2 * hidden], pp[..., 2 * hidden:])
 
-    def recurrent(hp, rows):  # Ht-1 x R[rows]^T, batched over the directions: [dirs, batch, rows]
-        return _product(hp, rows, (((2,), (2,)), ((0,), (0,))), dt, ct)
-
-    def cell(hp, cp, xw):
-        hf = hp.astype(ct)
-        if short == "RNN":
-            return _act(acts, 0, xw + recurrent(hp, rs), half), None
-        if short == "GRU":
-            zr = xw[..., :2 * hidden] + recurrent(hp, rs[:, :2 * hidden])
-            z = _act(acts, 0, zr[..., :hidden], half)
-            rg = _act(acts, 0, zr[..., hidden:], half)
-            if linear_before_reset:
-                lin = recurrent(hp, rs[:, 2 * hidden:])
-                lin = lin if bias_rec is None else lin + bias_rec
-                hh = _act(acts, 1, xw[..., 2 * hidden:] + rg * lin, half)
-            else:
-                gated = (rg * hf).astype(st)
-                hh = _act(acts, 1, xw[..., 2 * hidden:] + recurrent(gated, rs[:, 2 * hidden:]), half)
-            return (1 - z) * hh + z * hf, None
-        cf = cp.astype(ct)
-        gates = xw + recurrent(hp, rs)
-        gi, go, gf, gc = (gates[..., k * hidden:(k + 1) * hidden] for k in range(4))
-        if peep is not None:
-            gi, gf = gi + peep[0] * cf, gf + peep[2] * cf
-        i = _act(acts, 0, gi, half, clip)
-        f = 1 - i if couple else _act(acts, 0, gf, half, clip)
-        cc = _act(acts, 1, gc, half, clip)
-        cn = f * cf + i * cc
-        if peep is not None:
-            go = go + peep[1] * cn
-        o = _act(acts, 0, go, half, clip)
-        return o * _act(acts, 2, cn, half, clip), cn
-
-    def store(v):  # a state written to its tensor type (FLOAT32 denormals flushed)
-        return load(v.astype(st)) if st == np.float32 else v.astype(st)
-
-    def step(carry, inputs):
-        hp, cp = carry
-        xw, t = inputs
-        hn, cn = cell(hp, cp, xw)
-        hn = store(hn)
-        cn = None if cn is None else store(cn)
-        if lengths is not None:
-            valid = (t < lengths)[None, :, None]
-            hn = jnp.where(valid, hn, hp)
-            cn = None if cn is None else jnp.where(valid, cn, cp)
-            y = jnp.where(valid, hn, jnp.zeros_like(hn))
-        else:
-            y = hn
-        hn = checkpoint_name(hn, STATE_NAME)
-        cn = None if cn is None else checkpoint_name(cn, STATE_NAME)
-        return (hn, cn), y
-
-    (h, c), ys = lax.scan(step, (h, c), (proj, jnp.arange(seq, dtype=np.int32)))
-    if any(backward):  # [seq, dirs, batch, hidden]: the backward steps back in place
+    steps = _Steps(short, acts, half, dt, ct, st, hidden, clip, couple, linear_before_reset)
+    hs, cs, h, c = _states(steps, proj, rs, h, c, peep, bias_rec, lengths)
+    ys = hs  # [seq, dirs, batch, hidden]: zeros at the steps past each sequence's length
+    if lengths is not None:
+        valid = (lax.broadcasted_iota(np.int32, (seq, batch), 0) < lengths[None, :])[:, None, :, None]
+        ys = jnp.where(valid, hs, jnp.zeros_like(hs))
+    if any(backward):  # the backward steps back in place
         ys = jnp.stack([_reverse(ys[:, d], lengths) if backward[d] else ys[:, d] for d in range(dirs)], axis=1)
     finals = [h] if c is None else [h, c]
     if lengths is not None:
@@ -604,3 +556,207 @@ def _network(short, x, w, r, b, h0, c0, lengths, p, *, activation_descs, directi
     out = (ys.astype(dt.dtype),) + tuple(v[None].astype(dt.dtype) for v in finals)
     return out
 
+
+def _states(steps, proj, rs, h0, c0, peep, bias_rec, lengths):
+    """Every step's states, ``lax.scan`` over the projected inputs ``proj`` [seq, dirs, batch, G
+    hidden]: (H at each step, C at each step or None, the last H, the last C or None), the
+    states [seq, dirs, batch, hidden]. Its derivative (``_Steps.jvp``) is the formula's, by JAX's
+    own rules for every operation; it is laid out so that reverse mode keeps these states only."""
+    @jax.custom_jvp
+    def states(proj, rs, h0, c0, peep, bias_rec, lengths):
+        return steps.scan(proj, rs, h0, c0, peep, bias_rec, lengths)
+
+    states.defjvp(steps.jvp)
+    return states(proj, rs, h0, c0, peep, bias_rec, lengths)
+
+
+def _partials(f, *args):
+    """The derivatives of an element-wise ``f`` [seq, dirs, ...] -> [seq, dirs, ...] with respect
+    to each of ``args`` at every element (JAX's derivative of ``f``: each activation's own
+    rule), every step at once; and ``f``'s value."""
+    vf = jax.vmap(f)  # over the steps: an activation sees [dirs, ...], its directions on axis 0
+    out = []
+    for k, a in enumerate(args):
+        def one(v, k=k):
+            return vf(*args[:k], v, *args[k + 1:])
+        value, d = jax.jvp(one, (a,), (jnp.ones_like(a),))
+        out.append(d)
+    return value, out
+
+
+class _Steps:
+    """One network's step, cut where its math is element-wise per hidden unit (the gates' activations
+    and the states' update) and where it multiplies by RecurrenceTensor.
+
+    Forward, ``scan`` runs the page's formula step by step. Its derivative (``jvp``) is that of the
+    same formula, written so that reverse mode is cheap and keeps only the states: each step's
+    tangent is the element-wise partial derivatives (computed for every step at once from the
+    states, by JAX's own rules for each activation) times the tangents of the step's inputs, plus
+    one product by RecurrenceTensor (two for a GRU without LinearBeforeReset), and the tangent of
+    RecurrenceTensor (and of the peepholes and Rbh) enters as one product over every step
+    (H x dR^T), outside the loop. Transposed by JAX, the backward loop then holds one product a step
+    and RecurrenceTensor's gradient is one GEMM after it; under the network's ``jax.checkpoint``
+    the partial derivatives are recomputed from the states going back, not kept."""
+
+    def __init__(self, short, acts, half, dt, ct, st, hidden, clip, couple, linear_before_reset):
+        self.short, self.acts, self.half, self.dt, self.ct, self.st = short, acts, half, dt, ct, st
+        self.hidden, self.clip, self.couple, self.lbr = hidden, clip, couple, linear_before_reset
+
+    # -- the formula's element-wise pieces, [dirs, batch, hidden] in the compute type
+    def act(self, k, x, threshold=None):
+        return _act(self.acts, k, x, self.half, threshold)
+
+    def lstm_c(self, peep, gi, gf, gc, cf):
+        if peep is not None:
+            gi, gf = gi + peep[0] * cf, gf + peep[2] * cf
+        i = self.act(0, gi, self.clip)
+        f = 1 - i if self.couple else self.act(0, gf, self.clip)
+        cc = self.act(1, gc, self.clip)
+        return f * cf + i * cc
+
+    def lstm_h(self, peep, go, cn):
+        if peep is not None:
+            go = go + peep[1] * cn
+        o = self.act(0, go, self.clip)
+        return o * self.act(2, cn, self.clip)
+
+    def gru_gated(self, gr, hf):  # rt (.) Ht-1 (LinearBeforeReset FALSE)
+        return self.act(0, gr) * hf
+
+    def gru_h(self, gz, gh, hf):  # gh: Xt*(Wh^T) + (rt (.) Ht-1)*(Rh^T) + Rbh + Wbh
+        z = self.act(0, gz)
+        return (1 - z) * self.act(1, gh) + z * hf
+
+    def gru_lbr(self, gz, gr, xh, lin, hf):  # lin: Ht-1*(Rh^T) + Rbh
+        z = self.act(0, gz)
+        rg = self.act(0, gr)
+        return (1 - z) * self.act(1, xh + rg * lin) + z * hf
+
+    # -- products by RecurrenceTensor's rows
+    def recurrent(self, hp, rows):  # one step: Ht-1 x R[rows]^T, batched over the directions
+        return _product(hp, rows, (((2,), (2,)), ((0,), (0,))), self.dt, self.ct)
+
+    def recurrent_all(self, hs, rows):  # every step at once: [seq, dirs, batch, rows]
+        return jnp.moveaxis(_product(hs, rows, (((3,), (2,)), ((1,), (0,))), self.dt, self.ct), 0, 1)
+
+    def store(self, v):  # a state written to its tensor type (FLOAT32 denormals flushed)
+        return load(v.astype(self.st)) if self.st == np.float32 else v.astype(self.st)
+
+    # -- forward
+    def step(self, rs, peep, bias_rec, hp, cp, xw):
+        """The formula of one step: the new states in the compute type (C None but for the LSTM)."""
+        ct, hid = self.ct, self.hidden
+        hf = hp.astype(ct)
+        if self.short == "RNN":
+            return self.act(0, xw + self.recurrent(hp, rs)), None
+        if self.short == "GRU":
+            zr = xw[..., :2 * hid] + self.recurrent(hp, rs[:, :2 * hid])
+            if self.lbr:
+                lin = self.recurrent(hp, rs[:, 2 * hid:])
+                lin = lin if bias_rec is None else lin + bias_rec
+                return self.gru_lbr(zr[..., :hid], zr[..., hid:], xw[..., 2 * hid:], lin, hf), None
+            gated = self.gru_gated(zr[..., hid:], hf).astype(self.st)
+            return self.gru_h(zr[..., :hid], xw[..., 2 * hid:] + self.recurrent(gated, rs[:, 2 * hid:]), hf), None
+        gates = xw + self.recurrent(hp, rs)
+        gi, go, gf, gc = (gates[..., k * hid:(k + 1) * hid] for k in range(4))
+        cn = self.lstm_c(peep, gi, gf, gc, cp.astype(ct))
+        return self.lstm_h(peep, go, cn), cn
+
+    def scan(self, proj, rs, h0, c0, peep, bias_rec, lengths):
+        def step(carry, inputs):
+            hp, cp = carry
+            xw, t = inputs
+            hn, cn = self.step(rs, peep, bias_rec, hp, cp, xw)
+            hn = self.store(hn)
+            cn = None if cn is None else self.store(cn)
+            if lengths is not None:  # past its length a sequence keeps its last states
+                valid = (t < lengths)[None, :, None]
+                hn = jnp.where(valid, hn, hp)
+                cn = None if cn is None else jnp.where(valid, cn, cp)
+            return (hn, cn), (hn, cn)
+
+        (h, c), (hs, cs) = lax.scan(step, (h0, c0), (proj, jnp.arange(proj.shape[0], dtype=np.int32)))
+        return hs, cs, h, c
+
+    # -- derivative
+    def jvp(self, primals, tangents):
+        proj, rs, h0, c0, peep, bias_rec, lengths = primals
+        dproj, drs, dh0, dc0, dpeep, dbias_rec, _ = tangents
+        ct, hid = self.ct, self.hidden
+        hs, cs, h, c = self.scan(*primals)
+        # What reverse mode keeps (the network's jax.checkpoint policy): the states, no more.
+        hs = checkpoint_name(hs, STATE_NAME)
+        cs = None if cs is None else checkpoint_name(cs, STATE_NAME)
+        hp = jnp.concatenate([h0[None], hs[:-1]], axis=0)  # Ht-1 at every step
+        hf = hp.astype(ct)
+        gates = proj[..., :2 * hid] if self.short == "GRU" else proj
+        rows = rs[:, :2 * hid] if self.short == "GRU" else rs
+        gates = gates + self.recurrent_all(hp, rows)
+        du = dproj[..., :2 * hid] if self.short == "GRU" else dproj  # the gates' tangent but Ht-1's
+        du = du + self.recurrent_all(hp, drs[:, :2 * hid] if self.short == "GRU" else drs)
+        if self.short == "RNN":
+            _, (coef,) = _partials(lambda g: self.act(0, g), gates)
+            xs = (du, coef)
+        elif self.short == "LSTM":
+            cf = jnp.concatenate([c0[None], cs[:-1]], axis=0).astype(ct)
+            gi, go, gf, gc = (gates[..., k * hid:(k + 1) * hid] for k in range(4))
+            cn, dc = _partials(lambda *a: self.lstm_c(peep, *a), gi, gf, gc, cf)
+            _, dh = _partials(lambda *a: self.lstm_h(peep, *a), go, cn)
+            if dpeep is not None:
+                du = du + jnp.concatenate([dpeep[0] * cf, dpeep[1] * cn, dpeep[2] * cf, jnp.zeros_like(cf)], -1)
+            xs = (du, dc, dh)
+        elif self.lbr:
+            lin = self.recurrent_all(hp, rs[:, 2 * hid:])
+            lin = lin if bias_rec is None else lin + bias_rec
+            dlin = self.recurrent_all(hp, drs[:, 2 * hid:])
+            dlin = dlin if dbias_rec is None else dlin + dbias_rec
+            _, d = _partials(self.gru_lbr, gates[..., :hid], gates[..., hid:], proj[..., 2 * hid:], lin, hf)
+            xs = (jnp.concatenate([du, dlin], -1), d[2] * dproj[..., 2 * hid:], d[:2] + d[3:])
+        else:
+            gated, dg = _partials(self.gru_gated, gates[..., hid:], hf)
+            gated = gated.astype(self.st)
+            gh = proj[..., 2 * hid:] + self.recurrent_all(gated, rs[:, 2 * hid:])
+            _, dn = _partials(self.gru_h, gates[..., :hid], gh, hf)
+            dgh = dproj[..., 2 * hid:] + self.recurrent_all(gated, drs[:, 2 * hid:])
+            xs = (du, dgh, dg, dn)
+        t = jnp.arange(proj.shape[0], dtype=np.int32)
+
+        def step(carry, inputs):
+            dhp, dcp = carry
+            xs, t = inputs
+            dhn, dcn = self.tangent_step(rs, dhp, dcp, *xs)
+            dhn = dhn.astype(self.st)
+            dcn = None if dcn is None else dcn.astype(self.st)
+            if lengths is not None:
+                valid = (t < lengths)[None, :, None]
+                dhn = jnp.where(valid, dhn, dhp)
+                dcn = None if dcn is None else jnp.where(valid, dcn, dcp)
+            return (dhn, dcn), (dhn, dcn)
+
+        (dh, dc), (dhs, dcs) = lax.scan(step, (dh0, dc0), (xs, t))
+        return (hs, cs, h, c), (dhs, dcs, dh, dc)
+
+    def tangent_step(self, rs, dhp, dcp, *xs):
+        """One step's tangent: ``xs`` are the step's slices of what ``jvp`` made for every step."""
+        ct, hid = self.ct, self.hidden
+        dhf = dhp.astype(ct)
+        if self.short == "RNN":
+            du, coef = xs
+            return coef * (du + self.recurrent(dhp, rs)), None
+        if self.short == "LSTM":
+            du, dc, dh = xs
+            dg = du + self.recurrent(dhp, rs)
+            di, do, df, dgc = (dg[..., k * hid:(k + 1) * hid] for k in range(4))
+            dcn = dc[0] * di + dc[2] * dgc + dc[3] * dcp.astype(ct)
+            if not self.couple:
+                dcn = dcn + dc[1] * df
+            return dh[0] * do + dh[1] * dcn, dcn
+        if self.lbr:
+            du, dx, d = xs
+            dg = du + self.recurrent(dhp, rs)
+            return dx + d[0] * dg[..., :hid] + d[1] * dg[..., hid:2 * hid] + d[2] * dg[..., 2 * hid:] + d[3] * dhf, None
+        du, dgh, dg, dn = xs
+        dzr = du + self.recurrent(dhp, rs[:, :2 * hid])
+        dgated = (dg[0] * dzr[..., hid:] + dg[1] * dhf).astype(self.st)
+        dgh = dgh + self.recurrent(dgated, rs[:, 2 * hid:])
+        return dn[0] * dzr[..., :hid] + dn[1] * dgh + dn[2] * dhf, None
