@@ -239,6 +239,54 @@ def test_reverse_mode_keeps_only_the_forward_states():
     assert sum(sizes) <= inputs + states + 4 * b * h, lines
 
 
+def _scan_products(jaxpr) -> list[list[tuple]]:
+    """For each ``scan`` in ``jaxpr`` (nested ones included), the shapes of the products
+    (dot_general) its body computes at every step."""
+    def inner(params):
+        for v in params.values():
+            for x in v if isinstance(v, (tuple, list)) else (v,):
+                if isinstance(x, jax.extend.core.ClosedJaxpr):
+                    yield x.jaxpr
+                elif isinstance(x, jax.extend.core.Jaxpr):
+                    yield x
+
+    def products(jaxpr):
+        for e in jaxpr.eqns:
+            if e.primitive.name == "dot_general":
+                yield tuple(e.outvars[0].aval.shape)
+            for sub in inner(e.params):
+                yield from products(sub)
+
+    found = []
+    for e in jaxpr.eqns:
+        if e.primitive.name == "scan":
+            found.append(sorted(products(e.params["jaxpr"].jaxpr)))
+        else:
+            for sub in inner(e.params):
+                found += _scan_products(sub)
+    return found
+
+
+@pytest.mark.parametrize("short", ["LSTM", "GRU", "RNN"])
+def test_reverse_mode_runs_one_loop_each_way_with_the_steps_products_only(short):
+    # The gradient runs the steps forward once and back once; going back, a step multiplies its
+    # gates' cotangent by RecurrenceTensor and nothing else: the gates are recomputed from the
+    # kept states and RecurrenceTensor's gradient is taken over every step at once, outside the
+    # loops (no second forward loop, no product of a step's states by its gates' cotangent).
+    # Traced only, never run.
+    t, b, i, h, dirs = 16, 2, 3, 4, 2
+    g = GATES[short]
+    x = jax.ShapeDtypeStruct((1, t, b, i), np.float32)
+    w, r = jax.ShapeDtypeStruct((1, dirs, g * h, i), np.float32), jax.ShapeDtypeStruct((1, dirs, g * h, h), np.float32)
+
+    def loss(x, w, r):
+        return sum(o.sum() for o in OPS[short](x, w, r, direction="BIDIRECTIONAL"))
+    loops = _scan_products(jax.make_jaxpr(jax.grad(loss, argnums=(0, 1, 2)))(x, w, r).jaxpr)
+    step = {"RNN": [(dirs, b, h)], "LSTM": [(dirs, b, 4 * h)], "GRU": [(dirs, b, h), (dirs, b, 2 * h)]}[short]
+    back = {"RNN": [(dirs, b, h)], "LSTM": [(dirs, b, h)], "GRU": [(dirs, b, h), (dirs, b, h)]}[short]
+    assert loops == [step, back], loops
+
+
 # ------------------------------------------------------------------------------------ slow: every option
 def _grid(short):
     acts = {"RNN": [None, [{"Type": "ACTIVATION_SCALED_TANH", "Desc": {"Alpha": 1.5, "Beta": 0.75}}]],

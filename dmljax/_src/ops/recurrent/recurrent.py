@@ -11,10 +11,13 @@ OutputSequenceTensor as it is; Y_h/Y_c {dirs, batch, hidden} are {1, dirs, batch
 
 One engine runs the three: the input projection X x W^T + Wb for every step and direction is one
 GEMM before the loop; ``lax.scan`` runs the steps, both directions of a bidirectional network
-stacked in one scan (the backward direction reads each sequence reversed within its own length);
-each step is checkpointed so that reverse mode keeps only the carried states (H, and C for the
-LSTM) and recomputes the gates. Forward mode (``jax.jvp``, ``jax.jacfwd``) goes through the
-same scan: nothing here is a ``custom_vjp``.
+stacked in one scan (the backward direction reads each sequence reversed within its own length).
+The loop's derivative (``_Steps.jvp``, a ``custom_jvp`` that JAX transposes for reverse mode,
+never a ``custom_vjp``) is the formula's by JAX's own rules, laid out for reverse mode: it keeps
+only each step's states (H, and C for the LSTM), recomputes the gates from them with one GEMM
+over every step, runs one loop back holding one product by RecurrenceTensor a step (two for the
+GRU without LinearBeforeReset, as its forward step), and takes RecurrenceTensor's gradient as one
+GEMM over every step.
 """
 
 from __future__ import annotations
@@ -238,9 +241,10 @@ def _activation_param(more: str, n: str, dflt: str) -> ParamSpec:
 _DIRECTION = ParamSpec("Direction", "DML_RECURRENT_NETWORK_DIRECTION", default=Direction.FORWARD,
                        enum=RecurrentNetworkDirection, doc=_DIRECTION_DOC)
 _GRADIENT = ("Back-propagation through time: the derivative of the formula on the branch each activation "
-             "selects, through every step and both states, by JAX's reverse (and forward) mode of the scan; "
-             "each step is checkpointed, so reverse mode keeps the carried states only and recomputes the "
-             "gates. DirectML has no *_GRAD operator for it. SequenceLengthsTensor (UINT32) gets none.")
+             "selects (each activation's own rule), through every step and both states, in reverse and forward "
+             "mode; reverse mode keeps each step's states only, recomputes the gates from them (one product "
+             "over every step) and goes back through the steps with one product by RecurrenceTensor a step. "
+             "DirectML has no *_GRAD operator for it. SequenceLengthsTensor (UINT32) gets none.")
 
 RNN = _record(
     "RNN",
@@ -484,8 +488,9 @@ def _act(acts, k: int, x, half: bool, threshold=None):
 
 def _run(short, x, w, r, b, h0, c0, lengths, p, activation_descs, direction, half, **options):
     """The network under ``jax.checkpoint``: reverse mode keeps the inputs and each step's carried
-    states (named ``STATE_NAME``) and recomputes the rest (the input projection and the gates) as
-    it goes back, so that its memory is the forward pass's states: no more."""
+    states (named ``STATE_NAME``) and recomputes the rest (the input projection and the gates, each
+    one GEMM over every step) as it goes back, so that its memory is the forward pass's states: no
+    more."""
     network = functools.partial(_network, short, activation_descs=activation_descs, direction=direction,
                                 half=half, **options)
     policy = jax.checkpoint_policies.save_only_these_names(STATE_NAME)
