@@ -709,21 +709,23 @@ class _Steps:
             _, dh = _partials(lambda *a: self.lstm_h(peep, *a), go, cn)
             if dpeep is not None:
                 du = du + jnp.concatenate([dpeep[0] * cf, dpeep[1] * cn, dpeep[2] * cf, jnp.zeros_like(cf)], -1)
-            xs = (du, dc, dh)
+            zero = jnp.zeros_like(cf)  # Ct's partials by gate (i, o, f, c): o enters Ht only
+            xs = (du, jnp.stack([dc[0], zero, zero if self.couple else dc[1], dc[2]], -2), dc[3], dh[0], dh[1])
         elif self.lbr:
             lin = self.recurrent_all(hp, rs[:, 2 * hid:])
             lin = lin if bias_rec is None else lin + bias_rec
             dlin = self.recurrent_all(hp, drs[:, 2 * hid:])
             dlin = dlin if dbias_rec is None else dlin + dbias_rec
             _, d = _partials(self.gru_lbr, gates[..., :hid], gates[..., hid:], proj[..., 2 * hid:], lin, hf)
-            xs = (jnp.concatenate([du, dlin], -1), d[2] * dproj[..., 2 * hid:], d[:2] + d[3:])
+            xs = (jnp.concatenate([du, dlin], -1), d[2] * dproj[..., 2 * hid:], jnp.stack(d[:2] + d[3:4], -2), d[4])
         else:
             gated, dg = _partials(self.gru_gated, gates[..., hid:], hf)
             gated = gated.astype(self.st)
             gh = proj[..., 2 * hid:] + self.recurrent_all(gated, rs[:, 2 * hid:])
             _, dn = _partials(self.gru_h, gates[..., :hid], gh, hf)
             dgh = dproj[..., 2 * hid:] + self.recurrent_all(gated, drs[:, 2 * hid:])
-            xs = (du, dgh, dg, dn)
+            zero = jnp.zeros_like(hf)  # by gate (z, r): the gated state takes r, Ht z
+            xs = (du, dgh, jnp.stack([zero, dg[0]], -2), dg[1], jnp.stack([dn[0], zero], -2), dn[1], dn[2])
         t = jnp.arange(proj.shape[0], dtype=np.int32)
 
         def step(carry, inputs):
@@ -742,26 +744,28 @@ class _Steps:
         return (hs, cs, h, c), (dhs, dcs, dh, dc)
 
     def tangent_step(self, rs, dhp, dcp, *xs):
-        """One step's tangent: ``xs`` are the step's slices of what ``jvp`` made for every step."""
+        """One step's tangent: ``xs`` are the step's slices of what ``jvp`` made for every step, the
+        partials by gate stacked on a gate axis, so that going back a step's gates' cotangent is one
+        element-wise expression."""
         ct, hid = self.ct, self.hidden
         dhf = dhp.astype(ct)
+
+        def by_gate(v):  # [dirs, batch, k hidden] -> [dirs, batch, k, hidden]
+            return v.reshape(v.shape[:-1] + (v.shape[-1] // hid, hid))
         if self.short == "RNN":
             du, coef = xs
             return coef * (du + self.recurrent(dhp, rs)), None
         if self.short == "LSTM":
-            du, dc, dh = xs
-            dg = du + self.recurrent(dhp, rs)
-            di, do, df, dgc = (dg[..., k * hid:(k + 1) * hid] for k in range(4))
-            dcn = dc[0] * di + dc[2] * dgc + dc[3] * dcp.astype(ct)
-            if not self.couple:
-                dcn = dcn + dc[1] * df
-            return dh[0] * do + dh[1] * dcn, dcn
+            du, c_by_gate, c_by_c, h_by_o, h_by_c = xs
+            dg = by_gate(du + self.recurrent(dhp, rs))
+            dcn = (c_by_gate * dg).sum(-2) + c_by_c * dcp.astype(ct)
+            return h_by_o * dg[..., 1, :] + h_by_c * dcn, dcn
         if self.lbr:
-            du, dx, d = xs
-            dg = du + self.recurrent(dhp, rs)
-            return dx + d[0] * dg[..., :hid] + d[1] * dg[..., hid:2 * hid] + d[2] * dg[..., 2 * hid:] + d[3] * dhf, None
-        du, dgh, dg, dn = xs
-        dzr = du + self.recurrent(dhp, rs[:, :2 * hid])
-        dgated = (dg[0] * dzr[..., hid:] + dg[1] * dhf).astype(self.st)
+            du, dx, h_by_gate, h_by_h = xs  # gates z, r and Ht-1*(Rh^T) + Rbh
+            dg = by_gate(du + self.recurrent(dhp, rs))
+            return dx + (h_by_gate * dg).sum(-2) + h_by_h * dhf, None
+        du, dgh, gated_by_gate, gated_by_h, h_by_gate, h_by_gh, h_by_h = xs
+        dzr = by_gate(du + self.recurrent(dhp, rs[:, :2 * hid]))
+        dgated = ((gated_by_gate * dzr).sum(-2) + gated_by_h * dhf).astype(self.st)
         dgh = dgh + self.recurrent(dgated, rs[:, 2 * hid:])
-        return dn[0] * dzr[..., :hid] + dn[1] * dgh + dn[2] * dhf, None
+        return (h_by_gate * dzr).sum(-2) + h_by_gh * dgh + h_by_h * dhf, None
