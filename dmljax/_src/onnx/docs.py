@@ -90,6 +90,11 @@ def _onnx_operators() -> list[tuple[str, int]]:
     return sorted(newest.items(), key=lambda kv: kv[0].lower())
 
 
+def _dml_names(r) -> str:
+    """A row's DirectML operators as the tables print them: an operator's name without its prefix, in code."""
+    return ", ".join(f"`{d[len('DML_OPERATOR_'):]}`" if d.startswith("DML_OPERATOR_") else d for d in r.dml)
+
+
 def _span(r) -> str:
     return f"{r.since}+" if r.until is None else f"{r.since}-{r.until}"
 
@@ -123,7 +128,7 @@ def onnx_markdown() -> str:
         elif not rules:
             lines.append(f"| {name} | | not supported | {NOT_EXPRESSIBLE.get(name, 'not mapped')} |")
         for r in rules:
-            dml = ", ".join(f"`{d[len('DML_OPERATOR_'):]}`" if d.startswith("DML_OPERATOR_") else d for d in r.dml)
+            dml = _dml_names(r)
             lines.append(f"| {name} | {_span(r)} | {dml} | {r.restrictions} |")
     extra = sorted({r.op_type for r in onnx_rules} - names)
     if extra:
@@ -151,7 +156,7 @@ def onnx_markdown() -> str:
               "mapped is named `node/attribute/subnode`).", "",
               "| Operator | Domain | Opsets | DirectML operators | Restrictions |", "|---|---|---|---|---|"]
     for r in sorted(preview, key=lambda r: r.op_type.lower()):
-        dml = ", ".join(f"`{d[len('DML_OPERATOR_'):]}`" if d.startswith("DML_OPERATOR_") else d for d in r.dml)
+        dml = _dml_names(r)
         lines.append(f"| {r.op_type} | {r.domain} | {_span(r)} | {dml} | {r.restrictions} |")
     lines.append("")
     contrib = [r for r in TABLE if r.domain == "com.microsoft"]
@@ -163,7 +168,7 @@ def onnx_markdown() -> str:
               "the reason.", "",
               "| Operator | Opsets | DirectML operators | Restrictions |", "|---|---|---|---|"]
     for r in sorted(contrib, key=lambda r: r.op_type.lower()):
-        dml = ", ".join(f"`{d[len('DML_OPERATOR_'):]}`" if d.startswith("DML_OPERATOR_") else d for d in r.dml)
+        dml = _dml_names(r)
         lines.append(f"| {r.op_type} | {_span(r)} | {dml} | {r.restrictions} |")
     lines += ["", "## Whole models", "",
               "Models nobody here wrote are compared with ONNX Runtime's CPU provider output by output "
