@@ -156,8 +156,7 @@ def onnx_markdown() -> str:
               "mapped is named `node/attribute/subnode`).", "",
               "| Operator | Domain | Opsets | DirectML operators | Restrictions |", "|---|---|---|---|---|"]
     for r in sorted(preview, key=lambda r: r.op_type.lower()):
-        dml = _dml_names(r)
-        lines.append(f"| {r.op_type} | {r.domain} | {_span(r)} | {dml} | {r.restrictions} |")
+        lines.append(f"| {r.op_type} | {r.domain} | {_span(r)} | {_dml_names(r)} | {r.restrictions} |")
     lines.append("")
     contrib = [r for r in TABLE if r.domain == "com.microsoft"]
     lines += ["## ONNX Runtime's contrib operators (com.microsoft)", "",
@@ -168,8 +167,7 @@ def onnx_markdown() -> str:
               "the reason.", "",
               "| Operator | Opsets | DirectML operators | Restrictions |", "|---|---|---|---|"]
     for r in sorted(contrib, key=lambda r: r.op_type.lower()):
-        dml = _dml_names(r)
-        lines.append(f"| {r.op_type} | {_span(r)} | {dml} | {r.restrictions} |")
+        lines.append(f"| {r.op_type} | {_span(r)} | {_dml_names(r)} | {r.restrictions} |")
     lines += ["", "## Whole models", "",
               "Models nobody here wrote are compared with ONNX Runtime's CPU provider output by output "
               "(tests/onnx/test_onnx_zoo.py) and timed against it (benchmarks/onnx/models.py): torchvision's "
