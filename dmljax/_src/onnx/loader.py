@@ -22,6 +22,7 @@ import numpy as np
 from jax import lax
 
 from dmljax._src.errors import ValidationError, Violation, cap
+from dmljax._src.onnx import prepare
 from dmljax._src.onnx.errors import OnnxImportError, file_error, node_violation
 from dmljax._src.onnx.table import (CONTROL_FLOW, FOLDED, TABLE, UNROLL, Call, Rule, _runtime_dtype, find_rule,
                                     rules_for)
@@ -235,12 +236,16 @@ class OnnxModel:
         self.outputs = outputs
         self._buffers = dict(buffers or {})
         self.apply = _Apply(jax.jit(self._apply_buffers), self._buffers)
+        self._prepared = prepare.Prepared(lambda known, *xs: self._apply_buffers(known[0], known[1], *xs))
 
     @property
     def nodes(self) -> tuple[NodeInfo, ...]:
         return tuple(_info(n, self.opset) for n in self._nodes)
 
     def __call__(self, *inputs):
+        known = (self.params, self._buffers)
+        if prepare.applies(known, inputs):
+            return self._prepared(known, *inputs)
         return self.apply(self.params, *inputs)
 
     def __repr__(self) -> str:

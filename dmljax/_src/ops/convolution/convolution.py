@@ -283,6 +283,28 @@ def _gemm(x, w, direction, groups, g, precision, accumulate):
                                   accumulate=accumulate))
 
 
+def xla_convolution(x, w, strides, pads, *, lhs_dilation=None, rhs_dilation=None, groups=1, precision=None,
+                    preferred_element_type=None):
+    """``lax.conv_general_dilated`` of ``x`` {N, C, spatial...} and ``w`` {O, C / groups,
+    window...}; on the CPU with the filter transposed to {window..., C / groups, O} first, the
+    layout XLA's CPU convolution reads: XLA would transpose the filter inside the program on
+    every call, and as its own operation a transpose of the filter alone is computed once where
+    the filter is a model's parameter (dmljax/_src/prepare.py)."""
+    n = w.ndim
+
+    def conv(a, b, dimension_numbers=None):
+        return lax.conv_general_dilated(a, b, strides, pads, lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation,
+                                        dimension_numbers=dimension_numbers, feature_group_count=groups,
+                                        precision=precision, preferred_element_type=preferred_element_type)
+
+    def cpu(a, b):
+        spatial = tuple(range(2, n))
+        numbers = lax.ConvDimensionNumbers(tuple(range(n)), (n - 1, n - 2) + tuple(range(n - 2)), tuple(range(n)))
+        return conv(a, jnp.transpose(b, spatial + (1, 0)), numbers)
+
+    return lax.platform_dependent(x, w, cpu=cpu, default=conv)
+
+
 def grouped(conv, x, w, groups):
     """``conv(x, w)``, a convolution of ``groups`` groups: where there are several, split over
     the devices along the batch of a sharded input, the filter whole on each (XLA's partitioner
@@ -306,8 +328,8 @@ def _xla(x, w, direction, flip, groups, g, precision, accumulate):
         # OutputPadding: the padded input extended by OutputPadding more windows' steps
         pads = [(a, b + o * s) for a, b, o, s in zip(g["StartPadding"], g["EndPadding"], g["OutputPadding"],
                                                      g["Strides"])]
-        return depthwise.on_cpu(lambda p, q: grouped(lambda a, b: lax.conv_general_dilated(
-            a, b, g["Strides"], pads, rhs_dilation=g["Dilations"], feature_group_count=groups, precision=precision,
+        return depthwise.on_cpu(lambda p, q: grouped(lambda a, b: xla_convolution(
+            a, b, g["Strides"], pads, rhs_dilation=g["Dilations"], groups=groups, precision=precision,
             preferred_element_type=accumulate), p, q, groups), x, w, groups, g["Strides"], pads, g["Dilations"],
             accumulate)
     # BACKWARD: the input spread out by Strides, slid over by the transposed filter flipped
@@ -316,9 +338,9 @@ def _xla(x, w, direction, flip, groups, g, precision, accumulate):
     spans = [d * (k - 1) + 1 for d, k in zip(g["Dilations"], w.shape[2:])]
     pads = [(span - 1 - a, span - 1 - b + o) for span, a, b, o in
             zip(spans, g["StartPadding"], g["EndPadding"], g["OutputPadding"])]
-    return grouped(lambda a, b: lax.conv_general_dilated(
+    return grouped(lambda a, b: xla_convolution(
         a, b, (1,) * (a.ndim - 2), pads, lhs_dilation=g["Strides"], rhs_dilation=g["Dilations"],
-        feature_group_count=groups, precision=precision, preferred_element_type=accumulate), x, w, groups)
+        groups=groups, precision=precision, preferred_element_type=accumulate), x, w, groups)
 
 
 def _half_operands(x, w, geometry_):

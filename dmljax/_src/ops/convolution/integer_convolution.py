@@ -40,7 +40,7 @@ from dmljax._src.linear_quantization import (
 )
 from dmljax._src.numerics import load, store
 from dmljax._src.op import operator
-from dmljax._src.ops.convolution.convolution import grouped
+from dmljax._src.ops.convolution.convolution import grouped, xla_convolution
 from dmljax._src.spec import INFERRED, OpSpec, ParamSpec, SameDataType, SilentChoice, TensorSpec, snake_case, table
 from dmljax._src.validate import MAX_ELEMENTS, TensorInfo
 from dmljax._src.window import array_violations, fit_violations, windows_per_dimension
@@ -197,9 +197,8 @@ def as_int8(x, zero_point):
 
 def _conv(x, w, g, groups, preferred):
     pads = list(zip(g["StartPadding"], g["EndPadding"]))
-    return grouped(lambda a, b: lax.conv_general_dilated(a, b, g["Strides"], pads, rhs_dilation=g["Dilations"],
-                                                         feature_group_count=groups, preferred_element_type=preferred),
-                   x, w, groups)
+    return grouped(lambda a, b: xla_convolution(a, b, g["Strides"], pads, rhs_dilation=g["Dilations"], groups=groups,
+                                                preferred_element_type=preferred), x, w, groups)
 
 
 EXACT_FLOAT32 = 2**24

@@ -1,0 +1,199 @@
+"""An imported model's call split in two: what depends on its parameters alone, computed once,
+and the rest, computed on every call.
+
+``OnnxModel.apply`` is one jitted program, so whatever its operators compute from the weights
+alone (a quantized filter widened and split, a filter transposed into the layout XLA's CPU
+convolution reads, a DequantizeLinear of constant weights) is computed again on every call:
+in ONNX Runtime's terms, nothing is pre-packed. For ResNet-18 on the 2-core CPU, those per-call
+filter transposes and conversions took 70 ms of its 150 ms (plain) and 245 ms of 400 ms
+(QOperator). ``Prepared`` traces the call to a jaxpr, inlines its calls (jit, custom_jvp and
+custom_vjp calls, and each ``lax.platform_dependent`` branch of the platform the model runs on),
+and marks as prepared every operation whose operands are all parameters, constants or prepared
+values, except those that only enlarge their operands (broadcasts, iotas), which would
+materialize large arrays where a fused program reads a few values. The prepared values are
+computed once by one jitted program and passed to a second, jitted program of the remaining
+operations: the same primitives on the same values, so integer results are the same bits, and
+float results are the same operations, rounded the same way, except where XLA fuses a multiply
+and an add across the split differently (docs/semantics.md#fused-multiply-add).
+
+The inlined custom_jvp and custom_vjp calls lose their derivative rules, so the split is for
+evaluation only: ``OnnxModel.__call__`` takes it on concrete inputs and parameters, and
+``apply`` (and a call under any JAX transformation) keeps the one program with every rule."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import jax
+import numpy as np
+from jax.extend import core as jcore
+
+ENLARGING = frozenset({"broadcast_in_dim", "iota"})
+"""Operations left to the call where they enlarge their operands past SMALL elements: a prepared
+broadcast would be read from memory where the call's fusion computes it from a few values."""
+SMALL = 4096
+
+_CALLS = frozenset({"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
+                    "custom_vjp_call_jaxpr"})
+
+
+class _Value:
+    """A value of the flattened program: known (a parameter, a constant or computed from them
+    only) or not; ``value`` holds a constant's or a literal's array."""
+    __slots__ = ("aval", "known", "value", "literal")
+
+    def __init__(self, aval, known=False, value=None, literal=False):
+        self.aval, self.known, self.value, self.literal = aval, known, value, literal
+
+
+def _elements(aval) -> int:
+    return math.prod(getattr(aval, "shape", ()))
+
+
+def _branch(platforms, platform: str):
+    """The branch of a ``platform_index``'s ``platforms`` that ``platform`` takes."""
+    default = None
+    for i, names in enumerate(platforms):
+        if names is None:
+            default = i
+        elif platform in names:
+            return i
+    return default
+
+
+def _sub_jaxpr(eqn):
+    if eqn.primitive.name not in _CALLS:
+        return None
+    for key in ("jaxpr", "call_jaxpr", "fun_jaxpr"):
+        sub = eqn.params.get(key)
+        if sub is not None:
+            return sub
+    return None
+
+
+def _flatten(closed, inputs: list[_Value], platform: str):
+    """The primitive operations of ``closed`` in order, calls inlined, as (eqn, operands, results)
+    of _Values; and the program's outputs."""
+    ops: list[tuple[Any, list[_Value], list[_Value]]] = []
+
+    def inline(jaxpr, consts: list[_Value], args: list[_Value]) -> list[_Value]:
+        env: dict[Any, _Value] = dict(zip(jaxpr.constvars, consts))
+        env.update(zip(jaxpr.invars, args))
+
+        def read(atom):
+            if isinstance(atom, jcore.Literal):
+                return _Value(atom.aval, True, atom.val, literal=True)
+            return env[atom]
+
+        for eqn in jaxpr.eqns:
+            operands = [read(a) for a in eqn.invars]
+            name = eqn.primitive.name
+            sub = _sub_jaxpr(eqn)
+            if name == "platform_index":
+                index = _branch(eqn.params["platforms"], platform)
+                results = [_Value(eqn.outvars[0].aval, True, np.int32(index), literal=True)]
+            elif name == "cond" and operands[0].literal:
+                branch = eqn.params["branches"][int(operands[0].value)]
+                results = inline(branch.jaxpr, _constants(branch), operands[1:])
+            elif sub is not None and hasattr(sub, "jaxpr"):
+                results = inline(sub.jaxpr, _constants(sub), operands)
+            else:
+                results = [_Value(v.aval) for v in eqn.outvars]
+                ops.append((eqn, operands, results))
+            for var, value in zip(eqn.outvars, results):
+                if not isinstance(var, jcore.DropVar):
+                    env[var] = value
+        return [read(a) for a in jaxpr.outvars]
+
+    outputs = inline(closed.jaxpr, _constants(closed), inputs)
+    return ops, outputs
+
+
+def _constants(closed) -> list[_Value]:
+    return [_Value(getattr(c, "aval", None), True, c) for c in closed.consts]
+
+
+def _evaluate(ops, env: dict[int, Any]) -> Callable[[_Value], Any]:
+    def read(v: _Value):
+        return env[id(v)] if id(v) in env else v.value
+
+    for eqn, operands, results in ops:
+        params = eqn.primitive.get_bind_params(eqn.params)
+        with eqn.ctx.manager:
+            out = eqn.primitive.bind(*[read(v) for v in operands], **params)
+        for v, o in zip(results, out if eqn.primitive.multiple_results else [out]):
+            env[id(v)] = o
+    return read
+
+
+class Split:
+    """One input signature's split: ``prepare(known)`` (jitted) gives the prepared values,
+    ``run(prepared, *inputs)`` (jitted) the outputs."""
+
+    def __init__(self, fn: Callable, known, inputs, platform: str):
+        closed = jax.make_jaxpr(fn)(known, *inputs)
+        count = len(jax.tree.leaves(known))
+        values = [_Value(v.aval, i < count) for i, v in enumerate(closed.jaxpr.invars)]
+        ops, outputs = _flatten(closed, values, platform)
+        early, late = [], []
+        for op in ops:
+            eqn, operands, results = op
+            known_op = (all(v.known for v in operands) and not eqn.effects
+                        and not (eqn.primitive.name in ENLARGING
+                                 and sum(_elements(v.aval) for v in results) > SMALL))
+            for v in results:
+                v.known = known_op
+            (early if known_op else late).append(op)
+        needed: dict[int, _Value] = {}
+        for v in [v for _, operands, _ in late for v in operands] + outputs:
+            if v.known and not v.literal:
+                needed[id(v)] = v
+        self.prepared_values = list(needed.values())
+        self.early_count, self.late_count = len(early), len(late)
+        known_inputs, other_inputs = values[:count], values[count:]
+        kept = self.prepared_values
+
+        def prepare(known_leaves):
+            read = _evaluate(early, {id(v): x for v, x in zip(known_inputs, known_leaves)})
+            return [read(v) for v in kept]
+
+        def run(prepared, *args):
+            env = {id(v): x for v, x in zip(kept, prepared)}
+            env.update({id(v): x for v, x in zip(other_inputs, args)})
+            read = _evaluate(late, env)
+            return tuple(read(v) for v in outputs)
+
+        self.prepare = jax.jit(prepare)
+        self.run = jax.jit(run)
+
+
+class Prepared:
+    """``fn(known, *inputs)`` split per input signature (shapes and types), the prepared values
+    kept while ``known``'s leaves are the same objects (a replaced parameter prepares again)."""
+
+    def __init__(self, fn: Callable):
+        self._fn = fn
+        self._splits: dict[tuple, tuple[Split, list, list]] = {}
+
+    def __call__(self, known, *inputs):
+        leaves = jax.tree.leaves(known)
+        key = tuple((np.shape(x), np.result_type(x)) for x in inputs)
+        entry = self._splits.get(key)
+        if entry is None or len(entry[1]) != len(leaves) or any(a is not b for a, b in zip(entry[1], leaves)):
+            split = entry[0] if entry is not None else Split(self._fn, known, inputs, jax.default_backend())
+            entry = (split, leaves, split.prepare(leaves))
+            self._splits[key] = entry
+        split, _, prepared = entry
+        return split.run(prepared, *inputs)
+
+
+def applies(known, inputs) -> bool:
+    """Whether a call may take the split: concrete inputs and parameters (no JAX transformation
+    around the call), each on one device."""
+    for x in [*jax.tree.leaves(known), *inputs]:
+        if isinstance(x, jax.core.Tracer):
+            return False
+        if isinstance(x, jax.Array) and len(x.sharding.device_set) != 1:
+            return False
+    return True
