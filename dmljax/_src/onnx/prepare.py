@@ -136,6 +136,7 @@ class Split:
         count = len(jax.tree.leaves(known))
         values = [_Value(v.aval, i < count) for i, v in enumerate(closed.jaxpr.invars)]
         ops, outputs = _flatten(closed, values, platform)
+        parameters = {id(v) for v in values[:count]}
         early, late = [], []
         for op in ops:
             eqn, operands, results = op
@@ -144,10 +145,18 @@ class Split:
                                  and sum(_elements(v.aval) for v in results) > SMALL))
             for v in results:
                 v.known = known_op
+            if known_op and not any(id(v) in parameters for v in operands):
+                # constants alone: left where they are, for XLA to fold as in ``apply`` (a zero
+                # point of 0 drops its correction), and computed for the prepared values as well
+                early.append(op)
+                late.append(op)
+                continue
+            if known_op:
+                parameters.update(id(v) for v in results)
             (early if known_op else late).append(op)
         needed: dict[int, _Value] = {}
         for v in [v for _, operands, _ in late for v in operands] + outputs:
-            if v.known and not v.literal:
+            if id(v) in parameters and v.known:
                 needed[id(v)] = v
         self.prepared_values = list(needed.values())
         self.early_count, self.late_count = len(early), len(late)

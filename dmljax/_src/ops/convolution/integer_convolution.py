@@ -254,12 +254,46 @@ def _cuda_sums(x8, w8, g, groups):
     return _float_sums(x8, w8, g, groups, operand)
 
 
+def _int8_product(a, b):
+    """An INT8 x INT8 matrix product into INT32 (exact; XLA's CPU backend runs it as an integer
+    GEMM)."""
+    return lax.dot_general(a, b, (((1,), (0,)), ((), ())), preferred_element_type=np.int32)
+
+
+def _window_columns(x8, w8, g):
+    """sum x w of one group's INT8 operands as one matrix product: each window position's strided
+    slice of the zero-padded, channels-last input side by side (columns: window positions x
+    channels) times the filter as {window x C, O}."""
+    n, c = x8.shape[:2]
+    o, window = w8.shape[0], w8.shape[2:]
+    x = jnp.moveaxis(x8, 1, -1)
+    x = lax.pad(x, np.int8(0), [(0, 0, 0)] + [(a, b, 0) for a, b in zip(g["StartPadding"], g["EndPadding"])]
+                + [(0, 0, 0)])
+    out = windows_per_dimension(x8.shape[2:], window, *(g[k] for k in _ARRAYS))
+    columns = []
+    for k in np.ndindex(*window):
+        start = (0,) + tuple(t * dl for t, dl in zip(k, g["Dilations"])) + (0,)
+        limit = (n,) + tuple(t * dl + (m - 1) * s + 1 for t, dl, m, s in zip(k, g["Dilations"], out, g["Strides"])) + (c,)
+        columns.append(lax.slice(x, start, limit, (1,) + tuple(g["Strides"]) + (1,)))
+    patches = columns[0] if len(columns) == 1 else jnp.concatenate(columns, axis=-1)
+    taps = math.prod(window) * c
+    filt = jnp.transpose(w8, tuple(range(2, w8.ndim)) + (1, 0)).reshape(taps, o)
+    y = _int8_product(patches.reshape(-1, taps), filt)
+    return jnp.moveaxis(y.reshape((n,) + out + (o,)), -1, 1)
+
+
 def product_sums(x8, w8, g, groups):
     """sum x w of the INT8 operands over each window (zero padding) and the group's channels, as
     INT32: FLOAT32 sums of the pieces (``_float_sums``), with INT8 operands on CUDA and FLOAT32 ones
-    elsewhere. XLA's CPU convolution into INT32 is a plain loop: 456 ms where the FLOAT32 pieces
-    take 23 ms (batch 4, 256 -> 256 channels, 14 x 14, 3 x 3, two cores)."""
+    elsewhere, except one group on the CPU: an INT8 x INT8 -> INT32 matrix product of the windows
+    (``_window_columns``), which XLA's CPU backend runs as an integer GEMM. XLA's CPU convolution
+    into INT32 is a plain loop: 456 ms where the FLOAT32 pieces take 23 ms (batch 4, 256 -> 256
+    channels, 14 x 14, 3 x 3, two cores); the windows' product took 4.5 ms where a FLOAT32
+    convolution of the same sizes took 8.6 ms (1 x 256 x 14 x 14, 3 x 3; 8.3 / 22 ms for 512
+    channels of 7 x 7)."""
     def cpu(a, b):
+        if groups == 1:
+            return _window_columns(a, b, g)
         return _float_sums(a, b, g, groups, np.float32)
 
     def cuda(a, b):
