@@ -8,9 +8,10 @@ in ONNX Runtime's terms, nothing is pre-packed. For ResNet-18 on the 2-core CPU,
 filter transposes and conversions took 70 ms of its 150 ms (plain) and 245 ms of 400 ms
 (QOperator). ``Prepared`` traces the call to a jaxpr, inlines its calls (jit, custom_jvp and
 custom_vjp calls, and each ``lax.platform_dependent`` branch of the platform the model runs on),
-and marks as prepared every operation whose operands are all parameters, constants or prepared
-values, except those that only enlarge their operands (broadcasts, iotas), which would
-materialize large arrays where a fused program reads a few values. The prepared values are
+and marks as prepared every operation with a parameter or a prepared value among its operands and
+only those, constants and literals besides, except broadcasts and iotas (they would materialize
+large arrays where a fused program reads a few values). Operations on constants alone stay in
+the call, where XLA folds them as it does in ``apply`` (a zero point of 0 drops its correction). The prepared values are
 computed once by one jitted program and passed to a second, jitted program of the remaining
 operations: the same primitives on the same values, so integer results are the same bits, and
 float results are the same operations, rounded the same way, except where XLA fuses a multiply
@@ -22,7 +23,6 @@ evaluation only: ``OnnxModel.__call__`` takes it on concrete inputs and paramete
 
 from __future__ import annotations
 
-import math
 from typing import Any, Callable
 
 import jax
@@ -30,9 +30,8 @@ import numpy as np
 from jax.extend import core as jcore
 
 ENLARGING = frozenset({"broadcast_in_dim", "iota"})
-"""Operations left to the call where they enlarge their operands past SMALL elements: a prepared
-broadcast would be read from memory where the call's fusion computes it from a few values."""
-SMALL = 4096
+"""Operations left to the call: prepared, a broadcast would be read from memory where the call's
+fusion computes it from a few values."""
 
 _CALLS = frozenset({"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
                     "custom_vjp_call_jaxpr"})
@@ -45,10 +44,6 @@ class _Value:
 
     def __init__(self, aval, known=False, value=None, literal=False):
         self.aval, self.known, self.value, self.literal = aval, known, value, literal
-
-
-def _elements(aval) -> int:
-    return math.prod(getattr(aval, "shape", ()))
 
 
 def _branch(platforms, platform: str):
@@ -140,9 +135,7 @@ class Split:
         early, late = [], []
         for op in ops:
             eqn, operands, results = op
-            known_op = (all(v.known for v in operands) and not eqn.effects
-                        and not (eqn.primitive.name in ENLARGING
-                                 and sum(_elements(v.aval) for v in results) > SMALL))
+            known_op = all(v.known for v in operands) and not eqn.effects and eqn.primitive.name not in ENLARGING
             for v in results:
                 v.known = known_op
             if known_op and not any(id(v) in parameters for v in operands):

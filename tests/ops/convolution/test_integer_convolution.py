@@ -362,10 +362,11 @@ def _convolutions(fn, *args):
     return [line for line in text.splitlines() if re.search(r"\bconvolution\(", line)]
 
 
-def test_one_integer_convolution_in_the_lowered_hlo(rng):
-    # UINT8 input with a zero point, INT8 filter with per-channel ones, padding: still one
-    # convolution (FLOAT32 sums of the INT8 values, exact below 2^24: 72 terms need no split), the
-    # corrections around it in INT32
+def test_one_integer_product_in_the_lowered_hlo(rng):
+    # UINT8 input with a zero point, INT8 filter with per-channel ones, padding: on the CPU one
+    # INT8 x INT8 -> INT32 product of the windows' columns (2 x 6 x 6 rows, 3 x 3 x 8 columns) and
+    # no convolution, the corrections around it in INT32; with groups, one convolution (FLOAT32
+    # sums of the INT8 values, exact below 2^24: 36 terms need no split)
     x = rng.integers(0, 256, (2, 8, 6, 6)).astype(np.uint8)
     w = rng.integers(-128, 128, (4, 8, 3, 3)).astype(np.int8)
     xz, wz = np.full((1, 1, 1, 1), 3, np.uint8), rng.integers(-5, 5, (1, 4, 1, 1)).astype(np.int8)
@@ -374,9 +375,37 @@ def test_one_integer_convolution_in_the_lowered_hlo(rng):
                      (lambda *a: dmljax.quantized_linear_convolution(*a, **pads),
                       (x, _ones(), xz, w, _ones((1, 4, 1, 1), 0.5), wz, np.zeros((1, 4, 1, 1), np.int32), _ones(),
                        np.zeros((1, 1, 1, 1), np.uint8)))]:
-        convs = _convolutions(fn, *args)
-        assert len(convs) == 1, convs
-        assert re.search(r"= f32\[2,6,6,4\][^ ]* convolution\(", convs[0]), convs[0]
+        text = jax.jit(fn).lower(*args).compile().as_text()
+        assert not _convolutions(fn, *args)
+        dots = [line for line in text.splitlines() if re.search(r"= s32\[72,4\][^ ]* dot\(", line)]
+        assert len(dots) == 1, dots
+        assert re.search(r"s8\[72,72\][^ ]* parameter", text) and re.search(r"s8\[72,4\][^ ]* parameter", text)
+    w2 = rng.integers(-128, 128, (4, 4, 3, 3)).astype(np.int8)
+    convs = _convolutions(lambda *a: dmljax.convolution_integer(*a, group_count=2, **pads), x, xz, w2, None)
+    assert len(convs) == 1 and re.search(r"= f32\[2,6,6,4\][^ ]* convolution\(", convs[0]), convs
+
+
+@pytest.mark.parametrize("case", [
+    dict(shape=(2, 8, 7, 6), window=(3, 3), strides=(2, 1), dilations=(1, 2), start=(1, 2), end=(0, 1)),
+    dict(shape=(1, 5, 9), window=(4,), strides=(3,), dilations=(2,), start=(3,), end=(2,)),
+    dict(shape=(1, 130, 4, 4), window=(3, 3), strides=(1, 1), dilations=(1, 1), start=(1, 1), end=(1, 1)),
+])
+def test_window_columns_are_exact(rng, case):
+    # the CPU's one-group form: INT8 x INT8 -> INT32 products of the windows' columns, exact for any
+    # geometry, and for 130 x 9 = 1,170 terms of -128 x -128 (past FLOAT32's 2^24)
+    d = len(case["window"])
+    g = ic.geometry(d, {"Strides": case["strides"], "Dilations": case["dilations"], "StartPadding": case["start"],
+                        "EndPadding": case["end"]})
+    for worst in (False, True):
+        c = case["shape"][1]
+        x = (np.full(case["shape"], -128, np.int8) if worst
+             else rng.integers(-128, 128, case["shape"]).astype(np.int8))
+        w = (np.full((3, c) + case["window"], -128, np.int8) if worst
+             else rng.integers(-128, 128, (3, c) + case["window"]).astype(np.int8))
+        got = np.asarray(jax.jit(lambda a, b: ic._window_columns(a, b, g))(x, w))
+        np.testing.assert_array_equal(got, accumulate(x, None, w, None, strides=case["strides"],
+                                                      dilations=case["dilations"], start_padding=case["start"],
+                                                      end_padding=case["end"]))
 
 
 # ---------------------------------------------------------------------------------- jit, grad, vmap
