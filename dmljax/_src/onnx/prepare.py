@@ -131,25 +131,32 @@ class Split:
         count = len(jax.tree.leaves(known))
         values = [_Value(v.aval, i < count) for i, v in enumerate(closed.jaxpr.invars)]
         ops, outputs = _flatten(closed, values, platform)
-        parameters = {id(v) for v in values[:count]}
+        # the known values that come from parameters: prepared ones (kept for the call) and
+        # enlarged ones (broadcasts: computed again wherever used, from prepared operands)
+        prepared_ids = {id(v) for v in values[:count]}
+        enlarged_ids: set[int] = set()
         early, late = [], []
         for op in ops:
             eqn, operands, results = op
-            known_op = all(v.known for v in operands) and not eqn.effects and eqn.primitive.name not in ENLARGING
+            known_op = all(v.known for v in operands) and not eqn.effects
             for v in results:
                 v.known = known_op
-            if known_op and not any(id(v) in parameters for v in operands):
-                # constants alone: left where they are, for XLA to fold as in ``apply`` (a zero
-                # point of 0 drops its correction), and computed for the prepared values as well
+            if not known_op:
+                late.append(op)
+            elif eqn.primitive.name in ENLARGING or not any(id(v) in prepared_ids or id(v) in enlarged_ids
+                                                              for v in operands):
+                # a broadcast, or constants alone (left for XLA to fold as in ``apply``: a zero
+                # point of 0 drops its correction): computed on both sides, never kept
                 early.append(op)
                 late.append(op)
-                continue
-            if known_op:
-                parameters.update(id(v) for v in results)
-            (early if known_op else late).append(op)
+                if any(id(v) in prepared_ids or id(v) in enlarged_ids for v in operands):
+                    enlarged_ids.update(id(v) for v in results)
+            else:
+                early.append(op)
+                prepared_ids.update(id(v) for v in results)
         needed: dict[int, _Value] = {}
         for v in [v for _, operands, _ in late for v in operands] + outputs:
-            if id(v) in parameters and v.known:
+            if id(v) in prepared_ids:
                 needed[id(v)] = v
         self.prepared_values = list(needed.values())
         self.early_count, self.late_count = len(early), len(late)
