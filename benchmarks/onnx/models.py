@@ -1,6 +1,6 @@
 """Whole ONNX models: dmljax's import against ONNX Runtime's CPU provider, in one process.
 
-    python3 benchmarks/onnx/models.py [--out DIR] [--repeats N] [NAME-FILTER ...]
+    python3 benchmarks/onnx/models.py [--out DIR] [--repeats N] [--update] [NAME-FILTER ...]
 
 Each model of tests/onnx/zoo.py (the torchvision, transformers and PyTorch exports in their plain
 and ONNX Runtime-quantized forms, and the third-party models shipped in registry wheels) is loaded
@@ -17,7 +17,9 @@ session options: all graph optimizations, ONNX Runtime's default thread pool). R
 
 Models that cannot be had (no torch to export, no network for a wheel) or that load refuses are
 listed with the reason. Writes ``models.md`` and ``models.json`` to ``--out`` or
-``benchmarks/results/cpu/onnx/``.
+``benchmarks/results/cpu/onnx/``. With ``--update`` (and name filters), the models measured
+replace their rows in the folder's ``models.json`` and the others keep theirs; each row records
+the commit and date it was measured at, and the page lists the rows of an earlier run.
 """
 
 from __future__ import annotations
@@ -138,6 +140,10 @@ def markdown(rows: list, env: dict, repeats: int) -> str:
         lines += ["", "Not compared:", ""]
         lines += [f"- {r['model']}: " + (f"refused by load: {r['refused']}" if "refused" in r
                                          else f"unavailable: {r['unavailable']}") for r in other]
+    kept = [r for r in rows if r.get("commit", env["commit"]) != env["commit"] or r.get("date", env["date"]) != env["date"]]
+    if kept:
+        lines += ["", "Rows of an earlier run (`--update` re-measured the others): "
+                  + "; ".join(f"{r['model']} ({r['date']}, commit {r['commit'][:12]})" for r in kept) + "."]
     lines += ["", "Models:", ""] + [f"- {r['model']}: {r['what']}" for r in rows]
     return "\n".join(lines) + "\n"
 
@@ -157,8 +163,22 @@ def main() -> int:
         cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "")
     env.update(cpu=cpu or "unknown CPU", cores=os.cpu_count(), onnxruntime=onnxruntime.__version__,
                onnx=onnx.__version__, load_average_at_start=_load())
+    update = "--update" in rest
+    if update:
+        rest.remove("--update")
+    folder = Path(out) if out else common.HERE / "results" / "cpu" / "onnx"
+    earlier = {}
+    if update and (folder / "models.json").is_file():
+        old = json.loads((folder / "models.json").read_text())
+        for r in old["models"]:
+            r.setdefault("commit", old["environment"]["commit"])
+            r.setdefault("date", old["environment"]["date"])
+            earlier[r["model"]] = r
     rows = []
     for name, path, inputs, classifier, what, static_inputs in _models():
+        if update and rest and not any(f in name for f in rest) and name in earlier:
+            rows.append(earlier[name])
+            continue
         if rest and not any(f in name for f in rest):
             continue
         try:
@@ -168,11 +188,10 @@ def main() -> int:
             print(f"{name}: unavailable: {e}", flush=True)
             continue
         row = measure(name, p, inputs(), classifier, repeats, static_inputs)
-        row["what"] = what
+        row.update(what=what, commit=env["commit"], date=env["date"])
         rows.append(row)
         print(json.dumps(row), flush=True)
     env["load_average_at_end"] = _load()
-    folder = Path(out) if out else common.HERE / "results" / "cpu" / "onnx"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "models.json").write_text(json.dumps({"environment": env, "repeats": repeats, "models": rows},
                                                    indent=1) + "\n")

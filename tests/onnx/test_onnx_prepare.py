@@ -53,7 +53,8 @@ def test_the_call_equals_apply_and_prepares_the_filters(loaded):
     np.testing.assert_array_equal(np.asarray(q), np.asarray(q2))  # integers: the same bits
     np.testing.assert_allclose(np.asarray(y), np.asarray(y2), rtol=0, atol=1e-6)
     (split, _, prepared), = model._prepared._splits.values()
-    shapes = [tuple(p.shape) for p in prepared]
+    shapes = [tuple(v.aval.shape) for v in split.prepared_values]
+    assert [tuple(p.shape) for p in prepared[0]] == [s for s in shapes if np.prod(s, dtype=int) > prepare.PACKED]
     # the float filter window-first for the CPU's convolution, the INT8 one (over 1,024 values: a
     # buffer, not a constant) as the windows' columns
     assert (3, 3, 3, 8) in shapes and (72, 16) in shapes, shapes
@@ -81,8 +82,8 @@ def test_transformations_take_apply(loaded):
     model, x = loaded
     known = (model.params, model._buffers)
     seen = []
-    jax.jit(lambda v: seen.append(prepare.applies(known, [v])) or v)(x)
-    assert seen == [False] and prepare.applies(known, [x])
+    jax.jit(lambda v: seen.append(model._prepared.applies(known, [v])) or v)(x)
+    assert seen == [False] and model._prepared.applies(known, [x])
     y = jax.jit(lambda v: model(v)[0])(x)
     np.testing.assert_array_equal(np.asarray(y), np.asarray(jax.jit(lambda v: model.apply(model.params, v)[0])(x)))
     g = jax.grad(lambda v: model(v)[0].sum())(x)
@@ -101,4 +102,4 @@ def test_constants_stay_in_the_call():
     x = np.ones((4, 2), np.float32)
     np.testing.assert_array_equal(np.asarray(model(x)[0]), x @ (w * 3))
     (split, _, prepared), = model._prepared._splits.values()
-    assert split.early_count >= 1 and [tuple(p.shape) for p in prepared] == [(2, 3)]
+    assert split.early_count >= 1 and [tuple(v.aval.shape) for v in split.prepared_values] == [(2, 3)]

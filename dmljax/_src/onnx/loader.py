@@ -246,7 +246,7 @@ class OnnxModel:
 
     def __call__(self, *inputs):
         known = (self.params, self._buffers)
-        if prepare.applies(known, inputs):
+        if self._prepared.applies(known, inputs):
             return self._prepared(known, *inputs)
         return self.apply(self.params, *inputs)
 

@@ -23,15 +23,21 @@ evaluation only: ``OnnxModel.__call__`` takes it on concrete inputs and paramete
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import jax
+import jax.numpy as jnp
 import numpy as np
+from jax import lax
 from jax.extend import core as jcore
 
 ENLARGING = frozenset({"broadcast_in_dim", "iota"})
 """Operations left to the call: prepared, a broadcast would be read from memory where the call's
 fusion computes it from a few values."""
+
+PACKED = 64
+"""Prepared values of at most this many elements are passed to the call packed, one array a type."""
 
 _CALLS = frozenset({"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
                     "custom_vjp_call_jaxpr"})
@@ -162,13 +168,28 @@ class Split:
         self.early_count, self.late_count = len(early), len(late)
         known_inputs, other_inputs = values[:count], values[count:]
         kept = self.prepared_values
+        # the small values packed into one array a type: a call's arguments cost time each (a
+        # two-layer encoder had 399 prepared values, most of them scalars)
+        large = [v for v in kept if math.prod(v.aval.shape) > PACKED]
+        packs: dict[Any, list[_Value]] = {}
+        for v in kept:
+            if math.prod(v.aval.shape) <= PACKED:
+                packs.setdefault(v.aval.dtype, []).append(v)
+        packs_list = list(packs.values())
 
         def prepare(known_leaves):
             read = _evaluate(early, {id(v): x for v, x in zip(known_inputs, known_leaves)})
-            return [read(v) for v in kept]
+            return ([read(v) for v in large],
+                    [jnp.concatenate([jnp.reshape(read(v), (-1,)) for v in group]) for group in packs_list])
 
         def run(prepared, *args):
-            env = {id(v): x for v, x in zip(kept, prepared)}
+            env = {id(v): x for v, x in zip(large, prepared[0])}
+            for group, pack in zip(packs_list, prepared[1]):
+                start = 0
+                for v in group:
+                    size = math.prod(v.aval.shape)
+                    env[id(v)] = lax.slice(pack, (start,), (start + size,)).reshape(v.aval.shape)
+                    start += size
             env.update({id(v): x for v, x in zip(other_inputs, args)})
             read = _evaluate(late, env)
             return tuple(read(v) for v in outputs)
@@ -187,7 +208,7 @@ class Prepared:
 
     def __call__(self, known, *inputs):
         leaves = jax.tree.leaves(known)
-        key = tuple((np.shape(x), np.result_type(x)) for x in inputs)
+        key = tuple((np.shape(x), x.dtype if hasattr(x, "dtype") else np.result_type(x)) for x in inputs)
         entry = self._splits.get(key)
         if entry is None or len(entry[1]) != len(leaves) or any(a is not b for a, b in zip(entry[1], leaves)):
             split = entry[0] if entry is not None else Split(self._fn, known, inputs, jax.default_backend())
@@ -196,13 +217,18 @@ class Prepared:
         split, _, prepared = entry
         return split.run(prepared, *inputs)
 
-
-def applies(known, inputs) -> bool:
-    """Whether a call may take the split: concrete inputs and parameters (no JAX transformation
-    around the call), each on one device."""
-    for x in [*jax.tree.leaves(known), *inputs]:
-        if isinstance(x, jax.core.Tracer):
-            return False
-        if isinstance(x, jax.Array) and len(x.sharding.device_set) != 1:
-            return False
-    return True
+    def applies(self, known, inputs) -> bool:
+        """Whether a call may take the split: concrete inputs and parameters (no JAX
+        transformation around the call), each on one device (the parameters checked when they
+        are new)."""
+        arrays = list(inputs)
+        entry = next(iter(self._splits.values()), None)
+        leaves = jax.tree.leaves(known)
+        if entry is None or len(entry[1]) != len(leaves) or any(a is not b for a, b in zip(entry[1], leaves)):
+            arrays += leaves
+        for x in arrays:
+            if isinstance(x, jax.core.Tracer):
+                return False
+            if isinstance(x, jax.Array) and len(x.sharding.device_set) != 1:
+                return False
+        return True
