@@ -82,8 +82,8 @@ def test_transformations_take_apply(loaded):
     model, x = loaded
     known = (model.params, model._buffers)
     seen = []
-    jax.jit(lambda v: seen.append(model._prepared.applies(known, [v])) or v)(x)
-    assert seen == [False] and model._prepared.applies(known, [x])
+    jax.jit(lambda v: seen.append(model._prepared(known, v)) or v)(x)
+    assert seen == [None] and model._prepared(known, x) is not None
     y = jax.jit(lambda v: model(v)[0])(x)
     np.testing.assert_array_equal(np.asarray(y), np.asarray(jax.jit(lambda v: model.apply(model.params, v)[0])(x)))
     g = jax.grad(lambda v: model(v)[0].sum())(x)

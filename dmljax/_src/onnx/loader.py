@@ -245,10 +245,8 @@ class OnnxModel:
         return tuple(_info(n, self.opset) for n in self._nodes)
 
     def __call__(self, *inputs):
-        known = (self.params, self._buffers)
-        if self._prepared.applies(known, inputs):
-            return self._prepared(known, *inputs)
-        return self.apply(self.params, *inputs)
+        out = self._prepared((self.params, self._buffers), *inputs)
+        return self.apply(self.params, *inputs) if out is None else out
 
     def __repr__(self) -> str:
         return (f"OnnxModel({self.name!r}, opset {self.opset}, {len(self._nodes)} nodes, "

@@ -207,28 +207,27 @@ class Prepared:
         self._splits: dict[tuple, tuple[Split, list, list]] = {}
 
     def __call__(self, known, *inputs):
+        """The outputs, or None where the call may not take the split (``_concrete``)."""
         leaves = jax.tree.leaves(known)
         key = tuple((np.shape(x), x.dtype if hasattr(x, "dtype") else np.result_type(x)) for x in inputs)
         entry = self._splits.get(key)
-        if entry is None or len(entry[1]) != len(leaves) or any(a is not b for a, b in zip(entry[1], leaves)):
+        fresh = entry is None or len(entry[1]) != len(leaves) or any(a is not b for a, b in zip(entry[1], leaves))
+        if not _concrete(inputs) or (fresh and not _concrete(leaves)):
+            return None
+        if fresh:
             split = entry[0] if entry is not None else Split(self._fn, known, inputs, jax.default_backend())
             entry = (split, leaves, split.prepare(leaves))
             self._splits[key] = entry
         split, _, prepared = entry
         return split.run(prepared, *inputs)
 
-    def applies(self, known, inputs) -> bool:
-        """Whether a call may take the split: concrete inputs and parameters (no JAX
-        transformation around the call), each on one device (the parameters checked when they
-        are new)."""
-        arrays = list(inputs)
-        entry = next(iter(self._splits.values()), None)
-        leaves = jax.tree.leaves(known)
-        if entry is None or len(entry[1]) != len(leaves) or any(a is not b for a, b in zip(entry[1], leaves)):
-            arrays += leaves
-        for x in arrays:
-            if isinstance(x, jax.core.Tracer):
-                return False
-            if isinstance(x, jax.Array) and len(x.sharding.device_set) != 1:
-                return False
-        return True
+
+def _concrete(arrays) -> bool:
+    """Whether a call may take the split: concrete arrays (no JAX transformation around the call),
+    each on one device (the parameters checked when they are new)."""
+    for x in arrays:
+        if isinstance(x, jax.core.Tracer):
+            return False
+        if isinstance(x, jax.Array) and len(x.sharding.device_set) != 1:
+            return False
+    return True
