@@ -289,7 +289,7 @@ def xla_convolution(x, w, strides, pads, *, lhs_dilation=None, rhs_dilation=None
     window...}; on the CPU with the filter transposed to {window..., C / groups, O} first, the
     layout XLA's CPU convolution reads: XLA would transpose the filter inside the program on
     every call, and as its own operation a transpose of the filter alone is computed once where
-    the filter is a model's parameter (dmljax/_src/prepare.py)."""
+    the filter is a model's parameter (dmljax/_src/onnx/prepare.py)."""
     n = w.ndim
 
     def conv(a, b, dimension_numbers=None):
