@@ -12,7 +12,11 @@ Second derivatives differentiate the rule itself, so it is written in differenti
 The rule is traced under ``numerics.gradient_rule``, which passes FLOAT32 denormals unflushed:
 the flush is a rule about values (docs/semantics.md#denormals: it passes gradients through
 unchanged) and it is not linear, so JAX could not transpose a rule that flushed its cotangent.
-A ``*_GRAD`` operator called as an operator flushes its results as every operator does."""
+A ``*_GRAD`` operator called as an operator flushes its results as every operator does.
+
+``custom_transposed`` is the other way round: a tangent written forward whose transpose is given,
+not derived, for a route whose reverse mode must run a fused kernel's own backward pass (cuDNN's
+attention), which JAX cannot transpose."""
 
 from __future__ import annotations
 
