@@ -78,6 +78,7 @@ def test_a_replaced_parameter_prepares_again(loaded):
     np.testing.assert_array_equal(np.asarray(model(x)[0]), before)
 
 
+@pytest.mark.slow  # 2.4 s: three transformations traced and compiled
 def test_transformations_take_apply(loaded):
     model, x = loaded
     known = (model.params, model._buffers)
