@@ -18,9 +18,10 @@ class OnnxImportError(ValidationError):
         super().__init__("dmljax.onnx.load", f"ONNX model {model}", None, violations)
 
 
-def node_violation(name: str, op_type: str, opset: int, reason: str, tip: str = "") -> Violation:
-    """One node that cannot be mapped."""
-    return Violation(f"node {name!r} ({op_type}, ai.onnx opset {opset})", "", reason, "", tip)
+def node_violation(name: str, op_type: str, opset: int, reason: str, tip: str = "", domain: str = "") -> Violation:
+    """One node that cannot be mapped, named with its operator, its domain (ai.onnx where
+    ``domain`` is empty) and the model's opset of that domain."""
+    return Violation(f"node {name!r} ({op_type}, {domain or 'ai.onnx'} opset {opset})", "", reason, "", tip)
 
 
 def file_error(model: str, found: str, tip: str = "") -> OnnxImportError:

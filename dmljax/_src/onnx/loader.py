@@ -528,25 +528,27 @@ def _map_nodes(g, opset: int, problems: list, scope: str = "", domains: dict | N
         rule = None
         subgraphs = {}
         domain = "" if p.domain == "ai.onnx" else p.domain
+        node_opset = (domains or {}).get(domain, 1) if domain else opset
+
+        def refused(reason, tip=""):
+            problems.append(node_violation(node_name, p.op_type, node_opset, reason, tip, domain))
         if domain and not rules_for(p.op_type, domain):
-            problems.append(node_violation(node_name, p.op_type, opset, f"is in domain {p.domain!r}",
-                                           "ai.onnx operators and the com.microsoft and ONNX preview ones "
-                                           "docs/onnx.md lists are mapped"))
+            refused(f"is in domain {p.domain!r}",
+                    "ai.onnx operators and the com.microsoft and ONNX preview ones docs/onnx.md lists are mapped")
         elif not domain and p.op_type == "Constant":
             value = _constant(p, attrs)
             if value is None:
-                problems.append(node_violation(node_name, p.op_type, opset, "has a value attribute that is not mapped"))
+                refused("has a value attribute that is not mapped")
             else:
                 consts[p.output[0]] = value
             continue
         elif domain or p.op_type not in FOLDED:
-            rule = find_rule(p.op_type, (domains or {}).get(domain, 1) if domain else opset, domain)
+            rule = find_rule(p.op_type, node_opset, domain)
             if rule is None:
                 known = rules_for(p.op_type)
                 reason = (f"is mapped for opsets {', '.join(_span(r) for r in known)} only" if known
                           else "has no mapping onto DirectML operators")
-                problems.append(node_violation(node_name, p.op_type, opset, reason,
-                                               "docs/onnx.md lists the ONNX operators dmljax maps"))
+                refused(reason, "docs/onnx.md lists the ONNX operators dmljax maps")
             else:
                 reason = rule.check(attrs, opset) if rule.check is not None else None
                 if reason is None and rule.check_io is not None:
@@ -554,7 +556,7 @@ def _map_nodes(g, opset: int, problems: list, scope: str = "", domains: dict | N
                 if reason is None and rule.check_shapes is not None and shapes:
                     reason = rule.check_shapes(attrs, opset, tuple(p.input), tuple(shapes.get(i) for i in p.input))
                 if reason:
-                    problems.append(node_violation(node_name, p.op_type, opset, reason))
+                    refused(reason)
             if p.op_type in _GRAPH_ATTRS:
                 graphs = {a.name: a.g for a in p.attribute if a.type == onnx.AttributeProto.GRAPH}
                 for key in _GRAPH_ATTRS[p.op_type]:
