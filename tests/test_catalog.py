@@ -441,7 +441,10 @@ def _jit_types(name):
     return [t for t in [next((t for t in types if t.is_float), None), _int_type(name)] if t is not None]
 
 
-JIT = [pytest.param(n, dt, marks=() if i == 0 else pytest.mark.slow)
+EAGER_SLOW = {"QUANTIZED_LINEAR_CONVOLUTION"}
+"""Operators whose op-by-op run under jax.disable_jit takes seconds (the CPU's integer convolution
+as the window's columns: 6 s), left to the slow tier whole."""
+JIT = [pytest.param(n, dt, marks=() if i == 0 and n not in EAGER_SLOW else pytest.mark.slow)
        for n in _with_ref(OPS) for i, dt in enumerate(_jit_types(n))]
 
 
