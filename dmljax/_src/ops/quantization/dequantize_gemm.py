@@ -45,9 +45,9 @@ def dequantize_gemm(a, b, quantizations, c=None, *, quantization_type, operand="
     or UINT4 with FLOAT16 scales, the other operand has 1 to 16 rows (GEMM's M, or N where A is
     dequantized), batch dimensions are 1, there is no fused activation and no half-precision
     computation, and where it measured faster than the two operators (the kernel's
-    ``FASTER_UP_TO``): the weights {N, K}, B with TransB (MatMulNBits' layout) or A without TransA
-    (the product computed transposed), not the weights {K, N}. The 4-bit
-    weights are read once, packed, and the dequantized FLOAT16 weights never written. Its values: the dequantized weights are DEQUANTIZE's bit for bit, each product
+    ``FASTER_UP_TO``: both layouts of the weights, {N, K} as MatMulNBits lays them out and {K, N},
+    up to 16 rows). The 4-bit weights are read once, packed, and the dequantized FLOAT16 weights
+    never written. Its values: the dequantized weights are DEQUANTIZE's bit for bit, each product
     is exact in FLOAT32 and the sum is FLOAT32 in another order than XLA's, within GEMM's budget of
     the two operators' result, not bit for bit. Where the kernel's rule does not apply it is the
     two operators called one after the other, bit for bit; where it applies but the platform is not
@@ -86,11 +86,7 @@ def dequantize_gemm(a, b, quantizations, c=None, *, quantization_type, operand="
     mm = dict(trans_a=trans_a, trans_b=trans_b, alpha=alpha, beta=beta, fused_activation=fused_activation,
               allow_half_precision_computation=allow_half_precision_computation, feature_level=feature_level)
 
-    def unfused(a, b, quantizations, c):
-        if operand == "b":
-            return gemm(a, dequantize(b, quantizations, **deq), c, **mm)
-        return gemm(dequantize(a, quantizations, **deq), b, c, **mm)
-
+    unfused = _operators(operand, deq, mm)
     if recording() or fused_activation is not None or allow_half_precision_computation:
         return unfused(a, b, quantizations, c)  # a recorder sees both operators; the kernel takes neither case
     _value_checks(quantizations, feature_level)
@@ -101,6 +97,16 @@ def dequantize_gemm(a, b, quantizations, c=None, *, quantization_type, operand="
         return unfused(a, b, quantizations, c)  # the two operators, as called one after the other
     return _program(operand, ta, tb, float(np.float32(alpha)), float(np.float32(beta)), quantization_type,
                     resolve_feature_level(feature_level))(a, b, quantizations, c)
+
+
+def _operators(operand: str, deq: dict, mm: dict):
+    """The pair as the two operators, one after the other: DEQUANTIZE of ``operand`` with the
+    keywords ``deq``, then GEMM with ``mm``."""
+    def unfused(a, b, quantizations, c):
+        if operand == "b":
+            return gemm(a, dequantize(b, quantizations, **deq), c, **mm)
+        return gemm(dequantize(a, quantizations, **deq), b, c, **mm)
+    return unfused
 
 
 def _value_checks(quantizations, feature_level) -> None:
@@ -147,12 +153,7 @@ def _program(operand: str, ta: MatrixTransform, tb: MatrixTransform, alpha: floa
     ``interpret=True`` (tests) takes the kernel wherever it can run, in Pallas's interpreter, on
     any backend; ``settings`` (tests): the kernel's, other than its layout's SETTINGS."""
     deq = dict(quantization_type=quantization_type, feature_level=level)
-    mm = dict(trans_a=ta, trans_b=tb, alpha=alpha, beta=beta, feature_level=level)
-
-    def unfused(a, b, quantizations, c):
-        if operand == "b":
-            return gemm(a, dequantize(b, quantizations, **deq), c, **mm)
-        return gemm(dequantize(a, quantizations, **deq), b, c, **mm)
+    unfused = _operators(operand, deq, dict(trans_a=ta, trans_b=tb, alpha=alpha, beta=beta, feature_level=level))
 
     def fused(a, b, quantizations, c):
         x, w, w_trans, transposed = _kernel_operands(operand, ta, tb, a, b)
