@@ -1,4 +1,4 @@
-"""cuDNN's fused attention (``jax.nn.dot_product_attention(..., implementation="cudnn" if jax.default_backend() == "gpu" else "xla")``) for
+"""cuDNN's fused attention (``jax.nn.dot_product_attention(..., implementation="cudnn")``) for
 MULTIHEAD_ATTENTION and MULTIHEAD_ATTENTION1 on NVIDIA GPUs, where it can express the call.
 
 cuDNN computes the scores in FLOAT32 from FLOAT16 operands, the softmax in FLOAT32, rounds the
