@@ -138,16 +138,22 @@ def scatter_elements(input, indices, updates, *, axis):
     return along_leading_axes(run, lead)(input, indices, updates) if lead else run(input, indices, updates)
 
 
+def _flat_positions(into: tuple, axis: int, along):
+    """The flat position in an array of shape ``into`` of each element of ``along``: the
+    element's own coordinates, with ``along``'s value as its coordinate along ``axis``."""
+    pt = position_type(flat_size(into))
+    strides = np.cumprod((1,) + tuple(into)[::-1])[:-1][::-1]
+    position = jnp.zeros(along.shape, pt)
+    for d in range(len(into)):
+        coord = along.astype(pt) if d == axis else lax.broadcasted_iota(pt, along.shape, d)
+        position = position + coord * np.asarray(strides[d], pt)
+    return position
+
+
 def _targets(shape, indices, axis: int):
     """(flat cell, valid) of each update: its own coordinates, with the index along Axis."""
     pos, valid = resolve_index(indices, shape[axis])
-    pt = position_type(flat_size(shape))
-    strides = np.cumprod((1,) + shape[::-1])[:-1][::-1]
-    target = jnp.zeros(indices.shape, pt)
-    for d in range(len(shape)):
-        coord = pos.astype(pt) if d == axis else lax.broadcasted_iota(pt, indices.shape, d)
-        target = target + coord * np.asarray(strides[d], pt)
-    return target, valid
+    return _flat_positions(shape, axis, pos), valid
 
 
 def _winners(input, indices, axis: int):
@@ -174,13 +180,7 @@ def _by_numbers_along_axis(input, indices, updates, axis: int):
     number = jnp.where(valid, lax.broadcasted_iota(number_type, indices.shape, axis) + number_type(1), number_type(0))
     won = jnp.zeros((flat_size(input.shape),), number_type).at[jnp.where(valid, target, 0).reshape(-1)].max(
         number.reshape(-1), mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS).reshape(input.shape)
-    pt = position_type(flat_size(indices.shape))
-    strides = np.cumprod((1,) + indices.shape[::-1])[:-1][::-1]
-    position = jnp.zeros(input.shape, pt)
-    for d in range(input.ndim):
-        coord = (jnp.maximum(won, number_type(1)) - number_type(1)).astype(pt) if d == axis else \
-            lax.broadcasted_iota(pt, input.shape, d)
-        position = position + coord * np.asarray(strides[d], pt)
+    position = _flat_positions(indices.shape, axis, jnp.maximum(won, number_type(1)) - number_type(1))
     value = jnp.take(updates.reshape(-1), position.reshape(-1), mode="clip").reshape(input.shape)
     return jnp.where(won != 0, value, input)
 
