@@ -57,6 +57,17 @@ def applies(x_shape, w_shape, groups: int) -> bool:
     return cg <= CHANNELS and og <= OUTPUTS and cg * math.prod(w_shape[2:]) <= TAPS
 
 
+def tap_slice(x, tap: tuple, dilations, strides, out: tuple, lead: int, trail: int = 0):
+    """What window position ``tap`` reads for every output position: the strided slice of the padded
+    ``x`` whose spatial axes follow ``lead`` leading axes and precede ``trail`` trailing ones (both
+    taken whole), ``out`` output positions along each spatial axis."""
+    spatial = slice(lead, x.ndim - trail)
+    start = (0,) * lead + tuple(t * d for t, d in zip(tap, dilations)) + (0,) * trail
+    limit = (x.shape[:lead] + tuple(t * d + (m - 1) * s + 1 for t, d, m, s in zip(tap, dilations, out, strides))
+             + x.shape[spatial.stop:])
+    return lax.slice(x, start, limit, (1,) * lead + tuple(strides) + (1,) * trail)
+
+
 def taps(x, w, groups: int, strides, pads, dilations, accumulate=None):
     """The FORWARD convolution (cross-correlation: the caller flips a CONVOLUTION filter) of ``x``
     {N, C, spatial...} with ``w`` {O, C / groups, window...} in ``groups`` groups, ``pads`` a
@@ -79,9 +90,7 @@ def taps(x, w, groups: int, strides, pads, dilations, accumulate=None):
         channel = x[:, ci::cg] if cg > 1 else x  # the group's ci-th channel of every group
         channel = channel.reshape((n, groups, 1) + x.shape[2:])
         for k in np.ndindex(*window):
-            start = (0, 0, 0) + tuple(t * d for t, d in zip(k, dilations))
-            limit = (n, groups, 1) + tuple(t * d + (m - 1) * s + 1 for t, d, m, s in zip(k, dilations, out, strides))
-            piece = lax.slice(channel, start, limit, (1, 1, 1) + tuple(strides))
+            piece = tap_slice(channel, k, dilations, strides, out, lead=3)
             term = piece * wg[(slice(None), slice(None), ci) + k].reshape((1, groups, og) + (1,) * len(out))
             total = term if total is None else total + term
     return total.reshape((n, o) + out)

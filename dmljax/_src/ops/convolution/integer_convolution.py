@@ -44,6 +44,7 @@ from dmljax._src.linear_quantization import (
 from dmljax._src.numerics import load, store
 from dmljax._src.op import operator
 from dmljax._src.ops.convolution.convolution import grouped, xla_convolution
+from dmljax._src.ops.convolution.depthwise import tap_slice
 from dmljax._src.spec import INFERRED, OpSpec, ParamSpec, SameDataType, SilentChoice, TensorSpec, snake_case, table
 from dmljax._src.validate import MAX_ELEMENTS, TensorInfo
 from dmljax._src.window import array_violations, fit_violations, windows_per_dimension
@@ -273,11 +274,7 @@ def _window_columns(x8, w8, g):
     x = lax.pad(x, np.int8(0), [(0, 0, 0)] + [(a, b, 0) for a, b in zip(g["StartPadding"], g["EndPadding"])]
                 + [(0, 0, 0)])
     out = windows_per_dimension(x8.shape[2:], window, *(g[k] for k in _ARRAYS))
-    columns = []
-    for k in np.ndindex(*window):
-        start = (0,) + tuple(t * dl for t, dl in zip(k, g["Dilations"])) + (0,)
-        limit = (n,) + tuple(t * dl + (m - 1) * s + 1 for t, dl, m, s in zip(k, g["Dilations"], out, g["Strides"])) + (c,)
-        columns.append(lax.slice(x, start, limit, (1,) + tuple(g["Strides"]) + (1,)))
+    columns = [tap_slice(x, k, g["Dilations"], g["Strides"], out, lead=1, trail=1) for k in np.ndindex(*window)]
     patches = columns[0] if len(columns) == 1 else jnp.concatenate(columns, axis=-1)
     taps = math.prod(window) * c
     filt = jnp.transpose(w8, tuple(range(2, w8.ndim)) + (1, 0)).reshape(taps, o)
