@@ -94,13 +94,7 @@ def _running_product(v, axis: int, reverse: bool):
         return y
     # The first wrong element of a row follows a right one, whose product with the next term is
     # then finite and non-zero where the wrong one is 0, inf or NaN: one element-wise pass finds it.
-    n = v.shape[axis]
-    one = jnp.ones_like(lax.slice_in_dim(y, 0, 1, axis=axis))
-    if reverse:
-        prev = lax.concatenate([lax.slice_in_dim(y, 1, n, axis=axis), one], axis)
-    else:
-        prev = lax.concatenate([one, lax.slice_in_dim(y, 0, n - 1, axis=axis)], axis)
-    step = prev * v
+    step = _shifted(y, axis, reverse, 1) * v
     odd = (y == 0) | ~jnp.isfinite(y)
     first_wrong = odd & (step != 0) & jnp.isfinite(step)
     # and after a true overflow (or underflow) a prefix can come back into range, which a plain
@@ -237,13 +231,7 @@ def tally(x, axis: int, reverse: bool, exclusive: bool, product: bool, half: boo
 
     def core(v, rev=reverse):
         y = scan(v, axis=axis, reverse=rev)
-        if not exclusive:
-            return y
-        n = v.shape[axis]
-        first = jnp.full_like(lax.slice_in_dim(y, 0, 1, axis=axis), 1 if product else 0)
-        if rev:  # out[i] = tally of i+1 .. n-1
-            return lax.concatenate([lax.slice_in_dim(y, 1, n, axis=axis), first], axis)
-        return lax.concatenate([first, lax.slice_in_dim(y, 0, n - 1, axis=axis)], axis)
+        return _shifted(y, axis, rev, 1 if product else 0) if exclusive else y  # reverse: of i+1 .. n-1
 
     if dt.is_integer:
         return core(x)
