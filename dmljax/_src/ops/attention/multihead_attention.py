@@ -415,6 +415,15 @@ MULTIHEAD_ATTENTION = OpSpec(
             "the starts as cumulative token offsets and the lengths as the keys read); the page lists the "
             "values and not their layout."),
         SilentChoice(
+            "MULTIHEAD_ATTENTION's gradient on CUDA's fused route (FLOAT16, head size 64 or 128, no mask or a "
+            "KEY_SEQUENCE_LENGTH mask the route takes)",
+            "reverse mode runs cuDNN's fused backward pass; forward mode and every derivative past the first "
+            "are the blockwise formula's",
+            "the page defines no gradient (no *_GRAD operator); both are the formula's derivative, in another "
+            "order, within its budget, and the fused backward takes 0.98-1.01x cuDNN's time where the blockwise "
+            "formula's transpose took 6.7-7.9x (benchmarks/results/h200/attention/backward.md).",
+            also=("MULTIHEAD_ATTENTION1",)),
+        SilentChoice(
             "MULTIHEAD_ATTENTION with allow_half_precision_computation (FLOAT16)",
             "both products accumulate in FLOAT16; the softmax and the blockwise recurrence stay FLOAT32",
             "the recurrence rescales its running sums at every block of keys, so FLOAT16 there would compound "
