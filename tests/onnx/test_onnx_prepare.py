@@ -104,3 +104,18 @@ def test_constants_stay_in_the_call():
     np.testing.assert_array_equal(np.asarray(model(x)[0]), x @ (w * 3))
     (split, _, prepared), = model._prepared._splits.values()
     assert split.early_count >= 1 and [tuple(v.aval.shape) for v in split.prepared_values] == [(2, 3)]
+
+
+def test_a_sequence_input_takes_the_one_program():
+    # a list (an ONNX sequence) is a pytree, not an array: the call is apply's, nothing is prepared
+    seq = helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT, [2, 2])
+    graph = helper.make_graph([helper.make_node("Identity", ["s"], ["t"])], "g", [seq],
+                              [helper.make_tensor_sequence_value_info("t", TensorProto.FLOAT, [2, 2])])
+    model = dx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    items = [np.full((2, 2), 1.5, np.float32), np.arange(4, dtype=np.float32).reshape(2, 2)]
+    got, want = model(items), model.apply(model.params, items)
+    assert jax.tree.structure(got) == jax.tree.structure(want)
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    np.testing.assert_array_equal(np.asarray(jax.tree.leaves(got)[0]).reshape(-1, 2, 2), np.stack(items))
+    assert model._prepared._splits == {}

@@ -215,8 +215,8 @@ class Prepared:
     def __call__(self, known, *inputs):
         """The outputs, or None where the call may not take the split: off the CPU (``ON``), or on
         arrays that are not concrete (``_concrete``)."""
-        if jax.default_backend() not in ON:
-            return None
+        if jax.default_backend() not in ON or not all(map(_array_like, inputs)):
+            return None  # a sequence or an absent optional input takes the one program
         leaves = jax.tree.leaves(known)
         key = tuple((np.shape(x), x.dtype if hasattr(x, "dtype") else np.result_type(x)) for x in inputs)
         entry = self._splits.get(key)
@@ -229,6 +229,11 @@ class Prepared:
             self._splits[key] = entry
         split, _, prepared = entry
         return split.run(prepared, *inputs)
+
+
+def _array_like(x) -> bool:
+    """Whether an input is one array (a NumPy or JAX array, or a scalar), not a pytree."""
+    return isinstance(x, (jax.Array, np.ndarray, np.generic, bool, int, float, complex))
 
 
 def _concrete(arrays) -> bool:
