@@ -229,6 +229,45 @@ def test_multiply_has_no_intermediate_overflow(rng):
     assert math.isnan(e[0]) and math.isnan(e[1]) and e[2] == 0 and math.copysign(1, e[2]) == -1
 
 
+def test_float32_multiply_edges_of_the_range_and_special_values():
+    # the CPU's FLOAT64 blocks and the exponents-apart FLOAT32 form (the GPU's) give the same
+    # values at the edges of FLOAT32's range: exact products at the largest and smallest normal,
+    # one beyond each (inf; a denormal, flushed to a zero of the product's sign), a denormal term
+    # (read as zero), zeros' signs, inf times zero, NaN; and over axes that are not adjacent
+    from dmljax._src.ops.reduction.reduce import _product
+    p = np.exp2
+    rows = [
+        ([p(100), p(27), 1.5, p(-10), p(10)], 1.5 * p(127)),
+        ([p(100), p(28)], np.inf),
+        ([-p(100), p(28), -1.0], np.inf),
+        ([p(-100), p(-26)], p(-126)),
+        ([p(-100), p(-27)], 0.0),
+        ([-p(-100), p(-27)], -0.0),
+        ([1e-40, p(100)], 0.0),
+        ([-1e-40, p(100)], -0.0),
+        ([-0.0, 5.0], -0.0),
+        ([np.inf, -2.0], -np.inf),
+        ([0.0, np.inf], np.nan),
+        ([np.nan, 1.0], np.nan),
+        ([-p(-126), -p(127), 3.0], 3.0 * 2.0),
+    ]
+    width = max(len(r) for r, _ in rows)
+    x = np.array([r + [1.0] * (width - len(r)) for r, _ in rows], np.float32)
+    want = np.array([w for _, w in rows], np.float32)
+    for got in (jax.jit(lambda v: dmljax.reduce(v, function="MULTIPLY", axes=(1,)))(x),
+                jax.jit(lambda v: dmljax.reduce(v[:, ::-1], function="MULTIPLY", axes=(1,)))(x)):
+        got = np.asarray(got).ravel()
+        nan = np.isnan(want)
+        assert np.isnan(got[nan]).all() and _bits(got[~nan]).tolist() == _bits(want[~nan]).tolist()
+    xs = np.asarray(x)
+    xs[np.abs(xs) < np.finfo(np.float32).tiny] *= 0  # _product reads flushed terms
+    np.testing.assert_array_equal(np.asarray(jax.jit(lambda v: _product(v, (1,)))(xs)).ravel()[:4], want[:4])
+    v = (np.where(np.arange(60) % 3, -1, 1) * np.exp2(np.linspace(-9, 9, 60))).astype(np.float32).reshape(3, 4, 5)
+    got = np.asarray(dmljax.reduce(v, function="MULTIPLY", axes=(0, 2)), np.float64)
+    exact = np.prod(v.astype(np.float64), axis=(0, 2), keepdims=True)
+    assert (np.abs(got - exact) <= np.spacing(np.abs(exact).astype(np.float32))).all()
+
+
 @pytest.mark.parametrize("larger", [True, False])
 def test_float16_columns_take_the_column_kernel_with_the_xla_paths_keys(larger):
     # REDUCE MAX/MIN of FLOAT16 over an axis with elements after it take the column kernel on a

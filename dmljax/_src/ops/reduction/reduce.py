@@ -26,6 +26,7 @@ from dmljax._src.op import operator
 from dmljax._src.partition import along_leading_axes
 from dmljax._src.ops.factories import check_axes, first_in_groups
 from dmljax._src.ops.reduction.arg_extreme import arg_extreme
+from dmljax._src.ops.reduction.cumulative import _padded, _power_of_two
 from dmljax._src.spec import INFERRED, OpSpec, ParamSpec, SilentChoice, SupportGroup, TensorSpec, table
 from dmljax._src.validate import TensorInfo
 
@@ -348,48 +349,72 @@ def _product(v, axes):
     return jnp.ldexp(mr, er).reshape(kept)
 
 
-_CHUNK = 64  # mantissas in [1/2, 1): a product of 64 is at least 2^-64, far inside FLOAT32's range
+_BLOCK = 8  # FLOAT32 terms (2^-126 to 2^128) whose product in FLOAT64 stays within 2^-1008 to 2^1024
+_FOLD = 512  # FLOAT64 mantissas in [1, 2): a product of 512 stays under 2^512
 
 
-def _product_chunks(v, axes):
-    """``_product``'s value in plain vectorized reductions: each term split (frexp), the mantissas
-    multiplied 64 at a time along the reduced axis (a product that stays normal: no rounding but
-    the product's own), renormalized, the exponents summed, until one is left; then scaled once.
-    The factors are grouped otherwise than ``_product``'s pairs (within the budget); its
-    variadic reduction took 90 times jnp.prod's time on the CPU, this 4 to 7 times."""
-    kept = tuple(1 if a in axes else s for a, s in enumerate(v.shape))
-    if len(axes) > 1:  # the reduced axes moved last, as one
-        keep = tuple(a for a in range(v.ndim) if a not in axes)
-        v = jnp.transpose(v, keep + axes)
-        v = v.reshape(v.shape[:len(keep)] + (-1,))
-        axis = v.ndim - 1
-    else:
-        axis = axes[0]
-    m, e = jnp.frexp(v)
-    e = e.astype(np.int32)
-    while m.shape[axis] > 1:
-        k = min(_CHUNK, m.shape[axis])
-        pad = [(0, 0)] * m.ndim
-        pad[axis] = (0, -m.shape[axis] % k)
-        m, e = jnp.pad(m, pad, constant_values=1.0), jnp.pad(e, pad)
-        split = m.shape[:axis] + (m.shape[axis] // k, k) + m.shape[axis + 1:]
-        m, carry = jnp.frexp(jnp.prod(m.reshape(split), axis + 1))
-        e = jnp.clip(jnp.sum(e.reshape(split), axis + 1) + carry.astype(np.int32), -_EXPONENT_CAP, _EXPONENT_CAP)
-    return jnp.ldexp(m, e).reshape(kept)
+def _mantissa_exponent(p):
+    """p = m * 2^e for FLOAT64 ``p``: m in [1, 2) (its sign kept) where p is normal; zeros,
+    infinities and NaN keep their value in m (e, clipped, scales them to themselves)."""
+    field = lax.shift_right_logical(lax.bitcast_convert_type(p, np.int64), np.int64(52)) & np.int64(0x7FF)
+    e = jnp.clip(field.astype(np.int32) - 1023, -1022, 1022)
+    return p * _power_of_two(-e), e
+
+
+def _across(w, axis: int, k: int):
+    """The product of ``w``'s groups of ``k`` along ``axis`` (its length a multiple of k), the
+    group of position i holding i, i + n/k, ...: a product across k slices, which XLA's CPU
+    backend vectorizes along the slices, where a product along a row is a loop of its own."""
+    n = w.shape[axis]
+    return jnp.prod(w.reshape(w.shape[:axis] + (k, n // k) + w.shape[axis + 1:]), axis=axis)
+
+
+def _padded_to(w, axis: int, k: int):
+    """``w`` with ones appended along ``axis`` up to a multiple of ``k``."""
+    return _padded(w, axis, -(-w.shape[axis] // k) * k, 1.0)
+
+
+def _exponent_sum(e, axis: int):
+    """The sum of exponents (each within +-1022) along ``axis``, capped: in int32 for up to 2^20
+    of them, in int64 (under jax.enable_x64) beyond."""
+    wide = np.int64 if e.shape[axis] > (1 << 20) else np.int32
+    total = jnp.sum(e.astype(wide), axis=axis, keepdims=True)
+    return jnp.clip(total, -_EXPONENT_CAP, _EXPONENT_CAP).astype(np.int32)
 
 
 def _product_cpu(v, axes):
-    """``_product`` on the CPU, where ``v`` was not flushed (numerics.load's float_reads): XLA's plain
-    product, vectorized, wherever each of its results is a finite normal number (then no partial
-    product left the normal range, where the frexp split changes no rounding: the two differ by
-    the grouping of the factors alone, within the budget); anywhere else ``_product_chunks`` of
-    the flushed terms (a branch taken at run time)."""
-    p = jnp.prod(v, axis=axes, keepdims=True)
-    doubt = jnp.any(~(jnp.abs(p) >= F32_TINY) | jnp.isinf(p))
-
-    def exact(t):
-        return flush_denormals(_product_chunks(flush_denormals(t), axes))
-    return lax.cond(doubt, exact, lambda _: p, v)
+    """``_product`` on the CPU, in FLOAT64: the terms (read as the CPU's float operations read
+    them, FLOAT32 denormals as zero) multiplied _BLOCK at a time (every finite nonzero block
+    product within 2^-1008 to 2^1024: no overflow, no underflow), each block product split into
+    a mantissa in [1, 2) and an exponent by its bits, the mantissas multiplied _FOLD at a time
+    and split again until one is left, the exponents summed; the result scaled once and rounded
+    once to FLOAT32. The FLOAT64 roundings (under n of 2^-53) stay far below a FLOAT32 unit, so
+    the result is the true product's rounding (within 1 ULP) wherever it is finite; zeros keep
+    their signs, an inf times a zero is NaN, NaN stays (IEEE products throughout). The frexp
+    split in FLOAT32 chunks took 4 to 5 times jnp.prod's time here, this about 1.1 times
+    (benchmarks/README.md, the CPU section)."""
+    kept = tuple(1 if a in axes else s for a, s in enumerate(v.shape))
+    if axes != tuple(range(axes[0], axes[0] + len(axes))):  # the reduced axes moved last, as one
+        keep = tuple(a for a in range(v.ndim) if a not in axes)
+        v = jnp.transpose(v, keep + axes)
+        axis = len(keep)
+    else:
+        axis = axes[0]
+    v = v.reshape(v.shape[:axis] + (-1,) + v.shape[axis + len(axes):])
+    with jax.enable_x64(True):
+        w = _padded_to(lax.convert_element_type(v, np.float64), axis, _BLOCK)
+        m, e = _mantissa_exponent(_across(w, axis, _BLOCK))
+        total = _exponent_sum(e, axis)
+        while m.shape[axis] > _FOLD:
+            m, e = _mantissa_exponent(_across(_padded_to(m, axis, _FOLD), axis, _FOLD))
+            total = jnp.clip(total + _exponent_sum(e, axis), -_EXPONENT_CAP, _EXPONENT_CAP)
+        while m.shape[axis] > _BLOCK and m.shape[axis] % _BLOCK == 0:  # at most _FOLD mantissas: < 2^512
+            m = _across(m, axis, _BLOCK)
+        m = jnp.prod(m, axis=axis, keepdims=True)
+        # |m| within [1, 2^512) (or a zero, an inf, NaN): beyond 2^-700 .. 2^300 the scale's clip
+        # changes no FLOAT32 result (below it rounds to zero, above to inf)
+        y = m * _power_of_two(jnp.clip(total, -700, 300))
+    return flush_denormals(lax.convert_element_type(y, np.float32)).reshape(kept)
 
 
 def _float_core(f: F, v, axes):
@@ -410,8 +435,7 @@ def _float_core(f: F, v, axes):
     if f is F.MULTIPLY:
         if v.dtype != np.float32:
             return jnp.prod(v, axis=axes, keepdims=True)
-        return lax.platform_dependent(v, cpu=_by_leading_slices(lambda t: _product_cpu(t, axes), axes),
-                                      default=lambda t: _product(t, axes))
+        return lax.platform_dependent(v, cpu=lambda t: _product_cpu(t, axes), default=lambda t: _product(t, axes))
     if f is F.LOG_SUM:
         return jnp.log(total(v))
     if f is F.LOG_SUM_EXP:
@@ -451,7 +475,7 @@ def _float_grad(f: F, v, y, dy, axes):
 # Functions that read each term only through arithmetic (abs aside, whose result is then
 # summed) and whose result is arithmetic's, so that over two or more terms the FLOAT32 flushes
 # of input and output may be left to the CPU's processor (numerics.load's float_reads, store's
-# float_result); MULTIPLY's frexp, which reads the bits, flushes for itself there (_product_cpu).
+# float_result); MULTIPLY's CPU form reads the terms by a conversion to FLOAT64 (_product_cpu).
 _ARITHMETIC = (F.SUM, F.AVERAGE, F.L1, F.SUM_SQUARE, F.L2, F.LOG_SUM, F.LOG_SUM_EXP, F.MULTIPLY)
 
 
