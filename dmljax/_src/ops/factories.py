@@ -188,7 +188,7 @@ def zero_slopes(*g):
 def elementwise(math: Callable, *arrays, half: bool, slopes: Callable | None = None,
                 integer: Callable | None = None, scale_bias: ScaleBias | None = None,
                 half_native: bool = False, keeps_normals: bool = False, float_reads: bool = False,
-                constant_values: bool = False) -> jnp.ndarray:
+                constant_values: bool = False, float_result: bool = False) -> jnp.ndarray:
     """An element-wise operator's result under DirectML's rules; the operator supplies the math.
 
     Floats: each input is read in its compute type (FLOAT32 denormals flushed; FLOAT16 widened to
@@ -222,6 +222,11 @@ def elementwise(math: Callable, *arrays, half: bool, slopes: Callable | None = N
     ``constant_values``: ``math`` returns only constants that are not FLOAT32 denormals (SIGN's
     -1, 0 and 1), never an input's value: the output is not flushed, and ``float_reads`` holds
     without it.
+
+    ``float_result`` (with ``float_reads``): every element of ``math``'s FLOAT32 result is the
+    result of a float operation, never an input passed on untouched (a select between products,
+    say, with no factor that XLA would simplify away): on the CPU the processor flushed it, and
+    the output's flush is left out there (``numerics.store``); elsewhere it stays.
     """
     dt = DataType.from_dtype(arrays[0].dtype)
     if dt.is_integer:
@@ -238,7 +243,7 @@ def elementwise(math: Callable, *arrays, half: bool, slopes: Callable | None = N
         y = math(*read(xs))
         if constant_values or (keeps_normals and dt is DataType.FLOAT32):
             return y.astype(dt.dtype)
-        return store(y, dt)
+        return store(y, dt, float_result=float_result and float_reads)
 
     @jax.custom_jvp
     def run(*xs):

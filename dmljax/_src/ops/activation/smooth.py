@@ -375,6 +375,9 @@ def activation_scaled_tanh(input, *, alpha, beta, allow_half_precision_computati
     tanh = jnp.tanh if fast else _tanh_f32
 
     lift = abs(alpha) > 1 > abs(beta) and np.dtype(input.dtype) == np.float32 and not allow_half_precision_computation
+    # lifted, every result is a product (Alpha * tanh, |tanh| >= 2^-12: normal; or (Alpha * Beta) *
+    # x, a factor other than 1): the CPU's processor flushes it, as it reads x (float_result)
+    products = lift and float(np.float32(float(np.float32(alpha)) * float(np.float32(beta)))) != 1.0
 
     def f(x):
         xs = _scaled_input(beta, x)
@@ -392,7 +395,7 @@ def activation_scaled_tanh(input, *, alpha, beta, allow_half_precision_computati
         return _scaled_sech2(t, float(np.float32(alpha)) * float(np.float32(beta)), e)
 
     return elementwise(f, input, half=allow_half_precision_computation, slopes=slope,
-                       float_reads=True)
+                       float_reads=True, float_result=products)
 
 
 # --------------------------------------------------------------------------------------------
