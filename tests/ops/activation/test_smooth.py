@@ -207,6 +207,20 @@ def test_scaled_tanh_with_unit_attributes_is_tanh_bit_for_bit(rng):
                                       bits(np.asarray(dmljax.activation_tanh(v))))
 
 
+@pytest.mark.parametrize("alpha,beta", [(1.7159, 0.6667), (2.0, 0.5)])
+def test_scaled_tanh_lifted_flushes_denormals_with_their_sign(alpha, beta):
+    # |Beta| < 1 < |Alpha|: a denormal x (read as zero) gives a zero of its sign, a normal x
+    # whose Beta * x is a denormal gives (Alpha * Beta) * x, normal; with Alpha * Beta = 1 too
+    # (where the CPU's output flush is kept: XLA would pass x on untouched)
+    tiny = np.finfo(np.float32).tiny
+    x = np.array([DENORM, -DENORM, tiny, -tiny, 1.4 * tiny, -0.0, 0.0, 1e-5], np.float32)
+    out = _both(lambda v: dmljax.activation_scaled_tanh(v, alpha=alpha, beta=beta), x)
+    ab = np.float32(float(np.float32(alpha)) * float(np.float32(beta)))
+    want = np.concatenate([[0.0, -0.0], ab * x[2:5], [-0.0, 0.0], [np.float32(alpha) * np.tanh(np.float32(beta) * x[7])]])
+    assert bits(out[:7]).tolist() == bits(want[:7].astype(np.float32)).tolist()
+    assert out[7] == pytest.approx(want[7], rel=4e-7)
+
+
 def test_scaled_tanh_gradient_saturated_and_in_the_tails():
     x = np.array([100.0, -100.0, 1e30, -1e30, INF, -INF, 0.0], np.float32)
     g = _grad(lambda v: dmljax.activation_scaled_tanh(v, alpha=1.7159, beta=2 / 3), x)
