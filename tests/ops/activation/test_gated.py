@@ -168,6 +168,10 @@ def test_swish_special_and_large_values():
     # SigmoidInputScale: 0 gives x / 2 (also at +-inf); a negative one mirrors the saturation
     out = np.asarray(dmljax.activation_swish(np.array([INF, -INF, 3.0], np.float32), sigmoid_input_scale=0.0))
     np.testing.assert_array_equal(out, [INF, -INF, 1.5])
+    # a denormal x, read as zero: a zero of its sign (on the CPU the quotient's own flush)
+    for s in (1.0, 0.0, -2.0):
+        out = jax.jit(lambda v: dmljax.activation_swish(v, sigmoid_input_scale=s))(np.array([DENORM, -DENORM], np.float32))
+        assert_same(np.asarray(out), np.array([0.0, -0.0], np.float32))
     out = np.asarray(dmljax.activation_swish(np.array([INF, -INF, 2.0], np.float32), sigmoid_input_scale=-2.0))
     assert_same(out[:2], np.array([0.0, -INF], np.float32))
     np.testing.assert_allclose(out[2], _swish64(2.0, -2.0), rtol=8 * 2.0**-23)

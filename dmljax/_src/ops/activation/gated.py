@@ -310,8 +310,9 @@ def activation_swish(input, *, sigmoid_input_scale, allow_half_precision_computa
         num = jnp.where(z >= 0, d + zc * w, (h * v) * m)
         return num / (d * d)
 
+    # every result is a quotient by d = 1 + w (or x * 1/2): the CPU's processor flushes it
     return elementwise(f, input, half=allow_half_precision_computation, slopes=slope,
-                       float_reads=True)
+                       float_reads=True, float_result=True)
 
 
 # --------------------------------------------------------------------------------------------
