@@ -120,6 +120,22 @@ def bits_equal(got, want):
     assert same.all(), (got, want)
 
 
+def test_exp_float32_denormal_results_flushed_and_denormal_inputs_read_as_zero():
+    # every FLOAT32 x from -104 to -87 (exp(x) among the denormals, or just above them): a zero
+    # of exp's sign (+0) where the true value is a denormal, within the budget elsewhere; with a
+    # ScaleBias too, whose product reads a denormal x as zero (the CPU leaves both to its processor)
+    x = np.arange(np.float32(-87).view(np.uint32), np.float32(-104).view(np.uint32), 7, dtype=np.uint32).view(np.float32)
+    tiny = np.finfo(np.float32).tiny
+    want = np.exp(x.astype(np.float64))
+    for got in (dmljax.element_wise_exp(x), dmljax.element_wise_exp(x / 2, scale_bias=(2.0, 0.0))):
+        got = np.asarray(got, np.float64)
+        small = want < tiny
+        assert (got[small] == 0).all() and not np.signbit(got[small]).any()
+        assert (np.abs(got[~small] - want[~small]) <= 2 * np.spacing(want[~small].astype(np.float32))).all()
+    d = np.array([1e-40, -1e-40], np.float32)
+    assert np.asarray(dmljax.element_wise_exp(d, scale_bias=(1e30, 0.0))).tolist() == [1.0, 1.0]
+
+
 @pytest.mark.parametrize("name,xs,want", [
     ("sqrt", [-0.0, 0.0, DENORMAL, -DENORMAL, 4.0, math.inf, -1.0, -math.inf, math.nan],
      [-0.0, 0.0, 0.0, -0.0, 2.0, math.inf, math.nan, math.nan, math.nan]),
@@ -145,6 +161,22 @@ def test_exp_overflow_float16_and_its_gradient():
     np.testing.assert_array_equal(g, [math.inf, 0.0, 1.0])
     g16 = grad_of(lambda v: dmljax.element_wise_exp(v).astype(jnp.float32), jnp.array([11.1, 0.0], jnp.float16))
     assert np.isinf(g16[0]) and g16[1] == 1.0
+
+
+def test_exp_float32_denormal_results_flushed_and_denormal_inputs_read_as_zero():
+    # every FLOAT32 x from -104 to -87 (exp(x) among the denormals, or just above them): a zero
+    # of exp's sign (+0) where the true value is a denormal, within the budget elsewhere; with a
+    # ScaleBias too, whose product reads a denormal x as zero (the CPU leaves both to its processor)
+    x = np.arange(np.float32(-87).view(np.uint32), np.float32(-104).view(np.uint32), 7, dtype=np.uint32).view(np.float32)
+    tiny = np.finfo(np.float32).tiny
+    want = np.exp(x.astype(np.float64))
+    for got in (dmljax.element_wise_exp(x), dmljax.element_wise_exp(x / 2, scale_bias=(2.0, 0.0))):
+        got = np.asarray(got, np.float64)
+        small = want < tiny
+        assert (got[small] == 0).all() and not np.signbit(got[small]).any()
+        assert (np.abs(got[~small] - want[~small]) <= 2 * np.spacing(want[~small].astype(np.float32))).all()
+    d = np.array([1e-40, -1e-40], np.float32)
+    assert np.asarray(dmljax.element_wise_exp(d, scale_bias=(1e30, 0.0))).tolist() == [1.0, 1.0]
 
 
 @pytest.mark.parametrize("name,xs,want", [

@@ -134,8 +134,9 @@ def activation_sigmoid(input, *, allow_half_precision_computation):
         >>> dmljax.activation_sigmoid(np.array([-1.0, 0.0, 2.0, np.inf], np.float32))
         Array([0.26894143, 0.5       , 0.880797  , 1.        ], dtype=float32)
     """
+    # every result is a quotient: the CPU's processor flushes it (float_result)
     return elementwise(_sigmoid, input, half=allow_half_precision_computation, slopes=_sigmoid_slope,
-                       float_reads=True)
+                       float_reads=True, float_result=True)
 
 
 # --------------------------------------------------------------------------------------------

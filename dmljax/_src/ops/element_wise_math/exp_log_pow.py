@@ -184,8 +184,11 @@ def element_wise_exp(input, *, scale_bias, allow_half_precision_computation):
         >>> dmljax.element_wise_exp(np.array([0.0, 1.0, -np.inf, 100.0], np.float32))
         Array([1.       , 2.7182817, 0.       ,       inf], dtype=float32)
     """
+    # exp reads x (and x * Scale + Bias) through float operations and its result is one: on the
+    # CPU the processor flushes both (XLA's CPU exp never returns a denormal: tests/ops/
+    # element_wise_math checks every FLOAT32 input whose exp is one)
     return elementwise(jnp.exp, input, half=allow_half_precision_computation, slopes=jnp.exp,
-                       scale_bias=scale_bias)
+                       scale_bias=scale_bias, float_reads=True, float_result=True)
 
 
 # --------------------------------------------------------------------------------------------
