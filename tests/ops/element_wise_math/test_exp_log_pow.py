@@ -136,6 +136,19 @@ def test_exp_float32_denormal_results_flushed_and_denormal_inputs_read_as_zero()
     assert np.asarray(dmljax.element_wise_exp(d, scale_bias=(1e30, 0.0))).tolist() == [1.0, 1.0]
 
 
+def test_erf_float32_denormal_inputs_give_signed_zeros_and_the_smallest_normals_stay_normal():
+    # denormal x (every 997th, both signs): a zero of x's sign; the smallest normals: erf(x) =
+    # 2x / sqrt(pi), normal (the CPU leaves both flushes to its processor)
+    d = np.arange(1, 1 << 23, 997, dtype=np.uint32)
+    x = np.concatenate([d, d | np.uint32(1 << 31)]).view(np.float32)
+    got = np.asarray(dmljax.element_wise_erf(x))
+    assert (got == 0).all() and (np.signbit(got) == np.signbit(x)).all()
+    n = np.arange(1 << 23, (1 << 23) + 4096, dtype=np.uint32).view(np.float32)
+    got = np.asarray(dmljax.element_wise_erf(np.concatenate([n, -n])), np.float64)
+    want = 2 / math.sqrt(math.pi) * np.concatenate([n, -n]).astype(np.float64)
+    assert (np.abs(got - want) <= 2 * np.spacing(np.abs(want).astype(np.float32))).all()
+
+
 @pytest.mark.parametrize("name,xs,want", [
     ("sqrt", [-0.0, 0.0, DENORMAL, -DENORMAL, 4.0, math.inf, -1.0, -math.inf, math.nan],
      [-0.0, 0.0, 0.0, -0.0, 2.0, math.inf, math.nan, math.nan, math.nan]),
@@ -177,6 +190,19 @@ def test_exp_float32_denormal_results_flushed_and_denormal_inputs_read_as_zero()
         assert (np.abs(got[~small] - want[~small]) <= 2 * np.spacing(want[~small].astype(np.float32))).all()
     d = np.array([1e-40, -1e-40], np.float32)
     assert np.asarray(dmljax.element_wise_exp(d, scale_bias=(1e30, 0.0))).tolist() == [1.0, 1.0]
+
+
+def test_erf_float32_denormal_inputs_give_signed_zeros_and_the_smallest_normals_stay_normal():
+    # denormal x (every 997th, both signs): a zero of x's sign; the smallest normals: erf(x) =
+    # 2x / sqrt(pi), normal (the CPU leaves both flushes to its processor)
+    d = np.arange(1, 1 << 23, 997, dtype=np.uint32)
+    x = np.concatenate([d, d | np.uint32(1 << 31)]).view(np.float32)
+    got = np.asarray(dmljax.element_wise_erf(x))
+    assert (got == 0).all() and (np.signbit(got) == np.signbit(x)).all()
+    n = np.arange(1 << 23, (1 << 23) + 4096, dtype=np.uint32).view(np.float32)
+    got = np.asarray(dmljax.element_wise_erf(np.concatenate([n, -n])), np.float64)
+    want = 2 / math.sqrt(math.pi) * np.concatenate([n, -n]).astype(np.float64)
+    assert (np.abs(got - want) <= 2 * np.spacing(np.abs(want).astype(np.float32))).all()
 
 
 @pytest.mark.parametrize("name,xs,want", [

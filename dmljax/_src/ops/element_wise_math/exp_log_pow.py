@@ -281,8 +281,11 @@ def element_wise_erf(input, *, scale_bias, allow_half_precision_computation):
         >>> dmljax.element_wise_erf(np.array([0.0, 0.5, -np.inf], np.float32))
         Array([ 0.       ,  0.5204999, -1.       ], dtype=float32)
     """
+    # XLA's erf reads x through float operations (a denormal x gives a zero of its sign) and
+    # returns one's result (x times a polynomial near 0: normal for a normal x): on the CPU the
+    # processor's flushes stand for both of DirectML's (tests/ops/element_wise_math checks them)
     return elementwise(_erf, input, half=allow_half_precision_computation, slopes=_erf_slope,
-                       scale_bias=scale_bias, half_native=True)
+                       scale_bias=scale_bias, half_native=True, float_reads=True, float_result=True)
 
 
 # --------------------------------------------------------------------------------------------
