@@ -350,7 +350,7 @@ def _product(v, axes):
 
 
 _BLOCK = 8  # FLOAT32 terms (2^-126 to 2^128) whose product in FLOAT64 stays within 2^-1008 to 2^1024
-_FOLD = 512  # FLOAT64 mantissas in [1, 2): a product of 512 stays under 2^512
+_HALVINGS = 8  # FLOAT64 mantissas in [1, 2), multiplied in pairs 8 times over: under 2^256
 
 
 def _mantissa_exponent(p):
@@ -369,30 +369,26 @@ def _across(w, axis: int, k: int):
     return jnp.prod(w.reshape(w.shape[:axis] + (k, n // k) + w.shape[axis + 1:]), axis=axis)
 
 
-def _padded_to(w, axis: int, k: int):
-    """``w`` with ones appended along ``axis`` up to a multiple of ``k``."""
-    return _padded(w, axis, -(-w.shape[axis] // k) * k, 1.0)
-
-
-def _exponent_sum(e, axis: int):
-    """The sum of exponents (each within +-1022) along ``axis``, capped: in int32 for up to 2^20
-    of them, in int64 (under jax.enable_x64) beyond."""
-    wide = np.int64 if e.shape[axis] > (1 << 20) else np.int32
-    total = jnp.sum(e.astype(wide), axis=axis, keepdims=True)
-    return jnp.clip(total, -_EXPONENT_CAP, _EXPONENT_CAP).astype(np.int32)
+def _halved(x, axis: int, fill, op):
+    """op of ``x``'s first and second halves along ``axis`` (an odd length padded with ``fill``):
+    element-wise, so that XLA's CPU backend fuses a few halvings into one loop (its product
+    along a row of 128 FLOAT64 values took as long as jnp.prod over 2^20 FLOAT32 terms)."""
+    x = _padded(x, axis, x.shape[axis] + x.shape[axis] % 2, fill)
+    h = x.shape[axis] // 2
+    return op(lax.slice_in_dim(x, 0, h, axis=axis), lax.slice_in_dim(x, h, 2 * h, axis=axis))
 
 
 def _product_cpu(v, axes):
     """``_product`` on the CPU, in FLOAT64: the terms (read as the CPU's float operations read
     them, FLOAT32 denormals as zero) multiplied _BLOCK at a time (every finite nonzero block
     product within 2^-1008 to 2^1024: no overflow, no underflow), each block product split into
-    a mantissa in [1, 2) and an exponent by its bits, the mantissas multiplied _FOLD at a time
-    and split again until one is left, the exponents summed; the result scaled once and rounded
-    once to FLOAT32. The FLOAT64 roundings (under n of 2^-53) stay far below a FLOAT32 unit, so
-    the result is the true product's rounding (within 1 ULP) wherever it is finite; zeros keep
-    their signs, an inf times a zero is NaN, NaN stays (IEEE products throughout). The frexp
-    split in FLOAT32 chunks took 4 to 5 times jnp.prod's time here, this about 1.1 times
-    (benchmarks/README.md, the CPU section)."""
+    a mantissa in [1, 2) and an exponent by its bits; then the mantissas multiplied in pairs
+    (and the exponents added) until one is left, split again after every _HALVINGS rounds; the
+    result scaled once and rounded once to FLOAT32. The FLOAT64 roundings (under n of 2^-53)
+    stay far below a FLOAT32 unit, so the result is the true product's rounding (within 1 ULP)
+    wherever it is finite; zeros keep their signs, an inf times a zero is NaN, NaN stays (IEEE
+    products throughout). The frexp split in FLOAT32 chunks behind a plain product's range test
+    took 4 to 5 times jnp.prod's time here (benchmarks/README.md, the CPU section)."""
     kept = tuple(1 if a in axes else s for a, s in enumerate(v.shape))
     if axes != tuple(range(axes[0], axes[0] + len(axes))):  # the reduced axes moved last, as one
         keep = tuple(a for a in range(v.ndim) if a not in axes)
@@ -402,18 +398,19 @@ def _product_cpu(v, axes):
         axis = axes[0]
     v = v.reshape(v.shape[:axis] + (-1,) + v.shape[axis + len(axes):])
     with jax.enable_x64(True):
-        w = _padded_to(lax.convert_element_type(v, np.float64), axis, _BLOCK)
+        w = _padded(lax.convert_element_type(v, np.float64), axis, -(-v.shape[axis] // _BLOCK) * _BLOCK, 1.0)
         m, e = _mantissa_exponent(_across(w, axis, _BLOCK))
-        total = _exponent_sum(e, axis)
-        while m.shape[axis] > _FOLD:
-            m, e = _mantissa_exponent(_across(_padded_to(m, axis, _FOLD), axis, _FOLD))
-            total = jnp.clip(total + _exponent_sum(e, axis), -_EXPONENT_CAP, _EXPONENT_CAP)
-        while m.shape[axis] > _BLOCK and m.shape[axis] % _BLOCK == 0:  # at most _FOLD mantissas: < 2^512
-            m = _across(m, axis, _BLOCK)
-        m = jnp.prod(m, axis=axis, keepdims=True)
-        # |m| within [1, 2^512) (or a zero, an inf, NaN): beyond 2^-700 .. 2^300 the scale's clip
+        rounds = 0
+        while m.shape[axis] > 1:
+            if rounds == _HALVINGS:
+                m, c = _mantissa_exponent(m)
+                e, rounds = e + c, 0
+            m = _halved(m, axis, 1.0, jnp.multiply)
+            e = jnp.clip(_halved(e, axis, 0, jnp.add), -_EXPONENT_CAP, _EXPONENT_CAP)
+            rounds += 1
+        # |m| within [1, 2^256) (or a zero, an inf, NaN): beyond 2^-500 .. 2^300 the scale's clip
         # changes no FLOAT32 result (below it rounds to zero, above to inf)
-        y = m * _power_of_two(jnp.clip(total, -700, 300))
+        y = m * _power_of_two(jnp.clip(e, -500, 300))
     return flush_denormals(lax.convert_element_type(y, np.float32)).reshape(kept)
 
 
