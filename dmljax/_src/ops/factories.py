@@ -223,10 +223,10 @@ def elementwise(math: Callable, *arrays, half: bool, slopes: Callable | None = N
     -1, 0 and 1), never an input's value: the output is not flushed, and ``float_reads`` holds
     without it.
 
-    ``float_result`` (with ``float_reads``): every element of ``math``'s FLOAT32 result is the
-    result of a float operation, never an input passed on untouched (a select between products,
-    say, with no factor that XLA would simplify away): on the CPU the processor flushed it, and
-    the output's flush is left out there (``numerics.store``); elsewhere it stays.
+    ``float_result``: every element of ``math``'s FLOAT32 result is the result of a float
+    operation, never an input passed on untouched (a select between products, say, with no
+    factor that XLA would simplify away): on the CPU the processor flushed it, and the output's
+    flush is left out there (``numerics.store``); elsewhere it stays.
     """
     dt = DataType.from_dtype(arrays[0].dtype)
     if dt.is_integer:
@@ -243,7 +243,7 @@ def elementwise(math: Callable, *arrays, half: bool, slopes: Callable | None = N
         y = math(*read(xs))
         if constant_values or (keeps_normals and dt is DataType.FLOAT32):
             return y.astype(dt.dtype)
-        return store(y, dt, float_result=float_result and float_reads)
+        return store(y, dt, float_result=float_result)
 
     @jax.custom_jvp
     def run(*xs):

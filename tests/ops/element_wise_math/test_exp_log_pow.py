@@ -136,6 +136,19 @@ def test_exp_float32_denormal_results_flushed_and_denormal_inputs_read_as_zero()
     assert np.asarray(dmljax.element_wise_exp(d, scale_bias=(1e30, 0.0))).tolist() == [1.0, 1.0]
 
 
+def test_log_float32_results_near_one_are_normal_and_denormal_inputs_read_as_zero():
+    # every FLOAT32 x within 2^-11 of 1 (log(x) at its smallest: no denormal result to flush, as
+    # the CPU leaves the output's flush to its processor); denormal inputs are zeros (-inf)
+    x = np.arange(np.float32(1 - 2.0**-11).view(np.uint32), np.float32(1 + 2.0**-11).view(np.uint32), dtype=np.uint32)
+    x = x.view(np.float32)
+    got = np.asarray(dmljax.element_wise_log(x), np.float64)
+    want = np.log(x.astype(np.float64))
+    assert ((got == 0) == (x == 1)).all() and (np.abs(got[x != 1]) >= np.finfo(np.float32).tiny).all()
+    assert (np.abs(got - want) <= 2 * np.spacing(np.abs(want).astype(np.float32))).all()
+    d = np.array([1e-40, -1e-40], np.float32)
+    assert np.asarray(dmljax.element_wise_log(d)).tolist() == [-math.inf, -math.inf]
+
+
 def test_erf_float32_denormal_inputs_give_signed_zeros_and_the_smallest_normals_stay_normal():
     # denormal x (every 997th, both signs): a zero of x's sign; the smallest normals: erf(x) =
     # 2x / sqrt(pi), normal (the CPU leaves both flushes to its processor)
@@ -190,6 +203,19 @@ def test_exp_float32_denormal_results_flushed_and_denormal_inputs_read_as_zero()
         assert (np.abs(got[~small] - want[~small]) <= 2 * np.spacing(want[~small].astype(np.float32))).all()
     d = np.array([1e-40, -1e-40], np.float32)
     assert np.asarray(dmljax.element_wise_exp(d, scale_bias=(1e30, 0.0))).tolist() == [1.0, 1.0]
+
+
+def test_log_float32_results_near_one_are_normal_and_denormal_inputs_read_as_zero():
+    # every FLOAT32 x within 2^-11 of 1 (log(x) at its smallest: no denormal result to flush, as
+    # the CPU leaves the output's flush to its processor); denormal inputs are zeros (-inf)
+    x = np.arange(np.float32(1 - 2.0**-11).view(np.uint32), np.float32(1 + 2.0**-11).view(np.uint32), dtype=np.uint32)
+    x = x.view(np.float32)
+    got = np.asarray(dmljax.element_wise_log(x), np.float64)
+    want = np.log(x.astype(np.float64))
+    assert ((got == 0) == (x == 1)).all() and (np.abs(got[x != 1]) >= np.finfo(np.float32).tiny).all()
+    assert (np.abs(got - want) <= 2 * np.spacing(np.abs(want).astype(np.float32))).all()
+    d = np.array([1e-40, -1e-40], np.float32)
+    assert np.asarray(dmljax.element_wise_log(d)).tolist() == [-math.inf, -math.inf]
 
 
 def test_erf_float32_denormal_inputs_give_signed_zeros_and_the_smallest_normals_stay_normal():

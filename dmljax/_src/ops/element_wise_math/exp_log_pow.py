@@ -227,8 +227,10 @@ def element_wise_log(input, *, scale_bias, allow_half_precision_computation):
         >>> dmljax.element_wise_log(np.array([1.0, np.e, 0.0, -0.0, -1.0], np.float32))
         Array([  0.,   1., -inf, -inf,  nan], dtype=float32)
     """
+    # XLA's log reads its argument's bits (log(1e-40) gave -103.97): the input is flushed; its
+    # result is a float operation's, which the CPU's processor flushes (float_result)
     return elementwise(jnp.log, input, half=allow_half_precision_computation, slopes=_log_slope,
-                       scale_bias=scale_bias, half_native=True)
+                       scale_bias=scale_bias, half_native=True, float_result=True)
 
 
 # --------------------------------------------------------------------------------------------
