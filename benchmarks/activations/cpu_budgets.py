@@ -1,6 +1,7 @@
-"""Why ELU, SCALED_ELU, SWISH and SCALED_TANH in FLOAT32 cost more than their jnp twins on the CPU:
-each cheaper form's largest error against float64 where DirectML's rule bites, beside the
-operator's ULP budget, and its time and dmljax's against the twin (paired, process CPU time).
+"""Why ELU, SCALED_ELU, SWISH, SCALED_TANH and REDUCE MULTIPLY in FLOAT32 cost more than their jnp
+twins on the CPU: each cheaper form's largest error against float64 where DirectML's rule bites,
+beside the operator's ULP budget, and its time and dmljax's against the twin (paired, host clock,
+one call of each at a time, as the benchmark suite times them).
 
     python benchmarks/activations/cpu_budgets.py      (about a minute on 2 CPUs; SMOKE=1: seconds)
 
@@ -9,8 +10,11 @@ zero where the true value is a normal number counts as its distance from zero in
 value among the denormals is flushed first, as DirectML flushes FLOAT32 results). The
 ranges: ELU and SCALED_ELU just below zero, where exp(x) - 1 cancels; SWISH where exp(-|x|) is a
 FLOAT32 denormal (which the CPU flushes) and x * exp(x) is still normal; SCALED_TANH where Beta * x
-is a FLOAT32 denormal (flushed) and Alpha * Beta * x is normal. Times: 2^20 random normal inputs,
-as the benchmark suite draws them (dmljax/bench/inputs.py).
+is a FLOAT32 denormal (flushed) and Alpha * Beta * x is normal; REDUCE MULTIPLY over rows whose
+product is finite but whose partial products leave FLOAT32's range (1e30 * 1e30 * 1e-30) or, in
+any order of 9 terms, FLOAT64's (2^127 nine times, then 2^-127 nine times), where a result of inf
+or 0 for a finite normal product counts as an infinite error. Times: 2^20 random normal inputs
+(rows of 1,024 for REDUCE), as the benchmark suite draws them (dmljax/bench/inputs.py).
 """
 
 import os
@@ -28,7 +32,7 @@ import dmljax  # noqa: E402
 
 SMOKE = bool(os.environ.get("SMOKE"))
 N = 1 << (14 if SMOKE else 20)
-REPS = 5 if SMOKE else 21
+REPS = 5 if SMOKE else 61
 TINY = np.finfo(np.float32).tiny
 
 
@@ -42,18 +46,18 @@ def ulps(got, exact):
 
 
 def paired(f, g, x):
-    """Median over REPS of time(f) / time(g), the two called alternately (process CPU time)."""
+    """Median over REPS of time(f) / time(g), one call of each in turn (which goes first
+    alternating), each synchronised (host clock)."""
     f, g = jax.jit(f), jax.jit(g)
-    jax.block_until_ready((f(x), g(x)))
+    for _ in range(3):
+        jax.block_until_ready((f(x), g(x)))
     ratios = []
     for i in range(REPS):
         t = {}
         for name, h in (("f", f), ("g", g)) if i % 2 == 0 else (("g", g), ("f", f)):
-            start = time.process_time()
-            for _ in range(3):
-                r = h(x)
-            jax.block_until_ready(r)
-            t[name] = time.process_time() - start
+            start = time.perf_counter()
+            jax.block_until_ready(h(x))
+            t[name] = time.perf_counter() - start
         ratios.append(t["f"] / t["g"])
     return float(np.median(ratios))
 
@@ -122,10 +126,38 @@ def main():
         rows.append((op, "dmljax", budget, ulps(jax.jit(ours)(xs_), want), paired(ours, twin, x64)))
         for name, f in cheaper.items():
             rows.append((op, name, budget, ulps(jax.jit(f)(xs_), want), paired(f, twin, x64)))
+    rows += multiply_rows()
     print("| operator | form | budget (ULP) | max error (ULP) | time / twin's |")
     print("|---|---|---|---|---|")
     for op, name, budget, err, ratio in rows:
         print(f"| {op} | {name} | {budget} | {err:.3g} | {ratio:.2f} |")
+
+
+def multiply_rows():
+    """REDUCE MULTIPLY (budget: N ULP of N terms, finite wherever the product is)."""
+    big, small = 2.0 ** 127, 2.0 ** -127
+    rows = np.array([[1e30, 1e30, 1e-30] + [1.0] * 15, [big] * 9 + [small] * 9], np.float32)
+    exact = np.array([np.prod(r.astype(np.float64)) for r in rows])
+    x = jax.random.normal(jax.random.key(0), (1024, 1024) if not SMOKE else (128, 128), np.float32)
+
+    def ours(v):
+        return dmljax.reduce(v, function="MULTIPLY", axes=(1,))
+
+    def twin(v):
+        return jnp.prod(v, 1, keepdims=True)
+
+    def wide(v):  # the plain product in FLOAT64, rounded once
+        with jax.enable_x64(True):
+            return jax.lax.convert_element_type(jnp.prod(jax.lax.convert_element_type(v, np.float64), 1,
+                                                         keepdims=True), np.float32)
+
+    def err(f):
+        got = np.asarray(jax.jit(f)(rows), np.float64).ravel()
+        return np.inf if not np.isfinite(got).all() or (got == 0).any() else ulps(got, exact)
+    budget = rows.shape[1]
+    return [("REDUCE[MULTIPLY]", "dmljax", budget, err(ours), paired(ours, twin, x)),
+            ("REDUCE[MULTIPLY]", "jnp.prod", budget, err(twin), 1.0),
+            ("REDUCE[MULTIPLY]", "jnp.prod in FLOAT64, rounded once", budget, err(wide), paired(wide, twin, x))]
 
 
 if __name__ == "__main__":

@@ -227,6 +227,11 @@ def test_gelu_special_and_large_values():
     out = np.asarray(jax.jit(dmljax.activation_gelu)(t))
     np.testing.assert_allclose(out, _gelu64(t), rtol=8 * F32_ULP, atol=0)
     assert out[0] < -7e-38
+    # results among the denormals, flushed to zeros of their sign (on the CPU by its processor):
+    # -13.5 (-1.1e-40), 1.2e-38 (6e-39); 2.4e-38 gives 1.2e-38, normal
+    out = np.asarray(jax.jit(dmljax.activation_gelu)(np.array([-13.5, 1.2e-38, -1.2e-38, 2.4e-38], np.float32)))
+    assert_same(out[:3], np.array([-0.0, 0.0, -0.0], np.float32))
+    assert out[3] == np.float32(1.2e-38)
     h = np.array([65504.0, -65504.0, -5.5, -3.0, 3.0], np.float16)
     out = np.asarray(dmljax.activation_gelu(h))
     np.testing.assert_array_equal(out, _gelu64(h).astype(np.float16))  # -5.5: a FLOAT16 denormal, kept

@@ -466,5 +466,6 @@ def activation_gelu(input, *, allow_half_precision_computation):
         d = e * k if unscale is None else (e * k) * unscale
         return jnp.where(x > 0, np.asarray(1, cd) - d, d)
 
+    # on the CPU every FLOAT32 result is f_cpu's last product, which the processor flushes
     return elementwise(math_, input, half=allow_half_precision_computation, slopes=slope,
-                       float_reads=True)
+                       float_reads=True, float_result=True)
