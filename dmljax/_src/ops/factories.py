@@ -226,7 +226,9 @@ def elementwise(math: Callable, *arrays, half: bool, slopes: Callable | None = N
     ``float_result``: every element of ``math``'s FLOAT32 result is the result of a float
     operation, never an input passed on untouched (a select between products, say, with no
     factor that XLA would simplify away): on the CPU the processor flushed it, and the output's
-    flush is left out there (``numerics.store``); elsewhere it stays.
+    flush is left out there (``numerics.store``); elsewhere it stays. With ``keeps_normals`` and
+    ``float_reads`` too, the CPU flushes neither inputs nor output (its processor does both),
+    and elsewhere the inputs are flushed and the output is not, as with ``keeps_normals`` alone.
     """
     dt = DataType.from_dtype(arrays[0].dtype)
     if dt.is_integer:
@@ -235,7 +237,7 @@ def elementwise(math: Callable, *arrays, half: bool, slopes: Callable | None = N
     flushed = tuple(is_flushed(x) for x in arrays)  # static: decided on the caller's objects
 
     def read(xs):
-        cpu_flushes = float_reads and (constant_values or not keeps_normals)
+        cpu_flushes = float_reads and (constant_values or not keeps_normals or float_result)
         return [apply_scale_bias(load(x, half, flush=not f, float_reads=cpu_flushes), scale_bias)
                 for x, f in zip(xs, flushed)]
 

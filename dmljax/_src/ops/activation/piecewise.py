@@ -79,9 +79,11 @@ def activation_scaled_elu(input, *, alpha, gamma, allow_half_precision_computati
                          float32_as(ca, x.dtype) * jnp.exp(_non_positive(x)))
 
     # |Gamma| >= 1 and |Gamma * Alpha| >= 1 keep every flushed input's result flushed
-    # (_scales_keep_normals)
+    # (_scales_keep_normals); with Gamma other than 1 every result is a product (or expm1's
+    # series), so that on the CPU the processor's flushes of inputs and output stand for both
     return elementwise(f, input, half=allow_half_precision_computation, slopes=slope,
-                       keeps_normals=_scales_keep_normals(gamma, ca), float_reads=True)
+                       keeps_normals=_scales_keep_normals(gamma, ca), float_reads=True,
+                       float_result=float(np.float32(gamma)) != 1.0)
 
 
 # --------------------------------------------------------------------------------------------
