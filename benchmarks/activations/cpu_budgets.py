@@ -3,7 +3,7 @@ twins on the CPU: each cheaper form's largest error against float64 where Direct
 beside the operator's ULP budget, and its time and dmljax's against the twin (paired, host clock,
 one call of each at a time, as the benchmark suite times them).
 
-    python benchmarks/activations/cpu_budgets.py      (about a minute on 2 CPUs; SMOKE=1: seconds)
+    python benchmarks/activations/cpu_budgets.py      (seconds on 2 CPUs; SMOKE=1: smaller inputs)
 
 Errors are in FLOAT32 ULP of the float64 value (np.spacing of its FLOAT32 rounding); a result of
 zero where the true value is a normal number counts as its distance from zero in ULP (a true
@@ -12,14 +12,16 @@ ranges: ELU and SCALED_ELU just below zero, where exp(x) - 1 cancels; SWISH wher
 FLOAT32 denormal (which the CPU flushes) and x * exp(x) is still normal; SCALED_TANH where Beta * x
 is a FLOAT32 denormal (flushed) and Alpha * Beta * x is normal; REDUCE MULTIPLY over rows whose
 product is finite but whose partial products leave FLOAT32's range (1e30 * 1e30 * 1e-30) or, in
-any order of 9 terms, FLOAT64's (2^127 nine times, then 2^-127 nine times), where a result of inf
+any order of 9 terms, FLOAT64's (2^126 nine times, then 2^-126 nine times), where a result of inf
 or 0 for a finite normal product counts as an infinite error. Times: 2^20 random normal inputs
 (rows of 1,024 for REDUCE), as the benchmark suite draws them (dmljax/bench/inputs.py).
 """
 
+import math
 import os
 import sys
 import time
+from fractions import Fraction
 from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[2])]
@@ -29,6 +31,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import dmljax  # noqa: E402
+from dmljax.bench.cases import OPERATOR_RECIPES  # noqa: E402
 
 SMOKE = bool(os.environ.get("SMOKE"))
 N = 1 << (14 if SMOKE else 20)
@@ -45,18 +48,23 @@ def ulps(got, exact):
     return float(np.max(np.abs(got - exact) / unit))
 
 
-def paired(f, g, x):
+def inputs(shape):
+    """Eight random normal input sets, called in turn (as the suite rotates them)."""
+    return [jax.random.normal(jax.random.key(i), shape, np.float32) for i in range(8)]
+
+
+def paired(f, g, xs):
     """Median over REPS of time(f) / time(g), one call of each in turn (which goes first
-    alternating), each synchronised (host clock)."""
+    alternating) on the same input set, each synchronised (host clock)."""
     f, g = jax.jit(f), jax.jit(g)
     for _ in range(3):
-        jax.block_until_ready((f(x), g(x)))
+        jax.block_until_ready((f(xs[0]), g(xs[0])))
     ratios = []
     for i in range(REPS):
         t = {}
         for name, h in (("f", f), ("g", g)) if i % 2 == 0 else (("g", g), ("f", f)):
             start = time.perf_counter()
-            jax.block_until_ready(h(x))
+            jax.block_until_ready(h(xs[i % len(xs)]))
             t[name] = time.perf_counter() - start
         ratios.append(t["f"] / t["g"])
     return float(np.median(ratios))
@@ -78,8 +86,8 @@ def tiny_beta_x(beta):
 
 
 def main():
-    x64 = jax.random.normal(jax.random.key(0), (N,), np.float32)
-    a, g = 1.0, 1.0507009873554805  # ELU's Alpha; SCALED_ELU's defaults (Alpha 1.67326..., Gamma)
+    timed = inputs((N,))
+    a, g = 1.0, 1.0507009873554805  # ELU's Alpha; SCALED_ELU's Alpha and Gamma as jax.nn.selu's
     sa = 1.6732632423543772
     alpha, beta = 1.7159, 0.6667  # SCALED_TANH as the suite's twin calls it
     rows = []
@@ -96,7 +104,9 @@ def main():
         "ACTIVATION_SCALED_ELU": (
             8, lambda v: dmljax.activation_scaled_elu(v, alpha=sa, gamma=g), xs,
             lambda v: g * np.where(v > 0, v, sa * np.expm1(v.astype(np.float64))), {
-                "jax.nn.selu": jax.nn.selu,
+                "jnp: where(x > 0, gamma * x, gamma * (alpha * exp(x) - alpha))": lambda v: jnp.where(
+                    v > 0, g * v, g * (sa * jnp.exp(v) - sa)),
+                "jax.nn.selu (expm1)": jax.nn.selu,
                 "gamma * where(x > 0, x, alpha * expm1(x))": lambda v: g * jnp.where(v > 0, v, sa * jnp.expm1(v)),
             }),
         "ACTIVATION_SWISH": (
@@ -114,18 +124,18 @@ def main():
                     jnp.abs(v) < 2.0 ** -12, (alpha * beta) * v, alpha * jnp.tanh(beta * v)),
             }),
     }
-    twins = {
-        "ACTIVATION_ELU": lambda v: jnp.where(v > 0, v, a * (jnp.exp(v) - 1)),
-        "ACTIVATION_SCALED_ELU": jax.nn.selu,
-        "ACTIVATION_SWISH": lambda v: v * jax.nn.sigmoid(v),
-        "ACTIVATION_SCALED_TANH": lambda v: alpha * jnp.tanh(beta * v),
+    twins = {  # the suite's (dmljax/bench/cases.py)
+        "ACTIVATION_ELU": lambda v: OPERATOR_RECIPES["ACTIVATION_ELU"].jnp(v, alpha=a),
+        "ACTIVATION_SCALED_ELU": lambda v: OPERATOR_RECIPES["ACTIVATION_SCALED_ELU"].jnp(v, alpha=sa, gamma=g),
+        "ACTIVATION_SWISH": lambda v: OPERATOR_RECIPES["ACTIVATION_SWISH"].jnp(v, sigmoid_input_scale=1.0),
+        "ACTIVATION_SCALED_TANH": lambda v: OPERATOR_RECIPES["ACTIVATION_SCALED_TANH"].jnp(v, alpha=alpha, beta=beta),
     }
     for op, (budget, ours, xs_, exact, cheaper) in forms.items():
         want = exact(xs_)
         twin = twins[op]
-        rows.append((op, "dmljax", budget, ulps(jax.jit(ours)(xs_), want), paired(ours, twin, x64)))
+        rows.append((op, "dmljax", budget, ulps(jax.jit(ours)(xs_), want), paired(ours, twin, timed)))
         for name, f in cheaper.items():
-            rows.append((op, name, budget, ulps(jax.jit(f)(xs_), want), paired(f, twin, x64)))
+            rows.append((op, name, budget, ulps(jax.jit(f)(xs_), want), paired(f, twin, timed)))
     rows += multiply_rows()
     print("| operator | form | budget (ULP) | max error (ULP) | time / twin's |")
     print("|---|---|---|---|---|")
@@ -135,10 +145,10 @@ def main():
 
 def multiply_rows():
     """REDUCE MULTIPLY (budget: N ULP of N terms, finite wherever the product is)."""
-    big, small = 2.0 ** 127, 2.0 ** -127
+    big, small = 2.0 ** 126, 2.0 ** -126
     rows = np.array([[1e30, 1e30, 1e-30] + [1.0] * 15, [big] * 9 + [small] * 9], np.float32)
-    exact = np.array([np.prod(r.astype(np.float64)) for r in rows])
-    x = jax.random.normal(jax.random.key(0), (1024, 1024) if not SMOKE else (128, 128), np.float32)
+    exact = np.array([float(math.prod(Fraction(float(t)) for t in r)) for r in rows])  # exact, then rounded
+    x = inputs((1024, 1024) if not SMOKE else (128, 128))
 
     def ours(v):
         return dmljax.reduce(v, function="MULTIPLY", axes=(1,))
