@@ -154,6 +154,21 @@ def test_training_outputs_biased_variance_and_epsilon_only_in_the_output():
     _assert_close(y, [[-0.5, -2 / np.sqrt(7)], [0.5, 2 / np.sqrt(7)]])  # (x - mean) / sqrt(var + 3)
 
 
+def test_training_reads_denormals_as_zero_and_flushes_its_outputs():
+    # denormal inputs give the flushed inputs' bits (the CPU leaves both flushes to its processor);
+    # an output among the denormals (Scale 1.5e-38 times +-1 / sqrt(1 + Epsilon 1)) is a zero
+    tiny = np.finfo(np.float32).tiny
+    x = np.array([1e-40, -1e-40, 1.0, -1.0, 3e-39, 2.0], np.float32).reshape(1, 1, 2, 3)
+    one, zero = np.ones((1, 1, 1, 1), np.float32), np.zeros((1, 1, 1, 1), np.float32)
+    f = jax.jit(lambda v, s: dmljax.batch_normalization_training(v, s, zero, epsilon=1e-5))
+    flushed = np.where(np.abs(x) < tiny, x * 0, x)
+    for got, want in zip(f(x, one), f(flushed, one)):
+        np.testing.assert_array_equal(np.asarray(got).view(np.uint32), np.asarray(want).view(np.uint32))
+    g = jax.jit(lambda v, s: dmljax.batch_normalization_training(v, s, zero, epsilon=1.0))
+    y = np.asarray(g(np.array([1.0, -1.0], np.float32).reshape(1, 1, 1, 2), np.full((1, 1, 1, 1), 1.5e-38, np.float32))[0])
+    assert (y == 0).all()  # +-1.06e-38 before the flush
+
+
 def test_training_statistics_over_the_dimensions_where_scale_is_one():
     rng = np.random.default_rng(2)
     x = rng.normal(size=(3, 2, 4, 5)).astype(np.float32)
