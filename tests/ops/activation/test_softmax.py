@@ -58,6 +58,21 @@ def test_hardmax_reads_float32_denormals_as_zero():
     np.testing.assert_array_equal(out, [[1, 0, 0]])  # all three are 0: the first wins
 
 
+@pytest.mark.parametrize("name", ["activation_softmax1", "activation_log_softmax1"])
+def test_softmax_gradient_reads_denormal_cotangents_as_zero(name):
+    # dY's denormals read as zeros of their sign, and a dX among the denormals flushed (the CPU
+    # leaves the three flushes of the backward pass to its processor): the flushed dY's bits
+    tiny = np.finfo(np.float32).tiny
+    x = np.array([[0.0, 1.0, -3.0, 2.0], [5.0, 5.0, -1.0, 0.5]], np.float32)
+    dy = np.array([[1e-40, -1e-40, 1.0, 3e-39], [2e-38, -1.5e-38, 1e-39, 0.0]], np.float32)
+    op = getattr(dmljax, name)
+    _, vjp = jax.vjp(lambda v: op(v, axes=(1,)), x)
+    got = np.asarray(jax.jit(vjp)(dy)[0])
+    want = np.asarray(jax.jit(vjp)(np.where(np.abs(dy) < tiny, dy * 0, dy))[0])
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert not ((np.abs(got) > 0) & (np.abs(got) < tiny)).any()
+
+
 def test_hardmax_has_a_zero_gradient():
     x = np.array([[1.0, 3.0, 2.0]], np.float32)
     g = jax.grad(lambda v: jnp.sum(dmljax.activation_hardmax(v) * jnp.arange(3.0)))(x)

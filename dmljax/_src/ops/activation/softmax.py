@@ -96,12 +96,15 @@ def normalize(x: jnp.ndarray, axes: tuple[int, ...], log: bool, half: bool) -> j
         return store(d - jnp.log(s) if log else e / s, dt, float_result=True)
 
     def xla_backward(y, dy):
-        yf, g = load(y, half), load(dy, half)
+        # y and dY read by float operations alone, dX a difference or a product: on the CPU the
+        # processor's flushes stand for the three explicit ones (LOG_SOFTMAX1's gradient took
+        # 1.24-1.28x jax.nn.log_softmax's with them)
+        yf, g = load(y, half, float_reads=True), load(dy, half, float_reads=True)
         if log:
             dx = g - jnp.exp(yf) * jnp.sum(g, axis=axes, keepdims=True)
         else:
             dx = yf * (g - jnp.sum(g * yf, axis=axes, keepdims=True))
-        return store(dx, DataType.from_dtype(dy.dtype))
+        return store(dx, DataType.from_dtype(dy.dtype), float_result=True)
 
     def forward(x):
         return route.run(xla_forward, lambda v: softmax_rows(v, log), x, lead=min(a % x.ndim for a in axes))
