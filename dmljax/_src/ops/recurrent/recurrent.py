@@ -11,7 +11,8 @@ OutputSequenceTensor as it is; Y_h/Y_c {dirs, batch, hidden} are {1, dirs, batch
 
 One engine runs the three: the input projection X x W^T + Wb for every step and direction is one
 GEMM before the loop; ``lax.scan`` runs the steps, both directions of a bidirectional network
-stacked in one scan (the backward direction reads each sequence reversed within its own length).
+stacked in one scan (the backward direction reads each sequence reversed within its own length),
+a single direction without a directions axis (its step's product a plain 2-D GEMM).
 The loop's derivative (``_Steps.jvp``, a ``custom_jvp`` that JAX transposes for reverse mode,
 never a ``custom_vjp``) is the formula's by JAX's own rules, laid out for reverse mode: it keeps
 only each step's states (H, and C for the LSTM), recomputes the gates from them with one GEMM
@@ -477,8 +478,8 @@ def _clip(x, threshold):
 
 
 def _act(acts, k: int, x, half: bool, threshold=None):
-    """Activation ``k`` (f = 0, g = 1, h = 2) of each direction on ``x`` [dirs, ...]: one call when
-    the directions share it."""
+    """Activation ``k`` (f = 0, g = 1, h = 2) of each direction on ``x`` [dirs, ...] (any shape for
+    one direction): one call when the directions share it."""
     x = _clip(x, threshold)
     per = [a[k] for a in acts]
     if all(p == per[0] for p in per):
@@ -518,22 +519,33 @@ def _network(short, x, w, r, b, h0, c0, lengths, p, *, activation_descs, directi
     xs, ws, rs = read(x[0]), read(w[0]), read(r[0])  # [seq, batch, in], [dirs, gh, in], [dirs, gh, hidden]
     if lengths is not None:
         lengths = jnp.minimum(lengths.reshape(batch), np.uint32(seq)).astype(np.int32)
+    # One direction runs without a directions axis: its products are the plain 2-D ones ([seq batch,
+    # in] x [in, gh] before the loop, [batch, hidden] x [hidden, gh] a step), not products batched
+    # over an axis of size 1; two directions stack theirs on an axis after seq.
+    one = dirs == 1
 
-    # The input projection for every step and direction: one GEMM, [seq, batch, dirs, gh].
-    proj = _product(xs, ws, (((2,), (2,)), ((), ())), dt, ct)
+    def own(v):  # a [dirs, ...] value as the loop sees it: its directions axis dropped for one direction
+        return v[0] if one else v
+
+    # The input projection for every step and direction: one GEMM, [seq, (dirs,) batch, gh].
+    if one:
+        proj = _product(xs, ws[0], (((2,), (1,)), ((), ())), dt, ct)
+    else:
+        proj = jnp.swapaxes(_product(xs, ws, (((2,), (2,)), ((), ())), dt, ct), 1, 2)
     bias_in = bias_rec = None
     if b is not None:
         bb = load(b[0, 0], half)  # [dirs, 2 gh]
         wb, rb = bb[:, :gh], bb[:, gh:]
         if short == "GRU" and linear_before_reset:  # Rbh stays inside rt (.) (...)
             bias_in = wb + jnp.concatenate([rb[:, :2 * hidden], jnp.zeros_like(rb[:, 2 * hidden:])], axis=1)
-            bias_rec = rb[:, None, 2 * hidden:]
+            bias_rec = own(rb[:, None, 2 * hidden:])
         else:
             bias_in = wb + rb
-    proj = jnp.swapaxes(proj, 1, 2)  # [seq, dirs, batch, gh]
     if bias_in is not None:
-        proj = proj + bias_in[None, :, None, :]
-    if any(backward):
+        proj = proj + own(bias_in)[..., None, :]
+    if one and backward[0]:
+        proj = _reverse(proj, lengths)
+    elif any(backward):
         parts = [_reverse(proj[:, d], lengths) if backward[d] else proj[:, d] for d in range(dirs)]
         proj = jnp.stack(parts, axis=1)
 
@@ -543,11 +555,13 @@ def _network(short, x, w, r, b, h0, c0, lengths, p, *, activation_descs, directi
         c = jnp.zeros((dirs, batch, hidden), st) if c0 is None else read(c0[0]).astype(st)
     peep = None
     if p is not None:
-        pp = load(p[0, 0], half)[:, None, :]  # [dirs, 1, 3 hidden]: Pi, Po, Pf
+        pp = own(load(p[0, 0], half)[:, None, :])  # [(dirs,) 1, 3 hidden]: Pi, Po, Pf
         peep = (pp[..., :hidden], pp[..., hidden:2 * hidden], pp[..., 2 * hidden:])
 
     steps = _Steps(short, acts, half, dt, ct, st, hidden, clip, couple, linear_before_reset)
-    hs, cs, h, c = _states(steps, proj, rs, h, c, peep, bias_rec, lengths)
+    hs, cs, h, c = _states(steps, proj, own(rs), own(h), None if c is None else own(c), peep, bias_rec, lengths)
+    if one:  # the directions axis back
+        hs, h, c = hs[:, None], h[None], None if c is None else c[None]
     ys = hs  # [seq, dirs, batch, hidden]: zeros at the steps past each sequence's length
     if lengths is not None:
         valid = (lax.broadcasted_iota(np.int32, (seq, batch), 0) < lengths[None, :])[:, None, :, None]
@@ -563,9 +577,9 @@ def _network(short, x, w, r, b, h0, c0, lengths, p, *, activation_descs, directi
 
 
 def _states(steps, proj, rs, h0, c0, peep, bias_rec, lengths):
-    """Every step's states, ``lax.scan`` over the projected inputs ``proj`` [seq, dirs, batch, G
+    """Every step's states, ``lax.scan`` over the projected inputs ``proj`` [seq, (dirs,) batch, G
     hidden]: (H at each step, C at each step or None, the last H, the last C or None), the
-    states [seq, dirs, batch, hidden]. Its derivative (``_Steps.jvp``) is the formula's, by JAX's
+    states [seq, (dirs,) batch, hidden] (no directions axis for one direction). Its derivative (``_Steps.jvp``) is the formula's, by JAX's
     own rules for every operation; it is laid out so that reverse mode keeps these states only."""
     @jax.custom_jvp
     def states(proj, rs, h0, c0, peep, bias_rec, lengths):
@@ -576,10 +590,10 @@ def _states(steps, proj, rs, h0, c0, peep, bias_rec, lengths):
 
 
 def _partials(f, *args):
-    """The derivatives of an element-wise ``f`` [seq, dirs, ...] -> [seq, dirs, ...] with respect
+    """The derivatives of an element-wise ``f`` [seq, (dirs,) ...] -> [seq, (dirs,) ...] with respect
     to each of ``args`` at every element (JAX's derivative of ``f``: each activation's own
     rule), every step at once; and ``f``'s value."""
-    vf = jax.vmap(f)  # over the steps: an activation sees [dirs, ...], its directions on axis 0
+    vf = jax.vmap(f)  # over the steps: an activation sees [(dirs,) ...], two directions on axis 0
     out = []
     for k, a in enumerate(args):
         def one(v, k=k):
@@ -607,7 +621,7 @@ class _Steps:
         self.short, self.acts, self.half, self.dt, self.ct, self.st = short, acts, half, dt, ct, st
         self.hidden, self.clip, self.couple, self.lbr = hidden, clip, couple, linear_before_reset
 
-    # -- the formula's element-wise pieces, [dirs, batch, hidden] in the compute type
+    # -- the formula's element-wise pieces, [(dirs,) batch, hidden] in the compute type
     def act(self, k, x, threshold=None):
         return _act(self.acts, k, x, self.half, threshold)
 
@@ -638,10 +652,14 @@ class _Steps:
         return (1 - z) * self.act(1, xh + rg * lin) + z * hf
 
     # -- products by RecurrenceTensor's rows
-    def recurrent(self, hp, rows):  # one step: Ht-1 x R[rows]^T, batched over the directions
+    def recurrent(self, hp, rows):  # one step: Ht-1 x R[rows]^T, batched over the directions if two
+        if rows.ndim == 2:
+            return _product(hp, rows, (((1,), (1,)), ((), ())), self.dt, self.ct)
         return _product(hp, rows, (((2,), (2,)), ((0,), (0,))), self.dt, self.ct)
 
-    def recurrent_all(self, hs, rows):  # every step at once: [seq, dirs, batch, rows]
+    def recurrent_all(self, hs, rows):  # every step at once: [seq, (dirs,) batch, rows]
+        if rows.ndim == 2:
+            return _product(hs, rows, (((2,), (1,)), ((), ())), self.dt, self.ct)
         return jnp.moveaxis(_product(hs, rows, (((3,), (2,)), ((1,), (0,))), self.dt, self.ct), 0, 1)
 
     def store(self, v):  # a state written to its tensor type (FLOAT32 denormals flushed)
@@ -655,13 +673,13 @@ class _Steps:
         if self.short == "RNN":
             return self.act(0, xw + self.recurrent(hp, rs)), None
         if self.short == "GRU":
-            zr = xw[..., :2 * hid] + self.recurrent(hp, rs[:, :2 * hid])
+            zr = xw[..., :2 * hid] + self.recurrent(hp, rs[..., :2 * hid, :])
             if self.lbr:
-                lin = self.recurrent(hp, rs[:, 2 * hid:])
+                lin = self.recurrent(hp, rs[..., 2 * hid:, :])
                 lin = lin if bias_rec is None else lin + bias_rec
                 return self.gru_lbr(zr[..., :hid], zr[..., hid:], xw[..., 2 * hid:], lin, hf), None
             gated = self.gru_gated(zr[..., hid:], hf).astype(self.st)
-            return self.gru_h(zr[..., :hid], xw[..., 2 * hid:] + self.recurrent(gated, rs[:, 2 * hid:]), hf), None
+            return self.gru_h(zr[..., :hid], xw[..., 2 * hid:] + self.recurrent(gated, rs[..., 2 * hid:, :]), hf), None
         gates = xw + self.recurrent(hp, rs)
         gi, go, gf, gc = (gates[..., k * hid:(k + 1) * hid] for k in range(4))
         cn = self.lstm_c(peep, gi, gf, gc, cp.astype(ct))
@@ -675,7 +693,7 @@ class _Steps:
             hn = self.store(hn)
             cn = None if cn is None else self.store(cn)
             if lengths is not None:  # past its length a sequence keeps its last states
-                valid = (t < lengths)[None, :, None]
+                valid = (t < lengths)[:, None]
                 hn = jnp.where(valid, hn, hp)
                 cn = None if cn is None else jnp.where(valid, cn, cp)
             return (hn, cn), (hn, cn)
@@ -695,10 +713,10 @@ class _Steps:
         hp = jnp.concatenate([h0[None], hs[:-1]], axis=0)  # Ht-1 at every step
         hf = hp.astype(ct)
         gates = proj[..., :2 * hid] if self.short == "GRU" else proj
-        rows = rs[:, :2 * hid] if self.short == "GRU" else rs
+        rows = rs[..., :2 * hid, :] if self.short == "GRU" else rs
         gates = gates + self.recurrent_all(hp, rows)
         du = dproj[..., :2 * hid] if self.short == "GRU" else dproj  # the gates' tangent but Ht-1's
-        du = du + self.recurrent_all(hp, drs[:, :2 * hid] if self.short == "GRU" else drs)
+        du = du + self.recurrent_all(hp, drs[..., :2 * hid, :] if self.short == "GRU" else drs)
         if self.short == "RNN":
             _, (coef,) = _partials(lambda g: self.act(0, g), gates)
             xs = (du, coef)
@@ -712,18 +730,18 @@ class _Steps:
             zero = jnp.zeros_like(cf)  # Ct's partials by gate (i, o, f, c): o enters Ht only
             xs = (du, jnp.stack([dc[0], zero, zero if self.couple else dc[1], dc[2]], -2), dc[3], dh[0], dh[1])
         elif self.lbr:
-            lin = self.recurrent_all(hp, rs[:, 2 * hid:])
+            lin = self.recurrent_all(hp, rs[..., 2 * hid:, :])
             lin = lin if bias_rec is None else lin + bias_rec
-            dlin = self.recurrent_all(hp, drs[:, 2 * hid:])
+            dlin = self.recurrent_all(hp, drs[..., 2 * hid:, :])
             dlin = dlin if dbias_rec is None else dlin + dbias_rec
             _, d = _partials(self.gru_lbr, gates[..., :hid], gates[..., hid:], proj[..., 2 * hid:], lin, hf)
             xs = (jnp.concatenate([du, dlin], -1), d[2] * dproj[..., 2 * hid:], jnp.stack(d[:2] + d[3:4], -2), d[4])
         else:
             gated, dg = _partials(self.gru_gated, gates[..., hid:], hf)
             gated = gated.astype(self.st)
-            gh = proj[..., 2 * hid:] + self.recurrent_all(gated, rs[:, 2 * hid:])
+            gh = proj[..., 2 * hid:] + self.recurrent_all(gated, rs[..., 2 * hid:, :])
             _, dn = _partials(self.gru_h, gates[..., :hid], gh, hf)
-            dgh = dproj[..., 2 * hid:] + self.recurrent_all(gated, drs[:, 2 * hid:])
+            dgh = dproj[..., 2 * hid:] + self.recurrent_all(gated, drs[..., 2 * hid:, :])
             zero = jnp.zeros_like(hf)  # by gate (z, r): the gated state takes r, Ht z
             xs = (du, dgh, jnp.stack([zero, dg[0]], -2), dg[1], jnp.stack([dn[0], zero], -2), dn[1], dn[2])
         t = jnp.arange(proj.shape[0], dtype=np.int32)
@@ -735,7 +753,7 @@ class _Steps:
             dhn = dhn.astype(self.st)
             dcn = None if dcn is None else dcn.astype(self.st)
             if lengths is not None:
-                valid = (t < lengths)[None, :, None]
+                valid = (t < lengths)[:, None]
                 dhn = jnp.where(valid, dhn, dhp)
                 dcn = None if dcn is None else jnp.where(valid, dcn, dcp)
             return (dhn, dcn), (dhn, dcn)
@@ -750,7 +768,7 @@ class _Steps:
         ct, hid = self.ct, self.hidden
         dhf = dhp.astype(ct)
 
-        def by_gate(v):  # [dirs, batch, k hidden] -> [dirs, batch, k, hidden]
+        def by_gate(v):  # [(dirs,) batch, k hidden] -> [(dirs,) batch, k, hidden]
             return v.reshape(v.shape[:-1] + (v.shape[-1] // hid, hid))
         if self.short == "RNN":
             du, coef = xs
@@ -765,7 +783,7 @@ class _Steps:
             dg = by_gate(du + self.recurrent(dhp, rs))
             return dx + (h_by_gate * dg).sum(-2) + h_by_h * dhf, None
         du, dgh, gated_by_gate, gated_by_h, h_by_gate, h_by_gh, h_by_h = xs
-        dzr = by_gate(du + self.recurrent(dhp, rs[:, :2 * hid]))
+        dzr = by_gate(du + self.recurrent(dhp, rs[..., :2 * hid, :]))
         dgated = ((gated_by_gate * dzr).sum(-2) + gated_by_h * dhf).astype(self.st)
-        dgh = dgh + self.recurrent(dgated, rs[:, 2 * hid:])
+        dgh = dgh + self.recurrent(dgated, rs[..., 2 * hid:, :])
         return (h_by_gate * dzr).sum(-2) + h_by_gh * dgh + h_by_h * dhf, None
