@@ -1,7 +1,8 @@
 """LSTM and GRU against the ``jax.lax.scan`` network a user would write (and torch's cuDNN nn.LSTM /
 nn.GRU, where torch sees a GPU), side by side in one run.
 
-    python benchmarks/recurrent/recurrent.py [--out DIR] [GROUP ...]   (SMOKE=1: small shapes, any machine)
+    python benchmarks/recurrent/recurrent.py [--out DIR] [--forward] [--no-torch] [--hidden N[,N]]
+        [--dtype float32|float16] [GROUP ...]   (SMOKE=1: small shapes, any machine)
 
 Groups (default: all):
 - ``lstm``, ``gru``: batch 64, hidden 512 and 1024, 512 steps, input = hidden (on a CPU: batch 8,
@@ -11,7 +12,13 @@ Groups (default: all):
   precision HIGHEST (dmljax's are: a TF32 twin would not be the same arithmetic) and its FLOAT16
   ones accumulated in FLOAT32. Goal: at most 1.0x the twin's time, forward and forward + backward.
 
-Per-call time (device time where the backend records it: benchmarks/common.py), two input sets.
+Options: ``--forward`` times the forward variants only (no forward + backward); ``--no-torch``
+leaves out torch's cuDNN comparison; ``--hidden`` and ``--dtype`` pick among the sizes and types.
+``python benchmarks/recurrent/recurrent.py --no-torch lstm gru`` runs the 16 JAX points of the
+table (8 shapes and types, each forward and forward + backward, against their twins).
+
+Per-call time (device time where the backend records it: benchmarks/common.py), two input sets;
+the lines give each variant's kernels per call too (a step's kernels times the steps, roughly).
 Writes <group>.json and <group>.md for each group run to DIR (default:
 benchmarks/results/<device>/recurrent).
 """
@@ -39,14 +46,43 @@ else:
 GATES = {"lstm": 4, "gru": 3}
 
 
+def options(args: list[str]) -> tuple[list[str], dict]:
+    """The groups and the options (``forward``, ``torch``, ``sizes``, ``dtypes``) of the command line
+    (``--out`` already taken out)."""
+    opts = {"forward": False, "torch": True, "sizes": SIZES, "dtypes": (np.float32, np.float16)}
+    groups, args = [], list(args)
+    while args:
+        a = args.pop(0)
+        name, _, value = a.partition("=")
+        if name in ("--hidden", "--dtype") and not value:
+            if not args:
+                raise SystemExit(f"recurrent.py: {name} needs a value")
+            value = args.pop(0)
+        if a == "--forward":
+            opts["forward"] = True
+        elif a == "--no-torch":
+            opts["torch"] = False
+        elif name == "--hidden":
+            opts["sizes"] = tuple(int(v) for v in value.split(","))
+        elif name == "--dtype":
+            if any(v not in ("float32", "float16") for v in value.split(",")):
+                raise SystemExit(f"recurrent.py: --dtype takes float32 and/or float16, not {value!r}")
+            opts["dtypes"] = tuple(np.dtype(v).type for v in value.split(","))
+        elif a in GATES:
+            groups.append(a)
+        else:
+            raise SystemExit(f"recurrent.py: unknown argument {a!r} (groups: {', '.join(GATES)})")
+    return groups or list(GATES), opts
+
+
 def main():
-    _, groups = common.arguments()
-    groups = groups or ["lstm", "gru"]
+    _, args = common.arguments()
+    groups, opts = options(args)
     report = common.Report("recurrent", "per-call time (benchmarks/common.py), two input sets")
     rng = np.random.default_rng(0)
     for g in groups:
         report.group = g
-        run(g, rng, report)
+        run(g, rng, report, **opts)
     report.write()
 
 
@@ -97,14 +133,15 @@ def _loss(f, kind):
 
 def _point(report, group, name, v, base=None, **fields):
     ratio = "" if base is None else f"  {v['s'] / base['s']:.3f}x"
-    report.point(f"{group:34s} {name:40s} {v['s'] * 1e3:9.3f} ms{ratio}", group=group, variant=name,
+    kernels = "" if v["kernels_per_call"] is None else f"  {v['kernels_per_call']:g} kernels"
+    report.point(f"{group:34s} {name:40s} {v['s'] * 1e3:9.3f} ms{ratio}{kernels}", group=group, variant=name,
                  ms=v["s"] * 1e3, kernels=v["kernels_per_call"], method=v["method"], **fields)
 
 
-def run(kind, rng, report):
+def run(kind, rng, report, forward=False, torch=True, sizes=SIZES, dtypes=(np.float32, np.float16)):
     g = GATES[kind]
-    for hidden in SIZES:
-        for dtype in (np.float32, np.float16):
+    for hidden in sizes:
+        for dtype in dtypes:
             def u(*s, scale=1 / np.sqrt(hidden)):
                 return jnp.asarray((rng.uniform(-1, 1, s) * scale).astype(dtype))
             sets = [(u(STEPS, BATCH, hidden, scale=1.0), u(g * hidden, hidden), u(g * hidden, hidden))
@@ -113,20 +150,21 @@ def run(kind, rng, report):
             variants = [
                 ("dmljax forward", jax.jit(lambda x, w, r: ours(kind, x, w, r))),
                 ("lax.scan twin forward", jax.jit(lambda x, w, r: twin(kind, x, w, r))),
-                ("dmljax forward+backward", _loss(ours, kind)),
-                ("lax.scan twin forward+backward", _loss(twin, kind)),
             ]
+            if not forward:
+                variants += [("dmljax forward+backward", _loss(ours, kind)),
+                             ("lax.scan twin forward+backward", _loss(twin, kind))]
             t = common.times([(name, lambda i, f=f: f(*sets[i % 2])) for name, f in variants])
             for name, v in t.items():
                 base = t["lax.scan twin forward+backward" if "backward" in name else "lax.scan twin forward"]
                 _point(report, group, name, v, base)
             got, want = (np.asarray(f(*sets[0]), np.float64) for _, f in variants[:2])
             report.line(f"{group}: largest difference from the twin {np.max(np.abs(got - want)):.3g}")
-            line = _torch(kind, hidden, dtype, sets[0])
-            report.line(line)
+            if torch:
+                report.line(_torch(kind, hidden, dtype, sets[0], forward))
 
 
-def _torch(kind, hidden, dtype, arrays) -> str:
+def _torch(kind, hidden, dtype, arrays, forward_only=False) -> str:
     """torch's cuDNN nn.LSTM / nn.GRU of the same shape: forward and forward + backward, CUDA events."""
     try:
         import torch
@@ -139,15 +177,15 @@ def _torch(kind, hidden, dtype, arrays) -> str:
     net = (torch.nn.LSTM if kind == "lstm" else torch.nn.GRU)(hidden, hidden).cuda().to(tdt)
     x = torch.from_numpy(np.asarray(arrays[0])).cuda().requires_grad_(True)
     out = []
-    for backward in (False, True):
+    for backward in (False,) if forward_only else (False, True):
         def call():
             y, _ = net(x)
             if backward:
                 y.float().sum().backward()
         out.append(common.torch_ms(call))
+    both = "" if forward_only else f", forward+backward {out[1]:.3f} ms"
     return (f"torch cuDNN nn.{'LSTM' if kind == 'lstm' else 'GRU'} {np.dtype(dtype).name} H{hidden}: forward "
-            f"{out[0]:.3f} ms, forward+backward {out[1]:.3f} ms (CUDA events over 10 calls, torch {torch.__version__}, "
-            "TF32 off)")
+            f"{out[0]:.3f} ms{both} (CUDA events over 10 calls, torch {torch.__version__}, TF32 off)")
 
 
 if __name__ == "__main__":

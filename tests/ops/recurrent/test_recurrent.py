@@ -267,24 +267,57 @@ def _scan_products(jaxpr) -> list[list[tuple]]:
     return found
 
 
+@pytest.mark.parametrize("direction", ["BIDIRECTIONAL", pytest.param("FORWARD", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("short", ["LSTM", "GRU", "RNN"])
-def test_reverse_mode_runs_one_loop_each_way_with_the_steps_products_only(short):
+def test_reverse_mode_runs_one_loop_each_way_with_the_steps_products_only(short, direction):
     # The gradient runs the steps forward once and back once; going back, a step multiplies its
     # gates' cotangent by RecurrenceTensor and nothing else: the gates are recomputed from the
     # kept states and RecurrenceTensor's gradient is taken over every step at once, outside the
-    # loops (no second forward loop, no product of a step's states by its gates' cotangent).
-    # Traced only, never run.
-    t, b, i, h, dirs = 16, 2, 3, 4, 2
+    # loops (no second forward loop, no product of a step's states by its gates' cotangent). One
+    # direction's products have no directions axis. Traced only, never run.
+    t, b, i, h = 16, 2, 3, 4
+    dirs = 2 if direction == "BIDIRECTIONAL" else 1
     g = GATES[short]
     x = jax.ShapeDtypeStruct((1, t, b, i), np.float32)
     w, r = jax.ShapeDtypeStruct((1, dirs, g * h, i), np.float32), jax.ShapeDtypeStruct((1, dirs, g * h, h), np.float32)
 
     def loss(x, w, r):
-        return sum(o.sum() for o in OPS[short](x, w, r, direction="BIDIRECTIONAL"))
+        return sum(o.sum() for o in OPS[short](x, w, r, direction=direction))
     loops = _scan_products(jax.make_jaxpr(jax.grad(loss, argnums=(0, 1, 2)))(x, w, r).jaxpr)
-    step = {"RNN": [(dirs, b, h)], "LSTM": [(dirs, b, 4 * h)], "GRU": [(dirs, b, h), (dirs, b, 2 * h)]}[short]
-    back = {"RNN": [(dirs, b, h)], "LSTM": [(dirs, b, h)], "GRU": [(dirs, b, h), (dirs, b, h)]}[short]
+    d = (dirs,) if dirs == 2 else ()
+    step = {"RNN": [d + (b, h)], "LSTM": [d + (b, 4 * h)], "GRU": [d + (b, h), d + (b, 2 * h)]}[short]
+    back = {"RNN": [d + (b, h)], "LSTM": [d + (b, h)], "GRU": [d + (b, h), d + (b, h)]}[short]
     assert loops == [step, back], loops
+
+
+@pytest.mark.parametrize("short", ["LSTM", "GRU"])
+def test_one_direction_runs_the_plain_products_of_a_users_scan(short):
+    # One direction (FORWARD or BACKWARD) carries no directions axis: the input projection is one
+    # [seq, batch, input] x [G hidden, input]^T product that the loop reads as it is (not transposed),
+    # and each step's product is [batch, hidden] x [G hidden, hidden]^T, the products of the lax.scan
+    # a user writes, not products batched over an axis of size 1. Traced only, never run.
+    t, b, i, h = 16, 2, 3, 4
+    g = GATES[short]
+    x = jax.ShapeDtypeStruct((1, t, b, i), np.float16)
+    w, r = jax.ShapeDtypeStruct((1, 1, g * h, i), np.float16), jax.ShapeDtypeStruct((1, 1, g * h, h), np.float16)
+    for direction in ("FORWARD", "BACKWARD"):
+        jaxpr = jax.make_jaxpr(lambda x, w, r: OPS[short](x, w, r, direction=direction)[0])(x, w, r).jaxpr
+
+        def eqns(jaxpr):
+            for e in jaxpr.eqns:
+                yield e
+                for v in e.params.values():
+                    for sub in v if isinstance(v, (tuple, list)) else (v,):
+                        if isinstance(sub, jax.extend.core.ClosedJaxpr):
+                            yield from eqns(sub.jaxpr)
+                        elif isinstance(sub, jax.extend.core.Jaxpr):
+                            yield from eqns(sub)
+        products = [(tuple(e.outvars[0].aval.shape), e.params["dimension_numbers"][1])
+                    for e in eqns(jaxpr) if e.primitive.name == "dot_general"]
+        step = [(b, g * h)] if short == "LSTM" else [(b, h), (b, 2 * h)]
+        assert sorted(products) == sorted([((t, b, g * h), ((), ()))] + [(s, ((), ())) for s in step]), products
+        assert _scan_products(jaxpr) == [sorted(step)]
+        assert not [e for e in eqns(jaxpr) if e.primitive.name == "transpose"], direction
 
 
 # ------------------------------------------------------------------------------------ slow: every option
