@@ -579,8 +579,9 @@ def _network(short, x, w, r, b, h0, c0, lengths, p, *, activation_descs, directi
 def _states(steps, proj, rs, h0, c0, peep, bias_rec, lengths):
     """Every step's states, ``lax.scan`` over the projected inputs ``proj`` [seq, (dirs,) batch, G
     hidden]: (H at each step, C at each step or None, the last H, the last C or None), the
-    states [seq, (dirs,) batch, hidden] (no directions axis for one direction). Its derivative (``_Steps.jvp``) is the formula's, by JAX's
-    own rules for every operation; it is laid out so that reverse mode keeps these states only."""
+    states [seq, (dirs,) batch, hidden] (no directions axis for one direction). Its derivative
+    (``_Steps.jvp``) is the formula's, by JAX's own rules for every operation; it is laid out so
+    that reverse mode keeps these states only."""
     @jax.custom_jvp
     def states(proj, rs, h0, c0, peep, bias_rec, lengths):
         return steps.scan(proj, rs, h0, c0, peep, bias_rec, lengths)
