@@ -519,19 +519,20 @@ def _network(short, x, w, r, b, h0, c0, lengths, p, *, activation_descs, directi
     xs, ws, rs = read(x[0]), read(w[0]), read(r[0])  # [seq, batch, in], [dirs, gh, in], [dirs, gh, hidden]
     if lengths is not None:
         lengths = jnp.minimum(lengths.reshape(batch), np.uint32(seq)).astype(np.int32)
-    # One direction runs without a directions axis: its products are the plain 2-D ones ([seq batch,
-    # in] x [in, gh] before the loop, [batch, hidden] x [hidden, gh] a step), not products batched
-    # over an axis of size 1; two directions stack theirs on an axis after seq.
+    # One direction runs without a directions axis: each step's product is the plain 2-D one
+    # ([batch, hidden] x [hidden, gh]), not one batched over an axis of size 1, and the loop reads
+    # the input projection as the GEMM writes it (no transpose); two directions stack theirs on an
+    # axis after seq.
     one = dirs == 1
 
     def own(v):  # a [dirs, ...] value as the loop sees it: its directions axis dropped for one direction
         return v[0] if one else v
 
-    # The input projection for every step and direction: one GEMM, [seq, (dirs,) batch, gh].
-    if one:
-        proj = _product(xs, ws[0], (((2,), (1,)), ((), ())), dt, ct)
-    else:
-        proj = jnp.swapaxes(_product(xs, ws, (((2,), (2,)), ((), ())), dt, ct), 1, 2)
+    # The input projection for every step and direction: one GEMM, [seq, batch, dirs, gh], then
+    # [seq, (dirs,) batch, gh]. (One direction drops its axis of 1 from the product's result, not
+    # from W: the GEMM stays the one that multiplies [seq batch, in] by W^T laid out [in, gh].)
+    proj = _product(xs, ws, (((2,), (2,)), ((), ())), dt, ct)
+    proj = proj[:, :, 0] if one else jnp.swapaxes(proj, 1, 2)
     bias_in = bias_rec = None
     if b is not None:
         bb = load(b[0, 0], half)  # [dirs, 2 gh]
