@@ -2,7 +2,7 @@
 nn.GRU, where torch sees a GPU), side by side in one run.
 
     python benchmarks/recurrent/recurrent.py [--out DIR] [--forward] [--no-torch] [--hidden N[,N]]
-        [--dtype float32|float16] [GROUP ...]   (SMOKE=1: small shapes, any machine)
+        [--dtype float32|float16] [--outputs FILE.npz] [GROUP ...]   (SMOKE=1: small shapes, any machine)
 
 Groups (default: all):
 - ``lstm``, ``gru``: batch 64, hidden 512 and 1024, 512 steps, input = hidden (on a CPU: batch 8,
@@ -13,7 +13,10 @@ Groups (default: all):
   ones accumulated in FLOAT32. Goal: at most 1.0x the twin's time, forward and forward + backward.
 
 Options: ``--forward`` times the forward variants only (no forward + backward); ``--no-torch``
-leaves out torch's cuDNN comparison; ``--hidden`` and ``--dtype`` pick among the sizes and types.
+leaves out torch's cuDNN comparison; ``--hidden`` and ``--dtype`` pick among the sizes and types;
+``--outputs FILE.npz`` saves dmljax's forward output of each point (the first input set), so that two
+commits' outputs can be compared bit for bit (run with the same options: the inputs come from one
+seeded generator, in order).
 ``python benchmarks/recurrent/recurrent.py --no-torch lstm gru`` runs the 16 JAX points of the
 table (8 shapes and types, each forward and forward + backward, against their twins).
 
@@ -49,12 +52,12 @@ GATES = {"lstm": 4, "gru": 3}
 def options(args: list[str]) -> tuple[list[str], dict]:
     """The groups and the options (``forward``, ``torch``, ``sizes``, ``dtypes``) of the command line
     (``--out`` already taken out)."""
-    opts = {"forward": False, "torch": True, "sizes": SIZES, "dtypes": (np.float32, np.float16)}
+    opts = {"forward": False, "torch": True, "sizes": SIZES, "dtypes": (np.float32, np.float16), "outputs": None}
     groups, args = [], list(args)
     while args:
         a = args.pop(0)
         name, _, value = a.partition("=")
-        if name in ("--hidden", "--dtype") and not value:
+        if name in ("--hidden", "--dtype", "--outputs") and not value:
             if not args:
                 raise SystemExit(f"recurrent.py: {name} needs a value")
             value = args.pop(0)
@@ -62,6 +65,8 @@ def options(args: list[str]) -> tuple[list[str], dict]:
             opts["forward"] = True
         elif a == "--no-torch":
             opts["torch"] = False
+        elif name == "--outputs":
+            opts["outputs"] = value
         elif name == "--hidden":
             opts["sizes"] = tuple(int(v) for v in value.split(","))
         elif name == "--dtype":
@@ -80,10 +85,14 @@ def main():
     groups, opts = options(args)
     report = common.Report("recurrent", "per-call time (benchmarks/common.py), two input sets")
     rng = np.random.default_rng(0)
+    outputs, path = {}, opts.pop("outputs")
     for g in groups:
         report.group = g
-        run(g, rng, report, **opts)
+        run(g, rng, report, outputs=outputs, **opts)
     report.write()
+    if path:
+        np.savez(path, **outputs)
+        print(f"written: {path} (dmljax's forward outputs)")
 
 
 # ---------------------------------------------------------------------------------- the twins
@@ -138,7 +147,7 @@ def _point(report, group, name, v, base=None, **fields):
                  ms=v["s"] * 1e3, kernels=v["kernels_per_call"], method=v["method"], **fields)
 
 
-def run(kind, rng, report, forward=False, torch=True, sizes=SIZES, dtypes=(np.float32, np.float16)):
+def run(kind, rng, report, forward=False, torch=True, sizes=SIZES, dtypes=(np.float32, np.float16), outputs=None):
     g = GATES[kind]
     for hidden in sizes:
         for dtype in dtypes:
@@ -158,7 +167,10 @@ def run(kind, rng, report, forward=False, torch=True, sizes=SIZES, dtypes=(np.fl
             for name, v in t.items():
                 base = t["lax.scan twin forward+backward" if "backward" in name else "lax.scan twin forward"]
                 _point(report, group, name, v, base)
-            got, want = (np.asarray(f(*sets[0]), np.float64) for _, f in variants[:2])
+            got, want = (np.asarray(f(*sets[0])) for _, f in variants[:2])
+            if outputs is not None:
+                outputs[group] = got
+            got, want = got.astype(np.float64), want.astype(np.float64)
             report.line(f"{group}: largest difference from the twin {np.max(np.abs(got - want)):.3g}")
             if torch:
                 report.line(_torch(kind, hidden, dtype, sets[0], forward))
