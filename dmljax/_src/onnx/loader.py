@@ -22,7 +22,7 @@ import numpy as np
 from jax import lax
 
 from dmljax._src.errors import ValidationError, Violation, cap
-from dmljax._src.onnx import prepare
+from dmljax._src.onnx import prepare, qdq
 from dmljax._src.onnx.errors import OnnxImportError, file_error, node_violation
 from dmljax._src.onnx.table import (CONTROL_FLOW, FOLDED, TABLE, UNROLL, Call, Rule, _runtime_dtype, find_rule,
                                     rules_for)
@@ -224,11 +224,13 @@ class OnnxModel:
     depends on the parameters alone once (onnx/prepare.py: on concrete inputs; under a JAX
     transformation, and on other backends, it is ``apply``). ``inputs`` and ``outputs`` name the
     graph's inputs (with their element type and shape, symbolic dimensions as strings) and
-    outputs; ``nodes`` says what each node becomes."""
+    outputs; ``nodes`` says what each node becomes; ``fused_qdq`` lists the QDQ groups load fused
+    into quantized operators (onnx/qdq.py; empty with ``fuse_qdq=False``)."""
 
     def __init__(self, proto, name: str, opset: int, nodes: list[_Node], params: dict, consts: dict,
-                 inputs: list, outputs: list[str], buffers: dict | None = None):
+                 inputs: list, outputs: list[str], buffers: dict | None = None, fused_qdq: tuple = ()):
         self.proto = proto
+        self.fused_qdq = tuple(fused_qdq)
         self.name = name
         self.opset = opset
         self._nodes = nodes
@@ -422,13 +424,30 @@ def _static_names(nodes: list[_Node], opset: int, produced_by: dict) -> set[str]
     return need
 
 
-def load(source, *, name: str | None = None, static_inputs: dict | None = None) -> OnnxModel:
+def _subgraph_reads(g) -> set[str]:
+    """The names that control-flow nodes' subgraphs (at any depth) read."""
+    out: set[str] = set()
+    for p in g.node:
+        for a in p.attribute:
+            for sub in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)):
+                out.update(x for m in sub.node for x in m.input if x)
+                out |= _subgraph_reads(sub)
+    return out
+
+
+def load(source, *, name: str | None = None, static_inputs: dict | None = None, fuse_qdq: bool = True) -> OnnxModel:
     """Import an ONNX model (a path, the file's bytes, or an ``onnx.ModelProto``; external data
     is read from beside the file).
 
     ``static_inputs`` fixes graph inputs to values at load time (name -> array): they leave the
     model's inputs and are folded like initializers, which is how a graph input that DirectML
     takes as an attribute (a Reshape's shape, a ReduceSum's axes) can be given.
+
+    ``fuse_qdq`` (default True) fuses QDQ groups (DequantizeLinear -> Conv -> QuantizeLinear and the
+    like) into quantized operators (QLinearConv onto QUANTIZED_LINEAR_CONVOLUTION, ...), as ONNX
+    Runtime's CPU provider does when it creates a session: an integer accumulation requantized once,
+    where the graph as written computes in FLOAT32 and can round a value to the neighbouring
+    quantization step (onnx/qdq.py lists the rules). ``fuse_qdq=False`` keeps the graph as written.
 
     Raises:
         OnnxImportError: the file is not a readable ONNX model, its ai.onnx opset is outside
@@ -437,6 +456,8 @@ def load(source, *, name: str | None = None, static_inputs: dict | None = None) 
     """
     _need_onnx()
     where = name or (repr(Path(os.fspath(source)).name) if isinstance(source, (str, os.PathLike)) else "<model>")
+    if not isinstance(fuse_qdq, (bool, np.bool_)):
+        raise OnnxImportError(where, [Violation("Option", "fuse_qdq", f"is {cap(repr(fuse_qdq), 80)}", "True or False")])
     model = _read(source, where)
     g = model.graph
     opset = _default_opset(model)
@@ -454,9 +475,19 @@ def load(source, *, name: str | None = None, static_inputs: dict | None = None) 
             raise file_error(where, f"has no graph input {k!r} to fix (static_inputs)",
                              f"its inputs: {', '.join(sorted(graph_input_names - set(initializers)))}")
         initializers[k] = np.asarray(v)
+    domains = {o.domain: int(o.version) for o in model.opset_import}
+    graph = g
+    fusions: tuple = ()
+    if fuse_qdq:
+        input_types = {i.name: _elem_type(i) for i in g.input if i.name not in initializers}
+        fused, extra, fusions = qdq.fuse(g.node, qdq.const_values(g, initializers), input_types,
+                                         [o.name for o in g.output], _subgraph_reads(g), opset)
+        if fusions:
+            graph = onnx.helper.make_graph(fused, g.name, [], [])
+            initializers.update(extra)
+            domains.setdefault(qdq.MS, 1)
     problems: list[Violation] = []
-    nodes, consts = _map_nodes(g, opset, problems, domains={o.domain: int(o.version) for o in model.opset_import},
-                               shapes=_static_shapes(model, initializers))
+    nodes, consts = _map_nodes(graph, opset, problems, domains=domains, shapes=_static_shapes(model, initializers))
     produced_by: dict[str, _Node] = {}
     for n in _all_nodes(nodes):
         for o in n.outputs:
@@ -485,7 +516,7 @@ def load(source, *, name: str | None = None, static_inputs: dict | None = None) 
             consts_all[k] = v
     inputs = [(i.name, _elem_type(i), _shape(i)) for i in graph_inputs]
     return OnnxModel(model, g.name or where, opset, nodes, params, consts_all, inputs, [o.name for o in g.output],
-                     buffers)
+                     buffers, fusions)
 
 
 _BUFFER_SIZE = 1024
