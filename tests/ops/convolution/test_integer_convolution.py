@@ -365,8 +365,9 @@ def _convolutions(fn, *args):
 def test_one_integer_product_in_the_lowered_hlo(rng):
     # UINT8 input with a zero point, INT8 filter with per-channel ones, padding: on the CPU one
     # INT8 x INT8 -> INT32 product of the windows' columns (2 x 6 x 6 rows, 3 x 3 x 8 columns) and
-    # no convolution, the corrections around it in INT32; with groups, one convolution (FLOAT32
-    # sums of the INT8 values, exact below 2^24: 36 terms need no split)
+    # no convolution, the corrections around it in INT32; with few channels a group, the window's taps
+    # (no convolution either); with more, one convolution (FLOAT32 sums of the INT8 values, exact
+    # below 2^24: 144 terms need no split)
     x = rng.integers(0, 256, (2, 8, 6, 6)).astype(np.uint8)
     w = rng.integers(-128, 128, (4, 8, 3, 3)).astype(np.int8)
     xz, wz = np.full((1, 1, 1, 1), 3, np.uint8), rng.integers(-5, 5, (1, 4, 1, 1)).astype(np.int8)
@@ -381,7 +382,10 @@ def test_one_integer_product_in_the_lowered_hlo(rng):
         assert len(dots) == 1, dots
         assert re.search(r"s8\[72,72\][^ ]* parameter", text) and re.search(r"s8\[72,4\][^ ]* parameter", text)
     w2 = rng.integers(-128, 128, (4, 4, 3, 3)).astype(np.int8)
-    convs = _convolutions(lambda *a: dmljax.convolution_integer(*a, group_count=2, **pads), x, xz, w2, None)
+    assert not _convolutions(lambda *a: dmljax.convolution_integer(*a, group_count=2, **pads), x, xz, w2, None)
+    x16 = rng.integers(0, 256, (2, 32, 6, 6)).astype(np.uint8)
+    w16 = rng.integers(-128, 128, (4, 16, 3, 3)).astype(np.int8)
+    convs = _convolutions(lambda *a: dmljax.convolution_integer(*a, group_count=2, **pads), x16, xz, w16, None)
     assert len(convs) == 1 and re.search(r"= f32\[2,6,6,4\][^ ]* convolution\(", convs[0]), convs
 
 
