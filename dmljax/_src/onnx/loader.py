@@ -482,7 +482,7 @@ def load(source, *, name: str | None = None, static_inputs: dict | None = None, 
         input_types = {i.name: _elem_type(i) for i in g.input if i.name not in initializers}
         fused, extra, fusions = qdq.fuse(g.node, qdq.const_values(g, initializers), input_types,
                                          [o.name for o in g.output], _subgraph_reads(g), opset)
-        if fusions:
+        if fusions or extra:
             graph = onnx.helper.make_graph(fused, g.name, [], [])
             initializers.update(extra)
             domains.setdefault(qdq.MS, 1)

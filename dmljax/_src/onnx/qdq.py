@@ -25,7 +25,9 @@ graph output; 16-bit and 4-bit types stay unfused. A DequantizeLinear read by ot
 shared (ONNX Runtime duplicates it first: EnsureUniqueDQForNodeUnit). A Relu, or a Clip of constant
 bounds, between the target and its QuantizeLinear is dropped where the quantization already clips
 as it does (a Relu before a zero point at the type's minimum; ONNX Runtime's redundant-clip rule).
-The bias's DequantizeLinear is not read past its INT32 values: ONNX Runtime takes them as
+A FLOAT32 constant bias of a Conv or Gemm whose X and W are dequantized is first quantized as ONNX
+Runtime's bias quantization does it: INT32 round(bias / (x_scale * w_scale)) behind a new
+DequantizeLinear. The bias's DequantizeLinear is not read past its INT32 values: ONNX Runtime takes them as
 QLinearConv's and QGemm's bias, in units of x_scale * w_scale, whatever its scale says.
 
 dmljax fuses only where the quantized operator can read the group's parameters: scales and zero
@@ -292,14 +294,60 @@ def _match(g: _Graph, i: int, extra: dict):
     return fused, (clip, q), Fusion(name, op, new_type, replaced)
 
 
+def _quantized_biases(nodes, consts: dict, extra: dict) -> list:
+    """ONNX Runtime's bias quantization, which runs before the fusion: a Conv's or Gemm's constant
+    FLOAT32 bias of one dimension, the node's first two inputs dequantized (the first per tensor, the
+    second per tensor or per output channel along Conv's axis 0, Gemm's N axis, no block_size
+    attribute), becomes DequantizeLinear(INT32 round(bias / (x_scale * w_scale)), x_scale * w_scale):
+    FLOAT32 products and quotients, halves rounded to even. The new constants go to ``extra``."""
+    producer = {o: p for p in nodes for o in p.output if o}
+    out = []
+    for i, p in enumerate(nodes):
+        dqs = [producer.get(x) for x in p.input[:2]]
+        bias = consts.get(p.input[2]) if len(p.input) > 2 and p.input[2] else None
+        if (p.op_type not in ("Conv", "Gemm") or p.domain not in ("", "ai.onnx") or bias is None or bias.ndim != 1
+                or bias.dtype != np.float32 or len(dqs) < 2
+                or any(d is None or d.op_type != "DequantizeLinear" or d.domain not in ("", "ai.onnx") for d in dqs)):
+            out.append(p)
+            continue
+        xs, ws = consts.get(dqs[0].input[1]), consts.get(dqs[1].input[1])
+        a = _attrs(dqs[1])
+        if p.op_type == "Gemm":
+            want_axis = 0 if _attrs(p).get("transB", 0) else 1
+        else:
+            want_axis = 0
+        per_tensor = ws is not None and ws.size == 1 and ws.ndim <= 1
+        if (xs is None or ws is None or xs.size != 1 or xs.ndim > 1 or xs.dtype != np.float32 or ws.dtype != np.float32
+                or (not per_tensor and (ws.ndim != 1 or ws.size != bias.size or "block_size" in a
+                                        or int(a.get("axis", 1)) != want_axis))):
+            out.append(p)
+            continue
+        name = p.name or f"{p.op_type}_{i}"
+        scale = np.asarray(xs.reshape(()) * (ws.reshape(()) if per_tensor else ws), np.float32)
+        with np.errstate(all="ignore"):
+            q = np.round(bias / scale).astype(np.int32)
+        extra[f"{name}/bias_int32"] = q
+        extra[f"{name}/bias_scale"] = scale
+        dq = helper.make_node("DequantizeLinear", [f"{name}/bias_int32", f"{name}/bias_scale"], [f"{name}/bias"],
+                              name=f"{name}/bias_dq", **({} if per_tensor else {"axis": 0}))
+        out.append(dq)
+        fixed = onnx.NodeProto()
+        fixed.CopyFrom(p)
+        fixed.input[2] = f"{name}/bias"
+        out.append(fixed)
+    return out
+
+
 def fuse(nodes, consts: dict, input_types: dict, outputs, sub_reads=frozenset(), opset: int = 13):
     """The main graph's ``nodes`` (NodeProtos, in order) with its QDQ groups fused: (the new node list,
     the constants it adds (zero points left out), the Fusions). ``consts``: the values known at load
     (initializers, Constant nodes); ``input_types``: the graph inputs' element types; ``outputs``: the
     graph's output names; ``sub_reads``: the values that subgraphs read."""
+    extra: dict = {}
+    nodes = _quantized_biases(list(nodes), consts, extra)
+    consts = {**consts, **extra}
     g = _Graph(nodes, consts, input_types, set(outputs), set(sub_reads))
     g.opset = opset
-    extra: dict = {}
     replace: dict[int, object] = {}
     drop: set[int] = set()
     fusions = []
@@ -315,7 +363,7 @@ def fuse(nodes, consts: dict, input_types: dict, outputs, sub_reads=frozenset(),
             if n is not None:
                 drop.add(g.producer[n.output[0]])
         fusions.append(info)
-    if not fusions:
+    if not fusions and not extra:
         return list(nodes), {}, ()
     kept = [replace.get(i, p) for i, p in enumerate(g.nodes) if i not in drop]
     # DequantizeLinear nodes that nothing reads any more
