@@ -27,29 +27,37 @@ REFUSED = {
 
 QUANTIZED = {f"{n}.{f}" for n in ("resnet18", "mobilenet_v3_small") for f in ("qoperator", "qdq", "dynamic")}
 """Quantized convolutional networks, whose outputs may differ by a few steps of their quantization:
-a FLOAT32 difference of a rounding before a QuantizeLinear (a QDQ graph's convolution summed in
-another order, DynamicQuantizeLinear's scale from a minimum a rounding apart) or QLinearAdd's
+a FLOAT32 difference of a rounding before a QuantizeLinear (a QDQ graph read as written, with
+fuse_qdq=False, its convolutions summed in FLOAT32; DynamicQuantizeLinear's scale from a minimum a
+rounding apart) or QLinearAdd's
 rounding (docs/onnx.md's table of differences) moves a value to the neighbouring step, and the
 layers after carry it. Their bound: 5% of the largest output, top-1 the same (the measured
 differences are in benchmarks/results/cpu/onnx/models.md)."""
 
 
-def _bound(name: str, c: zoo.Comparison) -> float:
+EXACT = {f"{n}.{f}" for n in ("resnet18", "mobilenet_v3_small") for f in ("qoperator", "qdq")}
+"""Quantized models whose outputs equal ONNX Runtime's bit for bit: the QOperator forms, and the QDQ
+forms, whose groups load fuses into the quantized operators ONNX Runtime runs (onnx/qdq.py)."""
+
+
+def _bound(name: str, c: zoo.Comparison, fuse_qdq: bool = True) -> float:
+    if name in EXACT and fuse_qdq:
+        return 0.0
     return 0.05 * c.largest_reference if name in QUANTIZED else 1e-4 * max(1.0, c.largest_reference)
 
 
-def _check(name: str, path, inputs: list, classifier: bool, static_inputs: tuple = ()) -> None:
+def _check(name: str, path, inputs: list, classifier: bool, static_inputs: tuple = (), fuse_qdq: bool = True) -> None:
     if name in REFUSED:
         op, why = REFUSED[name]
         with pytest.raises(dx.OnnxImportError, match=op):
             dx.load(path)
         return
-    model, rest = zoo.load_and_run(path, inputs, static_inputs)
+    model, rest = zoo.load_and_run(path, inputs, static_inputs, fuse_qdq=fuse_qdq)
     got = [np.asarray(g) for g in model(*rest)]
     want = zoo.ort_run(zoo.ort_session(path), inputs)
     c = zoo.compare(got, want, classifier)
     print(f"{name}: largest difference {c.max_abs:.3g} ({c.max_ulp} ULP), top-1 agreement {c.top1}")
-    assert c.max_abs <= _bound(name, c), c
+    assert c.max_abs <= _bound(name, c, fuse_qdq), c
     if classifier:
         assert c.top1 == 1.0, c
 
@@ -68,6 +76,18 @@ def test_exported_model_matches_onnx_runtime(name, form):
     except zoo.Unavailable as e:
         pytest.skip(str(e))
     _check(f"{name}.{form}", path, zoo.exported_inputs(name), name in zoo.EXPORTED_CLASSIFIERS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v3_small"])
+def test_qdq_model_as_written_is_within_the_quantized_bound(name):
+    # fuse_qdq=False: every convolution in FLOAT32, as the graph is written; values a rounding from a
+    # half step land on the neighbouring one, and the layers after carry it
+    try:
+        path = zoo.exported(name, "qdq")
+    except zoo.Unavailable as e:
+        pytest.skip(str(e))
+    _check(f"{name}.qdq", path, zoo.exported_inputs(name), True, fuse_qdq=False)
 
 
 @pytest.mark.slow
