@@ -3,6 +3,7 @@ its restrictions, or "not supported", generated from the mapping table."""
 
 from __future__ import annotations
 
+from dmljax._src.onnx.qdq import FUSED
 from dmljax._src.onnx.table import FOLDED, TABLE
 
 __all__ = ["available", "onnx_markdown", "DIFFERENCES", "NOT_EXPRESSIBLE"]
@@ -168,6 +169,29 @@ def onnx_markdown() -> str:
               "| Operator | Opsets | DirectML operators | Restrictions |", "|---|---|---|---|"]
     for r in sorted(contrib, key=lambda r: r.op_type.lower()):
         lines.append(f"| {r.op_type} | {_span(r)} | {_dml_names(r)} | {r.restrictions} |")
+    lines += ["", "## QDQ models: `load(..., fuse_qdq=True)`", "",
+              "A QDQ model writes each quantized operator as DequantizeLinear nodes, the FLOAT32 operator and a "
+              "QuantizeLinear. ONNX Runtime does not run it as written: when it creates a session, its QDQ "
+              "transformer replaces each such group by one quantized operator (an integer accumulation, requantized "
+              "once). `dmljax.onnx.load` does the same by default, with the rules of ONNX Runtime's selectors for "
+              "its CPU provider (dmljax/_src/onnx/qdq.py), so that a QDQ model computes what ONNX Runtime computes "
+              "(the quantized ResNet-18 and MobileNetV3-Small bit for bit) and at the speed of its QOperator form; "
+              "`model.fused_qdq` lists the groups fused. `load(..., fuse_qdq=False)` keeps the graph as written.", "",
+              "| ONNX operator (its inputs dequantized, its output quantized) | Becomes |", "|---|---|"]
+    lines += [f"| {op} | {new}{' (com.microsoft)' if dom else ''} |" for op, (new, dom) in FUSED.items()]
+    lines += ["", "A group is fused where ONNX Runtime fuses it: every input of the operator comes from a "
+              "DequantizeLinear, its output goes to one QuantizeLinear and nowhere else (Gemm: or to no "
+              "QuantizeLinear at all, a FLOAT32 QGemm), the activations' types agree, UINT8 activations for Conv and "
+              "MatMul (ONNX Runtime leaves INT8 ones unfused on x86), no 16- or 4-bit types, a Conv's or Gemm's bias "
+              "INT32 (a constant FLOAT32 bias is first quantized to INT32 with scale x_scale * w_scale, as ONNX "
+              "Runtime's bias quantization does; the bias's own scale is not read past its INT32 values); a Relu or "
+              "Clip the QuantizeLinear makes redundant is dropped. dmljax further needs constant scales and zero "
+              "points, per tensor except the weights' per output channel.", "",
+              "The fused integer result can differ from the graph as written by one quantization step: the "
+              "FLOAT32 operator rounds its sum of products (and its bias) before the QuantizeLinear, the fused "
+              "one requantizes the exact INT32 accumulator once, so where the FLOAT32 value lies within a rounding "
+              "of a half step the two round to neighbouring integers; the layers after carry the difference "
+              "(benchmarks/results/cpu/onnx/models.md measures both forms against ONNX Runtime)."]
     lines += ["", "## Whole models", "",
               "Models nobody here wrote are compared with ONNX Runtime's CPU provider output by output "
               "(tests/onnx/test_onnx_zoo.py) and timed against it (benchmarks/onnx/models.py): torchvision's "

@@ -38,8 +38,7 @@ out becomes a constant 0 of the value's type.
 The fused integer result can differ from the unfused FLOAT32 path by a quantization step: the FLOAT32
 convolution rounds its sum of products and its bias, and the fused one requantizes the exact
 INT32 accumulator once, so where the unfused value lies within a rounding error of a half step the
-two round to neighbouring integers (docs/semantics.md, "Where DirectML is silent"; the model tests
-measure it). ``load(..., fuse_qdq=False)`` keeps the graph as written."""
+two round to neighbouring integers (docs/onnx.md, "QDQ models"; the model tests measure it). ``load(..., fuse_qdq=False)`` keeps the graph as written."""
 
 from __future__ import annotations
 
