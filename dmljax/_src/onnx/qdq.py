@@ -33,7 +33,8 @@ QLinearConv's and QGemm's bias, in units of x_scale * w_scale, whatever its scal
 dmljax fuses only where the quantized operator can read the group's parameters: scales and zero
 points constant (initializers or Constant nodes), per tensor except W's scale per output channel
 (Conv: axis 0; MatMul: a 2-D B's last axis; Gemm: B's N axis) and no block_size. A zero point left
-out becomes a constant 0 of the value's type.
+out becomes a constant 0 of the value's type. The main graph's groups are fused; those inside
+control-flow subgraphs stay as written.
 
 The fused integer result can differ from the unfused FLOAT32 path by a quantization step: the FLOAT32
 convolution rounds its sum of products and its bias, and the fused one requantizes the exact
@@ -247,7 +248,8 @@ def _match(g: _Graph, i: int, extra: dict):
         if op == "MatMul" and len(dqs) != 2:
             return None
         if op == "Conv":
-            per = lambda size, axis: axis == 0 or (weight is not None and axis == -weight.ndim)  # noqa: E731
+            per = lambda size, axis: (axis == 0 or (weight is not None and axis == -weight.ndim)) and (  # noqa: E731
+                weight is None or size == weight.shape[0])
         else:
             per = lambda size, axis: (weight is not None and weight.ndim == 2  # noqa: E731
                                       and axis % 2 == 1 and size == weight.shape[1])
