@@ -245,17 +245,19 @@ def compare(got: list, want: list, classifier: bool) -> Comparison:
     return Comparison(max_abs, max_ulp, agree / rows if classifier else None, ref)
 
 
-def load_and_run(path: Path, inputs: list, static_inputs: tuple[str, ...] = (), fuse_qdq: bool = True):
+def load_and_run(path: Path, inputs: list, static_inputs: tuple[str, ...] = (), fuse_qdq: bool = True,
+                 fold_conv: bool = True):
     """``dmljax.onnx.load`` of ``path`` (the named graph inputs fixed to their values in ``inputs``,
-    which are in the graph's input order; ``fuse_qdq`` as load's) and a function running it on the
-    other inputs."""
+    which are in the graph's input order; ``fuse_qdq`` and ``fold_conv`` as load's) and a function
+    running it on the other inputs."""
     import dmljax.onnx as dx  # noqa: PLC0415
     import onnx  # noqa: PLC0415
     g = onnx.load(str(path), load_external_data=False).graph
     inits = {t.name for t in g.initializer}
     names = [i.name for i in g.input if i.name not in inits]
     feeds = dict(zip(names, inputs))
-    model = dx.load(path, static_inputs={k: feeds[k] for k in static_inputs} or None, fuse_qdq=fuse_qdq)
+    model = dx.load(path, static_inputs={k: feeds[k] for k in static_inputs} or None, fuse_qdq=fuse_qdq,
+                    fold_conv=fold_conv)
     rest = [feeds[name] for name, _, _ in model.inputs]
     return model, rest
 

@@ -22,7 +22,7 @@ import numpy as np
 from jax import lax
 
 from dmljax._src.errors import ValidationError, Violation, cap
-from dmljax._src.onnx import prepare, qdq
+from dmljax._src.onnx import folds, prepare, qdq
 from dmljax._src.onnx.errors import OnnxImportError, file_error, node_violation
 from dmljax._src.onnx.table import (CONTROL_FLOW, FOLDED, TABLE, UNROLL, Call, Rule, _runtime_dtype, find_rule,
                                     rules_for)
@@ -225,12 +225,16 @@ class OnnxModel:
     transformation, and on other backends, it is ``apply``). ``inputs`` and ``outputs`` name the
     graph's inputs (with their element type and shape, symbolic dimensions as strings) and
     outputs; ``nodes`` says what each node becomes; ``fused_qdq`` lists the QDQ groups load fused
-    into quantized operators (onnx/qdq.py; empty with ``fuse_qdq=False``)."""
+    into quantized operators (onnx/qdq.py; empty with ``fuse_qdq=False``); ``folded_conv`` lists the
+    BatchNormalization, Mul and Add nodes load folded into the Conv before them (onnx/folds.py; empty
+    with ``fold_conv=False``)."""
 
     def __init__(self, proto, name: str, opset: int, nodes: list[_Node], params: dict, consts: dict,
-                 inputs: list, outputs: list[str], buffers: dict | None = None, fused_qdq: tuple = ()):
+                 inputs: list, outputs: list[str], buffers: dict | None = None, fused_qdq: tuple = (),
+                 folded_conv: tuple = ()):
         self.proto = proto
         self.fused_qdq = tuple(fused_qdq)
+        self.folded_conv = tuple(folded_conv)
         self.name = name
         self.opset = opset
         self._nodes = nodes
@@ -435,7 +439,8 @@ def _subgraph_reads(g) -> set[str]:
     return out
 
 
-def load(source, *, name: str | None = None, static_inputs: dict | None = None, fuse_qdq: bool = True) -> OnnxModel:
+def load(source, *, name: str | None = None, static_inputs: dict | None = None, fuse_qdq: bool = True,
+         fold_conv: bool = True) -> OnnxModel:
     """Import an ONNX model (a path, the file's bytes, or an ``onnx.ModelProto``; external data
     is read from beside the file).
 
@@ -449,6 +454,13 @@ def load(source, *, name: str | None = None, static_inputs: dict | None = None, 
     where the graph as written computes in FLOAT32 and can round a value to the neighbouring
     quantization step (onnx/qdq.py lists the rules). ``fuse_qdq=False`` keeps the graph as written.
 
+    ``fold_conv`` (default True) folds a BatchNormalization in inference form, or a Mul or Add of a
+    constant per-channel tensor, that reads a Conv's output into the Conv's constant filter and bias,
+    as ONNX Runtime's level-1 rewrite rules do for every execution provider when it creates a
+    session: the folded constants are ONNX Runtime's bit for bit, and can differ from the graph as
+    written by FLOAT32 rounding (onnx/folds.py lists the rules). ``fold_conv=False`` keeps the graph
+    as written.
+
     Raises:
         OnnxImportError: the file is not a readable ONNX model, its ai.onnx opset is outside
             MIN_OPSET to max_opset(), or nodes cannot be mapped (all of them listed: node,
@@ -456,8 +468,10 @@ def load(source, *, name: str | None = None, static_inputs: dict | None = None, 
     """
     _need_onnx()
     where = name or (repr(Path(os.fspath(source)).name) if isinstance(source, (str, os.PathLike)) else "<model>")
-    if not isinstance(fuse_qdq, (bool, np.bool_)):
-        raise OnnxImportError(where, [Violation("Option", "fuse_qdq", f"is {cap(repr(fuse_qdq), 80)}", "True or False")])
+    bad = [Violation("Option", k, f"is {cap(repr(v), 80)}", "True or False")
+           for k, v in (("fuse_qdq", fuse_qdq), ("fold_conv", fold_conv)) if not isinstance(v, (bool, np.bool_))]
+    if bad:
+        raise OnnxImportError(where, bad)
     model = _read(source, where)
     g = model.graph
     opset = _default_opset(model)
@@ -478,9 +492,19 @@ def load(source, *, name: str | None = None, static_inputs: dict | None = None, 
     domains = {o.domain: int(o.version) for o in model.opset_import}
     graph = g
     fusions: tuple = ()
+    conv_folds: tuple = ()
+    if fold_conv:
+        overridable = (set(initializers) & graph_input_names) - set(static_inputs or {}) if model.ir_version >= 4 else set()
+        folded, extra, unread, conv_folds = folds.fold(g.node, qdq.const_values(g, initializers), overridable,
+                                                       [o.name for o in g.output], _subgraph_reads(g), opset)
+        if conv_folds:
+            graph = onnx.helper.make_graph(folded, g.name, [], [])
+            for k in unread - graph_input_names:
+                initializers.pop(k, None)
+            initializers.update(extra)
     if fuse_qdq:
         input_types = {i.name: _elem_type(i) for i in g.input if i.name not in initializers}
-        fused, extra, fusions = qdq.fuse(g.node, qdq.const_values(g, initializers), input_types,
+        fused, extra, fusions = qdq.fuse(graph.node, qdq.const_values(graph, initializers), input_types,
                                          [o.name for o in g.output], _subgraph_reads(g), opset)
         if fusions or extra:
             graph = onnx.helper.make_graph(fused, g.name, [], [])
@@ -516,7 +540,7 @@ def load(source, *, name: str | None = None, static_inputs: dict | None = None, 
             consts_all[k] = v
     inputs = [(i.name, _elem_type(i), _shape(i)) for i in graph_inputs]
     return OnnxModel(model, g.name or where, opset, nodes, params, consts_all, inputs, [o.name for o in g.output],
-                     buffers, fusions)
+                     buffers, fusions, conv_folds)
 
 
 _BUFFER_SIZE = 1024
