@@ -146,10 +146,10 @@ def _fold_add(node, w, b, const):
     if a is None:
         return None
     if b is None:
-        return w, a.copy()
+        return None, a.copy()
     if b.ndim != 1 or b.shape[0] != w.shape[0] or b.dtype != w.dtype:
         return None
-    return w, _step(w.dtype, np.add, b, a)
+    return None, _step(w.dtype, np.add, b, a)
 
 
 _RULES = {"BatchNormalization": (7, _fold_bn), "Mul": (7, _fold_mul), "Add": (7, _fold_add)}
@@ -208,12 +208,15 @@ def fold(nodes, consts: dict, overridable, outputs, sub_reads=frozenset(), opset
             made = rule[1](q, w, b, const)
             if made is None:
                 break
-            w2, b2 = made
+            w2, b2 = made  # w2 None: the filter stays
             step = len([f for f in folds if f.conv == name])
             w_name, b_name = f"{name}/W_folded{step}", f"{name}/B_folded{step}"
-            extra[w_name] = w2
-            values[w_name] = w2
-            origin[w_name] = origin.get(ins[1], ins[1])
+            if w2 is None:
+                w_name = ins[1]
+            else:
+                extra[w_name] = w2
+                values[w_name] = w2
+                origin[w_name] = origin.get(ins[1], ins[1])
             new_ins = [ins[0], w_name]
             if b2 is not None:
                 extra[b_name] = b2
@@ -221,15 +224,17 @@ def fold(nodes, consts: dict, overridable, outputs, sub_reads=frozenset(), opset
                 src = ins[2] if len(ins) > 2 else ins[1]
                 origin[b_name] = origin.get(src, src)
                 new_ins.append(b_name)
-            touched.update(ins[1:])
+            touched.update(x for x in ins[1:] if x not in new_ins)
             touched.update(x for x in q.input[1:] if x)
             for x in ins[1:]:
-                readers[x] = [k for k in readers.get(x, []) if k != i]
+                if x not in new_ins:
+                    readers[x] = [k for k in readers.get(x, []) if k != i]
             for x in q.input[1:]:
                 if x:
                     readers[x] = [k for k in readers.get(x, []) if k != nxt[0]]
             for x in new_ins[1:]:
-                readers.setdefault(x, []).append(i)
+                if x not in ins:
+                    readers.setdefault(x, []).append(i)
             readers.pop(out, None)
             conv = onnx.NodeProto()
             conv.CopyFrom(p)
