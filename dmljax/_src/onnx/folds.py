@@ -49,9 +49,9 @@ try:
 except ImportError:  # pragma: no cover  (the `onnx` extra)
     onnx = None
 
-__all__ = ["fold", "Fold", "FOLDED"]
+__all__ = ["fold", "Fold", "INTO_CONV"]
 
-FOLDED = ("BatchNormalization", "Mul", "Add")
+INTO_CONV = ("BatchNormalization", "Mul", "Add")
 """The ONNX operators folded into a Conv before them, in the order ONNX Runtime's rules try them."""
 
 _TYPES = (np.dtype(np.float32), np.dtype(np.float16))
