@@ -441,7 +441,7 @@ def _jit_types(name):
     return [t for t in [next((t for t in types if t.is_float), None), _int_type(name)] if t is not None]
 
 
-EAGER_SLOW = {"QUANTIZED_LINEAR_CONVOLUTION"}
+EAGER_SLOW = {"DML_OPERATOR_QUANTIZED_LINEAR_CONVOLUTION"}
 """Operators whose op-by-op run under jax.disable_jit takes seconds (the CPU's integer convolution
 as the window's columns: 6 s), left to the slow tier whole."""
 JIT = [pytest.param(n, dt, marks=() if i == 0 and n not in EAGER_SLOW else pytest.mark.slow)
