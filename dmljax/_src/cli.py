@@ -1,9 +1,9 @@
 """The ``dmljax`` console script.
 
     dmljax run MODEL.json [-i N] [-r N] [-w N] [-v 0|1|2] [--feature-level X] [--out DIR] [--force]
-    dmljax run MODEL.onnx [--inputs x.npz|a.npy ...] [--out DIR] [--force]
-    dmljax onnx info MODEL.onnx
-    dmljax onnx export-dxdispatch MODEL.onnx OUT.json [--inputs x.npz|a.npy ...] [--force]
+    dmljax run MODEL.onnx [--inputs x.npz|a.npy ...] [--out DIR] [--force] [--as-written]
+    dmljax onnx info MODEL.onnx [--as-written]
+    dmljax onnx export-dxdispatch MODEL.onnx OUT.json [--inputs x.npz|a.npy ...] [--force] [--as-written]
     dmljax compare MODEL.json RESULTS_DIR | MODEL.onnx --reference DIR [--out DIR] [--force] [--budget-scale X]
     dmljax ops [--feature-level X] | dmljax ops --all [--sort KEY] | dmljax ops NAME...
     dmljax docs [--check] [--out DIR]
@@ -87,6 +87,11 @@ class _VersionAction(argparse.Action):
 _SORTS = ("value", "name", "family", "level", "status")
 
 
+_AS_WRITTEN_HELP = ("ONNX models: keep the graph as written, without the rewrites ONNX Runtime makes when it "
+                    "creates a session (QDQ groups fused into quantized operators; BatchNormalization, Mul and Add "
+                    "folded into a Conv: docs/onnx.md)")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dmljax", description="DirectML operators as exact JAX functions.")
     p.add_argument("--version", action=_VersionAction, help="print the versions of dmljax, jax and jaxlib and exit")
@@ -115,6 +120,7 @@ def _parser() -> argparse.ArgumentParser:
                           "directory; ONNX models: the folder to write the outputs into as NAME.npy (default: "
                           "print a summary)")
     run.add_argument("--force", action="store_true", help="overwrite files that exist (default: refuse before running)")
+    run.add_argument("--as-written", action="store_true", help=_AS_WRITTEN_HELP)
     run.add_argument("--feature-level", type=_level, default=None, metavar="X",
                      help="DML feature level to validate against (default: $DMLJAX_FEATURE_LEVEL, else the newest)")
     ops = sub.add_parser("ops", help="list DirectML's operators: the implemented ones with their support tables, "
@@ -174,6 +180,7 @@ def _parser() -> argparse.ArgumentParser:
     onnx_sub = onnx_p.add_subparsers(dest="onnx_command", required=True)
     info = onnx_sub.add_parser("info", help="what an ONNX model's nodes become")
     info.add_argument("model", help="path to the .onnx file")
+    info.add_argument("--as-written", action="store_true", help=_AS_WRITTEN_HELP)
     export = onnx_sub.add_parser(
         "export-dxdispatch", help="write an ONNX model's DirectML form as a DxDispatch model (a DML_GRAPH_DESC)",
         description="Trace the model for its inputs, write its DirectML operator calls as a DxDispatch model: one "
@@ -186,6 +193,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="the inputs, as one .npz (by input name) or .npy files in input order (default: random "
                              "values of the declared shapes, symbolic dimensions 1)")
     export.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
+    export.add_argument("--as-written", action="store_true", help=_AS_WRITTEN_HELP)
     # listed for --help only: _main hands `dmljax bench ...` to dmljax/bench/cli.py, which parses it
     sub.add_parser("bench", add_help=False,
                    help="time dmljax's operators against jax.numpy, PyTorch, ONNX Runtime and a copy "
@@ -390,15 +398,19 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "docs":
         return docgen.main(out=args.out, check=args.check)
     if args.command == "onnx" and args.onnx_command == "export-dxdispatch":
-        return onnx_commands.export_dxdispatch(args.model, args.out, args.inputs, args.force)
+        return onnx_commands.export_dxdispatch(args.model, args.out, args.inputs, args.force, args.as_written)
     if args.command == "onnx":
-        return onnx_commands.info(args.model)
+        return onnx_commands.info(args.model, args.as_written)
     if args.command == "compare":
         return compare_command.run(args, version_text())
     if onnx_commands.is_onnx(args.model):
-        return onnx_commands.run(args.model, args.inputs, args.out, args.force)
+        return onnx_commands.run(args.model, args.inputs, args.out, args.force, args.as_written)
     if args.inputs is not None:
         print("dmljax run: error: --inputs applies to ONNX models; a DxDispatch model names its own resources",
+              file=sys.stderr)
+        return 2
+    if args.as_written:
+        print("dmljax run: error: --as-written applies to ONNX models; a DxDispatch model runs as it is written",
               file=sys.stderr)
         return 2
     return _run(args)

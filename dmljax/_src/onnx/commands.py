@@ -39,22 +39,25 @@ def _error(command: str, text: str) -> int:
     return 1
 
 
-def _load(command: str, path: str):
+def _load(command: str, path: str, as_written: bool = False):
+    """The model loaded (``as_written``: without ONNX Runtime's session-time rewrites, load's
+    fuse_qdq and fold_conv off), or None and the exit status of the one message."""
     if loader.onnx is None:
         return None, _error(command, 'ONNX models need the onnx package: pip install "dmljax[onnx]"')
     try:
-        return loader.load(path), 0
+        return loader.load(path, fuse_qdq=not as_written, fold_conv=not as_written), 0
     except OnnxImportError as e:
         return None, _error(command, str(e))
 
 
-def info(path: str) -> int:
-    """Print the model's opset, operators and each node's mapping; exit 1 (after listing every
-    node) when some cannot be mapped."""
+def info(path: str, as_written: bool = False) -> int:
+    """Print the model's opset, operators, the rewrites load made as ONNX Runtime makes them (none
+    with ``as_written``) and each node's mapping; exit 1 (after listing every node) when some
+    cannot be mapped."""
     if loader.onnx is None:
         return _error("onnx info", 'ONNX models need the onnx package: pip install "dmljax[onnx]"')
     try:
-        model = loader.load(path)
+        model = loader.load(path, fuse_qdq=not as_written, fold_conv=not as_written)
         problems = ""
     except OnnxImportError as e:
         if not any(v.subject.startswith("node ") for v in e.violations):
@@ -72,6 +75,13 @@ def info(path: str) -> int:
         print(f"  input {name}: {dtype} {list(shape)}")
     print(f"  outputs: {', '.join(model.outputs)}")
     print("operators: " + ", ".join(f"{op} x{n}" for op, n in sorted(counts.items())))
+    if as_written:
+        print("rewritten at load: nothing (--as-written)")
+    elif model.fused_qdq or model.folded_conv:
+        made = [f"{len(model.fused_qdq)} QDQ groups fused into quantized operators"] if model.fused_qdq else []
+        made += [f"{len(model.folded_conv)} nodes folded into a Conv's filter and bias"] if model.folded_conv else []
+        print(f"rewritten at load as ONNX Runtime does (docs/onnx.md; --as-written keeps the graph as written): "
+              f"{', '.join(made)}")
     _print_nodes(model.nodes, "  ")
     print("unsupported: none")
     return 0
@@ -110,8 +120,9 @@ def _inputs(model, files: Sequence[str] | None) -> list:
     return [np.load(f, allow_pickle=False) for f in files]
 
 
-def run(path: str, inputs: Sequence[str] | None, out: str | None, force: bool = False) -> int:
-    model, status = _load("run", path)
+def run(path: str, inputs: Sequence[str] | None, out: str | None, force: bool = False,
+        as_written: bool = False) -> int:
+    model, status = _load("run", path, as_written)
     if model is None:
         return status
     if out is not None and not force:
@@ -141,10 +152,11 @@ def _safe(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name) or "output"
 
 
-def export_dxdispatch(path: str, out: str, inputs: Sequence[str] | None, force: bool = False) -> int:
+def export_dxdispatch(path: str, out: str, inputs: Sequence[str] | None, force: bool = False,
+                      as_written: bool = False) -> int:
     """Write the model's DirectML graph as a DxDispatch model; exit 1 with one message (every
     step with no DirectML form named) when it has none."""
-    model, status = _load("onnx export-dxdispatch", path)
+    model, status = _load("onnx export-dxdispatch", path, as_written)
     if model is None:
         return status
     if os.path.lexists(out) and not force:

@@ -177,7 +177,9 @@ def onnx_markdown() -> str:
               "once). `dmljax.onnx.load` does the same by default, with the rules of ONNX Runtime's selectors for "
               "its CPU provider (dmljax/_src/onnx/qdq.py), so that a QDQ model computes what ONNX Runtime computes "
               "(the quantized ResNet-18 and MobileNetV3-Small bit for bit) and at the speed of its QOperator form; "
-              "`model.fused_qdq` lists the groups fused. `load(..., fuse_qdq=False)` keeps the graph as written.", "",
+              "`model.fused_qdq` lists the groups fused. `load(..., fuse_qdq=False)` keeps the graph as written "
+              "(`--as-written` on `dmljax run`, `dmljax onnx info` and `dmljax onnx export-dxdispatch`, which "
+              "leaves out the folds below too; `dmljax onnx info` counts what load rewrote).", "",
               "| ONNX operator (its inputs dequantized, its output quantized) | Becomes |", "|---|---|"]
     lines += [f"| {op} | {new}{' (com.microsoft)' if dom else ''} |" for op, (new, dom) in FUSED.items()]
     lines += ["", "A group is fused where ONNX Runtime fuses it: every input of the operator comes from a "
@@ -201,7 +203,7 @@ def onnx_markdown() -> str:
               "normalized (scaled, shifted) result itself. `dmljax.onnx.load` does the same by default, with "
               "ONNX Runtime's rules and its arithmetic, so that the folded filters and biases are ONNX "
               "Runtime's bit for bit (dmljax/_src/onnx/folds.py); `model.folded_conv` lists the nodes folded. "
-              "`load(..., fold_conv=False)` keeps the graph as written.", "",
+              "`load(..., fold_conv=False)` keeps the graph as written (`--as-written` on the command line).", "",
               "| Node after the Conv | Folded when | Filter W and bias B become |", "|---|---|---|",
               "| BatchNormalization | inference form (one output); scale, B, mean, var constants of one "
               "dimension, the output channels' count | `alpha = scale / sqrt(var + epsilon)`; "
