@@ -46,12 +46,6 @@ F32, F16 = DataType.FLOAT32, DataType.FLOAT16
 U32 = (DataType.UINT32,)
 Direction = RecurrentNetworkDirection
 
-CPU_UNROLL = 8
-"""Steps of the forward loop in one iteration of XLA's loop on the CPU (the same operations in the
-same order): each iteration costs the CPU's loop a fixed time, which small networks feel. On the
-2-core CPU, paired against ONNX Runtime in one process: the exported two-layer LSTM (hidden 48, 24
-steps) went from 2.26x ONNX Runtime's time to 1.78x (4 steps: 1.98x, all 24: 2.17x), silero-vad's
-sequence model from 1.11x to 1.03x. GPU programs keep one step an iteration."""
 STATE_NAME = "dmljax_recurrent_state"
 """The name (``jax.ad_checkpoint.checkpoint_name``) of the carried states, the only values of a
 step that reverse mode keeps."""
@@ -706,10 +700,7 @@ class _Steps:
                 cn = None if cn is None else jnp.where(valid, cn, cp)
             return (hn, cn), (hn, cn)
 
-        def run(unroll):
-            return lambda proj: lax.scan(step, (h0, c0), (proj, jnp.arange(proj.shape[0], dtype=np.int32)),
-                                         unroll=unroll)
-        (h, c), (hs, cs) = lax.platform_dependent(proj, cpu=run(CPU_UNROLL), default=run(1))
+        (h, c), (hs, cs) = lax.scan(step, (h0, c0), (proj, jnp.arange(proj.shape[0], dtype=np.int32)))
         return hs, cs, h, c
 
     # -- derivative
