@@ -99,6 +99,20 @@ def _channels(w: np.ndarray, v: np.ndarray) -> np.ndarray:
     return v.reshape((-1,) + (1,) * (w.ndim - 1)) if v.ndim else v
 
 
+def _bias_fits(b, w: np.ndarray) -> bool:
+    """Whether the Conv's bias (None where it has none) is one the folds rewrite: 1-D, one value an
+    output channel, W's type."""
+    return b is None or (b.ndim == 1 and b.shape[0] == w.shape[0] and b.dtype == w.dtype)
+
+
+def _channel_constant(node, w: np.ndarray, const, scalar: bool):
+    """A Mul's or Add's input 1 as a per-channel constant of W's type (``_per_channel``), or None."""
+    v = const(node.input[1]) if len(node.input) == 2 else None
+    if v is None or v.dtype != w.dtype:
+        return None
+    return _per_channel(v, w, scalar=scalar)
+
+
 def _fold_bn(node, w, b, const):
     """(W', B') for a BatchNormalization after the Conv, or None where ONNX Runtime leaves it."""
     if len(node.input) < 5 or any(o for o in node.output[1:]):
@@ -113,7 +127,7 @@ def _fold_bn(node, w, b, const):
     dt = w.dtype
     if any(p.dtype != dt or p.ndim != 1 or p.shape[0] != w.shape[0] for p in params):
         return None
-    if b is not None and (b.ndim != 1 or b.shape[0] != w.shape[0] or b.dtype != dt):
+    if not _bias_fits(b, w):
         return None
     eps = np.float32(attrs.get("epsilon", 1e-5))
     std = _step(dt, np.sqrt, _step(dt, lambda v: v + eps, var))
@@ -127,11 +141,8 @@ def _fold_bn(node, w, b, const):
 
 
 def _fold_mul(node, w, b, const):
-    m = const(node.input[1]) if len(node.input) == 2 else None
-    if m is None or m.dtype != w.dtype:
-        return None
-    m = _per_channel(m, w, scalar=True)
-    if m is None or (b is not None and (b.ndim != 1 or b.shape[0] != w.shape[0] or b.dtype != w.dtype)):
+    m = _channel_constant(node, w, const, scalar=True)
+    if m is None or not _bias_fits(b, w):
         return None
     w2 = _step(w.dtype, np.multiply, w, _channels(w, m))
     b2 = None if b is None else _step(w.dtype, np.multiply, b, m)
@@ -139,16 +150,11 @@ def _fold_mul(node, w, b, const):
 
 
 def _fold_add(node, w, b, const):
-    a = const(node.input[1]) if len(node.input) == 2 else None
-    if a is None or a.dtype != w.dtype:
-        return None
-    a = _per_channel(a, w, scalar=False)
-    if a is None:
+    a = _channel_constant(node, w, const, scalar=False)
+    if a is None or not _bias_fits(b, w):
         return None
     if b is None:
         return None, a.copy()
-    if b.ndim != 1 or b.shape[0] != w.shape[0] or b.dtype != w.dtype:
-        return None
     return None, _step(w.dtype, np.add, b, a)
 
 
