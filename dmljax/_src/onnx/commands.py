@@ -39,13 +39,18 @@ def _error(command: str, text: str) -> int:
     return 1
 
 
+def _read(path: str, as_written: bool):
+    """``load(path)``; ``as_written``: without ONNX Runtime's session-time rewrites (load's fuse_qdq
+    and fold_conv off)."""
+    return loader.load(path, fuse_qdq=not as_written, fold_conv=not as_written)
+
+
 def _load(command: str, path: str, as_written: bool = False):
-    """The model loaded (``as_written``: without ONNX Runtime's session-time rewrites, load's
-    fuse_qdq and fold_conv off), or None and the exit status of the one message."""
+    """The model loaded (``_read``), or None and the exit status of the one message."""
     if loader.onnx is None:
         return None, _error(command, 'ONNX models need the onnx package: pip install "dmljax[onnx]"')
     try:
-        return loader.load(path, fuse_qdq=not as_written, fold_conv=not as_written), 0
+        return _read(path, as_written), 0
     except OnnxImportError as e:
         return None, _error(command, str(e))
 
@@ -57,7 +62,7 @@ def info(path: str, as_written: bool = False) -> int:
     if loader.onnx is None:
         return _error("onnx info", 'ONNX models need the onnx package: pip install "dmljax[onnx]"')
     try:
-        model = loader.load(path, fuse_qdq=not as_written, fold_conv=not as_written)
+        model = _read(path, as_written)
         problems = ""
     except OnnxImportError as e:
         if not any(v.subject.startswith("node ") for v in e.violations):

@@ -15,9 +15,9 @@ pass taps as well, in forward and reverse mode.
 CONVOLUTION_INTEGER and QUANTIZED_LINEAR_CONVOLUTION take the taps too, as FLOAT32 sums of their
 INT8 values (exact in any order within 2^24, integer_convolution._pieces; _grouped_taps): XLA writes
 their padded FLOAT32 input out once, with the requantization that makes it, and the taps' slices
-read it. A depthwise QUANTIZED_LINEAR_CONVOLUTION after a
-requantization took 0.39 ms where XLA's grouped convolution took 2.3 ms (96 x 28 x 28, 3 x 3), 0.20
-/ 4.0 ms (576 x 7 x 7, 5 x 5), 0.29 / 7.4 ms (16 x 112 x 112, 3 x 3, strides 2)."""
+read it. A depthwise QUANTIZED_LINEAR_CONVOLUTION after a requantization took 0.39 ms where XLA's
+grouped convolution took 2.3 ms (96 x 28 x 28, 3 x 3), 0.20 / 4.0 ms (576 x 7 x 7, 5 x 5), 0.29 /
+7.4 ms (16 x 112 x 112, 3 x 3, strides 2)."""
 
 from __future__ import annotations
 
