@@ -16,7 +16,9 @@ A ``*_GRAD`` operator called as an operator flushes its results as every operato
 
 ``custom_transposed`` is the other way round: a tangent written forward whose transpose is given,
 not derived, for a route whose reverse mode must run a fused kernel's own backward pass (cuDNN's
-attention), which JAX cannot transpose."""
+attention), which JAX cannot transpose. ``SavedPullback`` splits a function's pullback into the
+residuals its forward pass keeps, so that such a transpose applies the forward pass's own residuals
+instead of running the forward again."""
 
 from __future__ import annotations
 
@@ -140,6 +142,48 @@ def _transposed_batch(args, dims, *, forward, transpose, n_res):
     tr = jax.vmap(lambda *a: tuple(transpose(*a)), in_axes=res_axes + (0,) * out_n)
     out = custom_transposed(fwd, tr, tuple(res), tuple(lin))
     return out, (0,) * len(out)
+
+
+class SavedPullback:
+    """``fun``'s pullback (``jax.vjp``) kept as arrays, for a backward pass traced apart from its
+    forward one (``custom_transposed``'s transpose, another branch of a conditional).
+
+    ``forward(*xs)`` returns ``fun(*xs)`` and ``saved``, the pullback's residuals that are neither
+    an argument nor the result (those the caller has already); ``backward(xs, out, saved, ct)``
+    rebuilds the pullback from them and applies it to ``ct``. A pullback is a pytree
+    (``jax.tree_util.Partial``) whose leaves are its residuals: the backward pass runs on the
+    forward pass's own residuals and does not run it again. ``forward`` is traced before
+    ``backward`` (the pytree's structure is its trace's); ``shapes(*xs)`` gives ``saved``'s
+    shapes and types without computing it."""
+
+    def __init__(self, fun: Callable):
+        self.fun = fun
+        self._layout = None  # (the pullback's tree, where each leaf comes from: an argument, the result or saved)
+
+    def forward(self, *xs):
+        out, pullback = jax.vjp(self.fun, *xs)
+        leaves, tree = jax.tree.flatten(pullback)
+        given = (*xs, out)
+        where = tuple(next((i for i, x in enumerate(given) if leaf is x), None) for leaf in leaves)
+        self._layout = (tree, where)
+        return out, [leaf for leaf, w in zip(leaves, where) if w is None]
+
+    def shapes(self, *xs) -> list:
+        return jax.eval_shape(self.forward, *xs)[1]
+
+    def backward(self, xs, out, saved, ct):
+        if self._layout is None:
+            raise RuntimeError("SavedPullback.backward: forward was not traced first")
+        tree, where = self._layout
+        given, rest = (*xs, out), iter(saved)
+        return jax.tree.unflatten(tree, [next(rest) if w is None else given[w] for w in where])(ct)
+
+
+def tangent_zeros(x):
+    """A zero tangent for ``x``: zeros of its type, FLOAT0 for an integer or boolean array."""
+    if jnp.issubdtype(x.dtype, jnp.inexact):
+        return jnp.zeros(x.shape, x.dtype)
+    return np.zeros(x.shape, jax.dtypes.float0)
 
 
 _custom_transposed_p = Primitive("dmljax_custom_transposed")

@@ -595,7 +595,7 @@ def attention(cases: Cases):
     """MULTIHEAD_ATTENTION's cuDNN route (FLOAT16, plain and with a KEY_SEQUENCE_LENGTH mask): the
     forward, jax.grad (cuDNN's backward pass, through derivatives.custom_transposed), jax.jvp and a
     Hessian-vector product (the blockwise formula's) against the same calls with the route off; and
-    the gradient's program: cuDNN's backward in it, and how many forward calls it keeps."""
+    the gradient's program, with the value or without: one cuDNN forward call and one backward call."""
     rng = np.random.default_rng(5)
     b, s, h, d = 2, 1024, 4, 64
     q, k, v = (jnp.asarray(rng.standard_normal((b, s, h * d)).astype(np.float16)) for _ in range(3))
@@ -630,13 +630,15 @@ def attention(cases: Cases):
                     err = np.abs(a - e).max() / max(np.abs(e).max(), 1e-30)
                     assert np.all(np.isfinite(a)) and err <= 4e-3, f"largest difference {err:.2e} of the largest value"
                 print(f"    largest difference {err:.2e} of the largest value", flush=True)
-        with cases.case(f"attention {label}: jax.grad's program holds cuDNN's backward pass"):
-            if not ON_CPU:
-                text = jax.jit(jax.grad(loss, argnums=(0, 1, 2))).lower(q, k, v).compile().as_text()
-                calls = [line for line in text.splitlines() if "custom_call_target=\"__cudnn$fmha" in line]
-                targets = sorted(line.split('custom_call_target="')[1].split('"')[0] for line in calls)
-                print(f"    cuDNN calls in the gradient's program: {targets}", flush=True)
-                assert any("Backward" in t for t in targets), targets
+        with cases.case(f"attention {label}: jax.grad's program holds cuDNN's forward and backward pass once"):
+            if not ON_CPU:  # the backward pass reads the forward pass's residuals: no second forward call,
+                for grad in (jax.grad, jax.value_and_grad):  # with the value returned or not
+                    text = jax.jit(grad(loss, argnums=(0, 1, 2))).lower(q, k, v).compile().as_text()
+                    calls = [line for line in text.splitlines() if "custom_call_target=\"__cudnn$fmha" in line]
+                    targets = sorted(line.split('custom_call_target="')[1].split('"')[0] for line in calls)
+                    print(f"    cuDNN calls in {grad.__name__}'s program: {targets}", flush=True)
+                    forward = [t for t in targets if "Backward" not in t]
+                    assert len(forward) == 1 and len(targets) == 2 and "Backward" in targets[-1], targets
 
 
 # ---------------------------------------------------------------------------------- dequantize_gemm

@@ -43,16 +43,13 @@ def _runs(dtype, head_size: int, value_head_size: int, plain: bool, half: bool, 
 ATTENTION_CUDNN = Kernel("attention_cudnn", _applies, measured="benchmarks/attention/attention.py", runs=_runs)
 
 
-def cudnn_attention(q, k, v, scale: float, key_lengths=None, widen: bool = True):
-    """q [B, H, S, D], k and v [B, Hkv, T, D] (FLOAT16): softmax(scale q k^T) v as FLOAT32 [B, H, S, D]
-    (FLOAT16, cuDNN's own result, with ``widen=False``),
-    over each batch's first ``key_lengths`` (INT32 [B], 1 to T) keys where given. Off CUDA, where
-    ``Route.run`` traces this branch without lowering it (``force_kernels`` on the CPU), JAX's XLA
-    implementation of the same call stands in: cuDNN is looked for when it is traced."""
+def cudnn_attention(q, k, v, scale: float, key_lengths=None):
+    """q [B, S, H, D], k and v [B, T, Hkv, D] (FLOAT16, the layout cuDNN reads): softmax(scale q k^T) v,
+    cuDNN's own FLOAT16 result [B, S, H, D], over each batch's first ``key_lengths`` (INT32 [B], 1 to
+    T) keys where given. Off CUDA, where ``Route.run`` traces this branch without lowering it
+    (``force_kernels`` on the CPU), JAX's XLA implementation of the same call stands in: cuDNN is
+    looked for when it is traced."""
     gpu = jax.default_backend() == "gpu"
     with contextlib.nullcontext() if gpu else jax.numpy_dtype_promotion("standard"):  # the stand-in mixes types
-        out = jax.nn.dot_product_attention(q.transpose(0, 2, 1, 3), k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3),
-                                           scale=float(scale), key_value_seq_lengths=key_lengths,
-                                           implementation="cudnn" if gpu else "xla")
-    out = out.transpose(0, 2, 1, 3)
-    return out.astype(np.float32) if widen else out
+        return jax.nn.dot_product_attention(q, k, v, scale=float(scale), key_value_seq_lengths=key_lengths,
+                                            implementation="cudnn" if gpu else "xla")

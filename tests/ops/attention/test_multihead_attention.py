@@ -5,6 +5,7 @@ shape rules' messages, and ONNX's backend node tests for Attention (opset 23) ma
 Runtime's DirectML provider maps attention onto these operators."""
 
 import inspect
+import re
 
 import jax
 import jax.numpy as jnp
@@ -284,6 +285,94 @@ def test_onnx_attention_node(name, node, inputs, outputs):
 
 def test_the_onnx_cases_were_read():
     assert len(ONNX_CASES) >= 20 or slow() is None
+
+
+def _cuda_program(fun, *args):
+    """``fun`` with the cuDNN route forced, lowered for CUDA (the route's branch, cuDNN's XLA stand-in
+    in it: ``cudnn_attention``) and compiled for this machine's CPU, which runs it: (StableHLO text,
+    the executable's results)."""
+    from jax._src.lib import xla_client  # the one way to compile a module lowered for another platform
+
+    from dmljax._src.kernel_seam import force_kernels
+    with force_kernels("attention_cudnn"):
+        text = jax.jit(fun).trace(*args).lower(lowering_platforms=("cuda",)).as_text()
+    client = jax.devices("cpu")[0].client
+    compile_ = getattr(client, "compile_and_load", None)
+    exe = (compile_(text, client.devices()[:1], xla_client.CompileOptions()) if compile_
+           else client.compile(text, xla_client.CompileOptions()))
+    return text, [np.asarray(x) for x in exe.execute([jax.device_put(a) for a in jax.tree.leaves(args)])]
+
+
+def _conditionals(text: str) -> int:
+    """The conditionals of a StableHLO program less ``lax.platform_dependent``'s (a case choosing the
+    platform's index from constants, and the case on that index)."""
+    index = set(re.findall(r'(%\w+) = "stablehlo\.case"\(%c\w*\)', text))
+    return sum(1 for op in re.findall(r'= "stablehlo\.case"\((%[\w#]+)\)', text)
+               if not op.startswith("%c") and op not in index)
+
+
+def _route_case(masked, filter_value=-10000.0):
+    q, k, v = (x.astype(np.float16) for x in _qkv(b=2, s=3, t=5, h=1, d=64))
+    kw = dict(scale=0.125, head_count=1)
+    if masked:
+        kw.update(mask=np.array([[2, 5]], np.int32), mask_type="KEY_SEQUENCE_LENGTH", mask_filter_value=filter_value)
+
+    def f(q, k, v):
+        return dmljax.multihead_attention(q, k, v, **kw)[0].astype(np.float32)
+
+    def loss(q, k, v):
+        return jnp.sum(f(q, k, v) * jnp.arange(64, dtype=np.float32))
+    return (q, k, v), f, loss
+
+
+def _close(got, want, name):
+    """Within 4e-3 of the largest value: the two routes round cotangents and results to FLOAT16 in
+    different places (tests/gpu/kernels.py's measure)."""
+    for a, e in zip(got, want):
+        a, e = np.asarray(a, np.float64), np.asarray(e, np.float64)
+        err = np.abs(a - e).max() / max(np.abs(e).max(), 1e-30)
+        assert np.all(np.isfinite(a)) and err <= 4e-3, f"{name}: largest difference {err:.2e} of the largest value"
+
+
+def test_cudnn_route_backward_reads_the_forward_residuals():
+    # reverse mode applies cuDNN's pullback to the forward pass's own residuals
+    # (derivatives.SavedPullback): the gradient's program holds the forward pass once, so the value
+    # and the gradient together cost what the gradient alone does; with a key-length mask, one
+    # conditional for the forward pass and one for the backward (the slow tier runs the programs)
+    from dmljax._src.kernel_seam import force_kernels
+    args, _, loss = _route_case(True)
+    with force_kernels("attention_cudnn"):
+        grad_text, both_text = (jax.jit(g(loss, argnums=(0, 1, 2))).trace(*args).lower(lowering_platforms=("cuda",))
+                                .as_text() for g in (jax.grad, jax.value_and_grad))
+    assert _conditionals(grad_text) == _conditionals(both_text) == 2
+    assert grad_text.count("stablehlo.dot_general") == both_text.count("stablehlo.dot_general")
+
+
+@pytest.mark.slow  # several programs compiled, each for a few seconds
+@pytest.mark.parametrize("masked,filter_value", [(False, 0.0), (True, -10000.0), (True, -1.0)])
+def test_cudnn_route_branch_runs_every_mode(masked, filter_value):
+    # the route's own branch (lowered for CUDA, run on the CPU with cuDNN's stand-in): the forward,
+    # jax.grad, jax.jvp, a Hessian-vector product and jax.grad under vmap equal the blockwise
+    # formula's; with a mild MaskFilterValue the check fails and the conditionals take the
+    # blockwise formula in both passes; the value with the gradient holds the forward pass once
+    (q, k, v), f, loss = _route_case(masked, filter_value)
+    tq, tk, tv = (jnp.asarray(R.standard_normal(x.shape).astype(np.float16)) for x in (q, k, v))
+    runs = {
+        "forward": (f, (q, k, v)),
+        "grad": (jax.grad(loss, argnums=(0, 1, 2)), (q, k, v)),
+        "jvp": (lambda *a: jax.jvp(f, a[:3], a[3:])[1], (q, k, v, tq, tk, tv)),
+        "hessian-vector": (lambda *a: jax.jvp(jax.grad(loss), a[:3], a[3:])[1], (q, k, v, tq, tk, tv)),
+        "grad under vmap": (jax.vmap(jax.grad(loss), in_axes=(0, None, None)), (np.stack([q, q[::-1]]), k, v)),
+    }
+    both = jax.value_and_grad(loss, argnums=(0, 1, 2))
+    runs["value and grad"] = (both, (q, k, v))
+    for name, (run, args) in runs.items():
+        text, got = _cuda_program(run, *args)
+        _close(got, jax.tree.leaves(jax.jit(run)(*args)), name)
+        if name == "value and grad":  # the forward pass once: what the gradient alone holds
+            grad_text, _ = _cuda_program(runs["grad"][0], q, k, v)
+            assert _conditionals(grad_text) == _conditionals(text) == (2 if masked else 0)
+            assert grad_text.count("stablehlo.dot_general") == text.count("stablehlo.dot_general")
 
 
 @pytest.mark.slow  # 4-8 s a case: every mode compiled twice

@@ -21,7 +21,7 @@ import numpy as np
 from jax import lax
 
 from dmljax._src.catalog import PREFIX
-from dmljax._src.derivatives import custom_transposed
+from dmljax._src.derivatives import SavedPullback, custom_transposed, tangent_zeros
 from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
 from dmljax._src.enums import MultiheadAttentionMaskType as MaskType
 from dmljax._src.errors import Violation
@@ -623,10 +623,14 @@ exactly nothing to the softmax."""
 
 def score_reach(q, k, scale):
     """A bound on |Scale q . k| over every query and key (Cauchy-Schwarz: |Scale| times the largest
-    query norm times the largest key norm, widened by 2^-10 for the norms' own rounding), FLOAT32 []."""
-    def largest_norm(x):
-        return jnp.sqrt(jnp.max(jnp.sum(jnp.square(x.astype(np.float32)), axis=-1)))
-    return np.float32(abs(scale) * (1 + 2.0**-10)) * largest_norm(q) * largest_norm(k)
+    query norm times the largest key norm, widened by 2^-10 for the norms' own rounding), FLOAT32 [].
+    The head size is the last axis of both. One reduction reads both tensors: their rows, the
+    queries' then the keys', give the squared norms, of which each tensor's largest is taken."""
+    d, queries = q.shape[-1], math.prod(q.shape[:-1])
+    rows = jnp.concatenate([q.reshape(-1, d), k.reshape(-1, d)]).astype(np.float32)
+    norms = jnp.sum(jnp.square(rows), axis=-1)
+    return (np.float32(abs(scale) * (1 + 2.0**-10)) * jnp.sqrt(jnp.max(norms[:queries]))
+            * jnp.sqrt(jnp.max(norms[queries:])))
 
 
 def _fused(q, k, v, scale, key_lengths=None, filter_value=0.0):
@@ -642,81 +646,129 @@ def _fused(q, k, v, scale, key_lengths=None, filter_value=0.0):
 
     Derivatives: forward mode (jax.jvp, jacfwd, and every derivative past the first) is the
     blockwise formula's; reverse mode transposes that tangent into cuDNN's own backward pass on the
-    cuDNN route (``derivatives.custom_transposed``), the same formula's gradient in another order,
-    whose forward pass XLA shares with the primal's."""
-    if key_lengths is None:
-        def xla(q, k, v):
+    cuDNN route (``derivatives.custom_transposed``), the same formula's gradient in another order.
+    The backward pass reads the forward pass's residuals (``derivatives.SavedPullback``): the check's
+    result, cuDNN's output and softmax statistics; with a mask, one conditional runs the forward
+    pass (cuDNN's, or the blockwise formula's keeping nothing) and one the backward pass (cuDNN's,
+    or the blockwise formula's, which runs its forward again)."""
+    masked = key_lengths is not None
+
+    def xla(q, k, v, *lengths):
+        if not masked:
             return blockwise_attention(q, k, v, scale=scale, filter_value=0.0)
-
-        def fused(q, k, v):
-            return cudnn_attention(q, k, v, scale)
-        operands = (q, k, v)
-    else:
-        def xla(q, k, v, lengths):
-            return blockwise_attention(q, k, v, scale=scale, filter_value=filter_value,
-                                       mask_type=MaskType.KEY_SEQUENCE_LENGTH, length_mask=lengths[None])
-
-        def fused(q, k, v, lengths):
-            exact = (jnp.min(lengths) >= 1) & (np.float32(filter_value) + 2 * score_reach(q, k, scale)
-                                               < np.float32(MASKED_EXP_LIMIT))
-            kept = jnp.minimum(lengths, np.int32(k.shape[2]))
-
-            def swap(*xs):  # [B, H, S, D] <-> [B, S, H, D]: the cond's operands in the layout cuDNN reads
-                return tuple(x.transpose(0, 2, 1, 3) for x in xs)
-
-            # FLOAT16 results out of the cond, which the operator's output rounds to anyway (the
-            # cond's result is a buffer of its own, not fused into the output's store)
-            def cudnn_branch(*xs):
-                return swap(cudnn_attention(*swap(*xs), scale, kept, widen=False))[0]
-
-            def xla_branch(*xs):
-                return swap(xla(*swap(*xs), lengths).astype(np.float16))[0]
-            # cuDNN's branch first: XLA gives the conditional's operands and result the first
-            # branch's layouts, and cuDNN's then need fewer transposes (on the H200, batch 8, 16
-            # heads of 64: 14 transposes in the program, not 22; 0.128 ms against 0.151 at 1,024
-            # tokens, 1.134 against 1.213 at 4,096)
-            return swap(lax.cond(~exact, xla_branch, cudnn_branch, *swap(q, k, v)))[0].astype(np.float32)
-        operands = (q, k, v, key_lengths)
+        return blockwise_attention(q, k, v, scale=scale, filter_value=filter_value,
+                                   mask_type=MaskType.KEY_SEQUENCE_LENGTH, length_mask=lengths[0][None])
+    operands = (q, k, v, key_lengths) if masked else (q, k, v)
 
     gpu = jax.default_backend() == "gpu"
     route = choose(ATTENTION_CUDNN, facts=(q.dtype, q.shape[-1], v.shape[-1], True, False, gpu))
     if route.kernel is None:
         return xla(*operands)
 
-    def xla_vjp(*args):
-        *ops, ct = args
+    n = len(operands)
+    keys = np.int32(k.shape[2])
+
+    def swap(*xs):  # [B, H, S, D] <-> [B, S, H, D]: the layout cuDNN reads
+        return tuple(x.transpose(0, 2, 1, 3) for x in xs)
+
+    def fallback(qs, ks, vs, lengths):  # the blockwise formula in cuDNN's layout, FLOAT16 like cuDNN's result
+        return swap(xla(*swap(qs, ks, vs), lengths).astype(np.float16))[0]
+    # cuDNN's forward in its training form, keeping what its backward pass reads
+    cudnn = SavedPullback(lambda qs, ks, vs, *kept: cudnn_attention(qs, ks, vs, scale, *kept))
+
+    def forward(ops, train: bool):
+        """cuDNN's route: (output FLOAT32 [B, H, S, D],) and, with ``train``, what the backward pass
+        reads: the check's result (with a mask), cuDNN's FLOAT16 [B, S, H, D] output and the rest of
+        its residuals."""
+        qs, ks, vs = swap(*ops[:3])
+        if not masked:
+            if not train:
+                return (swap(cudnn_attention(qs, ks, vs, scale))[0].astype(np.float32),)
+            out, saved = cudnn.forward(qs, ks, vs)
+            return (swap(out)[0].astype(np.float32), out, *saved)
+        lengths = ops[3]
+        exact = (jnp.min(lengths) >= 1) & (np.float32(filter_value) + 2 * score_reach(qs, ks, scale)
+                                           < np.float32(MASKED_EXP_LIMIT))
+        kept = jnp.minimum(lengths, keys)
+        if train:
+            blank = cudnn.shapes(qs, ks, vs, kept)
+
+            def cudnn_branch(qs, ks, vs, lengths):
+                out, saved = cudnn.forward(qs, ks, vs, kept)
+                return (out, *saved)
+
+            def xla_branch(qs, ks, vs, lengths):  # nothing kept: its backward pass runs it again
+                return (fallback(qs, ks, vs, lengths), *(jnp.zeros(b.shape, b.dtype) for b in blank))
+        else:
+            def cudnn_branch(qs, ks, vs, lengths):
+                return (cudnn_attention(qs, ks, vs, scale, kept),)
+
+            def xla_branch(qs, ks, vs, lengths):
+                return (fallback(qs, ks, vs, lengths),)
+        # cuDNN's branch first: XLA gives the conditional's operands and result the first
+        # branch's layouts, and cuDNN's then need fewer transposes (on the H200, batch 8, 16
+        # heads of 64: 14 transposes in the program, not 22; 0.128 ms against 0.151 at 1,024
+        # tokens, 1.134 against 1.213 at 4,096). The results stay FLOAT16, which the operator's
+        # output rounds to anyway (the cond's result is a buffer of its own, not fused into the
+        # output's store).
+        out, *saved = lax.cond(~exact, xla_branch, cudnn_branch, qs, ks, vs, lengths)
+        return (swap(out)[0].astype(np.float32),) + ((exact, out, *saved) if train else ())
+
+    def backward(*args):
+        """(*operands, *what ``forward`` kept, cotangent) -> the operands' cotangents, cuDNN's pullback."""
+        ops, kept_by_forward, ct = args[:n], args[n:-1], args[-1]
+        qs, ks, vs = swap(*ops[:3])
+        cts = swap(ct.astype(np.float16))[0]
+        if not masked:
+            out, *saved = kept_by_forward
+            return swap(*cudnn.backward((qs, ks, vs), out, saved, cts)[:3])
+        lengths = ops[3]
+        exact, out, *saved = kept_by_forward
+
+        def cudnn_branch(qs, ks, vs, lengths, out, saved, cts):
+            return cudnn.backward((qs, ks, vs, jnp.minimum(lengths, keys)), out, saved, cts)[:3]
+
+        def xla_branch(qs, ks, vs, lengths, out, saved, cts):
+            return jax.vjp(lambda *x: fallback(*x, lengths), qs, ks, vs)[1](cts)
+        return swap(*lax.cond(~exact, xla_branch, cudnn_branch, qs, ks, vs, lengths, out, saved, cts))
+
+    def xla_vjp(*args):  # the blockwise formula's, reading no residual
+        ops, ct = args[:n], args[-1]
         return jax.vjp(lambda *qkv: xla(*qkv, *ops[3:]), *ops[:3])[1](ct)
 
-    def fused_vjp(ops):  # cuDNN's forward in its training form, and its backward pass
-        return jax.vjp(lambda *qkv: fused(*qkv, *ops[3:]), *ops[:3])
+    def blank_forward(*ops):  # off CUDA: the blockwise formula, and zeros where cuDNN's route keeps residuals
+        return (xla(*ops), *(jnp.zeros(b.shape, b.dtype) for b in jax.eval_shape(lambda *o: forward(o, True), *ops)[1:]))
 
     @jax.custom_jvp
-    def trained(*ops):  # the forward pass whose residuals cuDNN's backward reads
-        return fused_vjp(ops)[0]
+    def trained(*ops):  # (output, *residuals): the forward pass whose residuals cuDNN's backward reads
+        return route.run(blank_forward, lambda *ops: forward(ops, True), *ops)
+
+    @trained.defjvp
+    def trained_jvp(primals, tangents):
+        outs = trained(*primals)
+        return outs, (jax.jvp(xla, primals, tangents)[1], *map(tangent_zeros, outs[1:]))
 
     @jax.custom_jvp
     def cudnn_vjp(*args):
-        *ops, ct = args
-        return fused_vjp(ops)[1](ct)
+        return backward(*args)
 
-    trained.defjvp(lambda primals, tangents: jax.jvp(xla, primals, tangents))
     cudnn_vjp.defjvp(lambda primals, tangents: jax.jvp(xla_vjp, primals, tangents))
 
     @jax.custom_jvp
     def run(*ops):
-        return route.run(xla, fused, *ops)
+        return route.run(xla, lambda *ops: forward(ops, False)[0], *ops)
 
     @run.defjvp
     def run_jvp(primals, tangents):
-        n = len(primals)
+        out, *kept_by_forward = trained(*primals)
+        res = (*primals, *kept_by_forward)
 
-        def tangent(*args):  # (*primals, tq, tk, tv) -> the output's tangent, the blockwise formula's
-            return (jax.jvp(lambda *qkv: xla(*qkv, *args[3:n]), args[:3], args[n:])[1],)
+        def tangent(*args):  # (*res, tq, tk, tv) -> the output's tangent, the blockwise formula's
+            return (jax.jvp(lambda *qkv: xla(*qkv, *args[3:n]), args[:3], args[len(res):])[1],)
 
-        def transposed(*args):  # (*primals, ct) -> (dq, dk, dv)
+        def transposed(*args):  # (*res, ct) -> (dq, dk, dv)
             return tuple(route.run(xla_vjp, cudnn_vjp, *args))
-        out = route.run(xla, trained, *primals)
-        return out, custom_transposed(tangent, transposed, primals, tuple(tangents[:3]))[0]
+        return out, custom_transposed(tangent, transposed, res, tuple(tangents[:3]))[0]
 
     return run(*operands)
 
