@@ -624,13 +624,10 @@ exactly nothing to the softmax."""
 def score_reach(q, k, scale):
     """A bound on |Scale q . k| over every query and key (Cauchy-Schwarz: |Scale| times the largest
     query norm times the largest key norm, widened by 2^-10 for the norms' own rounding), FLOAT32 [].
-    The head size is the last axis of both. One reduction reads both tensors: their rows, the
-    queries' then the keys', give the squared norms, of which each tensor's largest is taken."""
-    d, queries = q.shape[-1], math.prod(q.shape[:-1])
-    rows = jnp.concatenate([q.reshape(-1, d), k.reshape(-1, d)]).astype(np.float32)
-    norms = jnp.sum(jnp.square(rows), axis=-1)
-    return (np.float32(abs(scale) * (1 + 2.0**-10)) * jnp.sqrt(jnp.max(norms[:queries]))
-            * jnp.sqrt(jnp.max(norms[queries:])))
+    The head size is the last axis of both."""
+    def largest_norm(x):
+        return jnp.sqrt(jnp.max(jnp.sum(jnp.square(x.astype(np.float32)), axis=-1)))
+    return np.float32(abs(scale) * (1 + 2.0**-10)) * largest_norm(q) * largest_norm(k)
 
 
 def _fused(q, k, v, scale, key_lengths=None, filter_value=0.0):
