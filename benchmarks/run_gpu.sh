@@ -8,7 +8,9 @@
 #
 # OUT=benchmarks/results/h100 (or h200, ...) writes where benchmarks/README.md's figures come from.
 # Topics: checks (the GPU correctness checks of tests/gpu/, logs only), suite, activations,
-# reductions, data_movement, gemm, convolution, pooling, normalization, training, overhead.
+# reductions, data_movement, gemm, convolution, pooling, normalization, training, overhead; and,
+# not in the default list (each takes minutes): chains (the element-wise chains and their parts),
+# attention, recurrent, convolution_models (ResNet-50's, MobileNetV2's and the transposed shapes).
 # LIMIT_S sets each script's time limit in seconds (default 600).
 set -u
 OUT=${1:?usage: bash benchmarks/run_gpu.sh OUT [TOPIC ...]}
@@ -49,6 +51,14 @@ for topic in $TOPICS; do
     normalization) run normalization log.txt python3 benchmarks/normalization/batch_normalization.py --out "$OUT/normalization" ;;
     training) run training log.txt python3 benchmarks/training/training_step.py --out "$OUT/training" ;;
     overhead) run overhead log.txt python3 benchmarks/overhead/per_call.py --out "$OUT/overhead" ;;
+    chains)
+      run elementwise chains.txt python3 benchmarks/elementwise/chains.py --out "$OUT/elementwise"
+      run elementwise chain_parts.txt python3 benchmarks/elementwise/chain_parts.py --out "$OUT/elementwise" ;;
+    attention) run attention log.txt python3 benchmarks/attention/attention.py --out "$OUT/attention" ;;
+    recurrent) run recurrent log.txt python3 benchmarks/recurrent/recurrent.py --out "$OUT/recurrent" ;;
+    convolution_models)
+      run convolution resnet50.txt python3 benchmarks/convolution/resnet50.py --out "$OUT/convolution" \
+        --batches 128 --budget-s "$(( LIMIT - 60 ))" ;;
     *) echo "unknown topic: $topic" ;;
   esac
 done
