@@ -6,8 +6,9 @@ checkout's dmljax without installing it), then ``import common``. Nothing here i
 
 Times: ``times`` takes each variant's device time from the profiler's kernel records (CUPTI, the
 sum of kernel durations per call over 20 calls, the calls cycling through the input sets:
-``dmljax.bench.jax_device_times``); a backend without device records (the CPU) gets the median
-host-clock time of back-to-back calls instead, and the results say which.
+``dmljax.bench.jax_device_times``); a backend without device records (the CPU) gets host-clock
+times instead, the variants timed in turns with their order rotating so that a shared machine's slow
+phases fall on all of them alike (``dmljax.bench.time_interleaved``), and the results say which.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ if str(ROOT) not in sys.path:
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-from dmljax.bench import jax_device_times, time_calls  # noqa: E402
+from dmljax.bench import jax_device_times, time_interleaved  # noqa: E402
 
 SMOKE = bool(os.environ.get("SMOKE"))
 """SMOKE=1: small shapes, for a dry run of a script's code on any machine (its figures mean
@@ -132,11 +133,10 @@ def times(groups, n_sets: int = 2) -> dict:
     if got:
         return {k: {"s": v["s"], "kernels_per_call": v.get("kernels_per_call"),
                     "method": "device time (CUPTI kernel durations, 20 calls)"} for k, v in got.items()}
-    out = {}
-    for name, call in groups:
-        t = time_calls(call, n_sets, jax.block_until_ready, budget_s=0.05 if SMOKE else 0.5)
-        out[name] = {"s": t.s, "kernels_per_call": None, "method": "host clock (median of back-to-back calls)"}
-    return out
+    got = time_interleaved(groups, n_sets, jax.block_until_ready, budget_s=(0.05 if SMOKE else 0.5) * len(groups))
+    return {k: {"s": t.s, "kernels_per_call": None,
+                "method": "host clock (the groups timed in turns, order rotating; medians over the rounds)"}
+            for k, t in got.items()}
 
 
 class Report:

@@ -5,6 +5,7 @@ ending in a short message and a non-zero status, fuzzed too."""
 
 import json
 import string
+import time
 from unittest import mock
 
 import jax
@@ -61,6 +62,28 @@ ENTRY main {
 """
     count, ops = hlo_kernel_count(text)
     assert count == 1 and ops == ["fusion:f"]
+
+
+def test_interleaved_timer_rotates_the_groups_and_times_each_alike():
+    from dmljax.bench.timing import time_interleaved
+
+    log = []
+
+    def sleeper(name, seconds):
+        def call(i):
+            log.append(name)
+            time.sleep(seconds)
+            return np.zeros(())
+        return call
+
+    groups = [("a", sleeper("a", 0.002)), ("b", sleeper("b", 0.001)), ("c", sleeper("c", 0.001))]
+    got = time_interleaved(groups, 1, lambda out: None, budget_s=0.0, min_reps=6, max_reps=6, target_rep_s=0.0)
+    assert {t.reps for t in got.values()} == {6}
+    assert 1.5 < got["a"].s / got["b"].s < 3.0  # 2 ms against 1 ms a call
+    timed = log[6:]  # after each group's warm-up and first timed call
+    firsts = [timed[3 * r] for r in range(6)]
+    assert firsts == ["a", "b", "c", "a", "b", "c"]  # each round starts one group later
+    assert all(sorted(timed[3 * r:3 * r + 3]) == ["a", "b", "c"] for r in range(6))
 
 
 def test_sizes_parse():

@@ -29,7 +29,7 @@ from dmljax.bench.hlo import hlo_kernel_count
 from dmljax.bench.plan import BenchError, Options, plan
 from dmljax.bench.report import markdown
 from dmljax.bench.suite import run_suite
-from dmljax.bench.timing import jax_device_times, time_calls, time_paired
+from dmljax.bench.timing import jax_device_times, time_calls, time_interleaved, time_paired
 
 __all__ = [
     "CHAIN",
@@ -49,6 +49,7 @@ __all__ = [
     "run_suite",
     "select",
     "time_calls",
+    "time_interleaved",
     "time_paired",
     "write_outputs",
 ]

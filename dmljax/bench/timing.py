@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 import jax
 import numpy as np
 
-__all__ = ["Timing", "time_calls", "time_paired", "jax_device_times", "jax_sync"]
+__all__ = ["Timing", "time_calls", "time_paired", "time_interleaved", "jax_device_times", "jax_sync"]
 
 
 def jax_sync(out):
@@ -112,6 +112,45 @@ def time_paired(call_a: Callable[[int], object], call_b: Callable[[int], object]
     q = np.percentile(ratios, [25, 50, 75])
     return {"ratio": float(q[1]), "p25": float(q[0]), "p75": float(q[2]), "reps": reps, "inner": inner,
             "method": "paired, alternating order, host clock"}
+
+
+def time_interleaved(groups: Sequence[tuple[str, Callable[[int], object]]], n_sets: int, sync: Callable, *,
+                     budget_s: float, min_reps: int = 7, max_reps: int = 60,
+                     target_rep_s: float = 2e-3) -> dict[str, Timing]:
+    """Per-call time of each ``(name, call)``, the groups measured in turns: each round times
+    ``inner`` calls of every group (its own ``inner``: about ``target_rep_s`` a turn), the order
+    rotating from round to round, so that a slow phase of a shared machine falls on every group
+    alike (``time_calls`` times one group's repetitions, then the next's). ``budget_s`` bounds the
+    whole measurement; the median and quartiles are taken per group over the rounds."""
+    inner = {}
+    for name, call in groups:
+        out = None
+        for i in range(n_sets):
+            out = call(i)
+        sync(out)
+        t0 = time.perf_counter()
+        sync(call(0))
+        inner[name] = int(min(max(target_rep_s / max(time.perf_counter() - t0, 1e-7), 1), 200))
+    t0 = time.perf_counter()
+    samples: dict[str, list] = {name: [] for name, _ in groups}
+    order = list(groups)
+    rounds, k = 0, 0
+    while rounds < max_reps and (rounds < min_reps or time.perf_counter() - t0 < budget_s):
+        shift = rounds % len(order)
+        for name, call in order[shift:] + order[:shift]:
+            start = time.perf_counter()
+            for j in range(inner[name]):
+                out = call((k + j) % n_sets)
+            sync(out)
+            samples[name].append((time.perf_counter() - start) / inner[name])
+        k += 1
+        rounds += 1
+    out_times = {}
+    for name, _ in groups:
+        q = np.percentile(samples[name], [25, 50, 75])
+        out_times[name] = Timing(float(q[1]), float(q[0]), float(q[2]), rounds, inner[name],
+                                 "host clock, the groups in turns, order rotating")
+    return out_times
 
 
 def jax_device_times(groups: Sequence[tuple[str, Callable[[int], object]]], n_sets: int,
