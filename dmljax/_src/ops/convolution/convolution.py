@@ -26,6 +26,7 @@ from dmljax._src.errors import Violation
 from dmljax._src.kernel_seam import Route, choose
 from dmljax._src.kernels.convolution import CONVOLUTION_TAPS, convolve_taps
 from dmljax._src.kernels.convolution_gemm import CONVOLUTION_GEMM_COLUMNS, CONVOLUTION_GEMM_ROWS, gemm_columns, gemm_rows
+from dmljax._src.kernels.convolution_phases import CONVOLUTION_PHASES, phases, phases_on_cpu
 from dmljax._src.numerics import compute_dtype, load, store
 from dmljax._src.op import operator
 from dmljax._src.ops.convolution import depthwise
@@ -316,9 +317,44 @@ def grouped(conv, x, w, groups):
 def convolve(x, w, direction, mode, groups, g, precision, accumulate):
     """The convolution without bias or activation, accumulated in ``accumulate``."""
     y = _gemm(x, w, direction, groups, g, precision, accumulate)
+    if y is None:
+        y = _phases(x, w, direction, mode is ConvolutionMode.CONVOLUTION, groups, g, precision, accumulate)
     if y is not None:
         return y
     return _xla(x, w, direction, mode is ConvolutionMode.CONVOLUTION, groups, g, precision, accumulate)
+
+
+def _forward(x, w, strides, pads, dilations, groups, precision, accumulate):
+    """A FORWARD cross-correlation of ``x`` with ``w`` {O, C / groups, window...}, ``pads`` a (start,
+    end) pair a spatial dimension: XLA's convolution, or on the CPU the taps where a group has few
+    channels (depthwise.on_cpu)."""
+    return depthwise.on_cpu(lambda p, q: grouped(lambda a, b: xla_convolution(
+        a, b, strides, pads, rhs_dilation=dilations, groups=groups, precision=precision,
+        preferred_element_type=accumulate), p, q, groups), x, w, groups, strides, pads, dilations, accumulate)
+
+
+def _phases(x, w, direction, flip, groups, g, precision, accumulate):
+    """BACKWARD with strides as the forward convolutions of its output's phases
+    (kernels/convolution_phases.py), where that module's rules take the call on the platform the
+    program is lowered for (the CPU's, or CUDA's through the seam); else None."""
+    facts = (x.shape, w.shape, x.dtype, direction is ConvolutionDirection.FORWARD, groups, g["Strides"],
+             g["Dilations"], g["StartPadding"], g["EndPadding"], g["OutputPadding"])
+    on_cuda = choose(CONVOLUTION_PHASES, facts=facts).kernel is not None
+    on_cpu = phases_on_cpu(*facts)
+    if not (on_cuda or on_cpu):
+        return None
+
+    def phased(a, b):
+        wt = _transposed_filter(_spatial_flip(b) if flip else b, groups)
+        return phases(a, wt, groups, g["Strides"], g["Dilations"], g["StartPadding"], g["EndPadding"],
+                      g["OutputPadding"], lambda p, q, dilations, pads: _forward(
+                          p, q, (1,) * (p.ndim - 2), pads, dilations, groups, precision, accumulate))
+
+    def dilated(a, b):
+        return _xla(a, b, direction, flip, groups, g, precision, accumulate)
+
+    return lax.platform_dependent(x, w, cpu=phased if on_cpu else dilated, cuda=phased if on_cuda else dilated,
+                                  default=dilated)
 
 
 def _xla(x, w, direction, flip, groups, g, precision, accumulate):
@@ -328,10 +364,7 @@ def _xla(x, w, direction, flip, groups, g, precision, accumulate):
         # OutputPadding: the padded input extended by OutputPadding more windows' steps
         pads = [(a, b + o * s) for a, b, o, s in zip(g["StartPadding"], g["EndPadding"], g["OutputPadding"],
                                                      g["Strides"])]
-        return depthwise.on_cpu(lambda p, q: grouped(lambda a, b: xla_convolution(
-            a, b, g["Strides"], pads, rhs_dilation=g["Dilations"], groups=groups, precision=precision,
-            preferred_element_type=accumulate), p, q, groups), x, w, groups, g["Strides"], pads, g["Dilations"],
-            accumulate)
+        return _forward(x, w, g["Strides"], pads, g["Dilations"], groups, precision, accumulate)
     # BACKWARD: the input spread out by Strides, slid over by the transposed filter flipped
     # (CROSS_CORRELATION; the flips cancel in CONVOLUTION mode)
     w = _transposed_filter(w if flip else _spatial_flip(w), groups)

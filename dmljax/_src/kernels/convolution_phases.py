@@ -1,0 +1,207 @@
+"""CONVOLUTION's BACKWARD direction with strides (a transposed convolution) as forward
+convolutions of its output's phases, and the measured rules (``RULE``) of where that form is
+taken.
+
+BACKWARD's output element q (along one spatial dimension) sums Input[i] * Filter[k] over the i
+and window taps k with i * Strides + k * Dilations = q + StartPadding (the transpose of FORWARD;
+OutputPadding lengthens the output). XLA's formula spreads the input out by Strides (an
+input-dilated convolution, ``lhs_dilation``) and slides the flipped filter over it. The output's
+positions q = r + Strides * m, one residue r at a time ("phases", the sub-pixel decomposition),
+each receive only the taps k with k * Dilations = r + StartPadding modulo Strides: a regular
+subset of the window (every Strides / gcd(Strides, Dilations)-th tap), which reads the input at
+every position, spaced Dilations / gcd(Strides, Dilations) apart. So each phase is a FORWARD
+convolution of the undilated input with the sub-filter of its taps (reversed: a cross-correlation)
+at unit strides, and the output interleaves the phases (a reshape and a transpose). A phase that
+no tap lands on (a window shorter than the stride, or a dilation sharing a factor with it) is
+zeros; in several spatial dimensions a phase is one residue per dimension, its taps the product
+of theirs. Phases of the same tap counts share one convolution: their sub-filters side by side
+as output channels (group by group), each phase a slice of its result, offset by where its taps
+start. The convolutions go through the operator's own FORWARD formula (``forward``), so groups,
+the CPU's taps for few channels a group and the sharded grouped convolution stay its.
+
+Exactness: the same products as the input-dilated convolution's but those of its inserted
+zeros, FLOAT32 at HIGHEST precision (never TF32), FLOAT16 operands accumulated in
+``accumulate`` (FLOAT32 for the operator's FLOAT16), summed in another order
+(docs/semantics.md#accumulating-operators: the order is the library's). Where every output
+element receives at most one tap a channel (``phase_kind`` "one tap") the sums are over the
+channels alone. The derivatives are JAX's of the slices, convolutions and transposes: the
+input's gradient is the phases' stride-1 convolutions of the cotangent's phases, summed.
+
+Where the form is taken: ``RULE``, per platform and kind of call, measured by
+benchmarks/convolution/transposed.py (the CPU, paired) and benchmarks/convolution/resnet50.py
+(CUDA, beside lax and torch).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from typing import Callable
+
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from dmljax._src.kernel_seam import Kernel, disabled_kernels, forced_kernels
+
+__all__ = ["RULE", "KINDS", "CONVOLUTION_PHASES", "Phase", "plan", "phase_kind", "phases", "phases_on_cpu"]
+
+KINDS = ("one tap", "even taps", "uneven taps")
+
+RULE: dict[str, dict[tuple[str, str], str]] = {
+    "cpu": {(kind, t): "phases" for kind in KINDS for t in ("float32", "float16")},
+    "cuda": {(kind, t): "xla" for kind in KINDS for t in ("float32", "float16")},
+}
+"""platform -> (the kind of call, ``phase_kind``; the operands' type) -> "phases" (this form) or
+"xla" (the input-dilated convolution). Figures: to be measured."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Phase:
+    """The output positions ``residue + Strides * m`` (m from 0) of one spatial dimension: the
+    ``taps`` window taps that land on them are ``first``, ``first + step``, ...; phase element m
+    sums Input[m + offset + u * dilation] times tap ``first + step * (taps - 1 - u)``, u from 0
+    to ``taps`` - 1 (none where ``taps`` is 0: zeros)."""
+
+    residue: int
+    taps: int
+    first: int = 0
+    step: int = 1
+    offset: int = 0
+    dilation: int = 1
+
+
+def plan(size: int, window: int, stride: int, dilation: int, start: int, end: int,
+         output_padding: int) -> tuple[int, int, tuple[Phase, ...]]:
+    """One spatial dimension of BACKWARD: (the output's size, the positions of each phase computed
+    (the output's size over the stride, rounded up; the interleave's extra ones are cut off),
+    the ``Phase`` of each residue 0 to Strides - 1)."""
+    out = (size - 1) * stride + dilation * (window - 1) + 1 - start - end + output_padding
+    common = math.gcd(stride, dilation)
+    phases_ = []
+    for residue in range(stride):
+        # output q = residue + stride * m sums the taps k with k * dilation = q + start (mod stride)
+        r, base = (residue + start) % stride, (residue + start) // stride
+        taps = [k for k in range(window) if k * dilation % stride == r]
+        if not taps:
+            phases_.append(Phase(residue, 0))
+            continue
+        # tap k reads Input[m + base - (k * dilation - r) / stride]
+        last = (taps[-1] * dilation - r) // stride
+        phases_.append(Phase(residue, len(taps), taps[0], stride // common, base - last, dilation // common))
+    return out, -(-out // stride), tuple(phases_)
+
+
+def phase_kind(x_shape, w_shape, dtype, forward: bool, groups: int, strides, dilations, start, end,
+               output_padding) -> str | None:
+    """The kind of a BACKWARD call with a stride above 1 in FLOAT32 or FLOAT16: "one tap" (no
+    phase of any dimension gets more than one tap: the window no longer than the stride, without
+    dilation), "even taps" (the phases that get taps get as many, in each dimension: one
+    convolution), "uneven taps" (one convolution for each combination of counts); None for any
+    other call."""
+    del groups  # the phases' convolutions keep the call's groups
+    if forward or np.dtype(dtype) not in (np.float32, np.float16) or len(x_shape) < 3:
+        return None
+    if all(s == 1 for s in strides):
+        return None
+    counts = [{p.taps for p in plan(*args)[2]} - {0} for args in
+              zip(x_shape[2:], w_shape[2:], strides, dilations, start, end, output_padding)]
+    if all(c == {1} for c in counts):
+        return "one tap"
+    return "even taps" if all(len(c) == 1 for c in counts) else "uneven taps"
+
+
+def _rule(platform: str):
+    def applies(*facts) -> bool:
+        kind = phase_kind(*facts)
+        return kind is not None and RULE[platform].get((kind, np.dtype(facts[2]).name), "xla") == "phases"
+    applies.__name__ = applies.__qualname__ = f"applies_on_{platform}"
+    return applies
+
+
+def _runs(*facts) -> bool:
+    return phase_kind(*facts) is not None
+
+
+CONVOLUTION_PHASES = Kernel("convolution_phases", _rule("cuda"), measured="benchmarks/convolution/resnet50.py",
+                            runs=_runs)
+"""The form's switch, and CUDA's rule (the seam's ``choose``)."""
+
+
+def phases_on_cpu(*facts) -> bool:
+    """Whether a call takes the form on the CPU: the CPU's rule (measured by
+    benchmarks/convolution/transposed.py), under the same switches as CUDA's
+    (``use_kernels(False, "convolution_phases")`` turns it off, ``force_kernels`` forces it
+    wherever it can run)."""
+    name = CONVOLUTION_PHASES.name
+    if name in disabled_kernels():
+        return False
+    if name in forced_kernels():
+        return _runs(*facts)
+    return _rule("cpu")(*facts)
+
+
+def phases(x, wt, groups: int, strides, dilations, start, end, output_padding, forward: Callable):
+    """BACKWARD of ``x`` {N, C, spatial...} with ``wt`` {O, C / groups, window...} (the BACKWARD
+    filter as the FORWARD filter of the reverse direction, group by group, not flipped:
+    Mode CONVOLUTION's flip done by the caller) by its phases; ``forward(a, b, dilations, pads)``
+    is the FORWARD cross-correlation of ``groups`` groups at unit strides, ``pads`` a (start, end)
+    pair of non-negative zeros a spatial dimension. {N, O, spatial...}."""
+    n, o = x.shape[0], wt.shape[0]
+    plans = [plan(*args) for args in zip(x.shape[2:], wt.shape[2:], strides, dilations, start, end, output_padding)]
+    counts = tuple(p[1] for p in plans)
+    by_taps: dict[tuple[int, ...], list] = {}
+    for combo in itertools.product(*(p[2] for p in plans)):
+        by_taps.setdefault(tuple(ph.taps for ph in combo), []).append(combo)
+    results, empty = {}, []
+    for taps, combos in by_taps.items():
+        if 0 in taps:
+            empty += combos
+        else:
+            results.update(_convolved(x, wt, groups, combos, counts, forward))
+    some = next(iter(results.values()))  # the residue of every dimension's tap 0 gets taps
+    zeros = jnp.zeros(some.shape, some.dtype)
+    results.update({tuple(ph.residue for ph in combo): zeros for combo in empty})
+    nd = len(strides)
+    y = jnp.stack([results[r] for r in itertools.product(*(range(s) for s in strides))])
+    # {s1 x s2 ..., N, O, C1, C2, ...} -> {N, O, C1, s1, C2, s2, ...} -> {N, O, C1 x s1, ...}
+    y = y.reshape(tuple(strides) + (n, o) + counts)
+    y = jnp.transpose(y, (nd, nd + 1) + tuple(a for i in range(nd) for a in (nd + 2 + i, i)))
+    y = y.reshape((n, o) + tuple(c * s for c, s in zip(counts, strides)))
+    return lax.slice(y, (0,) * y.ndim, (n, o) + tuple(p[0] for p in plans))
+
+
+def _convolved(x, wt, groups: int, combos, counts, forward: Callable) -> dict:
+    """The phases ``combos`` (a ``Phase`` a dimension each, all of the same tap counts) by one
+    convolution: {their residues: {N, O, counts...}}."""
+    nd = x.ndim - 2
+    o, og, k = wt.shape[0], wt.shape[0] // groups, len(combos)
+    first = combos[0]
+    lo = [min(c[i].offset for c in combos) for i in range(nd)]
+    length = [counts[i] + max(c[i].offset for c in combos) - lo[i] for i in range(nd)]
+    # the convolution's output e reads the input at e + lo + u * dilation: padded by -lo at the start
+    # and as far as the last output reads at the end, cropped instead where those are negative
+    pads, crop = [], []
+    for i, size in enumerate(x.shape[2:]):
+        before = -lo[i]
+        after = length[i] - 1 + lo[i] + (first[i].taps - 1) * first[i].dilation - (size - 1)
+        pads.append((max(before, 0), max(after, 0)))
+        crop.append((max(-before, 0), size - max(-after, 0)))
+    if any(a or b != size for (a, b), size in zip(crop, x.shape[2:])):
+        x = lax.slice(x, (0, 0) + tuple(a for a, _ in crop), x.shape[:2] + tuple(b for _, b in crop))
+    taps = [lax.rev(wt[(slice(None), slice(None)) + tuple(
+        slice(ph.first, ph.first + ph.step * (ph.taps - 1) + 1, ph.step) for ph in combo)], tuple(range(2, 2 + nd)))
+        for combo in combos]
+    # the phases' filters side by side within each group: {G, phases, O / G} output channels
+    w = jnp.stack(taps).reshape((k, groups, og) + taps[0].shape[1:])
+    w = jnp.swapaxes(w, 0, 1).reshape((groups * k * og,) + taps[0].shape[1:])
+    y = forward(x, w, tuple(ph.dilation for ph in first), pads)
+    y = y.reshape((y.shape[0], groups, k, og) + y.shape[2:])
+    out = {}
+    for j, combo in enumerate(combos):
+        part = y[:, :, j].reshape((y.shape[0], o) + y.shape[4:])
+        at = (0, 0) + tuple(ph.offset - low for ph, low in zip(combo, lo))
+        out[tuple(ph.residue for ph in combo)] = lax.slice(part, at, tuple(
+            a + c for a, c in zip(at, (part.shape[0], o) + counts)))
+    return out
