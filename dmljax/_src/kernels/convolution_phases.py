@@ -59,10 +59,11 @@ RULE: dict[str, dict[tuple[str, str], str]] = {
 
 @dataclasses.dataclass(frozen=True)
 class Phase:
-    """The output positions ``residue + Strides * m`` (m from 0) of one spatial dimension: the
-    ``taps`` window taps that land on them are ``first``, ``first + step``, ...; phase element m
-    sums Input[m + offset + u * dilation] times tap ``first + step * (taps - 1 - u)``, u from 0
-    to ``taps`` - 1 (none where ``taps`` is 0: zeros)."""
+    """The output positions q of one spatial dimension with q + StartPadding = ``residue`` +
+    Strides * (M0 + m) (m from 0; M0 is StartPadding // Strides): the ``taps`` window taps that
+    land on them are ``first``, ``first + step``, ...; phase element m sums Input[m + offset + u *
+    dilation] times tap ``first + step * (taps - 1 - u)``, u from 0 to ``taps`` - 1 (none where
+    ``taps`` is 0: zeros)."""
 
     residue: int
     taps: int
@@ -72,25 +73,36 @@ class Phase:
     dilation: int = 1
 
 
-def plan(size: int, window: int, stride: int, dilation: int, start: int, end: int,
-         output_padding: int) -> tuple[int, int, tuple[Phase, ...]]:
-    """One spatial dimension of BACKWARD: (the output's size, the positions of each phase computed
-    (the output's size over the stride, rounded up; the interleave's extra ones are cut off),
-    the ``Phase`` of each residue 0 to Strides - 1)."""
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """One spatial dimension of BACKWARD: the output's ``size``; ``count`` positions of each phase
+    computed, interleaved (phase r's m-th at r + Strides * m) and cut from ``skip`` (StartPadding
+    modulo Strides) to ``skip + size``; the ``Phase`` of each residue 0 to Strides - 1."""
+
+    size: int
+    count: int
+    skip: int
+    phases: tuple[Phase, ...]
+
+
+def plan(size: int, window: int, stride: int, dilation: int, start: int, end: int, output_padding: int) -> Plan:
+    """One spatial dimension of BACKWARD: output element q sums Input[i] * Filter[k] over i * Strides
+    + k * Dilations = q + StartPadding, so the taps k * Dilations = r (modulo Strides) serve the
+    positions q + StartPadding = r + Strides * M, tap k reading Input[M - (k * Dilations - r) /
+    Strides]."""
     out = (size - 1) * stride + dilation * (window - 1) + 1 - start - end + output_padding
+    m0 = start // stride
+    count = (start + out - 1) // stride - m0 + 1
     common = math.gcd(stride, dilation)
     phases_ = []
-    for residue in range(stride):
-        # output q = residue + stride * m sums the taps k with k * dilation = q + start (mod stride)
-        r, base = (residue + start) % stride, (residue + start) // stride
+    for r in range(stride):
         taps = [k for k in range(window) if k * dilation % stride == r]
         if not taps:
-            phases_.append(Phase(residue, 0))
+            phases_.append(Phase(r, 0))
             continue
-        # tap k reads Input[m + base - (k * dilation - r) / stride]
         last = (taps[-1] * dilation - r) // stride
-        phases_.append(Phase(residue, len(taps), taps[0], stride // common, base - last, dilation // common))
-    return out, -(-out // stride), tuple(phases_)
+        phases_.append(Phase(r, len(taps), taps[0], stride // common, m0 - last, dilation // common))
+    return Plan(out, count, start % stride, tuple(phases_))
 
 
 def phase_kind(x_shape, w_shape, dtype, forward: bool, groups: int, strides, dilations, start, end,
@@ -105,7 +117,7 @@ def phase_kind(x_shape, w_shape, dtype, forward: bool, groups: int, strides, dil
         return None
     if all(s == 1 for s in strides):
         return None
-    counts = [{p.taps for p in plan(*args)[2]} - {0} for args in
+    counts = [{p.taps for p in plan(*args).phases} - {0} for args in
               zip(x_shape[2:], w_shape[2:], strides, dilations, start, end, output_padding)]
     if all(c == {1} for c in counts):
         return "one tap"
@@ -142,41 +154,65 @@ def phases_on_cpu(*facts) -> bool:
     return _rule("cpu")(*facts)
 
 
-def phases(x, wt, groups: int, strides, dilations, start, end, output_padding, forward: Callable):
+def phases(x, wt, groups: int, strides, dilations, start, end, output_padding, forward: Callable,
+           product: Callable):
     """BACKWARD of ``x`` {N, C, spatial...} with ``wt`` {O, C / groups, window...} (the BACKWARD
     filter as the FORWARD filter of the reverse direction, group by group, not flipped:
     Mode CONVOLUTION's flip done by the caller) by its phases; ``forward(a, b, dilations, pads)``
     is the FORWARD cross-correlation of ``groups`` groups at unit strides, ``pads`` a (start, end)
-    pair of non-negative zeros a spatial dimension. {N, O, spatial...}."""
-    n, o = x.shape[0], wt.shape[0]
+    pair of non-negative zeros a spatial dimension; ``product(a, b, contracting, batch)`` is
+    ``lax.dot_general`` at the operator's precision and accumulation type. {N, O, spatial...}."""
+    n, o, nd = x.shape[0], wt.shape[0], x.ndim - 2
     plans = [plan(*args) for args in zip(x.shape[2:], wt.shape[2:], strides, dilations, start, end, output_padding)]
-    counts = tuple(p[1] for p in plans)
+    counts = tuple(p.count for p in plans)
     by_taps: dict[tuple[int, ...], list] = {}
-    for combo in itertools.product(*(p[2] for p in plans)):
+    for combo in itertools.product(*(p.phases for p in plans)):
         by_taps.setdefault(tuple(ph.taps for ph in combo), []).append(combo)
-    results, empty = {}, []
-    for taps, combos in by_taps.items():
-        if 0 in taps:
-            empty += combos
-        else:
-            results.update(_convolved(x, wt, groups, combos, counts, forward))
-    some = next(iter(results.values()))  # the residue of every dimension's tap 0 gets taps
-    zeros = jnp.zeros(some.shape, some.dtype)
-    results.update({tuple(ph.residue for ph in combo): zeros for combo in empty})
-    nd = len(strides)
-    y = jnp.stack([results[r] for r in itertools.product(*(range(s) for s in strides))])
-    # {s1 x s2 ..., N, O, C1, C2, ...} -> {N, O, C1, s1, C2, s2, ...} -> {N, O, C1 x s1, ...}
-    y = y.reshape(tuple(strides) + (n, o) + counts)
-    y = jnp.transpose(y, (nd, nd + 1) + tuple(a for i in range(nd) for a in (nd + 2 + i, i)))
+    (taps, combos), = by_taps.items() if len(by_taps) == 1 else ((None, None),)
+    aligned = taps is not None and all(len({c[i].offset for c in combos}) == 1 for i in range(nd))
+    if aligned and taps == (1,) * nd:
+        # one tap a phase: a product over the channels, {G, phases, O / G, N, counts...}, a transpose
+        # away from the interleave
+        y = _product(x, wt, groups, combos, counts, product)
+        y = y.reshape((groups,) + tuple(strides) + (o // groups, n) + counts)
+        y = jnp.transpose(y, (2 + nd, 0, 1 + nd) + tuple(a for i in range(nd) for a in (3 + nd + i, 1 + i)))
+    elif aligned:
+        # one convolution whose phases all start at the same place: its output channels {G, phases,
+        # O / G} are the phases in the interleave's order, a transpose away from it
+        y = _convolved(x, wt, groups, combos, counts, forward)
+        y = y.reshape((n, groups) + tuple(strides) + (o // groups,) + counts)
+        y = jnp.transpose(y, (0, 1, 2 + nd) + tuple(a for i in range(nd) for a in (3 + nd + i, 2 + i)))
+    else:
+        results, empty = {}, []
+        for taps, combos in by_taps.items():
+            if 0 in taps:
+                empty += combos
+                continue
+            y = _convolved(x, wt, groups, combos, counts, forward)
+            lo = [min(c[i].offset for c in combos) for i in range(nd)]
+            y = y.reshape((n, groups, len(combos), o // groups) + y.shape[2:])
+            for j, combo in enumerate(combos):
+                part = y[:, :, j].reshape((n, o) + y.shape[4:])
+                at = (0, 0) + tuple(ph.offset - low for ph, low in zip(combo, lo))
+                results[tuple(ph.residue for ph in combo)] = lax.slice(
+                    part, at, tuple(a + c for a, c in zip(at, (n, o) + counts)))
+        some = next(iter(results.values()))  # the residue of every dimension's tap 0 gets taps
+        zeros = jnp.zeros(some.shape, some.dtype)
+        results.update({tuple(ph.residue for ph in combo): zeros for combo in empty})
+        y = jnp.stack([results[r] for r in itertools.product(*(range(s) for s in strides))])
+        # {s1 x s2 ..., N, O, C1, C2, ...} -> {N, O, C1, s1, C2, s2, ...}
+        y = y.reshape(tuple(strides) + (n, o) + counts)
+        y = jnp.transpose(y, (nd, nd + 1) + tuple(a for i in range(nd) for a in (nd + 2 + i, i)))
     y = y.reshape((n, o) + tuple(c * s for c, s in zip(counts, strides)))
-    return lax.slice(y, (0,) * y.ndim, (n, o) + tuple(p[0] for p in plans))
+    return lax.slice(y, (0, 0) + tuple(p.skip for p in plans), (n, o) + tuple(p.skip + p.size for p in plans))
 
 
-def _convolved(x, wt, groups: int, combos, counts, forward: Callable) -> dict:
+def _convolved(x, wt, groups: int, combos, counts, forward: Callable):
     """The phases ``combos`` (a ``Phase`` a dimension each, all of the same tap counts) by one
-    convolution: {their residues: {N, O, counts...}}."""
+    convolution: {N, G x phases x O / G, counts + the spread of the phases' offsets...}, phase j of
+    group g in output channels (g x phases + j) x O / G on, from its offset less the least."""
     nd = x.ndim - 2
-    o, og, k = wt.shape[0], wt.shape[0] // groups, len(combos)
+    og, k = wt.shape[0] // groups, len(combos)
     first = combos[0]
     lo = [min(c[i].offset for c in combos) for i in range(nd)]
     length = [counts[i] + max(c[i].offset for c in combos) - lo[i] for i in range(nd)]
@@ -196,12 +232,25 @@ def _convolved(x, wt, groups: int, combos, counts, forward: Callable) -> dict:
     # the phases' filters side by side within each group: {G, phases, O / G} output channels
     w = jnp.stack(taps).reshape((k, groups, og) + taps[0].shape[1:])
     w = jnp.swapaxes(w, 0, 1).reshape((groups * k * og,) + taps[0].shape[1:])
-    y = forward(x, w, tuple(ph.dilation for ph in first), pads)
-    y = y.reshape((y.shape[0], groups, k, og) + y.shape[2:])
-    out = {}
-    for j, combo in enumerate(combos):
-        part = y[:, :, j].reshape((y.shape[0], o) + y.shape[4:])
-        at = (0, 0) + tuple(ph.offset - low for ph, low in zip(combo, lo))
-        out[tuple(ph.residue for ph in combo)] = lax.slice(part, at, tuple(
-            a + c for a, c in zip(at, (part.shape[0], o) + counts)))
-    return out
+    return forward(x, w, tuple(ph.dilation for ph in first), pads)
+
+
+def _product(x, wt, groups: int, combos, counts, product: Callable):
+    """The phases ``combos``, one tap each in every dimension (all of them, in the interleave's
+    order), as one product over the channels: {G, phases, O / G, N, counts...}. Each phase reads
+    the input from the same offset (the taps' residues are the taps themselves)."""
+    nd = x.ndim - 2
+    n, c = x.shape[:2]
+    og, k, cg = wt.shape[0] // groups, len(combos), c // groups
+    offsets = [combos[0][i].offset for i in range(nd)]
+    # the input from the offset, as far as the phases read it; zeros past its end added to the result
+    ends = [min(a + m, size) for a, m, size in zip(offsets, counts, x.shape[2:])]
+    x = lax.slice(x, (0, 0) + tuple(offsets), x.shape[:2] + tuple(ends))
+    w = jnp.stack([wt[(slice(None), slice(None)) + tuple(ph.first for ph in combo)] for combo in combos])
+    w = jnp.swapaxes(w.reshape(k, groups, og, cg), 0, 1)  # {G, phases, O / G, C / G}
+    x = x.reshape((n, groups, cg) + x.shape[2:])
+    y = product(w.reshape(groups, k * og, cg), x, ((2,), (2,)), ((0,), (1,)))  # {G, phases x O / G, N, ...}
+    missing = [m - (e - a) for a, e, m in zip(offsets, ends, counts)]
+    if any(missing):
+        y = lax.pad(y, jnp.zeros((), y.dtype), [(0, 0, 0)] * 3 + [(0, m, 0) for m in missing])
+    return y

@@ -348,7 +348,9 @@ def _phases(x, w, direction, flip, groups, g, precision, accumulate):
         wt = _transposed_filter(_spatial_flip(b) if flip else b, groups)
         return phases(a, wt, groups, g["Strides"], g["Dilations"], g["StartPadding"], g["EndPadding"],
                       g["OutputPadding"], lambda p, q, dilations, pads: _forward(
-                          p, q, (1,) * (p.ndim - 2), pads, dilations, groups, precision, accumulate))
+                          p, q, (1,) * (p.ndim - 2), pads, dilations, groups, precision, accumulate),
+                      lambda p, q, contracting, batch: lax.dot_general(
+                          p, q, (contracting, batch), precision=precision, preferred_element_type=accumulate))
 
     def dilated(a, b):
         return _xla(a, b, direction, flip, groups, g, precision, accumulate)

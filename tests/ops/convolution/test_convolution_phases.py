@@ -1,0 +1,305 @@
+"""CONVOLUTION's BACKWARD direction with strides as forward convolutions of its output's phases
+(dmljax/_src/kernels/convolution_phases.py): against the float64 reference within CONVOLUTION's
+budget and against XLA's input-dilated convolution (the form it replaces), bit for bit where the
+sums are exact (integers) or hold one product, values and gradients (jax.grad and jax.jvp), over
+1 to 3 spatial dimensions, groups, dilations, paddings, OutputPadding, windows shorter than,
+equal to and longer than the stride, and phases no tap lands on; FLOAT32 and FLOAT16; which calls
+each kind covers, and the rule taking the form where it says, on the CPU and (forced) on CUDA."""
+
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dmljax
+from dmljax import DataType
+from dmljax._src.kernel_seam import force_kernels
+from dmljax._src.kernels import convolution_phases as phases
+from dmljax._src.ops.convolution.convolution import CONVOLUTION
+from tests import catalog, tiers
+from tests.compare import assert_matches
+from tests.reference.convolution.convolution import _grad as reference_grad
+from tests.reference.convolution.convolution import _magnitude
+from tests.reference.convolution.convolution import convolution as reference
+from tests.reference.record import Attrs
+
+SWITCH = phases.CONVOLUTION_PHASES.name
+EPS32 = float(np.finfo(np.float32).eps)
+
+# (input Sizes, BACKWARD filter Sizes {C, O / G, window...}, attributes)
+GEOMETRIES = [
+    # decoders' upsampling: a 2 x 2 window at stride 2 (one tap a phase), 4 x 4 at stride 2 with padding
+    ((2, 4, 3, 4), (4, 3, 2, 2), {"strides": (2, 2)}),
+    ((1, 3, 4, 3), (3, 2, 4, 4), {"strides": (2, 2), "start_padding": (1, 1), "end_padding": (1, 1)}),
+    # 3 x 3 at stride 2 with OutputPadding (uneven tap counts), CONVOLUTION mode, two groups
+    ((2, 4, 3, 3), (4, 1, 3, 3), {"strides": (2, 2), "start_padding": (1, 1), "end_padding": (1, 1),
+                                  "output_padding": (1, 1), "mode": "CONVOLUTION", "group_count": 2}),
+    # a window shorter than the stride (phases with no tap: zeros), dilated, uneven paddings
+    ((1, 2, 4, 3), (2, 3, 2, 1), {"strides": (3, 4), "dilations": (2, 1), "start_padding": (0, 2),
+                                  "end_padding": (1, 0), "output_padding": (2, 1)}),
+    # a dilation sharing a factor with the stride (every other phase empty), one spatial dimension
+    ((2, 3, 5), (3, 2, 3), {"strides": (4,), "dilations": (2,), "start_padding": (1,), "end_padding": (3,)}),
+    # depthwise (the CPU's taps for each phase), and three spatial dimensions with one strided
+    ((1, 4, 3, 4), (4, 1, 3, 2), {"strides": (2, 3), "start_padding": (2, 0), "group_count": 4}),
+    ((1, 2, 2, 3, 2), (2, 2, 2, 3, 1), {"strides": (2, 1, 3), "dilations": (1, 2, 1), "end_padding": (0, 1, 0),
+                                        "output_padding": (1, 0, 2)}),
+]
+
+
+def _full(attrs, d):
+    """The attributes with every array spelled out (the reference's and the plan's)."""
+    out = {"direction": "BACKWARD", "mode": attrs.get("mode", "CROSS_CORRELATION"),
+           "group_count": attrs.get("group_count", 1)}
+    for name, unset in (("strides", 1), ("dilations", 1), ("start_padding", 0), ("end_padding", 0),
+                        ("output_padding", 0)):
+        out[name] = tuple(attrs.get(name, (unset,) * d))
+    return out
+
+
+def _inputs(x_shape, w_shape, dtype, seed=0, integers=False):
+    rng = np.random.default_rng(seed)
+    if integers:
+        return (rng.integers(-4, 5, x_shape).astype(dtype), rng.integers(-4, 5, w_shape).astype(dtype))
+    x = rng.standard_normal(x_shape).astype(dtype)
+    return x, (rng.standard_normal(w_shape) / np.sqrt(np.prod(w_shape[1:]))).astype(dtype)
+
+
+def _function(attrs, form):
+    """dmljax.convolution of the attributes, jitted with the phase form forced or switched off."""
+    f = jax.jit(lambda a, b: dmljax.convolution(a, b, **attrs))
+    if form == "phases":
+        def run(*args):
+            with force_kernels(SWITCH):
+                return f(*args)
+    else:
+        def run(*args):
+            with dmljax.use_kernels(False, SWITCH):
+                return f(*args)
+    return run
+
+
+def _input_dilated(f, *args, platform="cpu", switches=None) -> bool:
+    """Whether ``f``'s program for ``platform`` holds an input-dilated convolution (XLA's form)."""
+    with switches or force_kernels():
+        text = jax.jit(f).trace(*args).lower(lowering_platforms=(platform,)).as_text()
+    return any(any(int(v) > 1 for v in m.split(",")) for m in re.findall(r"lhs_dilate = \[([\d, ]+)\]", text))
+
+
+def _check_values(x, w, attrs, dtype):
+    """The phase form against the float64 reference within the operator's budget."""
+    full = _full(attrs, x.ndim - 2)
+    got = _function(attrs, "phases")(x, w)
+    budget = catalog.budget(CONVOLUTION, Attrs(attrs), DataType.from_dtype(dtype), sizes=x.shape, args=(x, w))
+    want = reference(x, w, **full)[0]
+    assert got.shape == want.shape
+    assert_matches(np.asarray(got), [want], DataType.from_dtype(dtype), budget, "phases vs reference",
+                   magnitude=_magnitude(x, w, **full))
+
+
+def _check_exact(x_shape, w_shape, attrs, dtype, seed=0):
+    """Exact integer sums: the phase form's values, input and filter gradients (jax.grad) and
+    tangents (jax.jvp) equal the input-dilated convolution's bit for bit."""
+    x, w = _inputs(x_shape, w_shape, dtype, seed, integers=True)
+    y_shape = jax.eval_shape(lambda a, b: dmljax.convolution(a, b, **attrs), x, w).shape
+    dy, tx = _inputs(y_shape, x_shape, dtype, seed + 1, integers=True)
+    _, tw = _inputs(x_shape, w_shape, dtype, seed + 2, integers=True)
+
+    def everything(a, b):
+        y, pull = jax.vjp(lambda p, q: dmljax.convolution(p, q, **attrs), a, b)
+        _, t = jax.jvp(lambda p, q: dmljax.convolution(p, q, **attrs), (a, b), (tx, tw))
+        return (y, t) + pull(jnp.asarray(dy))
+
+    assert not _input_dilated(everything, x, w, switches=force_kernels(SWITCH))
+    assert _input_dilated(everything, x, w, switches=dmljax.use_kernels(False, SWITCH))
+    with force_kernels(SWITCH):
+        got = jax.jit(everything)(x, w)
+    with dmljax.use_kernels(False, SWITCH):
+        want = jax.jit(everything)(x, w)
+    for name, g, h in zip(("value", "tangent", "input gradient", "filter gradient"), got, want):
+        assert g.dtype == dtype and g.shape == h.shape, name
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(h), err_msg=name)
+
+
+@pytest.mark.parametrize("x_shape,w_shape,attrs,dtype", tiers.fast_sample(
+    [(*g, t) for t in (np.float32, np.float16) for g in GEOMETRIES], keep=2, key="phases"))
+def test_phases_match_the_reference_and_the_input_dilated_form(x_shape, w_shape, attrs, dtype):
+    x, w = _inputs(x_shape, w_shape, dtype)
+    _check_values(x, w, attrs, dtype)
+    _check_exact(x_shape, w_shape, attrs, dtype)
+
+
+def _bound(magnitude, terms, dtype):
+    """(terms + 1) FLOAT32 rounding units of the terms' magnitude, and for FLOAT16 half a unit of
+    its one rounding (the operator's growth, docs/semantics.md#accumulating-operators)."""
+    bound = (terms + 1) * EPS32 * magnitude
+    return bound + np.finfo(np.float16).eps * magnitude if dtype == np.float16 else bound
+
+
+def _close(got, want, bound, what):
+    err = np.abs(np.asarray(got, np.float64) - want)
+    assert (err <= bound).all(), f"{what}: worst {err.max():.3g} against {bound.flat[np.argmax(err - bound)]:.3g}"
+
+
+@pytest.mark.parametrize("geometry,dtype", tiers.fast_sample(
+    [(g, t) for g in (0, 2, 4, 6) for t in (np.float32, np.float16)], keep=1, key="phases-grad"))
+def test_gradients_match_the_reference(geometry, dtype):
+    # jax.grad and jax.jvp of the phase form against the reference's derivatives (the products
+    # transposed), within (terms + 1) rounding units of the terms' magnitude
+    x_shape, w_shape, attrs = GEOMETRIES[geometry]
+    full = _full(attrs, len(x_shape) - 2)
+    x, w = _inputs(x_shape, w_shape, dtype, seed=3)
+    y_shape = jax.eval_shape(lambda a, b: dmljax.convolution(a, b, **attrs), x, w).shape
+    dy, tx = _inputs(y_shape, x_shape, dtype, seed=4)
+    _, tw = _inputs(x_shape, w_shape, dtype, seed=5)
+
+    def both(a, b):
+        y, pull = jax.vjp(lambda p, q: dmljax.convolution(p, q, **attrs), a, b)
+        _, t = jax.jvp(lambda p, q: dmljax.convolution(p, q, **attrs), (a, b), (tx, tw))
+        return (t,) + pull(jnp.asarray(dy))
+
+    with force_kernels(SWITCH):
+        t, dx, dw = jax.jit(both)(x, w)
+    want_dx, want_dw = reference_grad(dy, x, w, **full)
+    mag_dx, mag_dw = reference_grad(dy, x, w, absolute=True, **full)
+    taps = int(np.prod(w_shape[1:]))
+    _close(dx, want_dx, _bound(mag_dx, taps, dtype), "input gradient")
+    _close(dw, want_dw, _bound(mag_dw, int(np.prod(y_shape)) // y_shape[1], dtype), "filter gradient")
+    # the tangent: the operator's values of (tx, w) and (x, tw), each within the sum's budget
+    want_t = reference(tx, w, **full)[0] + reference(x, tw, **full)[0]
+    mag_t = _magnitude(tx, w, **full) + _magnitude(x, tw, **full)
+    _close(t, want_t, _bound(mag_t, 2 * w_shape[0] // full["group_count"] * int(np.prod(w_shape[2:])), dtype),
+           "tangent")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_one_product_an_element_is_bit_equal(dtype):
+    # windows no longer than the strides, one channel a group: each output element is one product
+    # (or none), so any order of the sums gives the input-dilated convolution's bits
+    x_shape, w_shape = (2, 3, 4, 5), (3, 2, 2, 3)
+    attrs = {"strides": (2, 3), "group_count": 3, "start_padding": (1, 0), "output_padding": (1, 2)}
+    assert phases.phase_kind(x_shape, w_shape, dtype, False, 3, (2, 3), (1, 1), (1, 0), (0, 0), (1, 2)) == "one tap"
+    x, w = _inputs(x_shape, w_shape, dtype, seed=6)
+    dy, _ = _inputs(jax.eval_shape(lambda a, b: dmljax.convolution(a, b, **attrs), x, w).shape, (1,), dtype, seed=7)
+
+    def both(a, b):
+        y, pull = jax.vjp(lambda p, q: dmljax.convolution(p, q, **attrs), a, b)
+        return (y, pull(jnp.asarray(dy))[0])
+
+    with force_kernels(SWITCH):
+        got = jax.jit(both)(x, w)
+    with dmljax.use_kernels(False, SWITCH):
+        want = jax.jit(both)(x, w)
+    for g, h in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(h))
+
+
+def test_plan_of_each_residue():
+    # 3 x 3 at stride 2, StartPadding 1: even outputs get tap 1, odd ones taps 0 and 2
+    out, count, (even, odd) = phases.plan(4, 3, 2, 1, 1, 1, 1)
+    assert (out, count) == (8, 4)
+    assert (even.taps, even.first, even.offset) == (1, 1, 0)
+    assert (odd.taps, odd.first, odd.step, odd.offset) == (2, 0, 2, 0)
+    # a 1-element window at stride 3: two of three phases get no tap
+    assert [p.taps for p in phases.plan(4, 1, 3, 1, 0, 0, 0)[2]] == [1, 0, 0]
+    # dilation 2 at stride 4: taps 0 and 2 land on residue 0, 1 and 3 on residue 2, a step of 2
+    # taps reading the input one apart (2 / gcd(4, 2))
+    plan = phases.plan(5, 4, 4, 2, 0, 0, 0)[2]
+    assert [(p.taps, p.first, p.step, p.dilation) for p in plan if p.taps] == [(2, 0, 2, 1), (2, 1, 2, 1)]
+    assert [p.taps for p in plan] == [2, 0, 2, 0]
+
+
+def _facts(x_shape, w_shape, dtype=np.float32, strides=(2, 2), dilations=(1, 1), start=(0, 0), end=(0, 0),
+           output_padding=(0, 0), forward=False, groups=1):
+    return (x_shape, w_shape, dtype, forward, groups, strides, dilations, start, end, output_padding)
+
+
+def test_kinds():
+    kind = phases.phase_kind
+    assert kind(*_facts((1, 4, 5, 5), (4, 2, 2, 2))) == "one tap"
+    assert kind(*_facts((1, 4, 5, 5), (4, 2, 1, 1), strides=(2, 3))) == "one tap"
+    assert kind(*_facts((1, 4, 5, 5), (4, 2, 4, 4), start=(1, 1), end=(1, 1))) == "even taps"
+    assert kind(*_facts((1, 4, 9), (4, 2, 8), strides=(4,), dilations=(1,), start=(2,), end=(2,),
+                        output_padding=(0,))) == "even taps"
+    assert kind(*_facts((1, 4, 5, 5), (4, 2, 3, 3))) == "uneven taps"
+    assert kind(*_facts((1, 4, 5, 5), (4, 2, 2, 2), dilations=(2, 1))) == "uneven taps"  # 2 taps, then none
+    for refused in (dict(forward=True), dict(strides=(1, 1)), dict(dtype=np.float64)):
+        assert kind(*_facts((1, 4, 5, 5), (4, 2, 2, 2), **{"dtype": np.float32, **refused})) is None, refused
+    assert set(phases.RULE) == {"cpu", "cuda"}
+    for platform, rule in phases.RULE.items():
+        assert {k for k, _ in rule} == set(phases.KINDS) and set(rule.values()) <= {"xla", "phases"}, platform
+
+
+# a call of each kind, the facts of its first argument
+RULE_CASES = {"one tap": ((2, 8, 6, 6), (8, 4, 2, 2), {"strides": (2, 2)}),
+              "even taps": ((2, 8, 6, 6), (8, 4, 4, 4), {"strides": (2, 2), "start_padding": (1, 1),
+                                                         "end_padding": (1, 1)}),
+              "uneven taps": ((2, 8, 6, 6), (8, 4, 3, 3), {"strides": (2, 2), "start_padding": (1, 1),
+                                                           "end_padding": (1, 1), "output_padding": (1, 1)})}
+
+
+@pytest.mark.parametrize("kind", phases.KINDS)
+def test_the_rule_takes_the_form_where_it_says(kind):
+    # lowered for the CPU, a call of each kind holds the phases' convolutions where RULE["cpu"]
+    # says "phases" and the input-dilated convolution where it says "xla"; lowered for CUDA, where
+    # RULE["cuda"] says, and forced (force_kernels) on both
+    x_shape, w_shape, attrs = RULE_CASES[kind]
+    for dtype in (np.float32, np.float16):
+        x, w = (jax.ShapeDtypeStruct(s, dtype) for s in (x_shape, w_shape))
+        full = _full(attrs, 2)
+        assert phases.phase_kind(x_shape, w_shape, dtype, False, 1, full["strides"], full["dilations"],
+                                 full["start_padding"], full["end_padding"], full["output_padding"]) == kind
+
+        def conv(a, b):
+            return dmljax.convolution(a, b, **attrs)
+        for platform in ("cpu", "cuda"):
+            takes = phases.RULE[platform][(kind, np.dtype(dtype).name)] == "phases"
+            assert _input_dilated(conv, x, w, platform=platform) is not takes, (platform, dtype)
+            assert not _input_dilated(conv, x, w, platform=platform, switches=force_kernels(SWITCH))
+            assert _input_dilated(conv, x, w, platform=platform, switches=dmljax.use_kernels(False, SWITCH))
+
+
+def test_unit_strides_keep_the_convolution():
+    x, w = np.ones((1, 2, 4, 4), np.float32), np.ones((2, 3, 3, 3), np.float32)
+    assert not phases.CONVOLUTION_PHASES.runs(*_facts(x.shape, w.shape, strides=(1, 1)))
+    with force_kernels(SWITCH):
+        text = jax.jit(lambda a, b: dmljax.convolution(a, b, direction="BACKWARD")).lower(x, w).as_text()
+    assert "convolution" in text
+
+
+@st.composite
+def geometries(draw):
+    d = draw(st.integers(1, 3))
+    groups = draw(st.integers(1, 3))
+    cg, og = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    window = tuple(draw(st.integers(1, 5)) for _ in range(d))
+    strides = tuple(draw(st.integers(1, 4)) for _ in range(d))
+    strides = strides if max(strides) > 1 else (2,) + strides[1:]
+    dilations = tuple(draw(st.integers(1, 3)) for _ in range(d))
+    spatial = tuple(draw(st.integers(1, 4)) for _ in range(d))
+    start, end, output_padding = [], [], []
+    for i, s, k, dl in zip(spatial, strides, window, dilations):
+        full = (i - 1) * s + dl * (k - 1) + 1
+        a = draw(st.integers(0, min(3, full - 1)))
+        b = draw(st.integers(0, min(3, full - 1 - a)))
+        start.append(a)
+        end.append(b)
+        output_padding.append(draw(st.integers(0, s - 1)))
+    attrs = {"strides": strides, "dilations": dilations, "start_padding": tuple(start), "end_padding": tuple(end),
+             "output_padding": tuple(output_padding), "group_count": groups,
+             "mode": draw(st.sampled_from(("CROSS_CORRELATION", "CONVOLUTION")))}
+    x_shape = (draw(st.integers(1, 2)), groups * cg) + spatial
+    return x_shape, (groups * cg, og) + window, attrs
+
+
+@pytest.mark.fuzz
+@settings(max_examples=tiers.by_tier(2, 60), derandomize=True, deadline=None, database=None)
+@given(geometries(), st.sampled_from((np.float32, np.float16)), st.integers(0, 3))
+def test_phases_over_random_geometries(geometry, dtype, seed):
+    x_shape, w_shape, attrs = geometry
+    x, w = _inputs(x_shape, w_shape, dtype, seed)
+    _check_values(x, w, attrs, dtype)
+    _check_exact(x_shape, w_shape, attrs, dtype, seed)
