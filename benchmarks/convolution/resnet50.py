@@ -1,7 +1,8 @@
 """Every convolution of ResNet-50 (and MobileNetV2's depthwise and grouped ones, and transposed
 convolutions: CONVOLUTION's BACKWARD direction), forward, backward-data and backward-filter, NCHW
 and NHWC memory, FLOAT16 and FLOAT32, against lax and torch (cuDNN) in one run; and for each shape
-every form CONVOLUTION can take, so that kernels/convolution_gemm.py's RULE is read off one run.
+every form CONVOLUTION can take, so that kernels/convolution_gemm.py's RULE and
+kernels/convolution_phases.py's RULE['cuda'] are read off one run.
 
     python benchmarks/convolution/resnet50.py [--out DIR] [--groups resnet50,mobilenet_v2,transposed]
         [--batches 32,128] [--dtypes float16,float32] [--layouts NCHW,NHWC] [--windows 1,3,7]
@@ -12,7 +13,9 @@ Per shape, batch, type, layout and direction:
 - dmljax ``xla``: dmljax.convolution with every form and kernel off (XLA's convolution between
   the FLOAT32 flush passes); ``rows`` and ``columns``: the two matrix-product forms
   (kernels/convolution_gemm.py), forced (``force_kernels``: a private switch, for measuring the
-  rule) where the window is 1 x 1; ``taps``: the FLOAT32 Pallas kernel where its rule takes it.
+  rule) where the window is 1 x 1; ``phases``: BACKWARD with strides as forward convolutions of
+  its output's phases (kernels/convolution_phases.py), forced the same way; ``taps``: the FLOAT32
+  Pallas kernel where its rule takes it.
   FLOAT16 accumulates in FLOAT32, FLOAT32 is true FLOAT32 (never TF32). NHWC: the caller's NHWC
   input, HWIO filter and NHWC cotangent seen as logical NCHW around the operator in one jit, as a
   DirectML desc's strides would give them.
@@ -26,9 +29,9 @@ Directions: ``fwd`` the output; ``bwd_data`` the input's gradient (jax.vjp by th
 durations: benchmarks/common.py), else the host clock. A case that fails is reported and the run
 goes on; cases not started within ``--budget-s`` seconds are listed as skipped, so one command
 stays within its time. Writes <group>.json and <group>.md for each group run, and rule.json and
-rule.md: for each kind of 1 x 1 call and type, each form's total time over the run's shapes,
-layouts and directions and its worst ratio to the best form, and the RULE entry they give (at most
-8 files, to DIR; default benchmarks/results/<device>/convolution).
+rule.md: for each kind of 1 x 1 call and of BACKWARD call with strides, and type, each form's total
+time over the run's shapes, layouts and directions and its worst ratio to the best form, and the
+RULE entry they give (at most 8 files, to DIR; default benchmarks/results/<device>/convolution).
 """
 
 import argparse
@@ -51,16 +54,17 @@ import dmljax  # noqa: E402
 from dmljax._src.kernel_seam import choose, force_kernels  # noqa: E402  (measuring the rule's forms)
 from dmljax._src.kernels import convolution_gemm as gemm  # noqa: E402
 from dmljax._src.kernels.convolution import CONVOLUTION_TAPS  # noqa: E402
+from dmljax._src.kernels import convolution_phases as phases  # noqa: E402
 
 HI = lax.Precision.HIGHEST
 FORM_SWITCHES = {"rows": gemm.CONVOLUTION_GEMM_ROWS.name, "columns": gemm.CONVOLUTION_GEMM_COLUMNS.name,
-                 "taps": CONVOLUTION_TAPS.name}
+                 "taps": CONVOLUTION_TAPS.name, "phases": phases.CONVOLUTION_PHASES.name}
 DIRECTIONS = ("fwd", "bwd_data", "bwd_filter")
 
 
-def _c(label, cin, cout, size, k, stride=1, groups=1, transposed=False, pad=None):
+def _c(label, cin, cout, size, k, stride=1, groups=1, transposed=False, pad=None, output_padding=0):
     return {"label": label, "cin": cin, "cout": cout, "size": size, "k": k, "stride": stride, "groups": groups,
-            "transposed": transposed, "pad": k // 2 if pad is None else pad}
+            "transposed": transposed, "pad": k // 2 if pad is None else pad, "output_padding": output_padding}
 
 
 def _resnet50():
@@ -98,6 +102,7 @@ def _transposed():
             _c("up 256->128 56 2x2 s2", 256, 128, 56, 2, 2, transposed=True, pad=0),
             _c("up 256->128 32 4x4 s2 p1", 256, 128, 32, 4, 2, transposed=True, pad=1),
             _c("up 128->64 64 4x4 s2 p1", 128, 64, 64, 4, 2, transposed=True, pad=1),
+            _c("up 256->128 28 3x3 s2 p1 op1", 256, 128, 28, 3, 2, transposed=True, pad=1, output_padding=1),
             _c("back 256->256 28 3x3", 256, 256, 28, 3, 1, transposed=True),
             _c("back 1024->256 14 1x1", 1024, 256, 14, 1, 1, transposed=True),
             _c("back 256->1024 14 1x1", 256, 1024, 14, 1, 1, transposed=True)]
@@ -107,8 +112,10 @@ GROUPS = {"resnet50": _resnet50, "mobilenet_v2": _mobilenet_v2, "transposed": _t
 
 
 def _smoke(cases):
-    """Small copies of two cases, a 1 x 1 and another (channels / 16, at most 8 x 8)."""
+    """Small copies of two cases, a 1 x 1 and another, and of a transposed one with strides where
+    the group has one (channels / 16, at most 8 x 8)."""
     picked = [c for c in cases if c["k"] == 1][:1] + [c for c in cases if c["k"] > 1][-1:]
+    picked += [c for c in cases if c["transposed"] and c["stride"] > 1 and c not in picked][:1]
     out = []
     for c in picked:
         cin, cout = max(c["cin"] // 16, 2), max(c["cout"] // 16, 2)
@@ -120,7 +127,7 @@ def _smoke(cases):
 
 def _out_size(c):
     if c["transposed"]:
-        return (c["size"] - 1) * c["stride"] + c["k"] - 2 * c["pad"]
+        return (c["size"] - 1) * c["stride"] + c["k"] - 2 * c["pad"] + c["output_padding"]
     return (c["size"] + 2 * c["pad"] - c["k"]) // c["stride"] + 1
 
 
@@ -154,6 +161,8 @@ def _dmljax(c, layout):
     """dmljax.convolution for case ``c`` on the layout's arrays."""
     kw = dict(strides=(c["stride"],) * 2, start_padding=(c["pad"],) * 2, end_padding=(c["pad"],) * 2,
               group_count=c["groups"], direction="BACKWARD" if c["transposed"] else "FORWARD")
+    if c["output_padding"]:
+        kw["output_padding"] = (c["output_padding"],) * 2
 
     def conv(x, w):
         if layout == "NHWC":
@@ -179,7 +188,8 @@ def _lax(c, layout, dtype):
         ci, cog = oihw.shape[:2]
         t = oihw.reshape(g, ci // g, cog, k, k).swapaxes(1, 2).reshape(g * cog, ci // g, k, k)[:, :, ::-1, ::-1]
         t = jnp.transpose(t, (2, 3, 1, 0)) if layout == "NHWC" else t
-        return lax.conv_general_dilated(x, t, (1, 1), [(k - 1 - p, k - 1 - p)] * 2, lhs_dilation=(s, s),
+        op = c["output_padding"]
+        return lax.conv_general_dilated(x, t, (1, 1), [(k - 1 - p, k - 1 - p + op)] * 2, lhs_dilation=(s, s),
                                         dimension_numbers=dn, feature_group_count=g, **prec)
     return conv
 
@@ -197,16 +207,19 @@ def _facts(c, batch, dtype):
     z = (0, 0)
     pad = (c["pad"],) * 2
     return ((batch, c["cin"], c["size"], c["size"]), _filter_shape(c), np.dtype(dtype), not c["transposed"],
-            c["groups"], (c["stride"],) * 2, (1, 1), pad, pad, z)
+            c["groups"], (c["stride"],) * 2, (1, 1), pad, pad, (c["output_padding"],) * 2 if c["output_padding"] else z)
 
 
 def _forms(c, batch, dtype):
     """The dmljax variants worth timing: xla always; rows and columns where the window is 1 x 1
-    (and the call a matrix product: ``pointwise_kind``); taps where its rule takes the call."""
+    (and the call a matrix product: ``pointwise_kind``); phases for BACKWARD with strides
+    (``phase_kind``); taps where its rule takes the call."""
     facts = _facts(c, batch, dtype)
     forms = ["xla"]
     if gemm.pointwise_kind(*facts) is not None:
         forms += ["rows", "columns"]
+    if phases.phase_kind(*facts) is not None:
+        forms.append("phases")
     if choose(CONVOLUTION_TAPS, facts=facts).kernel is not None:
         forms.append("taps")
     return forms
@@ -235,7 +248,7 @@ def _torch_times(c, batch, dtype, layouts):
     torch.backends.cuda.matmul.allow_tf32 = False
     tdtype = torch.float16 if dtype == np.float16 else torch.float32
     o = _out_size(c)
-    s, p, g = [c["stride"]] * 2, [c["pad"]] * 2, c["groups"]
+    s, p, g, op = [c["stride"]] * 2, [c["pad"]] * 2, c["groups"], [c["output_padding"]] * 2
     out = {}
     for layout in layouts:
         fmt = torch.channels_last if layout == "NHWC" else torch.contiguous_format
@@ -243,11 +256,12 @@ def _torch_times(c, batch, dtype, layouts):
         w = torch.randn(*_filter_shape(c), device="cuda", dtype=tdtype).to(memory_format=fmt)
         dy = torch.randn(batch, c["cout"], o, o, device="cuda", dtype=tdtype).to(memory_format=fmt)
         tr = c["transposed"]
-        fwd = ((lambda: torch.nn.functional.conv_transpose2d(x, w, stride=s, padding=p, groups=g)) if tr else
+        fwd = ((lambda: torch.nn.functional.conv_transpose2d(x, w, stride=s, padding=p, output_padding=op,
+                                                             groups=g)) if tr else
                (lambda: torch.nn.functional.conv2d(x, w, stride=s, padding=p, groups=g)))
 
         def backward(mask):
-            return lambda: torch.ops.aten.convolution_backward(dy, x, w, None, s, p, [1, 1], tr, [0, 0], g, mask)
+            return lambda: torch.ops.aten.convolution_backward(dy, x, w, None, s, p, [1, 1], tr, op, g, mask)
         for direction, call in (("fwd", fwd), ("bwd_data", backward([True, False, False])),
                                 ("bwd_filter", backward([False, True, False]))):
             with torch.no_grad():
@@ -258,6 +272,7 @@ def _torch_times(c, batch, dtype, layouts):
 def run_case(report, c, batch, dtype, layouts, use_torch, rng):
     dname = np.dtype(dtype).name
     kind = gemm.pointwise_kind(*_facts(c, batch, dtype))
+    phase_kind = phases.phase_kind(*_facts(c, batch, dtype))
     flops = 2 * batch * c["cout"] * c["cin"] // c["groups"] * c["k"] ** 2 * (
         c["size"] ** 2 if c["transposed"] else _out_size(c) ** 2)
     sets = _data(rng, c, batch, dtype)
@@ -293,7 +308,8 @@ def run_case(report, c, batch, dtype, layouts, use_torch, rng):
             worst = max(differences[(layout, direction, f)] for f in forms)
             report.point(f"{dname} b{batch:<3d} {layout} {c['label']:28s} {direction:10s} {text} ms; "
                          f"the rule's {rule_form}: {', '.join(vs) or '-'}; max |dmljax - lax| / max |lax| {worst:.1e}",
-                         dtype=dname, batch=batch, layout=layout, shape=c["label"], kind=kind, direction=direction,
+                         dtype=dname, batch=batch, layout=layout, shape=c["label"], kind=kind,
+                         phase_kind=phase_kind, direction=direction,
                          ms=ms, rule_form=rule_form, tflops={v: flops / (m * 1e-3) / 1e12 for v, m in ms.items()},
                          difference_to_lax=worst, method=method)
 
@@ -301,35 +317,42 @@ def run_case(report, c, batch, dtype, layouts, use_torch, rng):
 def _rule_form(c, batch, dtype):
     """The form CONVOLUTION takes for the case on CUDA as the rules stand."""
     facts = _facts(c, batch, dtype)
-    route = choose(gemm.CONVOLUTION_GEMM_COLUMNS, gemm.CONVOLUTION_GEMM_ROWS, CONVOLUTION_TAPS, facts=facts)
+    route = choose(gemm.CONVOLUTION_GEMM_COLUMNS, gemm.CONVOLUTION_GEMM_ROWS, phases.CONVOLUTION_PHASES,
+                   CONVOLUTION_TAPS, facts=facts)
     if route.kernel is None:
         return "xla"
     return next(f for f, n in FORM_SWITCHES.items() if n == route.kernel.name)
 
 
+RULES = (("kind", ("xla", "rows", "columns"), "RULE"),  # kernels/convolution_gemm.py
+         ("phase_kind", ("xla", "phases"), "RULE['cuda']"))  # kernels/convolution_phases.py
+
+
 def write_rule(report, points):
-    """For each (kind, type) of 1 x 1 call measured: each form's total time over the shapes, batches,
-    layouts and directions, its worst ratio to the fastest form of a point, and the entry they give
-    (the least total, xla where a form is ever 1.1x slower than xla)."""
+    """For each (kind, type) of 1 x 1 call measured (convolution_gemm.py's RULE) and of BACKWARD call
+    with strides (convolution_phases.py's RULE['cuda']): each form's total time over the shapes,
+    batches, layouts and directions, its worst ratio to the fastest form of a point, and the entry
+    they give (the least total, xla where a form is ever 1.1x slower than xla)."""
     report.group = "rule"
-    by = {}
-    for p in points:
-        if p["kind"] is None:
-            continue
-        by.setdefault((p["kind"], p["dtype"]), []).append(p["ms"])
-    for key in sorted(by):
-        rows = by[key]
-        forms = [f for f in ("xla", "rows", "columns") if all(f in r for r in rows)]
-        total = {f: sum(r[f] for r in rows) for f in forms}
-        worst = {f: max(r[f] / min(r[g] for g in forms) for r in rows) for f in forms}
-        worst_xla = {f: max(r[f] / r["xla"] for r in rows) for f in forms}
-        best = min(forms, key=lambda f: total[f])
-        if worst_xla[best] > 1.1:
-            best = "xla"
-        report.point(f"RULE[{key!r}] = {best!r}   # " + "; ".join(
-            f"{f}: total {total[f]:.3f} ms, worst {worst[f]:.2f}x the best, {worst_xla[f]:.2f}x xla" for f in forms)
-            + f" ({len(rows)} points)", kind=key[0], dtype=key[1], form=best, total_ms=total, worst=worst,
-            worst_over_xla=worst_xla, points=len(rows))
+    for field, candidates, name in RULES:
+        by = {}
+        for p in points:
+            if p.get(field) is None:
+                continue
+            by.setdefault((p[field], p["dtype"]), []).append(p["ms"])
+        for key in sorted(by):
+            rows = by[key]
+            forms = [f for f in candidates if all(f in r for r in rows)]
+            total = {f: sum(r[f] for r in rows) for f in forms}
+            worst = {f: max(r[f] / min(r[g] for g in forms) for r in rows) for f in forms}
+            worst_xla = {f: max(r[f] / r["xla"] for r in rows) for f in forms}
+            best = min(forms, key=lambda f: total[f])
+            if worst_xla[best] > 1.1:
+                best = "xla"
+            report.point(f"{name}[{key!r}] = {best!r}   # " + "; ".join(
+                f"{f}: total {total[f]:.3f} ms, worst {worst[f]:.2f}x the best, {worst_xla[f]:.2f}x xla" for f in forms)
+                + f" ({len(rows)} points)", rule=name, kind=key[0], dtype=key[1], form=best, total_ms=total,
+                worst=worst, worst_over_xla=worst_xla, points=len(rows))
 
 
 def parse():

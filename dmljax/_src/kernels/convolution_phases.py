@@ -47,7 +47,7 @@ from dmljax._src.kernel_seam import Kernel, disabled_kernels, forced_kernels
 
 __all__ = ["RULE", "KINDS", "CONVOLUTION_PHASES", "Phase", "plan", "phase_kind", "phases", "phases_on_cpu"]
 
-KINDS = ("one tap", "even taps", "uneven taps")
+KINDS = ("one product", "one convolution", "stacked")
 
 RULE: dict[str, dict[tuple[str, str], str]] = {
     "cpu": {(kind, t): "phases" for kind in KINDS for t in ("float32", "float16")},
@@ -105,23 +105,28 @@ def plan(size: int, window: int, stride: int, dilation: int, start: int, end: in
     return Plan(out, count, start % stride, tuple(phases_))
 
 
+def _kind_of(plans) -> str:
+    """How the form computes a call of these ``Plan``s: "one product" where every phase of every
+    dimension gets one tap, all read from the same offset (a window no longer than the stride,
+    without dilation); "one convolution" where they all get as many taps from the same offset
+    (a window a multiple of the stride, without dilation); "stacked" otherwise (the phases of
+    each combination of tap counts by a convolution, sliced apart and stacked)."""
+    if all(len({(p.taps, p.offset) for p in pl.phases}) == 1 and pl.phases[0].taps for pl in plans):
+        return "one product" if all(pl.phases[0].taps == 1 for pl in plans) else "one convolution"
+    return "stacked"
+
+
 def phase_kind(x_shape, w_shape, dtype, forward: bool, groups: int, strides, dilations, start, end,
                output_padding) -> str | None:
-    """The kind of a BACKWARD call with a stride above 1 in FLOAT32 or FLOAT16: "one tap" (no
-    phase of any dimension gets more than one tap: the window no longer than the stride, without
-    dilation), "even taps" (the phases that get taps get as many, in each dimension: one
-    convolution), "uneven taps" (one convolution for each combination of counts); None for any
-    other call."""
+    """The kind (``KINDS``, ``_kind_of``) of a BACKWARD call with a stride above 1 in FLOAT32 or
+    FLOAT16; None for any other call."""
     del groups  # the phases' convolutions keep the call's groups
     if forward or np.dtype(dtype) not in (np.float32, np.float16) or len(x_shape) < 3:
         return None
     if all(s == 1 for s in strides):
         return None
-    counts = [{p.taps for p in plan(*args).phases} - {0} for args in
-              zip(x_shape[2:], w_shape[2:], strides, dilations, start, end, output_padding)]
-    if all(c == {1} for c in counts):
-        return "one tap"
-    return "even taps" if all(len(c) == 1 for c in counts) else "uneven taps"
+    return _kind_of([plan(*args) for args in zip(x_shape[2:], w_shape[2:], strides, dilations, start, end,
+                                                   output_padding)])
 
 
 def _rule(platform: str):
@@ -165,33 +170,33 @@ def phases(x, wt, groups: int, strides, dilations, start, end, output_padding, f
     n, o, nd = x.shape[0], wt.shape[0], x.ndim - 2
     plans = [plan(*args) for args in zip(x.shape[2:], wt.shape[2:], strides, dilations, start, end, output_padding)]
     counts = tuple(p.count for p in plans)
-    by_taps: dict[tuple[int, ...], list] = {}
-    for combo in itertools.product(*(p.phases for p in plans)):
-        by_taps.setdefault(tuple(ph.taps for ph in combo), []).append(combo)
-    (taps, combos), = by_taps.items() if len(by_taps) == 1 else ((None, None),)
-    aligned = taps is not None and all(len({c[i].offset for c in combos}) == 1 for i in range(nd))
-    if aligned and taps == (1,) * nd:
+    kind = _kind_of(plans)
+    combos = list(itertools.product(*(p.phases for p in plans)))
+    if kind == "one product":
         # one tap a phase: a product over the channels, {G, phases, O / G, N, counts...}, a transpose
         # away from the interleave
         y = _product(x, wt, groups, combos, counts, product)
         y = y.reshape((groups,) + tuple(strides) + (o // groups, n) + counts)
         y = jnp.transpose(y, (2 + nd, 0, 1 + nd) + tuple(a for i in range(nd) for a in (3 + nd + i, 1 + i)))
-    elif aligned:
+    elif kind == "one convolution":
         # one convolution whose phases all start at the same place: its output channels {G, phases,
         # O / G} are the phases in the interleave's order, a transpose away from it
         y = _convolved(x, wt, groups, combos, counts, forward)
         y = y.reshape((n, groups) + tuple(strides) + (o // groups,) + counts)
         y = jnp.transpose(y, (0, 1, 2 + nd) + tuple(a for i in range(nd) for a in (3 + nd + i, 2 + i)))
     else:
+        by_taps: dict[tuple[int, ...], list] = {}
+        for combo in combos:
+            by_taps.setdefault(tuple(ph.taps for ph in combo), []).append(combo)
         results, empty = {}, []
-        for taps, combos in by_taps.items():
+        for taps, same in by_taps.items():
             if 0 in taps:
-                empty += combos
+                empty += same
                 continue
-            y = _convolved(x, wt, groups, combos, counts, forward)
-            lo = [min(c[i].offset for c in combos) for i in range(nd)]
-            y = y.reshape((n, groups, len(combos), o // groups) + y.shape[2:])
-            for j, combo in enumerate(combos):
+            y = _convolved(x, wt, groups, same, counts, forward)
+            lo = [min(c[i].offset for c in same) for i in range(nd)]
+            y = y.reshape((n, groups, len(same), o // groups) + y.shape[2:])
+            for j, combo in enumerate(same):
                 part = y[:, :, j].reshape((n, o) + y.shape[4:])
                 at = (0, 0) + tuple(ph.offset - low for ph, low in zip(combo, lo))
                 results[tuple(ph.residue for ph in combo)] = lax.slice(

@@ -6,7 +6,14 @@ is the filter (CROSS_CORRELATION) or the filter flipped along every spatial dime
 (CONVOLUTION). BACKWARD is the transpose (adjoint) of FORWARD with the same Strides, Dilations
 and paddings: the "transposed convolution" of deep-learning libraries (ONNX's ConvTranspose).
 OutputPadding lengthens the output at the end of each spatial dimension. FLOAT32 products are
-FLOAT32 products (never TF32); FLOAT16 accumulates in FLOAT32 and rounds once."""
+FLOAT32 products (never TF32); FLOAT16 accumulates in FLOAT32 and rounds once.
+
+The formula is XLA's convolution (``_xla``: BACKWARD as an input-dilated convolution), or another
+form of it where a measured rule takes the call: a 1 x 1 window as a matrix product on CUDA
+(kernels/convolution_gemm.py), BACKWARD with strides as forward convolutions of its output's
+phases (kernels/convolution_phases.py: ``_phases``, on the CPU by its rule there), few channels a
+group on the CPU as sums over the window's taps (depthwise.py), and a FLOAT32 Pallas kernel on
+CUDA (kernels/convolution.py)."""
 
 from __future__ import annotations
 
@@ -243,6 +250,16 @@ CONVOLUTION = OpSpec(
             "The same FLOAT32 products (never TF32) and flushes; only the order of the additions differs, "
             "within the budget (checked compiled on the H100, `tests/gpu/kernels.py`); 1.05-1.66x lax's speed "
             "where it applies"),
+        SilentChoice(
+            "CONVOLUTION's BACKWARD direction with strides",
+            "where its measured rule takes the call (`dmljax/_src/kernels/convolution_phases.py`: on the CPU), "
+            "the output's phases (its positions of each residue modulo Strides) as FORWARD convolutions of the "
+            "undilated input with the sub-filter of the window taps that land on each, interleaved, FLOAT32 at "
+            "HIGHEST precision and FLOAT16 accumulated in FLOAT32; elsewhere XLA's convolution of the input "
+            "spread out by Strides",
+            "The same products but those of the spread input's zeros; only the order of the additions differs, "
+            "within the budget (tested against the input-dilated convolution and float64, "
+            "`tests/ops/convolution/test_convolution_phases.py`)"),
         SilentChoice(
             "CONVOLUTION of a 1 x 1 window on a GPU",
             "one group, no padding or OutputPadding (FORWARD at any strides, BACKWARD at unit strides): a matrix "
