@@ -2,22 +2,23 @@
 form (dmljax/_src/kernels/convolution_phases.py) against XLA's input-dilated convolution, timed
 in pairs in one process, and the CPU entries of that module's RULE the figures give.
 
-    python benchmarks/convolution/transposed.py [--out DIR] [--batches 1,8] [--dtypes float32,float16]
-        [--directions fwd,train] [--budget-s 3]
+    python benchmarks/convolution/transposed.py [--out DIR] [--batches 1,4,8] [--train-batches 1]
+        [--dtypes float32,float16] [--directions fwd,train] [--budget-s 3]
     (SMOKE=1: small shapes)
 
 Cases: the strided shapes of benchmarks/convolution/resnet50.py's transposed group (decoders'
 upsampling: 2 x 2 windows at stride 2, 4 x 4 at stride 2 with padding 1), a 3 x 3 window at
 stride 2 with padding 1 and OutputPadding 1 (phases of uneven tap counts), a depthwise 4 x 4 at
 stride 2, a 1-D upsampling by 4 (window 8, padding 2) and a 3-D one (2 x 2 x 2 at stride 2), at
-each batch. Directions: ``fwd`` dmljax.convolution's value; ``train`` its value and both
-gradients (jax.vjp by the input and the filter). Each variant is jitted with the form forced
+each batch. Directions: ``fwd`` dmljax.convolution's value (at ``--batches``); ``train`` its value
+and both gradients (jax.vjp by the input and the filter; at ``--train-batches``: XLA's gradients
+of the input-dilated convolution take seconds a call here). Each variant is jitted with the form forced
 (``force_kernels``, a private switch for measuring the rule) or switched off
 (``dmljax.use_kernels(False, "convolution_phases")``); ``dmljax.bench.timing.time_paired`` times
 them in alternating repetitions (the machine is shared: a slow spell hits both) and reports the
 median ratio of the phase form's time to XLA's with its quartiles. The rule: "phases" for a kind
-and type where the points' ratios have a geometric mean below 1 and none is above 1.1 (a tie
-within the machine's noise), else "xla". Writes
+and type where the points' ratios (both directions) have a geometric mean below 1 and none is
+above 1.1 (a tie within the machine's noise), else "xla". Writes
 transposed_cpu.json and .md (default benchmarks/results/<device>/convolution).
 """
 
@@ -140,7 +141,8 @@ def write_rule(report, points):
 def main():
     _, rest = common.arguments()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--batches", default="1" if common.SMOKE else "1,8")
+    ap.add_argument("--batches", default="1" if common.SMOKE else "1,4,8")
+    ap.add_argument("--train-batches", default="1")
     ap.add_argument("--dtypes", default="float32,float16")
     ap.add_argument("--directions", default="fwd,train")
     ap.add_argument("--budget-s", type=float, default=3.0, help="seconds of paired timing a point")
@@ -152,7 +154,8 @@ def main():
     start = time.perf_counter()
     for dtype in args.dtypes.split(","):
         for direction in args.directions.split(","):
-            for batch in (int(b) for b in args.batches.split(",")):
+            batches = args.batches if direction == "fwd" else args.train_batches
+            for batch in (int(b) for b in batches.split(",")):
                 for c in cases():
                     run_case(report, c, batch, np.dtype(dtype).type, direction, args.budget_s, rng)
     write_rule(report, report.points.get("transposed_cpu", []))

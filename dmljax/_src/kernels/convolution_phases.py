@@ -50,7 +50,9 @@ __all__ = ["RULE", "KINDS", "CONVOLUTION_PHASES", "Phase", "plan", "phase_kind",
 KINDS = ("one product", "one convolution", "stacked")
 
 RULE: dict[str, dict[tuple[str, str], str]] = {
-    "cpu": {(kind, t): "phases" for kind in KINDS for t in ("float32", "float16")},
+    "cpu": {("one product", "float32"): "phases", ("one product", "float16"): "phases",
+            ("one convolution", "float32"): "phases", ("one convolution", "float16"): "phases",
+            ("stacked", "float32"): "xla", ("stacked", "float16"): "xla"},
     "cuda": {(kind, t): "xla" for kind in KINDS for t in ("float32", "float16")},
 }
 """platform -> (the kind of call, ``phase_kind``; the operands' type) -> "phases" (this form) or
