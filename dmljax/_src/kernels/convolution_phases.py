@@ -5,31 +5,45 @@ taken.
 BACKWARD's output element q (along one spatial dimension) sums Input[i] * Filter[k] over the i
 and window taps k with i * Strides + k * Dilations = q + StartPadding (the transpose of FORWARD;
 OutputPadding lengthens the output). XLA's formula spreads the input out by Strides (an
-input-dilated convolution, ``lhs_dilation``) and slides the flipped filter over it. The output's
-positions q = r + Strides * m, one residue r at a time ("phases", the sub-pixel decomposition),
-each receive only the taps k with k * Dilations = r + StartPadding modulo Strides: a regular
-subset of the window (every Strides / gcd(Strides, Dilations)-th tap), which reads the input at
-every position, spaced Dilations / gcd(Strides, Dilations) apart. So each phase is a FORWARD
-convolution of the undilated input with the sub-filter of its taps (reversed: a cross-correlation)
-at unit strides, and the output interleaves the phases (a reshape and a transpose). A phase that
-no tap lands on (a window shorter than the stride, or a dilation sharing a factor with it) is
-zeros; in several spatial dimensions a phase is one residue per dimension, its taps the product
-of theirs. Phases of the same tap counts share one convolution: their sub-filters side by side
-as output channels (group by group), each phase a slice of its result, offset by where its taps
-start. The convolutions go through the operator's own FORWARD formula (``forward``), so groups,
-the CPU's taps for few channels a group and the sharded grouped convolution stay its.
+input-dilated convolution, ``lhs_dilation``) and slides the flipped filter over it, most of its
+products being with the spread input's zeros. Split the output by the residue r of q +
+StartPadding modulo Strides instead ("phases", the sub-pixel decomposition): the positions of
+residue r receive only the taps k with k * Dilations = r modulo Strides, a regular subset of the
+window (every Strides / gcd(Strides, Dilations)-th tap) reading the undilated input at
+neighbouring positions (Dilations / gcd(Strides, Dilations) apart). So each phase is a FORWARD
+convolution of the input with the sub-filter of its taps (reversed: a cross-correlation) at unit
+strides, and the output interleaves the phases. In several spatial dimensions a phase is one
+residue a dimension, its taps the product of theirs; a phase no tap lands on (a window shorter
+than the stride, a dilation sharing a factor with it) is zeros. Three kinds of call
+(``phase_kind``), by how the form computes them:
 
-Exactness: the same products as the input-dilated convolution's but those of its inserted
-zeros, FLOAT32 at HIGHEST precision (never TF32), FLOAT16 operands accumulated in
-``accumulate`` (FLOAT32 for the operator's FLOAT16), summed in another order
-(docs/semantics.md#accumulating-operators: the order is the library's). Where every output
-element receives at most one tap a channel (``phase_kind`` "one tap") the sums are over the
-channels alone. The derivatives are JAX's of the slices, convolutions and transposes: the
-input's gradient is the phases' stride-1 convolutions of the cotangent's phases, summed.
+- "one product": every phase gets one tap, all read from the same place (in each strided
+  dimension a window as long as the stride, without dilation; 1 in the others): one product over
+  the channels of the undilated input (the phases' taps side by side as output channels, group
+  by group), and a transpose interleaves it;
+- "one convolution": every phase gets as many taps from the same place (in each strided
+  dimension a window a multiple of the stride, without dilation): one convolution of the phases'
+  sub-filters side by side, and a transpose;
+- "stacked" (any other: phases of different tap counts or starts, or none): one convolution for
+  each combination of tap counts, its phases sliced apart, stacked with the zeros of the empty
+  ones and interleaved.
 
-Where the form is taken: ``RULE``, per platform and kind of call, measured by
-benchmarks/convolution/transposed.py (the CPU, paired) and benchmarks/convolution/resnet50.py
-(CUDA, beside lax and torch).
+The convolutions go through the operator's own FORWARD formula (``forward``: groups, the CPU's
+taps for few channels a group, the sharded grouped convolution) and the products through
+``lax.dot_general`` at its precision (``product``).
+
+Exactness: the input-dilated convolution's products but those with its inserted zeros, FLOAT32
+at HIGHEST precision (never TF32), FLOAT16 operands accumulated in ``accumulate`` (FLOAT32 for
+the operator's FLOAT16), summed in another order (docs/semantics.md#accumulating-operators: the
+order is the library's); where an output element holds one product (a window no longer than the
+stride, one channel a group) the bits are the same. The derivatives are JAX's of the products,
+convolutions, slices and transposes: the input's gradient is a strided FORWARD convolution
+computed phase by phase, the filter's the phases' products with the cotangent's phases, each at
+unit strides.
+
+Where the form is taken: ``RULE``, per platform and kind, measured by
+benchmarks/convolution/transposed.py (the CPU, paired with the input-dilated convolution) and
+benchmarks/convolution/resnet50.py (CUDA, beside lax and torch).
 """
 
 from __future__ import annotations
@@ -45,7 +59,7 @@ from jax import lax
 
 from dmljax._src.kernel_seam import Kernel, disabled_kernels, forced_kernels
 
-__all__ = ["RULE", "KINDS", "CONVOLUTION_PHASES", "Phase", "plan", "phase_kind", "phases", "phases_on_cpu"]
+__all__ = ["RULE", "KINDS", "CONVOLUTION_PHASES", "Phase", "Plan", "plan", "phase_kind", "phases", "phases_on_cpu"]
 
 KINDS = ("one product", "one convolution", "stacked")
 
@@ -56,7 +70,31 @@ RULE: dict[str, dict[tuple[str, str], str]] = {
     "cuda": {(kind, t): "xla" for kind in KINDS for t in ("float32", "float16")},
 }
 """platform -> (the kind of call, ``phase_kind``; the operands' type) -> "phases" (this form) or
-"xla" (the input-dilated convolution). Figures: to be measured."""
+"xla" (the input-dilated convolution).
+
+The CPU's, measured by benchmarks/convolution/transposed.py (benchmarks/results/cpu/convolution/
+transposed_cpu.md: 2-core AMD EPYC, shared; jax 0.10.2; the phase form's time over the
+input-dilated convolution's, median of alternating paired repetitions in one process; forward at
+batch 1, 4 and 8, forward and both gradients at batch 1; decoders' upsampling shapes, a depthwise,
+a 1-D and a 3-D one):
+
+- "one product" (2 x 2 at stride 2: 512 -> 256 channels at 28 x 28, 256 -> 128 at 56 x 56; 2 x 2
+  x 2 at stride 2, 64 -> 32 at 16^3): phases. Forward 0.57-0.87x in 2-D (FLOAT32 0.66-0.85,
+  FLOAT16 0.57-0.87), 0.01-0.02x in 3-D (XLA's 3-D input-dilated convolution took 0.12-1.4 s);
+  with the gradients 0.02-0.07x.
+- "one convolution" (4 x 4 at stride 2, padding 1: 256 -> 128 at 32 x 32, 128 -> 64 at 64 x 64;
+  1-D window 8 at stride 4, padding 2, 256 -> 128 over 1000; depthwise 4 x 4 at stride 2 over 64
+  channels at 56 x 56): phases. Forward 0.39-0.91x (dense 2-D 0.39-0.87, 1-D 0.68-0.91), depthwise
+  0.01x (its phases take the CPU's taps, depthwise.py, where XLA's grouped input-dilated
+  convolution took 49-700 ms); with the gradients 0.02-0.53x.
+- "stacked" (3 x 3 at stride 2, padding 1, OutputPadding 1: 256 -> 128 at 28 x 28, 128 -> 64 at
+  32 x 32): XLA. Forward 0.79-1.35x (1.35x at batch 4, FLOAT32): interleaving the phases of
+  separate convolutions costs more than it saves against XLA's CPU convolution of the spread
+  input; with the gradients 0.30-0.85x, which the forward's losses rule out.
+
+CUDA's: XLA's convolution throughout until a GPU run of benchmarks/convolution/resnet50.py
+(its transposed group times "phases" beside XLA's convolution, lax and torch, and prints the
+RULE['cuda'] entries its figures give) sets it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,7 +147,7 @@ def plan(size: int, window: int, stride: int, dilation: int, start: int, end: in
 
 def _kind_of(plans) -> str:
     """How the form computes a call of these ``Plan``s: "one product" where every phase of every
-    dimension gets one tap, all read from the same offset (a window no longer than the stride,
+    dimension gets one tap, all read from the same offset (a window as long as the stride,
     without dilation); "one convolution" where they all get as many taps from the same offset
     (a window a multiple of the stride, without dilation); "stacked" otherwise (the phases of
     each combination of tap counts by a convolution, sliced apart and stacked)."""
@@ -223,16 +261,11 @@ def _convolved(x, wt, groups: int, combos, counts, forward: Callable):
     first = combos[0]
     lo = [min(c[i].offset for c in combos) for i in range(nd)]
     length = [counts[i] + max(c[i].offset for c in combos) - lo[i] for i in range(nd)]
-    # the convolution's output e reads the input at e + lo + u * dilation: padded by -lo at the start
-    # and as far as the last output reads at the end, cropped instead where those are negative
-    pads, crop = [], []
-    for i, size in enumerate(x.shape[2:]):
-        before = -lo[i]
-        after = length[i] - 1 + lo[i] + (first[i].taps - 1) * first[i].dilation - (size - 1)
-        pads.append((max(before, 0), max(after, 0)))
-        crop.append((max(-before, 0), size - max(-after, 0)))
-    if any(a or b != size for (a, b), size in zip(crop, x.shape[2:])):
-        x = lax.slice(x, (0, 0) + tuple(a for a, _ in crop), x.shape[:2] + tuple(b for _, b in crop))
+    # the convolution's output e reads the input at e + lo + u * dilation: the input over that reach
+    reach = [_reach(lo[i], length[i] + (first[i].taps - 1) * first[i].dilation, size)
+             for i, size in enumerate(x.shape[2:])]
+    x = lax.slice(x, (0, 0) + tuple(r[0] for r in reach), x.shape[:2] + tuple(r[1] for r in reach))
+    pads = [r[2:] for r in reach]
     taps = [lax.rev(wt[(slice(None), slice(None)) + tuple(
         slice(ph.first, ph.first + ph.step * (ph.taps - 1) + 1, ph.step) for ph in combo)], tuple(range(2, 2 + nd)))
         for combo in combos]
@@ -245,19 +278,26 @@ def _convolved(x, wt, groups: int, combos, counts, forward: Callable):
 def _product(x, wt, groups: int, combos, counts, product: Callable):
     """The phases ``combos``, one tap each in every dimension (all of them, in the interleave's
     order), as one product over the channels: {G, phases, O / G, N, counts...}. Each phase reads
-    the input from the same offset (the taps' residues are the taps themselves)."""
+    the input from the same offset (``_kind_of``)."""
     nd = x.ndim - 2
     n, c = x.shape[:2]
     og, k, cg = wt.shape[0] // groups, len(combos), c // groups
-    offsets = [combos[0][i].offset for i in range(nd)]
-    # the input from the offset, as far as the phases read it; zeros past its end added to the result
-    ends = [min(a + m, size) for a, m, size in zip(offsets, counts, x.shape[2:])]
-    x = lax.slice(x, (0, 0) + tuple(offsets), x.shape[:2] + tuple(ends))
+    # the input from the offset, as far as the phases read it; zeros beyond it added to the result
+    reach = [_reach(combos[0][i].offset, counts[i], size) for i, size in enumerate(x.shape[2:])]
+    x = lax.slice(x, (0, 0) + tuple(r[0] for r in reach), x.shape[:2] + tuple(r[1] for r in reach))
     w = jnp.stack([wt[(slice(None), slice(None)) + tuple(ph.first for ph in combo)] for combo in combos])
     w = jnp.swapaxes(w.reshape(k, groups, og, cg), 0, 1)  # {G, phases, O / G, C / G}
     x = x.reshape((n, groups, cg) + x.shape[2:])
     y = product(w.reshape(groups, k * og, cg), x, ((2,), (2,)), ((0,), (1,)))  # {G, phases x O / G, N, ...}
-    missing = [m - (e - a) for a, e, m in zip(offsets, ends, counts)]
-    if any(missing):
-        y = lax.pad(y, jnp.zeros((), y.dtype), [(0, 0, 0)] * 3 + [(0, m, 0) for m in missing])
+    if any(r[2] or r[3] for r in reach):
+        y = lax.pad(y, jnp.zeros((), y.dtype), [(0, 0, 0)] * 3 + [(r[2], r[3], 0) for r in reach])
     return y
+
+
+def _reach(first: int, length: int, size: int) -> tuple[int, int, int, int]:
+    """Positions ``first`` to ``first + length`` - 1 of an axis of ``size`` elements as (the slice's
+    start, its stop, the zeros before it, the zeros after it)."""
+    start = min(max(first, 0), size)
+    stop = max(min(first + length, size), start)
+    before = max(0, min(first + length, 0) - first)
+    return start, stop, before, length - before - (stop - start)

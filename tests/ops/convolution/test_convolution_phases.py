@@ -47,6 +47,9 @@ GEOMETRIES = [
     ((1, 4, 3, 4), (4, 1, 3, 2), {"strides": (2, 3), "start_padding": (2, 0), "group_count": 4}),
     ((1, 2, 2, 3, 2), (2, 2, 2, 3, 1), {"strides": (2, 1, 3), "dilations": (1, 2, 1), "end_padding": (0, 1, 0),
                                         "output_padding": (1, 0, 2)}),
+    # StartPadding and OutputPadding past the input: outputs no input element reaches (zeros)
+    ((1, 2, 2, 3), (2, 2, 2, 4), {"strides": (2, 2), "start_padding": (6, 5), "end_padding": (0, 1),
+                                  "output_padding": (5, 6)}),
 ]
 GEOMETRIES = [(x, w, {"direction": "BACKWARD", **attrs}) for x, w, attrs in GEOMETRIES]
 
@@ -146,7 +149,7 @@ def _close(got, want, bound, what):
 
 
 @pytest.mark.parametrize("geometry,dtype", tiers.fast_sample(
-    [(g, t) for g in (0, 2, 4, 6) for t in (np.float32, np.float16)], keep=1, key="phases-grad"))
+    [(g, t) for g in (0, 2, 4, 6, 7) for t in (np.float32, np.float16)], keep=1, key="phases-grad"))
 def test_gradients_match_the_reference(geometry, dtype):
     # jax.grad and jax.jvp of the phase form against the reference's derivatives (the products
     # transposed), within (terms + 1) rounding units of the terms' magnitude
@@ -295,12 +298,12 @@ def geometries(draw):
     spatial = tuple(draw(st.integers(1, 4)) for _ in range(d))
     start, end, output_padding = [], [], []
     for i, s, k, dl in zip(spatial, strides, window, dilations):
-        full = (i - 1) * s + dl * (k - 1) + 1
-        a = draw(st.integers(0, min(3, full - 1)))
-        b = draw(st.integers(0, min(3, full - 1 - a)))
+        full = (i - 1) * s + dl * (k - 1) + 1  # the output's size unpadded: paddings leave at least one
+        o = draw(st.integers(0, 2 * s))
+        a = draw(st.integers(0, min(full - 1 + o, 12)))
         start.append(a)
-        end.append(b)
-        output_padding.append(draw(st.integers(0, s - 1)))
+        end.append(draw(st.integers(0, min(3, full - 1 + o - a))))
+        output_padding.append(o)
     attrs = {"direction": "BACKWARD", "strides": strides, "dilations": dilations, "start_padding": tuple(start),
              "end_padding": tuple(end),
              "output_padding": tuple(output_padding), "group_count": groups,
