@@ -184,6 +184,7 @@ def _runs(*facts) -> bool:
 CONVOLUTION_PHASES = Kernel("convolution_phases", _rule("cuda"), measured="benchmarks/convolution/resnet50.py",
                             runs=_runs)
 """The form's switch, and CUDA's rule (the seam's ``choose``)."""
+_APPLIES_ON_CPU = _rule("cpu")
 
 
 def phases_on_cpu(*facts) -> bool:
@@ -196,7 +197,7 @@ def phases_on_cpu(*facts) -> bool:
         return False
     if name in forced_kernels():
         return _runs(*facts)
-    return _rule("cpu")(*facts)
+    return _APPLIES_ON_CPU(*facts)
 
 
 def phases(x, wt, groups: int, strides, dilations, start, end, output_padding, forward: Callable,
@@ -279,7 +280,6 @@ def _product(x, wt, groups: int, combos, counts, product: Callable):
     """The phases ``combos``, one tap each in every dimension (all of them, in the interleave's
     order), as one product over the channels: {G, phases, O / G, N, counts...}. Each phase reads
     the input from the same offset (``_kind_of``)."""
-    nd = x.ndim - 2
     n, c = x.shape[:2]
     og, k, cg = wt.shape[0] // groups, len(combos), c // groups
     # the input from the offset, as far as the phases read it; zeros beyond it added to the result
