@@ -42,6 +42,17 @@ class Timing:
         return dataclasses.asdict(self)
 
 
+def _warm(call: Callable[[int], object], n_sets: int, sync: Callable) -> float:
+    """Warm-up (one call per input set, synchronised), then one synchronised call: its seconds."""
+    out = None
+    for i in range(n_sets):
+        out = call(i)
+    sync(out)
+    t0 = time.perf_counter()
+    sync(call(0))
+    return max(time.perf_counter() - t0, 1e-7)
+
+
 def time_calls(call: Callable[[int], object], n_sets: int, sync: Callable, *, budget_s: float,
                min_reps: int = 7, max_reps: int = 100, target_rep_s: float = 2e-3,
                events=None) -> Timing:
@@ -50,13 +61,7 @@ def time_calls(call: Callable[[int], object], n_sets: int, sync: Callable, *, bu
     Warm-up: one call per input set, synchronised. Then repetitions of ``inner`` back-to-back
     calls with one synchronisation at the end; ``events`` (a torch.cuda module) times each
     repetition with CUDA events instead of the host clock."""
-    out = None
-    for i in range(n_sets):
-        out = call(i)
-    sync(out)
-    t0 = time.perf_counter()
-    sync(call(0))
-    one = max(time.perf_counter() - t0, 1e-7)
+    one = _warm(call, n_sets, sync)
     inner = int(min(max(target_rep_s / one, 1), 200))
     reps = int(min(max(budget_s / (one * inner), min_reps), max_reps))
     k = 0
@@ -122,15 +127,7 @@ def time_interleaved(groups: Sequence[tuple[str, Callable[[int], object]]], n_se
     rotating from round to round, so that a slow phase of a shared machine falls on every group
     alike (``time_calls`` times one group's repetitions, then the next's). ``budget_s`` bounds the
     whole measurement; the median and quartiles are taken per group over the rounds."""
-    inner = {}
-    for name, call in groups:
-        out = None
-        for i in range(n_sets):
-            out = call(i)
-        sync(out)
-        t0 = time.perf_counter()
-        sync(call(0))
-        inner[name] = int(min(max(target_rep_s / max(time.perf_counter() - t0, 1e-7), 1), 200))
+    inner = {name: int(min(max(target_rep_s / _warm(call, n_sets, sync), 1), 200)) for name, call in groups}
     t0 = time.perf_counter()
     samples: dict[str, list] = {name: [] for name, _ in groups}
     order = list(groups)
