@@ -92,15 +92,7 @@ def time_paired(call_a: Callable[[int], object], call_b: Callable[[int], object]
     """Time ratio a/b measured side by side: each repetition times ``inner`` calls of a and of b
     back to back (alternating which goes first), so slow phases of a noisy machine hit both; the
     median of the per-repetition ratios is returned with its quartiles."""
-    for call in (call_a, call_b):
-        out = None
-        for i in range(n_sets):
-            out = call(i)
-        sync(out)
-    t0 = time.perf_counter()
-    sync(call_a(0))
-    sync(call_b(0))
-    both = max(time.perf_counter() - t0, 1e-7)
+    both = _warm(call_a, n_sets, sync) + _warm(call_b, n_sets, sync)
     inner = int(min(max(target_rep_s / both, 1), 200))
     reps = int(min(max(budget_s / (both * inner), min_reps), max_reps))
     ratios, k = [], 0
