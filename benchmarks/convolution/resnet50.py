@@ -5,7 +5,7 @@ every form CONVOLUTION can take, so that kernels/convolution_gemm.py's RULE and
 kernels/convolution_phases.py's RULE['cuda'] are read off one run.
 
     python benchmarks/convolution/resnet50.py [--out DIR] [--groups resnet50,mobilenet_v2,transposed]
-        [--batches 32,128] [--dtypes float16,float32] [--layouts NCHW,NHWC] [--windows 1,3,7]
+        [--batches 32,128] [--dtypes float16,float32] [--layouts NCHW,NHWC] [--windows 1,3,7] [--labels " s2"]
         [--budget-s 360] [--no-torch]
     (SMOKE=1: small shapes, any machine)
 
@@ -363,6 +363,8 @@ def parse():
     ap.add_argument("--dtypes", default="float16,float32")
     ap.add_argument("--layouts", default="NCHW,NHWC")
     ap.add_argument("--windows", default="", help="window sides to keep (1: the 1 x 1 calls the rule covers)")
+    ap.add_argument("--labels", default="", help="keep the shapes whose label holds one of these comma-separated "
+                    "pieces (' s2': the strided ones)")
     ap.add_argument("--budget-s", type=float, default=360.0)
     ap.add_argument("--no-torch", action="store_true")
     args = ap.parse_args(rest)
@@ -389,6 +391,8 @@ def main():
         cases = _smoke(cases) if common.SMOKE else sorted(cases, key=lambda c: c["k"] != 1)  # 1 x 1 first
         if args.windows:
             cases = [c for c in cases if str(c["k"]) in args.windows.split(",")]
+        if args.labels:
+            cases = [c for c in cases if any(piece in c["label"] for piece in args.labels.split(","))]
         for dtype in dtypes:
             for batch in batches:
                 for c in cases:

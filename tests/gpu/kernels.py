@@ -10,7 +10,8 @@ on a machine with a CUDA GPU, from the repository root. Kernels (default: all): 
 every direction and exclusivity, and the signs of zero results), top_k (TOP_K/TOP_K1 rows by the
 K-steps and threshold kernels, ARGMAX/ARGMIN of FLOAT16 rows, and the threshold path under
 jax.grad, jax.jvp and vmap), extreme_columns (ARGMAX/ARGMIN and REDUCE MAX/MIN of FLOAT16
-columns), max_pooling, convolution, convolution_gemm (the 1 x 1 matrix-product forms), padding, attention (MULTIHEAD_ATTENTION's
+columns), max_pooling, convolution, convolution_gemm (the 1 x 1 matrix-product forms), convolution_phases (BACKWARD with strides by
+its output's phases), padding, attention (MULTIHEAD_ATTENTION's
 cuDNN route in every mode of differentiation), dequantize_gemm (DEQUANTIZE of 4-bit weights then
 GEMM, split-K, the rule, and MatMulNBits). Inputs hold NaN, infinities, signed zeros, ties and
 FLOAT32 denormals. Prints one line per case and a summary; exit status 1 if any failed.
@@ -590,6 +591,78 @@ def convolution_gemm(cases: Cases):
                                                np.shape(h), scale))
 
 
+def convolution_phases(cases: Cases):
+    """CONVOLUTION's BACKWARD direction with strides as forward convolutions of its output's phases
+    (kernels/convolution_phases.py), forced (``force_kernels``) for each kind of call ("one
+    product", "one convolution", "stacked"), compiled: no input-dilated convolution in the forward
+    program; the output and both gradients against XLA's input-dilated convolution with the form
+    off, bit for bit with integer-valued data (every sum exact in any order) and within twice the
+    record's budget with random FLOAT32 and FLOAT16 data, in NCHW and NHWC memory."""
+    from dmljax._src.kernel_seam import force_kernels
+    from dmljax._src.kernels import convolution_phases as ph
+    from tests import catalog
+    from tests.compare import assert_matches
+    from tests.reference.record import Attrs
+
+    spec = dmljax.get_operator("CONVOLUTION").spec
+    name = ph.CONVOLUTION_PHASES.name
+    rng = np.random.default_rng(2)
+    back = {"direction": "BACKWARD", "strides": (2, 2)}
+    shapes = [("one product", (4, 64, 14, 14), (64, 32, 2, 2), {}),
+              ("one convolution", (4, 32, 16, 16), (32, 16, 4, 4), {"start_padding": (1, 1), "end_padding": (1, 1)}),
+              ("stacked", (4, 32, 14, 14), (32, 16, 3, 3), {"start_padding": (1, 1), "end_padding": (1, 1),
+                                                            "output_padding": (1, 1)}),
+              ("one convolution", (2, 48, 9, 11), (48, 4, 4, 4), {"group_count": 12, "start_padding": (1, 1),
+                                                                 "end_padding": (1, 1)})]
+    for dtype in (np.float32, np.float16):
+        for kind, x_shape, w_shape, extra in shapes:
+            attrs = dict(back, **extra)
+            assert ph.phase_kind(x_shape, w_shape, dtype, False, attrs.get("group_count", 1), (2, 2), (1, 1),
+                                 attrs.get("start_padding", (0, 0)), attrs.get("end_padding", (0, 0)),
+                                 attrs.get("output_padding", (0, 0))) == kind, kind
+            for data in ("integers", "random"):
+                if data == "integers":
+                    x = rng.integers(-3, 4, x_shape).astype(dtype)
+                    w = rng.integers(-2, 3, w_shape).astype(dtype)
+                else:
+                    x = rng.standard_normal(x_shape).astype(dtype)
+                    w = (rng.standard_normal(w_shape) / np.sqrt(x_shape[1])).astype(dtype)
+                    if dtype == np.float32:
+                        x.flat[:2] = [1e-39, -1e-39]
+                for memory in ("NCHW", "NHWC"):
+                    def f(a, b, attrs=attrs, memory=memory):
+                        if memory == "NHWC":
+                            return jnp.transpose(dmljax.convolution(jnp.transpose(a, (0, 3, 1, 2)), b, **attrs),
+                                                 (0, 2, 3, 1))
+                        return dmljax.convolution(a, b, **attrs)
+                    xm = x.transpose(0, 2, 3, 1) if memory == "NHWC" else x
+                    shape = jax.eval_shape(f, xm, w).shape
+                    dy = (rng.integers(-2, 3, shape) if data == "integers" else rng.standard_normal(shape)).astype(dtype)
+
+                    def both(a, b, f=f, dy=dy):
+                        y, pull = jax.vjp(f, a, b)
+                        return (y, *pull(jnp.asarray(dy)))
+                    label = f"CONVOLUTION BACKWARD {kind} {np.dtype(dtype).name} {x_shape} * {w_shape} {extra} {memory} {data}"
+                    with cases.case(label):
+                        want = kernels_off(both, xm, w, names=(name,))
+                        with force_kernels(name):
+                            forward_text = jax.jit(f).lower(xm, w).as_text()
+                            got = jax.device_get(jax.jit(both).lower(xm, w).compile()(xm, w))
+                        if not ON_CPU:
+                            assert "lhs_dilate" not in forward_text, "the forward program holds an input-dilated convolution"
+                        budget = catalog.budget(spec, Attrs(attrs), dmljax.DataType.from_dtype(dtype), sizes=x.shape,
+                                                args=(x, w))
+                        for g, h, what in zip(got, want, ("output", "input gradient", "filter gradient")):
+                            assert np.shape(g) == np.shape(h), (what, np.shape(g), np.shape(h))
+                            if data == "integers":
+                                assert np.array_equal(_bits(g), _bits(h)), f"{what}: not bit for bit"
+                                continue
+                            scale = float(np.max(np.abs(np.asarray(h, np.float64)))) or 1.0
+                            assert_matches(np.asarray(g), [np.asarray(h, np.float64)], dmljax.DataType.from_dtype(dtype),
+                                           2 * budget, f"{what} against XLA's convolution",
+                                           magnitude=np.full(np.shape(h), scale))
+
+
 # --------------------------------------------------------------------------------------- attention
 def attention(cases: Cases):
     """MULTIHEAD_ATTENTION's cuDNN route (FLOAT16, plain and with a KEY_SEQUENCE_LENGTH mask): the
@@ -788,6 +861,7 @@ def dequantize_gemm(cases: Cases):
 
 KERNELS = {"softmax": softmax, "cumulative": cumulative, "top_k": top_k, "extreme_columns": extreme_columns,
            "max_pooling": max_pooling, "convolution": convolution, "convolution_gemm": convolution_gemm,
+           "convolution_phases": convolution_phases,
            "padding": padding, "attention": attention, "dequantize_gemm": dequantize_gemm}
 
 
