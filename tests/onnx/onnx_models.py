@@ -143,3 +143,57 @@ def glue_model(opset: int = 17) -> onnx.ModelProto:
     graph = helper.make_graph(nodes, "glue", [_f("x", [1, 3, 8, 8])], [_f("probs", [1, 5]), _f("both", [1, 8, 4, 4])],
                               inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+_ONNX_TYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int8): TensorProto.INT8,
+               np.dtype(np.uint8): TensorProto.UINT8, np.dtype(np.int32): TensorProto.INT32}
+
+
+def _quantized_weights(rng, dirs: int, k: int, n: int, dtype, per_column: bool, scale: float):
+    """Quantized kernels {dirs, k, n} as ONNX Runtime's quantizer writes them: INT8 with zero points 0, or
+    UINT8 with one zero point (131); scales per direction or per column."""
+    size = (dirs, n) if per_column else (dirs,)
+    if np.dtype(dtype) == np.int8:
+        q, zp = rng.integers(-127, 128, (dirs, k, n)).astype(np.int8), np.zeros(size, np.int8)
+    else:
+        q, zp = rng.integers(0, 256, (dirs, k, n)).astype(np.uint8), np.full(size, 131, np.uint8)
+    return q, (scale * rng.uniform(0.2, 2.0, size)).astype(np.float32), zp
+
+
+def dynamic_quantize_lstm(seed: int = 0, *, seq: int = 5, batch: int = 2, input_size: int = 6, hidden: int = 4,
+                          direction: str = "forward", weights=np.int8, per_column: bool = False, bias: bool = True,
+                          lengths=None, initial: bool = False, peepholes: bool = False, weight_scale: float = 0.01,
+                          outputs=("Y", "Y_h", "Y_c"), **attrs) -> tuple[onnx.ModelProto, dict]:
+    """One com.microsoft DynamicQuantizeLSTM node (X {seq, batch, input}, W {dirs, input, 4 hidden} and R
+    {dirs, hidden, 4 hidden} of type ``weights``, their scales and zero points) and its graph inputs (X, and
+    sequence_lens, initial_h and initial_c where asked for): the model and the inputs by name. ``outputs`` names
+    the node's outputs ("" leaves one out); ``attrs`` are the node's other attributes."""
+    rng = np.random.default_rng(seed)
+    dirs = 2 if direction == "bidirectional" else 1
+    feeds = {"X": rng.standard_normal((seq, batch, input_size)).astype(np.float32)}
+    w, ws, wz = _quantized_weights(rng, dirs, input_size, 4 * hidden, weights, per_column, weight_scale)
+    r, rs, rz = _quantized_weights(rng, dirs, hidden, 4 * hidden, weights, per_column, weight_scale)
+    consts = {"W": w, "R": r, "W_scale": ws, "W_zero_point": wz, "R_scale": rs, "R_zero_point": rz}
+    names = ["X", "W", "R", "", "", "", "", "", "W_scale", "W_zero_point", "R_scale", "R_zero_point"]
+    if bias:
+        consts["B"] = (rng.standard_normal((dirs, 8 * hidden)) * 0.5).astype(np.float32)
+        names[3] = "B"
+    if lengths is not None:
+        feeds["sequence_lens"] = np.asarray(lengths, np.int32)
+        names[4] = "sequence_lens"
+    if initial:
+        for i, name in ((5, "initial_h"), (6, "initial_c")):
+            feeds[name] = (rng.standard_normal((dirs, batch, hidden)) * 0.5).astype(np.float32)
+            names[i] = name
+    if peepholes:
+        consts["P"] = (rng.standard_normal((dirs, 3 * hidden)) * 0.5).astype(np.float32)
+        names[7] = "P"
+    node = helper.make_node("DynamicQuantizeLSTM", names, list(outputs), name="lstm", domain="com.microsoft",
+                            direction=direction, hidden_size=hidden, **attrs)
+    graph = helper.make_graph(
+        [node], "dynamic_quantize_lstm",
+        [helper.make_tensor_value_info(k, _ONNX_TYPES[v.dtype], v.shape) for k, v in feeds.items()],
+        [_f(o, [None] * (4 if i == 0 else 3)) for i, o in enumerate(outputs) if o],
+        [numpy_helper.from_array(v, k) for k, v in consts.items()])
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    return helper.make_model(graph, opset_imports=opsets), feeds

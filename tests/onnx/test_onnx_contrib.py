@@ -17,6 +17,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 import dmljax.onnx as dx  # noqa: E402
 from dmljax._src.errors import ValidationError  # noqa: E402
 from dmljax._src.onnx.table import CONTRIB  # noqa: E402
+from tests.onnx import onnx_models  # noqa: E402
 
 U8, I8 = np.uint8, np.int8
 _TYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(U8): TensorProto.UINT8, np.dtype(I8): TensorProto.INT8,
@@ -178,6 +179,12 @@ def case_dynamic_quantize_matmul(rng):
     consts = {"b": b, "bs": _s(0.01), "bz": _z(0, I8), "bias": rng.standard_normal(6).astype(np.float32)}
     return _model("DynamicQuantizeMatMul", {"a": a}, consts, TensorProto.FLOAT,
                   n_inputs=["a", "b", "bs", "bz", "bias"]), {"a": a}
+
+
+def case_dynamic_quantize_lstm(rng):
+    # one batch row: ONNX Runtime quantizes Ht-1 whole whatever its threads (tests/onnx/test_onnx_quantized_lstm.py)
+    return onnx_models.dynamic_quantize_lstm(int(rng.integers(1 << 16)), batch=1, direction="bidirectional",
+                                             lengths=[3])
 
 
 def case_skip_layer_normalization(rng):

@@ -262,10 +262,13 @@ def load_and_run(path: Path, inputs: list, static_inputs: tuple[str, ...] = (), 
     return model, rest
 
 
-def ort_session(path: Path):
+def ort_session(path: Path, threads: int | None = None):
+    """ONNX Runtime's CPU session of ``path``: its default intra-op threads, or ``threads``."""
     import onnxruntime as ort  # noqa: PLC0415
     so = ort.SessionOptions()
     so.log_severity_level = 3
+    if threads is not None:
+        so.intra_op_num_threads = threads
     return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
 
 

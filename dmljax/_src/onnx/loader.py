@@ -377,7 +377,7 @@ def _lower(n: _Node, args: list, opset: int, env: dict | None = None) -> list:
         for key, sg in n.subgraphs.items():
             attrs[key] = lambda *values, sg=sg: _run_subgraph(sg, env or {}, list(values), opset)[0]
     try:
-        return n.rule.lower(Call(n.op_type, opset, args, attrs, sum(1 for o in n.outputs if o)))
+        return n.rule.lower(Call(n.op_type, opset, args, attrs, sum(1 for o in n.outputs if o), tuple(n.outputs)))
     except ValidationError as e:
         e.add_note(f"while lowering ONNX node {n.name!r} ({n.op_type}, ai.onnx opset {opset})")
         raise

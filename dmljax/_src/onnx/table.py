@@ -13,6 +13,7 @@ desc in DirectML, not an operator).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Callable, Sequence
 
 import jax
@@ -35,13 +36,15 @@ DML = OPERATORS
 @dataclasses.dataclass
 class Call:
     """One node being lowered: its inputs (arrays, static NumPy values, or None where an optional
-    input is left out), its attributes (Python values), how many outputs the graph uses."""
+    input is left out), its attributes (Python values), how many outputs the graph uses and the
+    node's output names ("" for one left out; empty where a row builds a Call itself)."""
 
     op_type: str
     opset: int
     inputs: list
     attrs: dict
     output_count: int
+    outputs: tuple[str, ...] = ()
 
     def attr(self, name: str, default: Any = None) -> Any:
         return self.attrs.get(name, default)
@@ -1420,6 +1423,270 @@ def _dynamic_quantize_matmul(c: Call):
     return [_int_to_float_matmul(a, a_scale, _arr(c.inputs[1]), c.inputs[2], a_zp, c.input(3), c.input(4))]
 
 
+# com.microsoft DynamicQuantizeLSTM: ONNX's LSTM whose two products take a dynamically quantized A, composed as
+# ONNX Runtime's CPU kernel computes it (contrib_ops/cpu/quantization/dynamic_quantize_lstm.cc over
+# providers/cpu/rnn/uni_directional_lstm.cc and the quantized ComputeGemm of rnn_helpers.cc).
+
+_DQ_LSTM_ACTIVATIONS = {
+    "sigmoid": ("activation_sigmoid", ()), "tanh": ("activation_tanh", ()), "relu": ("activation_relu", ()),
+    "affine": ("activation_linear", (("alpha", 0.0), ("beta", 0.0))),
+    "leakyrelu": ("activation_leaky_relu", (("alpha", 0.01),)),
+    "thresholdedrelu": ("activation_thresholded_relu", (("alpha", 0.0),)),
+    "scaledtanh": ("activation_scaled_tanh", (("alpha", 0.0), ("beta", 0.0))),
+    "hardsigmoid": ("activation_hard_sigmoid", (("alpha", 0.2), ("beta", 0.5))),
+    "elu": ("activation_elu", (("alpha", 1.0),)), "softsign": ("activation_softsign", ()),
+    "softplus": ("activation_softplus", ()),
+}
+"""ONNX Runtime's recurrent activations (its names, case-insensitive): the DirectML activation and the
+alpha and beta each reads, with ONNX Runtime's defaults where the node gives too few (rnn_helpers.cc)."""
+
+_DQ_LSTM_DIRECTIONS = {"forward": 1, "reverse": 1, "bidirectional": 2}
+
+_DQ_LSTM_RESTRICTIONS = (
+    "ONNX Runtime's DirectML provider does not run it: composed as its CPU kernel computes it, in lax.scan (both "
+    "directions in one loop, a reverse one by "
+    "REVERSE_SUBSEQUENCES): X quantized to UINT8 as one matrix (DYNAMIC_QUANTIZE_LINEAR; steps past the longest "
+    "sequence_lens read as 0), each step's Ht-1 by batch row where ONNX Runtime splits the batch across its "
+    "threads (more than 4 rows, or 2 or more with hidden_size <= 256; its answer then depends on its thread "
+    "count, and dmljax's is that of at least batch-size threads) and whole otherwise; the INT8 or UINT8 weights "
+    "multiplied exactly in INT32 (MATRIX_MULTIPLY_INTEGER), CAST and scaled by A's scale times W's or R's (per "
+    "tensor or per column), the gates added, clipped and activated in ONNX Runtime's order (its activation names "
+    "and alpha/beta defaults; h's input unclipped); W_zero_point and R_zero_point initializers of one value a "
+    "direction (per column: one value, 0 for INT8, as ONNX Runtime requires); refused: layout=1")
+
+
+def _dq_lstm_batch_rows(batch: int, hidden: int) -> int:
+    """How many batch rows of Ht-1 ONNX Runtime quantizes together: the whole batch, unless it splits the
+    batch across its threads (more than 4 rows, or 2 or more with hidden_size <= 256), each thread
+    quantizing its own ceil(batch / threads) rows; dmljax takes one row a thread (threads >= batch)."""
+    return 1 if batch > 4 or (batch >= 2 and hidden <= 256) else batch
+
+
+def _dq_lstm_check(attrs: dict, opset: int) -> str | None:
+    direction = _text(attrs.get("direction"), "forward")
+    if direction not in _DQ_LSTM_DIRECTIONS:
+        return f"direction {direction!r}: one of 'forward', 'reverse', 'bidirectional'"
+    if int(attrs.get("hidden_size", 0) or 0) <= 0:
+        return "hidden_size is required, a positive number"
+    names = [_text(n, "") for n in attrs.get("activations") or []]
+    dirs = _DQ_LSTM_DIRECTIONS[direction]
+    if names and len(names) != 3 * dirs:
+        return f"{len(names)} activations; 3 a direction (f, g, h): {3 * dirs}"
+    unknown = [n for n in names if n.lower() not in _DQ_LSTM_ACTIVATIONS]
+    if unknown:
+        return f"activation {unknown[0]!r} is not one of ONNX Runtime's recurrent activations"
+    clip = attrs.get("clip")
+    if clip is not None and not float(clip) > 0:
+        return f"clip {clip} is not positive"
+    if attrs.get("layout", 0):
+        return "layout=1 (batch-major) is not mapped (ONNX Runtime's kernel refuses it too)"
+    return None
+
+
+def _dq_lstm_check_io(attrs: dict, opset: int, inputs: tuple, outputs: tuple) -> str | None:
+    missing = [name for i, name in ((8, "W_scale"), (9, "W_zero_point"), (10, "R_scale"), (11, "R_zero_point"))
+               if not _used(inputs, i)]
+    return f"{', '.join(missing)} left out (required)" if missing else None
+
+
+def _dq_lstm_shape_problems(attrs: dict, shapes: tuple) -> list[str]:
+    """What ONNX Runtime's kernel refuses in the inputs' shapes (None where a shape is unknown)."""
+    dirs = _DQ_LSTM_DIRECTIONS.get(_text(attrs.get("direction"), "forward"), 1)
+    h = int(attrs.get("hidden_size", 0) or 0)
+    shape = lambda i: shapes[i] if i < len(shapes) else None  # noqa: E731
+    x = shape(0)
+    seq_in = x[2] if x is not None and len(x) == 3 else None
+    batch = x[1] if x is not None and len(x) == 3 else None
+    problems = [] if x is None or len(x) == 3 else [f"X has shape {list(x)}; [seq_length, batch_size, input_size]"]
+    want = {1: ("W", (dirs, seq_in, 4 * h)), 2: ("R", (dirs, h, 4 * h)), 3: ("B", (dirs, 8 * h)),
+            4: ("sequence_lens", (batch,)), 5: ("initial_h", (dirs, batch, h)), 6: ("initial_c", (dirs, batch, h)),
+            7: ("P", (dirs, 3 * h))}
+    for i, (name, dims) in want.items():
+        s = shape(i)
+        if s is not None and (len(s) != len(dims) or any(d is not None and d != e for d, e in zip(dims, s))):
+            expected = ", ".join("?" if d is None else str(d) for d in dims)
+            problems.append(f"{name} has shape {list(s)}; [{expected}]")
+    for i, name in ((8, "W_scale"), (9, "W_zero_point"), (10, "R_scale"), (11, "R_zero_point")):
+        s = shape(i)
+        if s is not None and s not in ((dirs,), (dirs, 4 * h)):
+            problems.append(f"{name} has shape {list(s)}; [{dirs}] (per tensor) or [{dirs}, {4 * h}] (per column)")
+    return problems
+
+
+def _dq_lstm_shapes(attrs: dict, opset: int, inputs: tuple, shapes: tuple) -> str | None:
+    return "; ".join(_dq_lstm_shape_problems(attrs, shapes)) or None
+
+
+def _dq_lstm_error(found: str, allowed: str = "") -> ValidationError:
+    return ValidationError("DynamicQuantizeLSTM", "com.microsoft DynamicQuantizeLSTM", None,
+                           [Violation("DynamicQuantizeLSTM (com.microsoft)", "", found, allowed)])
+
+
+def _dq_lstm_zero_point(c: Call, i: int, name: str, d: int, dirs: int):
+    """Direction ``d``'s zero point as ONNX Runtime reads it: the direction's first value, one for the whole
+    matrix (a per-column zero point must hold one value, 0 for INT8, as its kernel requires)."""
+    zp = c.static(i)
+    if zp.ndim == 2 and (zp.any() if zp.dtype == np.int8 else (zp != zp.flat[0]).any()):
+        raise _dq_lstm_error(f"{name} per column holds {np.unique(zp).size} values",
+                             "a single value (0 for INT8), as ONNX Runtime's kernel requires")
+    return _arr(zp.reshape(dirs, -1)[d, :1].reshape(1, 1))
+
+
+def _dq_gemm(a, a_scale, a_zp, b, b_scale, b_zp, acc=None):
+    """ONNX Runtime's quantized recurrent GEMM: A's UINT8 values times B's 8-bit ones exactly in INT32
+    (MATRIX_MULTIPLY_INTEGER, which takes UINT8 by INT8), CAST to FLOAT32, times the product of the scales (A's
+    per tensor or per row, B's per tensor or per column; that product rounded first, as ONNX Runtime's scale
+    multiplier), plus ``acc`` (its accumulate mode) by ELEMENT_WISE_ADD."""
+    p = _dml("cast")(_dml("matrix_multiply_integer")(a, b, a_zp, b_zp), output_data_type="FLOAT32")
+    y = _dml("element_wise_multiply")(*_bcast(p, _dml("element_wise_multiply")(*_bcast(a_scale, b_scale))))
+    return y if acc is None else _dml("element_wise_add")(acc, y)
+
+
+def _dq_lstm_recurrent(h, acc, r, r_scale, r_zp, rows: int):
+    """One direction's Xt*W + Ht-1*R: Ht-1 [batch, hidden] quantized by DYNAMIC_QUANTIZE_LINEAR whole (``rows``
+    the batch) or one batch row at a time (a DYNAMIC_QUANTIZE_LINEAR a row: vmapped), then ``_dq_gemm``."""
+    if rows == 1:
+        q, s, z = jax.vmap(_dml("dynamic_quantize_linear"))(h[:, None, :])
+        q, s, z = q[:, 0], s[:, 0], z[:, 0]  # [batch, hidden], [batch, 1], [batch, 1]: per row
+    else:
+        q, s, z = _dml("dynamic_quantize_linear")(h)
+    return _dq_gemm(q, s, z, r, r_scale, r_zp, acc)
+
+
+def _dq_lstm_activations(c: Call, dirs: int) -> list:
+    """Each direction's f, g, h as callables, alphas and betas consumed in order as ONNX Runtime's
+    ActivationFuncs consumes them (a function that reads one takes the next, or its default)."""
+    names = [_text(n, "") for n in c.attr("activations") or []] or ["Sigmoid", "Tanh", "Tanh"] * dirs
+    alphas, betas = list(c.attr("activation_alpha") or []), list(c.attr("activation_beta") or [])
+    out = []
+    for n in names:
+        op, params = _DQ_LSTM_ACTIVATIONS[n.lower()]
+        kw = {}
+        for key, default in params:
+            given = alphas if key == "alpha" else betas
+            kw[key] = float(given.pop(0)) if given else default
+        out.append(functools.partial(_dml(op), **kw))
+    return out
+
+
+def _dynamic_quantize_lstm(c: Call):
+    """com.microsoft DynamicQuantizeLSTM as ONNX Runtime's CPU kernel computes it, from DirectML operators in
+    lax.scan. The input projection X*W for every step at once: X [seq, batch, input] quantized as one matrix by
+    DYNAMIC_QUANTIZE_LINEAR (UINT8; with sequence_lens the steps past the longest read as 0, which the widened
+    range holds anyway: ONNX Runtime quantizes the first max(sequence_lens) steps), times each direction's W
+    [input, 4 hidden] by ``_dq_gemm``; a reverse direction's rows reversed within each sequence's length
+    (REVERSE_SUBSEQUENCES). Each step: Ht-1 quantized by DYNAMIC_QUANTIZE_LINEAR (``_dq_lstm_batch_rows``: by
+    batch row or whole), times R by ``_dq_gemm`` accumulating onto the step's projection; then ONNX's LSTM in ONNX
+    Runtime's order of roundings: (gates + Ct-1 (.) Pi/Pf) + (Wb + Rb), clipped (ELEMENT_WISE_CLIP, where clip is
+    given), f and g; Ct = Ct-1 (.) ft + it (.) ct (ft = 1 - it by IDENTITY's ScaleBias with input_forget); (o
+    gate + Ct (.) Po) + bias, f; Ht = h(Ct) (.) ot (h's input unclipped, as ONNX Runtime's kernel). Past a
+    sequence's length the states hold (ELEMENT_WISE_IF) and Y is 0; Y_h and Y_c are 0 for a length of 0."""
+    problems = _dq_lstm_shape_problems(c.attrs, tuple(None if v is None else tuple(np.shape(v)) for v in c.inputs))
+    if problems:
+        raise _dq_lstm_error("; ".join(problems))
+    x = _arr(c.inputs[0])
+    seq, batch, _ = x.shape
+    hid = int(c.attr("hidden_size"))
+    direction = _text(c.attr("direction"), "forward")
+    dirs = _DQ_LSTM_DIRECTIONS[direction]
+    backward = [direction == "reverse" or d == 1 for d in range(dirs)]
+    acts = _dq_lstm_activations(c, dirs)
+    add, mul, cond = _dml("element_wise_add"), _dml("element_wise_multiply"), _dml("element_wise_if")
+    w, r = _arr(c.inputs[1]), _arr(c.inputs[2])
+
+    def per_column(i: int, d: int):  # direction d's scale: [1, 1] per tensor or [1, 4 hidden] per column
+        return _arr(c.inputs[i]).reshape(dirs, -1)[d].reshape(1, -1)
+
+    w_zp = [_dq_lstm_zero_point(c, 9, "W_zero_point", d, dirs) for d in range(dirs)]
+    r_zp = [_dq_lstm_zero_point(c, 11, "R_zero_point", d, dirs) for d in range(dirs)]
+    lens = c.input(4)
+    if lens is not None:
+        lens = _arr(lens)
+        lens = lens if lens.dtype == jnp.int32 else _dml("cast")(lens, output_data_type="INT32")
+    xa = x
+    if lens is not None:
+        longest = _dml("reduce")(lens, function="MAX", axes=(0,))
+        steps = np.arange(seq, dtype=np.int32).reshape(seq, 1, 1)
+        keep = _dml("element_wise_logical_less_than")(jnp.broadcast_to(steps, x.shape),
+                                                      jnp.broadcast_to(longest.reshape(1, 1, 1), x.shape))
+        xa = cond(keep, x, jnp.zeros_like(x))
+    xq, xs, xz = _dml("dynamic_quantize_linear")(xa.reshape(seq * batch, -1))
+    rev_lens = np.uint32(seq) if lens is None else _dml("cast")(lens, output_data_type="UINT32").reshape(1, batch, 1)
+    rev_lens = jnp.broadcast_to(rev_lens, (1, batch, 4 * hid))  # REVERSE_SUBSEQUENCES' lengths, zero strides
+    proj = []
+    for d in range(dirs):
+        p = _dq_gemm(xq, xs, xz, w[d], per_column(8, d), w_zp[d]).reshape(seq, batch, 4 * hid)
+        proj.append(_dml("reverse_subsequences")(p, rev_lens, axis=0) if backward[d] else p)
+    proj = proj[0][:, None] if dirs == 1 else _dml("join")([p[:, None] for p in proj], axis=1)  # [seq, dirs, batch, 4h]
+
+    zeros = jnp.zeros((dirs, batch, hid), x.dtype)
+    h0 = zeros if c.input(5) is None else _arr(c.inputs[5])
+    c0 = zeros if c.input(6) is None else _arr(c.inputs[6])
+    bias = c.input(3)
+    if bias is not None:
+        bias = _arr(bias).reshape(dirs, 2, 4 * hid)
+        bias = add(bias[:, 0], bias[:, 1])  # Wb + Rb, as ONNX Runtime adds them once
+        bias = [jnp.broadcast_to(bias[:, None, k * hid:(k + 1) * hid], (dirs, batch, hid)) for k in range(4)]
+    peep = c.input(7)
+    if peep is not None:  # Pi, Po, Pf
+        peep = [jnp.broadcast_to(_arr(peep)[:, None, k * hid:(k + 1) * hid], (dirs, batch, hid)) for k in range(3)]
+    clip = c.attr("clip")
+    rows = _dq_lstm_batch_rows(batch, hid)
+    wired = not c.outputs or bool(c.outputs[0])
+    # ONNX Runtime reads Ht-1 from Y where Y is wired: a sequence ended before the last step gives 0 rows there,
+    # which matter where rows are quantized together (elsewhere a sequence's own quantization is not read back)
+    ended_reads_zero = lens is not None and wired and rows > 1
+    shape3 = (dirs, batch, hid)
+    lens3 = None if lens is None else jnp.broadcast_to(lens.reshape(1, batch, 1), shape3)
+
+    def act(k: int, v):  # activation k (f, g, h) of each direction
+        fns = [acts[3 * d + k] for d in range(dirs)]
+        if all(f.func is fns[0].func and f.keywords == fns[0].keywords for f in fns):
+            return fns[0](v)
+        return _dml("join")([fn(v[d:d + 1]) for d, fn in enumerate(fns)], axis=0)
+
+    def pre(v, k: int):  # a gate's input: plus its bias, clipped
+        v = v if bias is None else add(v, bias[k])
+        return v if clip is None else _dml("element_wise_clip")(v, min=-float(clip), max=float(clip))
+
+    def step(carry, inputs):
+        h, cell = carry
+        xw, t = inputs
+        t3 = jnp.broadcast_to(t, shape3)
+        a = h
+        if ended_reads_zero:
+            a = cond(_dml("element_wise_logical_less_than_or_equal")(t3, lens3), h, zeros)
+        gates = [_dq_lstm_recurrent(a[d], xw[d], r[d], per_column(10, d), r_zp[d], rows) for d in range(dirs)]
+        g = gates[0][None] if dirs == 1 else _dml("join")([v[None] for v in gates], axis=0)
+        gi, go, gf, gc = (g[..., k * hid:(k + 1) * hid] for k in range(4))
+        if peep is not None:
+            gi, gf = add(gi, mul(cell, peep[0])), add(gf, mul(cell, peep[2]))
+        i = act(0, pre(gi, 0))
+        if c.attr("input_forget", 0):
+            f = _dml("element_wise_identity")(i, scale_bias=(-1.0, 1.0))
+        else:
+            f = act(0, pre(gf, 2))
+        cn = add(mul(cell, f), mul(i, act(1, pre(gc, 3))))
+        if peep is not None:
+            go = add(go, mul(cn, peep[1]))
+        hn = mul(act(2, cn), act(0, pre(go, 1)))
+        if lens3 is None:
+            return (hn, cn), hn
+        valid = _dml("element_wise_logical_less_than")(t3, lens3)
+        hn, cn = cond(valid, hn, h), cond(valid, cn, cell)
+        return (hn, cn), cond(valid, hn, zeros)
+
+    (h, cell), ys = jax.lax.scan(step, (h0, c0), (proj, jnp.arange(seq, dtype=jnp.int32)))
+    if any(backward):  # the reversed steps back in place
+        rev = jnp.broadcast_to(rev_lens[..., :1], (1, batch, hid))
+        ys = _dml("join")([(_dml("reverse_subsequences")(ys[:, d], rev, axis=0) if backward[d] else ys[:, d])[:, None]
+                           for d in range(dirs)], axis=1)
+    if lens3 is not None:
+        ran = _dml("element_wise_logical_greater_than")(lens3, jnp.zeros_like(lens3))
+        h, cell = cond(ran, h, zeros), cond(ran, cell, zeros)
+    return [ys, h, cell]
+
+
 def _skip_layer_norm(c: Call):
     """SkipLayerNormalization: input + skip (+ bias) by ELEMENT_WISE_ADD, normalized over the last
     axis by MEAN_VARIANCE_NORMALIZATION1 with gamma and beta; the optional outputs as
@@ -1907,6 +2174,18 @@ CONTRIB: tuple[Rule, ...] = (
     Rule("DynamicQuantizeMatMul", 1, None, ("DML_OPERATOR_DYNAMIC_QUANTIZE_LINEAR", "DML_OPERATOR_CAST",
                                             "DML_OPERATOR_MATRIX_MULTIPLY_INTEGER_TO_FLOAT"), _dynamic_quantize_matmul,
          restrictions="A quantized to UINT8 per tensor; with an INT8 B both as INT16 (CAST)", domain=_MS),
+    Rule("DynamicQuantizeLSTM", 1, None, ("DML_OPERATOR_DYNAMIC_QUANTIZE_LINEAR",
+                                          "DML_OPERATOR_MATRIX_MULTIPLY_INTEGER",
+                                          "DML_OPERATOR_CAST", "DML_OPERATOR_ELEMENT_WISE_MULTIPLY",
+                                          "DML_OPERATOR_ELEMENT_WISE_ADD", "DML_OPERATOR_REVERSE_SUBSEQUENCES",
+                                          "DML_OPERATOR_JOIN", "DML_OPERATOR_ACTIVATION_SIGMOID",
+                                          "DML_OPERATOR_ACTIVATION_TANH", "DML_OPERATOR_ELEMENT_WISE_CLIP",
+                                          "DML_OPERATOR_ELEMENT_WISE_IDENTITY", "DML_OPERATOR_ELEMENT_WISE_IF",
+                                          "DML_OPERATOR_ELEMENT_WISE_LOGICAL_LESS_THAN",
+                                          "DML_OPERATOR_ELEMENT_WISE_LOGICAL_LESS_THAN_OR_EQUAL",
+                                          "DML_OPERATOR_ELEMENT_WISE_LOGICAL_GREATER_THAN", "DML_OPERATOR_REDUCE"),
+         _dynamic_quantize_lstm, static=(9, 11), check=_dq_lstm_check, check_io=_dq_lstm_check_io,
+         check_shapes=_dq_lstm_shapes, restrictions=_DQ_LSTM_RESTRICTIONS, domain=_MS),
     Rule("SkipLayerNormalization", 1, None, ("DML_OPERATOR_ELEMENT_WISE_ADD",
                                              "DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1"), _skip_layer_norm,
          restrictions="normalized over the last axis; the optional mean and inverse standard deviation as "
