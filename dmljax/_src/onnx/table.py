@@ -1634,7 +1634,9 @@ def _dynamic_quantize_lstm(c: Call):
     rows = _dq_lstm_batch_rows(batch, hid)
     wired = not c.outputs or bool(c.outputs[0])
     # ONNX Runtime reads Ht-1 from Y where Y is wired: a sequence ended before the last step gives 0 rows there,
-    # which matter where rows are quantized together (elsewhere a sequence's own quantization is not read back)
+    # which matter where rows are quantized together (elsewhere a sequence's own quantization is not read back);
+    # without Y it reads Y_h, where an ended sequence holds its last state and one of length 0 memory ONNX Runtime
+    # leaves unset (measured: other values each run, inf among them), for which dmljax holds initial_h
     ended_reads_zero = lens is not None and wired and rows > 1
     shape3 = (dirs, batch, hid)
     lens3 = None if lens is None else jnp.broadcast_to(lens.reshape(1, batch, 1), shape3)
