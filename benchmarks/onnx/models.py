@@ -1,6 +1,6 @@
 """Whole ONNX models: dmljax's import against ONNX Runtime's CPU provider, in one process.
 
-    python3 benchmarks/onnx/models.py [--out DIR] [--repeats N] [--update] [NAME-FILTER ...]
+    python3 benchmarks/onnx/models.py [--out DIR] [--repeats N] [--update] [NAME-FILTER ...]   (--help)
 
 Each model of tests/onnx/zoo.py (the torchvision, transformers and PyTorch exports in their plain
 and ONNX Runtime-quantized forms, and the third-party models shipped in registry wheels) is loaded
@@ -19,11 +19,13 @@ Models that cannot be had (no torch to export, no network for a wheel) or that l
 listed with the reason. Writes ``models.md`` and ``models.json`` to ``--out`` or
 ``benchmarks/results/cpu/onnx/``. With ``--update`` (and name filters), the models measured
 replace their rows in the folder's ``models.json`` and the others keep theirs; each row records
-the commit and date it was measured at, and the page lists the rows of an earlier run.
+the commit, date and machine it was measured at, and the page lists the rows of an earlier run
+with theirs (the page's "Machine" line is the latest run's).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -143,18 +145,29 @@ def markdown(rows: list, env: dict, repeats: int) -> str:
     kept = [r for r in rows if r.get("commit", env["commit"]) != env["commit"] or r.get("date", env["date"]) != env["date"]]
     if kept:
         lines += ["", "Rows of an earlier run (`--update` re-measured the others): "
-                  + "; ".join(f"{r['model']} ({r['date']}, commit {r['commit'][:12]})" for r in kept) + "."]
+                  + "; ".join(f"{r['model']} ({r['date']}, commit {r['commit'][:12]}"
+                              + (f", {r['machine']}" if r.get("machine") else "") + ")" for r in kept) + "."]
     lines += ["", "Models:", ""] + [f"- {r['model']}: {r['what']}" for r in rows]
     return "\n".join(lines) + "\n"
 
 
+def parse(argv=None):
+    """The command line (``--out`` is read by ``common.arguments``): repeats, update, name filters."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", help="the folder to write models.md and models.json to")
+    ap.add_argument("--repeats", type=int, default=15, help="pairs of calls a model (default 15)")
+    ap.add_argument("--update", action="store_true",
+                    help="measure the models the filters name, keep the other rows of the folder's models.json")
+    ap.add_argument("filters", nargs="*", metavar="NAME-FILTER", help="measure the models whose name holds one")
+    args = ap.parse_args(argv)
+    if args.repeats < 1:
+        ap.error("--repeats must be at least 1")
+    return args
+
+
 def main() -> int:
-    out, rest = common.arguments()
-    repeats = 15
-    if "--repeats" in rest:
-        i = rest.index("--repeats")
-        repeats = int(rest[i + 1])
-        del rest[i:i + 2]
+    args = parse()
+    out, repeats, update, rest = args.out, args.repeats, args.update, args.filters
     import onnx  # noqa: PLC0415
     import onnxruntime  # noqa: PLC0415
     env = common.environment()
@@ -163,9 +176,7 @@ def main() -> int:
         cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "")
     env.update(cpu=cpu or "unknown CPU", cores=os.cpu_count(), onnxruntime=onnxruntime.__version__,
                onnx=onnx.__version__, load_average_at_start=_load())
-    update = "--update" in rest
-    if update:
-        rest.remove("--update")
+    machine = f"{env['cpu']}, {env['cores']} cores"
     folder = Path(out) if out else common.HERE / "results" / "cpu" / "onnx"
     earlier = {}
     if update and (folder / "models.json").is_file():
@@ -173,6 +184,8 @@ def main() -> int:
         for r in old["models"]:
             r.setdefault("commit", old["environment"]["commit"])
             r.setdefault("date", old["environment"]["date"])
+            r.setdefault("machine", f"{old['environment'].get('cpu', 'unknown CPU')}, "
+                                    f"{old['environment'].get('cores', '?')} cores")
             earlier[r["model"]] = r
     rows = []
     for name, path, inputs, classifier, what, static_inputs in _models():
@@ -188,7 +201,7 @@ def main() -> int:
             print(f"{name}: unavailable: {e}", flush=True)
             continue
         row = measure(name, p, inputs(), classifier, repeats, static_inputs)
-        row.update(what=what, commit=env["commit"], date=env["date"])
+        row.update(what=what, commit=env["commit"], date=env["date"], machine=machine)
         rows.append(row)
         print(json.dumps(row), flush=True)
     env["load_average_at_end"] = _load()
