@@ -6,6 +6,7 @@ kernels/convolution_phases.py's RULE['cuda'] are read off one run.
 
     python benchmarks/convolution/resnet50.py [--out DIR] [--groups resnet50,mobilenet_v2,transposed]
         [--batches 32,128] [--dtypes float16,float32] [--layouts NCHW,NHWC] [--windows 1,3,7] [--labels " s2"]
+        [--forms xla,rows,columns,phases,rule,taps]
         [--budget-s 360] [--no-torch]
     (SMOKE=1: small shapes, any machine)
 
@@ -14,8 +15,9 @@ Per shape, batch, type, layout and direction:
   the FLOAT32 flush passes); ``rows`` and ``columns``: the two matrix-product forms
   (kernels/convolution_gemm.py), forced (``force_kernels``: a private switch, for measuring the
   rule) where the window is 1 x 1; ``phases``: BACKWARD with strides as forward convolutions of
-  its output's phases (kernels/convolution_phases.py), forced the same way; ``taps``: the FLOAT32
-  Pallas kernel where its rule takes it.
+  its output's phases (kernels/convolution_phases.py), forced the same way, and ``rule``: the
+  program as the rules stand (a form for each direction); ``taps``: the FLOAT32 Pallas kernel
+  where its rule takes it.
   FLOAT16 accumulates in FLOAT32, FLOAT32 is true FLOAT32 (never TF32). NHWC: the caller's NHWC
   input, HWIO filter and NHWC cotangent seen as logical NCHW around the operator in one jit, as a
   DirectML desc's strides would give them.
@@ -29,9 +31,9 @@ Directions: ``fwd`` the output; ``bwd_data`` the input's gradient (jax.vjp by th
 durations: benchmarks/common.py), else the host clock. A case that fails is reported and the run
 goes on; cases not started within ``--budget-s`` seconds are listed as skipped, so one command
 stays within its time. Writes <group>.json and <group>.md for each group run, and rule.json and
-rule.md: for each kind of 1 x 1 call and of BACKWARD call with strides, and type, each form's total
-time over the run's shapes, layouts and directions and its worst ratio to the best form, and the
-RULE entry they give (at most 8 files, to DIR; default benchmarks/results/<device>/convolution).
+rule.md: for each kind of 1 x 1 call and type, and each kind of BACKWARD call with strides, type
+and direction, each form's total time over the run's shapes and layouts (and directions, for the
+1 x 1 calls) and its worst ratio to the best form, and the RULE entry they give (at most 8 files, to DIR; default benchmarks/results/<device>/convolution).
 """
 
 import argparse
@@ -219,15 +221,18 @@ def _forms(c, batch, dtype):
     if gemm.pointwise_kind(*facts) is not None:
         forms += ["rows", "columns"]
     if phases.phase_kind(*facts) is not None:
-        forms.append("phases")
+        forms += ["phases", "rule"]
     if choose(CONVOLUTION_TAPS, facts=facts).kernel is not None:
         forms.append("taps")
     return forms
 
 
 def _compile(fn, args, form):
-    """``fn`` compiled for ``args`` with only ``form`` on (xla: every form and kernel off)."""
+    """``fn`` compiled for ``args`` with only ``form`` on (xla: every form and kernel off; rule: as
+    the rules stand, a form for each direction)."""
     others = [n for f, n in FORM_SWITCHES.items() if f != form]
+    if form == "rule":
+        return common.compiled(fn, *args)
     if form == "xla":
         with dmljax.use_kernels(False, *FORM_SWITCHES.values()):
             return common.compiled(fn, *args)
@@ -269,14 +274,14 @@ def _torch_times(c, batch, dtype, layouts):
     return out
 
 
-def run_case(report, c, batch, dtype, layouts, use_torch, rng):
+def run_case(report, c, batch, dtype, layouts, use_torch, rng, only=()):
     dname = np.dtype(dtype).name
     kind = gemm.pointwise_kind(*_facts(c, batch, dtype))
     phase_kind = phases.phase_kind(*_facts(c, batch, dtype))
     flops = 2 * batch * c["cout"] * c["cin"] // c["groups"] * c["k"] ** 2 * (
         c["size"] ** 2 if c["transposed"] else _out_size(c) ** 2)
     sets = _data(rng, c, batch, dtype)
-    forms = _forms(c, batch, dtype)
+    forms = [f for f in _forms(c, batch, dtype) if not only or f in only]
     calls = []
     for layout in layouts:
         d = _in_layout(sets, layout)
@@ -295,9 +300,9 @@ def run_case(report, c, batch, dtype, layouts, use_torch, rng):
     method = t[" ".join(calls[0][0])]["method"]
     if use_torch:
         seconds.update({(la, di, "torch"): v for (la, di), v in _torch_times(c, batch, dtype, layouts).items()})
-    rule_form = _rule_form(c, batch, dtype)
     for layout in layouts:
         for direction in DIRECTIONS:
+            rule_form = _rule_form(c, batch, dtype, direction)
             ms = {v: seconds[(la, di, v)] * 1e3 for la, di, v in seconds if la == layout and di == direction}
             taken = ms.get(rule_form)
             vs = []
@@ -314,35 +319,41 @@ def run_case(report, c, batch, dtype, layouts, use_torch, rng):
                          difference_to_lax=worst, method=method)
 
 
-def _rule_form(c, batch, dtype):
-    """The form CONVOLUTION takes for the case on CUDA as the rules stand."""
+def _rule_form(c, batch, dtype, direction):
+    """The form CONVOLUTION takes for the case's direction on CUDA as the rules stand (for BACKWARD
+    with strides the "rule" program, which holds the phases' RULE['cuda'] form of each direction)."""
     facts = _facts(c, batch, dtype)
-    route = choose(gemm.CONVOLUTION_GEMM_COLUMNS, gemm.CONVOLUTION_GEMM_ROWS, phases.CONVOLUTION_PHASES,
-                   CONVOLUTION_TAPS, facts=facts)
+    if phases.phase_kind(*facts) is not None:
+        return "rule"
+    route = choose(gemm.CONVOLUTION_GEMM_COLUMNS, gemm.CONVOLUTION_GEMM_ROWS, CONVOLUTION_TAPS, facts=facts)
     if route.kernel is None:
         return "xla"
     return next(f for f, n in FORM_SWITCHES.items() if n == route.kernel.name)
 
 
-RULES = (("kind", ("xla", "rows", "columns"), "RULE"),  # kernels/convolution_gemm.py
-         ("phase_kind", ("xla", "phases"), "RULE['cuda']"))  # kernels/convolution_phases.py
+RULES = (("kind", ("xla", "rows", "columns"), "RULE", False),  # kernels/convolution_gemm.py
+         ("phase_kind", ("xla", "phases"), "RULE['cuda']", True))  # kernels/convolution_phases.py, per direction
 
 
 def write_rule(report, points):
-    """For each (kind, type) of 1 x 1 call measured (convolution_gemm.py's RULE) and of BACKWARD call
-    with strides (convolution_phases.py's RULE['cuda']): each form's total time over the shapes,
-    batches, layouts and directions, its worst ratio to the fastest form of a point, and the entry
-    they give (the least total, xla where a form is ever 1.1x slower than xla)."""
+    """For each (kind, type) of 1 x 1 call measured (convolution_gemm.py's RULE) and each (kind,
+    type, direction) of BACKWARD call with strides (convolution_phases.py's RULE['cuda']): each
+    form's total time over the shapes, batches and layouts (and, for the 1 x 1 rule, directions),
+    its worst ratio to the fastest form of a point, and the entry they give (the least total, xla
+    where a form is ever 1.1x slower than xla)."""
     report.group = "rule"
-    for field, candidates, name in RULES:
+    for field, candidates, name, per_direction in RULES:
         by = {}
         for p in points:
             if p.get(field) is None:
                 continue
-            by.setdefault((p[field], p["dtype"]), []).append(p["ms"])
+            key = (p[field], p["dtype"]) + ((p["direction"],) if per_direction else ())
+            by.setdefault(key, []).append(p["ms"])
         for key in sorted(by):
             rows = by[key]
             forms = [f for f in candidates if all(f in r for r in rows)]
+            if not forms or "xla" not in forms:  # a run of some forms alone (--forms) gives no entry
+                continue
             total = {f: sum(r[f] for r in rows) for f in forms}
             worst = {f: max(r[f] / min(r[g] for g in forms) for r in rows) for f in forms}
             worst_xla = {f: max(r[f] / r["xla"] for r in rows) for f in forms}
@@ -366,13 +377,17 @@ def parse():
     ap.add_argument("--labels", default="", help="keep the shapes whose label holds one of these comma-separated "
                     "pieces (' s2': the strided ones)")
     ap.add_argument("--budget-s", type=float, default=360.0)
+    ap.add_argument("--forms", default="", help="the dmljax forms to time (default: every one a shape can take; "
+                    "xla, rows, columns, phases, rule, taps)")
     ap.add_argument("--no-torch", action="store_true")
     args = ap.parse_args(rest)
     groups = args.groups.split(",")
     bad = [g for g in groups if g not in GROUPS] + [la for la in args.layouts.split(",") if la not in ("NCHW", "NHWC")]
     bad += [d for d in args.dtypes.split(",") if d not in ("float16", "float32")]
+    bad += [f for f in args.forms.split(",") if f and f not in ("xla", "rule", *FORM_SWITCHES)]
     if bad:
-        ap.error(f"unknown {', '.join(bad)}: groups {', '.join(GROUPS)}; dtypes float16, float32; layouts NCHW, NHWC")
+        ap.error(f"unknown {', '.join(bad)}: groups {', '.join(GROUPS)}; dtypes float16, float32; layouts NCHW, NHWC; "
+                 f"forms xla, rule, {', '.join(FORM_SWITCHES)}")
     return args, groups
 
 
@@ -401,7 +416,8 @@ def main():
                         skipped.append(what)
                         continue
                     try:
-                        run_case(report, c, batch, dtype, layouts, not args.no_torch, rng)
+                        run_case(report, c, batch, dtype, layouts, not args.no_torch, rng,
+                                 tuple(f for f in args.forms.split(",") if f))
                     except Exception:  # noqa: BLE001  (one case's failure is reported, the run goes on)
                         report.line(f"{what}: FAILED {traceback.format_exc(limit=3)[-600:]}")
         if skipped:

@@ -36,14 +36,16 @@ Exactness: the input-dilated convolution's products but those with its inserted 
 at HIGHEST precision (never TF32), FLOAT16 operands accumulated in ``accumulate`` (FLOAT32 for
 the operator's FLOAT16), summed in another order (docs/semantics.md#accumulating-operators: the
 order is the library's); where an output element holds one product (a window no longer than the
-stride, one channel a group) the bits are the same. The derivatives are JAX's of the products,
-convolutions, slices and transposes: the input's gradient is a strided FORWARD convolution
-computed phase by phase, the filter's the phases' products with the cotangent's phases, each at
-unit strides.
+stride, one channel a group) the bits are the same. Where a direction's derivative takes this
+form, it is JAX's of the products, convolutions, slices and transposes: the input's gradient a
+strided FORWARD convolution computed phase by phase, the filter's the phases' products with the
+cotangent's phases, each at unit strides; where it takes XLA's, the input-dilated convolution's
+(the input's gradient one strided convolution). Both are the same sums in another order.
 
-Where the form is taken: ``RULE``, per platform and kind, measured by
-benchmarks/convolution/transposed.py (the CPU, paired with the input-dilated convolution) and
-benchmarks/convolution/resnet50.py (CUDA, beside lax and torch).
+Where the form is taken: ``RULE``, per platform, kind, type and direction (the output, the
+input's derivative, the filter's), measured by benchmarks/convolution/transposed.py (the CPU,
+paired with the input-dilated convolution) and benchmarks/convolution/resnet50.py (CUDA, beside
+lax and torch).
 """
 
 from __future__ import annotations
@@ -59,24 +61,44 @@ from jax import lax
 
 from dmljax._src.kernel_seam import Kernel, disabled_kernels, forced_kernels
 
-__all__ = ["RULE", "KINDS", "CONVOLUTION_PHASES", "Phase", "Plan", "plan", "phase_kind", "phases", "phases_on_cpu"]
+__all__ = ["RULE", "GROUPED_ON_CUDA", "KINDS", "DIRECTIONS", "CONVOLUTION_PHASES", "Phase", "Plan", "plan", "phase_kind", "phases",
+           "taken"]
 
 KINDS = ("one product", "one convolution", "stacked")
+DIRECTIONS = ("fwd", "bwd_data", "bwd_filter")
+"""What a rule entry decides: the output itself (``fwd``), the input's derivative (``bwd_data``: its
+tangent, and in reverse mode the transpose of that tangent, the input's gradient) and the
+filter's (``bwd_filter``). The operator computes each in its own form: the output by one, its
+derivative by the others (``convolution._phases``)."""
 
-RULE: dict[str, dict[tuple[str, str], str]] = {
-    "cpu": {("one product", "float32"): "phases", ("one product", "float16"): "phases",
-            ("one convolution", "float32"): "phases", ("one convolution", "float16"): "phases",
-            ("stacked", "float32"): "xla", ("stacked", "float16"): "xla"},
-    "cuda": {(kind, t): "xla" for kind in KINDS for t in ("float32", "float16")},
+_CPU_FORMS = {"one product": "phases", "one convolution": "phases", "stacked": "xla"}
+
+RULE: dict[str, dict[tuple[str, str, str], str]] = {
+    "cpu": {(kind, t, d): form for kind, form in _CPU_FORMS.items() for t in ("float32", "float16")
+            for d in DIRECTIONS},
+    "cuda": {
+        ("one product", "float16", "fwd"): "phases", ("one product", "float16", "bwd_data"): "xla",
+        ("one product", "float16", "bwd_filter"): "phases",
+        ("one product", "float32", "fwd"): "phases", ("one product", "float32", "bwd_data"): "phases",
+        ("one product", "float32", "bwd_filter"): "phases",
+        ("one convolution", "float16", "fwd"): "phases", ("one convolution", "float16", "bwd_data"): "xla",
+        ("one convolution", "float16", "bwd_filter"): "xla",
+        ("one convolution", "float32", "fwd"): "phases", ("one convolution", "float32", "bwd_data"): "xla",
+        ("one convolution", "float32", "bwd_filter"): "xla",
+        ("stacked", "float16", "fwd"): "xla", ("stacked", "float16", "bwd_data"): "xla",
+        ("stacked", "float16", "bwd_filter"): "phases",
+        ("stacked", "float32", "fwd"): "phases", ("stacked", "float32", "bwd_data"): "xla",
+        ("stacked", "float32", "bwd_filter"): "phases",
+    },
 }
-"""platform -> (the kind of call, ``phase_kind``; the operands' type) -> "phases" (this form) or
-"xla" (the input-dilated convolution).
+"""platform -> (the kind of call, ``phase_kind``; the operands' type; the direction, ``DIRECTIONS``)
+-> "phases" (this form) or "xla" (the input-dilated convolution, and its transposes).
 
 The CPU's, measured by benchmarks/convolution/transposed.py (benchmarks/results/cpu/convolution/
 transposed_cpu.md: 2-core AMD EPYC, shared; jax 0.10.2; the phase form's time over the
 input-dilated convolution's, median of alternating paired repetitions in one process; forward at
 batch 1, 4 and 8, forward and both gradients at batch 1; decoders' upsampling shapes, a depthwise,
-a 1-D and a 3-D one):
+a 1-D and a 3-D one), the same form in every direction:
 
 - "one product" (2 x 2 at stride 2: 512 -> 256 channels at 28 x 28, 256 -> 128 at 56 x 56; 2 x 2
   x 2 at stride 2, 64 -> 32 at 16^3): phases. Forward 0.57-0.87x in 2-D (FLOAT32 0.66-0.85,
@@ -92,10 +114,30 @@ a 1-D and a 3-D one):
   separate convolutions costs more than it saves against XLA's CPU convolution of the spread
   input; with the gradients 0.30-0.85x, which the forward's losses rule out.
 
-CUDA's: XLA's convolution throughout until a GPU run of benchmarks/convolution/resnet50.py
-(its transposed group times "phases" beside XLA's convolution, lax and torch, and prints the
-RULE['cuda'] entries its figures give) sets it."""
+CUDA's, measured by benchmarks/convolution/resnet50.py (``--groups transposed --labels " s2"
+--batches 128``; benchmarks/results/h200/convolution/transposed_strided.md: NVIDIA H200, jax
+0.11.2, device time; the four decoder shapes of 2 x 2 and 4 x 4 windows at stride 2 and one 3 x 3
+with OutputPadding, batch 128, NCHW and NHWC memory; the phase form's time over the
+input-dilated form's in each direction, forced apart):
 
+- "one product" (2 x 2): the output 0.53-0.62x (FLOAT16), 0.23-0.29x (FLOAT32); the filter's
+  gradient 0.33-0.61x, 0.13-0.33x: phases. The input's gradient: 0.96-2.56x in FLOAT16 (XLA's is
+  cuDNN's plain strided convolution; 2.10-2.56x with NHWC memory), so XLA; 0.75-0.82x in
+  FLOAT32, phases.
+- "one convolution" (4 x 4, padding 1): the output 0.29-0.95x, 0.29-0.35x: phases; the input's
+  gradient 1.40-1.81x, 1.36-1.54x and the filter's 1.01-1.25x, 1.01-1.23x: XLA.
+- "stacked" (3 x 3, OutputPadding 1): the output 1.46x with NCHW memory and 0.69x with NHWC in
+  FLOAT16 (0.950 against 0.874 ms together: XLA), 0.43-0.49x in FLOAT32 (phases); the input's
+  gradient 1.83-2.00x, 1.35-1.42x: XLA; the filter's 0.52-0.59x, 0.54-0.55x: phases.
+
+A grouped call (GroupCount above 1) takes the phases in every direction on CUDA, whatever its
+kind (``GROUPED_ON_CUDA``): the filter's gradient of XLA's grouped input-dilated convolution
+failed to compile on the H200 (cuDNN: CUDNN_STATUS_BAD_PARAM, 12 groups of 4 channels, 4 x 4 at
+stride 2, FLOAT32 and FLOAT16), where the phases' compiled and gave the exact sums
+(tests/gpu/kernels.py convolution_phases). Its speed is not measured."""
+
+GROUPED_ON_CUDA = "phases"
+"""What a grouped BACKWARD call with strides takes on CUDA in every direction (RULE's note)."""
 
 @dataclasses.dataclass(frozen=True)
 class Phase:
@@ -169,35 +211,39 @@ def phase_kind(x_shape, w_shape, dtype, forward: bool, groups: int, strides, dil
                                                    output_padding)])
 
 
-def _rule(platform: str):
-    def applies(*facts) -> bool:
-        kind = phase_kind(*facts)
-        return kind is not None and RULE[platform].get((kind, np.dtype(facts[2]).name), "xla") == "phases"
-    applies.__name__ = applies.__qualname__ = f"applies_on_{platform}"
-    return applies
+def _takes(platform: str, *facts) -> dict[str, bool]:
+    kind = phase_kind(*facts)
+    if kind is not None and platform == "cuda" and facts[4] > 1:
+        return dict.fromkeys(DIRECTIONS, GROUPED_ON_CUDA == "phases")
+    t = np.dtype(facts[2]).name
+    return {d: kind is not None and RULE[platform].get((kind, t, d), "xla") == "phases" for d in DIRECTIONS}
+
+
+def _applies_on_cuda(*facts) -> bool:
+    return any(_takes("cuda", *facts).values())
 
 
 def _runs(*facts) -> bool:
     return phase_kind(*facts) is not None
 
 
-CONVOLUTION_PHASES = Kernel("convolution_phases", _rule("cuda"), measured="benchmarks/convolution/resnet50.py",
+CONVOLUTION_PHASES = Kernel("convolution_phases", _applies_on_cuda, measured="benchmarks/convolution/resnet50.py",
                             runs=_runs)
-"""The form's switch, and CUDA's rule (the seam's ``choose``)."""
-_APPLIES_ON_CPU = _rule("cpu")
+"""The form's switch, and CUDA's rule (the seam's ``choose``: where the form is taken in any
+direction)."""
 
 
-def phases_on_cpu(*facts) -> bool:
-    """Whether a call takes the form on the CPU: the CPU's rule (measured by
-    benchmarks/convolution/transposed.py), under the same switches as CUDA's
-    (``use_kernels(False, "convolution_phases")`` turns it off, ``force_kernels`` forces it
-    wherever it can run)."""
+def taken(platform: str, *facts) -> dict[str, bool]:
+    """For each of ``DIRECTIONS``, whether a call of these facts computes it by the phase form when
+    lowered for ``platform`` ("cpu" or "cuda"): its ``RULE``, under the seam's switches
+    (``use_kernels(False, "convolution_phases")`` turns the form off, on the CPU too;
+    ``force_kernels`` takes it in every direction wherever it can run)."""
     name = CONVOLUTION_PHASES.name
-    if name in disabled_kernels():
-        return False
+    if name in disabled_kernels() or not _runs(*facts):
+        return dict.fromkeys(DIRECTIONS, False)
     if name in forced_kernels():
-        return _runs(*facts)
-    return _APPLIES_ON_CPU(*facts)
+        return dict.fromkeys(DIRECTIONS, True)
+    return _takes(platform, *facts)
 
 
 def phases(x, wt, groups: int, strides, dilations, start, end, output_padding, forward: Callable,

@@ -4,7 +4,8 @@ budget and against XLA's input-dilated convolution (the form it replaces), bit f
 sums are exact (integers) or hold one product, values and gradients (jax.grad and jax.jvp), over
 1 to 3 spatial dimensions, groups, dilations, paddings, OutputPadding, windows shorter than,
 equal to and longer than the stride, and phases no tap lands on; FLOAT32 and FLOAT16; which calls
-each kind covers, and the rule taking the form where it says, on the CPU and (forced) on CUDA."""
+each kind covers, and the rule taking the form where it says for the output and for each of its
+derivatives, on the CPU and on CUDA (and forced)."""
 
 import re
 
@@ -236,8 +237,9 @@ def test_kinds():
     for refused in (dict(forward=True), dict(strides=(1, 1)), dict(dtype=np.float64)):
         assert kind(*_facts((1, 4, 5, 5), (4, 2, 2, 2), **{"dtype": np.float32, **refused})) is None, refused
     assert set(phases.RULE) == {"cpu", "cuda"}
+    every = {(k, t, d) for k in phases.KINDS for t in ("float32", "float16") for d in phases.DIRECTIONS}
     for platform, rule in phases.RULE.items():
-        assert {k for k, _ in rule} == set(phases.KINDS) and set(rule.values()) <= {"xla", "phases"}, platform
+        assert set(rule) == every and set(rule.values()) <= {"xla", "phases"}, platform
 
 
 # a call of each kind, the facts of its first argument
@@ -250,21 +252,117 @@ RULE_CASES = {
 }
 
 
+def _dilated_count(f, *args, platform) -> int:
+    """How many input-dilated convolutions (XLA's form) ``f``'s program for ``platform`` holds."""
+    text = jax.jit(f).trace(*args).lower(lowering_platforms=(platform,)).as_text()
+    return sum(any(int(v) > 1 for v in m.split(",")) for m in re.findall(r"lhs_dilate = \[([\d, ]+)\]", text))
+
+
 @pytest.mark.parametrize("kind", phases.KINDS)
 def test_the_rule_takes_the_form_where_it_says(kind):
-    # lowered for the CPU, a call of each kind holds the phases' convolutions where RULE["cpu"]
-    # says "phases" and the input-dilated convolution where it says "xla"; lowered for CUDA, where
-    # RULE["cuda"] says
+    # lowered for each platform, the output, its tangent in the input and its tangent in the
+    # filter each hold the input-dilated convolution where RULE says "xla" for that direction and
+    # the phases' convolutions where it says "phases" (a program of the tangent alone: the output
+    # it does not need is left out)
     x_shape, w_shape, attrs = RULE_CASES[kind]
     full = _full(attrs, 2)
+    bias = jax.ShapeDtypeStruct((1, w_shape[1], 1, 1), np.float32)
+
+    def conv(a, b):  # with a bias: a FLOAT16 call's FLOAT32 sums are kept for it
+        return dmljax.convolution(a, b, jnp.zeros(bias.shape, a.dtype), **attrs)
+
+    def by_input(a, b, t):
+        return jax.jvp(lambda p: conv(p, b), (a,), (t,))[1]
+
+    def by_filter(a, b, t):
+        return jax.jvp(lambda q: conv(a, q), (b,), (t,))[1]
     for dtype in (np.float32, np.float16):
         x, w = (jax.ShapeDtypeStruct(s, dtype) for s in (x_shape, w_shape))
         assert phases.phase_kind(x_shape, w_shape, dtype, False, 1, full["strides"], full["dilations"],
                                  full["start_padding"], full["end_padding"], full["output_padding"]) == kind
         for platform in ("cpu", "cuda"):
-            takes = phases.RULE[platform][(kind, np.dtype(dtype).name)] == "phases"
-            assert _input_dilated(lambda a, b: dmljax.convolution(a, b, **attrs), x, w,
-                                  platform=platform) is not takes, (platform, dtype)
+            xla = {d: phases.RULE[platform][(kind, np.dtype(dtype).name, d)] == "xla" for d in phases.DIRECTIONS}
+            where = (platform, np.dtype(dtype).name)
+            assert _dilated_count(conv, x, w, platform=platform) == xla["fwd"], where
+            assert _dilated_count(by_input, x, w, x, platform=platform) == xla["bwd_data"], where
+            assert _dilated_count(by_filter, x, w, w, platform=platform) == xla["bwd_filter"], where
+            plain = _dilated_count(lambda a, b: dmljax.convolution(a, b, **attrs), x, w, platform=platform)
+            # without a bias, CUDA's FLOAT16 call asks XLA for the FLOAT16 result (cuDNN's transposed
+            # convolution, accumulated in FLOAT32 and rounded once)
+            assert plain == (1 if platform == "cuda" and dtype == np.float16 else xla["fwd"]), where
+
+
+def test_a_float16_result_without_a_bias_on_cuda():
+    # the FLOAT16 call without a bias lowered for CUDA: one input-dilated convolution whose result
+    # is FLOAT16 (no FLOAT32 result); with a bias, or on the CPU, FLOAT32 sums
+    x_shape, w_shape, attrs = RULE_CASES["one product"]
+    x, w = (jax.ShapeDtypeStruct(s, np.float16) for s in (x_shape, w_shape))
+    b = jax.ShapeDtypeStruct((1, w_shape[1], 1, 1), np.float16)
+
+    def text(f, *args, platform):
+        return jax.jit(f).trace(*args).lower(lowering_platforms=(platform,)).as_text()
+    convs = [ln for ln in text(lambda p, q: dmljax.convolution(p, q, **attrs), x, w, platform="cuda").splitlines()
+             if "stablehlo.convolution" in ln]
+    assert len(convs) == 1 and "lhs_dilate = [2, 2]" in convs[0] and convs[0].rstrip().endswith("xf16>"), convs
+    for f, args, platform in (((lambda p, q, c: dmljax.convolution(p, q, c, **attrs)), (x, w, b), "cuda"),
+                              ((lambda p, q: dmljax.convolution(p, q, **attrs)), (x, w), "cpu")):
+        assert not any(ln.rstrip().endswith("xf16>") for ln in text(f, *args, platform=platform).splitlines()
+                       if "stablehlo.convolution" in ln or "dot_general" in ln), platform
+
+
+def test_a_grouped_call_takes_the_phases_in_every_direction_on_cuda():
+    # XLA's grouped input-dilated convolution's filter gradient failed to compile on the H200;
+    # lowered for CUDA, a grouped call's output and both tangents hold no input-dilated
+    # convolution (on the CPU its kind's RULE holds)
+    attrs = {"direction": "BACKWARD", "strides": (2, 2), "group_count": 4, "start_padding": (1, 1),
+             "end_padding": (1, 1)}
+    for dtype in (np.float32, np.float16):
+        x, w = jax.ShapeDtypeStruct((2, 8, 5, 6), dtype), jax.ShapeDtypeStruct((8, 3, 4, 4), dtype)
+
+        def conv(a, b):  # with a bias: FLOAT32 sums (without one, CUDA's FLOAT16 result)
+            return dmljax.convolution(a, b, jnp.zeros((1, 12, 1, 1), a.dtype), **attrs)
+        assert phases.GROUPED_ON_CUDA == "phases"
+        assert _dilated_count(conv, x, w, platform="cuda") == 0
+        assert _dilated_count(lambda a, b, t: jax.jvp(lambda p: conv(p, b), (a,), (t,))[1], x, w, x, platform="cuda") == 0
+        assert _dilated_count(lambda a, b, t: jax.jvp(lambda q: conv(a, q), (b,), (t,))[1], x, w, w, platform="cuda") == 0
+        assert _dilated_count(conv, x, w, platform="cpu") == 0  # "one convolution": the CPU's RULE takes the phases
+        with dmljax.use_kernels(False, SWITCH):
+            assert _dilated_count(conv, x, w, platform="cuda") == 1
+
+
+@pytest.mark.parametrize("mixed", [{"fwd": "phases", "bwd_data": "xla", "bwd_filter": "phases"},
+                                   {"fwd": "xla", "bwd_data": "phases", "bwd_filter": "xla"}])
+def test_each_direction_in_its_own_form_gives_the_same_sums(mixed, monkeypatch):
+    # a rule that takes different forms for the output and its two derivatives: the values, the
+    # tangent and both gradients (jax.grad by each argument and by both) equal the input-dilated
+    # convolution's bit for bit on integer data, and a gradient by one argument computes no
+    # convolution for the other's tangent
+    x_shape, w_shape, attrs = RULE_CASES["one convolution"]
+    for dtype in (np.float32, np.float16):
+        for d, form in mixed.items():
+            monkeypatch.setitem(phases.RULE["cpu"], ("one convolution", np.dtype(dtype).name, d), form)
+        x, w = _inputs(x_shape, w_shape, dtype, integers=True)
+        y_shape = jax.eval_shape(lambda a, b: dmljax.convolution(a, b, **attrs), x, w).shape
+        dy, tx = _inputs(y_shape, x_shape, dtype, 1, integers=True)
+        _, tw = _inputs(x_shape, w_shape, dtype, 2, integers=True)
+
+        def everything(a, b):
+            y, pull = jax.vjp(lambda p, q: dmljax.convolution(p, q, **attrs), a, b)
+            _, t = jax.jvp(lambda p, q: dmljax.convolution(p, q, **attrs), (a, b), (tx, tw))
+            gx = jax.grad(lambda p: jnp.vdot(dmljax.convolution(p, b, **attrs), dy))(a)
+            gw = jax.grad(lambda q: jnp.vdot(dmljax.convolution(a, q, **attrs), dy))(b)
+            return (y, t, gx, gw) + pull(jnp.asarray(dy))
+
+        got = jax.jit(everything)(x, w)
+        with dmljax.use_kernels(False, SWITCH):
+            want = jax.jit(everything)(x, w)
+        for name, g, h in zip(("value", "tangent", "grad x", "grad w", "input cotangent", "filter cotangent"), got, want):
+            assert g.dtype == h.dtype and g.shape == h.shape, name
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(h), err_msg=f"{np.dtype(dtype).name} {name}")
+        one = jax.make_jaxpr(lambda p: jax.grad(lambda a: jnp.sum(dmljax.convolution(a, w, **attrs)))(p))(x)
+        both = jax.make_jaxpr(lambda p, q: jax.grad(lambda a, b: jnp.sum(dmljax.convolution(a, b, **attrs)),
+                                                    argnums=(0, 1))(p, q))(x, w)
+        assert str(one).count("conv_general_dilated") < str(both).count("conv_general_dilated")
 
 
 @pytest.mark.parametrize("kind", tiers.fast_sample(phases.KINDS, key="phases-cuda"))

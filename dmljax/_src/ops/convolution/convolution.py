@@ -30,10 +30,10 @@ from dmljax._src.derivatives import backward_rule
 from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
 from dmljax._src.enums import ConvolutionDirection, ConvolutionMode
 from dmljax._src.errors import Violation
-from dmljax._src.kernel_seam import Route, choose
+from dmljax._src.kernel_seam import Route, choose, forced_kernels
 from dmljax._src.kernels.convolution import CONVOLUTION_TAPS, convolve_taps
 from dmljax._src.kernels.convolution_gemm import CONVOLUTION_GEMM_COLUMNS, CONVOLUTION_GEMM_ROWS, gemm_columns, gemm_rows
-from dmljax._src.kernels.convolution_phases import CONVOLUTION_PHASES, phases, phases_on_cpu
+from dmljax._src.kernels.convolution_phases import CONVOLUTION_PHASES, DIRECTIONS, phases, taken
 from dmljax._src.numerics import compute_dtype, load, store
 from dmljax._src.op import operator
 from dmljax._src.ops.convolution import depthwise
@@ -352,13 +352,20 @@ def _forward(x, w, strides, pads, dilations, groups, precision, accumulate):
 
 def _phases(x, w, direction, flip, groups, g, precision, accumulate):
     """BACKWARD with strides as the forward convolutions of its output's phases
-    (kernels/convolution_phases.py), where that module's rules take the call on the platform the
-    program is lowered for (the CPU's, or CUDA's through the seam); else None."""
+    (kernels/convolution_phases.py), where that module's rules take the call in some direction on
+    the platform the program is lowered for (the CPU's, or CUDA's through the seam); else None.
+
+    The rules choose per direction: the output by one form, its tangent in the input by another,
+    in the filter by a third (a custom_jvp: the convolution is bilinear, so the tangent is two
+    convolutions, each in its own form, and reverse mode transposes each; on the H200 the output
+    of a 2 x 2 window at stride 2 takes the phases and the input's FLOAT16 gradient cuDNN's plain
+    strided convolution, each the faster there)."""
     facts = (x.shape, w.shape, x.dtype, direction is ConvolutionDirection.FORWARD, groups, g["Strides"],
              g["Dilations"], g["StartPadding"], g["EndPadding"], g["OutputPadding"])
-    on_cuda = choose(CONVOLUTION_PHASES, facts=facts).kernel is not None
-    on_cpu = phases_on_cpu(*facts)
-    if not (on_cuda or on_cpu):
+    on_cuda = (taken("cuda", *facts) if choose(CONVOLUTION_PHASES, facts=facts).kernel is not None
+               else dict.fromkeys(DIRECTIONS, False))
+    on_cpu = taken("cpu", *facts)
+    if not (any(on_cuda.values()) or any(on_cpu.values())):
         return None
 
     def phased(a, b):
@@ -372,8 +379,33 @@ def _phases(x, w, direction, flip, groups, g, precision, accumulate):
     def dilated(a, b):
         return _xla(a, b, direction, flip, groups, g, precision, accumulate)
 
-    return lax.platform_dependent(x, w, cpu=phased if on_cpu else dilated, cuda=phased if on_cuda else dilated,
-                                  default=dilated)
+    def form(d):
+        if on_cuda[d] == on_cpu[d]:
+            return phased if on_cpu[d] else dilated
+        return lambda a, b: lax.platform_dependent(a, b, cpu=phased if on_cpu[d] else dilated,
+                                                   cuda=phased if on_cuda[d] else dilated, default=dilated)
+
+    if on_cuda == {d: on_cuda["fwd"] for d in DIRECTIONS} and on_cpu == {d: on_cpu["fwd"] for d in DIRECTIONS}:
+        return form("fwd")(x, w)  # one form in every direction: JAX's own derivative of it
+
+    @jax.custom_jvp
+    def conv(a, b):
+        return form("fwd")(a, b)
+
+    def conv_jvp(primals, tangents):
+        a, b = primals
+        da, db = tangents
+        # each tangent by JAX's derivative of its direction's form (the forms' own pieces, such
+        # as the sharded grouped convolution, differentiate and transpose by their rules)
+        terms = [t for t in (None if isinstance(da, SymbolicZero) else jax.jvp(
+                                 lambda p: form("bwd_data")(p, b), (a,), (da,))[1],
+                             None if isinstance(db, SymbolicZero) else jax.jvp(
+                                 lambda q: form("bwd_filter")(a, q), (b,), (db,))[1]) if t is not None]
+        y = conv(a, b)
+        return y, sum(terms[1:], terms[0]) if terms else jnp.zeros_like(y)
+
+    conv.defjvp(conv_jvp, symbolic_zeros=True)
+    return conv(x, w)
 
 
 def _xla(x, w, direction, flip, groups, g, precision, accumulate):
@@ -385,8 +417,13 @@ def _xla(x, w, direction, flip, groups, g, precision, accumulate):
                                                      g["Strides"])]
         return _forward(x, w, g["Strides"], pads, g["Dilations"], groups, precision, accumulate)
     # BACKWARD: the input spread out by Strides, slid over by the transposed filter flipped
-    # (CROSS_CORRELATION; the flips cancel in CONVOLUTION mode)
-    w = _transposed_filter(w if flip else _spatial_flip(w), groups)
+    # (CROSS_CORRELATION; the flips cancel in CONVOLUTION mode). The flip is the filter's last
+    # operation: XLA's GPU rewrite of an input-dilated convolution into cuDNN's transposed
+    # convolution (backward-data) looks for a reversed filter feeding it, and otherwise convolves
+    # the spread input (the H200 compiled dmljax's FLOAT16 call with the flip first as cuDNN's
+    # forward convolution: 0.83 ms where lax's, flip last, took 0.37).
+    w = _transposed_filter(w, groups)
+    w = w if flip else _spatial_flip(w)
     spans = [d * (k - 1) + 1 for d, k in zip(g["Dilations"], w.shape[2:])]
     pads = [(span - 1 - a, span - 1 - b + o) for span, a, b, o in
             zip(spans, g["StartPadding"], g["EndPadding"], g["OutputPadding"])]
@@ -395,9 +432,20 @@ def _xla(x, w, direction, flip, groups, g, precision, accumulate):
         groups=groups, precision=precision, preferred_element_type=accumulate), x, w, groups)
 
 
-def _half_operands(x, w, geometry_):
+def _half_operands(x, w, geometry_, rounded: bool = False):
     """FLOAT16 operands to the product as they are, accumulated in FLOAT32 (FLOAT16 products are
     exact in FLOAT32; widening them first would make XLA skip the tensor cores, as with GEMM).
+
+    ``rounded``: the FLOAT32 sums are rounded to FLOAT16 right away (no bias is added to them),
+    here, and the result is FLOAT16. Then BACKWARD with strides asks CUDA for the FLOAT16 result
+    itself, which cuDNN accumulates in FLOAT32 and rounds once (the same value): XLA runs that
+    input-dilated convolution as cuDNN's own transposed convolution, where for a FLOAT32 result
+    (a FLOAT32 result widened from FLOAT16 too: XLA folds the widening into the convolution) it
+    spreads the input out and convolves it (on the H200, 512 -> 256 channels at 28 x 28, 2 x 2
+    at stride 2, batch 128: 0.82 ms for the FLOAT32 result, 0.37 for lax's FLOAT16 one; the
+    rewrite also needs the filter's flip last, ``_xla``, and the two together are not yet
+    measured on the device). Where the phase form is forced (``force_kernels``, to measure it),
+    it is taken instead.
 
     Its gradient is written out because autodiff's is slow: the cotangent of the FLOAT32 result
     is FLOAT32, so JAX's transposed convolutions would widen the filter and the input and run
@@ -411,8 +459,17 @@ def _half_operands(x, w, geometry_):
     def conv(a, b, accumulate):
         return convolve(a, b, *geometry_, None, accumulate)
 
+    direction, mode, groups, g = geometry_
+
     def run(a, b):
-        return conv(a, b, np.float32)
+        if not rounded:
+            return conv(a, b, np.float32)
+        if direction is ConvolutionDirection.FORWARD or max(g["Strides"]) == 1 or (
+                CONVOLUTION_PHASES.name in forced_kernels()):  # forced phases: measured as such
+            return store(conv(a, b, np.float32), F16)
+        return lax.platform_dependent(
+            a, b, cuda=lambda p, q: _xla(p, q, direction, mode is ConvolutionMode.CONVOLUTION, groups, g, None, None),
+            default=lambda p, q: store(conv(p, q, np.float32), F16))
 
     def run_fwd(a, b):
         return run(a, b), (a, b)
@@ -517,6 +574,8 @@ def convolution(input, filter, bias=None, *, mode, direction, strides, dilations
             out = store(out + load(bias), dt)
         return apply_fused(fused_activation, out, half)
     if dt is F16 and not half:
+        if bias is None:  # rounded to FLOAT16 in the convolution
+            return apply_fused(fused_activation, _half_operands(input, filter, geometry_, rounded=True), half)
         out = _half_operands(input, filter, geometry_)
     else:
         out = convolve(load(input, half), load(filter, half), *geometry_, None, ct)
