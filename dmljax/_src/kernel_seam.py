@@ -122,10 +122,10 @@ def force_kernels(*names: str) -> Iterator[None]:
 def use_kernels(enabled: bool = True, *names: str) -> Iterator[None]:
     """Within the block, the named Pallas kernels (all of them if none is named) are taken where
     their rules apply (``enabled=True``) or never (``False``: the operators' XLA formulas
-    everywhere). Kernels run on NVIDIA GPUs only; elsewhere this changes nothing, but for a form of
-    the formula that a rule takes on the CPU too (``convolution_phases``). The choice is made when
-    an operator is traced: inside the block, operators and functions jitted outside it are traced
-    afresh.
+    everywhere). Kernels run on NVIDIA GPUs only; elsewhere this changes nothing, but for the forms
+    of the formula that a rule takes on the CPU (``convolution_phases``, ``convolution_squeezed``).
+    The choice is made when an operator is traced: inside the block, operators and functions
+    jitted outside it are traced afresh.
 
     >>> import dmljax
     >>> with dmljax.use_kernels(False, "softmax"):

@@ -10,10 +10,11 @@ FLOAT32 products (never TF32); FLOAT16 accumulates in FLOAT32 and rounds once.
 
 The formula is XLA's convolution (``_xla``: BACKWARD as an input-dilated convolution), or another
 form of it where a measured rule takes the call: a 1 x 1 window as a matrix product on CUDA
-(kernels/convolution_gemm.py), BACKWARD with strides as forward convolutions of its output's
-phases (kernels/convolution_phases.py: ``_phases``, on the CPU by its rule there), few channels a
-group on the CPU as sums over the window's taps (depthwise.py), and a FLOAT32 Pallas kernel on
-CUDA (kernels/convolution.py)."""
+(kernels/convolution_gemm.py), the convolution without its unit spatial dimensions on the CPU
+(kernels/convolution_squeezed.py: ``_squeezed``), BACKWARD with strides as forward convolutions of
+its output's phases (kernels/convolution_phases.py: ``_phases``, on the CPU by its rule there), few
+channels a group on the CPU as sums over the window's taps (depthwise.py), and a FLOAT32 Pallas
+kernel on CUDA (kernels/convolution.py)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from dmljax._src.kernel_seam import Route, choose, forced_kernels
 from dmljax._src.kernels.convolution import CONVOLUTION_TAPS, convolve_taps
 from dmljax._src.kernels.convolution_gemm import CONVOLUTION_GEMM_COLUMNS, CONVOLUTION_GEMM_ROWS, gemm_columns, gemm_rows
 from dmljax._src.kernels.convolution_phases import CONVOLUTION_PHASES, DIRECTIONS, phases, taken
+from dmljax._src.kernels.convolution_squeezed import CONVOLUTION_SQUEEZED, squeezed_on_cpu, unit_dimensions
 from dmljax._src.numerics import compute_dtype, load, store
 from dmljax._src.op import operator
 from dmljax._src.ops.convolution import depthwise
@@ -261,6 +263,15 @@ CONVOLUTION = OpSpec(
             "within the budget (tested against the input-dilated convolution and float64, "
             "`tests/ops/convolution/test_convolution_phases.py`)"),
         SilentChoice(
+            "CONVOLUTION with unit spatial dimensions on the CPU",
+            "where its measured rule takes the call (`dmljax/_src/kernels/convolution_squeezed.py`: on the CPU, "
+            "the spatial dimensions of one input element, a one-element window and no padding or OutputPadding "
+            "dropped where another is kept, as a 1-D convolution exported as 2-D with a K x 1 window over "
+            "{N, C, H, 1}), the convolution of the remaining spatial dimensions, FLOAT32 at HIGHEST precision "
+            "and FLOAT16 accumulated in FLOAT32; elsewhere XLA's convolution of all of them",
+            "The same products; only the order of the additions differs, within the budget (tested against the "
+            "convolution as written and float64, `tests/ops/convolution/test_convolution_squeezed.py`)"),
+        SilentChoice(
             "CONVOLUTION of a 1 x 1 window on a GPU",
             "one group, no padding or OutputPadding (FORWARD at any strides, BACKWARD at unit strides): a matrix "
             "product over the channels (`dmljax/_src/kernels/convolution_gemm.py`: the positions as rows, or one "
@@ -285,9 +296,10 @@ def _transposed_filter(w, groups):
     return w.reshape((groups * c_out_g, c_in // groups) + w.shape[3:])
 
 
-def _gemm(x, w, direction, groups, g, precision, accumulate):
+def _gemm(x, w, direction, mode, groups, g, precision, accumulate):
     """The convolution as a matrix product on CUDA, where kernels/convolution_gemm.py's rule takes
-    one of its forms for the call (a 1 x 1 window: products over the channels alone); else None."""
+    one of its forms for the call (a 1 x 1 window: products over the channels alone; the other
+    forms elsewhere); else None."""
     forward = direction is ConvolutionDirection.FORWARD
     route = choose(CONVOLUTION_GEMM_COLUMNS, CONVOLUTION_GEMM_ROWS, facts=(
         x.shape, w.shape, x.dtype, forward, groups, g["Strides"], g["Dilations"], g["StartPadding"], g["EndPadding"],
@@ -297,8 +309,7 @@ def _gemm(x, w, direction, groups, g, precision, accumulate):
     form = gemm_columns if route.kernel is CONVOLUTION_GEMM_COLUMNS else gemm_rows
     return lax.platform_dependent(
         x, w, cuda=lambda a, b: form(a, b, forward, g["Strides"], precision, accumulate),
-        default=lambda a, b: _xla(a, b, direction, flip=False, groups=groups, g=g, precision=precision,
-                                  accumulate=accumulate))
+        default=lambda a, b: _other_forms(a, b, direction, mode, groups, g, precision, accumulate))
 
 
 def xla_convolution(x, w, strides, pads, *, lhs_dilation=None, rhs_dilation=None, groups=1, precision=None,
@@ -333,12 +344,52 @@ def grouped(conv, x, w, groups):
 
 def convolve(x, w, direction, mode, groups, g, precision, accumulate):
     """The convolution without bias or activation, accumulated in ``accumulate``."""
-    y = _gemm(x, w, direction, groups, g, precision, accumulate)
+    y = _gemm(x, w, direction, mode, groups, g, precision, accumulate)
+    return _other_forms(x, w, direction, mode, groups, g, precision, accumulate) if y is None else y
+
+
+def _other_forms(x, w, direction, mode, groups, g, precision, accumulate):
+    """The convolution by the forms after the matrix product: without its unit spatial dimensions,
+    by its output's phases, or by XLA's convolution."""
+    y = _squeezed(x, w, direction, mode, groups, g, precision, accumulate)
     if y is None:
-        y = _phases(x, w, direction, mode is ConvolutionMode.CONVOLUTION, groups, g, precision, accumulate)
+        y = _unsqueezed(x, w, direction, mode, groups, g, precision, accumulate)
+    return y
+
+
+def _unsqueezed(x, w, direction, mode, groups, g, precision, accumulate):
+    y = _phases(x, w, direction, mode is ConvolutionMode.CONVOLUTION, groups, g, precision, accumulate)
     if y is not None:
         return y
     return _xla(x, w, direction, mode is ConvolutionMode.CONVOLUTION, groups, g, precision, accumulate)
+
+
+def _squeezed(x, w, direction, mode, groups, g, precision, accumulate):
+    """The convolution without its unit spatial dimensions (kernels/convolution_squeezed.py: a
+    convolution of fewer spatial dimensions, by the forms that rank takes), where that module's
+    rules take the call on the platform the program is lowered for; else None."""
+    facts = (x.shape, w.shape, x.dtype, direction is ConvolutionDirection.FORWARD, groups, g["Strides"],
+             g["Dilations"], g["StartPadding"], g["EndPadding"], g["OutputPadding"])
+    on_cuda = choose(CONVOLUTION_SQUEEZED, facts=facts).kernel is not None
+    on_cpu = squeezed_on_cpu(*facts)
+    if not (on_cuda or on_cpu):
+        return None
+    unit = unit_dimensions(x.shape, w.shape, g["StartPadding"], g["EndPadding"], g["OutputPadding"])
+    kept = [i for i in range(x.ndim - 2) if i not in unit]
+
+    def squeezed(a, b):
+        less = {n: tuple(v[i] for i in kept) for n, v in g.items()}
+        y = convolve(a.reshape(a.shape[:2] + tuple(a.shape[2 + i] for i in kept)),
+                     b.reshape(b.shape[:2] + tuple(b.shape[2 + i] for i in kept)), direction, mode, groups, less,
+                     precision, accumulate)
+        at = iter(y.shape[2:])
+        return y.reshape(y.shape[:2] + tuple(1 if i in unit else next(at) for i in range(x.ndim - 2)))
+
+    def written(a, b):
+        return _unsqueezed(a, b, direction, mode, groups, g, precision, accumulate)
+
+    return lax.platform_dependent(x, w, cpu=squeezed if on_cpu else written, cuda=squeezed if on_cuda else written,
+                                  default=written)
 
 
 def _forward(x, w, strides, pads, dilations, groups, precision, accumulate):

@@ -1,0 +1,196 @@
+"""CONVOLUTION with unit spatial dimensions on the CPU: the convolution without them, of fewer
+spatial dimensions (dmljax/_src/kernels/convolution_squeezed.py), against the convolution as
+written, timed in pairs in one process, and the CPU entries of that module's RULE the figures give.
+
+    python benchmarks/convolution/squeezed.py [--out DIR] [--batches 1,4] [--train-batches 1]
+        [--dtypes float32,float16] [--directions fwd,train] [--budget-s 3] [--kinds "K x 1,1 x K,..."]
+    (SMOKE=1: small shapes)
+
+Cases: each pattern of kept ("K") and unit ("1") spatial dimensions (``squeeze_kind``) with the
+shapes that carry it in the ONNX models of tests/onnx/zoo.py (a 1-D convolution exported as a 2-D
+one: Magika's K x 1 layer, Silero VAD's and RapidOCR's recogniser's 1 x K layers) and a few more:
+other channels, lengths and windows, strides, padding, a 1 x 1 window, a depthwise one, a BACKWARD
+one with strides, and the three-dimensional patterns. Directions: ``fwd`` dmljax.convolution's value (at
+``--batches``); ``train`` its value and both gradients (jax.vjp by the input and the filter; at
+``--train-batches``). Each variant is jitted with the form forced (``force_kernels``, a private
+switch for measuring the rule) or switched off (``dmljax.use_kernels(False,
+"convolution_squeezed")``); ``dmljax.bench.timing.time_paired`` times them in alternating
+repetitions (the machine is shared: a slow spell hits both) and reports the median ratio of the
+squeezed form's time to the written convolution's, with its quartiles. The rule: "squeezed" for a
+kind and type where the points' ratios (both directions) have a geometric mean below 1 and none is
+above 1.1 (a tie within the machine's noise), else "xla". Writes squeezed_cpu.json and .md
+(default benchmarks/results/<device>/convolution), the load averages beside the figures.
+"""
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[2])]
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import common  # noqa: E402
+import dmljax  # noqa: E402
+from dmljax._src.kernel_seam import force_kernels  # noqa: E402  (measuring the rule's forms)
+from dmljax._src.kernels import convolution_squeezed as squeezed  # noqa: E402
+from dmljax.bench.timing import time_calls, time_paired  # noqa: E402
+
+SWITCH = squeezed.CONVOLUTION_SQUEEZED.name
+
+
+def _case(label, cin, cout, spatial, window, strides=None, pads=None, groups=1, direction="FORWARD"):
+    d = len(spatial)
+    pads = pads or ((0,) * d, (0,) * d)
+    return {"label": label, "cin": cin, "cout": cout, "spatial": tuple(spatial), "window": tuple(window),
+            "strides": tuple(strides or (1,) * d), "start": tuple(pads[0]), "end": tuple(pads[1]), "groups": groups,
+            "direction": direction}
+
+
+def cases():
+    """Each kind's shapes: the zoo's models' first, then others."""
+    out = [
+        _case("magika 256->512 512x1 5x1", 256, 512, (512, 1), (5, 1)),
+        _case("128->128 1024x1 3x1 p1", 128, 128, (1024, 1), (3, 1), pads=((1, 0), (1, 0))),
+        _case("64->64 4000x1 9x1 s2 p4", 64, 64, (4000, 1), (9, 1), strides=(2, 1), pads=((4, 0), (4, 0))),
+        _case("pointwise 128->256 1024x1 1x1", 128, 256, (1024, 1), (1, 1)),
+        _case("depthwise 64 1000x1 31x1 p15", 64, 64, (1000, 1), (31, 1), pads=((15, 0), (15, 0)), groups=64),
+        _case("backward 256->128 250x1 8x1 s4 p2", 256, 128, (250, 1), (8, 1), strides=(4, 1),
+              pads=((2, 0), (2, 0)), direction="BACKWARD"),
+        _case("silero 129->128 1x4 1x3 p1", 129, 128, (1, 4), (1, 3), pads=((0, 1), (0, 1))),
+        _case("silero 128->64 1x4 1x3 s2 p1", 128, 64, (1, 4), (1, 3), strides=(1, 2), pads=((0, 1), (0, 1))),
+        _case("silero stft 1->258 1x832 1x256 s128", 1, 258, (1, 832), (1, 256), strides=(1, 128)),
+        _case("rapidocr_rec 480->60 1x40 1x3 p1", 480, 60, (1, 40), (1, 3), pads=((0, 1), (0, 1))),
+        _case("rapidocr_rec 60->120 1x40 1x1", 60, 120, (1, 40), (1, 1)),
+        _case("256->512 1x512 1x5", 256, 512, (1, 512), (1, 5)),
+        _case("64->64 1x28x28 1x3x3 p1", 64, 64, (1, 28, 28), (1, 3, 3), pads=((0, 1, 1), (0, 1, 1))),
+        _case("64->64 28x28x1 3x3x1 p1", 64, 64, (28, 28, 1), (3, 3, 1), pads=((1, 1, 0), (1, 1, 0))),
+        _case("64->64 28x1x28 3x1x3 p1", 64, 64, (28, 1, 28), (3, 1, 3), pads=((1, 0, 1), (1, 0, 1))),
+        _case("256->256 1x1x512 1x1x5", 256, 256, (1, 1, 512), (1, 1, 5)),
+        _case("256->256 1x512x1 1x5x1", 256, 256, (1, 512, 1), (1, 5, 1)),
+        _case("256->256 512x1x1 5x1x1", 256, 256, (512, 1, 1), (5, 1, 1)),
+    ]
+    if common.SMOKE:
+        out = [dict(c, cin=max(c["cin"] // 32, 2), cout=max(c["cout"] // 32, 2),
+                    groups=1 if c["groups"] == 1 else max(c["cin"] // 32, 2),
+                    spatial=tuple(min(s, 40) for s in c["spatial"])) for c in out if max(c["window"]) <= 40]
+    return out
+
+
+def _attrs(c):
+    return dict(direction=c["direction"], strides=c["strides"], start_padding=c["start"], end_padding=c["end"],
+                group_count=c["groups"])
+
+
+def _call(c, direction):
+    kw = _attrs(c)
+
+    def conv(x, w):
+        return dmljax.convolution(x, w, **kw)
+    if direction == "fwd":
+        return conv
+
+    def train(x, w, dy):
+        y, pull = jax.vjp(conv, x, w)
+        return y, pull(dy)
+    return train
+
+
+def _compiled(fn, args, form):
+    if form == "squeezed":
+        with force_kernels(SWITCH):
+            return common.compiled(fn, *args)
+    with dmljax.use_kernels(False, SWITCH):
+        return common.compiled(fn, *args)
+
+
+def _load() -> str:
+    return " ".join(f"{v:.1f}" for v in os.getloadavg())
+
+
+def _kind(c):
+    d = len(c["spatial"])
+    return squeezed.squeeze_kind((1, c["cin"]) + c["spatial"], (1, 1) + c["window"], np.float32, True, 1, c["strides"],
+                                 (1,) * d, c["start"], c["end"], (0,) * d)
+
+
+def run_case(report, c, batch, dtype, direction, budget_s, rng):
+    forward = c["direction"] == "FORWARD"
+    x_shape = (batch, c["cin"]) + c["spatial"]
+    w_shape = ((c["cout"], c["cin"] // c["groups"]) if forward else (c["cin"], c["cout"] // c["groups"])) + c["window"]
+    d = len(c["spatial"])
+    facts = (x_shape, w_shape, np.dtype(dtype), forward, c["groups"], c["strides"], (1,) * d, c["start"], c["end"],
+             (0,) * d)
+    kind = squeezed.squeeze_kind(*facts)
+    sets = []
+    for _ in range(2):
+        x = rng.standard_normal(x_shape, dtype=np.float32).astype(dtype)
+        w = (rng.standard_normal(w_shape, dtype=np.float32) / np.sqrt(np.prod(w_shape[1:]))).astype(dtype)
+        y = jax.eval_shape(_call(c, "fwd"), x, w)
+        dy = rng.standard_normal(y.shape, dtype=np.float32).astype(dtype)
+        sets.append(tuple(map(jnp.asarray, (x, w) if direction == "fwd" else (x, w, dy))))
+    fn = _call(c, direction)
+    f_squeezed, f_xla = (_compiled(fn, sets[0], form) for form in ("squeezed", "xla"))
+    a, b = (np.asarray(jax.tree.leaves(f(*sets[0]))[0], np.float64) for f in (f_squeezed, f_xla))
+    difference = float(np.max(np.abs(a - b)) / max(float(np.max(np.abs(b))), 1e-30))
+    load = _load()
+    xla_ms = time_calls(lambda i: f_xla(*sets[i]), 2, jax.block_until_ready, budget_s=0.05).s * 1e3
+    r = time_paired(lambda i: f_squeezed(*sets[i]), lambda i: f_xla(*sets[i]), 2, jax.block_until_ready,
+                    budget_s=0.2 if common.SMOKE else budget_s)
+    dname = np.dtype(dtype).name
+    report.point(f"{dname} b{batch} {direction:5s} {c['label']:36s} [{kind}] xla {xla_ms:8.3f} ms; squeezed / xla "
+                 f"{r['ratio']:.2f} (quartiles {r['p25']:.2f}-{r['p75']:.2f}, {r['reps']} pairs); max |squeezed - xla| "
+                 f"/ max |xla| {difference:.1e}; load {load}", dtype=dname, batch=batch, direction=direction,
+                 shape=c["label"], kind=kind, xla_ms=xla_ms, ratio=r["ratio"], p25=r["p25"], p75=r["p75"],
+                 reps=r["reps"], difference=difference, load=load, method=r["method"])
+
+
+def write_rule(report, points):
+    """Per (kind, type): the ratios' range and geometric mean, and "squeezed" where the mean is below
+    1 and no ratio above 1.1."""
+    by = {}
+    for p in points:
+        by.setdefault((p["kind"], p["dtype"]), []).append(p["ratio"])
+    for key in sorted(by):
+        ratios = by[key]
+        mean = float(np.exp(np.mean(np.log(ratios))))
+        form = "squeezed" if mean < 1 and max(ratios) <= 1.1 else "xla"
+        report.point(f"RULE['cpu'][{key!r}] = {form!r}   # squeezed / xla {min(ratios):.2f}-{max(ratios):.2f}, "
+                     f"geometric mean {mean:.2f} ({len(ratios)} points)", kind=key[0], dtype=key[1], form=form,
+                     ratios=ratios, mean=mean)
+
+
+def main():
+    _, rest = common.arguments()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--batches", default="1" if common.SMOKE else "1,4")
+    ap.add_argument("--train-batches", default="1")
+    ap.add_argument("--dtypes", default="float32,float16")
+    ap.add_argument("--directions", default="fwd,train")
+    ap.add_argument("--budget-s", type=float, default=3.0, help="seconds of paired timing a point")
+    ap.add_argument("--kinds", default=",".join(squeezed.KINDS), help="the kinds to run, comma-separated")
+    args = ap.parse_args(rest)
+    report = common.Report("convolution", "paired with the convolution as written (dmljax.bench.timing."
+                                          "time_paired: alternating repetitions, median ratio), host clock")
+    report.group = "squeezed_cpu"
+    report.line(f"load averages (1, 5, 15 minutes) at the start: {_load()}")
+    rng = np.random.default_rng(0)
+    start = time.perf_counter()
+    for dtype in args.dtypes.split(","):
+        for direction in args.directions.split(","):
+            batches = args.batches if direction == "fwd" else args.train_batches
+            for batch in (int(b) for b in batches.split(",")):
+                for c in cases():
+                    if _kind(c) in args.kinds.split(","):
+                        run_case(report, c, batch, np.dtype(dtype).type, direction, args.budget_s, rng)
+    write_rule(report, report.points.get("squeezed_cpu", []))
+    report.line(f"load averages at the end: {_load()}; {time.perf_counter() - start:.0f} s; {os.cpu_count()} CPUs")
+    report.write()
+
+
+if __name__ == "__main__":
+    main()
