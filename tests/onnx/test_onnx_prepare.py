@@ -119,3 +119,22 @@ def test_a_sequence_input_takes_the_one_program():
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     np.testing.assert_array_equal(np.asarray(jax.tree.leaves(got)[0]).reshape(-1, 2, 2), np.stack(items))
     assert model._prepared._splits == {}
+
+
+@pytest.mark.parametrize("length", [64, 2 * prepare.ENLARGED])
+def test_broadcast_parameters_stay_in_the_call_through_element_wise_operations(length):
+    # a scalar and a per-channel parameter broadcast over the activations, each read through
+    # DirectML's flush (an element-wise select): where the flushed broadcasts are larger than
+    # ENLARGED the call computes them from the parameters rather than reading them
+    s, b = np.float32(0.5), np.arange(4, dtype=np.float32).reshape(1, 4, 1)
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["x", "s"], ["xs"]), helper.make_node("Add", ["xs", "b"], ["y"])],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, length])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, length])],
+        [numpy_helper.from_array(s, "s"), numpy_helper.from_array(b, "b")])
+    model = dx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    x = np.random.default_rng(0).standard_normal((1, 4, length)).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(model(x)[0]), np.asarray(model.apply(model.params, x)[0]))
+    (split, _, _), = model._prepared._splits.values()
+    largest = max(np.prod(v.aval.shape, dtype=int) for v in split.prepared_values)
+    assert largest == (4 * length if 4 * length <= prepare.ENLARGED else 4)

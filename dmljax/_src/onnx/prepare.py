@@ -9,8 +9,10 @@ filter transposes and conversions took 70 ms of its 150 ms (plain) and 245 ms of
 (QOperator). ``Prepared`` traces the call to a jaxpr, inlines its calls (jit, custom_jvp and
 custom_vjp calls, and each ``lax.platform_dependent`` branch of the platform the model runs on),
 and marks as prepared every operation with a parameter or a prepared value among its operands and
-only those, constants and literals besides, except broadcasts and iotas (they would materialize
-large arrays where a fused program reads a few values). Operations on constants alone stay in
+only those, constants and literals besides, except broadcasts and the large element-wise
+operations on them (the flush of a broadcast scalar as large as the activations: ``ENLARGED``);
+they would materialize large arrays where a fused program reads a few values, so the call computes
+them again from the prepared values under them. Operations on constants alone stay in
 the call, where XLA folds them as it does in ``apply`` (a zero point of 0 drops its correction). The prepared values are
 computed once by one jitted program and passed to a second, jitted program of the remaining
 operations: the same primitives on the same values, so integer results are the same bits, and
@@ -39,8 +41,16 @@ filters transposed, and whose integer products read them widened), and a GPU pro
 elsewhere ``model(*inputs)`` is ``apply``."""
 
 ENLARGING = frozenset({"broadcast_in_dim", "iota"})
-"""Operations left to the call: prepared, a broadcast would be read from memory where the call's
-fusion computes it from a few values."""
+"""Operations left to the call with the element-wise ones on their results: prepared, a broadcast
+would be read from memory where the call's fusion computes it from a few values."""
+
+ENLARGED = 1 << 16
+"""An element-wise operation on a broadcast is left to the call where its result has more elements
+than this and than every value it is computed from. Measured on the 2-core CPU, the call's time
+with such operations in it over its time with them prepared (paired): Magika, whose flushed
+broadcasts of 262,144 to 520,192 FLOAT32 elements had been 18 MB of prepared values, 0.86-0.98x;
+the two-layer encoders, of 1,024 and 2,048 elements, 0.76-0.88x (QDQ) but 1.14-1.17x (dynamically
+quantized)."""
 
 PACKED = 64
 """Prepared values of at most this many elements are passed to the call packed, one array a type."""
@@ -117,6 +127,22 @@ def _flatten(closed, inputs: list[_Value], platform: str):
     return ops, outputs
 
 
+def _shape(v: _Value) -> tuple[int, ...]:
+    return tuple(v.aval.shape if v.aval is not None else np.shape(v.value))
+
+
+def _elements(v: _Value) -> int:
+    """The element count of a value (a constant's from its array)."""
+    return math.prod(_shape(v))
+
+
+def _element_wise(operands: list[_Value], results: list[_Value]) -> bool:
+    """Whether an operation is element-wise by its shapes: one result, every operand of its shape
+    or a scalar (a widening, a bitcast to narrower elements, or an outer product of size-1
+    dimensions is not)."""
+    return len(results) == 1 and all(_shape(v) in ((), _shape(results[0])) for v in operands)
+
+
 def _constants(closed) -> list[_Value]:
     return [_Value(getattr(c, "aval", None), True, c) for c in closed.consts]
 
@@ -144,9 +170,11 @@ class Split:
         values = [_Value(v.aval, i < count) for i, v in enumerate(closed.jaxpr.invars)]
         ops, outputs = _flatten(closed, values, platform)
         # the known values that come from parameters: prepared ones (kept for the call) and
-        # enlarged ones (broadcasts: computed again wherever used, from prepared operands)
+        # enlarged ones (a broadcast, and an element-wise operation on one that is larger than
+        # every value it is computed from and than ENLARGED; computed again wherever used, from the
+        # prepared values under them), each enlarged one with the element count of its largest source
         prepared_ids = {id(v) for v in values[:count]}
-        enlarged_ids: set[int] = set()
+        sources: dict[int, int] = {}
         early, late = [], []
         for op in ops:
             eqn, operands, results = op
@@ -155,16 +183,22 @@ class Split:
                 v.known = known_op
             if not known_op:
                 late.append(op)
-            elif eqn.primitive.name in ENLARGING or not any(id(v) in prepared_ids or id(v) in enlarged_ids
-                                                              for v in operands):
-                # a broadcast, or constants alone (left for XLA to fold as in ``apply``: a zero
-                # point of 0 drops its correction): computed on both sides, never kept
+                continue
+            if not any(id(v) in prepared_ids or id(v) in sources for v in operands):
+                # constants alone (left for XLA to fold as in ``apply``: a zero point of 0 drops
+                # its correction): computed on both sides, never kept
                 early.append(op)
                 late.append(op)
-                if any(id(v) in prepared_ids or id(v) in enlarged_ids for v in operands):
-                    enlarged_ids.update(id(v) for v in results)
+                continue
+            source = max(sources.get(id(v), _elements(v)) for v in operands)
+            early.append(op)
+            if eqn.primitive.name in ENLARGING or (_element_wise(operands, results) and any(
+                    id(v) in sources for v in operands) and _elements(results[0]) > max(source, ENLARGED)):
+                # kept, it would be read from memory where the call's fusion computes it from a
+                # few values (the flush of a broadcast scalar: as large as the activations)
+                late.append(op)
+                sources.update((id(v), source) for v in results)
             else:
-                early.append(op)
                 prepared_ids.update(id(v) for v in results)
         needed: dict[int, _Value] = {}
         for v in [v for _, operands, _ in late for v in operands] + outputs:
