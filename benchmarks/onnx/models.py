@@ -11,9 +11,15 @@ session options: all graph optimizations, ONNX Runtime's default thread pool). R
   for a classifier the share of rows whose top-1 agrees (the first call's outputs);
 - compile: the seconds of ``load`` and of the first call (trace, XLA compile and one run), and the
   seconds ONNX Runtime's session takes to build;
-- speed: ``--repeats`` (default 15) pairs of calls on the same inputs, dmljax and ONNX Runtime
-  interleaved (which goes first alternates), each timed with the host clock around a call that
-  blocks until its outputs are ready; the medians of each and the median of the per-pair ratios.
+- speed: ``--repeats`` (default 15) rounds on the same inputs, each a block of calls for each side
+  (which goes first alternates): one call that is not counted, then ``BLOCK`` counted ones, each
+  timed with the host clock around a call that blocks until its outputs are ready; a side's
+  value in a round is the median of its counted calls, and the row gives the medians of those and
+  the median of the rounds' ratios. The uncounted call settles each side after the other's:
+  ONNX Runtime's default thread pool keeps its threads spinning on the cores for a while after a
+  run, which slowed a dmljax call made right after it (Magika on this 2-core CPU: 14.2-17.1 ms
+  after a default session, 9.7-9.8 ms after one with ``session.intra_op.allow_spinning`` 0), so
+  one call a side in turns charged dmljax for ONNX Runtime's spinning.
 
 Models that cannot be had (no torch to export, no network for a wheel) or that load refuses are
 listed with the reason. Writes ``models.md`` and ``models.json`` to ``--out`` or
@@ -57,6 +63,14 @@ def _models():
                tp.static_inputs)
 
 
+BLOCK = 3
+"""Calls a side makes in a row, after one that is not counted."""
+METHOD = "blocks"
+"""The timing method a row records: "blocks" (``BLOCK`` counted calls a side in a row, after one
+that is not), where rows measured before record none ("turns": one call a side in turns, each
+dmljax call right after an ONNX Runtime call)."""
+
+
 def _block(outs):
     for o in outs:
         jax.block_until_ready(o)
@@ -85,20 +99,21 @@ def measure(name, path, inputs, classifier, repeats: int, static_inputs=()) -> d
     _block(model(*device_inputs))
     zoo.ort_run(session, inputs)
     ours, theirs, ratios = [], [], []
+    calls = {"dml": lambda: _block(model(*device_inputs)), "ort": lambda: zoo.ort_run(session, inputs)}
     for i in range(repeats):
-        pair = {}
+        block = {}
         for who in (("dml", "ort") if i % 2 == 0 else ("ort", "dml")):
-            t = time.perf_counter()
-            if who == "dml":
-                _block(model(*device_inputs))
-            else:
-                zoo.ort_run(session, inputs)
-            pair[who] = time.perf_counter() - t
-        ours.append(pair["dml"])
-        theirs.append(pair["ort"])
-        ratios.append(pair["dml"] / pair["ort"])
+            seconds = []
+            for _ in range(BLOCK + 1):
+                t = time.perf_counter()
+                calls[who]()
+                seconds.append(time.perf_counter() - t)
+            block[who] = statistics.median(seconds[1:])  # the first settles after the other side's calls
+        ours.append(block["dml"])
+        theirs.append(block["ort"])
+        ratios.append(block["dml"] / block["ort"])
     row.update(dmljax_ms=1e3 * statistics.median(ours), ort_ms=1e3 * statistics.median(theirs),
-               ratio=statistics.median(ratios))
+               ratio=statistics.median(ratios), method=METHOD)
     return row
 
 
@@ -121,22 +136,26 @@ def markdown(rows: list, env: dict, repeats: int) -> str:
              f"Load averages (1, 5, 15 minutes) at the start: {env['load_average_at_start']}; at the end: "
              f"{env['load_average_at_end']} (other processes shared the cores: a ratio is more telling than "
              "either time).", "",
-             f"Method: {repeats} pairs of calls a model, dmljax and ONNX Runtime interleaved in one process on the "
-             "same inputs (alternating which goes first), host clock around each call until its outputs are "
-             "ready; the medians and the median per-pair ratio (dmljax / ONNX Runtime; the goal is at most 1.5). "
+             f"Method (rows marked \"blocks\" in the last column): {repeats} rounds a model in one process on the same "
+             f"inputs, each a block of calls for each side (alternating which goes first): one uncounted call, then "
+             f"{BLOCK} counted, host clock around each call until its outputs are ready; the medians of the rounds and "
+             "the median of the rounds' ratios (dmljax / ONNX Runtime; the goal is at most 1.5). Rows without the "
+             "mark (\"turns\") were measured as one call a side in turns, each dmljax call right after an ONNX "
+             "Runtime call, whose default thread pool keeps spinning on the cores after a run and slows that call "
+             "(the module's docstring). "
              "ONNX Runtime: CPUExecutionProvider, default session options (all graph optimizations, its default "
              "threads). Compile: `dmljax.onnx.load`, then the first call (trace, XLA compile, one run). "
              "Accuracy: over all outputs of the first call, the largest absolute difference and the largest in "
              "FLOAT32 ULP (a sign change near zero counts the whole distance through zero); top-1: the share of "
              "rows (all axes but the last) whose arg-max agrees, for classifiers.", "",
              "| model | max abs diff | max ULP | top-1 | dmljax ms | ORT ms | ratio | load s | first call s | "
-             "ORT session s |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "ORT session s | method |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "refused" in r or "unavailable" in r:
             continue
         lines.append(f"| {r['model']} | {r['max_abs']:.3g} | {r['max_ulp']} | {_fmt(r['top1'], '.0%')} | "
                      f"{r['dmljax_ms']:.2f} | {r['ort_ms']:.2f} | {r['ratio']:.2f} | {r['load_s']:.2f} | "
-                     f"{r['first_call_s']:.1f} | {r['ort_session_s']:.2f} |")
+                     f"{r['first_call_s']:.1f} | {r['ort_session_s']:.2f} | {r.get('method', 'turns')} |")
     other = [r for r in rows if "refused" in r or "unavailable" in r]
     if other:
         lines += ["", "Not compared:", ""]
@@ -155,7 +174,7 @@ def parse(argv=None):
     """The command line (``--out`` is read by ``common.arguments``): repeats, update, name filters."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="the folder to write models.md and models.json to")
-    ap.add_argument("--repeats", type=int, default=15, help="pairs of calls a model (default 15)")
+    ap.add_argument("--repeats", type=int, default=15, help="rounds a model, each a block of calls a side (default 15)")
     ap.add_argument("--update", action="store_true",
                     help="measure the models the filters name, keep the other rows of the folder's models.json")
     ap.add_argument("filters", nargs="*", metavar="NAME-FILTER", help="measure the models whose name holds one")

@@ -31,7 +31,7 @@ from dmljax._src.derivatives import backward_rule
 from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
 from dmljax._src.enums import ConvolutionDirection, ConvolutionMode
 from dmljax._src.errors import Violation
-from dmljax._src.kernel_seam import Route, choose, forced_kernels
+from dmljax._src.kernel_seam import Route, choose
 from dmljax._src.kernels.convolution import CONVOLUTION_TAPS, convolve_taps
 from dmljax._src.kernels.convolution_gemm import CONVOLUTION_GEMM_COLUMNS, CONVOLUTION_GEMM_ROWS, gemm_columns, gemm_rows
 from dmljax._src.kernels.convolution_phases import CONVOLUTION_PHASES, DIRECTIONS, phases, taken
@@ -471,8 +471,9 @@ def _xla(x, w, direction, flip, groups, g, precision, accumulate):
     # (CROSS_CORRELATION; the flips cancel in CONVOLUTION mode). The flip is the filter's last
     # operation: XLA's GPU rewrite of an input-dilated convolution into cuDNN's transposed
     # convolution (backward-data) looks for a reversed filter feeding it, and otherwise convolves
-    # the spread input (the H200 compiled dmljax's FLOAT16 call with the flip first as cuDNN's
-    # forward convolution: 0.83 ms where lax's, flip last, took 0.37).
+    # the spread input (the H200 compiled dmljax's FLOAT16 call, the flip first and its result
+    # asked for in FLOAT16, as cuDNN's forward convolution: 0.83 ms where lax's, flip last, took
+    # 0.37; not yet measured with the flip last).
     w = _transposed_filter(w, groups)
     w = w if flip else _spatial_flip(w)
     spans = [d * (k - 1) + 1 for d, k in zip(g["Dilations"], w.shape[2:])]
@@ -483,20 +484,9 @@ def _xla(x, w, direction, flip, groups, g, precision, accumulate):
         groups=groups, precision=precision, preferred_element_type=accumulate), x, w, groups)
 
 
-def _half_operands(x, w, geometry_, rounded: bool = False):
+def _half_operands(x, w, geometry_):
     """FLOAT16 operands to the product as they are, accumulated in FLOAT32 (FLOAT16 products are
     exact in FLOAT32; widening them first would make XLA skip the tensor cores, as with GEMM).
-
-    ``rounded``: the FLOAT32 sums are rounded to FLOAT16 right away (no bias is added to them),
-    here, and the result is FLOAT16. Then BACKWARD with strides asks CUDA for the FLOAT16 result
-    itself, which cuDNN accumulates in FLOAT32 and rounds once (the same value): XLA runs that
-    input-dilated convolution as cuDNN's own transposed convolution, where for a FLOAT32 result
-    (a FLOAT32 result widened from FLOAT16 too: XLA folds the widening into the convolution) it
-    spreads the input out and convolves it (on the H200, 512 -> 256 channels at 28 x 28, 2 x 2
-    at stride 2, batch 128: 0.82 ms for the FLOAT32 result, 0.37 for lax's FLOAT16 one; the
-    rewrite also needs the filter's flip last, ``_xla``, and the two together are not yet
-    measured on the device). Where the phase form is forced (``force_kernels``, to measure it),
-    it is taken instead.
 
     Its gradient is written out because autodiff's is slow: the cotangent of the FLOAT32 result
     is FLOAT32, so JAX's transposed convolutions would widen the filter and the input and run
@@ -510,17 +500,8 @@ def _half_operands(x, w, geometry_, rounded: bool = False):
     def conv(a, b, accumulate):
         return convolve(a, b, *geometry_, None, accumulate)
 
-    direction, mode, groups, g = geometry_
-
     def run(a, b):
-        if not rounded:
-            return conv(a, b, np.float32)
-        if direction is ConvolutionDirection.FORWARD or max(g["Strides"]) == 1 or (
-                CONVOLUTION_PHASES.name in forced_kernels()):  # forced phases: measured as such
-            return store(conv(a, b, np.float32), F16)
-        return lax.platform_dependent(
-            a, b, cuda=lambda p, q: _xla(p, q, direction, mode is ConvolutionMode.CONVOLUTION, groups, g, None, None),
-            default=lambda p, q: store(conv(p, q, np.float32), F16))
+        return conv(a, b, np.float32)
 
     def run_fwd(a, b):
         return run(a, b), (a, b)
@@ -625,8 +606,6 @@ def convolution(input, filter, bias=None, *, mode, direction, strides, dilations
             out = store(out + load(bias), dt)
         return apply_fused(fused_activation, out, half)
     if dt is F16 and not half:
-        if bias is None:  # rounded to FLOAT16 in the convolution
-            return apply_fused(fused_activation, _half_operands(input, filter, geometry_, rounded=True), half)
         out = _half_operands(input, filter, geometry_)
     else:
         out = convolve(load(input, half), load(filter, half), *geometry_, None, ct)
