@@ -254,8 +254,11 @@ CONVOLUTION = OpSpec(
             "where it applies"),
         SilentChoice(
             "CONVOLUTION's BACKWARD direction with strides",
-            "where its measured rule takes the call (`dmljax/_src/kernels/convolution_phases.py`: on the CPU, "
-            "windows a multiple of the strides along them, without dilation), the output's phases (its positions of each residue modulo Strides) as FORWARD convolutions of the "
+            "where its measured rule takes the call (`dmljax/_src/kernels/convolution_phases.py`, per platform, "
+            "kind, type and direction: the output, the input's derivative and the filter's each in its form; "
+            "on the CPU windows a multiple of the strides along them, without dilation; on CUDA, from an H200 "
+            "run, most outputs and some filters' gradients, and grouped calls in every direction), the "
+            "output's phases (its positions of each residue modulo Strides) as FORWARD convolutions of the "
             "undilated input with the sub-filter of the window taps that land on each, interleaved, FLOAT32 at "
             "HIGHEST precision and FLOAT16 accumulated in FLOAT32; elsewhere XLA's convolution of the input "
             "spread out by Strides",
