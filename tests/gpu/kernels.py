@@ -635,7 +635,7 @@ def convolution_phases(cases: Cases):
     from dmljax._src.kernels import convolution_phases as ph
     from tests import catalog
     from tests.compare import assert_matches
-    from tests.ops.convolution.test_convolution_phases import _full
+    from tests.ops.convolution.forms import full as _full
     from tests.reference.convolution.convolution import convolution as reference
     from tests.reference.record import Attrs
 

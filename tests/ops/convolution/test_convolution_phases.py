@@ -17,16 +17,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dmljax
-from dmljax import DataType
 from dmljax._src.kernel_seam import force_kernels
 from dmljax._src.kernels import convolution_phases as phases
-from dmljax._src.ops.convolution.convolution import CONVOLUTION
-from tests import catalog, tiers
-from tests.compare import assert_matches
+from tests import tiers
+from tests.ops.convolution import forms
 from tests.reference.convolution.convolution import _grad as reference_grad
 from tests.reference.convolution.convolution import _magnitude
 from tests.reference.convolution.convolution import convolution as reference
-from tests.reference.record import Attrs
 
 SWITCH = phases.CONVOLUTION_PHASES.name
 EPS32 = float(np.finfo(np.float32).eps)
@@ -55,24 +52,6 @@ GEOMETRIES = [
 GEOMETRIES = [(x, w, {"direction": "BACKWARD", **attrs}) for x, w, attrs in GEOMETRIES]
 
 
-def _full(attrs, d):
-    """The attributes with every array spelled out (the reference's and the plan's)."""
-    out = {"direction": attrs["direction"], "mode": attrs.get("mode", "CROSS_CORRELATION"),
-           "group_count": attrs.get("group_count", 1)}
-    for name, unset in (("strides", 1), ("dilations", 1), ("start_padding", 0), ("end_padding", 0),
-                        ("output_padding", 0)):
-        out[name] = tuple(attrs.get(name, (unset,) * d))
-    return out
-
-
-def _inputs(x_shape, w_shape, dtype, seed=0, integers=False):
-    rng = np.random.default_rng(seed)
-    if integers:
-        return (rng.integers(-4, 5, x_shape).astype(dtype), rng.integers(-4, 5, w_shape).astype(dtype))
-    x = rng.standard_normal(x_shape).astype(dtype)
-    return x, (rng.standard_normal(w_shape) / np.sqrt(np.prod(w_shape[1:]))).astype(dtype)
-
-
 def _function(attrs, form):
     """dmljax.convolution of the attributes, jitted with the phase form forced or switched off."""
     f = jax.jit(lambda a, b: dmljax.convolution(a, b, **attrs))
@@ -95,44 +74,22 @@ def _input_dilated(f, *args, platform="cpu", switches=None) -> bool:
 
 
 def _check_values(x, w, attrs, dtype):
-    """The phase form against the float64 reference within the operator's budget."""
-    full = _full(attrs, x.ndim - 2)
-    got = _function(attrs, "phases")(x, w)
-    budget = catalog.budget(CONVOLUTION, Attrs(attrs), DataType.from_dtype(dtype), sizes=x.shape, args=(x, w))
-    want = reference(x, w, **full)[0]
-    assert got.shape == want.shape
-    assert_matches(np.asarray(got), [want], DataType.from_dtype(dtype), budget, "phases vs reference",
-                   magnitude=_magnitude(x, w, **full))
+    forms.check_values(x, w, attrs, dtype, SWITCH)
 
 
 def _check_exact(x_shape, w_shape, attrs, dtype, seed=0):
-    """Exact integer sums: the phase form's values, input and filter gradients (jax.grad) and
-    tangents (jax.jvp) equal the input-dilated convolution's bit for bit."""
-    x, w = _inputs(x_shape, w_shape, dtype, seed, integers=True)
-    y_shape = jax.eval_shape(lambda a, b: dmljax.convolution(a, b, **attrs), x, w).shape
-    dy, tx = _inputs(y_shape, x_shape, dtype, seed + 1, integers=True)
-    _, tw = _inputs(x_shape, w_shape, dtype, seed + 2, integers=True)
-
-    def everything(a, b):
-        y, pull = jax.vjp(lambda p, q: dmljax.convolution(p, q, **attrs), a, b)
-        _, t = jax.jvp(lambda p, q: dmljax.convolution(p, q, **attrs), (a, b), (tx, tw))
-        return (y, t) + pull(jnp.asarray(dy))
-
-    assert not _input_dilated(everything, x, w, switches=force_kernels(SWITCH))
-    assert _input_dilated(everything, x, w, switches=dmljax.use_kernels(False, SWITCH))
-    with force_kernels(SWITCH):
-        got = jax.jit(everything)(x, w)
-    with dmljax.use_kernels(False, SWITCH):
-        want = jax.jit(everything)(x, w)
-    for name, g, h in zip(("value", "tangent", "input gradient", "filter gradient"), got, want):
-        assert g.dtype == dtype and g.shape == h.shape, name
-        np.testing.assert_array_equal(np.asarray(g), np.asarray(h), err_msg=name)
+    """The phase form bit for bit against the input-dilated convolution (forms.check_exact), its
+    program holding no input-dilated convolution."""
+    def programs(everything, x, w):
+        assert not _input_dilated(everything, x, w, switches=force_kernels(SWITCH))
+        assert _input_dilated(everything, x, w, switches=dmljax.use_kernels(False, SWITCH))
+    forms.check_exact(x_shape, w_shape, attrs, dtype, SWITCH, seed, programs)
 
 
 @pytest.mark.parametrize("x_shape,w_shape,attrs,dtype", tiers.fast_sample(
     [(*g, t) for t in (np.float32, np.float16) for g in GEOMETRIES], keep=2, key="phases"))
 def test_phases_match_the_reference_and_the_input_dilated_form(x_shape, w_shape, attrs, dtype):
-    x, w = _inputs(x_shape, w_shape, dtype)
+    x, w = forms.inputs(x_shape, w_shape, dtype)
     _check_values(x, w, attrs, dtype)
     _check_exact(x_shape, w_shape, attrs, dtype)
 
@@ -155,11 +112,11 @@ def test_gradients_match_the_reference(geometry, dtype):
     # jax.grad and jax.jvp of the phase form against the reference's derivatives (the products
     # transposed), within (terms + 1) rounding units of the terms' magnitude
     x_shape, w_shape, attrs = GEOMETRIES[geometry]
-    full = _full(attrs, len(x_shape) - 2)
-    x, w = _inputs(x_shape, w_shape, dtype, seed=3)
+    full = forms.full(attrs, len(x_shape) - 2)
+    x, w = forms.inputs(x_shape, w_shape, dtype, seed=3)
     y_shape = jax.eval_shape(lambda a, b: dmljax.convolution(a, b, **attrs), x, w).shape
-    dy, tx = _inputs(y_shape, x_shape, dtype, seed=4)
-    _, tw = _inputs(x_shape, w_shape, dtype, seed=5)
+    dy, tx = forms.inputs(y_shape, x_shape, dtype, seed=4)
+    _, tw = forms.inputs(x_shape, w_shape, dtype, seed=5)
 
     def both(a, b):
         y, pull = jax.vjp(lambda p, q: dmljax.convolution(p, q, **attrs), a, b)
@@ -195,7 +152,7 @@ def test_one_product_an_element_is_bit_equal(x_shape, w_shape, attrs, dtype):
     # input-dilated convolution's bits: by one product (2-D) or with phases no tap lands on (1-D,
     # 3-D); the derivatives sum several products (checked within budget above)
     attrs = {"direction": "BACKWARD", **attrs}
-    x, w = _inputs(x_shape, w_shape, dtype, seed=6)
+    x, w = forms.inputs(x_shape, w_shape, dtype, seed=6)
     got = _function(attrs, "phases")(x, w)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(_function(attrs, "xla")(x, w)))
 
@@ -265,7 +222,7 @@ def test_the_rule_takes_the_form_where_it_says(kind):
     # the phases' convolutions where it says "phases" (a program of the tangent alone: the output
     # it does not need is left out)
     x_shape, w_shape, attrs = RULE_CASES[kind]
-    full = _full(attrs, 2)
+    full = forms.full(attrs, 2)
     bias = jax.ShapeDtypeStruct((1, w_shape[1], 1, 1), np.float32)
 
     def conv(a, b):  # with a bias and without one
@@ -321,10 +278,10 @@ def test_each_direction_in_its_own_form_gives_the_same_sums(mixed, monkeypatch):
     for dtype in (np.float32, np.float16):
         for d, form in mixed.items():
             monkeypatch.setitem(phases.RULE["cpu"], ("one convolution", np.dtype(dtype).name, d), form)
-        x, w = _inputs(x_shape, w_shape, dtype, integers=True)
+        x, w = forms.inputs(x_shape, w_shape, dtype, integers=True)
         y_shape = jax.eval_shape(lambda a, b: dmljax.convolution(a, b, **attrs), x, w).shape
-        dy, tx = _inputs(y_shape, x_shape, dtype, 1, integers=True)
-        _, tw = _inputs(x_shape, w_shape, dtype, 2, integers=True)
+        dy, tx = forms.inputs(y_shape, x_shape, dtype, 1, integers=True)
+        _, tw = forms.inputs(x_shape, w_shape, dtype, 2, integers=True)
 
         def everything(a, b):
             y, pull = jax.vjp(lambda p, q: dmljax.convolution(p, q, **attrs), a, b)
@@ -396,6 +353,6 @@ def geometries(draw):
 @given(geometries(), st.sampled_from((np.float32, np.float16)), st.integers(0, 3))
 def test_phases_over_random_geometries(geometry, dtype, seed):
     x_shape, w_shape, attrs = geometry
-    x, w = _inputs(x_shape, w_shape, dtype, seed)
+    x, w = forms.inputs(x_shape, w_shape, dtype, seed)
     _check_values(x, w, attrs, dtype)
     _check_exact(x_shape, w_shape, attrs, dtype, seed)

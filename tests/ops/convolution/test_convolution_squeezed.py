@@ -9,22 +9,16 @@ covers, and the rule taking the form where it says, on the CPU and (forced) on C
 import re
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dmljax
-from dmljax import DataType
 from dmljax._src.kernel_seam import force_kernels
 from dmljax._src.kernels import convolution_squeezed as squeezed
-from dmljax._src.ops.convolution.convolution import CONVOLUTION
-from tests import catalog, tiers
-from tests.compare import assert_matches
-from tests.reference.convolution.convolution import _magnitude
-from tests.reference.convolution.convolution import convolution as reference
-from tests.reference.record import Attrs
+from tests import tiers
+from tests.ops.convolution import forms
 
 SWITCH = squeezed.CONVOLUTION_SQUEEZED.name
 
@@ -47,24 +41,6 @@ GEOMETRIES = [
 ]
 
 
-def _full(attrs, d):
-    """The attributes with every array spelled out (the reference's)."""
-    out = {"direction": attrs.get("direction", "FORWARD"), "mode": attrs.get("mode", "CROSS_CORRELATION"),
-           "group_count": attrs.get("group_count", 1)}
-    for name, unset in (("strides", 1), ("dilations", 1), ("start_padding", 0), ("end_padding", 0),
-                        ("output_padding", 0)):
-        out[name] = tuple(attrs.get(name, (unset,) * d))
-    return out
-
-
-def _inputs(x_shape, w_shape, dtype, seed=0, integers=False):
-    rng = np.random.default_rng(seed)
-    if integers:
-        return (rng.integers(-4, 5, x_shape).astype(dtype), rng.integers(-4, 5, w_shape).astype(dtype))
-    x = rng.standard_normal(x_shape).astype(dtype)
-    return x, (rng.standard_normal(w_shape) / np.sqrt(np.prod(w_shape[1:]))).astype(dtype)
-
-
 def _ranks(f, *args, platform="cpu", switches=None) -> set[int]:
     """The ranks of the operands of the convolutions in ``f``'s program for ``platform``."""
     with switches or force_kernels():
@@ -73,48 +49,26 @@ def _ranks(f, *args, platform="cpu", switches=None) -> set[int]:
 
 
 def _check_values(x, w, attrs, dtype):
-    """The squeezed form against the float64 reference within the operator's budget."""
-    full = _full(attrs, x.ndim - 2)
-    with force_kernels(SWITCH):
-        got = jax.jit(lambda a, b: dmljax.convolution(a, b, **attrs))(x, w)
-    budget = catalog.budget(CONVOLUTION, Attrs(attrs), DataType.from_dtype(dtype), sizes=x.shape, args=(x, w))
-    want = reference(x, w, **full)[0]
-    assert got.shape == want.shape
-    assert_matches(np.asarray(got), [want], DataType.from_dtype(dtype), budget, "squeezed vs reference",
-                   magnitude=_magnitude(x, w, **full))
+    forms.check_values(x, w, attrs, dtype, SWITCH)
 
 
 def _check_exact(x_shape, w_shape, attrs, dtype, seed=0):
-    """Exact integer sums: the squeezed form's values, input and filter gradients (jax.grad) and
-    tangents (jax.jvp) equal the written convolution's bit for bit, and its program's convolutions
-    (where a group has several channels: the taps hold none) are of fewer dimensions."""
-    x, w = _inputs(x_shape, w_shape, dtype, seed, integers=True)
-    y_shape = jax.eval_shape(lambda a, b: dmljax.convolution(a, b, **attrs), x, w).shape
-    dy, tx = _inputs(y_shape, x_shape, dtype, seed + 1, integers=True)
-    _, tw = _inputs(x_shape, w_shape, dtype, seed + 2, integers=True)
-
-    def everything(a, b):
-        y, pull = jax.vjp(lambda p, q: dmljax.convolution(p, q, **attrs), a, b)
-        _, t = jax.jvp(lambda p, q: dmljax.convolution(p, q, **attrs), (a, b), (tx, tw))
-        return (y, t) + pull(jnp.asarray(dy))
-
-    kept = len(x_shape) - len(squeezed.unit_dimensions(x_shape, w_shape, *(_full(attrs, len(x_shape) - 2)[n] for n in (
-        "start_padding", "end_padding", "output_padding"))))
-    assert _ranks(everything, x, w, switches=force_kernels(SWITCH)) <= {kept}
-    assert _ranks(everything, x, w, switches=dmljax.use_kernels(False, SWITCH)) <= {len(x_shape)}
-    with force_kernels(SWITCH):
-        got = jax.jit(everything)(x, w)
-    with dmljax.use_kernels(False, SWITCH):
-        want = jax.jit(everything)(x, w)
-    for name, g, h in zip(("value", "tangent", "input gradient", "filter gradient"), got, want):
-        assert g.dtype == dtype and g.shape == h.shape, name
-        np.testing.assert_array_equal(np.asarray(g), np.asarray(h), err_msg=name)
+    """The squeezed form bit for bit against the written convolution (forms.check_exact), its
+    program's convolutions (where a group has several channels: the taps hold none) of fewer
+    dimensions."""
+    def programs(everything, x, w):
+        kept = len(x_shape) - len(squeezed.unit_dimensions(x_shape, w_shape, *(forms.full(attrs, len(x_shape) - 2)[n]
+                                                                               for n in ("start_padding", "end_padding",
+                                                                                         "output_padding"))))
+        assert _ranks(everything, x, w, switches=force_kernels(SWITCH)) <= {kept}
+        assert _ranks(everything, x, w, switches=dmljax.use_kernels(False, SWITCH)) <= {len(x_shape)}
+    forms.check_exact(x_shape, w_shape, attrs, dtype, SWITCH, seed, programs)
 
 
 @pytest.mark.parametrize("x_shape,w_shape,attrs,dtype", tiers.fast_sample(
     [(*g, t) for t in (np.float32, np.float16) for g in GEOMETRIES], keep=2, key="squeezed"))
 def test_squeezed_matches_the_reference_and_the_written_convolution(x_shape, w_shape, attrs, dtype):
-    x, w = _inputs(x_shape, w_shape, dtype)
+    x, w = forms.inputs(x_shape, w_shape, dtype)
     _check_values(x, w, attrs, dtype)
     _check_exact(x_shape, w_shape, attrs, dtype)
 
@@ -228,6 +182,6 @@ def geometries(draw):
 @given(geometries(), st.sampled_from((np.float32, np.float16)), st.integers(0, 3))
 def test_squeezed_over_random_geometries(geometry, dtype, seed):
     x_shape, w_shape, attrs = geometry
-    x, w = _inputs(x_shape, w_shape, dtype, seed)
+    x, w = forms.inputs(x_shape, w_shape, dtype, seed)
     _check_values(x, w, attrs, dtype)
     _check_exact(x_shape, w_shape, attrs, dtype, seed)
