@@ -123,7 +123,8 @@ def use_kernels(enabled: bool = True, *names: str) -> Iterator[None]:
     """Within the block, the named Pallas kernels (all of them if none is named) are taken where
     their rules apply (``enabled=True``) or never (``False``: the operators' XLA formulas
     everywhere). Kernels run on NVIDIA GPUs only; elsewhere this changes nothing, but for the forms
-    of the formula that a rule takes on the CPU (``convolution_phases``, ``convolution_squeezed``).
+    of the formula that a rule takes on the CPU (``convolution_phases``, ``convolution_squeezed``,
+    ``integer_matmul_rows``).
     The choice is made when an operator is traced: inside the block, operators and functions
     jitted outside it are traced afresh.
 

@@ -11,7 +11,9 @@ zero points and that shift are applied afterwards by the expansion
 
 all in INT32 (wrapping arithmetic, whose result is exact whenever the true sum fits, which the
 bound checked at trace time (linear_quantization.accumulation_violations) guarantees). Widening the operands before the
-product would move four times the bytes and leave the tensor cores idle."""
+product would move four times the bytes and leave the tensor cores idle. One row of A takes another
+form on the CPU (kernels/integer_matmul_rows.py: a product of two rows, the second giving B's
+column sums), where XLA would widen both operands for a matrix-vector product."""
 
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ from jax import lax
 from dmljax._src.catalog import PREFIX
 from dmljax._src.dtypes import FLOAT32, FLOAT32_FLOAT16, INT8_UINT8, INT32, INT32_INT16_INT8_UINT32_UINT16_UINT8, DataType
 from dmljax._src.errors import Violation
+from dmljax._src.kernel_seam import choose
+from dmljax._src.kernels.integer_matmul_rows import INTEGER_MATMUL_ROWS, rows_on_cpu, two_row_product
 from dmljax._src.linear_quantization import (INT32_MAX, accumulation_violations, difference_reach, exact_difference,
                                                quantize_values, scale_violations)
 from dmljax._src.numerics import flush_denormals, load, mark_flushed, store
@@ -209,28 +213,55 @@ def _whole_words(x, y, nb: int):
     return x, y
 
 
-def integer_product(a, b, a_zero_point=None, b_zero_point=None):
-    """``sum_k (a[..., m, k] - za[m]) * (b[..., k, n] - zb[n])`` in INT32 for INT8 / UINT8 ``a``
-    and ``b`` (any mix) with batch dimensions {batch..., M, K} x {batch..., K, N}: one INT8 x INT8
-    ``dot_general`` with an INT32 result, and the expansion's corrections (module docstring).
-    Exact where K * |a - za|max * |b - zb|max fits INT32 (the records check it)."""
-    nb = a.ndim - 2
+def _written(x, y, column_sums: bool):
+    """(``x`` times ``y``, INT8 into INT32; ``sum_k y[..., k, n]`` {batch..., 1, N} in INT32 or None):
+    one INT8 x INT8 ``dot_general`` and a sum over B."""
+    nb = x.ndim - 2
     batch = tuple(range(nb))
-    k = a.shape[-1]
-    x, oa = _as_int8(a)
-    y, ob = _as_int8(b)
-    za = _effective_zero_point(a_zero_point, oa, _row)
-    zb = _effective_zero_point(b_zero_point, ob, _column)
     # The barrier keeps the product a plain INT8 x INT8 dot for XLA's GPU backend, which runs it on
     # cuBLAS's integer tensor-core kernel (about 1000 TOPS at 8192^3 on an H200). Left to itself,
     # XLA fuses the product's consumers (the requantization, the conversion to float) into a
     # Triton GEMM: 1.36 ms instead of 1.26 for the requantized product.
     acc = lax.dot_general(*_whole_words(x, y, nb), (((nb + 1,), (nb,)), (batch, batch)), preferred_element_type=np.int32)
     acc = lax.optimization_barrier(acc)
+    return acc, (jnp.sum(y, axis=-2, dtype=np.int32)[..., None, :] if column_sums else None)
+
+
+def _product(x, y, column_sums: bool):
+    """``_written``, or for one row of A on the CPU the two-row form of kernels/integer_matmul_rows.py
+    (the same sums), where its measured rule takes the call on the platform the program is lowered
+    for."""
+    facts = (x.shape, y.shape, x.dtype)
+    on_cuda = choose(INTEGER_MATMUL_ROWS, facts=facts).kernel is not None
+    on_cpu = rows_on_cpu(*facts)
+    if not (on_cuda or on_cpu):
+        return _written(x, y, column_sums)
+
+    def written(a, b):
+        return _written(a, b, column_sums)
+
+    def rows(a, b):
+        return two_row_product(a, b, column_sums)
+
+    return lax.platform_dependent(x, y, cpu=rows if on_cpu else written, cuda=rows if on_cuda else written,
+                                  default=written)
+
+
+def integer_product(a, b, a_zero_point=None, b_zero_point=None):
+    """``sum_k (a[..., m, k] - za[m]) * (b[..., k, n] - zb[n])`` in INT32 for INT8 / UINT8 ``a``
+    and ``b`` (any mix) with batch dimensions {batch..., M, K} x {batch..., K, N}: one INT8 x INT8
+    ``dot_general`` with an INT32 result, and the expansion's corrections (module docstring).
+    Exact where K * |a - za|max * |b - zb|max fits INT32 (the records check it)."""
+    k = a.shape[-1]
+    x, oa = _as_int8(a)
+    y, ob = _as_int8(b)
+    za = _effective_zero_point(a_zero_point, oa, _row)
+    zb = _effective_zero_point(b_zero_point, ob, _column)
+    acc, column_sums = _product(x, y, za is not None)
     if zb is not None:  # - zb[n] * sum_k x[m, k]
         acc = acc - zb * jnp.sum(x, axis=-1, dtype=np.int32)[..., :, None]
     if za is not None:  # - za[m] * sum_k y[k, n]
-        acc = acc - za * jnp.sum(y, axis=-2, dtype=np.int32)[..., None, :]
+        acc = acc - za * column_sums
     if za is not None and zb is not None:
         acc = acc + np.int32(k) * za * zb
     return acc
