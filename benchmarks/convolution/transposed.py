@@ -28,17 +28,14 @@ import sys
 import time
 from pathlib import Path
 
-sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[2])]
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1]),
+                str(Path(__file__).resolve().parents[2])]
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import common  # noqa: E402
-import dmljax  # noqa: E402
-from dmljax._src.kernel_seam import force_kernels  # noqa: E402  (measuring the rule's forms)
+import cpu_forms  # noqa: E402
 from dmljax._src.kernels import convolution_phases as phases  # noqa: E402
-from dmljax.bench.timing import time_calls, time_paired  # noqa: E402
 
 SWITCH = phases.CONVOLUTION_PHASES.name
 
@@ -71,71 +68,14 @@ def _attrs(c):
                 output_padding=c["output_padding"], group_count=c["groups"])
 
 
-def _call(c, direction):
-    kw = _attrs(c)
-
-    def conv(x, w):
-        return dmljax.convolution(x, w, **kw)
-    if direction == "fwd":
-        return conv
-
-    def train(x, w, dy):
-        y, pull = jax.vjp(conv, x, w)
-        return y, pull(dy)
-    return train
-
-
-def _compiled(fn, args, form):
-    if form == "phases":
-        with force_kernels(SWITCH):
-            return common.compiled(fn, *args)
-    with dmljax.use_kernels(False, SWITCH):
-        return common.compiled(fn, *args)
-
-
 def run_case(report, c, batch, dtype, direction, budget_s, rng):
     x_shape = (batch, c["cin"]) + c["spatial"]
     w_shape = (c["cin"], c["cout"] // c["groups"]) + c["window"]
     facts = (x_shape, w_shape, np.dtype(dtype), False, c["groups"], c["strides"], (1,) * len(c["strides"]),
              c["pads"], c["pads"], c["output_padding"])
-    kind = phases.phase_kind(*facts)
-    sets = []
-    for _ in range(2):
-        x = rng.standard_normal(x_shape, dtype=np.float32).astype(dtype)
-        w = (rng.standard_normal(w_shape, dtype=np.float32) / np.sqrt(w_shape[0] // c["groups"] * np.prod(c["window"]))
-             ).astype(dtype)
-        y = jax.eval_shape(_call(c, "fwd"), x, w)
-        dy = rng.standard_normal(y.shape, dtype=np.float32).astype(dtype)
-        sets.append(tuple(map(jnp.asarray, (x, w) if direction == "fwd" else (x, w, dy))))
-    fn = _call(c, direction)
-    f_phases, f_xla = (_compiled(fn, sets[0], form) for form in ("phases", "xla"))
-    a, b = (np.asarray(jax.tree.leaves(f(*sets[0]))[0], np.float64) for f in (f_phases, f_xla))
-    difference = float(np.max(np.abs(a - b)) / max(float(np.max(np.abs(b))), 1e-30))
-    xla_ms = time_calls(lambda i: f_xla(*sets[i]), 2, jax.block_until_ready, budget_s=0.05).s * 1e3
-    r = time_paired(lambda i: f_phases(*sets[i]), lambda i: f_xla(*sets[i]), 2, jax.block_until_ready,
-                    budget_s=0.2 if common.SMOKE else budget_s)
-    dname = np.dtype(dtype).name
-    report.point(f"{dname} b{batch} {direction:5s} {c['label']:30s} [{kind}] xla {xla_ms:8.2f} ms; phases / xla "
-                 f"{r['ratio']:.2f} (quartiles {r['p25']:.2f}-{r['p75']:.2f}, {r['reps']} pairs); max |phases - xla| / "
-                 f"max |xla| {difference:.1e}", dtype=dname, batch=batch, direction=direction, shape=c["label"],
-                 kind=kind, xla_ms=xla_ms, ratio=r["ratio"], p25=r["p25"], p75=r["p75"], reps=r["reps"],
-                 difference=difference, method=r["method"])
-
-
-def write_rule(report, points):
-    """Per (kind, type): the ratios' range and geometric mean, and "phases" where the mean is below 1
-    and no ratio above 1.1."""
-    report.group = "transposed_cpu"
-    by = {}
-    for p in points:
-        by.setdefault((p["kind"], p["dtype"]), []).append(p["ratio"])
-    for key in sorted(by):
-        ratios = by[key]
-        mean = float(np.exp(np.mean(np.log(ratios))))
-        form = "phases" if mean < 1 and max(ratios) <= 1.1 else "xla"
-        report.point(f"RULE['cpu'][{key!r}] = {form!r}   # phases / xla {min(ratios):.2f}-{max(ratios):.2f}, "
-                     f"geometric mean {mean:.2f} ({len(ratios)} points)", kind=key[0], dtype=key[1], form=form,
-                     ratios=ratios, mean=mean)
+    cpu_forms.time_point(report, "phases", SWITCH, _attrs(c), x_shape, w_shape,
+                         w_shape[0] // c["groups"] * int(np.prod(c["window"])), dtype, direction, budget_s, rng,
+                         batch=batch, shape=c["label"], kind=phases.phase_kind(*facts))
 
 
 def main():
@@ -150,6 +90,7 @@ def main():
     report = common.Report("convolution", "paired with XLA's input-dilated convolution (dmljax.bench.timing."
                                           "time_paired: alternating repetitions, median ratio), host clock")
     report.group = "transposed_cpu"
+    report.line(f"load averages (1, 5, 15 minutes) at the start: {cpu_forms.load()}")
     rng = np.random.default_rng(0)
     start = time.perf_counter()
     for dtype in args.dtypes.split(","):
@@ -158,8 +99,10 @@ def main():
             for batch in (int(b) for b in batches.split(",")):
                 for c in cases():
                     run_case(report, c, batch, np.dtype(dtype).type, direction, args.budget_s, rng)
-    write_rule(report, report.points.get("transposed_cpu", []))
-    report.line(f"{time.perf_counter() - start:.0f} s; {os.cpu_count()} CPUs")
+    report.group = "transposed_cpu"
+    cpu_forms.write_rule(report, "phases", report.points.get("transposed_cpu", []))
+    report.line(f"load averages at the end: {cpu_forms.load()}; {time.perf_counter() - start:.0f} s; "
+                f"{os.cpu_count()} CPUs")
     report.write()
 
 
