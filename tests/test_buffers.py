@@ -260,6 +260,7 @@ def test_four_bit_views_match_index_arithmetic(data_type, sizes, strides, offset
     assert _nibbles_by_hand(out.tobytes(), 128, signed) == expect  # every other nibble kept
 
 
+@pytest.mark.slow  # 1.4-4.5 s on 2 cores; the slow tier keeps it in CI
 def test_four_bit_buffer_arrays_are_their_packed_bytes():
     import jax.numpy as jnp
 

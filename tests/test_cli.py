@@ -224,6 +224,7 @@ def test_keyboard_interrupt(capsys, monkeypatch):
     assert capsys.readouterr().err == "dmljax: interrupted\n"
 
 
+@pytest.mark.slow  # 1.4-4.5 s on 2 cores; the slow tier keeps it in CI
 @pytest.mark.parametrize("argv", tiers.fast_sample([["ops"], ["ops", "--all"], ["--version"]], keep=1, key="pipe"))
 def test_closed_pipe_in_a_subprocess(argv):
     # `dmljax ops | head -n 1`, made deterministic: the pipe's read end is closed before the child

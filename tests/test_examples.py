@@ -34,6 +34,7 @@ def test_quickstart():
     assert "ValidationError:\nactivation_scaled_elu (DML_OPERATOR_ACTIVATION_SCALED_ELU) at DML_FEATURE_LEVEL_2_0:" in out
 
 
+@pytest.mark.slow  # 1.4-4.5 s on 2 cores; the slow tier keeps it in CI
 def test_leaky_relu_from_if():
     out = run("leaky_relu_from_if.py")
     assert "matches x if x >= 0 else 0.1 * x: True" in out
@@ -42,6 +43,7 @@ def test_leaky_relu_from_if():
     assert "same gradient bits: True" in out
 
 
+@pytest.mark.slow  # 1.4-4.5 s on 2 cores; the slow tier keeps it in CI
 def test_train_mlp_loss_goes_down():
     mod = runpy.run_path(str(EXAMPLES / "train_mlp.py"))
     first, last = mod["main"](["--steps", "150"])

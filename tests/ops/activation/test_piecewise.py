@@ -69,6 +69,7 @@ def test_elu_gradient_at_kinks():
     np.testing.assert_allclose(got, ref.elu_grad(h.astype(np.float64)).astype(np.float16), rtol=1e-3)
 
 
+@pytest.mark.slow  # 1.4-4.5 s on 2 cores; the slow tier keeps it in CI
 def test_elu_finite_differences_away_from_kinks(rng):
     x = rng.uniform(0.2, 2.0, (16,)) * rng.choice([-1.0, 1.0], (16,))
     x = x.astype(np.float32)

@@ -247,6 +247,7 @@ def test_the_rule_takes_the_form_where_it_says(kind):
                                   platform=platform) == xla["fwd"], where
 
 
+@pytest.mark.slow  # 1.4-4.5 s on 2 cores; the slow tier keeps it in CI
 def test_a_grouped_call_takes_the_phases_in_every_direction_on_cuda():
     # XLA's grouped input-dilated convolution's filter gradient failed to compile on the H200;
     # lowered for CUDA, a grouped call's output and both tangents hold no input-dilated
@@ -267,6 +268,7 @@ def test_a_grouped_call_takes_the_phases_in_every_direction_on_cuda():
             assert _dilated_count(conv, x, w, platform="cuda") == 1
 
 
+@pytest.mark.slow  # 1.4-4.5 s on 2 cores; the slow tier keeps it in CI
 @pytest.mark.parametrize("mixed", [{"fwd": "phases", "bwd_data": "xla", "bwd_filter": "phases"},
                                    {"fwd": "xla", "bwd_data": "phases", "bwd_filter": "xla"}])
 def test_each_direction_in_its_own_form_gives_the_same_sums(mixed, monkeypatch):

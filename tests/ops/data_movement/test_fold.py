@@ -95,6 +95,7 @@ def test_fold_is_unfolds_transpose_and_each_ones_gradient(shape, geometry):
     np.testing.assert_array_equal(np.asarray(g), cols)
 
 
+@pytest.mark.slow  # 1.4-4.5 s on 2 cores; the slow tier keeps it in CI
 def test_the_gather_path_equals_the_sliced_path(monkeypatch):
     shape, geometry = _GEOMETRIES[0]
     x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)

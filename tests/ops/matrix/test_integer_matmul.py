@@ -312,6 +312,7 @@ def test_output_data_type():
 
 
 # ------------------------------------------------------------------------------------ transformations
+@pytest.mark.slow  # 1.4-4.5 s on 2 cores; the slow tier keeps it in CI
 def test_jit_vmap_and_float0():
     rng = np.random.default_rng(5)
     a = rng.integers(0, 256, (6, 3, 4)).astype(U8)
@@ -330,6 +331,7 @@ def test_jit_vmap_and_float0():
     assert not np.asarray(grads).any()  # an integer output passes its scales nothing
 
 
+@pytest.mark.slow  # 1.4-4.5 s on 2 cores; the slow tier keeps it in CI
 def test_to_float_gradient():
     rng = np.random.default_rng(6)
     a = rng.integers(-128, 128, (2, 3, 4)).astype(I8)

@@ -97,6 +97,7 @@ def test_jax_grad_of_average_pooling_is_average_pooling_grad():
         _close(want, average_ref._spread(dy, x.shape, GEOMETRY, include), size, 4)
 
 
+@pytest.mark.slow  # 1.4-4.5 s on 2 cores; the slow tier keeps it in CI
 def test_the_grad_operators_own_gradients():
     rng = np.random.default_rng(2)
     x = rng.integers(-3, 4, (1, 2, 5, 5)).astype(np.float32)
@@ -116,6 +117,7 @@ def test_the_grad_operators_own_gradients():
     {"strides": (1, 2), "window_size": (2, 3), "start_padding": (1, 2), "end_padding": (1, 0), "dilations": (2, 1)},
     {"strides": (2, 3), "window_size": (2, 3), "start_padding": (1, 0), "end_padding": (0, 2), "dilations": (1, 1)},
 ], ids=["overlapping", "tiling"])
+@pytest.mark.slow  # 1.4-4.5 s on 2 cores; the slow tier keeps it in CI
 def test_the_gradient_paths_agree(monkeypatch, geometry):
     # padded copies per window position (small windows), one broadcast (windows that tile the input),
     # and the large windows' scatter-add and windowed-sum transpose

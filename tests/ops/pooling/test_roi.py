@@ -68,6 +68,7 @@ def test_roi_pooling_where_the_page_is_silent():
     np.testing.assert_array_equal(out, [28, 0, 0, 0])
 
 
+@pytest.mark.slow  # 1.4-4.5 s on 2 cores; the slow tier keeps it in CI
 def test_roi_pooling_gradient_first_maximum_and_float16_sums():
     x = np.zeros((1, 1, 2, 3), np.float32)  # ties everywhere: the first (row-major) element of a bin gets dY
     rows = np.array([[[[0, 0, 0, 2, 1], [0, 1, 0, 2, 1]]]], np.float32)
@@ -104,6 +105,7 @@ def test_roi_pooling_messages():
 
 
 # ================================================================================ ROI_ALIGN*
+@pytest.mark.slow  # 1.4-4.5 s on 2 cores; the slow tier keeps it in CI
 def test_roi_align_grad_page_example_forward_and_backward():
     out = dmljax.roi_align1(_PAGE_X, _PAGE_ROIS, _ZEROS4, output_sizes=(4, 1, 1, 3), **_NEAREST)
     np.testing.assert_array_equal(np.asarray(out)[:, 0, 0], [[1, 1, 2], [3, 3, 4], [9, 9, 10], [11, 11, 12]])
@@ -178,6 +180,7 @@ def test_onnx_roialign_conformance_case_through_the_directml_provider_mapping():
     np.testing.assert_allclose(np.asarray(out), want, atol=1e-4)
 
 
+@pytest.mark.slow  # 1.4-4.5 s on 2 cores; the slow tier keeps it in CI
 def test_samples_per_output_are_the_clamped_ceiling():
     # A 1 x 6 row image, a region of width 6 (-0.5 .. 5.5 after the offsets) into 2 outputs: ceil(6 / 2) = 3
     # samples each, at pixel centres 0, 1, 2 and 3, 4, 5; Maximum 2 takes 2 (at 0.5 and 2, then 3.5 and 5).
@@ -382,6 +385,7 @@ def test_gradients_by_finite_differences_away_from_the_kinks():
 
 
 # ------------------------------------------------------------------------------ shapes, types, jit
+@pytest.mark.slow  # 1.4-4.5 s on 2 cores; the slow tier keeps it in CI
 def test_roi_and_index_shapes_uint64_and_one_trace():
     rng = np.random.default_rng(8)
     x = rng.standard_normal((2, 1, 4, 4)).astype(np.float32)

@@ -82,6 +82,7 @@ def test_every_float16_value_in_a_range(out):
             assert np.asarray(ss[i]).view(np.uint32) == want[1].view(np.uint32) and np.asarray(zs[i]) == want[2]
 
 
+@pytest.mark.slow  # 1.4-4.5 s on 2 cores; the slow tier keeps it in CI
 @pytest.mark.parametrize("out", ["UINT8", "INT8"])
 def test_random_float32_tensors(out, rng):
     # 48 tensors of magnitudes 2^-20 to 2^20, a quarter all positive (InputMin widened to 0) and a

@@ -69,6 +69,7 @@ def test_nan_and_infinities_run_on():
     assert p[:3].tolist() == [1, np.inf, -np.inf] and np.isnan(p[3:]).all()  # inf * 0
 
 
+@pytest.mark.slow  # 1.4-4.5 s on 2 cores; the slow tier keeps it in CI
 def test_product_gradient_with_zeros_has_no_division():
     # d/dx_k of the running product: the product of the other factors, also where x_k = 0.
     x = np.array([2.0, 0.0, 3.0, 0.5], np.float32)
