@@ -94,6 +94,12 @@ def environment() -> dict:
     return env
 
 
+def load_average() -> str:
+    """The 1-, 5- and 15-minute load averages: how busy the machine's cores were (other work on them
+    slows what is timed, unevenly), written beside CPU figures."""
+    return " ".join(f"{v:.1f}" for v in os.getloadavg()) if hasattr(os, "getloadavg") else "unknown"
+
+
 def nbytes(tree) -> int:
     """Bytes of every array in ``tree``."""
     return sum(int(np.prod(x.shape)) * np.dtype(x.dtype).itemsize for x in jax.tree.leaves(tree))

@@ -4,6 +4,7 @@ that a measured rule takes, switched by its kernel-seam name, timed in pairs aga
 switched off, and the CPU entries of its module's RULE that the figures give."""
 
 import os
+import time
 
 import jax
 import jax.numpy as jnp
@@ -15,9 +16,34 @@ from dmljax._src.kernel_seam import force_kernels  # (measuring the rule's forms
 from dmljax.bench.timing import time_calls, time_paired
 
 
-def load() -> str:
-    """The machine's load averages (1, 5, 15 minutes)."""
-    return " ".join(f"{v:.1f}" for v in os.getloadavg())
+def options(ap, batches: str):
+    """The options both benchmarks take: batches (forward; ``train``'s apart), types, directions and
+    the seconds of paired timing a point."""
+    ap.add_argument("--batches", default="1" if common.SMOKE else batches)
+    ap.add_argument("--train-batches", default="1")
+    ap.add_argument("--dtypes", default="float32,float16")
+    ap.add_argument("--directions", default="fwd,train")
+    ap.add_argument("--budget-s", type=float, default=3.0, help="seconds of paired timing a point")
+
+
+def sweep(report, args, cases, run_case, group: str, name: str, kept=lambda c: True):
+    """``run_case`` for every type, direction, batch and kept case, then the CPU rule of form
+    ``name`` from the group's points, with the load averages at the start and the end."""
+    report.group = group
+    report.line(f"load averages (1, 5, 15 minutes) at the start: {common.load_average()}")
+    rng = np.random.default_rng(0)
+    start = time.perf_counter()
+    for dtype in args.dtypes.split(","):
+        for direction in args.directions.split(","):
+            batches = args.batches if direction == "fwd" else args.train_batches
+            for batch in (int(b) for b in batches.split(",")):
+                for c in cases():
+                    if kept(c):
+                        run_case(report, c, batch, np.dtype(dtype).type, direction, args.budget_s, rng)
+    report.group = group
+    write_rule(report, name, report.points.get(group, []))
+    report.line(f"load averages at the end: {common.load_average()}; {time.perf_counter() - start:.0f} s; "
+                f"{os.cpu_count()} CPUs")
 
 
 def compiled(fn, args, switch: str, forced: bool):
@@ -56,7 +82,7 @@ def time_point(report, name: str, switch: str, attrs, x_shape, w_shape, w_fan_in
     f_form, f_xla = (compiled(fn, sets[0], switch, forced) for forced in (True, False))
     a, b = (np.asarray(jax.tree.leaves(f(*sets[0]))[0], np.float64) for f in (f_form, f_xla))
     difference = float(np.max(np.abs(a - b)) / max(float(np.max(np.abs(b))), 1e-30))
-    at = load()
+    at = common.load_average()
     xla_ms = time_calls(lambda i: f_xla(*sets[i]), 2, jax.block_until_ready, budget_s=0.05).s * 1e3
     r = time_paired(lambda i: f_form(*sets[i]), lambda i: f_xla(*sets[i]), 2, jax.block_until_ready,
                     budget_s=0.2 if common.SMOKE else budget_s)

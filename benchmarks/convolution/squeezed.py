@@ -23,9 +23,7 @@ above 1.1 (a tie within the machine's noise), else "xla". Writes squeezed_cpu.js
 """
 
 import argparse
-import os
 import sys
-import time
 from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1]),
@@ -103,29 +101,13 @@ def run_case(report, c, batch, dtype, direction, budget_s, rng):
 def main():
     _, rest = common.arguments()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--batches", default="1" if common.SMOKE else "1,4")
-    ap.add_argument("--train-batches", default="1")
-    ap.add_argument("--dtypes", default="float32,float16")
-    ap.add_argument("--directions", default="fwd,train")
-    ap.add_argument("--budget-s", type=float, default=3.0, help="seconds of paired timing a point")
+    cpu_forms.options(ap, "1,4")
     ap.add_argument("--kinds", default=",".join(squeezed.KINDS), help="the kinds to run, comma-separated")
     args = ap.parse_args(rest)
     report = common.Report("convolution", "paired with the convolution as written (dmljax.bench.timing."
                                           "time_paired: alternating repetitions, median ratio), host clock")
-    report.group = "squeezed_cpu"
-    report.line(f"load averages (1, 5, 15 minutes) at the start: {cpu_forms.load()}")
-    rng = np.random.default_rng(0)
-    start = time.perf_counter()
-    for dtype in args.dtypes.split(","):
-        for direction in args.directions.split(","):
-            batches = args.batches if direction == "fwd" else args.train_batches
-            for batch in (int(b) for b in batches.split(",")):
-                for c in cases():
-                    if _kind(c) in args.kinds.split(","):
-                        run_case(report, c, batch, np.dtype(dtype).type, direction, args.budget_s, rng)
-    cpu_forms.write_rule(report, "squeezed", report.points.get("squeezed_cpu", []))
-    report.line(f"load averages at the end: {cpu_forms.load()}; {time.perf_counter() - start:.0f} s; "
-                f"{os.cpu_count()} CPUs")
+    cpu_forms.sweep(report, args, cases, run_case, "squeezed_cpu", "squeezed",
+                    kept=lambda c: _kind(c) in args.kinds.split(","))
     report.write()
 
 

@@ -117,12 +117,6 @@ def measure(name, path, inputs, classifier, repeats: int, static_inputs=()) -> d
     return row
 
 
-def _load() -> str:
-    """The 1-, 5- and 15-minute load averages: how busy the machine's cores were (other work on them
-    slows both sides, unevenly)."""
-    return " ".join(f"{v:.1f}" for v in os.getloadavg()) if hasattr(os, "getloadavg") else "unknown"
-
-
 def _fmt(v, spec):
     return "" if v is None else format(v, spec)
 
@@ -194,7 +188,7 @@ def main() -> int:
     if os.path.exists("/proc/cpuinfo"):
         cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "")
     env.update(cpu=cpu or "unknown CPU", cores=os.cpu_count(), onnxruntime=onnxruntime.__version__,
-               onnx=onnx.__version__, load_average_at_start=_load())
+               onnx=onnx.__version__, load_average_at_start=common.load_average())
     machine = f"{env['cpu']}, {env['cores']} cores"
     folder = Path(out) if out else common.HERE / "results" / "cpu" / "onnx"
     earlier = {}
@@ -223,7 +217,7 @@ def main() -> int:
         row.update(what=what, commit=env["commit"], date=env["date"], machine=machine)
         rows.append(row)
         print(json.dumps(row), flush=True)
-    env["load_average_at_end"] = _load()
+    env["load_average_at_end"] = common.load_average()
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "models.json").write_text(json.dumps({"environment": env, "repeats": repeats, "models": rows},
                                                    indent=1) + "\n")

@@ -74,10 +74,6 @@ def _compiled(fn, args, form):
         return common.compiled(fn, *args)
 
 
-def _load() -> str:
-    return " ".join(f"{v:.1f}" for v in os.getloadavg())
-
-
 def _pair(fa, fb, sets, budget_s):
     a, b = (np.asarray(f(*sets[0])) for f in (fa, fb))
     if not np.array_equal(a, b):
@@ -97,16 +93,16 @@ def run_point(report, rows, k, n, budget_s, rng):
         base, r = _pair(fa, fb, u8, budget_s)
         report.point(f"rows {rows:2d} K {k:4d} N {n:4d}  uint8 x int8, zero points: xla {base:7.3f} ms; two rows / "
                      f"xla {r['ratio']:.2f} (quartiles {r['p25']:.2f}-{r['p75']:.2f}, {r['reps']} pairs); load "
-                     f"{_load()}", what="two rows / xla", rows=rows, k=k, n=n, xla_ms=base, ratio=r["ratio"],
-                     p25=r["p25"], p75=r["p75"], reps=r["reps"], load=_load(), method=r["method"])
+                     f"{common.load_average()}", what="two rows / xla", rows=rows, k=k, n=n, xla_ms=base, ratio=r["ratio"],
+                     p25=r["p25"], p75=r["p75"], reps=r["reps"], load=common.load_average(), method=r["method"])
     i8 = [(jnp.asarray(rng.integers(-128, 128, (rows, k), dtype=np.int8)),
            jnp.asarray(rng.integers(-128, 128, (k, n), dtype=np.int8))) for _ in range(2)]
     fa, fb = (common.compiled(f, *i8[0]) for f in (float32_slices, int8_product))
     base, r = _pair(fa, fb, i8, budget_s)
     report.point(f"rows {rows:2d} K {k:4d} N {n:4d}  int8 x int8 dot:             int8 {base:7.3f} ms; float32 slices "
                  f"/ int8 {r['ratio']:.2f} (quartiles {r['p25']:.2f}-{r['p75']:.2f}, {r['reps']} pairs); load "
-                 f"{_load()}", what="float32 slices / int8", rows=rows, k=k, n=n, xla_ms=base, ratio=r["ratio"],
-                 p25=r["p25"], p75=r["p75"], reps=r["reps"], load=_load(), method=r["method"])
+                 f"{common.load_average()}", what="float32 slices / int8", rows=rows, k=k, n=n, xla_ms=base, ratio=r["ratio"],
+                 p25=r["p25"], p75=r["p75"], reps=r["reps"], load=common.load_average(), method=r["method"])
 
 
 def write_rule(report, points):
@@ -132,7 +128,7 @@ def main():
     report = common.Report("quantization", "paired with the product as written (dmljax.bench.timing.time_paired: "
                                            "alternating repetitions, median ratio), host clock")
     report.group = "integer_rows"
-    report.line(f"load averages (1, 5, 15 minutes) at the start: {_load()}")
+    report.line(f"load averages (1, 5, 15 minutes) at the start: {common.load_average()}")
     rng = np.random.default_rng(0)
     start = time.perf_counter()
     for rows in (int(r) for r in args.rows.split(",")):
@@ -140,7 +136,7 @@ def main():
             k, n = map(int, size.split("x"))
             run_point(report, rows, k, n, args.budget_s, rng)
     write_rule(report, report.points.get("integer_rows", []))
-    report.line(f"load averages at the end: {_load()}; {time.perf_counter() - start:.0f} s; {os.cpu_count()} CPUs")
+    report.line(f"load averages at the end: {common.load_average()}; {time.perf_counter() - start:.0f} s; {os.cpu_count()} CPUs")
     report.write()
 
 
