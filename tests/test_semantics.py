@@ -12,6 +12,7 @@ import pytest
 
 import dmljax
 from dmljax._src.dtypes import DataType
+from tests import tiers
 from tests.catalog import references
 from tests.compare import assert_matches
 
@@ -157,7 +158,8 @@ def _fusable_into_add1():
     return [n for n, hosts in FUSABLE.items() if n in dmljax.registry() and hosts is None]
 
 
-@pytest.mark.parametrize("name", _fusable_into_add1(), ids=lambda n: n.removeprefix("DML_OPERATOR_"))
+@pytest.mark.parametrize("name", tiers.fast_sample(_fusable_into_add1(), keep=6, key="fused"),
+                         ids=lambda n: n.removeprefix("DML_OPERATOR_"))
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_fused_activation_equals_the_separate_operator(name, dtype):
     op = dmljax.get_operator(name)
