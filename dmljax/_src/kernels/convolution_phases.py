@@ -61,7 +61,7 @@ from jax import lax
 
 from dmljax._src.kernel_seam import Kernel, disabled_kernels, forced_kernels
 
-__all__ = ["RULE", "GROUPED_ON_CUDA", "KINDS", "DIRECTIONS", "CONVOLUTION_PHASES", "Phase", "Plan", "plan", "phase_kind", "phases",
+__all__ = ["RULE", "GROUPED_ON_CUDA", "KINDS", "DIRECTIONS", "TYPES", "rule_type", "CONVOLUTION_PHASES", "Phase", "Plan", "plan", "phase_kind", "phases",
            "taken"]
 
 KINDS = ("one product", "one convolution", "stacked")
@@ -73,25 +73,32 @@ derivative by the others (``convolution._phases``)."""
 
 _CPU_FORMS = {"one product": "phases", "one convolution": "phases", "stacked": "xla"}
 
+TYPES = ("float32", "float16", "float16 sums")
+"""The types a rule entry is for: FLOAT32; FLOAT16 operands with a FLOAT16 result (cuDNN
+accumulates in FLOAT32 and rounds once: on CUDA a call without a bias, and every gradient);
+FLOAT16 operands with FLOAT32 sums (the output of a call with a bias, which is added to the sums
+before the one rounding, and the CPU's FLOAT16 output), whose rule has only the output's entry
+(the gradients are FLOAT16 results on CUDA, widened to FLOAT32 on the CPU). ``rule_type``."""
+
 RULE: dict[str, dict[tuple[str, str, str], str]] = {
-    "cpu": {(kind, t, d): form for kind, form in _CPU_FORMS.items() for t in ("float32", "float16")
-            for d in DIRECTIONS},
+    "cpu": {(kind, t, d): form for kind, form in _CPU_FORMS.items() for t in TYPES for d in DIRECTIONS
+            if t != "float16 sums" or d == "fwd"},
     "cuda": {
-        ("one product", "float16", "fwd"): "phases", ("one product", "float16", "bwd_data"): "xla",
-        ("one product", "float16", "bwd_filter"): "phases",
+        ("one product", "float16", "fwd"): "xla", ("one product", "float16", "bwd_data"): "xla",
+        ("one product", "float16", "bwd_filter"): "phases", ("one product", "float16 sums", "fwd"): "phases",
         ("one product", "float32", "fwd"): "phases", ("one product", "float32", "bwd_data"): "phases",
         ("one product", "float32", "bwd_filter"): "phases",
-        ("one convolution", "float16", "fwd"): "phases", ("one convolution", "float16", "bwd_data"): "xla",
-        ("one convolution", "float16", "bwd_filter"): "xla",
+        ("one convolution", "float16", "fwd"): "xla", ("one convolution", "float16", "bwd_data"): "xla",
+        ("one convolution", "float16", "bwd_filter"): "xla", ("one convolution", "float16 sums", "fwd"): "phases",
         ("one convolution", "float32", "fwd"): "phases", ("one convolution", "float32", "bwd_data"): "xla",
         ("one convolution", "float32", "bwd_filter"): "xla",
         ("stacked", "float16", "fwd"): "xla", ("stacked", "float16", "bwd_data"): "xla",
-        ("stacked", "float16", "bwd_filter"): "phases",
+        ("stacked", "float16", "bwd_filter"): "phases", ("stacked", "float16 sums", "fwd"): "xla",
         ("stacked", "float32", "fwd"): "phases", ("stacked", "float32", "bwd_data"): "xla",
         ("stacked", "float32", "bwd_filter"): "phases",
     },
 }
-"""platform -> (the kind of call, ``phase_kind``; the operands' type; the direction, ``DIRECTIONS``)
+"""platform -> (the kind of call, ``phase_kind``; the type, ``TYPES``; the direction, ``DIRECTIONS``)
 -> "phases" (this form) or "xla" (the input-dilated convolution, and its transposes).
 
 The CPU's, measured by benchmarks/convolution/transposed.py (benchmarks/results/cpu/convolution/
@@ -118,17 +125,24 @@ CUDA's, measured by benchmarks/convolution/resnet50.py (``--groups transposed --
 --batches 128``; benchmarks/results/h200/convolution/transposed_strided.md: NVIDIA H200, jax
 0.11.2, device time; the four decoder shapes of 2 x 2 and 4 x 4 windows at stride 2 and one 3 x 3
 with OutputPadding, batch 128, NCHW and NHWC memory; the phase form's time over the
-input-dilated form's in each direction, forced apart):
+input-dilated form's in each direction, forced apart). The FLOAT16 output with a FLOAT16 result
+(a call without a bias) from the run of benchmarks/results/h200/convolution/
+transposed_strided_float16.md, where XLA compiles the input-dilated form as cuDNN's transposed
+convolution (backward-data), as lax's call: at lax's time (1.00x) at all ten points; the FLOAT16
+output as FLOAT32 sums (a call with a bias) from the earlier run, where XLA convolves the spread
+input (cuDNN's forward convolution; 0.81 ms against lax's 0.37 at 512 -> 256 channels):
 
-- "one product" (2 x 2): the output 0.53-0.62x (FLOAT16), 0.23-0.29x (FLOAT32); the filter's
-  gradient 0.33-0.61x, 0.13-0.33x: phases. The input's gradient: 0.96-2.56x in FLOAT16 (XLA's is
-  cuDNN's plain strided convolution; 2.10-2.56x with NHWC memory), so XLA; 0.75-0.82x in
-  FLOAT32, phases.
-- "one convolution" (4 x 4, padding 1): the output 0.29-0.95x, 0.29-0.35x: phases; the input's
-  gradient 1.40-1.81x, 1.36-1.54x and the filter's 1.01-1.25x, 1.01-1.23x: XLA.
-- "stacked" (3 x 3, OutputPadding 1): the output 1.46x with NCHW memory and 0.69x with NHWC in
-  FLOAT16 (0.950 against 0.874 ms together: XLA), 0.43-0.49x in FLOAT32 (phases); the input's
-  gradient 1.83-2.00x, 1.35-1.42x: XLA; the filter's 0.52-0.59x, 0.54-0.55x: phases.
+- "one product" (2 x 2): the FLOAT16 result 0.89-1.53x (XLA), the FLOAT16 sums 0.53-0.62x
+  (phases), FLOAT32 0.23-0.29x (phases); the filter's gradient 0.33-0.61x, 0.13-0.33x: phases.
+  The input's gradient: 0.96-2.56x in FLOAT16 (XLA's is cuDNN's plain strided convolution;
+  2.10-2.56x with NHWC memory), so XLA; 0.75-0.82x in FLOAT32, phases.
+- "one convolution" (4 x 4, padding 1): the output 1.17-2.43x with a FLOAT16 result (XLA),
+  0.29-0.95x as FLOAT16 sums and 0.29-0.35x in FLOAT32 (phases); the input's gradient
+  1.40-1.81x, 1.36-1.54x and the filter's 1.01-1.25x, 1.01-1.23x: XLA.
+- "stacked" (3 x 3, OutputPadding 1): the output 2.50-3.33x with a FLOAT16 result, 1.46x with
+  NCHW memory and 0.69x with NHWC as FLOAT16 sums (0.950 against 0.874 ms together): XLA;
+  0.43-0.49x in FLOAT32 (phases); the input's gradient 1.83-2.00x, 1.35-1.42x: XLA; the filter's
+  0.52-0.59x, 0.54-0.55x: phases.
 
 A grouped call (GroupCount above 1) takes the phases in every direction on CUDA, whatever its
 kind (``GROUPED_ON_CUDA``): the filter's gradient of XLA's grouped input-dilated convolution
@@ -211,16 +225,23 @@ def phase_kind(x_shape, w_shape, dtype, forward: bool, groups: int, strides, dil
                                                    output_padding)])
 
 
-def _takes(platform: str, *facts) -> dict[str, bool]:
+def rule_type(dtype, sums: bool) -> str:
+    """The ``TYPES`` entry of operands of ``dtype``: ``sums`` where FLOAT16 operands' result is
+    asked for as FLOAT32 sums."""
+    t = np.dtype(dtype).name
+    return "float16 sums" if sums and t == "float16" else t
+
+
+def _takes(platform: str, *facts, sums: bool = False) -> dict[str, bool]:
     kind = phase_kind(*facts)
     if kind is not None and platform == "cuda" and facts[4] > 1:
         return dict.fromkeys(DIRECTIONS, GROUPED_ON_CUDA == "phases")
-    t = np.dtype(facts[2]).name
+    t = rule_type(facts[2], sums)
     return {d: kind is not None and RULE[platform].get((kind, t, d), "xla") == "phases" for d in DIRECTIONS}
 
 
 def _applies_on_cuda(*facts) -> bool:
-    return any(_takes("cuda", *facts).values())
+    return any(any(_takes("cuda", *facts, sums=sums).values()) for sums in (False, True))
 
 
 def _runs(*facts) -> bool:
@@ -233,9 +254,10 @@ CONVOLUTION_PHASES = Kernel("convolution_phases", _applies_on_cuda, measured="be
 direction)."""
 
 
-def taken(platform: str, *facts) -> dict[str, bool]:
-    """For each of ``DIRECTIONS``, whether a call of these facts computes it by the phase form when
-    lowered for ``platform`` ("cpu" or "cuda"): its ``RULE``, under the seam's switches
+def taken(platform: str, *facts, sums: bool = False) -> dict[str, bool]:
+    """For each of ``DIRECTIONS``, whether a call of these facts (FLOAT16 operands' result asked
+    for as FLOAT32 ``sums`` or not: ``rule_type``) computes it by the phase form when lowered for
+    ``platform`` ("cpu" or "cuda"): its ``RULE``, under the seam's switches
     (``use_kernels(False, "convolution_phases")`` turns the form off, on the CPU too;
     ``force_kernels`` takes it in every direction wherever it can run)."""
     name = CONVOLUTION_PHASES.name
@@ -243,7 +265,7 @@ def taken(platform: str, *facts) -> dict[str, bool]:
         return dict.fromkeys(DIRECTIONS, False)
     if name in forced_kernels():
         return dict.fromkeys(DIRECTIONS, True)
-    return _takes(platform, *facts)
+    return _takes(platform, *facts, sums=sums)
 
 
 def phases(x, wt, groups: int, strides, dilations, start, end, output_padding, forward: Callable,

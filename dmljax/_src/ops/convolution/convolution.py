@@ -416,9 +416,10 @@ def _phases(x, w, direction, flip, groups, g, precision, accumulate):
     strided convolution, each the faster there)."""
     facts = (x.shape, w.shape, x.dtype, direction is ConvolutionDirection.FORWARD, groups, g["Strides"],
              g["Dilations"], g["StartPadding"], g["EndPadding"], g["OutputPadding"])
-    on_cuda = (taken("cuda", *facts) if choose(CONVOLUTION_PHASES, facts=facts).kernel is not None
+    sums = accumulate is not None  # FLOAT16 operands: FLOAT32 sums, or (None) a FLOAT16 result
+    on_cuda = (taken("cuda", *facts, sums=sums) if choose(CONVOLUTION_PHASES, facts=facts).kernel is not None
                else dict.fromkeys(DIRECTIONS, False))
-    on_cpu = taken("cpu", *facts)
+    on_cpu = taken("cpu", *facts, sums=sums)
     if not (any(on_cuda.values()) or any(on_cpu.values())):
         return None
 
@@ -487,9 +488,16 @@ def _xla(x, w, direction, flip, groups, g, precision, accumulate):
         groups=groups, precision=precision, preferred_element_type=accumulate), x, w, groups)
 
 
-def _half_operands(x, w, geometry_):
+def _half_operands(x, w, geometry_, narrow: bool = False):
     """FLOAT16 operands to the product as they are, accumulated in FLOAT32 (FLOAT16 products are
     exact in FLOAT32; widening them first would make XLA skip the tensor cores, as with GEMM).
+
+    ``narrow`` (a BACKWARD call without a bias, whose sums are rounded to FLOAT16 and nothing
+    else): on CUDA the result is asked for in FLOAT16, which cuDNN accumulates in FLOAT32 and
+    rounds once, the same values. XLA then compiles an input-dilated convolution as cuDNN's
+    transposed convolution (backward-data), as lax's FLOAT16 call; asked for FLOAT32 sums, it
+    convolved the spread input (H200, batch 128, 512 -> 256 channels at 28 x 28, 2 x 2 at stride
+    2: 0.81 ms against lax's 0.37; benchmarks/results/h200/convolution/transposed_strided.md).
 
     Its gradient is written out because autodiff's is slow: the cotangent of the FLOAT32 result
     is FLOAT32, so JAX's transposed convolutions would widen the filter and the input and run
@@ -504,7 +512,11 @@ def _half_operands(x, w, geometry_):
         return convolve(a, b, *geometry_, None, accumulate)
 
     def run(a, b):
-        return conv(a, b, np.float32)
+        if not narrow:
+            return conv(a, b, np.float32)
+        # widened back to FLOAT32 exactly; the store's rounding to FLOAT16 cancels it
+        return lax.platform_dependent(a, b, cuda=lambda p, q: conv(p, q, None).astype(np.float32),
+                                      default=lambda p, q: conv(p, q, np.float32))
 
     def run_fwd(a, b):
         return run(a, b), (a, b)
@@ -609,7 +621,8 @@ def convolution(input, filter, bias=None, *, mode, direction, strides, dilations
             out = store(out + load(bias), dt)
         return apply_fused(fused_activation, out, half)
     if dt is F16 and not half:
-        out = _half_operands(input, filter, geometry_)
+        out = _half_operands(input, filter, geometry_,
+                             narrow=bias is None and direction is ConvolutionDirection.BACKWARD)
     else:
         out = convolve(load(input, half), load(filter, half), *geometry_, None, ct)
     if bias is not None:  # FLOAT16: added to the FLOAT32 sums, rounded once
