@@ -27,12 +27,15 @@ from jax import lax
 from jax.custom_derivatives import SymbolicZero
 
 from dmljax._src.catalog import PREFIX
-from dmljax._src.derivatives import backward_rule
+from dmljax._src.derivatives import backward_rule, custom_transposed
 from dmljax._src.dtypes import FLOAT32_FLOAT16, DataType
 from dmljax._src.enums import ConvolutionDirection, ConvolutionMode
 from dmljax._src.errors import Violation
 from dmljax._src.kernel_seam import Route, choose
 from dmljax._src.kernels.convolution import CONVOLUTION_TAPS, convolve_taps
+from dmljax._src.kernels.convolution_depthwise import (CONVOLUTION_DEPTHWISE, CONVOLUTION_DEPTHWISE_DATA,
+                                                       CONVOLUTION_DEPTHWISE_FILTER, data_geometry, depthwise_filter,
+                                                       depthwise_forward)
 from dmljax._src.kernels.convolution_gemm import CONVOLUTION_GEMM_COLUMNS, CONVOLUTION_GEMM_ROWS, gemm_columns, gemm_rows
 from dmljax._src.kernels.convolution_phases import CONVOLUTION_PHASES, DIRECTIONS, phases, taken
 from dmljax._src.kernels.convolution_squeezed import CONVOLUTION_SQUEEZED, squeezed_on_cpu, unit_dimensions
@@ -590,6 +593,85 @@ def _taps(x, w, geometry_, route: Route):
     return run(x, w)
 
 
+def _depthwise_routes(x, w, geometry_) -> tuple[Route, Route, Route] | None:
+    """The routes of a FLOAT32 depthwise convolution's output, input gradient and filter gradient
+    (kernels/convolution_depthwise.py), or None where none takes a kernel."""
+    direction, _, groups, g = geometry_
+    facts = (x.shape, w.shape, x.dtype, direction is ConvolutionDirection.FORWARD, groups, g["Strides"],
+             g["Dilations"], g["StartPadding"], g["EndPadding"], g["OutputPadding"])
+    routes = tuple(choose(k, facts=facts) for k in (CONVOLUTION_DEPTHWISE, CONVOLUTION_DEPTHWISE_DATA,
+                                                    CONVOLUTION_DEPTHWISE_FILTER))
+    return routes if any(r.kernel is not None for r in routes) else None
+
+
+def _by_kernel(route: Route, xla, kernel, *operands, lead: int):
+    """``route.run(xla, kernel, ...)`` for a bilinear ``xla`` that ``kernel`` computes on CUDA,
+    differentiated as ``xla`` (JAX differentiates no Pallas call)."""
+    if route.kernel is None:
+        return xla(*operands)
+
+    @jax.custom_jvp
+    def run(*ops):
+        return route.run(xla, kernel, *ops, lead=lead, whole=(1,) if lead else ())
+
+    run.defjvp(lambda primals, tangents: (run(*primals), jax.jvp(xla, primals, tangents)[1]))
+    return run(*operands)
+
+
+def _depthwise(x, w, geometry_, routes):
+    """A FLOAT32 depthwise convolution written to FLOAT32 (denormals of the inputs read as zeros,
+    of the result written as zeros), where a route of ``_depthwise_routes`` takes a kernel: on CUDA
+    the output, and by their rules the input's and the filter's gradients, by
+    kernels/convolution_depthwise.py's kernels, which flush in their loads and stores, elsewhere
+    by the XLA formula. The derivative is the XLA formula's (as ``_taps``'s): the tangent is two
+    convolutions, by XLA's formula in forward mode, whose transposes reverse mode takes by the
+    kernels where their rules do (``custom_transposed``), by JAX's transposes of XLA's otherwise;
+    the cotangent and the gradients are not flushed, the input the filter's gradient reads is."""
+    direction, mode, groups, g = geometry_
+    if mode is ConvolutionMode.CONVOLUTION:  # the flip, then a cross-correlation (JAX transposes the flip)
+        w = _spatial_flip(w)
+        geometry_ = (direction, ConvolutionMode.CROSS_CORRELATION, groups, g)
+    output, data, filter_ = routes
+    strides, dilations, start, end = g["Strides"], g["Dilations"], g["StartPadding"], g["EndPadding"]
+
+    def conv(a, b):
+        return convolve(a, b, *geometry_, lax.Precision.HIGHEST, np.float32)
+
+    def data_xla(ct, b):  # JAX's transpose of the tangent (at zeros: it is linear; the primal is dead code)
+        return jax.vjp(lambda t: conv(t, b), jnp.zeros(x.shape, x.dtype))[1](ct)[0]
+
+    def data_kernel(ct, b):
+        mirrored = data_geometry(b.shape[2:], dilations, start, end)
+        return depthwise_forward(ct, _spatial_flip(b), (1, 1), dilations, *mirrored, flush=(False, False, False))
+
+    def filter_xla(a, ct):
+        return jax.vjp(lambda t: conv(load(a), t), jnp.zeros(w.shape, w.dtype))[1](ct)[0]
+
+    def filter_kernel(a, ct):
+        return depthwise_filter(a, ct, w.shape[2:], strides, dilations, start, end, flush_input=True)
+
+    @jax.custom_jvp
+    def run(a, b):
+        return output.run(lambda p, q: written_float32(p, q, geometry_),
+                          lambda p, q: depthwise_forward(p, q, strides, dilations, start, end), a, b,
+                          lead=1, whole=(1,))
+
+    def run_jvp(primals, tangents):
+        (a, b), (da, db) = primals, tangents
+        y = run(a, b)
+        terms = []  # a tangent that is a symbolic zero costs no convolution (a jax.grad by one argument)
+        if not isinstance(da, SymbolicZero):
+            terms.append(custom_transposed(lambda q, t: (conv(t, q),), lambda q, ct: (_by_kernel(
+                data, data_xla, data_kernel, ct, q, lead=1),), (load(b),), (da,))[0])
+        if not isinstance(db, SymbolicZero):
+            terms.append(custom_transposed(lambda p, t: (conv(load(p), t),), lambda p, ct: (_by_kernel(
+                filter_, filter_xla, filter_kernel, p, ct, lead=0),), (a,), (db,))[0])
+        return y, sum(terms[1:], terms[0]) if terms else jnp.zeros_like(y)
+
+    run.defjvp(run_jvp, symbolic_zeros=True)
+    return run(x, w)
+
+
 @operator(CONVOLUTION)
 def convolution(input, filter, bias=None, *, mode, direction, strides, dilations, start_padding, end_padding,
                 output_padding, group_count, fused_activation, allow_half_precision_computation):
@@ -616,7 +698,13 @@ def convolution(input, filter, bias=None, *, mode, direction, strides, dilations
     geometry_ = (direction, mode, group_count, g)
     if dt is F32:  # the convolution written to the output (denormals flushed), then the bias added to it
         route = _taps_route(input, filter, geometry_)
-        out = written_float32(input, filter, geometry_) if route.kernel is None else _taps(input, filter, geometry_, route)
+        depthwise_routes = _depthwise_routes(input, filter, geometry_) if route.kernel is None else None
+        if route.kernel is not None:
+            out = _taps(input, filter, geometry_, route)
+        elif depthwise_routes is not None:
+            out = _depthwise(input, filter, geometry_, depthwise_routes)
+        else:
+            out = written_float32(input, filter, geometry_)
         if bias is not None:
             out = store(out + load(bias), dt)
         return apply_fused(fused_activation, out, half)
