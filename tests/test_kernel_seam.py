@@ -90,7 +90,7 @@ def test_use_kernels_switches_by_name_and_nests():
 
 def test_use_kernels_refuses_what_it_does_not_know():
     with pytest.raises(ValueError, match=r"^'softmaxx' is not a dmljax kernel; the kernels are attention_cudnn, convolution, "
-                                         r"convolution_gemm_columns, convolution_gemm_rows, convolution_phases, "
+                                         r"convolution_depthwise, convolution_gemm_columns, convolution_gemm_rows, convolution_phases, "
                                          r"convolution_squeezed, cumulative, dequantize_gemm, "
                                          r"extreme_columns, integer_matmul_rows, max_pooling, padding, softmax, top_k, top_k_threshold$"):
         with dmljax.use_kernels(False, "softmaxx"):
