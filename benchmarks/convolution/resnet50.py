@@ -6,7 +6,7 @@ kernels/convolution_phases.py's RULE['cuda'] are read off one run.
 
     python benchmarks/convolution/resnet50.py [--out DIR] [--groups resnet50,mobilenet_v2,transposed]
         [--batches 32,128] [--dtypes float16,float32] [--layouts NCHW,NHWC] [--windows 1,3,7] [--labels " s2"]
-        [--forms xla,rows,columns,phases,rule,taps]
+        [--forms xla,rows,columns,phases,rule,taps,depthwise]
         [--budget-s 360] [--no-torch]
     (SMOKE=1: small shapes, any machine)
 
@@ -17,7 +17,9 @@ Per shape, batch, type, layout and direction:
   rule) where the window is 1 x 1; ``phases``: BACKWARD with strides as forward convolutions of
   its output's phases (kernels/convolution_phases.py), forced the same way, and ``rule``: the
   program as the rules stand (a form for each direction); ``taps``: the FLOAT32 Pallas kernel
-  where its rule takes it.
+  where its rule takes it; ``depthwise``: the FLOAT32 depthwise kernels
+  (kernels/convolution_depthwise.py), forced in every direction where they can run (the input's
+  gradient at unit strides), so that its rule's constants are read off one run.
   FLOAT16 accumulates in FLOAT32, FLOAT32 is true FLOAT32 (never TF32). NHWC: the caller's NHWC
   input, HWIO filter and NHWC cotangent seen as logical NCHW around the operator in one jit, as a
   DirectML desc's strides would give them.
@@ -56,11 +58,15 @@ import dmljax  # noqa: E402
 from dmljax._src.kernel_seam import choose, force_kernels  # noqa: E402  (measuring the rule's forms)
 from dmljax._src.kernels import convolution_gemm as gemm  # noqa: E402
 from dmljax._src.kernels.convolution import CONVOLUTION_TAPS  # noqa: E402
+from dmljax._src.kernels import convolution_depthwise as depthwise  # noqa: E402
 from dmljax._src.kernels import convolution_phases as phases  # noqa: E402
 
 HI = lax.Precision.HIGHEST
 FORM_SWITCHES = {"rows": gemm.CONVOLUTION_GEMM_ROWS.name, "columns": gemm.CONVOLUTION_GEMM_COLUMNS.name,
-                 "taps": CONVOLUTION_TAPS.name, "phases": phases.CONVOLUTION_PHASES.name}
+                 "taps": CONVOLUTION_TAPS.name, "phases": phases.CONVOLUTION_PHASES.name,
+                 "depthwise": depthwise.CONVOLUTION_DEPTHWISE.name}
+DEPTHWISE = {"fwd": depthwise.CONVOLUTION_DEPTHWISE, "bwd_data": depthwise.CONVOLUTION_DEPTHWISE_DATA,
+             "bwd_filter": depthwise.CONVOLUTION_DEPTHWISE_FILTER}
 DIRECTIONS = ("fwd", "bwd_data", "bwd_filter")
 
 
@@ -215,7 +221,7 @@ def _facts(c, batch, dtype):
 def _forms(c, batch, dtype):
     """The dmljax variants worth timing: xla always; rows and columns where the window is 1 x 1
     (and the call a matrix product: ``pointwise_kind``); phases for BACKWARD with strides
-    (``phase_kind``); taps where its rule takes the call."""
+    (``phase_kind``); taps where its rule takes the call; depthwise where its kernels run."""
     facts = _facts(c, batch, dtype)
     forms = ["xla"]
     if gemm.pointwise_kind(*facts) is not None:
@@ -224,7 +230,14 @@ def _forms(c, batch, dtype):
         forms += ["phases", "rule"]
     if choose(CONVOLUTION_TAPS, facts=facts).kernel is not None:
         forms.append("taps")
+    if depthwise.CONVOLUTION_DEPTHWISE.runs(*facts):
+        forms.append("depthwise")
     return forms
+
+
+def _depthwise_kind(c, batch, dtype):
+    """The kind of call whose depthwise rule the point measures (by stride), or None."""
+    return f"depthwise s{c['stride']}" if depthwise.CONVOLUTION_DEPTHWISE.runs(*_facts(c, batch, dtype)) else None
 
 
 def _compile(fn, args, form):
@@ -314,7 +327,7 @@ def run_case(report, c, batch, dtype, layouts, use_torch, rng, only=()):
             report.point(f"{dname} b{batch:<3d} {layout} {c['label']:28s} {direction:10s} {text} ms; "
                          f"the rule's {rule_form}: {', '.join(vs) or '-'}; max |dmljax - lax| / max |lax| {worst:.1e}",
                          dtype=dname, batch=batch, layout=layout, shape=c["label"], kind=kind,
-                         phase_kind=phase_kind, direction=direction,
+                         phase_kind=phase_kind, depthwise_kind=_depthwise_kind(c, batch, dtype), direction=direction,
                          ms=ms, rule_form=rule_form, tflops={v: flops / (m * 1e-3) / 1e12 for v, m in ms.items()},
                          difference_to_lax=worst, method=method)
 
@@ -326,18 +339,23 @@ def _rule_form(c, batch, dtype, direction):
     if phases.phase_kind(*facts) is not None:
         return "rule"
     route = choose(gemm.CONVOLUTION_GEMM_COLUMNS, gemm.CONVOLUTION_GEMM_ROWS, CONVOLUTION_TAPS, facts=facts)
+    if route.kernel is None and choose(DEPTHWISE[direction], facts=facts).kernel is not None:
+        return "depthwise"
     if route.kernel is None:
         return "xla"
     return next(f for f, n in FORM_SWITCHES.items() if n == route.kernel.name)
 
 
 RULES = (("kind", ("xla", "rows", "columns"), "RULE", False),  # kernels/convolution_gemm.py
-         ("phase_kind", ("xla", "phases"), "RULE['cuda']", True))  # kernels/convolution_phases.py, per direction
+         ("phase_kind", ("xla", "phases"), "RULE['cuda']", True),  # kernels/convolution_phases.py, per direction
+         ("depthwise_kind", ("xla", "depthwise"), "convolution_depthwise", True))  # its constants, per direction
 
 
 def write_rule(report, points):
-    """For each (kind, type) of 1 x 1 call measured (convolution_gemm.py's RULE) and each (kind,
-    type, direction) of BACKWARD call with strides (convolution_phases.py's RULE['cuda']): each
+    """For each (kind, type) of 1 x 1 call measured (convolution_gemm.py's RULE), each (kind,
+    type, direction) of BACKWARD call with strides (convolution_phases.py's RULE['cuda']) and of
+    depthwise call by stride (convolution_depthwise.py's constants: the forward's rule,
+    BACKWARD_DATA, BACKWARD_FILTER): each
     form's total time over the shapes, batches and layouts (and, for the 1 x 1 rule, directions),
     its worst ratio to the fastest form of a point, and the entry they give (the least total, xla
     where a form is ever 1.1x slower than xla)."""

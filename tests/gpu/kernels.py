@@ -11,7 +11,7 @@ every direction and exclusivity, and the signs of zero results), top_k (TOP_K/TO
 K-steps and threshold kernels, ARGMAX/ARGMIN of FLOAT16 rows, and the threshold path under
 jax.grad, jax.jvp and vmap), extreme_columns (ARGMAX/ARGMIN and REDUCE MAX/MIN of FLOAT16
 columns), max_pooling, convolution, convolution_gemm (the 1 x 1 matrix-product forms), convolution_phases (BACKWARD with strides by
-its output's phases), padding, attention (MULTIHEAD_ATTENTION's
+its output's phases), convolution_depthwise (FLOAT32 depthwise forward, input and filter gradients), padding, attention (MULTIHEAD_ATTENTION's
 cuDNN route in every mode of differentiation), dequantize_gemm (DEQUANTIZE of 4-bit weights then
 GEMM, split-K, the rule, and MatMulNBits). Inputs hold NaN, infinities, signed zeros, ties and
 FLOAT32 denormals. Prints one line per case and a summary; exit status 1 if any failed.
@@ -495,6 +495,104 @@ def convolution(cases: Cases):
         print(f"  negative zeros: {int(np.signbit(got).sum())} of {got.size}")
 
 
+# --------------------------------------------------------------------------- convolution_depthwise
+DEPTHWISE_GEOMETRIES = [  # (input Sizes, filter Sizes, attributes): FLOAT32 depthwise forwards the kernels take
+    ((2, 40, 5, 7), (40, 1, 3, 3), {"start_padding": (1, 1), "end_padding": (1, 1)}),
+    ((1, 20, 9, 11), (20, 1, 3, 3), {"strides": (2, 2), "dilations": (1, 2), "start_padding": (0, 2),
+                                     "end_padding": (1, 0)}),
+    ((2, 33, 11, 10), (33, 1, 5, 5), {"strides": (2, 2), "start_padding": (2, 2), "end_padding": (2, 2)}),
+    ((2, 16, 9, 8), (16, 1, 2, 3), {"dilations": (3, 2), "mode": "CONVOLUTION"}),
+    ((1, 12, 6, 8), (36, 1, 3, 2), {"strides": (1, 2), "start_padding": (1, 0), "end_padding": (1, 1)}),  # multiplier
+    ((8, 96, 56, 56), (96, 1, 3, 3), {"strides": (2, 2), "start_padding": (1, 1), "end_padding": (1, 1)}),
+    ((8, 144, 28, 28), (144, 1, 3, 3), {"start_padding": (1, 1), "end_padding": (1, 1)}),
+    ((4, 960, 7, 7), (960, 1, 3, 3), {"start_padding": (1, 1), "end_padding": (1, 1)}),
+    ((4, 576, 14, 14), (576, 1, 5, 5), {"start_padding": (2, 2), "end_padding": (2, 2)}),
+]
+
+
+def convolution_depthwise(cases: Cases):
+    """CONVOLUTION's FLOAT32 depthwise kernels (kernels/convolution_depthwise.py), forced
+    (``force_kernels``: every direction where it can run), each geometry: the forward kernel in
+    the program, within the record's budget of the float64 reference and within twice it of XLA's
+    formula with the kernels off; the input's and filter's gradients against that formula's
+    (rtol 1e-5), and the kernels of the gradients in their program; bit for bit on integers in every
+    direction; jax.jvp; a batch by jax.vmap; DirectML's flushes (denormals read and written as zeros)."""
+    from dmljax._src.kernel_seam import force_kernels
+    from tests import catalog
+    from tests.compare import assert_matches
+    from tests.reference.convolution.convolution import _magnitude
+    from tests.reference.convolution.convolution import convolution as reference
+    from tests.reference.record import Attrs
+
+    spec = dmljax.get_operator("CONVOLUTION").spec
+    switch = "convolution_depthwise"
+    rng = np.random.default_rng(0)
+    for x_shape, w_shape, attrs in DEPTHWISE_GEOMETRIES:
+        attrs = dict(attrs, group_count=x_shape[1])
+        label = f"CONVOLUTION depthwise {x_shape} * {w_shape} {attrs}"
+        x, w = _conv_inputs(x_shape, w_shape)
+        f = lambda a, b, attrs=attrs: dmljax.convolution(a, b, **attrs)  # noqa: E731
+        budget = catalog.budget(spec, Attrs(attrs), dmljax.DataType.FLOAT32, sizes=x.shape, args=(x, w))
+        unit = max(attrs.get("strides", (1, 1))) == 1 and w_shape[0] == x_shape[1]
+        with cases.case(f"{label}: against the reference and XLA's formula"):
+            with force_kernels(switch):
+                kernel_in(f, x, w, name="dmljax_convolution_depthwise")
+                y = np.asarray(jax.jit(f)(x, w))
+            assert_matches(y, [reference(x, w, **attrs)[0]], dmljax.DataType.FLOAT32, budget, "kernel vs reference",
+                           magnitude=_magnitude(x, w, **attrs))
+            want = np.asarray(kernels_off(f, x, w, names=(switch,)))
+            assert_matches(y, [want.astype(np.float64)], dmljax.DataType.FLOAT32, 2 * budget,
+                           "kernel vs XLA's formula", magnitude=_magnitude(x, w, **attrs))
+        with cases.case(f"{label}: gradients and tangent against XLA's formula's"):
+            dy = rng.standard_normal(y.shape).astype(np.float32)
+            dy.flat[:2] = [1e-39, -1e-39]  # a cotangent is not flushed (XLA's formula keeps them too)
+            grad = lambda a, b, f=f: jax.grad(lambda p, q: jnp.vdot(f(p, q), dy), argnums=(0, 1))(a, b)  # noqa: E731
+            with force_kernels(switch):
+                kernel_in(grad, x, w, name="dmljax_convolution_depthwise_filter")
+                got = jax.jit(grad)(x, w)
+                tangent = jax.jit(lambda a, b: jax.jvp(f, (a, b), (a, b))[1])(x, w)
+            for g, h in zip(got, kernels_off(grad, x, w, names=(switch,))):
+                np.testing.assert_allclose(np.asarray(g), np.asarray(h), rtol=1e-5, atol=1e-5)
+            want_t = kernels_off(lambda a, b: jax.jvp(f, (a, b), (a, b))[1], x, w, names=(switch,))
+            np.testing.assert_allclose(np.asarray(tangent), np.asarray(want_t), rtol=1e-5, atol=1e-5)
+        with cases.case(f"{label}: integers bit for bit in every direction"
+                        + (" (the input's gradient by the kernel)" if unit else "")):
+            xi, wi = (rng.integers(-4, 5, s).astype(np.float32) for s in (x_shape, w_shape))
+            dyi = rng.integers(-4, 5, y.shape).astype(np.float32)
+
+            def everything(a, b, f=f, dyi=dyi):
+                out, pull = jax.vjp(f, a, b)
+                return (out,) + pull(jnp.asarray(dyi))
+            with force_kernels(switch):
+                got = jax.jit(everything)(xi, wi)
+            for name, g, h in zip(("value", "input gradient", "filter gradient"), got,
+                                  kernels_off(everything, xi, wi, names=(switch,))):
+                np.testing.assert_array_equal(np.asarray(g), np.asarray(h), err_msg=name)
+    pads = {"start_padding": (1, 1), "end_padding": (1, 1), "group_count": 32}
+    with cases.case("CONVOLUTION depthwise: the rule takes the kernel (MobileNetV2's 96 x 112 x 112, stride 2)"):
+        x, w = _conv_inputs((2, 96, 112, 112), (96, 1, 3, 3))
+        kernel_in(lambda a, b: dmljax.convolution(a, b, strides=(2, 2), start_padding=(1, 1), end_padding=(1, 1),
+                                                  group_count=96), x, w, name="dmljax_convolution_depthwise")
+    with cases.case("CONVOLUTION depthwise: batched by jax.vmap"):
+        x, w = _conv_inputs((2, 32, 7, 9), (32, 1, 3, 3))
+        xs = np.stack([x, 2 * x, -x])
+        got = np.asarray(jax.jit(jax.vmap(lambda a: dmljax.convolution(a, w, **pads)))(xs))
+        for i in range(3):
+            np.testing.assert_array_equal(got[i], np.asarray(dmljax.convolution(xs[i], w, **pads)))
+    with cases.case("CONVOLUTION depthwise: denormals read and written as zeros"):
+        x = np.full((1, 32, 9, 9), 1e-39, np.float32)
+        w = np.full((32, 1, 3, 3), 2.0**100, np.float32)
+        assert not np.asarray(dmljax.convolution(x, w, **pads)).any()
+        x = np.full((1, 32, 9, 9), 1e-20, np.float32)
+        w = np.full((32, 1, 3, 3), -1e-19, np.float32)
+        got = np.asarray(dmljax.convolution(x, w, **pads))
+        assert not got.any() and not np.isnan(got).any()
+        dy = np.ones(got.shape, np.float32)
+        dw_ = np.asarray(jax.jit(jax.grad(lambda b: jnp.vdot(dmljax.convolution(
+            np.full((1, 32, 9, 9), 1e-39, np.float32), b, **pads), dy)))(w))
+        assert not dw_.any(), "the filter's gradient read the input's denormals"
+
+
 # ----------------------------------------------------------------------------------------- padding
 PAD_CASES = [((10,), (3,), (4,)), ((5, 7), (2, 9), (3, 1)), ((3, 4, 5), (1, 0, 2), (2, 3, 0)),
              ((2, 3, 2, 6), (0, 1, 2, 7), (1, 0, 3, 5)), ((2, 2, 3, 3, 9), (1, 0, 2, 0, 3), (0, 1, 0, 4, 4)),
@@ -920,7 +1018,7 @@ def dequantize_gemm(cases: Cases):
 
 KERNELS = {"softmax": softmax, "cumulative": cumulative, "top_k": top_k, "extreme_columns": extreme_columns,
            "max_pooling": max_pooling, "convolution": convolution, "convolution_gemm": convolution_gemm,
-           "convolution_phases": convolution_phases,
+           "convolution_phases": convolution_phases, "convolution_depthwise": convolution_depthwise,
            "padding": padding, "attention": attention, "dequantize_gemm": dequantize_gemm}
 
 

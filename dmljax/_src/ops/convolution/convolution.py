@@ -13,8 +13,9 @@ form of it where a measured rule takes the call: a 1 x 1 window as a matrix prod
 (kernels/convolution_gemm.py), the convolution without its unit spatial dimensions on the CPU
 (kernels/convolution_squeezed.py: ``_squeezed``), BACKWARD with strides as forward convolutions of
 its output's phases (kernels/convolution_phases.py: ``_phases``, on the CPU by its rule there), few
-channels a group on the CPU as sums over the window's taps (depthwise.py), and a FLOAT32 Pallas
-kernel on CUDA (kernels/convolution.py)."""
+channels a group on the CPU as sums over the window's taps (depthwise.py), and FLOAT32 Pallas
+kernels on CUDA (kernels/convolution.py; kernels/convolution_depthwise.py for depthwise calls,
+forward and backward)."""
 
 from __future__ import annotations
 
@@ -255,6 +256,18 @@ CONVOLUTION = OpSpec(
             "The same FLOAT32 products (never TF32) and flushes; only the order of the additions differs, "
             "within the budget (checked compiled on the H100, `tests/gpu/kernels.py`); 1.05-1.66x lax's speed "
             "where it applies"),
+        SilentChoice(
+            "CONVOLUTION FLOAT32 depthwise on a GPU",
+            "Pallas kernels (`dmljax/_src/kernels/convolution_depthwise.py`) for two spatial dimensions, GroupCount "
+            "equal to the input channels (one filter channel a group, its rule: no channel multiplier, at least 16 "
+            "channels), strides of 1 or 2, windows of 2 to 25 elements at most 5 a side, any padding and dilation, "
+            "no OutputPadding: element-wise multiply-adds over the taps with the flushes in their loads and stores, "
+            "for the output and the filter's gradient (the input read flushed), and by rule the input's gradient "
+            "at unit strides; elsewhere XLA's convolution (cuDNN) between the flush passes",
+            "The same FLOAT32 products and flushes; only the order of the additions differs, within the budget "
+            "(tested in Pallas's interpreter against float64 and bit for bit against XLA's grouped convolution on "
+            "integers, `tests/ops/convolution/test_convolution_depthwise_kernel.py`; on a GPU by "
+            "`tests/gpu/kernels.py`); the derivatives are the XLA formula's"),
         SilentChoice(
             "CONVOLUTION's BACKWARD direction with strides",
             "where its measured rule takes the call (`dmljax/_src/kernels/convolution_phases.py`, per platform, "
