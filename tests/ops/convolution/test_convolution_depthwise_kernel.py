@@ -4,8 +4,8 @@ against XLA's grouped convolution bit for bit where the sums are exact integers,
 gradient and the input's (the forward kernel on the cotangent) likewise, DirectML's flushes; which
 calls take them; and the operator with the kernels in place of its CUDA branch (the interpreter's),
 whose values, jax.grad, jax.jvp, second derivatives and vmap equal XLA's formula's bit for bit on
-integers. On the CPU the operator computes XLA's formula; tests/gpu/kernels.py runs the compiled
-kernels on a GPU."""
+integers; and which kernels the operator's programs lowered for CUDA hold. On the CPU the operator
+computes XLA's formula; tests/gpu/kernels.py runs the compiled kernels on a GPU."""
 
 import functools
 
@@ -276,3 +276,23 @@ def test_the_operator_with_the_kernels_differentiates_as_xla(kernels_in_the_inte
     with kernel_seam.force_kernels(SWITCH):
         batched = jax.jit(jax.vmap(lambda a: dmljax.convolution(a, w, **attrs)))(xs)
     np.testing.assert_array_equal(np.asarray(batched[1]), 2 * np.asarray(want[0]))
+
+
+def test_cuda_programs_hold_the_kernels_by_their_rules():
+    # lowered for CUDA (Pallas's Triton lowering runs here; Triton's compiler on a GPU only): the
+    # output and, by their rules, the filter's gradient take the kernels; the input's gradient
+    # takes XLA's transpose unless BACKWARD_DATA, and forced (force_kernels) the kernel at unit strides
+    x, w = jnp.ones((2, 32, 8, 8), jnp.float32), jnp.ones((32, 1, 3, 3), jnp.float32)
+    attrs = {"group_count": 32, "start_padding": (1, 1), "end_padding": (1, 1)}
+
+    def kernels(fn):
+        text = jax.jit(fn).trace(x, w).lower(lowering_platforms=("cuda",)).as_text()
+        return text.count("__gpu$xla.gpu.triton"), "dmljax_convolution_depthwise_filter" in text
+
+    def grads(a, b):
+        return jax.grad(lambda p, q: jnp.vdot(dmljax.convolution(p, q, **attrs), p), argnums=(0, 1))(a, b)
+
+    assert kernels(lambda a, b: dmljax.convolution(a, b, **attrs)) == (1, False)
+    assert kernels(grads) == (2 + dw.BACKWARD_DATA, True)  # the output (read by the vdot's gradient) and the filter's
+    with kernel_seam.force_kernels(SWITCH):
+        assert kernels(grads) == (3, True)
