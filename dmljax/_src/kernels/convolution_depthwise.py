@@ -21,12 +21,13 @@ cotangent with the window reversed and the paddings mirrored.
 ``depthwise_filter``: the filter's gradient, for each output channel and tap the sum over the
 images and output positions of the input at the position the tap reads times the cotangent. One
 program sums a chunk of POSITIONS_PER_PROGRAM positions (fewer where the call has fewer;
-BLOCK_POSITIONS at a time) for a block
-of BLOCK_CHANNELS channels into one partial sum a tap, and XLA adds the chunks' partial sums.
+BLOCK_POSITIONS at a time) for a block of BLOCK_CHANNELS channels into one partial sum a tap, and
+XLA adds the chunks' partial sums.
 
-Each kernel flushes what its caller says (``flush``): the forward its input, filter and output
-(the operator), the backward passes only the operands the operator's derivative reads flushed (the
-input; never a cotangent or a gradient: docs/semantics.md#gradients).
+Each kernel flushes what its caller says (``flush``): the operator's output flushes its input,
+filter and result; its derivative reads the input and the filter flushed, the cotangent and the
+gradients never (docs/semantics.md#gradients), so the filter's gradient flushes the input as it
+loads it and the input's gradient flushes nothing (its filter is flushed before, a small pass).
 
 Exactness: the same FLOAT32 products (a multiply-add may be one FMA, whose product is exact),
 summed in another order than cuDNN's (docs/semantics.md#accumulating-operators: the order is the
