@@ -50,37 +50,49 @@ from dmljax._src.window import windows_per_dimension
 
 __all__ = ["CONVOLUTION_DEPTHWISE", "CONVOLUTION_DEPTHWISE_DATA", "CONVOLUTION_DEPTHWISE_FILTER",
            "depthwise_forward", "depthwise_filter", "data_geometry", "BLOCK_POSITIONS", "BLOCK_CHANNELS", "WARPS",
-           "POSITIONS_PER_PROGRAM", "MAX_WINDOW", "MAX_STRIDE", "MIN_CHANNELS", "MAX_MULTIPLIER", "BACKWARD_DATA",
+           "POSITIONS_PER_PROGRAM", "MAX_WINDOW", "MAX_STRIDE", "MIN_STRIDE", "MIN_CHANNELS", "MAX_MULTIPLIER", "BACKWARD_DATA",
            "BACKWARD_FILTER"]
 
 BLOCK_POSITIONS = 64
-"""Output positions a program (a power of two). To be measured (benchmarks/convolution/resnet50.py
---forms xla,depthwise)."""
+"""Output positions a program (a power of two). The only setting timed (benchmarks/convolution/
+resnet50.py --forms xla,depthwise; results/h200/convolution/mobilenet_v2_float32_depthwise_kernel.md)."""
 BLOCK_CHANNELS = 32
 """Channels a program (a power of two: 32 FLOAT32 values, 128 contiguous bytes of each NHWC
-position; MobileNetV2's 144 channels take five blocks, the last half masked). To be measured."""
+position; MobileNetV2's 144 channels take five blocks, the last half masked). The only setting
+timed."""
 WARPS = 4
-"""Triton warps a program. To be measured."""
+"""Triton warps a program. The only setting timed."""
 POSITIONS_PER_PROGRAM = 2048
 """Output positions whose products one program of the filter's gradient sums (a multiple of
-BLOCK_POSITIONS; batch 128 at 112 x 112: 784 chunks a block of channels). To be measured."""
+BLOCK_POSITIONS; batch 128 at 112 x 112: 784 chunks a block of channels). The only setting timed."""
 MAX_WINDOW = 5
-"""The largest window side the kernels take (each tap is unrolled). To be measured."""
+"""The largest window side the kernels take (each tap is unrolled; 3 x 3 windows timed)."""
 MAX_STRIDE = 2
-"""The largest stride the kernels take. To be measured."""
+"""The largest stride the kernels take."""
+MIN_STRIDE = 2
+"""The smallest stride (the largest of the call's) the forward's rule takes. H200, batch 128,
+MobileNetV2's 3 x 3 shapes, the kernel's time over XLA's formula (cuDNN's depthwise convolution
+between the flush passes), forced apart: at stride 2 (144 channels at 56 x 56) 0.85x with NCHW
+memory and 0.54x with NHWC; at stride 1 (32 at 112, 144 at 56, 384 at 14, 960 at 7) 0.99-1.19x
+with NCHW and 0.72-0.88x with NHWC, the same total (1.842 against 1.852 ms), and a call cannot
+tell which memory XLA gives it. lax's convolution, without DirectML's flushes, stays faster than
+either: the kernel takes 1.21-1.62x its time at stride 2, 1.36-2.06x at stride 1
+(results/h200/convolution/mobilenet_v2_float32_depthwise_kernel.md)."""
 MIN_CHANNELS = 16
 """The fewest input channels the rule takes (fewer leave most of a block of BLOCK_CHANNELS
-masked). To be measured."""
+masked; not timed)."""
 MAX_MULTIPLIER = 1
 """The largest channel multiplier (output channels per input channel) the rule takes; the kernels
-run any (``force_kernels``). To be measured."""
+run any (``force_kernels``; not timed)."""
 BACKWARD_DATA = False
-"""Whether the rule takes the input's gradient (unit strides, no multiplier) by the kernel: XLA's
-runs at lax's time there (its cotangent is not flushed), so the kernel is not taken until measured
-faster. To be measured."""
-BACKWARD_FILTER = True
+"""Whether the rule takes the input's gradient (unit strides, no multiplier) by the kernel: no.
+XLA's runs at lax's time there (its cotangent is not flushed); the kernel took 1.00-2.08x its time
+(H200, the shapes of MIN_STRIDE)."""
+BACKWARD_FILTER = False
 """Whether the rule takes the filter's gradient by the kernel, which flushes the input as it
-loads it where XLA's pays a flush pass over the input first. To be measured."""
+loads it where XLA's pays a flush pass over the input first: no. The kernel took 1.03-1.09x XLA's
+time at stride 2 and 1.83-5.27x at stride 1 (H200, the shapes of MIN_STRIDE): its chunks' partial
+sums a tap, added by XLA, cost more than the flush pass saves."""
 
 
 def _runs(x_shape, w_shape, dtype, forward: bool, groups: int, strides, dilations, start, end,
@@ -102,12 +114,13 @@ def _runs(x_shape, w_shape, dtype, forward: bool, groups: int, strides, dilation
 
 
 def _applies(*facts) -> bool:
-    """The forward's rule: where the kernels run, at least MIN_CHANNELS channels, a multiplier
-    of at most MAX_MULTIPLIER (the constants' figures are to be measured)."""
+    """The forward's rule: where the kernels run, a stride of at least MIN_STRIDE, at least
+    MIN_CHANNELS channels, a multiplier of at most MAX_MULTIPLIER."""
     if not _runs(*facts):
         return False
-    x_shape, w_shape = facts[:2]
-    return x_shape[1] >= MIN_CHANNELS and w_shape[0] // x_shape[1] <= MAX_MULTIPLIER
+    x_shape, w_shape, strides = facts[0], facts[1], facts[5]
+    return (max(strides) >= MIN_STRIDE and x_shape[1] >= MIN_CHANNELS
+            and w_shape[0] // x_shape[1] <= MAX_MULTIPLIER)
 
 
 def _data_runs(*facts) -> bool:

@@ -197,23 +197,23 @@ def test_kernels_in_the_interpreter_over_random_geometries(data):
     check_exact(x_shape, w_shape, attrs, seed=data.draw(st.integers(0, 3)))
 
 
-@pytest.mark.parametrize("x_shape,w_shape,strides,takes", [
-    ((128, 96, 112, 112), (96, 1, 3, 3), (2, 2), True),  # MobileNetV2's
-    ((128, 960, 7, 7), (960, 1, 3, 3), (1, 1), True),
-    ((2, 32, 14, 14), (32, 1, 5, 5), (1, 1), True),
-    ((2, 32, 14, 14), (32, 1, 7, 7), (1, 1), False),  # beyond MAX_WINDOW
-    ((2, 32, 14, 14), (32, 1, 1, 1), (1, 1), False),  # one tap: a scaling
-    ((2, 32, 14, 14), (32, 1, 3, 3), (3, 3), False),  # beyond MAX_STRIDE
-    ((2, 8, 14, 14), (8, 1, 3, 3), (1, 1), False),  # fewer than MIN_CHANNELS (the kernel runs)
-    ((2, 32, 14, 14), (64, 1, 3, 3), (1, 1), False),  # a multiplier (the kernel runs)
+@pytest.mark.parametrize("x_shape,w_shape,strides,takes,runs", [
+    ((128, 96, 112, 112), (96, 1, 3, 3), (2, 2), True, True),  # MobileNetV2's
+    ((128, 960, 7, 7), (960, 1, 3, 3), (1, 1), False, True),  # unit strides: below MIN_STRIDE
+    ((2, 32, 14, 14), (32, 1, 5, 5), (2, 1), True, True),
+    ((2, 32, 14, 14), (32, 1, 7, 7), (2, 2), False, False),  # beyond MAX_WINDOW
+    ((2, 32, 14, 14), (32, 1, 1, 1), (2, 2), False, False),  # one tap: a scaling
+    ((2, 32, 14, 14), (32, 1, 3, 3), (3, 3), False, False),  # beyond MAX_STRIDE
+    ((2, 8, 14, 14), (8, 1, 3, 3), (2, 2), False, True),  # fewer than MIN_CHANNELS
+    ((2, 32, 14, 14), (64, 1, 3, 3), (2, 2), False, True),  # a multiplier
 ])
-def test_which_convolutions_take_the_kernels(x_shape, w_shape, strides, takes):
+def test_which_convolutions_take_the_kernels(x_shape, w_shape, strides, takes, runs):
     rest = (strides, (1, 1), (1, 1), (1, 1), (0, 0))
     facts = (x_shape, w_shape, np.float32, True, x_shape[1]) + rest
     assert dw.CONVOLUTION_DEPTHWISE.applies(*facts) is takes
     assert dw.CONVOLUTION_DEPTHWISE_FILTER.applies(*facts) is (takes and dw.BACKWARD_FILTER)
     assert dw.CONVOLUTION_DEPTHWISE_DATA.applies(*facts) is (takes and dw.BACKWARD_DATA and max(strides) == 1)
-    assert dw.CONVOLUTION_DEPTHWISE.runs(*facts) is (takes or x_shape[1] < dw.MIN_CHANNELS or w_shape[0] > x_shape[1])
+    assert dw.CONVOLUTION_DEPTHWISE.runs(*facts) is runs
     assert not dw.CONVOLUTION_DEPTHWISE_DATA.runs(x_shape, (2 * x_shape[1],) + w_shape[1:], *facts[2:])
     x, w = (2, 32, 8, 8), (32, 1, 3, 3)
     assert not dw.CONVOLUTION_DEPTHWISE.runs(x, w, np.float16, True, 32, *rest)
@@ -280,19 +280,24 @@ def test_the_operator_with_the_kernels_differentiates_as_xla(kernels_in_the_inte
 
 def test_cuda_programs_hold_the_kernels_by_their_rules():
     # lowered for CUDA (Pallas's Triton lowering runs here; Triton's compiler on a GPU only): the
-    # output and, by their rules, the filter's gradient take the kernels; the input's gradient
-    # takes XLA's transpose unless BACKWARD_DATA, and forced (force_kernels) the kernel at unit strides
+    # output at stride 2 and, by their rules, the gradients take the kernels (BACKWARD_FILTER,
+    # BACKWARD_DATA); forced (force_kernels) the output and the filter's gradient at unit strides,
+    # and the input's gradient by the forward kernel
     x, w = jnp.ones((2, 32, 8, 8), jnp.float32), jnp.ones((32, 1, 3, 3), jnp.float32)
     attrs = {"group_count": 32, "start_padding": (1, 1), "end_padding": (1, 1)}
+    strided = dict(attrs, strides=(2, 2))
 
     def kernels(fn):
         text = jax.jit(fn).trace(x, w).lower(lowering_platforms=("cuda",)).as_text()
         return text.count("__gpu$xla.gpu.triton"), "dmljax_convolution_depthwise_filter" in text
 
-    def grads(a, b):
-        return jax.grad(lambda p, q: jnp.vdot(dmljax.convolution(p, q, **attrs), p), argnums=(0, 1))(a, b)
+    def grads(a, b, at=attrs):
+        return jax.grad(lambda p, q: jnp.sum(dmljax.convolution(p, q, **at) ** 2), argnums=(0, 1))(a, b)
 
-    assert kernels(lambda a, b: dmljax.convolution(a, b, **attrs)) == (1, False)
-    assert kernels(grads) == (2 + dw.BACKWARD_DATA, True)  # the output (read by the vdot's gradient) and the filter's
+    assert kernels(lambda a, b: dmljax.convolution(a, b, **strided)) == (1, False)
+    assert kernels(lambda a, b: dmljax.convolution(a, b, **attrs)) == (0, False)  # unit strides: XLA's
+    assert kernels(grads) == (0, False)
+    # the output (read by the square's gradient) and, by BACKWARD_FILTER, the filter's gradient
+    assert kernels(lambda a, b: grads(a, b, strided)) == (1 + dw.BACKWARD_FILTER, dw.BACKWARD_FILTER)
     with kernel_seam.force_kernels(SWITCH):
         assert kernels(grads) == (3, True)

@@ -259,11 +259,11 @@ CONVOLUTION = OpSpec(
         SilentChoice(
             "CONVOLUTION FLOAT32 depthwise on a GPU",
             "Pallas kernels (`dmljax/_src/kernels/convolution_depthwise.py`) for two spatial dimensions, GroupCount "
-            "equal to the input channels (one filter channel a group, its rule: no channel multiplier, at least 16 "
-            "channels), strides of 1 or 2, windows of 2 to 25 elements at most 5 a side, any padding and dilation, "
+            "equal to the input channels (one filter channel a group; its rule: no channel multiplier, at least 16 "
+            "channels, a stride of 2), windows of 2 to 25 elements at most 5 a side, any padding and dilation, "
             "no OutputPadding: element-wise multiply-adds over the taps with the flushes in their loads and stores, "
-            "for the output and the filter's gradient (the input read flushed), and by rule the input's gradient "
-            "at unit strides; elsewhere XLA's convolution (cuDNN) between the flush passes",
+            "for the output (the filter's and the input's gradients have kernels too, which the measured rule does "
+            "not take); elsewhere XLA's convolution (cuDNN) between the flush passes",
             "The same FLOAT32 products and flushes; only the order of the additions differs, within the budget "
             "(tested in Pallas's interpreter against float64 and bit for bit against XLA's grouped convolution on "
             "integers, `tests/ops/convolution/test_convolution_depthwise_kernel.py`; on a GPU by "
