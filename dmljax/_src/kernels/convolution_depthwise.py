@@ -54,14 +54,18 @@ __all__ = ["CONVOLUTION_DEPTHWISE", "CONVOLUTION_DEPTHWISE_DATA", "CONVOLUTION_D
            "BACKWARD_FILTER"]
 
 BLOCK_POSITIONS = 64
-"""Output positions a program (a power of two). The only setting timed (benchmarks/convolution/
-resnet50.py --forms xla,depthwise; results/h200/convolution/mobilenet_v2_float32_depthwise_kernel.md)."""
+"""Output positions a program (a power of two). Swept with BLOCK_CHANNELS and WARPS on the H200
+(the forward alone, NHWC memory, batch 128, 3 x 3: 32 channels at 112 x 112, 144 at 56 x 56 with
+strides 2 and 1, 384 at 14 x 14; 32, 64 or 128 positions and channels, 4 or 8 warps; over lax's
+time): this setting 1.86x, 1.63x, 2.08x and 1.86x, the best of the sweep 1.86x, 1.55x, 2.08x and
+1.72x (benchmarks/convolution/depthwise_blocks.py; results/h200/convolution/depthwise_blocks.txt).
+Every setting gathers each tap's positions apart; no block shape reaches lax's time."""
 BLOCK_CHANNELS = 32
 """Channels a program (a power of two: 32 FLOAT32 values, 128 contiguous bytes of each NHWC
-position; MobileNetV2's 144 channels take five blocks, the last half masked). The only setting
-timed."""
+position; MobileNetV2's 144 channels take five blocks, the last half masked). 64 and 128 took
+longer at every shape of BLOCK_POSITIONS's sweep."""
 WARPS = 4
-"""Triton warps a program. The only setting timed."""
+"""Triton warps a program (BLOCK_POSITIONS's sweep: 8 took 0.95-1.07x the time of 4 at the same blocks)."""
 POSITIONS_PER_PROGRAM = 2048
 """Output positions whose products one program of the filter's gradient sums (a multiple of
 BLOCK_POSITIONS; batch 128 at 112 x 112: 784 chunks a block of channels). The only setting timed."""
