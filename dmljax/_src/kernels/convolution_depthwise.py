@@ -57,15 +57,15 @@ BLOCK_POSITIONS = 64
 """Output positions a program (a power of two). Swept with BLOCK_CHANNELS and WARPS on the H200
 (the forward alone, NHWC memory, batch 128, 3 x 3: 32 channels at 112 x 112, 144 at 56 x 56 with
 strides 2 and 1, 384 at 14 x 14; 32, 64 or 128 positions and channels, 4 or 8 warps; over lax's
-time): this setting 1.86x, 1.63x, 2.08x and 1.86x, the best of the sweep 1.86x, 1.55x, 2.08x and
-1.72x (benchmarks/convolution/depthwise_blocks.py; results/h200/convolution/depthwise_blocks.txt).
-Every setting gathers each tap's positions apart; no block shape reaches lax's time."""
+time): this setting 1.12x, 1.49x, 1.29x and 1.33x, the best of the sweep 1.12x, 1.35x, 1.29x and
+1.19x (benchmarks/convolution/depthwise_blocks.py; results/h200/convolution/depthwise_blocks.txt)."""
 BLOCK_CHANNELS = 32
 """Channels a program (a power of two: 32 FLOAT32 values, 128 contiguous bytes of each NHWC
-position; MobileNetV2's 144 channels take five blocks, the last half masked). 64 and 128 took
-longer at every shape of BLOCK_POSITIONS's sweep."""
+position; MobileNetV2's 144 channels take five blocks, the last half masked). 64 and 128 were never
+the fastest in BLOCK_POSITIONS's sweep."""
 WARPS = 4
-"""Triton warps a program (BLOCK_POSITIONS's sweep: 8 took 0.95-1.07x the time of 4 at the same blocks)."""
+"""Triton warps a program (BLOCK_POSITIONS's sweep: 8 were the fastest at stride 2 only, 1.35x
+against 1.40x with 32 positions)."""
 POSITIONS_PER_PROGRAM = 2048
 """Output positions whose products one program of the filter's gradient sums (a multiple of
 BLOCK_POSITIONS; batch 128 at 112 x 112: 784 chunks a block of channels). The only setting timed."""
@@ -73,14 +73,13 @@ MAX_WINDOW = 5
 """The largest window side the kernels take (each tap is unrolled; 3 x 3 windows timed)."""
 MAX_STRIDE = 2
 """The largest stride the kernels take."""
-MIN_STRIDE = 2
-"""The smallest stride (the largest of the call's) the forward's rule takes. H200, batch 128,
-MobileNetV2's 3 x 3 shapes, the kernel's time over XLA's formula (cuDNN's depthwise convolution
-between the flush passes), forced apart: at stride 2 (144 channels at 56 x 56) 0.85x with NCHW
-memory and 0.54x with NHWC; at stride 1 (32 at 112, 144 at 56, 384 at 14, 960 at 7) 0.99-1.19x
-with NCHW and 0.72-0.88x with NHWC, the same total (1.842 against 1.852 ms), and a call cannot
-tell which memory XLA gives it. lax's convolution, without DirectML's flushes, stays faster than
-either: the kernel takes 1.21-1.62x its time at stride 2, 1.36-2.06x at stride 1
+MIN_STRIDE = 1
+"""The smallest stride (the largest of the call's) the forward's rule takes: every stride the
+kernels run. H200, batch 128, MobileNetV2's 3 x 3 shapes (32 channels at 112 x 112, 144 at 56 x 56
+with strides 1 and 2, 384 at 14 x 14, 960 at 7 x 7), the kernel's time over XLA's formula (cuDNN's
+depthwise convolution between the flush passes), forced apart: 0.84-0.92x with NCHW memory,
+0.47-0.59x with NHWC; over lax's convolution, without DirectML's flushes, 1.05-1.19x and
+1.12-1.52x, where XLA's formula took 1.21-1.42x and 1.98-2.96x
 (results/h200/convolution/mobilenet_v2_float32_depthwise_kernel.md)."""
 MIN_CHANNELS = 16
 """The fewest input channels the rule takes (fewer leave most of a block of BLOCK_CHANNELS
@@ -90,13 +89,13 @@ MAX_MULTIPLIER = 1
 run any (``force_kernels``; not timed)."""
 BACKWARD_DATA = False
 """Whether the rule takes the input's gradient (unit strides, no multiplier) by the kernel: no.
-XLA's runs at lax's time there (its cotangent is not flushed); the kernel took 1.00-2.08x its time
-(H200, the shapes of MIN_STRIDE)."""
+XLA's runs at lax's time there (its cotangent is not flushed); the kernel took 1.05x its total
+time, 1.16x at worst (H200, the shapes of MIN_STRIDE)."""
 BACKWARD_FILTER = False
 """Whether the rule takes the filter's gradient by the kernel, which flushes the input as it
-loads it where XLA's pays a flush pass over the input first: no. The kernel took 1.03-1.09x XLA's
-time at stride 2 and 1.83-5.27x at stride 1 (H200, the shapes of MIN_STRIDE): its chunks' partial
-sums a tap, added by XLA, cost more than the flush pass saves."""
+loads it where XLA's pays a flush pass over the input first: no. The kernel took 0.82-0.95x XLA's
+time at stride 2 (one shape) but 1.43-4.56x at stride 1 (H200, the shapes of MIN_STRIDE): its
+chunks' partial sums a tap, added by XLA, cost more than the flush pass saves."""
 
 
 def _runs(x_shape, w_shape, dtype, forward: bool, groups: int, strides, dilations, start, end,
@@ -157,6 +156,15 @@ def data_geometry(window, dilations, start, end) -> tuple[tuple[int, ...], tuple
     return (tuple(s - 1 - a for s, a in zip(spans, start)), tuple(s - 1 - b for s, b in zip(spans, end)))
 
 
+CLAMP = False
+"""Whether the kernels clamp their masked channel indices in bounds on a GPU too, as they must in
+Pallas's interpreter: no. A clamped index is no longer a plain range of channels, which Triton
+can load as wide vectors (not read off the compiled code). H200, the forward alone over lax's
+time (benchmarks/convolution/depthwise_blocks.py's shapes, BLOCK_POSITIONS's setting): clamped
+1.85x, 1.63x, 2.08x and 1.86x, the plain range 1.12x, 1.49-1.54x, 1.29-1.30x and 1.33-1.34x
+(two runs)."""
+
+
 def _compiler_params(interpret: bool):
     if interpret:
         return None
@@ -180,7 +188,7 @@ def _tap_rows(n, top, left, live, i, j, *, h, w, dil):
 
 
 def _forward_kernel(x_ref, w_ref, y_ref, *, total, outputs, out_size, h, w, window, strides, dil, start,
-                    multiplier, flush):
+                    multiplier, flush, clamp):
     from jax.experimental import pallas as pl
     from jax.experimental.pallas import triton as pl_triton
 
@@ -188,7 +196,9 @@ def _forward_kernel(x_ref, w_ref, y_ref, *, total, outputs, out_size, h, w, wind
     g = pl.program_id(0) * bp + jnp.arange(bp, dtype=jnp.int32)  # output positions of all images
     o = pl.program_id(1) * bc + jnp.arange(bc, dtype=jnp.int32)  # output channels
     live, open_ = g < total, o < outputs
-    channel = jnp.where(open_, o, 0)
+    # channels past the end: masked; clamped in bounds only for the interpreter, which reads them
+    # (CLAMP: the plain range measured faster on a GPU)
+    channel = jnp.where(open_, o, 0) if clamp else o
     source_channel = (channel // multiplier if multiplier > 1 else channel)[None, :]
     n, top, left = _reads(g, live, out_size=out_size, h=h, w=w, strides=strides, start=start)
     read_x, read_w, write = (flush_values if f else (lambda v: v) for f in flush)
@@ -234,7 +244,7 @@ def depthwise_forward(x: jnp.ndarray, w: jnp.ndarray, strides, dilations, start,
     taps = w.reshape(o, kh * kw).T  # {taps, O}: each tap's weights of every channel contiguous
     kernel = functools.partial(_forward_kernel, total=total, outputs=o, out_size=(out_h, out_w), h=h, w=wd,
                                window=(kh, kw), strides=tuple(strides), dil=tuple(dilations), start=tuple(start),
-                               multiplier=o // c, flush=tuple(flush))
+                               multiplier=o // c, flush=tuple(flush), clamp=interpret or CLAMP)
     out = ((grid[0] * BLOCK_POSITIONS, grid[1] * BLOCK_CHANNELS) if interpret else (total, o))
     rows = _rows(x)
     y = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(out, jnp.float32), grid=grid,
@@ -247,7 +257,7 @@ def depthwise_forward(x: jnp.ndarray, w: jnp.ndarray, strides, dilations, start,
 
 
 def _filter_kernel(x_ref, dy_ref, out_ref, *, total, chunk_size, outputs, out_size, h, w, window, strides, dil,
-                   start, multiplier, flush_input):
+                   start, multiplier, flush_input, clamp):
     from jax.experimental import pallas as pl
     from jax.experimental.pallas import triton as pl_triton
 
@@ -256,7 +266,7 @@ def _filter_kernel(x_ref, dy_ref, out_ref, *, total, chunk_size, outputs, out_si
     chunk = pl.program_id(0)
     o = pl.program_id(1) * bc + jnp.arange(bc, dtype=jnp.int32)
     open_ = o < outputs
-    channel = jnp.where(open_, o, 0)
+    channel = jnp.where(open_, o, 0) if clamp else o  # as _forward_kernel's
     source_channel = (channel // multiplier if multiplier > 1 else channel)[None, :]
     read_x = flush_values if flush_input else (lambda v: v)
     wide = (bp, bc)
@@ -301,7 +311,7 @@ def depthwise_filter(x: jnp.ndarray, dy: jnp.ndarray, window, strides, dilations
     grid = (chunks, _blocks(o, BLOCK_CHANNELS))
     kernel = functools.partial(_filter_kernel, total=total, chunk_size=chunk_size, outputs=o, out_size=(out_h, out_w), h=h, w=wd,
                                window=(kh, kw), strides=tuple(strides), dil=tuple(dilations), start=tuple(start),
-                               multiplier=o // c, flush_input=flush_input)
+                               multiplier=o // c, flush_input=flush_input, clamp=interpret or CLAMP)
     out = (chunks * kh * kw, grid[1] * BLOCK_CHANNELS if interpret else o)
     rows, cot = _rows(x), _rows(dy)
     partial = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(out, jnp.float32), grid=grid,

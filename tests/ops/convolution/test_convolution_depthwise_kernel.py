@@ -199,7 +199,7 @@ def test_kernels_in_the_interpreter_over_random_geometries(data):
 
 @pytest.mark.parametrize("x_shape,w_shape,strides,takes,runs", [
     ((128, 96, 112, 112), (96, 1, 3, 3), (2, 2), True, True),  # MobileNetV2's
-    ((128, 960, 7, 7), (960, 1, 3, 3), (1, 1), False, True),  # unit strides: below MIN_STRIDE
+    ((128, 960, 7, 7), (960, 1, 3, 3), (1, 1), True, True),
     ((2, 32, 14, 14), (32, 1, 5, 5), (2, 1), True, True),
     ((2, 32, 14, 14), (32, 1, 7, 7), (2, 2), False, False),  # beyond MAX_WINDOW
     ((2, 32, 14, 14), (32, 1, 1, 1), (2, 2), False, False),  # one tap: a scaling
@@ -280,9 +280,9 @@ def test_the_operator_with_the_kernels_differentiates_as_xla(kernels_in_the_inte
 
 def test_cuda_programs_hold_the_kernels_by_their_rules():
     # lowered for CUDA (Pallas's Triton lowering runs here; Triton's compiler on a GPU only): the
-    # output at stride 2 and, by their rules, the gradients take the kernels (BACKWARD_FILTER,
-    # BACKWARD_DATA); forced (force_kernels) the output and the filter's gradient at unit strides,
-    # and the input's gradient by the forward kernel
+    # output takes the kernel at strides of MIN_STRIDE and more, and by their rules the gradients
+    # (BACKWARD_FILTER, BACKWARD_DATA); forced (force_kernels) all three at unit strides, the
+    # input's gradient by the forward kernel
     x, w = jnp.ones((2, 32, 8, 8), jnp.float32), jnp.ones((32, 1, 3, 3), jnp.float32)
     attrs = {"group_count": 32, "start_padding": (1, 1), "end_padding": (1, 1)}
     strided = dict(attrs, strides=(2, 2))
@@ -294,10 +294,12 @@ def test_cuda_programs_hold_the_kernels_by_their_rules():
     def grads(a, b, at=attrs):
         return jax.grad(lambda p, q: jnp.sum(dmljax.convolution(p, q, **at) ** 2), argnums=(0, 1))(a, b)
 
+    unit = dw.MIN_STRIDE == 1
     assert kernels(lambda a, b: dmljax.convolution(a, b, **strided)) == (1, False)
-    assert kernels(lambda a, b: dmljax.convolution(a, b, **attrs)) == (0, False)  # unit strides: XLA's
-    assert kernels(grads) == (0, False)
-    # the output (read by the square's gradient) and, by BACKWARD_FILTER, the filter's gradient
+    assert kernels(lambda a, b: dmljax.convolution(a, b, **attrs)) == (unit, False)
+    # the output (read by the square's gradient) and, by their rules, the filter's and the input's
+    # gradients
+    assert kernels(grads) == (unit * (1 + dw.BACKWARD_FILTER + dw.BACKWARD_DATA), unit and dw.BACKWARD_FILTER)
     assert kernels(lambda a, b: grads(a, b, strided)) == (1 + dw.BACKWARD_FILTER, dw.BACKWARD_FILTER)
     with kernel_seam.force_kernels(SWITCH):
         assert kernels(grads) == (3, True)

@@ -260,7 +260,7 @@ CONVOLUTION = OpSpec(
             "CONVOLUTION FLOAT32 depthwise on a GPU",
             "Pallas kernels (`dmljax/_src/kernels/convolution_depthwise.py`) for two spatial dimensions, GroupCount "
             "equal to the input channels (one filter channel a group; its rule: no channel multiplier, at least 16 "
-            "channels, a stride of 2), windows of 2 to 25 elements at most 5 a side, any padding and dilation, "
+            "channels), strides of 1 or 2, windows of 2 to 25 elements at most 5 a side, any padding and dilation, "
             "no OutputPadding: element-wise multiply-adds over the taps with the flushes in their loads and stores, "
             "for the output (the filter's and the input's gradients have kernels too, which the measured rule does "
             "not take); elsewhere XLA's convolution (cuDNN) between the flush passes",
