@@ -370,3 +370,16 @@ def test_the_integer_product_takes_whole_words_of_k(k):
     assert f"tensor<3x{padded}xi8>" in text and f"tensor<{padded}x4xi8>" in text
     want = (a.astype(np.int64) + 7) @ (b.astype(np.int64) - 200)
     np.testing.assert_array_equal(np.asarray(f(a, b, za, zb)), want)
+
+
+@pytest.mark.parametrize("platform", ["cpu", "cuda"])
+def test_a_uint8_operand_is_flipped_byte_wise_on_the_cpu(platform):
+    # Off the CPU the flip of a UINT8 operand runs on four bytes at a time through a UINT32 view;
+    # on the CPU byte-wise, which XLA's CPU backend vectorizes with what computes the bytes (its
+    # UINT32 view packs them with shifts and a reduction). The same INT8 values either way.
+    a, b = np.zeros((4, 8), U8), np.zeros((8, 4), I8)
+    text = jax.jit(MMI).trace(a, b).lower(lowering_platforms=(platform,)).as_text()
+    assert ("tensor<8xui32>" in text) == (platform == "cuda")  # A's 32 bytes as 8 words
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(0, 256, (5, 12)).astype(U8), rng.integers(-128, 128, (12, 3)).astype(I8)
+    exact(jax.jit(MMI)(a, b), a.astype(np.int64) @ b.astype(np.int64))

@@ -179,3 +179,12 @@ def test_jit(rng):
     jitted = jax.jit(lambda v: op(v, output_data_type="INT8"))(x)
     for a, b in zip(eager, jitted):
         assert (np.asarray(a) == np.asarray(b)).all()
+
+
+def test_the_forward_pass_takes_the_range_by_reductions():
+    # The forward program finds InputMax and InputMin by two reductions: no arg-max (a reduction
+    # of value and index pairs) and no gather of the element it found (the derivative's, which
+    # test_the_scale_gradient checks).
+    x = np.zeros((2, 48), F32)
+    text = jax.jit(op).lower(x).compile().as_text()
+    assert "gather(" not in text and not any("(f32[], s32[])" in line for line in text.splitlines() if "reduce" in line)
