@@ -18,6 +18,7 @@ from jax.ad_checkpoint import print_saved_residuals
 from jax.test_util import check_grads
 
 import dmljax
+from dmljax._src.ops.recurrent import recurrent as recurrent_module
 from tests import tiers
 from tests.reference.recurrent import recurrent as ref
 
@@ -254,6 +255,11 @@ def _scan_products(jaxpr) -> list[list[tuple]]:
         for e in jaxpr.eqns:
             if e.primitive.name == "dot_general":
                 yield tuple(e.outvars[0].aval.shape)
+            if e.primitive.name == "cond":  # lax.platform_dependent: one platform's branch runs
+                each = [sorted(products(b.jaxpr)) for b in e.params["branches"]]
+                assert all(b == each[0] for b in each), each
+                yield from each[0]
+                continue
             for sub in inner(e.params):
                 yield from products(sub)
 
@@ -296,7 +302,8 @@ def test_one_direction_runs_the_plain_products_of_a_users_scan(short):
     # One direction (FORWARD or BACKWARD) carries no directions axis: each step's product is
     # [batch, hidden] x [G hidden, hidden]^T, the product of the lax.scan a user writes, not one
     # batched over an axis of size 1, and the loop reads the input projection (one product before
-    # it) as the product writes it, not transposed. Traced only, never run.
+    # it) as the product writes it, not transposed; the only transposes are the CPU's R^T, once
+    # before the loop (COLUMNS_FROM_ROWS). Traced only, never run.
     t, b, i, h = 16, 2, 3, 4
     g = GATES[short]
     x = jax.ShapeDtypeStruct((1, t, b, i), np.float16)
@@ -304,21 +311,24 @@ def test_one_direction_runs_the_plain_products_of_a_users_scan(short):
     for direction in ("FORWARD", "BACKWARD"):
         jaxpr = jax.make_jaxpr(lambda x, w, r: OPS[short](x, w, r, direction=direction)[0])(x, w, r).jaxpr
 
-        def eqns(jaxpr):
+        def eqns(jaxpr, in_loop=False):  # (equation, whether a scan's body holds it), one branch of a cond
             for e in jaxpr.eqns:
-                yield e
-                for v in e.params.values():
+                yield e, in_loop
+                branches = e.params.get("branches") if e.primitive.name == "cond" else None
+                for v in (branches[:1] if branches else e.params.values()):
                     for sub in v if isinstance(v, (tuple, list)) else (v,):
                         if isinstance(sub, jax.extend.core.ClosedJaxpr):
-                            yield from eqns(sub.jaxpr)
+                            yield from eqns(sub.jaxpr, in_loop or e.primitive.name == "scan")
                         elif isinstance(sub, jax.extend.core.Jaxpr):
-                            yield from eqns(sub)
+                            yield from eqns(sub, in_loop or e.primitive.name == "scan")
         products = [(tuple(e.outvars[0].aval.shape), e.params["dimension_numbers"][1])
-                    for e in eqns(jaxpr) if e.primitive.name == "dot_general"]
+                    for e, _ in eqns(jaxpr) if e.primitive.name == "dot_general"]
         step = [(b, g * h)] if short == "LSTM" else [(b, h), (b, 2 * h)]
         assert sorted(products) == sorted([((t, b, 1, g * h), ((), ()))] + [(s, ((), ())) for s in step]), products
         assert _scan_products(jaxpr) == [sorted(step)]
-        assert not [e for e in eqns(jaxpr) if e.primitive.name == "transpose"], direction
+        # the only transposes are of RecurrenceTensor's blocks, once, before the loop (COLUMNS_FROM_ROWS)
+        transposed = sorted((tuple(e.invars[0].aval.shape), loop) for e, loop in eqns(jaxpr) if e.primitive.name == "transpose")
+        assert transposed == sorted(((s[1], h), False) for s in step), (direction, transposed)
 
 
 # ------------------------------------------------------------------------------------ slow: every option
@@ -376,3 +386,18 @@ def test_long_sequence_float16_within_budget():
     budget = spec.budget(dmljax.DataType.FLOAT16, args[0].shape, {"RecurrenceTensor": args[2].shape})
     ulp = np.spacing(np.float16(max(1.0, np.abs(want[0]).max()))).astype(np.float64)
     assert np.max(np.abs(np.asarray(got[0], np.float64) - want[0])) <= budget * ulp
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_the_cpu_loop_multiplies_by_r_transposed_before_it_from_two_rows(batch):
+    # From COLUMNS_FROM_ROWS rows of Ht-1 on, the CPU's loop multiplies by R^T laid out before the
+    # loop (contracted on its first axis; as written, YNNPACK lays R out again on every step); a
+    # single row keeps R as written. The compiled program of one direction shows which.
+    assert recurrent_module.COLUMNS_FROM_ROWS == 2
+    t, i, h = 6, 3, 8
+    x = np.zeros((1, t, batch, i), np.float32)
+    w, r = np.zeros((1, 1, 4 * h, i), np.float32), np.zeros((1, 1, 4 * h, h), np.float32)
+    text = jax.jit(lambda x, w, r: dmljax.lstm(x, w, r)[0]).lower(x, w, r).compile().as_text()
+    body = [line for line in text.splitlines() if f"= f32[{batch},{4 * h}]{{1,0}} dot(" in line]
+    assert body, text
+    assert all(f"rhs_contracting_dims={{{0 if batch >= 2 else 1}}}" in line for line in body), body

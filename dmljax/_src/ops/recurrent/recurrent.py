@@ -605,6 +605,36 @@ def _partials(f, *args):
     return value, out
 
 
+COLUMNS_FROM_ROWS = 2
+"""On the CPU, each step's product by RecurrenceTensor reads R^T (R's rows as columns, transposed
+once before the loop) where Ht-1 has this many rows (the batch) or more. Where R reaches the loop
+in its own row-major layout (an argument of the program: an imported model's call, whose weights
+onnx/prepare.py prepares), XLA's CPU backend hands the product by R as written (contracted on its
+last axis) to YNNPACK, which lays R out again on every step; where R is computed in the program
+(flushed) XLA picks its layout itself, and the transposition costs nothing. A single row is a
+matrix-vector product, which gains nothing and keeps its order of sums. Measured on the 2-core
+Xeon (load average 2, jax 0.10.2; paired, a ``lax.scan`` of ``tanh(h x R^T + x)`` at precision
+HIGHEST, R an argument, as written against transposed before the loop): batch 2, hidden 48: 0.63x
+the time a step, hidden 128: 0.45x; batch 4, hidden 256: 0.56x; batch 1, hidden 48 to 256:
+0.99-1.04x; ``dmljax.lstm``, ``gru`` and ``rnn`` jitted whole (batch 2, hidden 48): 0.98-1.03x.
+The products are FLOAT32 sums in another order where YNNPACK blocks K differently (hidden 128 and
+up; the same bits at 48): docs/semantics.md's rule for accumulating operators. ONNX's LSTM export
+of tests/onnx/zoo.py (batch 2, hidden 48) is benchmarked in benchmarks/onnx/models.py."""
+
+
+class _Recurrence:
+    """RecurrenceTensor's rows [(dirs,) G hidden, hidden] as each step's product reads them: as
+    they are (``rows``), and, where Ht-1 has ``COLUMNS_FROM_ROWS`` rows or more, each block of rows
+    a step multiplies (``blocks``: (first, end) pairs) transposed once, before the loop, for the
+    CPU (``columns``; None for one row)."""
+
+    def __init__(self, rows, blocks, batch: int):
+        self.rows = rows
+        self.columns = None
+        if batch >= COLUMNS_FROM_ROWS:
+            self.columns = {b: jnp.swapaxes(rows[..., b[0]:b[1], :], -1, -2) for b in blocks}
+
+
 class _Steps:
     """One network's step, cut where its math is element-wise per hidden unit (the gates' activations
     and the states' update) and where it multiplies by RecurrenceTensor.
@@ -654,10 +684,36 @@ class _Steps:
         return (1 - z) * self.act(1, xh + rg * lin) + z * hf
 
     # -- products by RecurrenceTensor's rows
-    def recurrent(self, hp, rows):  # one step: Ht-1 x R[rows]^T, batched over the directions if two
-        if rows.ndim == 2:
-            return _product(hp, rows, (((1,), (1,)), ((), ())), self.dt, self.ct)
-        return _product(hp, rows, (((2,), (2,)), ((0,), (0,))), self.dt, self.ct)
+    def blocks(self):
+        """The blocks of R's rows a step multiplies by: the GRU's z and r gates', then its h gate's,
+        then (LinearBeforeReset: the tangent's) all three; all of them for the RNN and the LSTM."""
+        hid, g = self.hidden, _GATES[self.short]
+        if self.short != "GRU":
+            return ((0, g * hid),)
+        return ((0, 2 * hid), (2 * hid, 3 * hid)) + (((0, 3 * hid),) if self.lbr else ())
+
+    def recurrence(self, rs, batch: int) -> _Recurrence:
+        return _Recurrence(rs, self.blocks(), batch)
+
+    def recurrent(self, hp, r: _Recurrence, block):
+        """One step: Ht-1 x R[block]^T, batched over the directions if two; on the CPU by R^T's
+        columns where ``r`` has them (``COLUMNS_FROM_ROWS``)."""
+        rows = r.rows[..., block[0]:block[1], :]
+
+        def written(hp, rows, *columns):
+            if rows.ndim == 2:
+                return _product(hp, rows, (((1,), (1,)), ((), ())), self.dt, self.ct)
+            return _product(hp, rows, (((2,), (2,)), ((0,), (0,))), self.dt, self.ct)
+
+        if r.columns is None:
+            return written(hp, rows)
+
+        def by_columns(hp, rows, columns):
+            if columns.ndim == 2:
+                return _product(hp, columns, (((1,), (0,)), ((), ())), self.dt, self.ct)
+            return _product(hp, columns, (((2,), (1,)), ((0,), (0,))), self.dt, self.ct)
+
+        return lax.platform_dependent(hp, rows, r.columns[block], cpu=by_columns, default=written)
 
     def recurrent_all(self, hs, rows):  # every step at once: [seq, (dirs,) batch, rows]
         if rows.ndim == 2:
@@ -668,30 +724,34 @@ class _Steps:
         return load(v.astype(self.st)) if self.st == np.float32 else v.astype(self.st)
 
     # -- forward
-    def step(self, rs, peep, bias_rec, hp, cp, xw):
-        """The formula of one step: the new states in the compute type (C None but for the LSTM)."""
+    def step(self, r, peep, bias_rec, hp, cp, xw):
+        """The formula of one step: the new states in the compute type (C None but for the LSTM);
+        ``r``: the network's ``_Recurrence``."""
         ct, hid = self.ct, self.hidden
         hf = hp.astype(ct)
+        first, *rest = self.blocks()
         if self.short == "RNN":
-            return self.act(0, xw + self.recurrent(hp, rs)), None
+            return self.act(0, xw + self.recurrent(hp, r, first)), None
         if self.short == "GRU":
-            zr = xw[..., :2 * hid] + self.recurrent(hp, rs[..., :2 * hid, :])
+            zr = xw[..., :2 * hid] + self.recurrent(hp, r, first)
             if self.lbr:
-                lin = self.recurrent(hp, rs[..., 2 * hid:, :])
+                lin = self.recurrent(hp, r, rest[0])
                 lin = lin if bias_rec is None else lin + bias_rec
                 return self.gru_lbr(zr[..., :hid], zr[..., hid:], xw[..., 2 * hid:], lin, hf), None
             gated = self.gru_gated(zr[..., hid:], hf).astype(self.st)
-            return self.gru_h(zr[..., :hid], xw[..., 2 * hid:] + self.recurrent(gated, rs[..., 2 * hid:, :]), hf), None
-        gates = xw + self.recurrent(hp, rs)
+            return self.gru_h(zr[..., :hid], xw[..., 2 * hid:] + self.recurrent(gated, r, rest[0]), hf), None
+        gates = xw + self.recurrent(hp, r, first)
         gi, go, gf, gc = (gates[..., k * hid:(k + 1) * hid] for k in range(4))
         cn = self.lstm_c(peep, gi, gf, gc, cp.astype(ct))
         return self.lstm_h(peep, go, cn), cn
 
     def scan(self, proj, rs, h0, c0, peep, bias_rec, lengths):
+        r = self.recurrence(rs, h0.shape[-2])
+
         def step(carry, inputs):
             hp, cp = carry
             xw, t = inputs
-            hn, cn = self.step(rs, peep, bias_rec, hp, cp, xw)
+            hn, cn = self.step(r, peep, bias_rec, hp, cp, xw)
             hn = self.store(hn)
             cn = None if cn is None else self.store(cn)
             if lengths is not None:  # past its length a sequence keeps its last states
@@ -747,11 +807,12 @@ class _Steps:
             zero = jnp.zeros_like(hf)  # by gate (z, r): the gated state takes r, Ht z
             xs = (du, dgh, jnp.stack([zero, dg[0]], -2), dg[1], jnp.stack([dn[0], zero], -2), dn[1], dn[2])
         t = jnp.arange(proj.shape[0], dtype=np.int32)
+        r = self.recurrence(rs, h0.shape[-2])
 
         def step(carry, inputs):
             dhp, dcp = carry
             xs, t = inputs
-            dhn, dcn = self.tangent_step(rs, dhp, dcp, *xs)
+            dhn, dcn = self.tangent_step(r, dhp, dcp, *xs)
             dhn = dhn.astype(self.st)
             dcn = None if dcn is None else dcn.astype(self.st)
             if lengths is not None:
@@ -763,29 +824,30 @@ class _Steps:
         (dh, dc), (dhs, dcs) = lax.scan(step, (dh0, dc0), (xs, t))
         return (hs, cs, h, c), (dhs, dcs, dh, dc)
 
-    def tangent_step(self, rs, dhp, dcp, *xs):
+    def tangent_step(self, r, dhp, dcp, *xs):
         """One step's tangent: ``xs`` are the step's slices of what ``jvp`` made for every step, the
         partials by gate stacked on a gate axis, so that going back a step's gates' cotangent is one
-        element-wise expression."""
+        element-wise expression; ``r``: the network's ``_Recurrence``."""
         ct, hid = self.ct, self.hidden
         dhf = dhp.astype(ct)
+        first, *rest = self.blocks()
 
         def by_gate(v):  # [(dirs,) batch, k hidden] -> [(dirs,) batch, k, hidden]
             return v.reshape(v.shape[:-1] + (v.shape[-1] // hid, hid))
         if self.short == "RNN":
             du, coef = xs
-            return coef * (du + self.recurrent(dhp, rs)), None
+            return coef * (du + self.recurrent(dhp, r, first)), None
         if self.short == "LSTM":
             du, c_by_gate, c_by_c, h_by_o, h_by_c = xs
-            dg = by_gate(du + self.recurrent(dhp, rs))
+            dg = by_gate(du + self.recurrent(dhp, r, first))
             dcn = (c_by_gate * dg).sum(-2) + c_by_c * dcp.astype(ct)
             return h_by_o * dg[..., 1, :] + h_by_c * dcn, dcn
         if self.lbr:
             du, dx, h_by_gate, h_by_h = xs  # gates z, r and Ht-1*(Rh^T) + Rbh
-            dg = by_gate(du + self.recurrent(dhp, rs))
+            dg = by_gate(du + self.recurrent(dhp, r, rest[1]))
             return dx + (h_by_gate * dg).sum(-2) + h_by_h * dhf, None
         du, dgh, gated_by_gate, gated_by_h, h_by_gate, h_by_gh, h_by_h = xs
-        dzr = by_gate(du + self.recurrent(dhp, rs[..., :2 * hid, :]))
+        dzr = by_gate(du + self.recurrent(dhp, r, first))
         dgated = ((gated_by_gate * dzr).sum(-2) + gated_by_h * dhf).astype(self.st)
-        dgh = dgh + self.recurrent(dgated, rs[..., 2 * hid:, :])
+        dgh = dgh + self.recurrent(dgated, r, rest[0])
         return (h_by_gate * dzr).sum(-2) + h_by_gh * dgh + h_by_h * dhf, None
