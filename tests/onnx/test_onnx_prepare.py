@@ -138,3 +138,34 @@ def test_broadcast_parameters_stay_in_the_call_through_element_wise_operations(l
     (split, _, _), = model._prepared._splits.values()
     largest = max(np.prod(v.aval.shape, dtype=int) for v in split.prepared_values)
     assert largest == (4 * length if 4 * length <= prepare.ENLARGED else 4)
+
+
+def test_a_recurrent_networks_weights_are_laid_out_once():
+    # DirectML's LSTM runs under jax.checkpoint: the split inlines it, so that the weights' layouts
+    # (R^T for the CPU's steps: ops/recurrent COLUMNS_FROM_ROWS) are prepared, not laid out again
+    # on every call, and the call's program holds no transpose and no checkpoint.
+    rng = np.random.default_rng(5)
+    hidden, inp, batch = 8, 3, 2
+    w = rng.standard_normal((1, 4 * hidden, inp)).astype(np.float32)
+    r = rng.standard_normal((1, 4 * hidden, hidden)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("LSTM", ["x", "w", "r"], ["y"], hidden_size=hidden)], "lstm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5, batch, inp])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [5, 1, batch, hidden])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(r, "r")])
+    model = dx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    x = rng.standard_normal((5, batch, inp)).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(model(x)[0]), np.asarray(model.apply(model.params, x)[0]))
+    (split, _, prepared), = model._prepared._splits.values()
+    assert (hidden, 4 * hidden) in [tuple(v.aval.shape) for v in split.prepared_values]
+
+    def primitives(jaxpr):
+        for e in jaxpr.eqns:
+            yield e.primitive.name
+            for v in e.params.values():
+                for sub in v if isinstance(v, (tuple, list)) else (v,):
+                    inner = getattr(sub, "jaxpr", sub)
+                    if hasattr(inner, "eqns"):
+                        yield from primitives(inner)
+    called = set(primitives(jax.make_jaxpr(split.run)(prepared, x).jaxpr))
+    assert "scan" in called and not called & {"transpose", "remat2", "checkpoint"}, called
