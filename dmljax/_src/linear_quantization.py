@@ -145,9 +145,11 @@ def divide(a, b) -> jnp.ndarray:
     where XLA turns it into a product with the FLOAT64 reciprocal (a division by a broadcast scalar),
     the product above; either way the correctly rounded quotient, and per element at a plain
     division's cost, where the reciprocal's FLOAT64 division and the product took 1.3-1.4x
-    ELEMENT_WISE_QUANTIZE_LINEAR's twin (benchmarks/results/cpu/twins). A FLOAT16 quotient is the
-    FLOAT32 one rounded to FLOAT16 (FLOAT32 has more than 2 * 11 + 2 bits: the double rounding is
-    exact)."""
+    ELEMENT_WISE_QUANTIZE_LINEAR's twin (benchmarks/results/cpu/twins). Each operand is widened
+    before it is broadcast: an imported model's call (onnx/prepare.py) then prepares a per-tensor
+    divisor as one FLOAT64 number, not as a FLOAT64 array of the activations' shape (the two-layer
+    encoder's QDQ form: 0.86x the call's time, paired). A FLOAT16 quotient is the FLOAT32 one
+    rounded to FLOAT16 (FLOAT32 has more than 2 * 11 + 2 bits: the double rounding is exact)."""
     a, b = jnp.asarray(a), jnp.asarray(b)
     if a.dtype == np.float16:
         return divide(a.astype(np.float32), b.astype(np.float32)).astype(np.float16)
@@ -163,8 +165,8 @@ def divide(a, b) -> jnp.ndarray:
 
     def divided(a, b):
         with jax.enable_x64(True):
-            q = (lax.convert_element_type(jnp.broadcast_to(a, shape), np.float64)
-                 / lax.convert_element_type(jnp.broadcast_to(b, shape), np.float64))
+            q = (jnp.broadcast_to(lax.convert_element_type(a, np.float64), shape)
+                 / jnp.broadcast_to(lax.convert_element_type(b, np.float64), shape))
         return lax.convert_element_type(q, np.float32)
 
     return lax.platform_dependent(a, b, cpu=divided, default=by_reciprocal)

@@ -6,6 +6,7 @@ reference; halves, saturation, NaN and infinities; scales of 0, NaN and inf read
 absent; the shared division's correct rounding; jit, grad and vmap."""
 
 import importlib
+import re
 
 import jax
 import jax.numpy as jnp
@@ -290,3 +291,13 @@ def test_the_shared_division_is_correctly_rounded(rng):
     assert float(jax.jit(lambda v: divide(v, s))(F32(-2.5))) == F32(-2.5) / s == F32(-127.49999)
     g = jax.grad(lambda u, v: divide(u, v), argnums=(0, 1))(F32(3), F32(2))
     assert [float(g[0]), float(g[1])] == [0.5, -0.75]
+
+
+def test_the_division_widens_a_per_tensor_scale_before_it_broadcasts():
+    # On the CPU the quotient's FLOAT64 divisor is the scale widened, then broadcast: an imported
+    # model's call (onnx/prepare.py) then keeps one FLOAT64 number, not a FLOAT64 copy of the
+    # activations' shape, and its fused program computes the broadcast.
+    x = np.zeros((16, 64), F32)
+    text = jax.jit(lambda v, s: divide(v, s)).trace(x, F32(0.05)).lower(lowering_platforms=("cpu",)).as_text()
+    widened = re.findall(r"stablehlo.convert %\S+ : \(tensor<([0-9x]*)f32>\) -> tensor<[0-9x]*f64>", text)
+    assert sorted(widened) == ["", "16x64x"], widened  # the scale, then the activations
