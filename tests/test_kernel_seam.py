@@ -18,6 +18,7 @@ from dmljax._src.kernels.convolution_gemm import CONVOLUTION_GEMM_COLUMNS, CONVO
 from dmljax._src.kernels.softmax import SOFTMAX_ROWS
 from dmljax._src.kernels.top_k import ARG_EXTREME_ROWS, TOP_K_ROWS
 from dmljax._src.kernels.top_k_threshold import TOP_K_THRESHOLD
+from dmljax._src.onnx import layout as onnx_layout
 from dmljax._src.op import TRACE_COUNTS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,8 +27,10 @@ ROW = ((8, 4096), (1,), np.float32, False)  # a softmax whose rows take the kern
 
 
 def kernel_modules():
+    """The kernel modules, and the modules of program forms outside kernels/ that declare their
+    switch the same way (an imported ONNX model's channels-last call)."""
     return [importlib.import_module(m.name) for m in
-            pkgutil.iter_modules(kernels_package.__path__, prefix=kernels_package.__name__ + ".")]
+            pkgutil.iter_modules(kernels_package.__path__, prefix=kernels_package.__name__ + ".")] + [onnx_layout]
 
 
 def declared_kernels(module) -> list[Kernel]:
@@ -89,8 +92,9 @@ def test_use_kernels_switches_by_name_and_nests():
 
 
 def test_use_kernels_refuses_what_it_does_not_know():
-    with pytest.raises(ValueError, match=r"^'softmaxx' is not a dmljax kernel; the kernels are attention_cudnn, convolution, "
-                                         r"convolution_depthwise, convolution_gemm_columns, convolution_gemm_rows, convolution_phases, "
+    with pytest.raises(ValueError, match=r"^'softmaxx' is not a dmljax kernel; the kernels are attention_cudnn, channels_last, "
+                                         r"convolution, convolution_depthwise, convolution_gemm_columns, convolution_gemm_rows, "
+                                         r"convolution_phases, "
                                          r"convolution_squeezed, cumulative, dequantize_gemm, "
                                          r"extreme_columns, integer_matmul_rows, max_pooling, padding, softmax, top_k, top_k_threshold$"):
         with dmljax.use_kernels(False, "softmaxx"):

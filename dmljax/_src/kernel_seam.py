@@ -124,7 +124,8 @@ def use_kernels(enabled: bool = True, *names: str) -> Iterator[None]:
     their rules apply (``enabled=True``) or never (``False``: the operators' XLA formulas
     everywhere). Kernels run on NVIDIA GPUs only; elsewhere this changes nothing, but for the forms
     of the formula that a rule takes on the CPU (``convolution_phases``, ``convolution_squeezed``,
-    ``integer_matmul_rows``).
+    ``integer_matmul_rows``) and an imported ONNX model's channels-last call (``channels_last``,
+    known once ``dmljax.onnx`` is imported).
     The choice is made when an operator is traced: inside the block, operators and functions
     jitted outside it are traced afresh.
 

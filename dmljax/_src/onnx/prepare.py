@@ -19,6 +19,9 @@ operations: the same primitives on the same values, so integer results are the s
 float results are the same operations, rounded the same way, except where XLA fuses a multiply
 and an add across the split differently (docs/semantics.md#fused-multiply-add).
 
+On the CPU the call's program runs channels last between its convolutions where onnx/layout.py's
+rule takes it (the same primitives on transposed arrays).
+
 The inlined custom_jvp and custom_vjp calls lose their derivative rules, so the split is for
 evaluation only: ``OnnxModel.__call__`` takes it on concrete inputs and parameters, and
 ``apply`` (and a call under any JAX transformation) keeps the one program with every rule."""
@@ -33,6 +36,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jax.extend import core as jcore
+
+from dmljax._src.kernel_seam import disabled_kernels, forced_kernels
+from dmljax._src.onnx import layout
 
 ON = frozenset({"cpu"})
 """The backends whose calls take the split: it was measured on the CPU (whose convolutions read
@@ -210,6 +216,8 @@ class Split:
             if id(v) in prepared_ids:
                 needed[id(v)] = v
         self.prepared_values = list(needed.values())
+        self.channels_last = layout.taken(late)
+        evaluate_late = layout.evaluate if self.channels_last else _evaluate
         self.early_count, self.late_count = len(early), len(late)
         known_inputs, other_inputs = values[:count], values[count:]
         kept = self.prepared_values
@@ -236,7 +244,7 @@ class Split:
                     env[id(v)] = lax.slice(pack, (start,), (start + size,)).reshape(v.aval.shape)
                     start += size
             env.update({id(v): x for v, x in zip(other_inputs, args)})
-            read = _evaluate(late, env)
+            read = evaluate_late(late, env)
             return tuple(read(v) for v in outputs)
 
         self.prepare = jax.jit(prepare)
@@ -257,7 +265,8 @@ class Prepared:
         if jax.default_backend() not in ON or not all(map(_array_like, inputs)):
             return None  # a sequence or an absent optional input takes the one program
         leaves = jax.tree.leaves(known)
-        key = tuple((np.shape(x), x.dtype if hasattr(x, "dtype") else np.result_type(x)) for x in inputs)
+        key = (tuple((np.shape(x), x.dtype if hasattr(x, "dtype") else np.result_type(x)) for x in inputs),
+               disabled_kernels(), forced_kernels())
         entry = self._splits.get(key)
         fresh = entry is None or len(entry[1]) != len(leaves) or any(a is not b for a, b in zip(entry[1], leaves))
         if not _concrete(inputs) or (fresh and not _concrete(leaves)):
