@@ -203,3 +203,30 @@ def test_a_program_without_a_convolution_runs_as_written():
     model(np.ones((2, 3), np.float32))
     (split, _, _), = model._prepared._splits.values()
     assert not split.channels_last
+
+
+def test_a_products_prepared_operand_is_passed_as_the_product_reads_it():
+    # an LSTM's input weights {1, 4 hidden, input}, contracted on their last axis, are prepared as
+    # {input, 1, 4 hidden}, which XLA's CPU product reads without a transpose of its own in every call
+    rng = np.random.default_rng(2)
+    hidden = 8
+    inits = {"w0": rng.standard_normal((4, 3, 3, 3)).astype(np.float32),
+             "w1": rng.standard_normal((6, 4, 3, 3)).astype(np.float32),
+             "shape": np.array([6, 1, 16], np.int64),
+             "w": rng.standard_normal((1, 4 * hidden, 16)).astype(np.float32),
+             "r": rng.standard_normal((1, 4 * hidden, hidden)).astype(np.float32)}
+    nodes = [_node("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1]), _node("Relu", ["c0"], ["r0"]),
+             _node("Conv", ["r0", "w1"], ["c1"], pads=[1, 1, 1, 1]), _node("Reshape", ["c1", "shape"], ["s"]),
+             _node("LSTM", ["s", "w", "r"], ["y"], hidden_size=hidden)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [6, 1, 1, hidden])],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = dx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]))
+    x = rng.standard_normal((1, 3, 4, 4)).astype(np.float32)
+    got = np.asarray(model(x)[0])
+    split, _, prepared = _split(model, x)
+    assert list(split.layouts.values()) == [(2, 0, 1)]
+    assert (16, 1, 4 * hidden) in [tuple(p.shape) for p in prepared[0]]
+    with dmljax.use_kernels(False, "channels_last"):
+        want = np.asarray(model(x)[0])
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)

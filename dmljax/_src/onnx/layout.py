@@ -13,7 +13,8 @@ permutation it comes in (its dimension numbers say where the batch, the channels
 axes are) and writes its output channels last; element-wise operations, pads, slices, reductions,
 pooling windows, concatenations and the reshapes that keep the permuted axes apart compute on the
 permuted arrays (their axes renamed), a transpose of a permuted value is a renaming, and any
-other operation, and the program's outputs, take the value transposed back once.
+other operation, and the program's outputs, take the value transposed back once. A prepared value
+that a product reads is prepared in the layout XLA's CPU product reads (``operand_layouts``).
 
 Exactness: every element is computed by the same primitive from the same elements, so element-wise
 results, data movement and maxima are the same bits; a convolution is XLA's channels-last one,
@@ -33,7 +34,7 @@ from jax import lax
 
 from dmljax._src.kernel_seam import Kernel, choose
 
-__all__ = ["CHANNELS_LAST", "taken", "evaluate"]
+__all__ = ["CHANNELS_LAST", "taken", "operand_layouts", "evaluate"]
 
 
 FEWEST = 2
@@ -95,8 +96,8 @@ class _Arrays:
     """The program's values: a physical array and its permutation each, and their transposes made
     so far (one a value and permutation)."""
 
-    def __init__(self, env: dict[int, Any]):
-        self.arrays = {k: (x, None) for k, x in env.items()}
+    def __init__(self, env: dict[int, Any], perms: dict[int, Any]):
+        self.arrays = {k: (x, _norm(perms.get(k))) for k, x in env.items()}
         self.made: dict[tuple[int, Any], Any] = {}
         self.recipes: dict[int, Callable] = {}
         """The values as written that are made again in a permutation rather than transposed (a
@@ -378,11 +379,32 @@ RULES: dict[str, Callable] = {
 """The operations that compute on permuted operands, by primitive name."""
 
 
-def evaluate(ops, env: dict[int, Any]) -> Callable:
+def operand_layouts(ops, prepared: set[int]) -> dict[int, tuple[int, ...]]:
+    """The permutations in which prepared values (``prepared``: their ids) are best passed to the
+    call: an operand of a product laid out as XLA's CPU product reads it, [batch, rows,
+    contracted] on the left and [batch, contracted, columns] on the right (XLA transposed a
+    recurrent network's input weights, [directions, 4 hidden, input], on every call: 2.4 of
+    ddddocr's recogniser's 20 ms). A value's first product decides."""
+    perms: dict[int, tuple[int, ...]] = {}
+    for eqn, operands, _ in ops:
+        if eqn.primitive.name != "dot_general":
+            continue
+        (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+        for v, batch, contracted, right in ((operands[0], lb, lc, False), (operands[1], rb, rc, True)):
+            if id(v) not in prepared or id(v) in perms:
+                continue
+            free = [a for a in range(len(_shape(v))) if a not in batch and a not in contracted]
+            perm = tuple(batch) + ((*contracted, *free) if right else (*free, *contracted))
+            if not _plain(perm):
+                perms[id(v)] = perm
+    return perms
+
+
+def evaluate(ops, env: dict[int, Any], perms: dict[int, Any] | None = None) -> Callable:
     """Run ``ops`` (onnx/prepare.py's (eqn, operands, results) triples) on the arrays of ``env``
-    (a _Value's id -> its array), channels last from each convolution on; returns ``read``, a
-    value's array in its logical layout."""
-    arrays = _Arrays(env)
+    (a _Value's id -> its array, in the permutation ``perms`` gives it, if any), channels last
+    from each convolution on; returns ``read``, a value's array in its logical layout."""
+    arrays = _Arrays(env, perms or {})
     for eqn, operands, results in ops:
         params = eqn.primitive.get_bind_params(eqn.params)
         rule = RULES.get(eqn.primitive.name)

@@ -217,7 +217,6 @@ class Split:
                 needed[id(v)] = v
         self.prepared_values = list(needed.values())
         self.channels_last = layout.taken(late)
-        evaluate_late = layout.evaluate if self.channels_last else _evaluate
         self.early_count, self.late_count = len(early), len(late)
         known_inputs, other_inputs = values[:count], values[count:]
         kept = self.prepared_values
@@ -229,10 +228,12 @@ class Split:
             if math.prod(v.aval.shape) <= PACKED:
                 packs.setdefault(v.aval.dtype, []).append(v)
         packs_list = list(packs.values())
+        # channels last, the operands of products passed as the CPU's product reads them
+        self.layouts = layout.operand_layouts(late, {id(v) for v in large}) if self.channels_last else {}
 
         def prepare(known_leaves):
             read = _evaluate(early, {id(v): x for v, x in zip(known_inputs, known_leaves)})
-            return ([read(v) for v in large],
+            return ([lax.transpose(read(v), self.layouts[id(v)]) if id(v) in self.layouts else read(v) for v in large],
                     [jnp.concatenate([jnp.reshape(read(v), (-1,)) for v in group]) for group in packs_list])
 
         def run(prepared, *args):
@@ -244,7 +245,7 @@ class Split:
                     env[id(v)] = lax.slice(pack, (start,), (start + size,)).reshape(v.aval.shape)
                     start += size
             env.update({id(v): x for v, x in zip(other_inputs, args)})
-            read = evaluate_late(late, env)
+            read = layout.evaluate(late, env, self.layouts) if self.channels_last else _evaluate(late, env)
             return tuple(read(v) for v in outputs)
 
         self.prepare = jax.jit(prepare)
