@@ -222,7 +222,8 @@ class OnnxModel:
     graph as one jitted function, returning a tuple of the graph's outputs in order.
     ``model(*inputs)`` gives ``apply(model.params, *inputs)``'s outputs, on the CPU computing what
     depends on the parameters alone once (onnx/prepare.py: on concrete inputs; under a JAX
-    transformation, and on other backends, it is ``apply``). ``inputs`` and ``outputs`` name the
+    transformation, and on other backends, it is ``apply``), channels last between convolutions
+    (onnx/layout.py). ``inputs`` and ``outputs`` name the
     graph's inputs (with their element type and shape, symbolic dimensions as strings) and
     outputs; ``nodes`` says what each node becomes; ``fused_qdq`` lists the QDQ groups load fused
     into quantized operators (onnx/qdq.py; empty with ``fuse_qdq=False``); ``folded_conv`` lists the
