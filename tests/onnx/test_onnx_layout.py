@@ -145,8 +145,7 @@ def _split(model, x):
 def _transposes_between_convolutions(split, prepared, x) -> list:
     """The transposes of the call's program that read a convolution's result (at any distance)
     and feed a convolution (at any distance)."""
-    closed = jax.make_jaxpr(split.run)(prepared, x)
-    eqns = closed.jaxpr.eqns[0].params["jaxpr"].eqns if len(closed.jaxpr.eqns) == 1 else closed.jaxpr.eqns
+    eqns = split.run.trace(prepared, x).jaxpr.jaxpr.eqns
     after: set = set()
     for e in eqns:
         if e.primitive.name == "conv_general_dilated" or any(v in after for v in e.invars if not hasattr(v, "val")):
