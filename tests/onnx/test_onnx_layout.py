@@ -17,6 +17,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 import dmljax  # noqa: E402
 import dmljax.onnx as dx  # noqa: E402
 from dmljax._src.onnx import layout, prepare  # noqa: E402
+from tests import tiers  # noqa: E402
 
 RNG = np.random.default_rng(5)
 X = RNG.integers(-3, 4, (2, 4, 6, 6)).astype(np.float32)  # small integers: every sum is exact, in any order
@@ -58,7 +59,7 @@ def _flattened(f, *args):
     return ops, outputs, {id(v): jnp.asarray(x) for v, x in zip(values, args)}
 
 
-@pytest.mark.parametrize("case", sorted(AFTER_A_CONVOLUTION))
+@pytest.mark.parametrize("case", tiers.fast_sample(sorted(AFTER_A_CONVOLUTION), keep=8, key="layout"))
 def test_an_operation_on_a_permuted_value_gives_the_bits_of_the_program_as_written(case):
     op = AFTER_A_CONVOLUTION[case]
     ops, outputs, env = _flattened(lambda x, w: op(conv(x, w)), X, W)

@@ -60,7 +60,7 @@ def _kernel_args(attrs):
             attrs.get("end_padding", (0, 0)))
 
 
-@pytest.mark.parametrize("x_shape,w_shape,attrs", GEOMETRIES)
+@pytest.mark.parametrize("x_shape,w_shape,attrs", tiers.fast_sample(GEOMETRIES, keep=2, key="taps"))
 def test_kernel_in_the_interpreter_matches_the_reference(x_shape, w_shape, attrs):
     x, w = _inputs(x_shape, w_shape)
     assert conv_kernel.CONVOLUTION_TAPS.applies(x_shape, w_shape, np.float32, True, 1, *_kernel_args(attrs), (0, 0))

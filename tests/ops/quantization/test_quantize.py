@@ -14,6 +14,7 @@ from jax.test_util import check_grads
 
 import dmljax
 from dmljax._src.dtypes import DataType
+from tests import tiers
 from tests.compare import assert_matches
 from tests.reference.quantization.quantize import (
     _dequantize_grad, blocked, dequantize as ref_dequantize, integer_range, quantize as ref_quantize,
@@ -135,7 +136,7 @@ def _all_values(dt: DataType) -> np.ndarray:
     return np.arange(lo, hi + 1)
 
 
-@pytest.mark.parametrize("dt", INTS, ids=lambda d: d.name)
+@pytest.mark.parametrize("dt", tiers.fast_sample(INTS, keep=2, key="dequantize"), ids=lambda d: d.name)
 @pytest.mark.parametrize("scale_dt", [F32, F16], ids=lambda d: d.name)
 def test_dequantize_every_value_and_zero_point(dt, scale_dt):
     # every input value against every zero point (all pairs), with a per-tensor and a per-axis scale
@@ -150,7 +151,7 @@ def test_dequantize_every_value_and_zero_point(dt, scale_dt):
             assert_matches(got, ref_dequantize(x, quantizations, kind), scale_dt, 0, context=f"{dt.name} {kind}")
 
 
-@pytest.mark.parametrize("dt", INTS, ids=lambda d: d.name)
+@pytest.mark.parametrize("dt", tiers.fast_sample(INTS, keep=2, key="quantize"), ids=lambda d: d.name)
 @pytest.mark.parametrize("x_dt", [F32, F16], ids=lambda d: d.name)
 def test_quantize_every_output_value_and_zero_point(dt, x_dt):
     # every zero point of the type, against quotients from past -Max - |Min| to past Max + |Min|
