@@ -211,7 +211,7 @@ def test_axis_count_in_a_desc():
 
 
 # ---------------------------------------------------------------------------------- the GPU kernel
-@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("log", tiers.fast_sample([False, True]))
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_row_kernel_matches_the_reference(log, dtype, rng):
     # Long rows on a GPU take a Pallas kernel (dmljax/_src/kernels/softmax.py); run here in Pallas's

@@ -24,6 +24,7 @@ from dmljax._src.op import TRACE_COUNTS
 from tests.compare import assert_matches
 from tests.reference.activation import piecewise as activation_ref
 from tests.reference.element_wise_arithmetic import clamp as ref
+from tests import tiers
 
 NAN, INF = np.nan, np.inf
 DENORM = 1e-40  # a FLOAT32 denormal
@@ -128,7 +129,7 @@ def test_add_integer_wraps(dtype, a, b, want):
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float16])
-@pytest.mark.parametrize("half", [False, True])
+@pytest.mark.parametrize("half", tiers.fast_sample([False, True]))
 def test_add1_fused_equals_the_two_operators(dt, half, rng):
     a = (rng.standard_normal((5, 7)) * 3).astype(dt)
     b = (rng.standard_normal((5, 7)) * 3).astype(dt)
@@ -357,7 +358,7 @@ def test_threshold_scale_bias_applies_first():
     np.testing.assert_array_equal(out, out2)
 
 
-@pytest.mark.parametrize("dt", [t for t in INT_TYPES if t.bits <= 32], ids=str)
+@pytest.mark.parametrize("dt", tiers.fast_sample([t for t in INT_TYPES if t.bits <= 32], keep=3, key="threshold"), ids=str)
 def test_threshold_integer_min_truncates_toward_zero_and_saturates(dt):
     info = np.iinfo(dt.dtype)
     x = np.array([v for v in [info.min, -3, -2, 0, 2, 3, info.max] if v >= info.min], dt.dtype)
@@ -601,7 +602,7 @@ def test_specific_table_edges():
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float16])
-@pytest.mark.parametrize("which", ["clip", "clip1"])
+@pytest.mark.parametrize("which", tiers.fast_sample(["clip", "clip1"]))
 @pytest.mark.parametrize("sb", [None, (2.0, 0.5)])
 def test_clip_gradient_at_kinks(dt, which, sb):
     lo, hi = -1.0, 1.5

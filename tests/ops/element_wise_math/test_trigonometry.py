@@ -16,6 +16,7 @@ import pytest
 import dmljax
 from dmljax._src.dtypes import DataType
 from tests.compare import assert_matches
+from tests import tiers
 
 INF, NAN = math.inf, math.nan
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
@@ -78,7 +79,7 @@ def _same_zeros_and_specials(got, want, context):
 
 
 @pytest.mark.parametrize("dt", [F32, F16], ids=lambda d: d.name)
-@pytest.mark.parametrize("name", list(PY))
+@pytest.mark.parametrize("name", tiers.fast_sample(list(PY), keep=6, key="special"))
 def test_special_values(name, dt):
     xs = [x for x in SPECIALS if dt is F32 or abs(x) >= 1e-7 or x == 0 or math.isnan(x)]
     x = np.array(xs, dt.dtype)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import dmljax
+from tests import tiers
 
 X = np.array([[1, 2, 3], [3, 0, 4], [2, 5, 2]], np.float32)  # the pages' input
 
@@ -87,7 +88,7 @@ def test_desc_output_sizes_and_axis_count():
 
 # ---------------------------------------------------------------------------------- the GPU kernel
 @pytest.mark.parametrize("larger", [True, False])
-@pytest.mark.parametrize("last", [False, True])
+@pytest.mark.parametrize("last", tiers.fast_sample([False, True]))
 def test_float16_rows_take_the_top_k_kernel_with_the_xla_paths_index(larger, last):
     # FLOAT16 rows on a GPU take the TOP_K kernel with K = 1 (dmljax/_src/kernels/top_k.py); run
     # in Pallas's interpreter, it must give the XLA path's index bit for bit, in both directions:
