@@ -191,42 +191,58 @@ def _ulp16(a, b) -> int:
     return int(np.abs(line(a) - line(b)).max())
 
 
+WEIGHT_SETS = 2 if common.SMOKE or not GPU else 8
+"""Weight sets the 4-bit groups rotate through, call after call, for the "from memory" figures:
+on a GPU 8 (FLOAT16: 256 MiB, INT4: 64 MiB with scales and zero points more, each over an H200's
+60 MB of L2), as a model's layers read their weights from device memory once a token. One set
+alone stays in L2 from call to call (the "one set" figures)."""
+
+
+def _rotations():
+    """(label, sets): the one set kept in L2, and WEIGHT_SETS sets rotated."""
+    return [("one set", 1), (f"{WEIGHT_SETS} sets", WEIGHT_SETS)]
+
+
 def int4_gemm(rng, report):
     k = n = NBITS_K
-    w, scale, wt, scale_t, zp_t = _int4_weights(rng, k, n)
-    w16 = jnp.asarray(rng.standard_normal((k, n)).astype(np.float16))
+    sets = [_int4_weights(rng, k, n) for _ in range(WEIGHT_SETS)]
+    w16s = [jnp.asarray(rng.standard_normal((k, n)).astype(np.float16)) for _ in range(WEIGHT_SETS)]
     budget = dmljax.gemm.spec.budget(dmljax.DataType.FLOAT16, (1, k))
+    fused = jax.jit(lambda x, w, s: dmljax.dequantize_gemm(x, w, [s], quantization_type=SCALE))
+    unfused = jax.jit(lambda x, w, s: dmljax.gemm(x, dmljax.dequantize(w, [s], quantization_type=SCALE)))
+    fused_t = jax.jit(lambda x, w, s, z: dmljax.dequantize_gemm(x, w, [s, z], quantization_type=SCALE_ZP,
+                                                                trans_b="TRANSPOSE"))
+    unfused_t = jax.jit(lambda x, w, s, z: dmljax.gemm(
+        x, dmljax.dequantize(w, [s, z], quantization_type=SCALE_ZP), trans_b="TRANSPOSE"))
+    twin = jax.jit(lambda x, w, s: jnp.matmul(x, w.astype(jnp.float16) * jnp.repeat(s, BLOCK, axis=0),
+                                              preferred_element_type=jnp.float32).astype(jnp.float16))
+    gemm16, matmul16 = jax.jit(lambda x, w: dmljax.gemm(x, w)), jax.jit(jnp.matmul)
+    variants = [  # (name, call of X and a weight set's index)
+        ("dmljax.dequantize_gemm INT4 (fused)", lambda x, i: fused(x, *sets[i][:2])),
+        ("dmljax.dequantize INT4 + dmljax.gemm", lambda x, i: unfused(x, *sets[i][:2])),
+        ("dmljax.dequantize_gemm UINT4 {N, K} + zero points", lambda x, i: fused_t(x, *sets[i][2:])),
+        ("dmljax.dequantize UINT4 {N, K} + dmljax.gemm", lambda x, i: unfused_t(x, *sets[i][2:])),
+        ("jnp twin: INT4 -> FLOAT16 * scale, matmul", lambda x, i: twin(x, *sets[i][:2])),
+        ("dmljax.gemm FLOAT16 weights", lambda x, i: gemm16(x, w16s[i])),
+        ("jnp.matmul FLOAT16 weights", lambda x, i: matmul16(x, w16s[i])),
+    ]
     for batch in BATCHES:
         xs = [jnp.asarray(rng.standard_normal((batch, k)).astype(np.float16)) for _ in range(2)]
-        fused = jax.jit(lambda x, w, s: dmljax.dequantize_gemm(x, w, [s], quantization_type=SCALE))
-        unfused = jax.jit(lambda x, w, s: dmljax.gemm(x, dmljax.dequantize(w, [s], quantization_type=SCALE)))
-        fused_t = jax.jit(lambda x, w, s, z: dmljax.dequantize_gemm(x, w, [s, z], quantization_type=SCALE_ZP,
-                                                                    trans_b="TRANSPOSE"))
-        unfused_t = jax.jit(lambda x, w, s, z: dmljax.gemm(
-            x, dmljax.dequantize(w, [s, z], quantization_type=SCALE_ZP), trans_b="TRANSPOSE"))
-        variants = [
-            ("dmljax.dequantize_gemm INT4 (fused)", lambda x: fused(x, w, scale)),
-            ("dmljax.dequantize INT4 + dmljax.gemm", lambda x: unfused(x, w, scale)),
-            ("dmljax.dequantize_gemm UINT4 {N, K} + zero points", lambda x: fused_t(x, wt, scale_t, zp_t)),
-            ("dmljax.dequantize UINT4 {N, K} + dmljax.gemm", lambda x: unfused_t(x, wt, scale_t, zp_t)),
-            ("jnp twin: INT4 -> FLOAT16 * scale, matmul", jax.jit(lambda x: jnp.matmul(
-                x, w.astype(jnp.float16) * jnp.repeat(scale, BLOCK, axis=0), preferred_element_type=jnp.float32
-            ).astype(jnp.float16))),
-            ("dmljax.gemm FLOAT16 weights", jax.jit(lambda x: dmljax.gemm(x, w16))),
-            ("jnp.matmul FLOAT16 weights", jax.jit(lambda x: jnp.matmul(x, w16))),
-        ]
-        t = common.times([(name, lambda i, f=f: f(xs[i % 2])) for name, f in variants])
-        base = t["dmljax.gemm FLOAT16 weights"]
-        for name, v in t.items():
-            _point(report, f"batch {batch:2d}, K = N = {k}", name, v, base, batch=batch)
-        d = _ulp16(variants[0][1](xs[0]), variants[1][1](xs[0]))
-        d_t = _ulp16(variants[2][1](xs[0]), variants[3][1](xs[0]))
+        for label, count in _rotations():
+            t = common.times([(name, lambda i, f=f, c=count: f(xs[i % 2], i % c)) for name, f in variants],
+                             n_sets=max(2, count))
+            base = t["dmljax.gemm FLOAT16 weights"]
+            for name, v in t.items():
+                _point(report, f"batch {batch:2d}, {label:7s}, K = N = {k}", name, v, base, batch=batch,
+                       weight_sets=count)
+        d = _ulp16(variants[0][1](xs[0], 0), variants[1][1](xs[0], 0))
+        d_t = _ulp16(variants[2][1](xs[0], 0), variants[3][1](xs[0], 0))
         report.point(f"batch {batch:2d}: fused against unfused, at most {d} and {d_t} FLOAT16 ULP apart "
                      f"(GEMM's budget at K = {k}: {budget:g} ULP of the terms' magnitude)",
                      batch=batch, variant="fused - unfused (ULP)", ulp=d, ulp_transposed=d_t)
 
 
-SWEEP = dict(split_k=(1, 2, 4, 8, 16), block_n=(16, 32, 64, 128), block_k=(128, 256, 512), warps=(2, 4))
+SWEEP = dict(split_k=(1, 2, 4, 8, 16), block_n=(16, 32, 64, 128, 256), block_k=(32, 64, 128, 256, 512), warps=(2, 4, 8))
 """The settings ``int4_gemm_blocks`` draws from (at 3 stages; 4 stages for the fastest few), pruned
 by ``_candidates``."""
 PROGRAMS = (128, 1024)
@@ -252,10 +268,11 @@ def _candidates(n: int, k: int, trans: bool) -> list:
     """The grid's settings for a layout at weights of N x K, pruned: BLOCK_N at least 32 with the
     weights {K, N} (a program's product is BLOCK_N / 2 columns wide, and Triton's at least 16);
     each SPLIT_K only where it gives that many slices of at least MIN_TILES tiles; PROGRAMS; 2
-    warps only for a tile of at most SMALL_TILE elements. In SMOKE runs, the first four unpruned."""
+    warps only for a tile of at most SMALL_TILE elements, 8 only for one of at least that. In SMOKE
+    runs, the first four unpruned."""
     out = []
     for split, bn, bk, warps in itertools.product(*SWEEP.values()):
-        if not trans and bn < 32 or warps < 4 and bn * bk > SMALL_TILE:
+        if not trans and bn < 32 or warps < 4 and bn * bk > SMALL_TILE or warps > 4 and bn * bk < SMALL_TILE:
             continue
         settings = int4_kernel.Settings(bn, bk, split_k=split, warps=warps, stages=3)
         per, count = int4_kernel.slices(k, settings)
@@ -297,9 +314,10 @@ def int4_gemm_blocks(rng, report):
         return
     started = time.monotonic()
     k = n = NBITS_K
-    w, scale, wt, scale_t, zp_t = _int4_weights(rng, k, n)
-    w16 = jnp.asarray(rng.standard_normal((k, n)).astype(np.float16))
-    layouts = {"{K, N}": (False, (w, scale)), "{N, K}": (True, (wt, scale_t, zp_t))}
+    sets = [_int4_weights(rng, k, n) for _ in range(WEIGHT_SETS)]  # rotated: the weights read from memory
+    w16s = [jnp.asarray(rng.standard_normal((k, n)).astype(np.float16)) for _ in range(WEIGHT_SETS)]
+    layouts = {"{K, N}": (False, [st[:2] for st in sets]), "{N, K}": (True, [st[2:] for st in sets])}
+    rotated = max(2, WEIGHT_SETS)
     for name, (trans, _) in layouts.items():
         report.line(f"the module's settings, {name}: {int4_kernel.SETTINGS[name].describe()}; taken by "
                     f"dmljax.dequantize_gemm up to {int4_kernel.FASTER_UP_TO[name]} rows")
@@ -311,7 +329,7 @@ def int4_gemm_blocks(rng, report):
 
     lists = [[(name, st) for st in _candidates(n, k, trans)] for name, (trans, _) in layouts.items()]
     grid = [pair for pairs in itertools.zip_longest(*lists) for pair in pairs if pair]  # the layouts in turn
-    built = _compile_all([((name, st, 1), kernel(layouts[name][0], st), (xs[1][0],) + layouts[name][1])
+    built = _compile_all([((name, st, 1), kernel(layouts[name][0], st), (xs[1][0],) + layouts[name][1][0])
                           for name, st in grid], COMPILE_BUDGET_S)
     report.line(f"grid: {len(grid)} settings at batch 1 ({sum(not isinstance(v, str) for v in built.values())} "
                 f"compiled, {COMPILE_THREADS} side by side) in {time.monotonic() - started:.0f} s")
@@ -320,9 +338,9 @@ def int4_gemm_blocks(rng, report):
             report.line(f"{name} {st.describe()}: {v}")
 
     def timed(keys, batch):
-        calls = [(key, lambda i, f=built[key], a=layouts[key[0]][1]: f(xs[batch][i % 2], *a)) for key in keys
-                 if not isinstance(built.get(key), str)]
-        return {key: v["s"] for key, v in common.times(calls).items()}
+        calls = [(key, lambda i, f=built[key], a=layouts[key[0]][1]: f(xs[batch][i % 2], *a[i % len(a)]))
+                 for key in keys if not isinstance(built.get(key), str)]
+        return {key: v["s"] for key, v in common.times(calls, n_sets=rotated).items()}
 
     t1 = timed([key for key in built], 1)
     shown = dict.fromkeys(layouts, 0)
@@ -335,11 +353,12 @@ def int4_gemm_blocks(rng, report):
         ranked = [st for (lay, st, _), _s in sorted(t1.items(), key=lambda kv: kv[1]) if lay == name]
         finals[name] = list(dict.fromkeys(ranked[:FINALISTS] + [dataclasses.replace(st, stages=4)
                                                                 for st in ranked[:WITH_4_STAGES]]))
-    jobs = [((name, st, b), kernel(layouts[name][0], st), (xs[b][0],) + layouts[name][1])
+    jobs = [((name, st, b), kernel(layouts[name][0], st), (xs[b][0],) + layouts[name][1][0])
             for b in (1, 16) for name in layouts for st in finals[name] if (name, st, b) not in built]
     built.update(_compile_all(jobs, COMPILE_BUDGET_S))
     references = {
-        "FLOAT16 GEMM (dmljax.gemm, FLOAT16 weights {K, N})": (jax.jit(lambda x: dmljax.gemm(x, w16)), ()),
+        "FLOAT16 GEMM (dmljax.gemm, FLOAT16 weights {K, N})": (jax.jit(lambda x, w: dmljax.gemm(x, w)),
+                                                               [(w,) for w in w16s]),
         "{K, N}: dmljax.dequantize + dmljax.gemm": (jax.jit(lambda x, w, s: dmljax.gemm(
             x, dmljax.dequantize(w, [s], quantization_type=SCALE))), layouts["{K, N}"][1]),
         "{N, K}: dmljax.dequantize + dmljax.gemm": (jax.jit(lambda x, w, s, z: dmljax.gemm(
@@ -351,11 +370,12 @@ def int4_gemm_blocks(rng, report):
     }
     best = {}
     for batch in (1, 16):
-        calls = [(ref, lambda i, f=f, a=a: f(xs[batch][i % 2], *a)) for ref, (f, a) in references.items()]
+        calls = [(ref, lambda i, f=f, a=a: f(xs[batch][i % 2], *a[i % len(a)])) for ref, (f, a) in references.items()]
         keys = [(name, st, batch) for name in layouts for st in finals[name]
                 if not isinstance(built.get((name, st, batch)), str)]
-        calls += [(key, lambda i, f=built[key], a=layouts[key[0]][1]: f(xs[batch][i % 2], *a)) for key in keys]
-        timing = common.times(calls)
+        calls += [(key, lambda i, f=built[key], a=layouts[key[0]][1]: f(xs[batch][i % 2], *a[i % len(a)]))
+                  for key in keys]
+        timing = common.times(calls, n_sets=rotated)
         t = {key: v["s"] for key, v in timing.items()}
         gemm16 = t[next(iter(references))]
         where = f"batch {batch:2d}, K = N = {k}"

@@ -121,8 +121,8 @@ class Settings:
 # block of 32 along K). Group int4_gemm_blocks times the settings (SPLIT_K, BLOCK_N, BLOCK_K, warps,
 # stages) beside FLOAT16 GEMM and the unfused pair; change these two tables from its fastest rows.
 SETTINGS = {
-    "{N, K}": Settings(block_n=32, block_k=256, split_k=4, warps=2, stages=3),
-    "{K, N}": Settings(block_n=64, block_k=128, split_k=8, warps=4, stages=4),
+    "{N, K}": Settings(block_n=64, block_k=256, split_k=4, warps=4, stages=3),
+    "{K, N}": Settings(block_n=128, block_k=64, split_k=16, warps=4, stages=3),
 }
 """The kernel's settings by the weights' layout: the fastest that the group int4_gemm_blocks
 measured among 94 (SPLIT_K 1 to 16, BLOCK_N 16 to 128, BLOCK_K 128 to 512, 2 or 4 warps): {N, K}
@@ -189,64 +189,158 @@ def packed_nibbles(w) -> jnp.ndarray:
     return lax.bitcast_convert_type(w.reshape(r, (c + 1) // 2, 2), jnp.uint8)
 
 
-def _codes(b, signed: bool):
-    """A byte tile's low and high nibbles as int32 values (sign-extended for INT4)."""
-    b = b.astype(jnp.int32)
-    lo, hi = b & 15, (b >> 4) & 15
+BIAS = 1024
+"""A nibble's code is read as the FLOAT16 value ``BIAS + nibble`` (the bits ``0x6400 | nibble``: 1024
+has FLOAT16's unit in the last place 1, so the ten fraction bits hold the nibble), with no
+integer-to-float conversion: a conversion runs at a sixteenth of a multiply-add's rate on an SM,
+and the kernel makes one or more per weight. INT4 is read with its sign bit flipped (``nibble ^
+8``: -8..7 become 0..15), so its value is ``BIAS + 8 + code``."""
+
+
+def _biased(b, signed: bool):
+    """A byte tile's low and high nibbles as FLOAT16 values ``BIAS + nibble`` (INT4: ``BIAS + 8 +
+    code``), exact."""
+    b = b.astype(jnp.uint16)
     if signed:
-        lo, hi = lo - ((lo & 8) << 1), hi - ((hi & 8) << 1)
-    return lo, hi
+        b = b ^ 0x88
+    lo, hi = (b & 15) | 0x6400, (b >> 4) | 0x6400
+    return lax.bitcast_convert_type(lo, jnp.float16), lax.bitcast_convert_type(hi, jnp.float16)
+
+
+def _all(*masks):
+    """The conjunction of the masks that are not None; None (every element live) where all are."""
+    masks = [m for m in masks if m is not None]
+    if not masks:
+        return None
+    out = masks[0]
+    for m in masks[1:]:
+        out = out & m
+    return out
 
 
 def _load(ref, at, mask, other, interpret: bool):
+    """``ref[at]``, ``other`` where ``mask`` is False; every element where ``mask`` is None."""
     from jax.experimental.pallas import triton as pl_triton
 
+    if mask is None:
+        return pl_triton.load(ref.at[at])
     if interpret:  # the interpreter reads every index, masked or not: keep them in bounds
         at = tuple(jnp.where(mask, i, 0) for i in at)
     return pl_triton.load(ref.at[at], mask=mask, other=other)
 
 
-def _per_block(ref, block, index, live, other, interpret, *, along, start, span, per):
+def _per_block(ref, block, index, live, other, interpret, *, along, start, span, per, convert=None, nibbles=None):
     """The values of ``ref`` (one a block of ``block`` weights, DEQUANTIZE's blocking) for a tile of
-    weights, shaped to multiply it: ``ref[row // block[0], column // block[1]]``. ``index``: the
-    tile's weight rows and columns (broadcast index arrays; for the axis ``along`` the tile's
-    first element and a pair's low nibble); the tile's axis ``along`` covers ``span`` consecutive
-    weights of that axis from ``start`` (a multiple of span), ``per`` weights an element (2 where
-    an element is a byte of two).
+    weights, shaped to meet it: ``convert(ref[row // block[0], column // block[1]])``. ``index``: the
+    tile's weight rows and columns (broadcast index arrays; for the axis ``along`` the tile's first
+    element and a pair's low nibble); the tile's axis ``along`` covers ``span`` consecutive weights
+    of that axis from ``start`` (a multiple of span), ``per`` weights an element (2 where an element
+    is a byte of two); ``live``: the rows', the columns' and the tile's liveness, None where every
+    element is in bounds.
 
     A tile within one block along it reads one value a row (or column) of the other axis, which
     broadcasts; a tile of whole blocks of an even length reads a value a block and repeats it
     (broadcast and reshape); otherwise each element reads its own (Triton can neither vectorize
-    those loads nor share them)."""
+    those loads nor share them). ``convert`` (the identity where None) is applied to the values
+    read, before they are repeated. ``nibbles``: None, or (the values' shape, signed) where ``ref``
+    holds them packed as the weights are (``packed_nibbles``; ``_nibble``)."""
+    convert = convert or (lambda v: v)
+    shape = ref.shape if nibbles is None else nibbles[0]
+
+    def read(at, mask):
+        if nibbles is None:
+            return _load(ref, at, mask, other, interpret)
+        return _nibble(ref, at, mask, interpret, signed=nibbles[1])
+
     b = block[along]
     oi = lax.div(index[1 - along], block[1 - along])  # the other axis's blocks: {rows, 1} or {1, columns}
-    olive = jnp.ones(oi.shape, jnp.bool_) if live[1 - along] is None else live[1 - along]
+    olive = live[1 - along]
     if b % span == 0:
         ai = jnp.zeros_like(oi) + lax.div(start, b)
-        return _load(ref, (oi, ai) if along == 1 else (ai, oi), olive, other, interpret)
+        return convert(read((oi, ai) if along == 1 else (ai, oi), olive))
     if span % b == 0 and b % per == 0:
         nb, each = span // b, b // per
         ai = lax.div(start, b) + jnp.arange(nb, dtype=jnp.int32)
+        inside = None if live[2] is None else ai < shape[along]  # a whole tile's blocks are all in bounds
         if along == 1:
-            at, mask = (oi, ai[None, :]), olive & (ai[None, :] < ref.shape[1])
-            v = _load(ref, at, mask, other, interpret)  # {rows, nb}
+            mask = _mask((oi.shape[0], nb), olive, None if inside is None else inside[None, :])
+            v = convert(read((oi, ai[None, :]), mask))  # {rows, nb}
             return jnp.broadcast_to(v[:, :, None], (v.shape[0], nb, each)).reshape(v.shape[0], nb * each)
-        at, mask = (ai[:, None], oi), (ai[:, None] < ref.shape[0]) & olive
-        v = _load(ref, at, mask, other, interpret)  # {nb, columns}
+        mask = _mask((nb, oi.shape[1]), None if inside is None else inside[:, None], olive)
+        v = convert(read((ai[:, None], oi), mask))  # {nb, columns}
         return jnp.broadcast_to(v[:, None, :], (nb, each, v.shape[1])).reshape(nb * each, v.shape[1])
     r, c = index
-    return _load(ref, (lax.div(r, block[0]), lax.div(c, block[1])), live[2], other, interpret)
+    return convert(read((lax.div(r, block[0]), lax.div(c, block[1])), live[2]))
 
 
-def _dequantized(code, index, live, s_ref, z_ref, sb, zb, interpret, **tile):
-    """DEQUANTIZE of a tile of codes (``_per_block``'s ``index`` and ``tile``; ``live``: the rows'
-    and the columns' liveness, None for all, and the tile's): ``(code - zero_point) * scale`` in
-    FLOAT32, rounded to FLOAT16; 0 where the tile is not live."""
-    s = _per_block(s_ref, sb, index, live, 0.0, interpret, **tile).astype(jnp.float32)
-    if z_ref is not None:
-        code = code - _per_block(z_ref, zb, index, live, 0, interpret, **tile).astype(jnp.int32)
-    w = (code.astype(jnp.float32) * s).astype(jnp.float16)
+def _nibble(ref, at, mask, interpret, *, signed: bool):
+    """Values at ``at`` (row and column index arrays) of a 4-bit matrix held packed in ``ref``
+    (``packed_nibbles``: column c in byte c // 2, its high nibble where c is odd), as int32,
+    sign-extended where ``signed``; 0 where ``mask`` is False."""
+    r, c = at
+    v = _load(ref, (r, c >> 1), mask, 0, interpret).astype(jnp.int32)
+    v = (v >> ((c & 1) << 2)) & 15
+    return v - ((v & 8) << 1) if signed else v
+
+
+def _dequantized(b, high: bool, signed: bool, index, live, s_ref, z_ref, sb, zb, zshape, interpret, **tile):
+    """DEQUANTIZE of a byte tile's low or (``high``) high nibbles (``_per_block``'s ``index``,
+    ``live`` and ``tile``): ``(code - zero_point) * scale``, 0 where the tile is not live. Each code
+    is read as the FLOAT16 value ``offset + code`` (``_biased``; ``offset`` BIAS, and 8 more for
+    INT4), and the result is ``(biased - (offset + zero_point)) * scale`` in FLOAT16 arithmetic:
+    the difference is an integer of at most 5 bits between two FLOAT16 values below 2,048 (exact),
+    and one FLOAT16 product of it and the scale is that exact product rounded once, as DEQUANTIZE
+    rounds its FLOAT32 product (exact: 5 bits by 11) to FLOAT16: DEQUANTIZE's value bit for bit. No
+    conversion per weight: the zero points, packed as the weights are (``zshape``: their shape),
+    are unpacked and converted as read, one a block. On the GPU the
+    unpacking and both operations are PTX on four codes at once (``_nibbles_ptx``); in the
+    interpreter, the same operations by XLA."""
+    offset = BIAS + 8 * signed
+    s = _per_block(s_ref, sb, index, live, 0.0, interpret, **tile)
+    if z_ref is None:
+        bias = np.float16(offset)
+    else:
+        bias = _per_block(z_ref, zb, index, live, 0, interpret, **tile, nibbles=(zshape, signed),
+                          convert=lambda z: z.astype(jnp.float16) + np.float16(offset))
+    if interpret:
+        w = (_biased(b, signed)[int(high)] - bias) * s
+    else:
+        w = _nibbles_ptx(b, jnp.broadcast_to(bias, b.shape), jnp.broadcast_to(s, b.shape), high=high, signed=signed)
+    if live[2] is None:
+        return w
     return jnp.where(live[2], w, jnp.zeros_like(w))  # a padding nibble times an infinite scale is NaN: out
+
+
+def _nibbles_ptx(b, bias, scale, *, high: bool, signed: bool):
+    """``(BIAS + code - bias) * scale`` of a byte tile's low or high nibbles (the code's sign bit
+    flipped for INT4, as ``_biased``), FLOAT16, by inline PTX on four bytes a time: ``prmt``
+    spreads two bytes into the halves of a register, an ``and`` and an ``or`` with 0x6400 make them
+    two FLOAT16 values ``BIAS + nibble`` (ptxas fuses the two into one ``lop3``), and ``sub.rn`` and
+    ``mul.rn`` on FLOAT16 pairs finish them (``.rn``: correctly rounded, never contracted into a
+    fused multiply-add; FLOAT16 subnormals are kept). About two instructions a weight, where XLA's
+    and Triton's conversions took a sixteenth of the SM's rate each."""
+    from jax.experimental.pallas import triton as pl_triton
+
+    code = ["{", ".reg .b32 z, w, t0, t1;", "mov.b32 z, 0;", "mov.b32 w, $2;"]
+    if signed:
+        code.append("xor.b32 w, w, 0x88888888;")
+    if high:
+        code.append("shr.b32 w, w, 4;")
+    for t, select in (("t0", "0x4140"), ("t1", "0x4342")):  # bytes 0, 1 and 2, 3 into the halves of a register
+        code += [f"prmt.b32 {t}, w, z, {select};", f"and.b32 {t}, {t}, 0x000F000F;", f"or.b32 {t}, {t}, 0x64006400;"]
+    code += ["sub.rn.f16x2 t0, t0, $3;", "sub.rn.f16x2 t1, t1, $4;", "mul.rn.f16x2 $0, t0, $5;",
+             "mul.rn.f16x2 $1, t1, $6;", "}"]
+    [w] = pl_triton.elementwise_inline_asm(
+        " ".join(code), args=[b, bias, scale], constraints="=r,=r,r,r,r,r,r", pack=4,
+        result_shape_dtypes=[jax.ShapeDtypeStruct(b.shape, jnp.float16)])
+    return w
+
+
+def _mask(shape, *parts):
+    """The conjunction of ``parts`` (broadcast index masks, or None for all live) as a mask of
+    ``shape``; None where every part is None."""
+    m = _all(*parts)
+    return None if m is None else jnp.broadcast_to(m, shape)
 
 
 def _finish(acc, alpha: float, dtype):
@@ -267,7 +361,7 @@ def _over_k(step, init, *, per: int, tiles: int, sliced: bool):
 def _store(o_ref, acc, rows, cols, live, *, alpha, sliced: bool, height: int):
     """A program's {MIN_DOT, columns} sums into the output: the result (Alpha applied, rounded
     once), or with ``sliced`` the FLOAT32 partial sums at the slice's rows (``height`` rows a
-    slice)."""
+    slice). ``live``: the mask, None for all."""
     from jax.experimental.pallas import triton as pl_triton
 
     if sliced:
@@ -277,67 +371,81 @@ def _store(o_ref, acc, rows, cols, live, *, alpha, sliced: bool, height: int):
     pl_triton.store(o_ref.at[rows[:, None], cols[None, :]], value, mask=live)
 
 
-def _pairs_along_k(xe_ref, xo_ref, p_ref, s_ref, *rest, m, n, k, bn, bk, sb, zb, signed, alpha, interpret, per,
-                   tiles, sliced, height):
-    """Weights {N, K}: a byte holds K = 2j and 2j + 1 of one output column; X's even and odd
-    columns come as two matrices {M, ceil(K / 2)} (the odd one padded with a zero column)."""
+def _rows_of_x(m: int):
+    """X's rows as a program reads them, padded to MIN_DOT, and their liveness (None where all of
+    them are X's)."""
+    xr = jnp.arange(MIN_DOT, dtype=jnp.int32)
+    return xr, None if m == MIN_DOT else xr < m
+
+
+def _pairs_along_k(x_ref, p_ref, s_ref, *rest, m, n, k, bn, bk, sb, zb, zshape, signed, alpha, interpret, per,
+                   tiles, sliced, height, full):
+    """Weights {N, K}: a byte holds K = 2j and 2j + 1 of one output column; X's even and odd columns
+    are read as two tiles (strided loads of X, which is small and stays in cache). ``full``: N and
+    K are whole tiles (no masks on the weights)."""
     z_ref, o_ref = rest if len(rest) == 2 else (None, rest[0])
     k2, bk2 = p_ref.shape[1], bk // 2
     rows = _program_id(0) * bn + jnp.arange(bn, dtype=jnp.int32)  # weight rows: output columns
-    xr = jnp.arange(MIN_DOT, dtype=jnp.int32)
-    rlive, xlive = rows < n, xr < m
+    xr, xlive = _rows_of_x(m)
+    rlive = None if full else (rows < n)[:, None]
     r2 = rows[:, None]
 
     def step(t, acc):
         j = t * bk2 + jnp.arange(bk2, dtype=jnp.int32)  # byte columns
         j2 = j[None, :]
-        blive = rlive[:, None] & (j2 < k2)
-        lo, hi = _codes(_load(p_ref, (r2, j2), blive, 0, interpret), signed)
+        blive = None if full else rlive & (j2 < k2)
+        b = _load(p_ref, (r2, j2), blive, 0, interpret)
         tile = dict(along=1, start=t * bk, span=bk, per=2)
-        w_lo = _dequantized(lo, (r2, 2 * j2), (rlive[:, None], None, blive), s_ref, z_ref, sb, zb, interpret, **tile)
-        hlive = blive & (2 * j2 + 1 < k)
-        w_hi = _dequantized(hi, (r2, 2 * j2 + 1), (rlive[:, None], None, hlive), s_ref, z_ref, sb, zb, interpret,
-                            **tile)
-        xmask = xlive[:, None] & (j2 < k2)
-        xe = _load(xe_ref, (xr[:, None], j2), xmask, 0.0, interpret)
-        xo = _load(xo_ref, (xr[:, None], j2), xmask, 0.0, interpret)
+        refs = (s_ref, z_ref, sb, zb, zshape, interpret)
+        w_lo = _dequantized(b, False, signed, (r2, 2 * j2), (rlive, None, blive), *refs, **tile)
+        hlive = None if full else blive & (2 * j2 + 1 < k)
+        w_hi = _dequantized(b, True, signed, (r2, 2 * j2 + 1), (rlive, None, hlive), *refs, **tile)
+        xrow = None if xlive is None else xlive[:, None]
+        shape = (MIN_DOT, bk2)
+        xe = _load(x_ref, (xr[:, None], 2 * j2), _mask(shape, xrow, None if full else 2 * j2 < k), 0.0, interpret)
+        xo = _load(x_ref, (xr[:, None], 2 * j2 + 1), _mask(shape, xrow, None if full else 2 * j2 + 1 < k), 0.0,
+                   interpret)
         dims = (((1,), (1,)), ((), ()))
         acc = acc + lax.dot_general(xe, w_lo, dims, preferred_element_type=jnp.float32)
         return acc + lax.dot_general(xo, w_hi, dims, preferred_element_type=jnp.float32)
 
     acc = _over_k(step, jnp.zeros((MIN_DOT, bn), jnp.float32), per=per, tiles=tiles, sliced=sliced)
-    _store(o_ref, acc, xr, rows, xlive[:, None] & rlive[None, :], alpha=alpha, sliced=sliced, height=height)
+    live = _mask((MIN_DOT, bn), None if xlive is None else xlive[:, None], None if rlive is None else rlive.T)
+    _store(o_ref, acc, xr, rows, live, alpha=alpha, sliced=sliced, height=height)
 
 
-def _pairs_along_n(x_ref, p_ref, s_ref, *rest, m, n, k, bn, bk, sb, zb, signed, alpha, interpret, per, tiles, sliced,
-                   height):
-    """Weights {K, N}: a byte holds output columns 2j and 2j + 1 of one K."""
+def _pairs_along_n(x_ref, p_ref, s_ref, *rest, m, n, k, bn, bk, sb, zb, zshape, signed, alpha, interpret, per, tiles,
+                   sliced, height, full):
+    """Weights {K, N}: a byte holds output columns 2j and 2j + 1 of one K. ``full``: N and K are
+    whole tiles (no masks on the weights)."""
     z_ref, o_ref = rest if len(rest) == 2 else (None, rest[0])
     bn2 = bn // 2
     j = _program_id(0) * bn2 + jnp.arange(bn2, dtype=jnp.int32)  # byte columns
-    xr = jnp.arange(MIN_DOT, dtype=jnp.int32)
-    xlive = xr < m
-    jlive = j < p_ref.shape[1]
+    xr, xlive = _rows_of_x(m)
     j2 = j[None, :]
-    lo_live, hi_live = jlive[None, :], jlive[None, :] & (2 * j2 + 1 < n)
+    jlive = None if full else j2 < p_ref.shape[1]
+    lo_live, hi_live = jlive, None if full else jlive & (2 * j2 + 1 < n)
 
     def step(t, accs):
         kk = t * bk + jnp.arange(bk, dtype=jnp.int32)
         k2 = kk[:, None]
-        blive = (k2 < k) & jlive[None, :]
-        lo, hi = _codes(_load(p_ref, (k2, j2), blive, 0, interpret), signed)
+        blive = None if full else (k2 < k) & jlive
+        b = _load(p_ref, (k2, j2), blive, 0, interpret)
         tile = dict(along=0, start=t * bk, span=bk, per=1)
-        w_lo = _dequantized(lo, (k2, 2 * j2), (None, lo_live, blive), s_ref, z_ref, sb, zb, interpret, **tile)
-        w_hi = _dequantized(hi, (k2, 2 * j2 + 1), (None, hi_live, blive & hi_live), s_ref, z_ref, sb, zb, interpret,
-                            **tile)
-        xk = _load(x_ref, (xr[:, None], kk[None, :]), xlive[:, None] & (kk < k)[None, :], 0.0, interpret)
+        refs = (s_ref, z_ref, sb, zb, zshape, interpret)
+        w_lo = _dequantized(b, False, signed, (k2, 2 * j2), (None, lo_live, blive), *refs, **tile)
+        w_hi = _dequantized(b, True, signed, (k2, 2 * j2 + 1), (None, hi_live, None if full else blive & hi_live),
+                            *refs, **tile)
+        xmask = _mask((MIN_DOT, bk), None if xlive is None else xlive[:, None], None if full else kk[None, :] < k)
+        xk = _load(x_ref, (xr[:, None], kk[None, :]), xmask, 0.0, interpret)
         return (accs[0] + jnp.dot(xk, w_lo, preferred_element_type=jnp.float32),
                 accs[1] + jnp.dot(xk, w_hi, preferred_element_type=jnp.float32))
 
     zero = jnp.zeros((MIN_DOT, bn2), jnp.float32)
     acc_lo, acc_hi = _over_k(step, (zero, zero), per=per, tiles=tiles, sliced=sliced)
     for acc, col in ((acc_lo, 2 * j), (acc_hi, 2 * j + 1)):
-        _store(o_ref, acc, xr, col, xlive[:, None] & (col < n)[None, :], alpha=alpha, sliced=sliced, height=height)
+        live = _mask((MIN_DOT, bn2), None if xlive is None else xlive[:, None], None if full else (col < n)[None, :])
+        _store(o_ref, acc, xr, col, live, alpha=alpha, sliced=sliced, height=height)
 
 
 def _program_id(axis: int):
@@ -375,18 +483,16 @@ def dequantize_gemm_rows(x, w, scale, zero_point=None, *, trans_b: bool, alpha: 
     sb = (r // scale.shape[0], c // scale.shape[1])
     zb = None if zero_point is None else (r // zero_point.shape[0], c // zero_point.shape[1])
     packed = packed_nibbles(w)
-    if trans_b:  # X's even and odd columns, each {M, ceil(K / 2)}: contiguous rows for the kernel to read
-        rows = [x[:, 0::2], jnp.pad(x[:, 1::2], ((0, 0), (0, k % 2)))]
-    else:
-        rows = [x]
-    operands = rows + [packed, scale] + ([] if zero_point is None else [zero_point.astype(jnp.int8)])
+    operands = [x, packed, scale] + ([] if zero_point is None else [packed_nibbles(zero_point)])
     body = _pairs_along_k if trans_b else _pairs_along_n
     programs = _cdiv(n, bn)
     # the interpreter's output has whole blocks of rows and columns: its masked stores stay in bounds and apart
     height, width = (MIN_DOT, programs * bn) if interpret else (m, n)
     kernel = functools.partial(body, m=m, n=n, k=k, bn=bn, bk=bk, sb=sb, zb=zb,
+                               zshape=None if zero_point is None else tuple(zero_point.shape),
                                signed=np.dtype(w.dtype) == np.dtype(jnp.int4), alpha=float(alpha),
-                               interpret=interpret, per=per, tiles=_cdiv(k, bk), sliced=sliced, height=height)
+                               interpret=interpret, per=per, tiles=_cdiv(k, bk), sliced=sliced, height=height,
+                               full=n % bn == 0 and k % bk == 0)
     params = None
     if not interpret:
         from jax.experimental.pallas import triton as pl_triton

@@ -84,6 +84,7 @@ CASES = [
     (5, 50, 64, (64, 5), True, True, True, SMALL),      # blocks of 5 along K (pairs straddle them)
     (1, 128, 32, (128, 32), False, True, False, SMALL),  # per tensor
     (5, 64, 40, (1, 8), False, True, True, SMALL),  # blocks of 8 along K, 4 a tile: each scale repeated
+    (16, 64, 64, (1, 32), True, True, True, SMALL),  # whole tiles (no masks), 16 rows
 ]
 
 
@@ -107,6 +108,7 @@ SPLIT_CASES = [
     (16, 128, 64, (16, 1), True, False, False, Settings(32, 32, split_k=4), 1.0),  # 4 slices of one tile
     (3, 67, 35, (1, 67), True, True, True, Settings(32, 32, split_k=16), 1.0),  # 16 asked, 3 tiles: 3 slices
     (4, 66, 40, (11, 1), True, False, False, Settings(32, 32, split_k=3), 1.0),  # blocks of 11 straddle slices
+    (2, 128, 64, (1, 32), True, True, True, Settings(32, 32, split_k=2), -1.0),  # whole tiles (no masks)
 ]
 
 
