@@ -4,24 +4,27 @@ graph that DirectML's graph compiler fuses): FLOAT16 rows X {M, K}, M from 1 to 
 the dequantized INT4 or UINT4 weights, which are read once, packed, and never written out.
 
 XLA computes the pair as two passes: DEQUANTIZE writes the FLOAT16 weights (4x the 4-bit bytes)
-and the product reads them back, so at a 4096 x 4096 weight the pair took 3.4-4.0x a FLOAT16
-GEMM's time on an H200 (benchmarks/quantization/quantization.py, group int4_gemm), where reading
-the weights is the whole cost (INT4: 8 MiB, FLOAT16: 32 MiB).
+and the product reads them back, so at a 4096 x 4096 weight the pair took 2.5-2.7x a FLOAT16
+GEMM's time on an H200 (benchmarks/quantization/quantization.py, group int4_gemm, the weights read
+from device memory), where reading the weights is the whole cost (INT4: 8 MiB, FLOAT16: 32 MiB);
+the kernel takes 0.86-0.96x the FLOAT16 GEMM's time at batch 1 to 16.
 
 The weights {R, C} (B, or B transposed: {N, K} with TransB) arrive as DirectML packs them, two a
 byte along the last axis, the first in the low nibble (``lax.bitcast_convert_type`` of the int4
-array: the same bytes). The kernel never interleaves nibbles: where the pairs run along K (the
-weights {N, K}), a byte holds the elements of K = 2j (low) and 2j + 1 (high), so the product is
-X[:, even] x Low^T + X[:, odd] x High^T, X's even and odd columns split into two matrices before
-the kernel (a small copy of X); where they run along N (the weights {K, N}), the output's even
-columns are X x Low and its odd ones X x High, stored interleaved. One program computes
+array: the same bytes); 4-bit zero points are read packed the same way. The kernel never
+interleaves nibbles: where the pairs run along K (the weights {N, K}), a byte holds the elements
+of K = 2j (low) and 2j + 1 (high), so the product is X[:, even] x Low^T + X[:, odd] x High^T, X's
+even and odd columns read as two tiles; where they run along N (the weights {K, N}), the output's
+even columns are X x Low and its odd ones X x High, stored interleaved. One program computes
 ``block_n`` output columns (``block_n / 2`` byte columns when the pairs run along N) over its slice
-of K, ``block_k`` elements of K an iteration (``Settings``): each nibble is dequantized as
-DEQUANTIZE does (``(code - zero_point) * scale`` in FLOAT32, rounded to FLOAT16), its scale and
-zero point those at (row // block, column // block) of their own blocking (per tensor, per axis or
-per block, as DEQUANTIZE's QuantizationTensors: read once a block where the tile holds whole
-blocks or lies in one, ``_per_block``), and the FLOAT16 products accumulated in FLOAT32 by
-Triton's FLOAT16 product (tensor cores; X's rows padded to MIN_DOT by masked loads).
+of K, ``block_k`` elements of K an iteration (``Settings``): each nibble is dequantized to
+DEQUANTIZE's FLOAT16 value (``(code - zero_point) * scale``) in FLOAT16 arithmetic, the code read
+as the FLOAT16 value 1024 + code by its bits (``_dequantized``: no conversion per weight; on the
+GPU inline PTX on four bytes at a time), its scale and zero point those at (row // block, column
+// block) of their own blocking (per tensor, per axis or per block, as DEQUANTIZE's
+QuantizationTensors: read once a block where the tile holds whole blocks or lies in one,
+``_per_block``), and the FLOAT16 products accumulated in FLOAT32 by Triton's FLOAT16 product
+(tensor cores; X's rows padded to MIN_DOT by masked loads).
 
 Split-K: with ``split_k`` 1 a program walks the whole of K and writes the result, Alpha applied
 and rounded once. With more, K's ``block_k`` tiles are dealt out in consecutive runs of
@@ -34,8 +37,8 @@ the slices, multiplies by Alpha and rounds once, in one fusion with GEMM's epilo
 caller adds C.
 
 Exactness: the dequantized weights are DEQUANTIZE's FLOAT16 outputs bit for bit (``code -
-zero_point`` has at most 5 bits and the scale 11, so the FLOAT32 product is exact and rounded once
-to FLOAT16 either way); each product of two FLOAT16 values is exact in FLOAT32, as in GEMM; the
+zero_point`` has at most 5 bits and the scale 11, so their product is exact in FLOAT32 and a
+correctly rounded FLOAT16 product rounds it once, as DEQUANTIZE's conversion does); each product of two FLOAT16 values is exact in FLOAT32, as in GEMM; the
 sum of the K products is FLOAT32, in Triton's order (a tensor core's) within a slice and XLA's
 across the slices, not XLA's or cuBLAS's order of the whole: the result is within GEMM's budget of
 the unfused DEQUANTIZE then GEMM, not bit for bit (docs/semantics.md#accumulating-operators: the
@@ -118,25 +121,25 @@ class Settings:
 
 # The measured part: the kernel's settings and where it pays, by the weights' layout, set from
 # benchmarks/quantization/quantization.py on an H200 (jax 0.11.2, K = N = 4096, one FLOAT16 scale a
-# block of 32 along K). Group int4_gemm_blocks times the settings (SPLIT_K, BLOCK_N, BLOCK_K, warps,
-# stages) beside FLOAT16 GEMM and the unfused pair; change these two tables from its fastest rows.
+# block of 32 along K, {N, K} with zero points). Group int4_gemm_blocks times the settings (SPLIT_K,
+# BLOCK_N, BLOCK_K, warps, stages) beside FLOAT16 GEMM and the unfused pair, 8 weight sets in turn;
+# change these two tables from its fastest rows.
 SETTINGS = {
-    "{N, K}": Settings(block_n=64, block_k=256, split_k=4, warps=4, stages=3),
+    "{N, K}": Settings(block_n=256, block_k=256, split_k=8, warps=8, stages=4),
     "{K, N}": Settings(block_n=128, block_k=64, split_k=16, warps=4, stages=3),
 }
-"""The kernel's settings by the weights' layout: the fastest that the group int4_gemm_blocks
-measured among 94 (SPLIT_K 1 to 16, BLOCK_N 16 to 128, BLOCK_K 128 to 512, 2 or 4 warps): {N, K}
-0.0164 ms at batch 1 and 0.0171 at 16; {K, N} 0.0162 and 0.0173 (BLOCK_N 64, BLOCK_K 128, 3 stages
-at 16). Without split-K the best were 0.0177 ({N, K}) and 0.0334 ({K, N}). Where the kernel is
-forced (``force_kernels``) or called directly, the same settings."""
+"""The kernel's settings by the weights' layout, from the group int4_gemm_blocks (279 settings at
+batch 1, the fastest again at batch 1 and 16): {N, K} the fastest at batch 16 (0.947x FLOAT16
+GEMM's time; 0.878x at batch 1, where the fastest took 0.849x), {K, N} the fastest at batch 16
+(0.966x; within 1.02x of the fastest at batch 1). Where the kernel is forced (``force_kernels``)
+or called directly, the same settings."""
 FASTER_UP_TO = {"{N, K}": MAX_ROWS, "{K, N}": MAX_ROWS}
 """The most rows of X for which the kernel, at SETTINGS, measured faster than the unfused
 DEQUANTIZE + GEMM (dmljax.dequantize then dmljax.gemm) that ``dmljax.dequantize_gemm`` runs
 otherwise, by the weights' layout; 0: nowhere. The rule (``DEQUANTIZE_GEMM``) takes the kernel up
-to there. Measured by benchmarks/quantization/quantization.py, group int4_gemm_blocks (H200, jax
-0.11.2): 0.55-0.58x the unfused pair's time (0.029-0.030 ms) at batch 1 and 16 in both layouts, so
-taken at batch 1 to 16. It still takes 2.1x a FLOAT16 GEMM's time on the same shape (0.0077-0.0080
-ms)."""
+to there. Measured by benchmarks/quantization/quantization.py, group int4_gemm (H200, jax 0.11.2,
+8 weight sets in turn, read from device memory): 0.33-0.38x the unfused pair's time at batch 1 to
+16 in both layouts, and 0.86-0.96x a FLOAT16 GEMM's with FLOAT16 weights of the same shape."""
 WEIGHT_TYPES = (np.dtype(jnp.int4), np.dtype(jnp.uint4))
 MIN_WEIGHTS = 1 << 20
 """Weights of fewer elements stay with XLA, where launching the pair costs more than reading them
