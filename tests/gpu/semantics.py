@@ -165,6 +165,53 @@ def _compare(spec, ref, attrs, args, on_gpu, on_cpu, candidates, exact, first, l
         print(f"{line} ok: GPU and CPU bit-identical")
 
 
+HALF_QUANTIZATION = ("DML_OPERATOR_ELEMENT_WISE_QUANTIZE_LINEAR", "DML_OPERATOR_QUANTIZE")
+
+
+def half_quantization(gpu, cpu, rng) -> int:
+    """FLOAT16 to INT8, UINT8, INT4 and UINT4 (the GPU's FLOAT32-only path,
+    linear_quantization.half_quantized) for every FLOAT16 value, each against 64 scales (random
+    positive and negative ones, FLOAT16 denormals and extremes, 0, +-inf and NaN) and zero points
+    at the type's ends: ELEMENT_WISE_QUANTIZE_LINEAR (8 bits) with a scale and zero point per
+    element, and QUANTIZE with one a row (64 rows), then an odd row length (elements one at a time); the GPU's
+    result against the CPU's (FLOAT64 quotients), bit for bit. Returns the failures."""
+    every = np.arange(65536, dtype=np.uint16).view(np.float16)
+    finite = np.arange(1, 0x7C00, dtype=np.uint16).view(np.float16)
+    scales = np.concatenate([rng.choice(finite, 40), -rng.choice(finite, 10),
+                             np.array([1, 0.5, 3, 6e-8, 65504, 0.1, 0.05, 1 / 3, 0, -0.0, np.inf, -np.inf, np.nan],
+                                      np.float16), rng.choice(finite, 1)]).astype(np.float16)
+    x = np.tile(every, (len(scales), 1))
+    failures = 0
+    for it, zps in (("INT8", (3, -128, 127)), ("UINT8", (0, 255)), ("INT4", (1, -8, 7)), ("UINT4", (0, 15))):
+        dt = DataType[it]
+        for zp in zps:
+            s_full = np.repeat(scales[:, None], x.shape[1], 1)
+            z_full = np.full(x.shape, zp, dt.dtype)
+            calls = [] if dt.bits == 4 else [  # ELEMENT_WISE_QUANTIZE_LINEAR: 8 bits
+                ("ELEMENT_WISE_QUANTIZE_LINEAR", jax.jit(lambda x, s, z: dmljax.element_wise_quantize_linear(x, s, z)),
+                 (x, s_full, z_full))]
+            calls += [
+                ("QUANTIZE, a scale a row", jax.jit(lambda x, s, z, it=it: dmljax.quantize(
+                    x, [s, z], quantization_type="SCALE_ZERO_POINT", output_data_type=it)),
+                 (x, scales[:, None], np.full((len(scales), 1), zp, dt.dtype))),
+                ("QUANTIZE, odd rows", jax.jit(lambda x, s, z, it=it: dmljax.quantize(
+                    x, [s, z], quantization_type="SCALE_ZERO_POINT", output_data_type=it)),
+                 (x[:, :-1].reshape(-1, 65535)[:, :4095], scales[:, None], np.full((len(scales), 1), zp, dt.dtype))),
+            ]
+            for label, f, args in calls:
+                on_gpu = np.asarray(f(*jax.device_put(args, gpu))).astype(np.int32)
+                on_cpu = np.asarray(f(*jax.device_put(args, cpu))).astype(np.int32)
+                bad = np.argwhere(on_gpu != on_cpu)
+                line = f"FLOAT16 -> {it} zero point {zp:4d}, every FLOAT16 value, {label}"
+                if len(bad):
+                    failures += 1
+                    i = tuple(bad[0])
+                    print(f"{line} FAIL: {len(bad)} differ, e.g. x {args[0][i]!r}: GPU {on_gpu[i]}, CPU {on_cpu[i]}")
+                else:
+                    print(f"{line}: bit for bit")
+    return failures
+
+
 def main():
     only = set(sys.argv[1:])  # operator names (DML or short) to check; none: all
     gpu = [d for d in jax.devices() if d.platform != "cpu"]
@@ -205,7 +252,11 @@ def main():
         except AssertionError as e:
             failures += 1
             print(f"{line} FAIL: {str(e)[:400]}")
-    print(f"{len(todo) - failures} passed, {failures} failed")
+    checked = len(todo)
+    if not only or only & (set(HALF_QUANTIZATION) | {n[13:] for n in HALF_QUANTIZATION}):
+        failures += half_quantization(gpu[0], cpu, rng)
+        checked += 1
+    print(f"{checked - failures} passed, {failures} failed")
     return 1 if failures else 0
 
 
