@@ -169,12 +169,14 @@ HALF_QUANTIZATION = ("DML_OPERATOR_ELEMENT_WISE_QUANTIZE_LINEAR", "DML_OPERATOR_
 
 
 def half_quantization(gpu, cpu, rng) -> int:
-    """FLOAT16 to INT8, UINT8, INT4 and UINT4 (the GPU's FLOAT32-only path,
-    linear_quantization.half_quantized) for every FLOAT16 value, each against 64 scales (random
+    """FLOAT16 to INT8, UINT8, INT4 and UINT4 (values in pairs on the GPU:
+    linear_quantization.paired_quantized) for every FLOAT16 value, each against 64 scales (random
     positive and negative ones, FLOAT16 denormals and extremes, 0, +-inf and NaN) and zero points
     at the type's ends: ELEMENT_WISE_QUANTIZE_LINEAR (8 bits) with a scale and zero point per
-    element, and QUANTIZE with one a row (64 rows), then an odd row length (elements one at a time); the GPU's
-    result against the CPU's (FLOAT64 quotients), bit for bit. Returns the failures."""
+    element, and QUANTIZE with one a row (64 rows), then an odd row length (elements one at a
+    time); and FLOAT32 to INT4 and UINT4 (in pairs too) for 2^20 random values with specials and
+    denormals against the same scales; the GPU's result against the CPU's, bit for bit. Returns the
+    failures."""
     every = np.arange(65536, dtype=np.uint16).view(np.float16)
     finite = np.arange(1, 0x7C00, dtype=np.uint16).view(np.float16)
     scales = np.concatenate([rng.choice(finite, 40), -rng.choice(finite, 10),
@@ -209,6 +211,19 @@ def half_quantization(gpu, cpu, rng) -> int:
                     print(f"{line} FAIL: {len(bad)} differ, e.g. x {args[0][i]!r}: GPU {on_gpu[i]}, CPU {on_cpu[i]}")
                 else:
                     print(f"{line}: bit for bit")
+    special = np.array([np.nan, np.inf, -np.inf, 0, -0.0, 1e-40, -1e-45, 3e38, 0.025, -0.075], np.float32)
+    x32 = np.concatenate([special, (rng.standard_normal(1 << 20) * 4).astype(np.float32)])[: 1 << 20].reshape(64, -1)
+    for it, zp in (("INT4", -3), ("UINT4", 8)):
+        dt = DataType[it]
+        f = jax.jit(lambda x, s, z, it=it: dmljax.quantize(x, [s, z], quantization_type="SCALE_ZERO_POINT",
+                                                           output_data_type=it))
+        args = (x32, scales[: len(x32)].astype(np.float32)[:, None], np.full((len(x32), 1), zp, dt.dtype))
+        on_gpu = np.asarray(f(*jax.device_put(args, gpu))).astype(np.int32)
+        on_cpu = np.asarray(f(*jax.device_put(args, cpu))).astype(np.int32)
+        bad = int((on_gpu != on_cpu).sum())
+        line = f"FLOAT32 -> {it} zero point {zp:4d}, 2^20 random values and specials, QUANTIZE, a scale a row"
+        failures += bool(bad)
+        print(f"{line} FAIL: {bad} differ" if bad else f"{line}: bit for bit")
     return failures
 
 
