@@ -594,16 +594,21 @@ def _taps(x, w, geometry_, route: Route):
     def run(a, b):
         return route.run(xla, kernel, a, b, lead=1, whole=(1,))
 
+    return _bilinear(run, lambda a, b, da: conv(da, load(b)), lambda a, b, db: conv(load(a), db))(x, w)
+
+
+def _bilinear(run, along_a, along_b):
+    """``run``, a ``jax.custom_jvp`` function of two operands that is bilinear in them, given its
+    tangent ``along_a(a, b, da) + along_b(a, b, db)``; a tangent that is a symbolic zero costs
+    nothing (a jax.grad by one argument computes one term). Returns ``run``."""
     def run_jvp(primals, tangents):
         (a, b), (da, db) = primals, tangents
         y = run(a, b)
-        # a tangent that is a symbolic zero costs no convolution (a jax.grad by one argument)
-        terms = [t for t in (None if isinstance(da, SymbolicZero) else conv(da, load(b)),
-                             None if isinstance(db, SymbolicZero) else conv(load(a), db)) if t is not None]
+        terms = [f(a, b, t) for f, t in ((along_a, da), (along_b, db)) if not isinstance(t, SymbolicZero)]
         return y, sum(terms[1:], terms[0]) if terms else jnp.zeros_like(y)
 
     run.defjvp(run_jvp, symbolic_zeros=True)
-    return run(x, w)
+    return run
 
 
 def _depthwise_routes(x, w, geometry_) -> tuple[Route, Route, Route] | None:
@@ -617,18 +622,18 @@ def _depthwise_routes(x, w, geometry_) -> tuple[Route, Route, Route] | None:
     return routes if any(r.kernel is not None for r in routes) else None
 
 
-def _by_kernel(route: Route, xla, kernel, *operands, lead: int):
-    """``route.run(xla, kernel, ...)`` for a bilinear ``xla`` that ``kernel`` computes on CUDA,
+def _by_kernel(route: Route, xla, kernel, a, b, *, lead: int):
+    """``route.run(xla, kernel, a, b)`` for a bilinear ``xla`` that ``kernel`` computes on CUDA,
     differentiated as ``xla`` (JAX differentiates no Pallas call)."""
     if route.kernel is None:
-        return xla(*operands)
+        return xla(a, b)
 
     @jax.custom_jvp
-    def run(*ops):
-        return route.run(xla, kernel, *ops, lead=lead, whole=(1,) if lead else ())
+    def run(p, q):
+        return route.run(xla, kernel, p, q, lead=lead, whole=(1,) if lead else ())
 
-    run.defjvp(lambda primals, tangents: (run(*primals), jax.jvp(xla, primals, tangents)[1]))
-    return run(*operands)
+    return _bilinear(run, lambda p, q, dp: jax.jvp(lambda t: xla(t, q), (p,), (dp,))[1],
+                     lambda p, q, dq: jax.jvp(lambda t: xla(p, t), (q,), (dq,))[1])(a, b)
 
 
 def _depthwise(x, w, geometry_, routes):
@@ -669,20 +674,15 @@ def _depthwise(x, w, geometry_, routes):
                           lambda p, q: depthwise_forward(p, q, strides, dilations, start, end), a, b,
                           lead=1, whole=(1,))
 
-    def run_jvp(primals, tangents):
-        (a, b), (da, db) = primals, tangents
-        y = run(a, b)
-        terms = []  # a tangent that is a symbolic zero costs no convolution (a jax.grad by one argument)
-        if not isinstance(da, SymbolicZero):
-            terms.append(custom_transposed(lambda q, t: (conv(t, q),), lambda q, ct: (_by_kernel(
-                data, data_xla, data_kernel, ct, q, lead=1),), (load(b),), (da,))[0])
-        if not isinstance(db, SymbolicZero):
-            terms.append(custom_transposed(lambda p, t: (conv(load(p), t),), lambda p, ct: (_by_kernel(
-                filter_, filter_xla, filter_kernel, p, ct, lead=0),), (a,), (db,))[0])
-        return y, sum(terms[1:], terms[0]) if terms else jnp.zeros_like(y)
+    def along_input(a, b, da):
+        return custom_transposed(lambda q, t: (conv(t, q),), lambda q, ct: (_by_kernel(
+            data, data_xla, data_kernel, ct, q, lead=1),), (load(b),), (da,))[0]
 
-    run.defjvp(run_jvp, symbolic_zeros=True)
-    return run(x, w)
+    def along_filter(a, b, db):
+        return custom_transposed(lambda p, t: (conv(load(p), t),), lambda p, ct: (_by_kernel(
+            filter_, filter_xla, filter_kernel, p, ct, lead=0),), (a,), (db,))[0]
+
+    return _bilinear(run, along_input, along_filter)(x, w)
 
 
 @operator(CONVOLUTION)
