@@ -62,11 +62,7 @@ def quantize_values(value, scale, zero_point, data_type: DataType, *, allow_half
     QuantizeLinear reads an INT32 input); ``scale`` a float tensor; ``zero_point`` an integer
     tensor or None (0). All three already have the output's shape or broadcast to it."""
     lo, hi = integer_range(data_type)
-    reach = max(abs(lo), abs(hi))
-    if zero_point is not None:
-        zlo, zhi = integer_range(DataType.from_dtype(np.dtype(zero_point.dtype)))
-        reach += max(abs(zlo), abs(zhi))
-    exact = reach > ROUNDED_REACH
+    exact = _reach(data_type, zero_point) > ROUNDED_REACH
     half = np.dtype(value.dtype) == np.float16 and np.dtype(scale.dtype) == np.float16
     if not allow_half and not exact and _narrow(data_type) and (
             half or np.dtype(value.dtype) == np.float32 and data_type.bits == 4):  # CUDA: values in pairs
@@ -77,13 +73,21 @@ def quantize_values(value, scale, zero_point, data_type: DataType, *, allow_half
     return _quantized(value, scale, zero_point, data_type, allow_half, lo, hi)
 
 
-def _quantized(value, scale, zero_point, data_type: DataType, allow_half: bool, lo: int, hi: int):
+def _reach(data_type: DataType, zero_point) -> int:
+    """The largest |round(value / scale)| whose saturation can still tell: the output type's
+    largest magnitude plus the zero point type's."""
+    lo, hi = integer_range(data_type)
     reach = max(abs(lo), abs(hi))
     if zero_point is not None:
         zlo, zhi = integer_range(DataType.from_dtype(np.dtype(zero_point.dtype)))
         reach += max(abs(zlo), abs(zhi))
-    r = unsaturated_values(value, scale, zero_point, allow_half=allow_half, exact=reach > ROUNDED_REACH,
-                           signed_zeros=False)
+    return reach
+
+
+def _quantized(value, scale, zero_point, data_type: DataType, allow_half: bool, lo: int, hi: int):
+    """``quantize_values``'s formula as every platform but CUDA's pairs takes it."""
+    r = unsaturated_values(value, scale, zero_point, allow_half=allow_half,
+                           exact=_reach(data_type, zero_point) > ROUNDED_REACH, signed_zeros=False)
     lo, hi = np.asarray(lo, r.dtype), np.asarray(hi, r.dtype)
 
     def on_cpu(r):  # a comparison with NaN is false: NaN gives Min
@@ -99,8 +103,7 @@ def _quantized(value, scale, zero_point, data_type: DataType, allow_half: bool, 
 
 _MAGIC = np.float32(1.5 * 2**23)
 """A FLOAT32 integer v with |v| < 2^22 plus 1.5 * 2^23 is exact and holds v, in two's complement,
-in its low fraction bits; added to a value below 2^22 in size it rounds it to an integer, halves to
-even."""
+in its low fraction bits."""
 
 
 def _narrow(data_type: DataType) -> bool:
