@@ -28,11 +28,11 @@ F32, F16 = DataType.FLOAT32, DataType.FLOAT16
 
 
 def _quarter(params, key):
-    """A transformation check's operators: a tenth of them in the fast tier (a fixed hash of
+    """A transformation check's operators: a twentieth of them in the fast tier (a fixed hash of
     ``key`` and the position picks them, so each run of the README's command checks the same ones),
     every one in the slow tier. Every operator's values are checked in the fast tier anyway, by
     test_matches_reference's covering sample."""
-    return tiers.slow_transformations(tiers.fast_sample(params, keep=max(1, len(params) // 10), key=key))
+    return tiers.slow_transformations(tiers.fast_sample(params, keep=max(1, len(params) // 20), key=key))
 
 
 def _short(name):

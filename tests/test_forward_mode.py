@@ -21,8 +21,8 @@ VMAP = [n for n in OPS if n in REFS and _plain_inputs(n)]
 
 
 def _sample(params, key):
-    """A fourteenth of the operators in the fast tier (fixed by ``key``), every one in the slow tier."""
-    return tiers.slow_transformations(tiers.fast_sample(params, keep=max(1, len(params) // 14), key=key))
+    """A twenty-eighth of the operators in the fast tier (fixed by ``key``), every one in the slow tier."""
+    return tiers.slow_transformations(tiers.fast_sample(params, keep=max(1, len(params) // 28), key=key))
 
 
 def _first_type(name):
