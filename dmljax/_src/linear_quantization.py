@@ -64,8 +64,10 @@ def quantize_values(value, scale, zero_point, data_type: DataType, *, allow_half
     lo, hi = integer_range(data_type)
     exact = _reach(data_type, zero_point) > ROUNDED_REACH
     half = np.dtype(value.dtype) == np.float16 and np.dtype(scale.dtype) == np.float16
-    if not allow_half and not exact and _narrow(data_type) and (
-            half or np.dtype(value.dtype) == np.float32 and data_type.bits == 4):  # CUDA: values in pairs
+    # CUDA: values in pairs, the branch traced only where a GPU is the backend (the same values either
+    # way; on a CPU machine tracing it would only cost every quantization's trace twice)
+    if jax.default_backend() == "gpu" and not allow_half and not exact and _narrow(data_type) and (
+            half or np.dtype(value.dtype) == np.float32 and data_type.bits == 4):
         return lax.platform_dependent(
             value, scale, *([] if zero_point is None else [zero_point]),
             cuda=lambda v, s, *z: paired_quantized(v, s, z[0] if z else None, data_type),
