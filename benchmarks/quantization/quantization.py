@@ -198,9 +198,8 @@ on a GPU 8 (FLOAT16: 256 MiB, INT4: 64 MiB with scales and zero points more, eac
 alone stays in L2 from call to call (the "one set" figures)."""
 
 
-def _rotations():
-    """(label, sets): the one set kept in L2, and WEIGHT_SETS sets rotated."""
-    return [("one set", 1), (f"{WEIGHT_SETS} sets", WEIGHT_SETS)]
+ROTATIONS = (("one set", 1), (f"{WEIGHT_SETS} sets", WEIGHT_SETS))
+"""(label, sets): the one set kept in L2, and WEIGHT_SETS sets rotated."""
 
 
 def int4_gemm(rng, report):
@@ -228,7 +227,7 @@ def int4_gemm(rng, report):
     ]
     for batch in BATCHES:
         xs = [jnp.asarray(rng.standard_normal((batch, k)).astype(np.float16)) for _ in range(2)]
-        for label, count in _rotations():
+        for label, count in ROTATIONS:
             t = common.times([(name, lambda i, f=f, c=count: f(xs[i % 2], i % c)) for name, f in variants],
                              n_sets=max(2, count))
             base = t["dmljax.gemm FLOAT16 weights"]

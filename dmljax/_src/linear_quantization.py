@@ -61,7 +61,6 @@ def quantize_values(value, scale, zero_point, data_type: DataType, *, allow_half
     ``value`` is a float tensor or an INT32 one (rounded once to FLOAT32 first, as ONNX's
     QuantizeLinear reads an INT32 input); ``scale`` a float tensor; ``zero_point`` an integer
     tensor or None (0). All three already have the output's shape or broadcast to it."""
-    lo, hi = integer_range(data_type)
     exact = _reach(data_type, zero_point) > ROUNDED_REACH
     half = np.dtype(value.dtype) == np.float16 and np.dtype(scale.dtype) == np.float16
     # CUDA: values in pairs, the branch traced only where a GPU is the backend (the same values either
@@ -71,8 +70,8 @@ def quantize_values(value, scale, zero_point, data_type: DataType, *, allow_half
         return lax.platform_dependent(
             value, scale, *([] if zero_point is None else [zero_point]),
             cuda=lambda v, s, *z: paired_quantized(v, s, z[0] if z else None, data_type),
-            default=lambda v, s, *z: _quantized(v, s, z[0] if z else None, data_type, allow_half, lo, hi))
-    return _quantized(value, scale, zero_point, data_type, allow_half, lo, hi)
+            default=lambda v, s, *z: _quantized(v, s, z[0] if z else None, data_type, allow_half, exact))
+    return _quantized(value, scale, zero_point, data_type, allow_half, exact)
 
 
 def _reach(data_type: DataType, zero_point) -> int:
@@ -86,18 +85,18 @@ def _reach(data_type: DataType, zero_point) -> int:
     return reach
 
 
-def _quantized(value, scale, zero_point, data_type: DataType, allow_half: bool, lo: int, hi: int):
-    """``quantize_values``'s formula as every platform but CUDA's pairs takes it."""
-    r = unsaturated_values(value, scale, zero_point, allow_half=allow_half,
-                           exact=_reach(data_type, zero_point) > ROUNDED_REACH, signed_zeros=False)
-    lo, hi = np.asarray(lo, r.dtype), np.asarray(hi, r.dtype)
+def _quantized(value, scale, zero_point, data_type: DataType, allow_half: bool, exact: bool):
+    """``quantize_values``'s formula as every platform but CUDA's pairs takes it (``exact``:
+    ``unsaturated_values``'s)."""
+    r = unsaturated_values(value, scale, zero_point, allow_half=allow_half, exact=exact, signed_zeros=False)
+    lo, hi = (np.asarray(v, r.dtype) for v in integer_range(data_type))
 
     def on_cpu(r):  # a comparison with NaN is false: NaN gives Min
         r = jnp.where(r >= lo, r, lo)
         return jnp.where(r <= hi, r, hi).astype(data_type.dtype)
 
-    def elsewhere(r):  # NaN tested on the bits (numerics.is_nan: a GPU may reorder float compares); none after max_num
-        r = lax.min(max_num(r, lo), hi)
+    def elsewhere(r):
+        r = _saturated(r, lo, hi)
         return (_low_bits(r) if _narrow(data_type) and r.dtype == np.float32 else r).astype(data_type.dtype)
 
     return lax.platform_dependent(r, cpu=on_cpu, default=elsewhere)
@@ -106,6 +105,12 @@ def _quantized(value, scale, zero_point, data_type: DataType, allow_half: bool, 
 _MAGIC = np.float32(1.5 * 2**23)
 """A FLOAT32 integer v with |v| < 2^22 plus 1.5 * 2^23 is exact and holds v, in two's complement,
 in its low fraction bits."""
+
+
+def _saturated(r, lo, hi):
+    """``r`` clamped to [lo, hi] off the CPU, NaN to ``lo``: NaN is tested on the bits
+    (``max_num``: a GPU may reorder float compares), and none is left for the minimum."""
+    return lax.min(max_num(r, lo), hi)
 
 
 def _narrow(data_type: DataType) -> bool:
@@ -137,8 +142,7 @@ def paired_quantized(value, scale, zero_point, data_type: DataType) -> jnp.ndarr
     lo, hi = integer_range(data_type)
 
     def bits(v, s, z):
-        r = unsaturated_values(v, s, z, signed_zeros=False)
-        return _low_bits(lax.min(max_num(r, np.float32(lo)), np.float32(hi)))
+        return _low_bits(_saturated(unsaturated_values(v, s, z, signed_zeros=False), np.float32(lo), np.float32(hi)))
 
     n = value.shape[-1] if value.ndim else 1
     if n % 2 or any(t is not None and t.ndim and t.shape[-1] not in (1, n) for t in (scale, zero_point)):

@@ -165,10 +165,10 @@ def _compare(spec, ref, attrs, args, on_gpu, on_cpu, candidates, exact, first, l
         print(f"{line} ok: GPU and CPU bit-identical")
 
 
-HALF_QUANTIZATION = ("DML_OPERATOR_ELEMENT_WISE_QUANTIZE_LINEAR", "DML_OPERATOR_QUANTIZE")
+PAIRED_QUANTIZATION = ("DML_OPERATOR_ELEMENT_WISE_QUANTIZE_LINEAR", "DML_OPERATOR_QUANTIZE")
 
 
-def half_quantization(gpu, cpu, rng) -> int:
+def paired_quantization(gpu, cpu, rng) -> int:
     """FLOAT16 to INT8, UINT8, INT4 and UINT4 (values in pairs on the GPU:
     linear_quantization.paired_quantized) for every FLOAT16 value, each against 64 scales (random
     positive and negative ones, FLOAT16 denormals and extremes, 0, +-inf and NaN) and zero points
@@ -268,8 +268,8 @@ def main():
             failures += 1
             print(f"{line} FAIL: {str(e)[:400]}")
     checked = len(todo)
-    if not only or only & (set(HALF_QUANTIZATION) | {n[13:] for n in HALF_QUANTIZATION}):
-        failures += half_quantization(gpu[0], cpu, rng)
+    if not only or only & (set(PAIRED_QUANTIZATION) | {n[13:] for n in PAIRED_QUANTIZATION}):
+        failures += paired_quantization(gpu[0], cpu, rng)
         checked += 1
     print(f"{checked - failures} passed, {failures} failed")
     return 1 if failures else 0

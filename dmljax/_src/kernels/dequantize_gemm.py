@@ -38,12 +38,12 @@ caller adds C.
 
 Exactness: the dequantized weights are DEQUANTIZE's FLOAT16 outputs bit for bit (``code -
 zero_point`` has at most 5 bits and the scale 11, so their product is exact in FLOAT32 and a
-correctly rounded FLOAT16 product rounds it once, as DEQUANTIZE's conversion does); each product of two FLOAT16 values is exact in FLOAT32, as in GEMM; the
-sum of the K products is FLOAT32, in Triton's order (a tensor core's) within a slice and XLA's
-across the slices, not XLA's or cuBLAS's order of the whole: the result is within GEMM's budget of
-the unfused DEQUANTIZE then GEMM, not bit for bit (docs/semantics.md#accumulating-operators: the
-order is the library's). Alpha multiplies the FLOAT32 sum and the result is rounded once, as
-GEMM's epilogue does. ``DEQUANTIZE_GEMM`` says which calls take the kernel, ``SETTINGS`` how it is
+correctly rounded FLOAT16 product rounds it once, as DEQUANTIZE's conversion does); each product
+of two FLOAT16 values is exact in FLOAT32, as in GEMM; the sum of the K products is FLOAT32, in
+Triton's order (a tensor core's) within a slice and XLA's across the slices, not XLA's or cuBLAS's
+order of the whole: the result is within GEMM's budget of the unfused DEQUANTIZE then GEMM, not
+bit for bit (docs/semantics.md#accumulating-operators: the order is the library's). Alpha
+multiplies the FLOAT32 sum and the result is rounded once, as GEMM's epilogue does. ``DEQUANTIZE_GEMM`` says which calls take the kernel, ``SETTINGS`` how it is
 launched.
 """
 
@@ -200,25 +200,13 @@ and the kernel makes one or more per weight. INT4 is read with its sign bit flip
 8``: -8..7 become 0..15), so its value is ``BIAS + 8 + code``."""
 
 
-def _biased(b, signed: bool):
-    """A byte tile's low and high nibbles as FLOAT16 values ``BIAS + nibble`` (INT4: ``BIAS + 8 +
-    code``), exact."""
+def _biased(b, signed: bool, high: bool):
+    """A byte tile's low or (``high``) high nibbles as FLOAT16 values ``BIAS + nibble`` (INT4:
+    ``BIAS + 8 + code``), exact."""
     b = b.astype(jnp.uint16)
     if signed:
         b = b ^ 0x88
-    lo, hi = (b & 15) | 0x6400, (b >> 4) | 0x6400
-    return lax.bitcast_convert_type(lo, jnp.float16), lax.bitcast_convert_type(hi, jnp.float16)
-
-
-def _all(*masks):
-    """The conjunction of the masks that are not None; None (every element live) where all are."""
-    masks = [m for m in masks if m is not None]
-    if not masks:
-        return None
-    out = masks[0]
-    for m in masks[1:]:
-        out = out & m
-    return out
+    return lax.bitcast_convert_type(((b >> 4) if high else (b & 15)) | 0x6400, jnp.float16)
 
 
 def _load(ref, at, mask, other, interpret: bool):
@@ -306,7 +294,7 @@ def _dequantized(b, high: bool, signed: bool, index, live, s_ref, z_ref, sb, zb,
         bias = _per_block(z_ref, zb, index, live, 0, interpret, **tile, nibbles=(zshape, signed),
                           convert=lambda z: z.astype(jnp.float16) + np.float16(offset))
     if interpret:
-        w = (_biased(b, signed)[int(high)] - bias) * s
+        w = (_biased(b, signed, high) - bias) * s
     else:
         w = _nibbles_ptx(b, jnp.broadcast_to(bias, b.shape), jnp.broadcast_to(s, b.shape), high=high, signed=signed)
     if live[2] is None:
@@ -342,8 +330,10 @@ def _nibbles_ptx(b, bias, scale, *, high: bool, signed: bool):
 def _mask(shape, *parts):
     """The conjunction of ``parts`` (broadcast index masks, or None for all live) as a mask of
     ``shape``; None where every part is None."""
-    m = _all(*parts)
-    return None if m is None else jnp.broadcast_to(m, shape)
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        return None
+    return jnp.broadcast_to(functools.reduce(jnp.logical_and, parts), shape)
 
 
 def _finish(acc, alpha: float, dtype):

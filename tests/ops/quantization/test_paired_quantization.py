@@ -1,9 +1,9 @@
 """linear_quantization.paired_quantized (values taken in pairs, FLOAT16 ones read as 32-bit words,
 and their results written two at a time: what CUDA takes for QUANTIZE and
 ELEMENT_WISE_QUANTIZE_LINEAR of FLOAT16 tensors, and of FLOAT32 ones to 4 bits) against
-quantize_values' own path, bit for bit: every FLOAT16 value against scales of every kind (random
-ones of both signs, FLOAT16 denormals and extremes, 0, +-inf, NaN), and FLOAT32 values with
-specials and FLOAT32 denormals; each 8- and 4-bit type with zero points at its ends and without;
+quantize_values on the CPU, bit for bit: every FLOAT16 value against scales of every kind
+(random ones of both signs, FLOAT16 denormals and extremes, 0, +-inf, NaN), and FLOAT32 values
+with specials and FLOAT32 denormals; each 8- and 4-bit type with zero points at its ends and without;
 elements in pairs (an even last axis) and one at a time (an odd one); a scale per element, per
 row and per tensor; halves to even."""
 
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from dmljax._src.dtypes import DataType
-from dmljax._src.linear_quantization import _quantized, paired_quantized, integer_range
+from dmljax._src.linear_quantization import paired_quantized, quantize_values
 from tests.tiers import fast_sample
 
 F16 = np.float16
@@ -34,12 +34,11 @@ CASES = [(t, z) for t, zps in (("INT8", (3, -128, 127, None)), ("UINT8", (0, 255
 @pytest.mark.parametrize("type_name,zero_point", fast_sample(CASES, key="paired_quantized"))
 def test_quantized_in_pairs_and_one_at_a_time_is_the_float64_path(type_name, zero_point):
     dt = DataType[type_name]
-    lo, hi = integer_range(dt)
     scales = _scales(12, seed=1)
     x = np.tile(EVERY, (len(scales), 1))
 
     def both(x, s, z):
-        want = jax.jit(lambda x, s, z: _quantized(x, s, z, dt, False, lo, hi))(x, s, z)
+        want = jax.jit(lambda x, s, z: quantize_values(x, s, z, dt))(x, s, z)
         got = jax.jit(lambda x, s, z: paired_quantized(x, s, z, dt))(x, s, z)
         assert got.dtype == want.dtype == dt.dtype and got.shape == want.shape == x.shape
         np.testing.assert_array_equal(np.asarray(got).astype(np.int32), np.asarray(want).astype(np.int32))
@@ -54,11 +53,10 @@ def test_quantized_in_pairs_and_one_at_a_time_is_the_float64_path(type_name, zer
 
 def test_a_scalar_and_a_single_element():
     dt = DataType.INT8
-    lo, hi = integer_range(dt)
     s, z = jnp.asarray(F16(0.5)), jnp.asarray(np.int8(1))
     for x in (jnp.asarray(F16(2.5)), jnp.asarray([F16(-7.25)])):
         got = jax.jit(lambda x: paired_quantized(x, s, z, dt))(x)
-        want = jax.jit(lambda x: _quantized(x, s, z, dt, False, lo, hi))(x)
+        want = jax.jit(lambda x: quantize_values(x, s, z, dt))(x)
         assert got.shape == x.shape and np.array_equal(np.asarray(got), np.asarray(want))
     halves = jnp.asarray(np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5], F16))
     assert np.asarray(jax.jit(lambda x: paired_quantized(x, jnp.asarray(F16(1)), None, dt))(halves)).tolist() == \
@@ -69,14 +67,13 @@ def test_a_scalar_and_a_single_element():
                                                            key="paired_four_bits"))
 def test_float32_to_four_bits_in_pairs_is_the_float64_path(type_name, zero_point):
     dt = DataType[type_name]
-    lo, hi = integer_range(dt)
     rng = np.random.default_rng(2)
     special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, -1e-45, 0.025, 0.075, -0.125, 3e38], np.float32)
     x = np.concatenate([special, (rng.standard_normal(4096 - special.size) * 0.5).astype(np.float32)]).reshape(64, 64)
     for scale in (np.float32(0.05), np.float32(-1 / 3), np.float32(2.0 ** -20)):
         s = jnp.broadcast_to(jnp.asarray(scale), x.shape)
         z = None if zero_point is None else jnp.asarray(np.full(x.shape, zero_point, dt.dtype))
-        want = jax.jit(lambda x: _quantized(x, s, z, dt, False, lo, hi))(jnp.asarray(x))
+        want = jax.jit(lambda x: quantize_values(x, s, z, dt))(jnp.asarray(x))
         got = jax.jit(lambda x: paired_quantized(x, s, z, dt))(jnp.asarray(x))
         assert got.dtype == dt.dtype and got.shape == x.shape
         np.testing.assert_array_equal(np.asarray(got).astype(np.int32), np.asarray(want).astype(np.int32))
