@@ -96,7 +96,7 @@ def test_use_kernels_refuses_what_it_does_not_know():
                                          r"convolution, convolution_depthwise, convolution_gemm_columns, convolution_gemm_rows, "
                                          r"convolution_phases, "
                                          r"convolution_squeezed, cumulative, dequantize_gemm, "
-                                         r"extreme_columns, integer_matmul_rows, max_pooling, padding, softmax, top_k, top_k_threshold$"):
+                                         r"elementwise_quantization, extreme_columns, integer_matmul_rows, max_pooling, padding, softmax, top_k, top_k_threshold$"):
         with dmljax.use_kernels(False, "softmaxx"):
             pass
     with pytest.raises(TypeError, match="expected True or False"):

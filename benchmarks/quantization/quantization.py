@@ -34,6 +34,10 @@ Groups (default: all):
   a GPU takes: dmljax/_src/linear_quantization.py), each saturated to INT8. On
   a CPU each figure is the median of 5 rounds that time every case in turn. Goal: at least 90% of
   the copy's bandwidth.
+- ``elementwise_blocks`` (a GPU only): the element-wise kernels' settings
+  (kernels/elementwise_quantization.py: elements and warps a program), each kernel called directly
+  at the largest size beside the copy: what BLOCK, WARPS, NIBBLE_BLOCKS and NIBBLE_WARPS are set
+  from.
 
 Per-call time (device time where the backend records it: benchmarks/common.py), two input sets.
 Writes <group>.json and <group>.md for each group run to DIR (default:
@@ -60,6 +64,7 @@ import common  # noqa: E402
 import dmljax  # noqa: E402
 from dmljax._src import linear_quantization, numerics  # noqa: E402  (the quotient's two paths)
 from dmljax._src.kernels import dequantize_gemm as int4_kernel  # noqa: E402  (its constants, swept)
+from dmljax._src.kernels import elementwise_quantization as ew_kernel  # noqa: E402  (its constants, swept)
 
 GPU = jax.devices()[0].platform == "gpu"
 N = 256 if common.SMOKE else (8192 if GPU else 2048)
@@ -74,13 +79,15 @@ I32 = jnp.int32
 
 def main():
     _, groups = common.arguments()
-    groups = groups or ["integer_gemm", "requantized", "int4_gemm", "int4_gemm_blocks", "elementwise"]
+    groups = groups or ["integer_gemm", "requantized", "int4_gemm", "int4_gemm_blocks", "elementwise",
+                        "elementwise_blocks"]
     report = common.Report("quantization", "per-call time (benchmarks/common.py), two input sets")
     rng = np.random.default_rng(0)
     for g in groups:
         report.group = g
         {"integer_gemm": integer_gemm, "requantized": requantized, "int4_gemm": int4_gemm,
-         "int4_gemm_blocks": int4_gemm_blocks, "elementwise": elementwise}[g](rng, report)
+         "int4_gemm_blocks": int4_gemm_blocks, "elementwise": elementwise,
+         "elementwise_blocks": elementwise_blocks}[g](rng, report)
     report.write()
 
 
@@ -473,8 +480,48 @@ def _elementwise_cases(rng, n):
         ("cast FLOAT16 -> INT8 by pairs (32-bit words in, 16-bit out)", jax.jit(_pairs_cast), x16, 3),
         ("dmljax.dequantize INT4 -> FLOAT32", jax.jit(lambda a: dmljax.dequantize(
             a, [s1], quantization_type="DML_QUANTIZATION_TYPE_SCALE")), q4, 4.5),
+        ("dmljax.dequantize INT4 -> FLOAT16", jax.jit(lambda a: dmljax.dequantize(
+            a, [s1.astype(jnp.float16)], quantization_type="DML_QUANTIZATION_TYPE_SCALE")), q4, 2.5),
     ]
     return cases
+
+
+def elementwise_blocks(rng, report):
+    """The element-wise kernels' settings (kernels/elementwise_quantization.py: elements a program
+    and warps) at the largest size, each called directly, beside the FLOAT32 copy: what BLOCK,
+    WARPS and NIBBLE_BLOCKS are set from."""
+    if not GPU and not common.SMOKE:
+        report.line("elementwise_blocks: the kernels' settings are timed on a GPU only")
+        return
+    n = ELEMENTWISE_SIZES[-1]
+    x32 = [jnp.asarray(rng.standard_normal(n).astype(np.float32)) for _ in range(2)]
+    x16 = [v.astype(jnp.float16) for v in x32]
+    q4 = [jnp.asarray(rng.integers(-8, 8, n).astype(jnp.int4)) for _ in range(2)]
+    s16, s32, z8 = jnp.full((1,), 0.05, jnp.float16), jnp.full((1,), 0.05, jnp.float32), jnp.full((1,), 3, jnp.int8)
+    report.line(f"the module's settings: BLOCK {ew_kernel.BLOCK}, WARPS {ew_kernel.WARPS}, NIBBLE_BLOCKS "
+                f"{ew_kernel.NIBBLE_BLOCKS}, NIBBLE_WARPS {ew_kernel.NIBBLE_WARPS}")
+    saved = ew_kernel.BLOCK, ew_kernel.WARPS, ew_kernel.NIBBLE_BLOCKS, ew_kernel.NIBBLE_WARPS
+    cases = [("copy FLOAT32", jax.jit(lambda a: jnp.copy(a) * 1), x32, 8)]
+    try:
+        for block, warps in itertools.product((1024, 2048, 4096, 8192, 16384), (2, 4, 8, 16)):
+            if warps * 32 * 4 > block or n % block:  # fewer than 4 elements a thread, or no whole blocks
+                continue
+            ew_kernel.BLOCK, ew_kernel.WARPS, ew_kernel.NIBBLE_BLOCKS, ew_kernel.NIBBLE_WARPS = block, warps, (block,), warps
+            q = jax.jit(lambda a: ew_kernel.quantize_half(a, s16, z8, jnp.int8, interpret=not GPU))
+            d = jax.jit(lambda a: ew_kernel.dequantize_nibbles(a, s32, None, interpret=not GPU))
+            # compiled now, while the module's constants hold these settings
+            cases += [(f"quantize_half FLOAT16 -> INT8, {block} elements, {warps} warps", q.lower(x16[0]).compile(), x16, 3),
+                      (f"dequantize_nibbles INT4 -> FLOAT32, {block} elements, {warps} warps",
+                       d.lower(q4[0]).compile(), q4, 4.5)]
+    finally:
+        ew_kernel.BLOCK, ew_kernel.WARPS, ew_kernel.NIBBLE_BLOCKS, ew_kernel.NIBBLE_WARPS = saved
+    t = common.times([(name, lambda i, f=f, a=a: f(a[i % 2])) for name, f, a, _ in cases])
+    copy_bw = 8 * n / t["copy FLOAT32"]["s"]
+    for name, _, _, bytes_per in cases:
+        v = t[name]
+        bw = bytes_per * n / v["s"]
+        report.point(f"2^{n.bit_length() - 1} {name:62s} {v['s'] * 1e3:9.4f} ms  {bw / copy_bw:6.1%} of the copy's",
+                     variant=name, elements=n, ms=v["s"] * 1e3, of_copy=bw / copy_bw, method=v["method"])
 
 
 def elementwise(rng, report):

@@ -13,7 +13,8 @@ jax.grad, jax.jvp and vmap), extreme_columns (ARGMAX/ARGMIN and REDUCE MAX/MIN o
 columns), max_pooling, convolution, convolution_gemm (the 1 x 1 matrix-product forms), convolution_phases (BACKWARD with strides by
 its output's phases), convolution_depthwise (FLOAT32 depthwise forward, input and filter gradients), padding, attention (MULTIHEAD_ATTENTION's
 cuDNN route in every mode of differentiation), dequantize_gemm (DEQUANTIZE of 4-bit weights then
-GEMM, split-K, the rule, and MatMulNBits). Inputs hold NaN, infinities, signed zeros, ties and
+GEMM, split-K, the rule, and MatMulNBits), elementwise_quantization (QUANTIZE of FLOAT16 to 8 bits
+and DEQUANTIZE of 4 bits by a per-tensor scale). Inputs hold NaN, infinities, signed zeros, ties and
 FLOAT32 denormals. Prints one line per case and a summary; exit status 1 if any failed.
 KERNEL_CHECK_ON_CPU=1 runs the script's code on the CPU (XLA's formula against itself, the
 kernels called directly in Pallas's interpreter; nothing about the kernels is learnt). Not a
@@ -1021,10 +1022,119 @@ def dequantize_gemm(cases: Cases):
         np.testing.assert_array_equal(np.asarray(compiled.run(a)[0]), np.asarray(model(a)[0]))
 
 
+# ---------------------------------------------------------------------------- elementwise_quantization
+def elementwise_quantization(cases: Cases):
+    """The element-wise quantization kernels compiled: QUANTIZE of FLOAT16 to INT8 and UINT8 by a
+    per-tensor scale (every FLOAT16 value, 64 scales of both signs with denormals, 0, +-inf and
+    NaN, zero points at the types' ends and none; a ragged last block) and DEQUANTIZE of INT4 and
+    UINT4 (every value and zero point, FLOAT32 and FLOAT16 scales with specials), each in the
+    program and bit for bit XLA's formula (the kernels off); DEQUANTIZE's derivative with respect to
+    the scale through the kernel's route against XLA's; the rules leave a scale per axis to XLA."""
+    rng = np.random.default_rng(5)
+    every = np.arange(65536, dtype=np.uint16).view(np.float16)
+    finite = np.arange(1, 0x7C00, dtype=np.uint16).view(np.float16)
+    specials = np.array([0, -0.0, np.inf, -np.inf, np.nan, 2.0 ** -24, 65504, 0.05, -0.05, 1 / 3], np.float16)
+    scales = np.concatenate([specials, rng.choice(finite, 40), -rng.choice(finite, 14)]).astype(np.float16)
+    off = ("elementwise_quantization",)
+    for out_type, zps in (("INT8", (None, 3, -128, 127)), ("UINT8", (None, 0, 255))):
+        dt = np.dtype(out_type.lower())
+        for zp in zps:
+            with cases.case(f"elementwise_quantization QUANTIZE FLOAT16 -> {out_type} zero point {zp}"):
+                q = [None, None]
+
+                def f(x, s, z):
+                    return dmljax.quantize(x, [s] + ([] if z is None else [z]), output_data_type=out_type,
+                                           quantization_type="SCALE" if z is None else "SCALE_ZERO_POINT")
+                z = None if zp is None else np.full((1, 1), zp, dt)
+                x = every.reshape(256, 256)
+                kernel_in(lambda x, s: f(x, s, z), x, scales[:1].reshape(1, 1), name="dmljax_quantize_half")
+                fj = jax.jit(lambda x, s: f(x, s, z))
+                bad = []
+                for s in scales:
+                    s2 = np.full((1, 1), s, np.float16)
+                    q[0] = _bits(fj(x, s2))
+                    q[1] = _bits(kernels_off(lambda x, s: f(x, s, z), x, s2, names=off))
+                    if not np.array_equal(q[0], q[1]):
+                        bad.append((float(s), int((q[0] != q[1]).sum())))
+                assert not bad, f"(scale, differing elements): {bad[:8]}"
+    with cases.case("elementwise_quantization QUANTIZE FLOAT16 -> INT8, every FLOAT16 value by every FLOAT16 scale"):
+        # 2^32 quotients, the kernel called directly once a scale (lax.map), against the XLA formula
+        # with a scale a row (the kernels off), mismatches counted on the device
+        from dmljax._src.kernels.elementwise_quantization import quantize_half
+        from dmljax._src.linear_quantization import quantize_values
+
+        xs = jnp.asarray(every)
+        z = jnp.asarray(np.array([3], np.int8))
+
+        @jax.jit
+        def differing(scales):
+            got = jax.lax.map(lambda s: quantize_half(xs, s.reshape(1), z, np.int8, interpret=ON_CPU), scales)
+            want = quantize_values(jnp.broadcast_to(xs, got.shape), scales[:, None], z.reshape(1, 1), dmljax.DataType.INT8)
+            bad = got != want
+            first = jnp.argmax(bad.reshape(-1))
+            return jnp.sum(bad), first // xs.size, first % xs.size
+
+        every_scale = every.reshape(-1, 64 if ON_CPU else 1024)[:1 if ON_CPU else None]
+        with dmljax.use_kernels(False, *off):
+            found = [jax.device_get(differing(jnp.asarray(c))) for c in every_scale]
+        bad = [(int(n), float(c[int(r)]), float(every[int(i)])) for (n, r, i), c in zip(found, every_scale) if n]
+        assert not bad, f"(differing elements, first scale, first value) per chunk of scales: {bad[:8]}"
+    with cases.case("elementwise_quantization QUANTIZE FLOAT16 ragged last block, any shape"):
+        for shape in ((3, 5), (4097,), (2, 3, 700), (1,)):
+            x = (rng.standard_normal(shape) * 60).astype(np.float16)
+            s, z = np.full([1] * len(shape), 0.37, np.float16), np.full([1] * len(shape), 128, np.uint8)
+
+            def g(x):
+                return dmljax.quantize(x, [s, z], quantization_type="SCALE_ZERO_POINT")
+            kernel_in(g, x, name="dmljax_quantize_half")
+            np.testing.assert_array_equal(_bits(jax.jit(g)(x)), _bits(kernels_off(g, x, names=off)))
+    with cases.case("elementwise_quantization a scale per axis stays with XLA"):
+        x = every.reshape(256, 256)
+
+        def h(x, s):
+            return dmljax.quantize(x, [s], quantization_type="SCALE", output_data_type="INT8")
+        kernel_not_in(h, x, np.full((256, 1), 0.5, np.float16), name="dmljax_quantize_half")
+    for in_type, zps in (("INT4", (None, -8, 7, 1)), ("UINT4", (None, 0, 15, 8))):
+        dt = jnp.dtype(in_type.lower())
+        lo, hi = (-8, 7) if in_type == "INT4" else (0, 15)
+        x = np.tile(np.arange(lo, hi + 1), 1024 * 4).astype(dt).reshape(64, 1024)
+        for st in (np.float32, np.float16):
+            for zp in zps:
+                with cases.case(f"elementwise_quantization DEQUANTIZE {in_type} -> {np.dtype(st).name} zero point {zp}"):
+                    z = None if zp is None else np.full((1, 1), zp, dt)
+
+                    def d(x, s):
+                        return dmljax.dequantize(x, [s] + ([] if z is None else [z]),
+                                                 quantization_type="SCALE" if z is None else "SCALE_ZERO_POINT")
+                    kernel_in(d, x, np.full((1, 1), 0.05, st), name="dmljax_dequantize_nibbles")
+                    values = [0.05, -3.0, 65504.0, np.inf, -np.inf, np.nan, -0.0, 2.0 ** -24]
+                    values += [1e-40, 3e38, 1.1754944e-38] if st == np.float32 else []
+                    dj = jax.jit(d)
+                    for v in values:
+                        s = np.full((1, 1), v, st)
+                        np.testing.assert_array_equal(_bits(dj(x, s)), _bits(kernels_off(d, x, s, names=off)),
+                                                      err_msg=f"scale {v!r}")
+    with cases.case("elementwise_quantization DEQUANTIZE's derivative with respect to the scale"):
+        x = rng.integers(-8, 8, (64, 1024)).astype(jnp.int4)
+        dy = rng.standard_normal((64, 1024)).astype(np.float32)
+
+        def loss(s):
+            return jnp.sum(dmljax.dequantize(x, [s], quantization_type="SCALE") * dy)
+        s = np.full((1, 1), 0.3, np.float32)
+        kernel_in(jax.value_and_grad(loss), s, name="dmljax_dequantize_nibbles")  # (the gradient alone needs no value)
+        got = jax.device_get(jax.jit(jax.value_and_grad(loss))(s))
+        value, want = kernels_off(jax.value_and_grad(loss), s, names=off)
+        np.testing.assert_allclose(got[0], value, rtol=1e-6)
+        np.testing.assert_allclose(got[1], want, rtol=1e-6)
+        t = jax.device_get(jax.jit(lambda s: jax.jvp(loss, (s,), (jnp.ones_like(s),))[1])(s))
+        np.testing.assert_allclose(t, want.sum(), rtol=1e-6)
+
+
 KERNELS = {"softmax": softmax, "cumulative": cumulative, "top_k": top_k, "extreme_columns": extreme_columns,
            "max_pooling": max_pooling, "convolution": convolution, "convolution_gemm": convolution_gemm,
            "convolution_phases": convolution_phases, "convolution_depthwise": convolution_depthwise,
-           "padding": padding, "attention": attention, "dequantize_gemm": dequantize_gemm}
+           "padding": padding, "attention": attention, "dequantize_gemm": dequantize_gemm,
+           "elementwise_quantization": elementwise_quantization}
 
 
 def main() -> int:

@@ -221,8 +221,8 @@ QUANTIZE = OpSpec(
 def _blocks(t, shape: tuple[int, ...]):
     """``t`` repeated blockwise to ``shape``: along each dimension its size s divides n, and each
     of its values fills n / s consecutive positions."""
-    if tuple(t.shape) == tuple(shape):
-        return t
+    if tuple(t.shape) == tuple(shape) or all(s == 1 for s in t.shape):
+        return t  # one value for the tensor broadcasts as it is (a kernel on CUDA takes it so)
     wide = []
     for s, n in zip(t.shape, shape):
         wide += [s, n // s]
