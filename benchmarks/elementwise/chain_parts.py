@@ -7,10 +7,11 @@ For FLOAT32 and FLOAT16 at 2^28 elements (benchmarks/common.py's device time, tw
 - the chain as dmljax runs it, as jnp runs it, and dmljax's chain with one step at a time taken
   from the jnp chain (what that step's DirectML rules cost in the fused kernel);
 - the chain with maxNum's GPU form swapped for each candidate:
-  ``bits``     NaN tested on the input's bits, then XLA's maximum (the library's form);
+  ``isnan``    NaN tested by a float compare on the input (x != x ? m : max(x, m)), the library's
+               form;
+  ``bits``     NaN tested on the input's bits (``numerics.is_nan``), then XLA's maximum;
   ``select``   one compare and one select (x > m ? x : m), the CPU's form;
-  ``result``   XLA's NaN-propagating maximum, then its result tested (r != r ? m : r);
-  ``isnan``    NaN tested by a float compare on the input (x != x ? m : max(x, m)).
+  ``result``   XLA's NaN-propagating maximum, then its result tested (r != r ? m : r).
   Each candidate also runs ``tests/gpu/semantics.py`` on the operators built on maxNum/minNum
   (THRESHOLD, CLIP, CLIP1, HARD_SIGMOID, the quantizers), whose inputs hold NaN, infinities and
   signed zeros: a form that changes one bit there is not DirectML's rule on this compiler.
@@ -46,7 +47,7 @@ _LIBRARY = numerics._num
 
 def _form(kind: str):
     """numerics._num with ``kind`` as its form off the CPU (the CPU keeps compare and select)."""
-    if kind == "bits":
+    if kind == "isnan":
         return _LIBRARY
 
     def num(x, m, greater: bool):
@@ -64,7 +65,7 @@ def _form(kind: str):
             plain = (lax.max if greater else lax.min)(x, m_arr)
             if kind == "result":
                 return jnp.where(plain != plain, m_arr, plain)
-            return jnp.where(x != x, m_arr, plain)
+            return jnp.where(numerics.is_nan(x), m_arr, plain)  # bits
 
         if not jnp.issubdtype(x.dtype, jnp.floating):
             return compared(x)
@@ -130,7 +131,7 @@ def main():
             f = jax.jit(program(chain, cases, dtype, flavour)).lower(*sets[0]).compile()
             groups.append((label, lambda i, f=f: f(*sets[i % 2])))
             sizes[label] = _instructions(f)
-        for kind in ("select", "result", "isnan"):
+        for kind in ("bits", "select", "result"):
             numerics._num = _form(kind)
             jax.clear_caches()
             f = jax.jit(program(chain, cases, dtype, "dmljax")).lower(*sets[0]).compile()  # under this form
