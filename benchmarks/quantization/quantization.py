@@ -506,11 +506,13 @@ def elementwise_blocks(rng, report):
         for block, warps in itertools.product((1024, 2048, 4096, 8192, 16384), (2, 4, 8, 16)):
             if warps * 32 * 4 > block or n % block:  # fewer than 4 elements a thread, or no whole blocks
                 continue
-            ew_kernel.BLOCK, ew_kernel.WARPS, ew_kernel.NIBBLE_BLOCKS, ew_kernel.NIBBLE_WARPS = block, warps, (block,), warps
+            ew_kernel.BLOCK, ew_kernel.WARPS = block, warps
+            ew_kernel.NIBBLE_BLOCKS, ew_kernel.NIBBLE_WARPS = (block,), warps
             q = jax.jit(lambda a: ew_kernel.quantize_half(a, s16, z8, jnp.int8, interpret=not GPU))
             d = jax.jit(lambda a: ew_kernel.dequantize_nibbles(a, s32, None, interpret=not GPU))
             # compiled now, while the module's constants hold these settings
-            cases += [(f"quantize_half FLOAT16 -> INT8, {block} elements, {warps} warps", q.lower(x16[0]).compile(), x16, 3),
+            cases += [(f"quantize_half FLOAT16 -> INT8, {block} elements, {warps} warps", q.lower(x16[0]).compile(),
+                       x16, 3),
                       (f"dequantize_nibbles INT4 -> FLOAT32, {block} elements, {warps} warps",
                        d.lower(q4[0]).compile(), q4, 4.5)]
     finally:

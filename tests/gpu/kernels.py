@@ -1069,7 +1069,8 @@ def elementwise_quantization(cases: Cases):
         @jax.jit
         def differing(scales):
             got = jax.lax.map(lambda s: quantize_half(xs, s.reshape(1), z, np.int8, interpret=ON_CPU), scales)
-            want = quantize_values(jnp.broadcast_to(xs, got.shape), scales[:, None], z.reshape(1, 1), dmljax.DataType.INT8)
+            want = quantize_values(jnp.broadcast_to(xs, got.shape), scales[:, None], z.reshape(1, 1),
+                                   dmljax.DataType.INT8)
             bad = got != want
             first = jnp.argmax(bad.reshape(-1))
             return jnp.sum(bad), first // xs.size, first % xs.size
@@ -1100,7 +1101,8 @@ def elementwise_quantization(cases: Cases):
         x = np.tile(np.arange(lo, hi + 1), 1024 * 4).astype(dt).reshape(64, 1024)
         for st in (np.float32, np.float16):
             for zp in zps:
-                with cases.case(f"elementwise_quantization DEQUANTIZE {in_type} -> {np.dtype(st).name} zero point {zp}"):
+                name = f"elementwise_quantization DEQUANTIZE {in_type} -> {np.dtype(st).name} zero point {zp}"
+                with cases.case(name):
                     z = None if zp is None else np.full((1, 1), zp, dt)
 
                     def d(x, s):
@@ -1114,6 +1116,23 @@ def elementwise_quantization(cases: Cases):
                         s = np.full((1, 1), v, st)
                         np.testing.assert_array_equal(_bits(dj(x, s)), _bits(kernels_off(d, x, s, names=off)),
                                                       err_msg=f"scale {v!r}")
+    with cases.case("elementwise_quantization under jax.vmap (a batch of tensors, each its own scale)"):
+        xb = (rng.standard_normal((3, 64, 1024)) * 40).astype(np.float16)
+        sb = np.array([0.5, -0.25, 3.0], np.float16).reshape(3, 1, 1)
+
+        def q(x, s):
+            return dmljax.quantize(x, [s], quantization_type="SCALE", output_data_type="INT8")
+        kernel_in(jax.vmap(q), xb, sb, name="dmljax_quantize_half")
+        got = _bits(jax.jit(jax.vmap(q))(xb, sb))
+        np.testing.assert_array_equal(got, _bits(np.stack([kernels_off(q, x, s, names=off) for x, s in zip(xb, sb)])))
+        nb = rng.integers(-8, 8, (3, 64, 1024)).astype(jnp.int4)
+        fb = np.array([0.5, -0.25, 3.0], np.float32).reshape(3, 1, 1)
+
+        def d(x, s):
+            return dmljax.dequantize(x, [s], quantization_type="SCALE")
+        kernel_in(jax.vmap(d), nb, fb, name="dmljax_dequantize_nibbles")
+        got = _bits(jax.jit(jax.vmap(d))(nb, fb))
+        np.testing.assert_array_equal(got, _bits(np.stack([kernels_off(d, x, s, names=off) for x, s in zip(nb, fb)])))
     with cases.case("elementwise_quantization DEQUANTIZE's derivative with respect to the scale"):
         x = rng.integers(-8, 8, (64, 1024)).astype(jnp.int4)
         dy = rng.standard_normal((64, 1024)).astype(np.float32)

@@ -101,3 +101,16 @@ def test_the_rules_take_what_the_kernels_do_and_nothing_else():
     assert not DEQUANTIZE_NIBBLES.applies(1000, i4, f32, True, False)  # no block divides it
     assert not DEQUANTIZE_NIBBLES.applies(1 << 20, i8, f32, True, False)
     assert not DEQUANTIZE_NIBBLES.applies(1 << 20, i4, f32, False, False)
+
+
+def test_one_value_for_the_tensor_is_one_element_or_equal_bits_everywhere():
+    from dmljax._src.linear_quantization import _one_value
+
+    assert np.asarray(_one_value(jnp.ones((1, 1), F16))).tolist() == [1.0]  # one element, traced or not
+    assert np.asarray(_one_value(np.full((3, 4), 0.5, F16))).tolist() == [0.5]
+    assert np.isnan(np.asarray(_one_value(np.full((2, 2), np.nan, np.float32)))).all()
+    assert np.asarray(_one_value(np.full(4, 3, jnp.int4))).astype(int).tolist() == [3]
+    assert _one_value(np.array([0.0, -0.0], np.float32)) is None  # the zeros' signs differ
+    assert _one_value(np.array([1, 2], np.int8)) is None
+    assert _one_value(None) is None
+    assert jax.jit(lambda t: jnp.zeros(()) if _one_value(t) is None else jnp.ones(()))(jnp.ones(4, F16)) == 0  # traced
