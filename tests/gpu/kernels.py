@@ -1125,6 +1125,9 @@ def elementwise_quantization(cases: Cases):
         kernel_in(jax.vmap(q), xb, sb, name="dmljax_quantize_half")
         got = _bits(jax.jit(jax.vmap(q))(xb, sb))
         np.testing.assert_array_equal(got, _bits(np.stack([kernels_off(q, x, s, names=off) for x, s in zip(xb, sb)])))
+        # forward mode through the kernel's route: the integer result's tangent is float0
+        y, t = jax.jit(lambda x, s: jax.jvp(lambda v: q(v, s), (x,), (jnp.ones_like(x),)))(xb[0], sb[0])
+        assert t.dtype == jax.dtypes.float0 and np.array_equal(_bits(y), got[0])
         nb = rng.integers(-8, 8, (3, 64, 1024)).astype(jnp.int4)
         fb = np.array([0.5, -0.25, 3.0], np.float32).reshape(3, 1, 1)
 
