@@ -78,9 +78,9 @@ def quantize_values(value, scale, zero_point, data_type: DataType, *, allow_half
         route = choose(QUANTIZE_HALF, facts=(int(np.prod(value.shape, dtype=np.int64)), value.dtype, scale.dtype,
                                              data_type.dtype, per_tensor, allow_half))
         if route.kernel is not None:
+            zs = [] if zero_point is None else [one_zero]
             return route.run(xla, lambda v, s, *z: quantize_half(v, s, z[0] if z else None, data_type.dtype),
-                             value, one_scale, *([] if zero_point is None else [one_zero]),
-                             lead=value.ndim, whole=(1, 2))
+                             value, one_scale, *zs, lead=value.ndim, whole=tuple(range(1, 2 + len(zs))))
         return lax.platform_dependent(
             value, scale, *([] if zero_point is None else [zero_point]),
             cuda=lambda v, s, *z: paired_quantized(v, s, z[0] if z else None, data_type), default=xla)
@@ -141,8 +141,9 @@ _MAGIC_BITS = np.int32(0x4B400000)  # _MAGIC's bits
 
 
 def _saturated(r, lo, hi):
-    """``r`` clamped to [lo, hi] off the CPU, NaN to ``lo``: NaN is tested on the bits
-    (``max_num``: a GPU may reorder float compares), and none is left for the minimum."""
+    """``r`` clamped to [lo, hi] off the CPU, NaN to ``lo``: NaN is tested before XLA's maximum
+    (``max_num``: a GPU may merge chains of float compares and selects into a clamp that keeps
+    NaN), and none is left for the minimum."""
     return lax.min(max_num(r, lo), hi)
 
 
@@ -422,7 +423,7 @@ def _dequantized_nibbles(route, xla, x, scale, one_scale, *zero_point):
     """The kernel's dequantization of 4-bit ``x`` by ``one_scale`` (``scale`` as one element), with
     the XLA formula's derivative with respect to the scale."""
     return route.run(xla, lambda x, s, *z: dequantize_nibbles(x, s, z[0] if z else None),
-                     x, one_scale, *zero_point, lead=x.ndim, whole=(1, 2))
+                     x, one_scale, *zero_point, lead=x.ndim, whole=tuple(range(1, 2 + len(zero_point))))
 
 
 @_dequantized_nibbles.defjvp
