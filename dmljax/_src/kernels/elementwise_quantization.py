@@ -2,10 +2,11 @@
 values quantized to 8 bits, and 4-bit integers dequantized.
 
 XLA's code for these streams is bound by conversions, not by memory: a FLOAT16 value quantized
-through the FLOAT64 quotient (``linear_quantization.divide``) makes three conversions an element,
+through the FLOAT64 quotient (``linear_quantization.divide``) makes two conversions an element,
 at a sixteenth of an SM's multiply-add rate, and XLA reads a 4-bit tensor a nibble at a time.
-(H200, 2^26 elements, of a FLOAT32 copy's bandwidth: FLOAT16 to INT8 by XLA's pairs 80.7%;
-INT4 to FLOAT32 88.0%, the rate of XLA's own conversion of INT4.)
+(H200, 2^26 elements, of a FLOAT32 copy's bandwidth: FLOAT16 to INT8 by XLA's pairs 93.6%, by
+``quantize_half`` 100.2%; INT4 to FLOAT32 by XLA's own conversion 88.4%, by ``dequantize_nibbles``
+94.0%: benchmarks/results/h200/quantization/elementwise.md.)
 
 - ``quantize_half``: FLOAT16 values and a FLOAT16 scale to INT8 or UINT8, the FLOAT32 quotient
   correctly rounded by FLOAT32 arithmetic alone (``_quantized_ptx``), with no conversion but the
@@ -120,8 +121,8 @@ def _reciprocal_ptx(s):
 def _quantized_ptx(x, inverse, minus_s, lo_z, hi_z, bias):
     """``quantize_half``'s arithmetic on FLOAT16 ``x``, as PTX on four values a time, with a
     correctly rounded ``inverse`` = 1 / s, ``minus_s`` = -s, ``lo_z``/``hi_z`` = Min/Max - zero
-    point (FLOAT32) and ``bias`` = zero point - MAGIC_BITS (INT32), each broadcast: the results as
-    INT32 whose low byte is the 8-bit value. Per value:
+    point (FLOAT32) and ``bias`` = zero point - MAGIC_BITS (INT32), each broadcast: the 8-bit
+    results (each the low byte of an INT32 k, four bytes permuted into one register). Per value:
 
         q = x * inverse                  (within an ULP of x / s)
         r = fma(q, -s, x)                (x - q * s, exact)
@@ -164,9 +165,11 @@ def _quantized_ptx(x, inverse, minus_s, lo_z, hi_z, bias):
 
 
 def _quantized_xla(x, inverse, minus_s, lo_z, hi_z, bias):
-    """``_quantized_ptx``'s arithmetic by XLA, for Pallas's interpreter: each fused multiply-add
-    taken exactly in FLOAT64 (r's exact value has at most 35 significant bits) and rounded to
-    FLOAT32."""
+    """``_quantized_ptx``'s arithmetic by XLA, for Pallas's interpreter, the fused multiply-adds in
+    FLOAT64 rounded to FLOAT32: r's exactly (its exact value has at most 35 significant bits), p's
+    with a double rounding that the GPU's does not have (so the interpreter checks the kernel's
+    indexing, masks and stores, and its values against ``quantize_values``; the PTX's values are
+    checked on a GPU, on every FLOAT16 value by every FLOAT16 scale)."""
     f64 = np.float64
     x = x.astype(jnp.float32)
     with jax.enable_x64(True):
