@@ -27,7 +27,7 @@ NEGATIVE = catalog.negative_cases()
 F32, F16 = DataType.FLOAT32, DataType.FLOAT16
 
 
-def _quarter(params, key):
+def _fast_share(params, key):
     """A transformation check's operators: a twentieth of them in the fast tier (a fixed hash of
     ``key`` and the position picks them, so each run of the README's command checks the same ones),
     every one in the slow tier. Every operator's values are checked in the fast tier anyway, by
@@ -339,7 +339,7 @@ def _check_outputs(spec, ref, attrs, out, want, out_dt, shape, args, context):
 HALF = [n for n in _with_ref(OPS) if get_operator(n).spec.math and F16 in catalog.newest_types(get_operator(n).spec)]
 
 
-@pytest.mark.parametrize("name", _quarter(HALF, "half"), ids=_short)
+@pytest.mark.parametrize("name", _fast_share(HALF, "half"), ids=_short)
 def test_half_precision_computation(name, rng):
     op = get_operator(name)
     spec, ref = op.spec, REFS[name]
@@ -448,7 +448,7 @@ JIT = [pytest.param(n, dt, marks=() if i == 0 and n not in EAGER_SLOW else pytes
        for n in _with_ref(OPS) for i, dt in enumerate(_jit_types(n))]
 
 
-@pytest.mark.parametrize("name,dt", _quarter(JIT, "jit"), ids=lambda v: _short(v) if isinstance(v, str) else v.name)
+@pytest.mark.parametrize("name,dt", _fast_share(JIT, "jit"), ids=lambda v: _short(v) if isinstance(v, str) else v.name)
 def test_eager_equals_jit(name, dt, rng):
     # The operator's own call, the same inside a caller's jax.jit, and op by op under
     # jax.disable_jit: the same bits, except that a ScaleBias multiply-add may be fused into an
@@ -554,7 +554,7 @@ def _grad_all(op, kwargs, args, dy=None):
     return fn(jnp.float32(1) if dy is None else jnp.asarray(dy, jnp.float32), *args)
 
 
-@pytest.mark.parametrize("name,dt", _quarter(GRADS, "grads"), ids=lambda v: _short(v) if isinstance(v, str) else v.name)
+@pytest.mark.parametrize("name,dt", _fast_share(GRADS, "grads"), ids=lambda v: _short(v) if isinstance(v, str) else v.name)
 def test_gradient_matches_reference(name, dt, rng):
     # jax.grad against the float64 reference derivative (dY = 1), away from the kinks, within
     # the record's budget; inputs that are not floats (a condition) get float0. An operator with
@@ -606,7 +606,7 @@ ROW_FD = [(n, dt) for n, dt in GRADS if REFS[n].grad is not None and not REFS[n]
 FD_STEP = {F32: 1e-3, F16: 3e-2}  # relative steps: far above the type's rounding, small for curvature
 
 
-@pytest.mark.parametrize("name,dt", _quarter(FD, "fd"), ids=lambda v: _short(v) if isinstance(v, str) else v.name)
+@pytest.mark.parametrize("name,dt", _fast_share(FD, "fd"), ids=lambda v: _short(v) if isinstance(v, str) else v.name)
 def test_gradient_matches_finite_differences(name, dt, rng):
     # An independent check of jax.grad (and of the reference derivative it is compared with
     # above): central differences of the operator's own values, in the tensor's own type, one
@@ -674,7 +674,7 @@ def test_gradient_matches_finite_differences(name, dt, rng):
                                    f"{fd[bad][:4]} at {x[bad][:4]}")
 
 
-@pytest.mark.parametrize("name,dt", _quarter(ROW_FD, "row_fd"), ids=lambda v: _short(v) if isinstance(v, str) else v.name)
+@pytest.mark.parametrize("name,dt", _fast_share(ROW_FD, "row_fd"), ids=lambda v: _short(v) if isinstance(v, str) else v.name)
 def test_gradient_matches_directional_differences(name, dt, rng):
     # For an operator whose outputs mix its inputs (a softmax's row): the derivative of
     # L(x) = sum(f(x) * dY) along random directions v, by central differences of the operator's
@@ -717,7 +717,7 @@ def test_gradient_matches_directional_differences(name, dt, rng):
 FLOAT0 = [n for n in _with_ref(OPS) if _int_type(n) is not None and _plain_inputs(n)]
 
 
-@pytest.mark.parametrize("name", _quarter(FLOAT0, "float0"), ids=_short)
+@pytest.mark.parametrize("name", _fast_share(FLOAT0, "float0"), ids=_short)
 def test_integer_inputs_get_float0(name, rng):
     op = get_operator(name)
     spec, ref = op.spec, REFS[name]

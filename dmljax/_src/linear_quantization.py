@@ -36,7 +36,8 @@ from dmljax._src.errors import Violation
 from dmljax._src.kernel_seam import choose
 from dmljax._src.kernels.elementwise_quantization import (DEQUANTIZE_NIBBLES, QUANTIZE_HALF, dequantize_nibbles,
                                                           quantize_half)
-from dmljax._src.numerics import F32_TINY, compute_dtype, copy_sign, is_flushed, load, mark_flushed, max_num, store
+from dmljax._src.numerics import (F32_MAGIC, F32_MAGIC_BITS, F32_TINY, compute_dtype, copy_sign, is_flushed, load,
+                                  mark_flushed, max_num, store)
 
 __all__ = ["integer_range", "quantize_values", "unsaturated_values", "divide", "rounded_quotient", "ROUNDED_REACH",
            "paired_quantized",
@@ -73,18 +74,23 @@ def quantize_values(value, scale, zero_point, data_type: DataType, *, allow_half
         def xla(v, s, *z):
             return _quantized(v, s, z[0] if z else None, data_type, allow_half, exact)
 
-        one_scale, one_zero = _one_value(scale), _one_value(zero_point)
-        per_tensor = one_scale is not None and (zero_point is None or one_zero is not None)
+        one = _per_tensor(scale, zero_point)
         route = choose(QUANTIZE_HALF, facts=(int(np.prod(value.shape, dtype=np.int64)), value.dtype, scale.dtype,
-                                             data_type.dtype, per_tensor, allow_half))
+                                             data_type.dtype, one is not None, allow_half))
         if route.kernel is not None:
-            zs = [] if zero_point is None else [one_zero]
             return route.run(xla, lambda v, s, *z: quantize_half(v, s, z[0] if z else None, data_type.dtype),
-                             value, one_scale, *zs, lead=value.ndim, whole=tuple(range(1, 2 + len(zs))))
+                             value, *one, lead=value.ndim, whole=tuple(range(1, 1 + len(one))))
         return lax.platform_dependent(
             value, scale, *([] if zero_point is None else [zero_point]),
             cuda=lambda v, s, *z: paired_quantized(v, s, z[0] if z else None, data_type), default=xla)
     return _quantized(value, scale, zero_point, data_type, allow_half, exact)
+
+
+def _per_tensor(scale, zero_point) -> list | None:
+    """``[scale]`` or ``[scale, zero_point]`` each as one element (``_one_value``) where both hold
+    one value for the whole tensor (a kernel's operands); None otherwise."""
+    one = [_one_value(t) for t in (scale, zero_point) if t is not None]
+    return None if any(t is None for t in one) else one
 
 
 def _one_value(t):
@@ -132,14 +138,6 @@ def _quantized(value, scale, zero_point, data_type: DataType, allow_half: bool, 
     return lax.platform_dependent(r, cpu=on_cpu, default=elsewhere)
 
 
-_MAGIC = np.float32(1.5 * 2**23)
-"""A FLOAT32 integer v with |v| < 2^22 plus 1.5 * 2^23 is exact and holds v, in two's complement,
-in its low fraction bits."""
-
-
-_MAGIC_BITS = np.int32(0x4B400000)  # _MAGIC's bits
-
-
 def _saturated(r, lo, hi):
     """``r`` clamped to [lo, hi] off the CPU, NaN to ``lo``: NaN is tested before XLA's maximum
     (``max_num``: a GPU may merge chains of float compares and selects into a clamp that keeps
@@ -158,7 +156,7 @@ def _low_bits(r):
     truncation) turns into the value. On a GPU this is two operations where XLA's conversion of a
     FLOAT32 to an 8-bit integer re-checks the range it was clamped to (FLOAT32 to INT8 at 2^26
     elements on an H200: 94.2% of a copy's bandwidth, against 90.3% by the conversion)."""
-    return lax.bitcast_convert_type(r + _MAGIC, np.uint32)
+    return lax.bitcast_convert_type(r + F32_MAGIC, np.uint32)
 
 
 def paired_quantized(value, scale, zero_point, data_type: DataType) -> jnp.ndarray:
@@ -189,7 +187,7 @@ def paired_quantized(value, scale, zero_point, data_type: DataType) -> jnp.ndarr
             if z is None:
                 return _low_bits(_saturated(q, np.float32(lo), np.float32(hi)))
             q = _saturated(q, np.float32(-4096), np.float32(4096))
-            k = lax.bitcast_convert_type(_low_bits(q), np.int32) - _MAGIC_BITS
+            k = lax.bitcast_convert_type(_low_bits(q), np.int32) - F32_MAGIC_BITS
             return jnp.clip(k + z.astype(np.int32), lo, hi)
         return _low_bits(_saturated(unsaturated_values(v, s, z, signed_zeros=False), np.float32(lo), np.float32(hi)))
 
@@ -404,13 +402,11 @@ def dequantize_values(x, scale, zero_point, *, allow_half: bool = False):
     if jax.default_backend() == "gpu" and np.dtype(x.dtype) in (np.dtype(jnp.int4), np.dtype(jnp.uint4)):
         # CUDA: 4-bit values by a kernel (XLA reads them a nibble at a time), traced only where a GPU is
         # the backend, as quantize_values' pairs
-        one_scale, one_zero = _one_value(scale), _one_value(zero_point)
-        per_tensor = one_scale is not None and (zero_point is None or one_zero is not None)
+        one = _per_tensor(scale, zero_point)
         route = choose(DEQUANTIZE_NIBBLES, facts=(int(np.prod(x.shape, dtype=np.int64)), x.dtype, scale.dtype,
-                                                  per_tensor, allow_half))
+                                                  one is not None, allow_half))
         if route.kernel is not None:
-            zs = [] if zero_point is None else [one_zero]
-            out = _dequantized_nibbles(route, xla, x, scale, one_scale, *zs)
+            out = _dequantized_nibbles(route, xla, x, scale, *one)
     if out is None:
         out = xla(x, scale, *([] if zero_point is None else [zero_point]))
     if dt is DataType.FLOAT32:

@@ -48,6 +48,12 @@ __all__ = [
 ]
 
 F32_TINY = np.float32(np.finfo(np.float32).tiny)
+F32_MAGIC = np.float32(1.5 * 2**23)
+"""A FLOAT32 integer v with |v| < 2^22 plus F32_MAGIC is exact and holds v, in two's complement, in
+its low fraction bits (a value below 2^22 in size that is not an integer is rounded, halves to
+even): how linear quantization turns a saturated FLOAT32 integer into its narrow bits without a
+conversion."""
+F32_MAGIC_BITS = np.int32(0x4B400000)  # F32_MAGIC's bits
 
 
 def compute_dtype(data_type: DataType, allow_half: bool) -> np.dtype:

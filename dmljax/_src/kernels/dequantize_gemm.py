@@ -43,8 +43,8 @@ of two FLOAT16 values is exact in FLOAT32, as in GEMM; the sum of the K products
 Triton's order (a tensor core's) within a slice and XLA's across the slices, not XLA's or cuBLAS's
 order of the whole: the result is within GEMM's budget of the unfused DEQUANTIZE then GEMM, not
 bit for bit (docs/semantics.md#accumulating-operators: the order is the library's). Alpha
-multiplies the FLOAT32 sum and the result is rounded once, as GEMM's epilogue does. ``DEQUANTIZE_GEMM`` says which calls take the kernel, ``SETTINGS`` how it is
-launched.
+multiplies the FLOAT32 sum and the result is rounded once, as GEMM's epilogue does.
+``DEQUANTIZE_GEMM`` says which calls take the kernel, ``SETTINGS`` how it is launched.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dmljax._src.kernel_seam import Kernel
-from dmljax._src.numerics import flush_values
+from dmljax._src.numerics import F32_MAGIC, F32_MAGIC_BITS, flush_values
 
 __all__ = ["QUANTIZE_HALF", "DEQUANTIZE_NIBBLES", "quantize_half", "dequantize_nibbles", "BLOCK", "WARPS",
            "NIBBLE_BLOCKS", "NIBBLE_WARPS"]
@@ -96,17 +96,12 @@ def _quantize_kernel(x_ref, s_ref, z_ref, o_ref, *, n: int, block: int, lo: int,
     s = s_ref[...].astype(jnp.float32)
     z = jnp.zeros((1,), jnp.int32) if z_ref is None else z_ref[...].astype(jnp.int32)
     inverse = 1 / s if interpret else _reciprocal_ptx(s)
-    lo_z, hi_z = (np.float32(lo) - z.astype(jnp.float32)), (np.float32(hi) - z.astype(jnp.float32))
-    bias = z - MAGIC_BITS
+    zf = z.astype(jnp.float32)
+    lo_z, hi_z = np.float32(lo) - zf, np.float32(hi) - zf
+    bias = z - F32_MAGIC_BITS
     scalars = [jnp.broadcast_to(v, (block,)) for v in (inverse, -s, lo_z, hi_z, bias)]
     q = (_quantized_xla if interpret else _quantized_ptx)(x, *scalars)
     pl_triton.store(o_ref.at[i], q.astype(o_ref.dtype), mask=live)
-
-
-MAGIC = np.float32(1.5 * 2**23)
-"""A FLOAT32 integer v with |v| < 2^22 plus 1.5 * 2^23 is exact and holds v in its low fraction
-bits (rounded halves to even, where v is not yet an integer)."""
-MAGIC_BITS = np.int32(0x4B400000)  # MAGIC's bits
 
 
 def _reciprocal_ptx(s):
@@ -121,7 +116,7 @@ def _reciprocal_ptx(s):
 def _quantized_ptx(x, inverse, minus_s, lo_z, hi_z, bias):
     """``quantize_half``'s arithmetic on FLOAT16 ``x``, as PTX on four values a time, with a
     correctly rounded ``inverse`` = 1 / s, ``minus_s`` = -s, ``lo_z``/``hi_z`` = Min/Max - zero
-    point (FLOAT32) and ``bias`` = zero point - MAGIC_BITS (INT32), each broadcast: the 8-bit
+    point (FLOAT32) and ``bias`` = zero point - F32_MAGIC_BITS (INT32), each broadcast: the 8-bit
     results (each the low byte of an INT32 k, four bytes permuted into one register). Per value:
 
         q = x * inverse                  (within an ULP of x / s)
@@ -130,7 +125,7 @@ def _quantized_ptx(x, inverse, minus_s, lo_z, hi_z, bias):
                                           correctly rounded and q within an ULP)
         p = q where p is NaN             (x infinite, s 0 or infinite: q is IEEE's quotient there)
         p = min(max(p, lo_z), hi_z)      (PTX max and min give the other operand for NaN: Min)
-        k = bits(p + MAGIC) + bias       (rounded, halves to even; the zero point added)
+        k = bits(p + F32_MAGIC) + bias   (rounded, halves to even; the zero point added)
 
     Ten instructions a value (the FLOAT16 conversion included) and three byte permutations for
     four, where the FLOAT64 quotient took three conversions, each at a sixteenth of a multiply-
@@ -179,7 +174,7 @@ def _quantized_xla(x, inverse, minus_s, lo_z, hi_z, bias):
     p = jnp.where(jnp.isnan(p), q, p)
     p = jnp.where(p > lo_z, p, lo_z)  # NaN gives lo_z, as PTX's max
     p = jnp.where(p < hi_z, p, hi_z)
-    return jax.lax.bitcast_convert_type(p + MAGIC, jnp.int32) + bias
+    return jax.lax.bitcast_convert_type(p + F32_MAGIC, jnp.int32) + bias
 
 
 def quantize_half(value, scale, zero_point, out_dtype, *, interpret: bool = False) -> jnp.ndarray:
