@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -875,6 +876,21 @@ def attention(cases: Cases):
                     print(f"    cuDNN calls in {grad.__name__}'s program: {targets}", flush=True)
                     forward = [t for t in targets if "Backward" not in t]
                     assert len(forward) == 1 and len(targets) == 2 and "Backward" in targets[-1], targets
+        with cases.case(f"attention {label}: no transpose outside the blockwise formula's branch"):
+            if not ON_CPU:  # the conditionals' operands and results cross as 1-D arrays (flat_cond):
+                for name in ("forward", "jax.grad"):  # cuDNN reads and writes them where they lie
+                    text = jax.jit(runs[name][0]).lower(*runs[name][1]).compile().as_text()
+                    moved = [line.split("=")[0].strip() for body in _cudnn_computations(text)
+                             for line in body.splitlines() if "transpose" in line.split("=")[0]]
+                    print(f"    {name}: transposes beside cuDNN's calls: {moved}", flush=True)
+                    assert not moved, moved
+
+
+def _cudnn_computations(text: str) -> list[str]:
+    """The bodies of a compiled HLO module's entry computation and of every computation that calls
+    cuDNN's attention (a conditional's cuDNN branch)."""
+    bodies = re.split(r"\n(?=%|ENTRY )", text)
+    return [b for b in bodies if b.startswith("ENTRY ") or 'custom_call_target="__cudnn$fmha' in b]
 
 
 # ---------------------------------------------------------------------------------- dequantize_gemm

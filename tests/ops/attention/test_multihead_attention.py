@@ -334,6 +334,31 @@ def _close(got, want, name):
         assert np.all(np.isfinite(a)) and err <= 4e-3, f"{name}: largest difference {err:.2e} of the largest value"
 
 
+@pytest.mark.parametrize("pred", [True, False])
+def test_flat_cond_crosses_the_conditional_as_1d_arrays(pred):
+    # the route's conditionals: lax.cond's values and shapes, with every operand and result a 1-D
+    # array at the conditional (XLA then cannot give them a layout that only one branch wants)
+    from dmljax._src.ops.attention.multihead_attention import flat_cond
+    x = jnp.asarray(R.standard_normal((2, 3, 4)).astype(np.float32))
+    n = jnp.asarray([3, 1], np.int32)
+
+    def first(x, n):
+        return jnp.swapaxes(x, 0, 1) * 2, n + 1
+
+    def second(x, n):
+        return jnp.swapaxes(x, 0, 1) - 1, n * 3
+
+    got = jax.jit(lambda p, x, n: flat_cond(p, first, second, x, n))(pred, x, n)
+    want = jax.lax.cond(pred, first, second, x, n)
+    for a, e in zip(got, want):
+        assert a.shape == e.shape and a.dtype == e.dtype
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(e))
+    text = jax.jit(lambda p, x, n: flat_cond(p, first, second, x, n)).lower(pred, x, n).as_text()
+    results = re.findall(r"\}\) : \(tensor<i32>\) -> \((.*)\)", text)
+    assert results == ["tensor<24xf32>, tensor<2xi32>"], results
+    assert re.findall(r"stablehlo.optimization_barrier %\S+, %\S+ : (.*)", text) == ["tensor<24xf32>, tensor<2xi32>"] * 2
+
+
 def test_cudnn_route_backward_reads_the_forward_residuals():
     # reverse mode applies cuDNN's pullback to the forward pass's own residuals
     # (derivatives.SavedPullback): the gradient's program holds the forward pass once, so the value

@@ -630,6 +630,28 @@ def score_reach(q, k, scale):
     return np.float32(abs(scale) * (1 + 2.0**-10)) * largest_norm(q) * largest_norm(k)
 
 
+def flat_cond(pred, true_fun, false_fun, *operands):
+    """``lax.cond(pred, true_fun, false_fun, *operands)`` for arrays in and a tuple of arrays out,
+    each crossing the conditional as a 1-D array and given its shape again inside.
+
+    XLA lays a conditional's operands and results out once for both branches, after one of them:
+    where that branch is the blockwise formula's, cuDNN's branch transposes its operands and its
+    result into that layout and the code after the conditional transposes them back (on the H200,
+    batch 8, 16 heads of 64, 1,024 tokens with a KEY_SEQUENCE_LENGTH mask: 2 transposes of
+    16 MiB in the forward pass, 8 in the forward and backward, 11.6 us each). A 1-D array has one
+    layout, and reshaping a row-major array to it and back costs nothing."""
+    shapes = [jnp.shape(x) for x in operands]
+    results = jax.eval_shape(true_fun, *operands)
+
+    def flat(fun):
+        def branch(*xs):  # the barrier keeps XLA from moving the reshapes out of the branches
+            xs = lax.optimization_barrier(xs)
+            return tuple(jnp.reshape(y, (-1,)) for y in fun(*(jnp.reshape(x, s) for x, s in zip(xs, shapes))))
+        return branch
+    out = lax.cond(pred, flat(true_fun), flat(false_fun), *(jnp.reshape(x, (-1,)) for x in operands))
+    return tuple(jnp.reshape(y, r.shape) for y, r in zip(out, results))
+
+
 def _fused(q, k, v, scale, key_lengths=None, filter_value=0.0):
     """Attention without a mask or bias, or with a KEY_SEQUENCE_LENGTH mask (``key_lengths``, INT32
     [B]), through cuDNN on CUDA where ``ATTENTION_CUDNN`` applies, the blockwise formula elsewhere.
@@ -702,13 +724,9 @@ def _fused(q, k, v, scale, key_lengths=None, filter_value=0.0):
 
             def xla_branch(qs, ks, vs, lengths):
                 return (fallback(qs, ks, vs, lengths),)
-        # cuDNN's branch first: XLA gives the conditional's operands and result the first
-        # branch's layouts, and cuDNN's then need fewer transposes (on the H200, batch 8, 16
-        # heads of 64: 14 transposes in the program, not 22; 0.128 ms against 0.151 at 1,024
-        # tokens, 1.134 against 1.213 at 4,096). The results stay FLOAT16, which the operator's
-        # output rounds to anyway (the cond's result is a buffer of its own, not fused into the
-        # output's store).
-        out, *saved = lax.cond(~exact, xla_branch, cudnn_branch, qs, ks, vs, lengths)
+        # The results stay FLOAT16, which the operator's output rounds to anyway (the
+        # conditional's result is a buffer of its own, not fused into the output's store).
+        out, *saved = flat_cond(exact, cudnn_branch, xla_branch, qs, ks, vs, lengths)
         return (swap(out)[0].astype(np.float32),) + ((exact, out, *saved) if train else ())
 
     def backward(*args):
@@ -722,12 +740,13 @@ def _fused(q, k, v, scale, key_lengths=None, filter_value=0.0):
         lengths = ops[3]
         exact, out, *saved = kept_by_forward
 
-        def cudnn_branch(qs, ks, vs, lengths, out, saved, cts):
+        def cudnn_branch(qs, ks, vs, lengths, out, *saved_cts):
+            *saved, cts = saved_cts
             return cudnn.backward((qs, ks, vs, jnp.minimum(lengths, keys)), out, saved, cts)[:3]
 
-        def xla_branch(qs, ks, vs, lengths, out, saved, cts):
-            return jax.vjp(lambda *x: fallback(*x, lengths), qs, ks, vs)[1](cts)
-        return swap(*lax.cond(~exact, xla_branch, cudnn_branch, qs, ks, vs, lengths, out, saved, cts))
+        def xla_branch(qs, ks, vs, lengths, out, *saved_cts):
+            return jax.vjp(lambda *x: fallback(*x, lengths), qs, ks, vs)[1](saved_cts[-1])
+        return swap(*flat_cond(exact, cudnn_branch, xla_branch, qs, ks, vs, lengths, out, *saved, cts))
 
     def xla_vjp(*args):  # the blockwise formula's, reading no residual
         ops, ct = args[:n], args[-1]
