@@ -43,7 +43,9 @@ from dmljax._src.spec import INFERRED, REQUIRED, SameDataType, SameSizes
 from tests import tiers
 from tests.doubles import BadHash, BadRepr, FakeArray, RaisingArray
 
-EXAMPLES = int(os.environ.get("DMLJAX_FUZZ_EXAMPLES", "0")) or tiers.by_tier(3, 100)
+EXAMPLES = int(os.environ.get("DMLJAX_FUZZ_EXAMPLES", "0")) or tiers.by_tier(3, 30)
+"""Examples an operator (or surface) a test draws: 3 in the fast tier, 30 in the slow one (hypothesis
+derandomized: the same ones each run; DMLJAX_FUZZ_EXAMPLES sets another count for a longer run)."""
 pytestmark = pytest.mark.fuzz
 MAX_MESSAGE = 2000
 SETTINGS = settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
