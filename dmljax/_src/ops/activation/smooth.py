@@ -154,7 +154,7 @@ ACTIVATION_TANH = activation_op(
            "-44.4 in FLOAT32 gives inf / inf = NaN), so dmljax evaluates tanh itself: "
            "ELEMENT_WISE_TANH's formula without a ScaleBias, bit for bit the same result "
            "(-expm1(-2|x|) / (2 + expm1(-2|x|)) signed by x; FLOAT16 computed in FLOAT32, and FLOAT32 "
-           "on the CPU, use XLA's tanh). tanh(+-inf) = +-1, tanh(-0) = -0. Fusable (dmljax.FusedActivation)."),
+           "on the CPU and on CUDA, use XLA's tanh). tanh(+-inf) = +-1, tanh(-0) = -0. Fusable (dmljax.FusedActivation)."),
     silent=(
         SilentChoice(
             "ACTIVATION_TANH",
