@@ -638,7 +638,7 @@ def flat_cond(pred, true_fun, false_fun, *operands):
     where that branch is the blockwise formula's, cuDNN's branch transposes its operands and its
     result into that layout and the code after the conditional transposes them back (on the H200,
     batch 8, 16 heads of 64, 1,024 tokens with a KEY_SEQUENCE_LENGTH mask: 2 transposes of
-    16 MiB in the forward pass, 8 in the forward and backward, 11.6 us each). A 1-D array has one
+    16 MiB in the forward pass, 9 in the forward and backward, 11.3-11.6 us each). A 1-D array has one
     layout, and reshaping a row-major array to it and back costs nothing."""
     shapes = [jnp.shape(x) for x in operands]
     results = jax.eval_shape(true_fun, *operands)
@@ -740,12 +740,12 @@ def _fused(q, k, v, scale, key_lengths=None, filter_value=0.0):
         lengths = ops[3]
         exact, out, *saved = kept_by_forward
 
-        def cudnn_branch(qs, ks, vs, lengths, out, *saved_cts):
-            *saved, cts = saved_cts
-            return cudnn.backward((qs, ks, vs, jnp.minimum(lengths, keys)), out, saved, cts)[:3]
+        def cudnn_branch(qs, ks, vs, lengths, out, *residuals_and_ct):
+            *residuals, ct16 = residuals_and_ct
+            return cudnn.backward((qs, ks, vs, jnp.minimum(lengths, keys)), out, residuals, ct16)[:3]
 
-        def xla_branch(qs, ks, vs, lengths, out, *saved_cts):
-            return jax.vjp(lambda *x: fallback(*x, lengths), qs, ks, vs)[1](saved_cts[-1])
+        def xla_branch(qs, ks, vs, lengths, out, *residuals_and_ct):
+            return jax.vjp(lambda *x: fallback(*x, lengths), qs, ks, vs)[1](residuals_and_ct[-1])
         return swap(*flat_cond(exact, cudnn_branch, xla_branch, qs, ks, vs, lengths, out, *saved, cts))
 
     def xla_vjp(*args):  # the blockwise formula's, reading no residual
