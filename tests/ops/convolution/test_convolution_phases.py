@@ -356,7 +356,7 @@ def geometries(draw):
 
 @pytest.mark.slow
 @pytest.mark.fuzz
-@settings(max_examples=30, derandomize=True, deadline=None, database=None)
+@settings(max_examples=15, derandomize=True, deadline=None, database=None)
 @given(geometries(), st.sampled_from((np.float32, np.float16)), st.integers(0, 3))
 def test_phases_over_random_geometries(geometry, dtype, seed):
     x_shape, w_shape, attrs = geometry
