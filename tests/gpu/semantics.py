@@ -237,25 +237,29 @@ def xla_tanh(gpu, patterns: int = 1 << 32) -> int:
     within TANH's 6 ULP and a relative error under 2.72 * 2^-23 (the bound SCALED_TANH's 7-ULP
     budget rests on: trigonometry._tanh_f32), tanh(-0) = -0, +-1 at +-inf, NaN for NaN (the first
     ``patterns`` bit patterns: a dry run takes fewer). Returns the failures."""
+    jnp = jax.numpy
     with jax.enable_x64(True), jax.default_device(gpu):
         @jax.jit
-        def chunk(start):
-            x = jax.lax.bitcast_convert_type(start + jax.numpy.arange(1 << 26, dtype=np.uint32), np.float32)
-            normal = (jax.numpy.abs(x) >= np.float32(2.0**-126)) & jax.numpy.isfinite(x)
-            y = jax.numpy.tanh(x).astype(np.float64)
-            r = jax.numpy.tanh(x.astype(np.float64))
-            ulp = jax.numpy.exp2(jax.numpy.floor(jax.numpy.log2(jax.numpy.maximum(jax.numpy.abs(r), 2.0**-126))) - 23)
-            err = jax.numpy.where(normal, jax.numpy.abs(y - r) / ulp, 0.0)
-            rel = jax.numpy.where(normal, jax.numpy.abs(y - r) / jax.numpy.maximum(jax.numpy.abs(r), 2.0**-126), 0.0)
-            return jax.numpy.max(err), jax.numpy.max(rel), x[jax.numpy.argmax(err)]
+        def chunk(start):  # 2^26 bit patterns from start, on the GPU: (largest ULP error, relative, its x)
+            x = jax.lax.bitcast_convert_type(start + jnp.arange(1 << 26, dtype=np.uint32), np.float32)
+            normal = (jnp.abs(x) >= np.float32(2.0**-126)) & jnp.isfinite(x)
+            y = jnp.tanh(x).astype(np.float64)
+            r = jnp.tanh(x.astype(np.float64))
+            size = jnp.maximum(jnp.abs(r), 2.0**-126)
+            ulp = jnp.exp2(jnp.floor(jnp.log2(size)) - 23)  # FLOAT32's ULP at the exact value
+            err = jnp.where(normal, jnp.abs(y - r) / ulp, 0.0)
+            rel = jnp.where(normal, jnp.abs(y - r) / size, 0.0)
+            return jnp.max(err), jnp.max(rel), x[jnp.argmax(err)]
         worst, worst_x, rel = 0.0, 0.0, 0.0
         for start in range(0, patterns, 1 << 26):
             e, r, xw = (float(v) for v in jax.device_get(chunk(np.uint32(start))))
             worst, worst_x = (e, xw) if e > worst else (worst, worst_x)
             rel = max(rel, r)
-        special = np.asarray(jax.jit(jax.numpy.tanh)(np.array([-0.0, np.inf, -np.inf, np.nan], np.float32)))
-    ok_special = np.signbit(special[0]) and special[0] == 0 and special[1] == 1 and special[2] == -1 and np.isnan(special[3])
-    line = (f"XLA's FLOAT32 tanh, {'every FLOAT32 input' if patterns == 1 << 32 else f'{patterns} bit patterns'}: largest error {worst:.3f} ULP (at {worst_x!r}), "
+        special = np.asarray(jax.jit(jnp.tanh)(np.array([-0.0, np.inf, -np.inf, np.nan], np.float32)))
+    ok_special = (np.signbit(special[0]) and special[0] == 0 and special[1] == 1 and special[2] == -1
+                  and np.isnan(special[3]))
+    inputs = "every FLOAT32 input" if patterns == 1 << 32 else f"{patterns} bit patterns"
+    line = (f"XLA's FLOAT32 tanh, {inputs}: largest error {worst:.3f} ULP (at {worst_x!r}), "
             f"relative {rel / 2.0**-23:.3f} * 2^-23")
     if worst <= 6 and rel <= 2.72 * 2.0**-23 and ok_special:
         print(f"{line}: within TANH's 6 ULP and SCALED_TANH's bound; -0, +-inf and NaN kept")

@@ -638,18 +638,20 @@ def flat_cond(pred, true_fun, false_fun, *operands):
     where that branch is the blockwise formula's, cuDNN's branch transposes its operands and its
     result into that layout and the code after the conditional transposes them back (on the H200,
     batch 8, 16 heads of 64, 1,024 tokens with a KEY_SEQUENCE_LENGTH mask: 2 transposes of
-    16 MiB in the forward pass, 9 in the forward and backward, 11.3-11.6 us each). A 1-D array has one
-    layout, and reshaping a row-major array to it and back costs nothing."""
+    16 MiB in the forward pass, 9 in the forward and backward, 11.3-11.6 us each). A 1-D array has
+    one layout, and reshaping a row-major array to it and back costs nothing."""
     shapes = [jnp.shape(x) for x in operands]
-    results = jax.eval_shape(true_fun, *operands)
+    result_shapes: list = []  # the branches' results' shapes, as lax.cond traces them (the same in both)
 
     def flat(fun):
         def branch(*xs):  # the barrier keeps XLA from moving the reshapes out of the branches
             xs = lax.optimization_barrier(xs)
-            return tuple(jnp.reshape(y, (-1,)) for y in fun(*(jnp.reshape(x, s) for x, s in zip(xs, shapes))))
+            ys = fun(*(jnp.reshape(x, s) for x, s in zip(xs, shapes)))
+            result_shapes[:] = [jnp.shape(y) for y in ys]
+            return tuple(jnp.reshape(y, (-1,)) for y in ys)
         return branch
     out = lax.cond(pred, flat(true_fun), flat(false_fun), *(jnp.reshape(x, (-1,)) for x in operands))
-    return tuple(jnp.reshape(y, r.shape) for y, r in zip(out, results))
+    return tuple(jnp.reshape(y, s) for y, s in zip(out, result_shapes))
 
 
 def _fused(q, k, v, scale, key_lengths=None, filter_value=0.0):
