@@ -5,7 +5,6 @@ ending in a short message and a non-zero status, fuzzed too."""
 
 import json
 import string
-import time
 from unittest import mock
 
 import jax
@@ -63,22 +62,27 @@ ENTRY main {
     assert count == 1 and ops == ["fusion:f"]
 
 
-def test_interleaved_timer_rotates_the_groups_and_times_each_alike():
-    from dmljax.bench.timing import time_interleaved
+def test_interleaved_timer_rotates_the_groups_and_times_each_alike(monkeypatch):
+    from dmljax.bench import timing
 
+    # A clock that only the calls advance: the machine's load cannot reach the figures.
+    now = [0.0]
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: now[0])
     log = []
 
     def sleeper(name, seconds):
         def call(i):
             log.append(name)
-            time.sleep(seconds)
+            now[0] += seconds
             return np.zeros(())
         return call
 
     groups = [("a", sleeper("a", 0.002)), ("b", sleeper("b", 0.001)), ("c", sleeper("c", 0.001))]
-    got = time_interleaved(groups, 1, lambda out: None, budget_s=0.0, min_reps=6, max_reps=6, target_rep_s=0.0)
+    got = timing.time_interleaved(groups, 1, lambda out: None, budget_s=0.0, min_reps=6, max_reps=6,
+                                  target_rep_s=0.0)
     assert {t.reps for t in got.values()} == {6}
-    assert 1.5 < got["a"].s / got["b"].s < 3.0  # 2 ms against 1 ms a call
+    assert got["a"].s == pytest.approx(0.002) and got["b"].s == got["c"].s == pytest.approx(0.001)
+    assert got["a"].p25 == pytest.approx(got["a"].p75) == pytest.approx(0.002)  # every round alike
     timed = log[6:]  # after each group's warm-up and first timed call
     firsts = [timed[3 * r] for r in range(6)]
     assert firsts == ["a", "b", "c", "a", "b", "c"]  # each round starts one group later
