@@ -216,7 +216,7 @@ def run_cli(argv, capsys):
 
 # --------------------------------------------------------------- the shared models
 @needs_shared
-@pytest.mark.parametrize("path", MODEL_FILES, ids=[p.name for p in MODEL_FILES])
+@pytest.mark.parametrize("path", tiers.fast_sample(MODEL_FILES, keep=6, key="shared"), ids=[p.name for p in MODEL_FILES])
 def test_shared_model(path, tmp_path, capsys):
     # Copy the folder: writeFile targets are relative to the model, and shared/ stays untouched.
     work = tmp_path / "models"

@@ -18,7 +18,7 @@ from tests.reference.element_wise_logical import logical
 from tests.reference.element_wise_math import exp_log_pow as emath
 from tests.reference.rules import read
 
-SETTINGS = settings(max_examples=tiers.by_tier(15, 50), deadline=None)
+SETTINGS = settings(max_examples=tiers.by_tier(8, 50), deadline=None)
 pytestmark = pytest.mark.fuzz
 shapes = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=6)
 f32 = st.floats(width=32, allow_nan=True, allow_infinity=True, allow_subnormal=True)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import dmljax
+from tests import tiers
 
 RELU = dmljax.FusedActivation("ACTIVATION_RELU")
 
@@ -49,11 +50,11 @@ def test_mode_interactions_table():
     np.testing.assert_array_equal(np.asarray(dmljax.convolution(y, w, direction="BACKWARD")), full)
 
 
-@pytest.mark.parametrize("geometry", [
+@pytest.mark.parametrize("geometry", tiers.fast_sample([
     dict(strides=(2, 1), dilations=(1, 2), start_padding=(1, 0), end_padding=(0, 2), group_count=1),
     dict(strides=(3, 2), dilations=(2, 1), start_padding=(2, 1), end_padding=(1, 1), group_count=2),
     dict(strides=(1, 1), dilations=(1, 1), start_padding=(0, 0), end_padding=(0, 0), group_count=4),  # depthwise
-])
+], keep=2, key="transpose"))
 def test_backward_is_the_transpose_of_forward(geometry):
     rng = np.random.default_rng(1)
     g = geometry["group_count"]
@@ -156,7 +157,7 @@ def test_shape_rules():
                               strides=(2, 2)).shape == (1, 4, 11, 11)
 
 
-@pytest.mark.parametrize("spatial", [(5,), (4, 3), (2, 3, 2)])
+@pytest.mark.parametrize("spatial", tiers.fast_sample([pytest.param((4, 3)), pytest.param((5,)), pytest.param((2, 3, 2))]))
 def test_pointwise_float32_is_a_product_over_channels(spatial):
     # A 1 x 1 FLOAT32 forward convolution (one group, unit strides, no padding) is computed as a
     # dot_general over the channels (faster than cuDNN's true FLOAT32 convolution on the H100):

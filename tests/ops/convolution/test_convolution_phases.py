@@ -216,7 +216,7 @@ def _dilated_count(f, *args, platform) -> int:
     return sum(any(int(v) > 1 for v in m.split(",")) for m in re.findall(r"lhs_dilate = \[([\d, ]+)\]", text))
 
 
-@pytest.mark.parametrize("kind", phases.KINDS)
+@pytest.mark.parametrize("kind", tiers.fast_sample(phases.KINDS))
 def test_the_rule_takes_the_form_where_it_says(kind):
     # lowered for each platform, the output, its tangent in the input and its tangent in the
     # filter each hold the input-dilated convolution where RULE says "xla" for that direction and

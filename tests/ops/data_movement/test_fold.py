@@ -9,6 +9,7 @@ import pytest
 
 import dmljax
 from dmljax._src.ops.data_movement import fold as fold_module
+from tests import tiers
 
 _PLAIN = {"window_sizes": (3, 3), "strides": (1, 1), "dilations": (1, 1)}
 
@@ -81,7 +82,7 @@ _GEOMETRIES = [
 ]
 
 
-@pytest.mark.parametrize("shape, geometry", _GEOMETRIES)
+@pytest.mark.parametrize("shape, geometry", tiers.fast_sample(_GEOMETRIES, keep=2, key="fold"))
 def test_fold_is_unfolds_transpose_and_each_ones_gradient(shape, geometry):
     rng = np.random.default_rng(0)
     x = rng.integers(-4, 5, shape).astype(np.float32)  # small integers: every sum exact

@@ -15,6 +15,7 @@ import pytest
 
 import dmljax
 from dmljax._src.dtypes import DataType
+from tests import tiers
 from tests.compare import assert_matches
 from tests.reference.matrix import integer_matmul as ref
 
@@ -85,7 +86,7 @@ def test_onnx_node_tests(name):
 
 
 # ------------------------------------------------------------------------------------ exhaustive
-@pytest.mark.parametrize("ta,tb", TYPES, ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("ta,tb", tiers.fast_sample(TYPES, keep=2, key="pairs"), ids=lambda t: np.dtype(t).name)
 def test_every_value_pair(ta, tb):
     # Every A value as a row (M = 256, K = 1) against every B value as a column (N = 256): 65,536
     # one-element products, without zero points, with zero points per tensor at the types'
@@ -110,7 +111,7 @@ def test_every_value_and_zero_point(ta, tb):
     exact(MMI(a, b, za, zb), (a.astype(np.int64) - za) * (b.astype(np.int64) - zb))
 
 
-@pytest.mark.parametrize("ta,tb", TYPES, ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("ta,tb", tiers.fast_sample(TYPES, keep=2, key="requantized"), ids=lambda t: np.dtype(t).name)
 def test_requantization_of_every_value_pair(ta, tb):
     # Scales 1, 1 and 2: a * b / 2 lands on every half, rounded to even; scales that saturate;
     # scales per row and column with the output's zero point per row.

@@ -14,6 +14,7 @@ import pytest
 
 import dmljax
 from dmljax._src.op import TRACE_COUNTS
+from tests import tiers
 
 _PAGE_X = np.arange(1, 17, dtype=np.float32).reshape(1, 1, 4, 4)
 _PAGE_ROIS = np.array([[0, 0, 2, 2], [2, 0, 4, 2], [0, 2, 2, 4], [2, 2, 4, 4]], np.float32)
@@ -308,7 +309,7 @@ def _tf_grad_boxes(grads, image, boxes, crop):
     return out
 
 
-@pytest.mark.parametrize("crop", [(3, 4), (1, 2)])
+@pytest.mark.parametrize("crop", tiers.fast_sample([pytest.param((3, 4)), pytest.param((1, 2))]))
 def test_align_regions_to_corners_is_tensorflows_crop_and_resize(crop):
     # tensorflow-directml's CropAndResize: ROI_ALIGN1 with the boxes reordered to [x1, y1, x2, y2],
     # SpatialScale (W - 1, H - 1), offsets 0, one sample, AlignRegionsToCorners TRUE (boxes inside [0, 1]).

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import dmljax
+from tests import tiers
 from tests.reference.quantization.dynamic_quantize_linear import dynamic_quantize_linear as reference
 from tests.reference.quantization.dynamic_quantize_linear import scale_grad
 
@@ -66,7 +67,7 @@ ALL_F16 = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(F16)
 RANGES = [(-1.0, 1.0), (0.0, 3.0), (-2.5, 0.0), (-100.0, 7.0), (-0.001, 60000.0)]
 
 
-@pytest.mark.parametrize("out", ["UINT8", "INT8"])
+@pytest.mark.parametrize("out", tiers.fast_sample(["UINT8", "INT8"]))
 def test_every_float16_value_in_a_range(out):
     # one tensor per range: every FLOAT16 value from lo to hi (padded with lo, which changes no
     # extreme), quantized on its own (vmap: one compile); a FLOAT16 input is its FLOAT32 widening

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import dmljax
+from tests import tiers
 from tests.reference.quantization.quantized_linear_add import element_wise_quantized_linear_add as reference
 
 op = dmljax.element_wise_quantized_linear_add
@@ -38,8 +39,8 @@ PARAMETERS = [  # (AScale, AZeroPoint, BScale, BZeroPoint, OutputScale, OutputZe
 
 
 @pytest.mark.parametrize("ta", TYPES, ids=lambda t: np.dtype(t).name.upper())
-@pytest.mark.parametrize("tb", TYPES, ids=lambda t: np.dtype(t).name.upper())
-@pytest.mark.parametrize("to", TYPES, ids=lambda t: np.dtype(t).name.upper())
+@pytest.mark.parametrize("tb", tiers.fast_sample(TYPES), ids=lambda t: np.dtype(t).name.upper())
+@pytest.mark.parametrize("to", tiers.fast_sample(TYPES), ids=lambda t: np.dtype(t).name.upper())
 def test_every_pair_of_values(ta, tb, to):
     a, b = every_pair(ta, tb)
     f = jax.jit(op)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import dmljax
+from tests import tiers
 
 X = np.array([[1, 2, 3], [3, 0, 4], [2, 4, 2]], np.float32)  # the page's input
 
@@ -268,7 +269,7 @@ def test_float32_multiply_edges_of_the_range_and_special_values():
     assert (np.abs(got - exact) <= np.spacing(np.abs(exact).astype(np.float32))).all()
 
 
-@pytest.mark.parametrize("larger", [True, False])
+@pytest.mark.parametrize("larger", tiers.fast_sample([True, False]))
 def test_float16_columns_take_the_column_kernel_with_the_xla_paths_keys(larger):
     # REDUCE MAX/MIN of FLOAT16 over an axis with elements after it take the column kernel on a
     # GPU (top_k_kernel.max_key_columns, MIN's keys complemented); in Pallas's interpreter the
