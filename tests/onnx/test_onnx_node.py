@@ -80,8 +80,10 @@ def run_case(case) -> str:
 
 MODULES = ("relu", "reshape", "concat", "gemm", "softmax", "layernormalization", "conv", "resize", "reducesum", "slice",
            "gather", "lstm", "adam", "melweightmatrix", "flexattention", "linear_attention")
-"""Operator modules whose every case (but the known differences below) must pass; the first three
-run in the fast tier."""
+"""Operator modules whose every case (but the known differences below) must pass: the first three
+run on their own in the fast tier; the slow tier checks all of them inside the run of every node
+test (``test_share_of_node_tests_that_pass``), which runs their cases anyway."""
+FAST_MODULES = MODULES[:3]
 
 KNOWN = {"test_reduce_sum_empty_set": "a DirectML tensor has no zero size",
          "test_reduce_sum_empty_set_non_reduced_axis_zero": "a DirectML tensor has no zero size"}
@@ -92,19 +94,30 @@ REFUSED = {"mode='cubic'": "DirectML's RESAMPLE interpolates NEAREST_NEIGHBOR an
 """Refusals of MODULES' cases (at load, with a message holding the key) that are known, and why."""
 
 
-@pytest.mark.parametrize("module", [m if i < 3 else pytest.param(m, marks=pytest.mark.slow)
-                                    for i, m in enumerate(MODULES)])
-def test_node_cases_of_a_module_pass(module):
+def module_cases(module: str) -> list:
+    """The node tests of one of onnx.backend.test.case.node's modules (``module``): those its import
+    adds, or where it was imported before, those whose names hold its name. "expanded" cases (an
+    operator's function body) and bfloat16 ones are left out."""
     before = len(node_cases._NodeTestCases)
     importlib.import_module(f"onnx.backend.test.case.node.{module}")
     cases = node_cases._NodeTestCases[before:] or [c for c in node_cases._NodeTestCases
                                                    if module.replace("_", "") in c.name.replace("_", "")]
-    results = {c.name: run_case(c) for c in cases if "expanded" not in c.name and "bfloat16" not in c.name}
+    return [c for c in cases if "expanded" not in c.name and "bfloat16" not in c.name]
+
+
+def failing(results: dict[str, str]) -> dict[str, str]:
+    """The results of MODULES' cases that break the rule: neither a pass, nor a known difference, a
+    known refusal, or a case that is not expressible or differs by DirectML's rule (node_status.md)."""
+    return {k: v for k, v in results.items() if v != "pass" and k not in KNOWN
+            and not (v.startswith("refused: ") and any(key in v for key in REFUSED))
+            and classify(k, v)[0] == "still failing"}
+
+
+@pytest.mark.parametrize("module", FAST_MODULES)
+def test_node_cases_of_a_module_pass(module):
+    results = {c.name: run_case(c) for c in module_cases(module)}
     assert results
-    failing = {k: v for k, v in results.items() if v != "pass" and k not in KNOWN
-               and not (v.startswith("refused: ") and any(key in v for key in REFUSED))
-               and classify(k, v)[0] == "still failing"}  # not expressible, or DirectML's rule: node_status.md
-    assert not failing, failing
+    assert not failing(results)
 
 
 STATUS = Path(__file__).with_name("node_status.md")
@@ -225,7 +238,11 @@ def all_results() -> dict[str, tuple[str, str]]:
 
 @pytest.mark.slow
 def test_share_of_node_tests_that_pass():
+    names = {m: [c.name for c in module_cases(m)] for m in MODULES[len(FAST_MODULES):]}  # before all_results imports all
     results = all_results()
+    for module, cases in names.items():
+        assert cases, module
+        assert not failing({k: results[k][1] for k in cases}), module
     passed = sum(r == "pass" for _, r in results.values())
     share = passed / len(results)
     print(f"\nONNX node tests: {passed} of {len(results)} pass ({share:.1%})")
