@@ -16,7 +16,7 @@ and a message is at most ``MAX_MESSAGE`` characters. Most calls go through ``jax
 
 Seeds are fixed (``derandomize=True``). The examples per test: 3 in the fast tier, for half of
 the operators (a fixed hash picks them; the README's command must stay within 6 minutes on two
-cores: 25 examples took 95 s of CPU there at 161 operators), 100 for every operator in the slow
+cores: 25 examples took 95 s of CPU there at 161 operators), 20 for every operator in the slow
 tier (tests/tiers.py), or ``DMLJAX_FUZZ_EXAMPLES`` (a nightly-size run is
 ``DMLJAX_FUZZ_EXAMPLES=5000``; every public surface has run at 1,500 or more).
 """
@@ -43,8 +43,8 @@ from dmljax._src.spec import INFERRED, REQUIRED, SameDataType, SameSizes
 from tests import tiers
 from tests.doubles import BadHash, BadRepr, FakeArray, RaisingArray
 
-EXAMPLES = int(os.environ.get("DMLJAX_FUZZ_EXAMPLES", "0")) or tiers.by_tier(3, 30)
-"""Examples an operator (or surface) a test draws: 3 in the fast tier, 30 in the slow one (hypothesis
+EXAMPLES = int(os.environ.get("DMLJAX_FUZZ_EXAMPLES", "0")) or tiers.by_tier(3, 20)
+"""Examples an operator (or surface) a test draws: 3 in the fast tier, 20 in the slow one (hypothesis
 derandomized: the same ones each run; DMLJAX_FUZZ_EXAMPLES sets another count for a longer run)."""
 pytestmark = pytest.mark.fuzz
 MAX_MESSAGE = 2000
