@@ -240,6 +240,10 @@ def test_reverse_mode_keeps_only_the_forward_states():
     assert sum(sizes) <= inputs + states + 4 * b * h, lines
 
 
+PRODUCTS = ("dot_general", "dmljax_half_precision_operand_dot")
+"""The primitives of a product: JAX's, and GEMM's FLOAT16 product that FLOAT16 networks use."""
+
+
 def _scan_products(jaxpr) -> list[list[tuple]]:
     """For each ``scan`` in ``jaxpr`` (nested ones included), the shapes of the products
     (dot_general) its body computes at every step."""
@@ -253,7 +257,7 @@ def _scan_products(jaxpr) -> list[list[tuple]]:
 
     def products(jaxpr):
         for e in jaxpr.eqns:
-            if e.primitive.name == "dot_general":
+            if e.primitive.name in PRODUCTS:
                 yield tuple(e.outvars[0].aval.shape)
             if e.primitive.name == "cond":  # lax.platform_dependent: one platform's branch runs
                 each = [sorted(products(b.jaxpr)) for b in e.params["branches"]]
@@ -321,10 +325,10 @@ def test_one_direction_runs_the_plain_products_of_a_users_scan(short):
                             yield from eqns(sub.jaxpr, in_loop or e.primitive.name == "scan")
                         elif isinstance(sub, jax.extend.core.Jaxpr):
                             yield from eqns(sub, in_loop or e.primitive.name == "scan")
-        products = [(tuple(e.outvars[0].aval.shape), e.params["dimension_numbers"][1])
-                    for e, _ in eqns(jaxpr) if e.primitive.name == "dot_general"]
+        products = [(tuple(e.outvars[0].aval.shape), e.invars[0].aval.ndim)
+                    for e, _ in eqns(jaxpr) if e.primitive.name in PRODUCTS]
         step = [(b, g * h)] if short == "LSTM" else [(b, h), (b, 2 * h)]
-        assert sorted(products) == sorted([((t, b, 1, g * h), ((), ()))] + [(s, ((), ())) for s in step]), products
+        assert sorted(products) == sorted([((t * b, g * h), 2)] + [(s, 2) for s in step]), products
         assert _scan_products(jaxpr) == [sorted(step)]
         # the only transposes are of RecurrenceTensor's blocks, once, before the loop (COLUMNS_FROM_ROWS)
         transposed = sorted((tuple(e.invars[0].aval.shape), loop) for e, loop in eqns(jaxpr) if e.primitive.name == "transpose")
@@ -407,3 +411,31 @@ def test_the_cpu_loop_multiplies_by_r_transposed_before_it_from_two_rows(batch):
     body = [line for line in text.splitlines() if f"= f32[{batch},{4 * h}]{{1,0}} dot(" in line]
     assert body, text
     assert all(f"rhs_contracting_dims={{{0 if batch >= 2 else 1}}}" in line for line in body), body
+
+
+@pytest.mark.parametrize("short", ["LSTM", "GRU", "RNN"])
+def test_float16_reverse_mode_runs_float16_products(short):
+    # FLOAT16 networks multiply through GEMM's FLOAT16 product: reverse mode rounds each product's
+    # cotangent to FLOAT16 and runs FLOAT16 x FLOAT16 products (the step's product by R, and R's,
+    # W's and X's gradients over every step), never a FLOAT32 product of a widened FLOAT16 operand.
+    # Traced only, never run.
+    t, b, i, h = 8, 2, 3, 4
+    g = GATES[short]
+    x = jax.ShapeDtypeStruct((1, t, b, i), np.float16)
+    w, r = jax.ShapeDtypeStruct((1, 2, g * h, i), np.float16), jax.ShapeDtypeStruct((1, 2, g * h, h), np.float16)
+
+    def loss(x, w, r):
+        return sum(o.astype(np.float32).sum() for o in OPS[short](x, w, r, direction="BIDIRECTIONAL"))
+
+    def operand_types(jaxpr):
+        for e in jaxpr.eqns:
+            if e.primitive.name in PRODUCTS:
+                yield tuple(str(v.aval.dtype) for v in e.invars)
+            for v in e.params.values():
+                for sub in v if isinstance(v, (tuple, list)) else (v,):
+                    if isinstance(sub, jax.extend.core.ClosedJaxpr):
+                        yield from operand_types(sub.jaxpr)
+                    elif isinstance(sub, jax.extend.core.Jaxpr):
+                        yield from operand_types(sub)
+    types = list(operand_types(jax.make_jaxpr(jax.grad(loss, argnums=(0, 1, 2)))(x, w, r).jaxpr))
+    assert len(types) >= 5 and set(types) == {("float16", "float16")}, types
