@@ -11,7 +11,9 @@ Groups (default: all):
   2 heads of 64, sequences 256 and 512), plain, with a KEY_SEQUENCE_LENGTH mask, and with a past
   key/value cache of half the sequence; against ``jax.nn.dot_product_attention`` (cuDNN on a GPU,
   XLA elsewhere), torch's ``scaled_dot_product_attention`` and the jnp twin (softmax(q k^T s) v with
-  the [S, S] scores; left out where they would not fit). Goal: within 1.3x cuDNN's time plain.
+  the [S, S] scores; left out where they would not fit). Every variant's timed call concatenates the
+  cache to the new keys and values and builds its mask, torch's too. Goal: within 1.3x cuDNN's time
+  plain.
 - ``backward``: the same calls under jax.grad of the output's sum (forward + backward).
 - ``memory``: each program's memory (XLA's compiled memory analysis: temporaries, and arguments +
   outputs + temporaries) for one forward and one forward + backward call at the longest sequence.
@@ -148,16 +150,15 @@ def _torch(inputs, d, mode, grad) -> str:
         return x.reshape(BATCH, -1, HEADS, d).transpose(1, 2)
 
     qh, kh, vh = heads(q), heads(k), heads(v)
-    if mode == "past":
-        kh, vh = torch.cat([pk, kh], 2), torch.cat([pk, vh], 2)
-    mask = None
-    if mode == "mask":
-        mask = (torch.arange(kh.shape[2], device="cuda")[None, :] < lengths[0][:, None])[:, None, None, :]
     if grad:
         qh.requires_grad_(True)
 
-    def call():
-        out = torch.nn.functional.scaled_dot_product_attention(qh, kh, vh, attn_mask=mask)
+    def call():  # the cache's concatenation and the mask are the call's work, as in dmljax's and jax's
+        keys, values = (torch.cat([pk, kh], 2), torch.cat([pk, vh], 2)) if mode == "past" else (kh, vh)
+        mask = None
+        if mode == "mask":
+            mask = (torch.arange(keys.shape[2], device="cuda")[None, :] < lengths[0][:, None])[:, None, None, :]
+        out = torch.nn.functional.scaled_dot_product_attention(qh, keys, values, attn_mask=mask)
         if grad:
             out.float().sum().backward()
     return f"torch scaled_dot_product_attention {common.torch_ms(call):.4f} ms (CUDA events, torch {torch.__version__})"
