@@ -132,6 +132,25 @@ def torch_ms(call, calls: int = 10, warmup: int = 3) -> float:
     return start.elapsed_time(end) / calls
 
 
+def torch_graph_ms(call, calls: int = 10, warmup: int = 3) -> float:
+    """Milliseconds per ``call()`` captured once as a CUDA graph and replayed between two CUDA
+    events (``torch_ms``): torch's GPU work without the gaps in which the GPU waits for the host to
+    launch each kernel, which ``torch_ms`` of the eager call holds and the JAX figures' device time
+    leaves out. For calls without a backward pass (a graph replays fixed buffers)."""
+    import torch
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up off the capture, as torch.cuda.graphs asks
+        for _ in range(warmup):
+            call()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        call()
+    return torch_ms(graph.replay, calls=calls, warmup=warmup)
+
+
 def times(groups, n_sets: int = 2) -> dict:
     """Per-call time of each ``(name, call)``: ``{name: {"s", "kernels_per_call", "method"}}``,
     from device records, or from the host clock where the backend has none."""

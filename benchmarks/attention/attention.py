@@ -12,8 +12,9 @@ Groups (default: all):
   key/value cache of half the sequence; against ``jax.nn.dot_product_attention`` (cuDNN on a GPU,
   XLA elsewhere), torch's ``scaled_dot_product_attention`` and the jnp twin (softmax(q k^T s) v with
   the [S, S] scores; left out where they would not fit). Every variant's timed call concatenates the
-  cache to the new keys and values and builds its mask, torch's too. Goal: within 1.3x cuDNN's time
-  plain.
+  cache to the new keys and values and builds its mask, torch's too; torch's forward call is timed
+  eager (CUDA events, the host's launch gaps included) and replayed as a CUDA graph (without them,
+  as the JAX figures' device time). Goal: within 1.3x cuDNN's time plain.
 - ``backward``: the same calls under jax.grad of the output's sum (forward + backward).
 - ``memory``: each program's memory (XLA's compiled memory analysis: temporaries, and arguments +
   outputs + temporaries) for one forward and one forward + backward call at the longest sequence.
@@ -161,7 +162,8 @@ def _torch(inputs, d, mode, grad) -> str:
         out = torch.nn.functional.scaled_dot_product_attention(qh, keys, values, attn_mask=mask)
         if grad:
             out.float().sum().backward()
-    return f"torch scaled_dot_product_attention {common.torch_ms(call):.4f} ms (CUDA events, torch {torch.__version__})"
+    graph = "" if grad else f", {common.torch_graph_ms(call):.4f} ms as a CUDA graph"
+    return f"torch scaled_dot_product_attention {common.torch_ms(call):.4f} ms{graph} (CUDA events, torch {torch.__version__})"
 
 
 def memory(rng, report):
