@@ -310,6 +310,13 @@ RNN = _record(
             "with seq_length.",
             also=("LSTM", "GRU")),
         SilentChoice(
+            "RNN, LSTM, GRU: FLOAT16 gradients",
+            "Each product's gradient is GEMM's: its cotangent (the gates') rounded to FLOAT16, FLOAT16 products "
+            "accumulated in FLOAT32, rounded once to FLOAT16",
+            "DirectML has no *_GRAD operator for them; a DirectML graph of their gradient holds the gates' "
+            "cotangents in FLOAT16 tensors, and the states' cotangents are FLOAT16 already.",
+            also=("LSTM", "GRU")),
+        SilentChoice(
             "RNN: RecurrenceTensor",
             "Required",
             "The field's text calls it \"an optional tensor\" but it is not _Maybenull_ and the table lists it "
