@@ -23,6 +23,7 @@ _CONTRACT = {"NN": (1, 0), "NT": (1, 1), "TN": (0, 0)}
 
 
 def half_dot_dims(form: str, nb: int):
+    """``lax.dot_general``'s dimension numbers of ``form``'s product over ``nb`` leading batch dimensions."""
     cx, cy = _CONTRACT[form]
     batch = tuple(range(nb))
     return ((nb + cx,), (nb + cy,)), (batch, batch)
@@ -54,9 +55,10 @@ def _half_dot_shape(x, y, *, form: str, alpha: float, half: bool):
 
 def _half_dot_transposes(form: str):
     """The cotangents of x and y from the output's ``ct``, as ``_half_dot`` products: FLOAT16
-    operands (the cotangent holds FLOAT16 values, that of the FLOAT16 output, widened by the
-    rounding's transpose where a CTensor is added in FLOAT32, so it goes back to FLOAT16 exactly),
-    accumulated in FLOAT32, scaled by Alpha, rounded once to FLOAT16, the inputs' type. JAX's own
+    operands (GEMM's cotangent holds FLOAT16 values, that of its FLOAT16 output, widened by the
+    rounding's transpose where a CTensor is added in FLOAT32, so it goes back to FLOAT16 exactly; a
+    recurrent network's gates' cotangent is a FLOAT32 value, rounded once here), accumulated in
+    FLOAT32, scaled by Alpha, rounded once to FLOAT16, the inputs' type. JAX's own
     transpose of a FLOAT32-accumulated product takes the FLOAT32 cotangent and widens the other
     operand to FLOAT32, so both backward products would run as FLOAT32 matrix products."""
     def dx(ct, x, y, *, alpha, **_):
