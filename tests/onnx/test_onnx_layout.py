@@ -206,8 +206,9 @@ def test_a_program_without_a_convolution_runs_as_written():
 
 
 def test_a_products_prepared_operand_is_passed_as_the_product_reads_it():
-    # an LSTM's input weights {1, 4 hidden, input}, contracted on their last axis, are prepared as
-    # {input, 1, 4 hidden}, which XLA's CPU product reads without a transpose of its own in every call
+    # an LSTM's input weights {1, 4 hidden, input}, which its product reads as {4 hidden, input}
+    # contracted on the last axis, are prepared as {input, 4 hidden}, which XLA's CPU product reads
+    # without a transpose of its own in every call
     rng = np.random.default_rng(2)
     hidden = 8
     inits = {"w0": rng.standard_normal((4, 3, 3, 3)).astype(np.float32),
@@ -225,8 +226,8 @@ def test_a_products_prepared_operand_is_passed_as_the_product_reads_it():
     x = rng.standard_normal((1, 3, 4, 4)).astype(np.float32)
     got = np.asarray(model(x)[0])
     split, _, prepared = _split(model, x)
-    assert list(split.layouts.values()) == [(2, 0, 1)]
-    assert (16, 1, 4 * hidden) in [tuple(p.shape) for p in prepared[0]]
+    assert list(split.layouts.values()) == [(1, 0)]
+    assert (16, 4 * hidden) in [tuple(p.shape) for p in prepared[0]]
     with dmljax.use_kernels(False, "channels_last"):
         want = np.asarray(model(x)[0])
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)
