@@ -547,9 +547,9 @@ def _network(short, x, w, r, b, h0, c0, lengths, p, *, activation_descs, directi
     def own(v):  # a [dirs, ...] value as the loop sees it: its directions axis dropped for one direction
         return v[0] if one else v
 
-    # The input projection for every step and direction: one GEMM, [seq, batch, dirs, gh], then
-    # [seq, (dirs,) batch, gh]. (One direction drops its axis of 1 from the product's result, not
-    # from W: the GEMM stays the one that multiplies [seq batch, in] by W^T laid out [in, gh].)
+    # The input projection for every step and direction: one GEMM of [seq batch, in] by W read as
+    # [dirs gh, in] (contracted on its last axis), [seq, batch, dirs, gh], then [seq, (dirs,) batch,
+    # gh]. (One direction drops its axis of 1 from the product's result, not from W.)
     proj = _product(xs.reshape(seq * batch, -1), ws.reshape(dirs * gh, -1), "NT", dt, ct).reshape(seq, batch, dirs, gh)
     proj = proj[:, :, 0] if one else jnp.swapaxes(proj, 1, 2)
     bias_in = bias_rec = None
