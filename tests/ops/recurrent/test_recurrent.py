@@ -244,17 +244,19 @@ PRODUCTS = ("dot_general", "dmljax_half_precision_operand_dot")
 """The primitives of a product: JAX's, and GEMM's FLOAT16 product that FLOAT16 networks use."""
 
 
+def _inner(values):
+    """The jaxprs among ``values`` (an equation's parameters' values, or a cond's branches)."""
+    for v in values:
+        for x in v if isinstance(v, (tuple, list)) else (v,):
+            if isinstance(x, jax.extend.core.ClosedJaxpr):
+                yield x.jaxpr
+            elif isinstance(x, jax.extend.core.Jaxpr):
+                yield x
+
+
 def _scan_products(jaxpr) -> list[list[tuple]]:
     """For each ``scan`` in ``jaxpr`` (nested ones included), the shapes of the products
-    (dot_general) its body computes at every step."""
-    def inner(params):
-        for v in params.values():
-            for x in v if isinstance(v, (tuple, list)) else (v,):
-                if isinstance(x, jax.extend.core.ClosedJaxpr):
-                    yield x.jaxpr
-                elif isinstance(x, jax.extend.core.Jaxpr):
-                    yield x
-
+    (``PRODUCTS``) its body computes at every step."""
     def products(jaxpr):
         for e in jaxpr.eqns:
             if e.primitive.name in PRODUCTS:
@@ -264,7 +266,7 @@ def _scan_products(jaxpr) -> list[list[tuple]]:
                 assert all(b == each[0] for b in each), each
                 yield from each[0]
                 continue
-            for sub in inner(e.params):
+            for sub in _inner(e.params.values()):
                 yield from products(sub)
 
     found = []
@@ -272,7 +274,7 @@ def _scan_products(jaxpr) -> list[list[tuple]]:
         if e.primitive.name == "scan":
             found.append(sorted(products(e.params["jaxpr"].jaxpr)))
         else:
-            for sub in inner(e.params):
+            for sub in _inner(e.params.values()):
                 found += _scan_products(sub)
     return found
 
@@ -319,12 +321,8 @@ def test_one_direction_runs_the_plain_products_of_a_users_scan(short):
             for e in jaxpr.eqns:
                 yield e, in_loop
                 branches = e.params.get("branches") if e.primitive.name == "cond" else None
-                for v in (branches[:1] if branches else e.params.values()):
-                    for sub in v if isinstance(v, (tuple, list)) else (v,):
-                        if isinstance(sub, jax.extend.core.ClosedJaxpr):
-                            yield from eqns(sub.jaxpr, in_loop or e.primitive.name == "scan")
-                        elif isinstance(sub, jax.extend.core.Jaxpr):
-                            yield from eqns(sub, in_loop or e.primitive.name == "scan")
+                for sub in _inner(branches[:1] if branches else e.params.values()):
+                    yield from eqns(sub, in_loop or e.primitive.name == "scan")
         products = [(tuple(e.outvars[0].aval.shape), e.invars[0].aval.ndim)
                     for e, _ in eqns(jaxpr) if e.primitive.name in PRODUCTS]
         step = [(b, g * h)] if short == "LSTM" else [(b, h), (b, 2 * h)]
@@ -431,11 +429,7 @@ def test_float16_reverse_mode_runs_float16_products(short):
         for e in jaxpr.eqns:
             if e.primitive.name in PRODUCTS:
                 yield tuple(str(v.aval.dtype) for v in e.invars)
-            for v in e.params.values():
-                for sub in v if isinstance(v, (tuple, list)) else (v,):
-                    if isinstance(sub, jax.extend.core.ClosedJaxpr):
-                        yield from operand_types(sub.jaxpr)
-                    elif isinstance(sub, jax.extend.core.Jaxpr):
-                        yield from operand_types(sub)
+            for sub in _inner(e.params.values()):
+                yield from operand_types(sub)
     types = list(operand_types(jax.make_jaxpr(jax.grad(loss, argnums=(0, 1, 2)))(x, w, r).jaxpr))
     assert len(types) >= 5 and set(types) == {("float16", "float16")}, types
