@@ -143,18 +143,18 @@ def _split(model, x):
                 if key[1] == dmljax._src.kernel_seam.disabled_kernels())
 
 
-def _transposes_between_convolutions(split, prepared, x) -> list:
+def _transposes_between_convolutions(split, prepared, x, convolution="conv_general_dilated") -> list:
     """The transposes of the call's program that read a convolution's result (at any distance)
-    and feed a convolution (at any distance)."""
+    and feed a convolution (at any distance); ``convolution``: the primitive that computes one."""
     eqns = split.run.trace(prepared, x).jaxpr.jaxpr.eqns
     after: set = set()
     for e in eqns:
-        if e.primitive.name == "conv_general_dilated" or any(v in after for v in e.invars if not hasattr(v, "val")):
+        if e.primitive.name == convolution or any(v in after for v in e.invars if not hasattr(v, "val")):
             after.update(e.outvars)
     before: set = set()
     found = []
     for e in reversed(eqns):
-        if e.primitive.name == "conv_general_dilated" or any(v in before for v in e.outvars):
+        if e.primitive.name == convolution or any(v in before for v in e.outvars):
             before.update(v for v in e.invars if not hasattr(v, "val"))
             if e.primitive.name == "transpose" and e.invars[0] in after:
                 found.append(e)
@@ -231,3 +231,51 @@ def test_a_products_prepared_operand_is_passed_as_the_product_reads_it():
     with dmljax.use_kernels(False, "channels_last"):
         want = np.asarray(model(x)[0])
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)
+
+
+def test_a_transpose_to_channels_first_is_told_from_others():
+    assert layout.channels_first((0, 3, 1, 2)) and layout.channels_first((0, 2, 1))
+    assert layout.channels_first((0, 4, 1, 2, 3))
+    assert not layout.channels_first((0, 2, 3, 1))  # channels last
+    assert not layout.channels_first((0, 3, 2, 1))  # the spatial axes reversed
+    assert not layout.channels_first((1, 0)) and not layout.channels_first((0, 1, 2))
+
+
+def _quantized_pair(rng) -> onnx.ModelProto:
+    """QuantizeLinear -> QLinearConv (3 x 3, padded) -> QLinearConv (1 x 1, per-channel filter
+    scales) -> QLinearAdd with the first one's result -> DequantizeLinear: two integer convolutions,
+    with the requantization between them (no FLOAT32 convolution)."""
+    def q8(*shape):
+        return rng.integers(-90, 90, shape).astype(np.int8)
+    f32, u8 = (lambda v: np.array(v, np.float32)), (lambda v: np.array(v, np.uint8))
+    inits = {"xs": f32(0.02), "xz": u8(128), "w1": q8(8, 4, 3, 3), "w1s": f32(0.01), "w1z": np.array(0, np.int8),
+             "y1s": f32(0.05), "y1z": u8(120), "w2": q8(8, 8, 1, 1), "w2s": (rng.uniform(0.005, 0.02, 8)).astype(np.float32),
+             "w2z": np.zeros(8, np.int8), "y2s": f32(0.04), "y2z": u8(130), "as": f32(0.06), "az": u8(125)}
+    nodes = [_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
+             _node("QLinearConv", ["q", "xs", "xz", "w1", "w1s", "w1z", "y1s", "y1z"], ["c1"], pads=[1, 1, 1, 1]),
+             _node("QLinearConv", ["c1", "y1s", "y1z", "w2", "w2s", "w2z", "y2s", "y2z"], ["c2"]),
+             helper.make_node("QLinearAdd", ["c2", "y2s", "y2z", "c1", "y1s", "y1z", "as", "az"], ["a"],
+                              domain="com.microsoft"),
+             _node("DequantizeLinear", ["a", "as", "az"], ["y"])]
+    graph = helper.make_graph(nodes, "quantized", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 6, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 6, 6])],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)])
+
+
+def test_integer_convolutions_stay_channels_last_between_them():
+    rng = np.random.default_rng(8)
+    model = dx.load(_quantized_pair(rng))
+    x = rng.uniform(-2, 2, (1, 4, 6, 6)).astype(np.float32)
+    got = np.asarray(model(x)[0])
+    split, _, prepared = _split(model, x)
+    assert split.channels_last  # two transposes back to channels first, no FLOAT32 convolution
+    eqns = split.run.trace(prepared, x).jaxpr.jaxpr.eqns
+    assert [e.primitive.name for e in eqns].count("dot_general") == 2  # the windows' columns times the filter
+    assert _transposes_between_convolutions(split, prepared, x, "dot_general") == []
+    with dmljax.use_kernels(False, "channels_last"):
+        written, _, prepared_written = _split(model, x)
+        want = np.asarray(model(x)[0])
+    # as written, the first product goes back to {N, C, H, W} and into the second one's columns as {N, H, W, C}
+    assert len(_transposes_between_convolutions(written, prepared_written, x, "dot_general")) >= 2
+    np.testing.assert_array_equal(got, want)  # integer sums and the same requantization: the same bits
