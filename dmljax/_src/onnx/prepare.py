@@ -249,7 +249,7 @@ class Split:
             return tuple(read(v) for v in outputs)
 
         self.prepare = jax.jit(prepare)
-        self.run = jax.jit(run, compiler_options=layout.COMPILER_OPTIONS if self.channels_last else None)
+        self.run = jax.jit(run, compiler_options=layout.compiler_options() if self.channels_last else None)
 
 
 class Prepared:

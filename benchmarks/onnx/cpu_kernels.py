@@ -1,0 +1,258 @@
+"""Where an imported model's CPU time goes, and XLA's CPU kernels against ONNX Runtime's, one node
+at a time.
+
+    python3 benchmarks/onnx/cpu_kernels.py [--out DIR] [--repeats N] [--skip-models] [--skip-nodes] [NAME-FILTER ...]
+
+Two parts, each in one process on the 2-core CPU:
+
+- **models** (tests/onnx/zoo.py's, as ``models.py`` measures them; the name filters pick them):
+  one dmljax call profiled with ``jax.profiler``; the events of XLA's CPU threads summed per call
+  by kind, as thread time (both cores' work added): *library* (the calls XLA makes into YNNPACK and
+  Eigen: ``ynn_fusion``, ``convolution``, ``dot``), *generated* (the loops XLA compiles itself:
+  element-wise fusions, pads, slices, transposes, reductions) and the count of such calls
+  (thunks) per model call; an event holding others (a loop, a branch) is counted by the calls
+  inside it. The profiler adds its own cost to each call, so the thread times of a model of many
+  small calls run above its unprofiled time. Beside them the model's time and ONNX Runtime's, medians of ``BLOCK``
+  calls a side in ``--repeats`` rounds, as ``models.py`` takes them. With two cores the library
+  time over two is the least wall time those calls take.
+- **nodes**: one-node ONNX models of each distinct convolution of torchvision's ResNet-18 (batch 1,
+  224 x 224): Conv in FLOAT32 and QLinearConv (UINT8 activations, INT8 weights per tensor, as
+  ONNX Runtime's static quantization writes them), each loaded by ``dmljax.onnx.load`` and run by
+  ONNX Runtime's CPU provider, timed with ``models.measure`` (blocks of calls, the same method as
+  the model table), each node as a model's convolutions run (the channels-last program and its
+  compiler options, ``onnx/layout.py``, taken here for one convolution); GFLOP/s (GOP/s) from the
+  convolution's multiply-adds (2 an element of the filter a position), and the sums weighted by how
+  often ResNet-18 has each shape.
+
+Writes ``cpu_kernels.md`` and ``cpu_kernels.json`` to ``--out`` or ``benchmarks/results/cpu/onnx/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import common  # noqa: E402
+import models as model_table  # noqa: E402
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+from tests.onnx import zoo  # noqa: E402
+
+LIBRARY = ("ynn_fusion", "convolution", "dot")
+"""Thunk names (their numbered copies included) that are calls into YNNPACK or Eigen."""
+
+RESNET18 = (
+    # (input channels, output channels, input size, window, stride, how many ResNet-18 has)
+    (3, 64, 224, 7, 2, 1),
+    (64, 64, 56, 3, 1, 4),
+    (64, 128, 56, 3, 2, 1),
+    (128, 128, 28, 3, 1, 3),
+    (64, 128, 56, 1, 2, 1),
+    (128, 256, 28, 3, 2, 1),
+    (256, 256, 14, 3, 1, 3),
+    (128, 256, 28, 1, 2, 1),
+    (256, 512, 14, 3, 2, 1),
+    (512, 512, 7, 3, 1, 3),
+    (256, 512, 14, 1, 2, 1),
+)
+
+
+def _kind(name: str) -> str | None:
+    base = re.sub(r"\.\d+$", "", name)
+    if base.startswith("end:") or "Thunk" in base or "Listener" in base or "ThreadPool" in base or base.startswith("H2D"):
+        return None
+    return "library" if base in LIBRARY else "generated"
+
+
+def profile(model, inputs, calls: int = 10) -> dict:
+    """Thread time per call by kind (ms) and XLA CPU calls (thunks) per call, from a trace of ``calls`` calls."""
+    from jax.profiler import ProfileData  # noqa: PLC0415
+    for _ in range(3):
+        model_table._block(model(*inputs))
+    with tempfile.TemporaryDirectory() as d:
+        jax.profiler.start_trace(d)
+        for _ in range(calls):
+            model_table._block(model(*inputs))
+        jax.profiler.stop_trace()
+        trace = next(Path(d).rglob("*.xplane.pb"))
+        data = ProfileData.from_file(str(trace))
+    ns: dict = collections.Counter()
+    count: dict = collections.Counter()
+    for plane in data.planes:
+        for line in plane.lines:
+            if not line.name.startswith("tf_XLA"):
+                continue
+            events = sorted((e for e in line.events if e.duration_ns > 0 and not e.name.startswith("end:")),
+                            key=lambda e: e.start_ns)
+            for i, ev in enumerate(events):
+                kind = _kind(ev.name)
+                if i + 1 < len(events) and events[i + 1].start_ns < ev.start_ns + ev.duration_ns:
+                    continue  # a loop or a branch: the calls inside it are counted
+                if kind is not None:
+                    ns[kind] += ev.duration_ns
+                    count[kind] += 1
+    return {"library_ms": ns["library"] / 1e6 / calls, "generated_ms": ns["generated"] / 1e6 / calls,
+            "library_calls": count["library"] / calls, "generated_calls": count["generated"] / calls}
+
+
+def model_rows(filters, repeats: int) -> list:
+    rows = []
+    for name, path, inputs, classifier, what, static_inputs in model_table._models():
+        if filters and not any(f in name for f in filters):
+            continue
+        try:
+            p = path()
+        except zoo.Unavailable as e:
+            print(f"{name}: unavailable: {e}", flush=True)
+            continue
+        row = model_table.measure(name, p, inputs(), classifier, repeats, static_inputs)
+        if "refused" in row:
+            continue
+        model, rest = zoo.load_and_run(p, inputs(), static_inputs)
+        row.update(profile(model, [jax.device_put(x) for x in rest]))
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
+def _conv_model(c, o, size, k, s, quantized: bool, rng):
+    from onnx import TensorProto, helper, numpy_helper  # noqa: PLC0415
+    pad = [k // 2] * 4
+    out = (size + 2 * (k // 2) - k) // s + 1
+    if quantized:
+        inits = {"w": rng.integers(-127, 128, (o, c, k, k)).astype(np.int8),
+                 "xs": np.array(0.02, np.float32), "xz": np.array(128, np.uint8), "ws": np.array(0.01, np.float32),
+                 "wz": np.array(0, np.int8), "ys": np.array(0.5, np.float32), "yz": np.array(128, np.uint8)}
+        node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], pads=pad,
+                                strides=[s, s])
+        kind = TensorProto.UINT8
+        x = rng.integers(0, 256, (1, c, size, size)).astype(np.uint8)
+    else:
+        inits = {"w": (rng.standard_normal((o, c, k, k)) / np.sqrt(c * k * k)).astype(np.float32)}
+        node = helper.make_node("Conv", ["x", "w"], ["y"], pads=pad, strides=[s, s])
+        kind = TensorProto.FLOAT
+        x = rng.standard_normal((1, c, size, size)).astype(np.float32)
+    graph = helper.make_graph([node], "conv", [helper.make_tensor_value_info("x", kind, [1, c, size, size])],
+                              [helper.make_tensor_value_info("y", kind, [1, o, out, out])],
+                              [numpy_helper.from_array(v, n) for n, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    return model, [x], 2 * out * out * o * c * k * k
+
+
+def node_rows(repeats: int) -> list:
+    import onnx  # noqa: PLC0415
+    from dmljax._src.onnx import layout  # noqa: PLC0415
+    rng = np.random.default_rng(0)
+    rows = []
+    fewest = layout.FEWEST
+    layout.FEWEST = 1  # one convolution runs as the models' do: the channels-last program, its options
+    try:
+        rows = _nodes(repeats, rng, onnx)
+    finally:
+        layout.FEWEST = fewest
+    return rows
+
+
+def _nodes(repeats: int, rng, onnx) -> list:
+    rows = []
+    with tempfile.TemporaryDirectory() as d:
+        for quantized in (False, True):
+            for c, o, size, k, s, times in RESNET18:
+                model, inputs, ops = _conv_model(c, o, size, k, s, quantized, rng)
+                name = f"{'QLinearConv' if quantized else 'Conv'} {c}->{o} {size}x{size} {k}x{k} stride {s}"
+                path = Path(d) / "node.onnx"
+                onnx.save(model, str(path))
+                row = model_table.measure(name, path, inputs, False, repeats)
+                row.update(ops=ops, times=times, quantized=quantized)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    return rows
+
+
+def markdown(env: dict, repeats: int, models: list, nodes: list) -> str:
+    lines = ["# The CPU's time in imported models, and XLA's CPU kernels against ONNX Runtime's", "",
+             f"Made by `python3 benchmarks/onnx/cpu_kernels.py` ({env['date']}; commit {env['commit'][:12]}"
+             f"{', uncommitted changes' if env['uncommitted changes'] else ''}).", "",
+             f"Machine: {env['cpu']}, {env['cores']} cores; jax {env['jax']}, jaxlib {env['jaxlib']}, onnxruntime "
+             f"{env['onnxruntime']}. Load averages at the start: {env['load_average_at_start']}; at the end: "
+             f"{env['load_average_at_end']}. Times: {repeats} rounds of blocks of calls a side, as "
+             "`models.py` takes them (its page gives the method).", ""]
+    if models:
+        lines += ["## Where a model's time goes", "",
+                  "Thread time per call from a profile of 10 calls (both cores' work added): *library* is XLA's "
+                  "calls into YNNPACK and Eigen (convolutions, products), *generated* the loops XLA compiles "
+                  "itself; *calls* counts both kinds per model call; *cores busy* is their thread time over the "
+                  "model's time (2 where both cores work throughout; the profiled calls run slower than the timed "
+                  "ones, so it reads high for models of many small calls). *Library / 2 over ORT* is the least "
+                  "wall time the library calls take on two cores over ONNX Runtime's time; the goal is 1.5.", "",
+                  "| model | dmljax ms | ORT ms | ratio | library ms | generated ms | calls | cores busy | "
+                  "library / 2 over ORT |", "|---|---|---|---|---|---|---|---|---|"]
+        for r in models:
+            lines.append(f"| {r['model']} | {r['dmljax_ms']:.2f} | {r['ort_ms']:.2f} | {r['ratio']:.2f} | "
+                         f"{r['library_ms']:.2f} | {r['generated_ms']:.2f} | "
+                         f"{r['library_calls'] + r['generated_calls']:.0f} | "
+                         f"{(r['library_ms'] + r['generated_ms']) / r['dmljax_ms']:.2f} | "
+                         f"{r['library_ms'] / 2 / r['ort_ms']:.2f} |")
+        lines.append("")
+    if nodes:
+        lines += ["## ResNet-18's convolutions, one node at a time", "",
+                  "Batch 1, each node run as a model's convolutions are (the channels-last program and its "
+                  "compiler options, taken for one convolution); GFLOP/s (GOP/s for QLinearConv) from 2 "
+                  "operations a multiply-add; *times*: how often ResNet-18 has the shape.", "",
+                  "| node | times | dmljax ms | ORT ms | ratio | dmljax G/s | ORT G/s |", "|---|---|---|---|---|---|---|"]
+        for r in nodes:
+            lines.append(f"| {r['model']} | {r['times']} | {r['dmljax_ms']:.3f} | {r['ort_ms']:.3f} | {r['ratio']:.2f} | "
+                         f"{r['ops'] / r['dmljax_ms'] / 1e6:.0f} | {r['ops'] / r['ort_ms'] / 1e6:.0f} |")
+        for quantized in (False, True):
+            part = [r for r in nodes if r["quantized"] == quantized]
+            ours = sum(r["dmljax_ms"] * r["times"] for r in part)
+            theirs = sum(r["ort_ms"] * r["times"] for r in part)
+            lines += ["", f"ResNet-18's {'QLinearConv' if quantized else 'Conv'} nodes, weighted by how often it has "
+                      f"each: dmljax {ours:.2f} ms, ONNX Runtime {theirs:.2f} ms ({ours / theirs:.2f}x)."]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", help="the folder to write cpu_kernels.md and cpu_kernels.json to")
+    ap.add_argument("--repeats", type=int, default=9, help="rounds a model or node, each a block of calls a side")
+    ap.add_argument("--skip-models", action="store_true", help="leave out the models' profiles")
+    ap.add_argument("--skip-nodes", action="store_true", help="leave out ResNet-18's one-node models")
+    ap.add_argument("filters", nargs="*", metavar="NAME-FILTER", help="profile the models whose name holds one")
+    args = ap.parse_args()
+    if args.repeats < 1:
+        ap.error("--repeats must be at least 1")
+    import onnxruntime  # noqa: PLC0415
+    env = common.environment()
+    cpu = ""
+    if os.path.exists("/proc/cpuinfo"):
+        cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "")
+    env.update(cpu=cpu or "unknown CPU", cores=os.cpu_count(), onnxruntime=onnxruntime.__version__,
+               load_average_at_start=common.load_average())
+    started = time.perf_counter()
+    models = [] if args.skip_models else model_rows(args.filters, args.repeats)
+    nodes = [] if args.skip_nodes else node_rows(args.repeats)
+    env["load_average_at_end"] = common.load_average()
+    env["seconds"] = round(time.perf_counter() - started, 1)
+    folder = Path(args.out) if args.out else common.HERE / "results" / "cpu" / "onnx"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "cpu_kernels.json").write_text(json.dumps({"environment": env, "repeats": args.repeats,
+                                                         "models": models, "nodes": nodes}, indent=1) + "\n")
+    (folder / "cpu_kernels.md").write_text(markdown(env, args.repeats, models, nodes))
+    print(f"wrote {folder / 'cpu_kernels.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

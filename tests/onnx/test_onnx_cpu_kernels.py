@@ -1,0 +1,62 @@
+"""benchmarks/onnx/cpu_kernels.py: its one-node ResNet-18 convolutions are the models it says they
+are (dmljax and ONNX Runtime agree on them), and its profile sorts XLA's CPU calls into library
+calls and generated loops."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx", reason="the ONNX import tests need the onnx package (the test extra)")
+ort = pytest.importorskip("onnxruntime", reason="the benchmark compares with ONNX Runtime (the test extra)")
+
+import dmljax.onnx as dx  # noqa: E402
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    sys.path.insert(0, str(BENCH))
+    sys.path.insert(0, str(BENCH / "onnx"))
+    try:
+        yield importlib.import_module("cpu_kernels")
+    finally:
+        sys.path.remove(str(BENCH / "onnx"))
+        sys.path.remove(str(BENCH))
+
+
+def test_thunks_are_sorted_by_kind(bench):
+    assert bench._kind("ynn_fusion.12") == "library" and bench._kind("convolution") == "library"
+    assert bench._kind("dot.3") == "library"
+    assert bench._kind("transpose_copy_fusion.30") == "generated" and bench._kind("while") == "generated"
+    assert bench._kind("end: ynn_fusion") is None and bench._kind("ThunkExecutor::Execute") is None
+    assert bench._kind("ThreadpoolListener::StartRegion") is None
+
+
+@pytest.mark.parametrize("quantized", [False, True], ids=["Conv", "QLinearConv"])
+def test_a_resnet_convolution_node_runs_alike_in_both(bench, quantized):
+    # a smaller copy of a strided 3 x 3 layer: the node, its input and its operation count
+    model, inputs, ops = bench._conv_model(16, 8, 12, 3, 2, quantized, np.random.default_rng(1))
+    assert ops == 2 * 6 * 6 * 8 * 16 * 9
+    got = np.asarray(dx.load(model)(*inputs)[0])
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = session.run(None, {"x": inputs[0]})[0]
+    assert got.shape == want.shape == (1, 8, 6, 6) and got.dtype == want.dtype
+    if quantized:
+        np.testing.assert_array_equal(got, want)
+        assert len(np.unique(got)) > 10  # the requantized values spread over the output's steps
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_the_profile_finds_the_convolution_a_library_call(bench):
+    model, inputs, _ = bench._conv_model(16, 32, 28, 3, 1, False, np.random.default_rng(2))
+    loaded = dx.load(model)
+    got = bench.profile(loaded, inputs, calls=2)
+    assert got["library_calls"] >= 1 and got["library_ms"] > 0
+    assert set(got) == {"library_ms", "generated_ms", "library_calls", "generated_calls"}
