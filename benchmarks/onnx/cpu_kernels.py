@@ -6,15 +6,15 @@ at a time.
 Two parts, each in one process on the 2-core CPU:
 
 - **models** (tests/onnx/zoo.py's, as ``models.py`` measures them; the name filters pick them):
-  one dmljax call profiled with ``jax.profiler``; the events of XLA's CPU threads summed per call
-  by kind, as thread time (both cores' work added): *library* (the calls XLA makes into YNNPACK and
-  Eigen: ``ynn_fusion``, ``convolution``, ``dot``), *generated* (the loops XLA compiles itself:
-  element-wise fusions, pads, slices, transposes, reductions) and the count of such calls
-  (thunks) per model call; an event holding others (a loop, a branch) is counted by the calls
-  inside it. The profiler adds its own cost to each call, so the thread times of a model of many
-  small calls run above its unprofiled time. Beside them the model's time and ONNX Runtime's, medians of ``BLOCK``
-  calls a side in ``--repeats`` rounds, as ``models.py`` takes them. With two cores the library
-  time over two is the least wall time those calls take.
+  the model's time and ONNX Runtime's, medians of ``BLOCK`` calls a side in ``--repeats`` rounds,
+  as ``models.py`` takes them; and from ``jax.profiler``'s events of XLA's CPU threads over 10 calls,
+  per model call: the calls (thunks) the program makes, *library* ones (into YNNPACK or Eigen:
+  ``ynn_fusion``, ``convolution``, ``dot``, ``conv_general_dilated``, ``dot_general``) and the rest,
+  and the thread time of the rest, the loops XLA compiles itself (element-wise fusions, pads,
+  slices, transposes, reductions; both cores' work added). An event holding others (a loop, a
+  branch) is counted by the calls inside it. A library call's work runs in thread pools of its own
+  that the profiler does not see, so its time is not given; the profiler adds its own cost to each
+  call, so the loops' time of a model of many small calls runs above its unprofiled share.
 - **nodes**: one-node ONNX models of each distinct convolution of torchvision's ResNet-18 (batch 1,
   224 x 224): Conv in FLOAT32 and QLinearConv (UINT8 activations, INT8 weights per tensor, as
   ONNX Runtime's static quantization writes them), each loaded by ``dmljax.onnx.load`` and run by
@@ -24,7 +24,9 @@ Two parts, each in one process on the 2-core CPU:
   convolution's multiply-adds (2 an element of the filter a position), and the sums weighted by how
   often ResNet-18 has each shape.
 
-Writes ``cpu_kernels.md`` and ``cpu_kernels.json`` to ``--out`` or ``benchmarks/results/cpu/onnx/``.
+Writes ``cpu_kernels.md`` and ``cpu_kernels.json`` to ``--out`` or ``benchmarks/results/cpu/onnx/``;
+a part left out (``--skip-models``, ``--skip-nodes``) keeps its rows of the folder's earlier
+``cpu_kernels.json``, each row naming its commit and date.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ import numpy as np  # noqa: E402
 
 from tests.onnx import zoo  # noqa: E402
 
-LIBRARY = ("ynn_fusion", "convolution", "dot")
+LIBRARY = ("ynn_fusion", "convolution", "dot", "conv_general_dilated", "dot_general")
 """Thunk names (their numbered copies included) that are calls into YNNPACK or Eigen."""
 
 RESNET18 = (
@@ -188,25 +190,27 @@ def markdown(env: dict, repeats: int, models: list, nodes: list) -> str:
              f"{env['onnxruntime']}. Load averages at the start: {env['load_average_at_start']}; at the end: "
              f"{env['load_average_at_end']}. Times: {repeats} rounds of blocks of calls a side, as "
              "`models.py` takes them (its page gives the method).", ""]
+
+    def measured(rows) -> list:
+        kept = sorted({(r.get("commit", ""), r.get("date", "")) for r in rows} - {(env["commit"], env["date"])})
+        return ["Measured in an earlier run: " + "; ".join(f"commit {c[:12]}, {d}" for c, d in kept) + ".", ""] if kept else []
+
     if models:
-        lines += ["## Where a model's time goes", "",
-                  "Thread time per call from a profile of 10 calls (both cores' work added): *library* is XLA's "
-                  "calls into YNNPACK and Eigen (convolutions, products), *generated* the loops XLA compiles "
-                  "itself; *calls* counts both kinds per model call; *cores busy* is their thread time over the "
-                  "model's time (2 where both cores work throughout; the profiled calls run slower than the timed "
-                  "ones, so it reads high for models of many small calls). *Library / 2 over ORT* is the least "
-                  "wall time the library calls take on two cores over ONNX Runtime's time; the goal is 1.5.", "",
-                  "| model | dmljax ms | ORT ms | ratio | library ms | generated ms | calls | cores busy | "
-                  "library / 2 over ORT |", "|---|---|---|---|---|---|---|---|---|"]
+        lines += ["## Where a model's time goes", ""] + measured(models) + [
+                  "*Calls*: the calls (thunks) XLA's CPU program makes a model call, into YNNPACK or Eigen "
+                  "(*library*) and in all; *loops ms*: the thread time a model call of the loops XLA compiles "
+                  "itself (element-wise fusions, pads, slices, transposes, reductions; both cores' work added, "
+                  "under the profiler, which adds its own cost to each call); *loops over ORT*: that time over "
+                  "ONNX Runtime's time for the whole model. The goal is a ratio of at most 1.5.", "",
+                  "| model | dmljax ms | ORT ms | ratio | library calls | calls | loops ms | loops over ORT |",
+                  "|---|---|---|---|---|---|---|---|"]
         for r in models:
             lines.append(f"| {r['model']} | {r['dmljax_ms']:.2f} | {r['ort_ms']:.2f} | {r['ratio']:.2f} | "
-                         f"{r['library_ms']:.2f} | {r['generated_ms']:.2f} | "
-                         f"{r['library_calls'] + r['generated_calls']:.0f} | "
-                         f"{(r['library_ms'] + r['generated_ms']) / r['dmljax_ms']:.2f} | "
-                         f"{r['library_ms'] / 2 / r['ort_ms']:.2f} |")
+                         f"{r['library_calls']:.0f} | {r['library_calls'] + r['generated_calls']:.0f} | "
+                         f"{r['generated_ms']:.2f} | {r['generated_ms'] / r['ort_ms']:.2f} |")
         lines.append("")
     if nodes:
-        lines += ["## ResNet-18's convolutions, one node at a time", "",
+        lines += ["## ResNet-18's convolutions, one node at a time", ""] + measured(nodes) + [
                   "Batch 1, each node run as a model's convolutions are (the channels-last program and its "
                   "compiler options, taken for one convolution); GFLOP/s (GOP/s for QLinearConv) from 2 "
                   "operations a multiply-add; *times*: how often ResNet-18 has the shape.", "",
@@ -227,8 +231,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="the folder to write cpu_kernels.md and cpu_kernels.json to")
     ap.add_argument("--repeats", type=int, default=9, help="rounds a model or node, each a block of calls a side")
-    ap.add_argument("--skip-models", action="store_true", help="leave out the models' profiles")
-    ap.add_argument("--skip-nodes", action="store_true", help="leave out ResNet-18's one-node models")
+    ap.add_argument("--skip-models", action="store_true",
+                    help="measure no model; keep the models' rows of the folder's cpu_kernels.json")
+    ap.add_argument("--skip-nodes", action="store_true",
+                    help="measure no one-node model; keep their rows of the folder's cpu_kernels.json")
     ap.add_argument("filters", nargs="*", metavar="NAME-FILTER", help="profile the models whose name holds one")
     args = ap.parse_args()
     if args.repeats < 1:
@@ -240,12 +246,15 @@ def main() -> int:
         cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "")
     env.update(cpu=cpu or "unknown CPU", cores=os.cpu_count(), onnxruntime=onnxruntime.__version__,
                load_average_at_start=common.load_average())
+    folder = Path(args.out) if args.out else common.HERE / "results" / "cpu" / "onnx"
+    earlier = json.loads((folder / "cpu_kernels.json").read_text()) if (folder / "cpu_kernels.json").is_file() else {}
     started = time.perf_counter()
-    models = [] if args.skip_models else model_rows(args.filters, args.repeats)
-    nodes = [] if args.skip_nodes else node_rows(args.repeats)
+    stamp = {"commit": env["commit"], "date": env["date"]}
+    models = (earlier.get("models", []) if args.skip_models
+              else [dict(r, **stamp) for r in model_rows(args.filters, args.repeats)])
+    nodes = earlier.get("nodes", []) if args.skip_nodes else [dict(r, **stamp) for r in node_rows(args.repeats)]
     env["load_average_at_end"] = common.load_average()
     env["seconds"] = round(time.perf_counter() - started, 1)
-    folder = Path(args.out) if args.out else common.HERE / "results" / "cpu" / "onnx"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "cpu_kernels.json").write_text(json.dumps({"environment": env, "repeats": args.repeats,
                                                          "models": models, "nodes": nodes}, indent=1) + "\n")

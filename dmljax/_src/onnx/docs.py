@@ -244,10 +244,14 @@ def onnx_markdown() -> str:
               "in the layout the CPU's convolution reads, a quantized filter as the columns of an integer "
               "product, a DequantizeLinear of constant weights) once, at its first call on concrete inputs, and "
               "again after a parameter is replaced (dmljax/_src/onnx/prepare.py): the same outputs, integers "
-              "bit for bit. A model with two convolutions or more runs that call channels last between them "
-              "(dmljax/_src/onnx/layout.py), as ONNX Runtime's NHWC transformer does: the same operations on "
-              "transposed arrays, element-wise results and data movement bit for bit, sums in an order of XLA's "
-              "(`dmljax.use_kernels(False, \"channels_last\")` runs the program as written). "
+              "bit for bit. A model with two convolutions or more (an integer convolution counts) runs that call "
+              "channels last between them (dmljax/_src/onnx/layout.py), as ONNX Runtime's NHWC transformer does: "
+              "the same operations on transposed arrays, element-wise results and data movement bit for bit, "
+              "sums in an order of XLA's, with XLA's own CPU convolutions where it would call YNNPACK's, which ran "
+              "most of a batch of one on one core (`dmljax.use_kernels(False, \"channels_last\")` runs the "
+              "program as written). Where the CPU's time goes, model by model, and ResNet-18's convolutions "
+              "against ONNX Runtime's one node at a time: "
+              "[benchmarks/results/cpu/onnx/cpu_kernels.md](../benchmarks/results/cpu/onnx/cpu_kernels.md). "
               "`model.apply(params, *inputs)`, and a call under `jax.jit`, `jax.grad` or `jax.vmap`, "
               "is one program that computes them on every call, with every operator's derivative rule."]
     lines += ["", "## Where outputs differ from ONNX Runtime because DirectML's semantics differ", "",
