@@ -72,7 +72,7 @@ RESNET18 = (
 
 def _kind(name: str) -> str | None:
     base = re.sub(r"\.\d+$", "", name)
-    if base.startswith("end:") or "Thunk" in base or "Listener" in base or "ThreadPool" in base or base.startswith("H2D"):
+    if base.startswith(("end:", "H2D")) or any(w in base for w in ("Thunk", "Listener", "ThreadPool")):
         return None
     return "library" if base in LIBRARY else "generated"
 
@@ -193,7 +193,9 @@ def markdown(env: dict, repeats: int, models: list, nodes: list) -> str:
 
     def measured(rows) -> list:
         kept = sorted({(r.get("commit", ""), r.get("date", "")) for r in rows} - {(env["commit"], env["date"])})
-        return ["Measured in an earlier run: " + "; ".join(f"commit {c[:12]}, {d}" for c, d in kept) + ".", ""] if kept else []
+        if not kept:
+            return []
+        return ["Measured in an earlier run: " + "; ".join(f"commit {c[:12]}, {d}" for c, d in kept) + ".", ""]
 
     if models:
         lines += ["## Where a model's time goes", ""] + measured(models) + [
@@ -214,9 +216,11 @@ def markdown(env: dict, repeats: int, models: list, nodes: list) -> str:
                   "Batch 1, each node run as a model's convolutions are (the channels-last program and its "
                   "compiler options, taken for one convolution); GFLOP/s (GOP/s for QLinearConv) from 2 "
                   "operations a multiply-add; *times*: how often ResNet-18 has the shape.", "",
-                  "| node | times | dmljax ms | ORT ms | ratio | dmljax G/s | ORT G/s |", "|---|---|---|---|---|---|---|"]
+                  "| node | times | dmljax ms | ORT ms | ratio | dmljax G/s | ORT G/s |",
+                  "|---|---|---|---|---|---|---|"]
         for r in nodes:
-            lines.append(f"| {r['model']} | {r['times']} | {r['dmljax_ms']:.3f} | {r['ort_ms']:.3f} | {r['ratio']:.2f} | "
+            lines.append(f"| {r['model']} | {r['times']} | {r['dmljax_ms']:.3f} | {r['ort_ms']:.3f} | "
+                         f"{r['ratio']:.2f} | "
                          f"{r['ops'] / r['dmljax_ms'] / 1e6:.0f} | {r['ops'] / r['ort_ms'] / 1e6:.0f} |")
         for quantized in (False, True):
             part = [r for r in nodes if r["quantized"] == quantized]

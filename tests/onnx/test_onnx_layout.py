@@ -249,7 +249,8 @@ def _quantized_pair(rng) -> onnx.ModelProto:
         return rng.integers(-90, 90, shape).astype(np.int8)
     f32, u8 = (lambda v: np.array(v, np.float32)), (lambda v: np.array(v, np.uint8))
     inits = {"xs": f32(0.02), "xz": u8(128), "w1": q8(8, 4, 3, 3), "w1s": f32(0.01), "w1z": np.array(0, np.int8),
-             "y1s": f32(0.05), "y1z": u8(120), "w2": q8(8, 8, 1, 1), "w2s": (rng.uniform(0.005, 0.02, 8)).astype(np.float32),
+             "y1s": f32(0.05), "y1z": u8(120), "w2": q8(8, 8, 1, 1),
+             "w2s": rng.uniform(0.005, 0.02, 8).astype(np.float32),
              "w2z": np.zeros(8, np.int8), "y2s": f32(0.04), "y2z": u8(130), "as": f32(0.06), "az": u8(125)}
     nodes = [_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
              _node("QLinearConv", ["q", "xs", "xz", "w1", "w1s", "w1z", "y1s", "y1z"], ["c1"], pads=[1, 1, 1, 1]),
@@ -260,7 +261,8 @@ def _quantized_pair(rng) -> onnx.ModelProto:
     graph = helper.make_graph(nodes, "quantized", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 6, 6])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 6, 6])],
                               [numpy_helper.from_array(v, k) for k, v in inits.items()])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
+                                                   helper.make_opsetid("com.microsoft", 1)])
 
 
 def test_integer_convolutions_stay_channels_last_between_them():
@@ -279,3 +281,11 @@ def test_integer_convolutions_stay_channels_last_between_them():
     # as written, the first product goes back to {N, C, H, W} and into the second one's columns as {N, H, W, C}
     assert len(_transposes_between_convolutions(written, prepared_written, x, "dot_general")) >= 2
     np.testing.assert_array_equal(got, want)  # integer sums and the same requantization: the same bits
+
+
+def test_compiler_options_the_jaxlib_refuses_are_left_out(monkeypatch):
+    monkeypatch.setattr(layout, "COMPILER_OPTIONS", dict(layout.COMPILER_OPTIONS, xla_cpu_no_such_option=True,
+                                                         xla_cpu_prefer_vector_width="wide"))
+    got = layout.compiler_options.__wrapped__()
+    assert "xla_cpu_no_such_option" not in got and "xla_cpu_prefer_vector_width" not in got
+    assert got["xla_cpu_experimental_ynn_fusion_type"] == "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT"

