@@ -78,6 +78,18 @@ def test_an_example_names_its_missing_extra():
     assert out.stderr.strip() == 'examples/train_cnn.py needs optax, of the examples extra: pip install ".[examples]"'
 
 
+@pytest.mark.slow  # 8 s on 2 cores
+def test_finetune_onnx_learns_the_tagging_task():
+    """150 steps of momentum on an imported ONNX LSTM tagger's weights through model.apply: the
+    tags it gets right rise from chance to most (a gradient that did not flow through the imported
+    LSTM, GEMM and bias would leave the loss where it was)."""
+    pytest.importorskip("onnx", reason="the example imports an ONNX model (the onnx extra)")
+    mod = runpy.run_path(str(EXAMPLES / "finetune_onnx.py"))
+    before, after = mod["main"](["--steps", "150"])
+    assert after[0] < 0.6 * before[0], (before, after)
+    assert before[1] < 0.35 and after[1] > 0.6, (before, after)
+
+
 @pytest.mark.slow  # 4 s on 2 cores
 def test_train_lstm_short_run_and_its_twin():
     """80 steps: the dmljax LSTM and its jax.lax.scan twin start from the same weights on the same

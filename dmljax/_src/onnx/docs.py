@@ -253,7 +253,9 @@ def onnx_markdown() -> str:
               "against ONNX Runtime's one node at a time: "
               "[benchmarks/results/cpu/onnx/cpu_kernels.md](../benchmarks/results/cpu/onnx/cpu_kernels.md). "
               "`model.apply(params, *inputs)`, and a call under `jax.jit`, `jax.grad` or `jax.vmap`, "
-              "is one program that computes them on every call, with every operator's derivative rule."]
+              "is one program that computes them on every call, with every operator's derivative rule: "
+              "`examples/finetune_onnx.py` fine-tunes an imported LSTM tagger's ONNX weights with `jax.grad` "
+              "and checks the tuned file with ONNX Runtime."]
     lines += ["", "## Where outputs differ from ONNX Runtime because DirectML's semantics differ", "",
               "| Operators | Rule |", "|---|---|"]
     lines += [f"| {ops_} | {rule} |" for ops_, rule in DIFFERENCES]
