@@ -94,6 +94,17 @@ def environment() -> dict:
     return env
 
 
+def cpu_name() -> str:
+    """The processor's model name (Linux's /proc/cpuinfo), or "unknown CPU", written beside CPU
+    figures with the core count."""
+    if os.path.exists("/proc/cpuinfo"):
+        with open("/proc/cpuinfo") as f:
+            name = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
+        if name:
+            return name
+    return "unknown CPU"
+
+
 def load_average() -> str:
     """The 1-, 5- and 15-minute load averages: how busy the machine's cores were (other work on them
     slows what is timed, unevenly), written beside CPU figures."""

@@ -20,7 +20,7 @@ Two parts, each in one process on the 2-core CPU:
   ONNX Runtime's static quantization writes them), each loaded by ``dmljax.onnx.load`` and run by
   ONNX Runtime's CPU provider, timed with ``models.measure`` (blocks of calls, the same method as
   the model table), each node as a model's convolutions run (the channels-last program and its
-  compiler options, ``onnx/layout.py``, taken here for one convolution); GFLOP/s (GOP/s) from the
+  compiler options, ``onnx/layout.py``, forced here for one convolution); GFLOP/s (GOP/s) from the
   convolution's multiply-adds (2 an element of the filter a position), and the sums weighted by how
   often ResNet-18 has each shape.
 
@@ -153,22 +153,13 @@ def _conv_model(c, o, size, k, s, quantized: bool, rng):
 
 
 def node_rows(repeats: int) -> list:
+    """Each of ResNet-18's convolutions as a one-node Conv and QLinearConv model, timed as the
+    models' convolutions run: the channels-last program, forced for one convolution."""
     import onnx  # noqa: PLC0415
-    from dmljax._src.onnx import layout  # noqa: PLC0415
+    from dmljax._src.kernel_seam import force_kernels  # noqa: PLC0415  (measuring the models' form)
     rng = np.random.default_rng(0)
     rows = []
-    fewest = layout.FEWEST
-    layout.FEWEST = 1  # one convolution runs as the models' do: the channels-last program, its options
-    try:
-        rows = _nodes(repeats, rng, onnx)
-    finally:
-        layout.FEWEST = fewest
-    return rows
-
-
-def _nodes(repeats: int, rng, onnx) -> list:
-    rows = []
-    with tempfile.TemporaryDirectory() as d:
+    with tempfile.TemporaryDirectory() as d, force_kernels("channels_last"):
         for quantized in (False, True):
             for c, o, size, k, s, times in RESNET18:
                 model, inputs, ops = _conv_model(c, o, size, k, s, quantized, rng)
@@ -214,7 +205,7 @@ def markdown(env: dict, repeats: int, models: list, nodes: list) -> str:
     if nodes:
         lines += ["## ResNet-18's convolutions, one node at a time", ""] + measured(nodes) + [
                   "Batch 1, each node run as a model's convolutions are (the channels-last program and its "
-                  "compiler options, taken for one convolution); GFLOP/s (GOP/s for QLinearConv) from 2 "
+                  "compiler options, forced for one convolution); GFLOP/s (GOP/s for QLinearConv) from 2 "
                   "operations a multiply-add; *times*: how often ResNet-18 has the shape.", "",
                   "| node | times | dmljax ms | ORT ms | ratio | dmljax G/s | ORT G/s |",
                   "|---|---|---|---|---|---|---|"]
@@ -245,10 +236,7 @@ def main() -> int:
         ap.error("--repeats must be at least 1")
     import onnxruntime  # noqa: PLC0415
     env = common.environment()
-    cpu = ""
-    if os.path.exists("/proc/cpuinfo"):
-        cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "")
-    env.update(cpu=cpu or "unknown CPU", cores=os.cpu_count(), onnxruntime=onnxruntime.__version__,
+    env.update(cpu=common.cpu_name(), cores=os.cpu_count(), onnxruntime=onnxruntime.__version__,
                load_average_at_start=common.load_average())
     folder = Path(args.out) if args.out else common.HERE / "results" / "cpu" / "onnx"
     earlier = json.loads((folder / "cpu_kernels.json").read_text()) if (folder / "cpu_kernels.json").is_file() else {}

@@ -184,10 +184,7 @@ def main() -> int:
     import onnx  # noqa: PLC0415
     import onnxruntime  # noqa: PLC0415
     env = common.environment()
-    cpu = ""
-    if os.path.exists("/proc/cpuinfo"):
-        cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "")
-    env.update(cpu=cpu or "unknown CPU", cores=os.cpu_count(), onnxruntime=onnxruntime.__version__,
+    env.update(cpu=common.cpu_name(), cores=os.cpu_count(), onnxruntime=onnxruntime.__version__,
                onnx=onnx.__version__, load_average_at_start=common.load_average())
     machine = f"{env['cpu']}, {env['cores']} cores"
     folder = Path(out) if out else common.HERE / "results" / "cpu" / "onnx"

@@ -289,3 +289,19 @@ def test_compiler_options_the_jaxlib_refuses_are_left_out(monkeypatch):
     got = layout.compiler_options.__wrapped__()
     assert "xla_cpu_no_such_option" not in got and "xla_cpu_prefer_vector_width" not in got
     assert got["xla_cpu_experimental_ynn_fusion_type"] == "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT"
+
+
+def test_forcing_the_form_takes_it_for_one_convolution():
+    # the benchmarks time one convolution as a model's run (force_kernels); the rule alone wants two
+    from dmljax._src.kernel_seam import force_kernels
+    graph = helper.make_graph([_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 6, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8, 6, 6])],
+                              [numpy_helper.from_array(W, "w")])
+    model = dx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    want = np.asarray(model(X)[0])
+    with force_kernels("channels_last"):
+        got = np.asarray(model(X)[0])
+    forms = {key[2]: entry[0].channels_last for key, entry in model._prepared._splits.items()}
+    assert forms == {frozenset(): False, frozenset({"channels_last"}): True}, forms
+    np.testing.assert_array_equal(got, want)  # small integers: every sum exact in any order

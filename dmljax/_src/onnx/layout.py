@@ -60,9 +60,11 @@ def _applies(convolutions: int) -> bool:
     return convolutions >= FEWEST
 
 
-CHANNELS_LAST = Kernel("channels_last", _applies, measured="benchmarks/onnx/models.py")
+CHANNELS_LAST = Kernel("channels_last", _applies, measured="benchmarks/onnx/models.py",
+                       runs=lambda convolutions: convolutions >= 1)
 """The form's switch and rule (``FEWEST``), measured on the 2-core CPU with the models of
-benchmarks/onnx/models.py."""
+benchmarks/onnx/models.py; it can run on a program of one convolution (``force_kernels``, as
+benchmarks/onnx/cpu_kernels.py times one convolution the way a model's run)."""
 
 COMPILER_OPTIONS = {"xla_cpu_prefer_vector_width": 512,
                     "xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT"}
