@@ -118,11 +118,9 @@ def model_rows(filters, repeats: int) -> list:
         except zoo.Unavailable as e:
             print(f"{name}: unavailable: {e}", flush=True)
             continue
-        row = model_table.measure(name, p, inputs(), classifier, repeats, static_inputs)
+        row = model_table.measure(name, p, inputs(), classifier, repeats, static_inputs, after=profile)
         if "refused" in row:
             continue
-        model, rest = zoo.load_and_run(p, inputs(), static_inputs)
-        row.update(profile(model, [jax.device_put(x) for x in rest]))
         rows.append(row)
         print(json.dumps(row), flush=True)
     return rows

@@ -77,7 +77,10 @@ def _block(outs):
     return outs
 
 
-def measure(name, path, inputs, classifier, repeats: int, static_inputs=()) -> dict:
+def measure(name, path, inputs, classifier, repeats: int, static_inputs=(), after=None) -> dict:
+    """A model's row: accuracy, compile and speed against ONNX Runtime (the module's docstring);
+    ``after(model, device_inputs)``, where given, adds its dict to the row, on the model loaded and
+    compiled here."""
     row: dict = {"model": name}
     t = time.perf_counter()
     try:
@@ -114,6 +117,8 @@ def measure(name, path, inputs, classifier, repeats: int, static_inputs=()) -> d
         ratios.append(block["dml"] / block["ort"])
     row.update(dmljax_ms=1e3 * statistics.median(ours), ort_ms=1e3 * statistics.median(theirs),
                ratio=statistics.median(ratios), method=METHOD)
+    if after is not None:
+        row.update(after(model, device_inputs))
     return row
 
 
