@@ -29,7 +29,7 @@ from dmljax._src.enums import (
 from dmljax._src.errors import OperatorNotImplementedError, UnknownOperatorError, ValidationError, Violation
 from dmljax._src.feature_level import FeatureLevel, feature_level
 from dmljax._src.fused import FusedActivation
-from dmljax._src.kernel_seam import use_kernels
+from dmljax._src.kernel_seam import packed_memory, use_kernels
 from dmljax._src.ops import OPERATORS as _OPERATORS
 from dmljax._src.ops.quantization.dequantize_gemm import dequantize_gemm
 from dmljax._src.ops.quantization.fake_quantization import quantize_dequantize
@@ -80,6 +80,7 @@ _CORE = [
     "feature_level",
     "find_operators",
     "get_operator",
+    "packed_memory",
     "quantize_dequantize",
     "registry",
     "use_kernels",

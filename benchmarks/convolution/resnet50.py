@@ -35,11 +35,18 @@ goes on; cases not started within ``--budget-s`` seconds are listed as skipped, 
 stays within its time. Writes <group>.json and <group>.md for each group run, and rule.json and
 rule.md: for each kind of 1 x 1 call and type, and each kind of BACKWARD call with strides, type
 and direction, each form's total time over the run's shapes and layouts (and directions, for the
-1 x 1 calls) and its worst ratio to the best form, and the RULE entry they give (at most 8 files, to DIR; default benchmarks/results/<device>/convolution).
+1 x 1 calls) and its worst ratio to the best form, and the RULE entry they give; and for the 1 x 1
+calls with NCHW memory, packed.md: by output size, each form's time against XLA's convolution and
+the fastest, which give convolution_gemm.py's PACKED_RULE (the program's arrays NCHW as written:
+dmljax.packed_memory, which a program of the operator alone takes by itself). Each NCHW point
+also names the form PACKED_RULE takes and its ratios. ``--rule-from JSON...`` measures nothing and
+writes rule.md and packed.md from earlier runs' points (at most 10 files, to DIR; default benchmarks/results/<device>/convolution).
 """
 
 import argparse
+import json
 import os
+import re
 import sys
 import time
 import traceback
@@ -315,26 +322,35 @@ def run_case(report, c, batch, dtype, layouts, use_torch, rng, only=()):
         seconds.update({(la, di, "torch"): v for (la, di), v in _torch_times(c, batch, dtype, layouts).items()})
     for layout in layouts:
         for direction in DIRECTIONS:
-            rule_form = _rule_form(c, batch, dtype, direction)
             ms = {v: seconds[(la, di, v)] * 1e3 for la, di, v in seconds if la == layout and di == direction}
-            taken = ms.get(rule_form)
-            vs = []
-            for ref in ("lax", "torch"):
-                if ref in ms and taken:
-                    vs.append(f"{ref} {taken / ms[ref]:.2f}x")
+
+            def versus(form):
+                taken = ms.get(form)
+                vs = [f"{ref} {taken / ms[ref]:.2f}x" for ref in ("lax", "torch") if ref in ms and taken]
+                return f"{form}: {', '.join(vs) or '-'}"
+            rule_form = _rule_form(c, batch, dtype, direction)
+            # NCHW memory as the caller's arrays lie: the rule within dmljax.packed_memory (a program
+            # of the operator alone takes it by itself), read off the same forms' times
+            packed_form = _rule_form(c, batch, dtype, direction, packed=True) if layout == "NCHW" else None
             text = ", ".join(f"{v} {m:.4f}" for v, m in ms.items())
             worst = max(differences[(layout, direction, f)] for f in forms)
+            packed = f"; packed memory's {versus(packed_form)}" if packed_form else ""
             report.point(f"{dname} b{batch:<3d} {layout} {c['label']:28s} {direction:10s} {text} ms; "
-                         f"the rule's {rule_form}: {', '.join(vs) or '-'}; max |dmljax - lax| / max |lax| {worst:.1e}",
+                         f"the rule's {versus(rule_form)}{packed}; max |dmljax - lax| / max |lax| {worst:.1e}",
                          dtype=dname, batch=batch, layout=layout, shape=c["label"], kind=kind,
                          phase_kind=phase_kind, depthwise_kind=_depthwise_kind(c, batch, dtype), direction=direction,
-                         ms=ms, rule_form=rule_form, tflops={v: flops / (m * 1e-3) / 1e12 for v, m in ms.items()},
+                         ms=ms, rule_form=rule_form, packed_rule_form=packed_form, positions=_out_size(c) ** 2,
+                         tflops={v: flops / (m * 1e-3) / 1e12 for v, m in ms.items()},
                          difference_to_lax=worst, method=method)
 
 
-def _rule_form(c, batch, dtype, direction):
+def _rule_form(c, batch, dtype, direction, packed=False):
     """The form CONVOLUTION takes for the case's direction on CUDA as the rules stand (for BACKWARD
-    with strides the "rule" program, which holds the phases' RULE['cuda'] form of each direction)."""
+    with strides the "rule" program, which holds the phases' RULE['cuda'] form of each direction);
+    ``packed``: within dmljax.packed_memory."""
+    if packed:
+        with dmljax.packed_memory():
+            return _rule_form(c, batch, dtype, direction)
     facts = _facts(c, batch, dtype)
     if phases.phase_kind(*facts) is not None:
         return "rule"
@@ -349,6 +365,44 @@ def _rule_form(c, batch, dtype, direction):
 RULES = (("kind", ("xla", "rows", "columns"), "RULE", False),  # kernels/convolution_gemm.py
          ("phase_kind", ("xla", "phases"), "RULE['cuda']", True),  # kernels/convolution_phases.py, per direction
          ("depthwise_kind", ("xla", "depthwise"), "convolution_depthwise", True))  # its constants, per direction
+
+
+def _positions(p) -> int:
+    """A point's output positions an image (read off its label where an older run's point lacks the field)."""
+    if p.get("positions") is not None:
+        return p["positions"]
+    size, window = re.search(r" (\d+) (\d+)x\d+", p["shape"]).groups()
+    stride = 2 if " s2" in p["shape"] else 1
+    return ((int(size) - int(window)) // stride + 1) ** 2  # ResNet-50's 1 x 1 windows have no padding
+
+
+def write_packed_rule(report, points):
+    """For each (kind, type) of 1 x 1 call measured with NCHW memory (convolution_gemm.py's
+    PACKED_RULE: the program's arrays NCHW as written) and each output size (positions an image):
+    each form's time summed over the three directions and the shapes and batches of that size,
+    its ratio to XLA's, each direction's range of ratios to XLA's, and the fastest form."""
+    report.group = "packed"
+    by = {}
+    for p in points:
+        if p.get("kind") is None or p["layout"] != "NCHW" or not all(f in p["ms"] for f in ("xla", "rows", "columns")):
+            continue
+        size = by.setdefault((p["kind"], p["dtype"]), {}).setdefault(_positions(p), {})
+        size.setdefault((p["shape"], p["batch"]), {})[p["direction"]] = p["ms"]
+    for (kind, dname), sizes in sorted(by.items()):
+        for positions in sorted(sizes, reverse=True):
+            shapes = [s for s in sizes[positions].values() if all(d in s for d in DIRECTIONS)]
+            if not shapes:
+                continue
+            total = {f: sum(s[d][f] for s in shapes for d in DIRECTIONS) for f in ("xla", "rows", "columns")}
+            best = min(total, key=total.get)
+            ranges = {f: {d: (min(s[d][f] / s[d]["xla"] for s in shapes), max(s[d][f] / s[d]["xla"] for s in shapes))
+                          for d in DIRECTIONS} for f in ("rows", "columns")}
+            text = "; ".join(f"{f} {total[f]:.3f} ms ({total[f] / total['xla']:.2f}x xla: " + ", ".join(
+                f"{d} {lo:.2f}-{hi:.2f}x" for d, (lo, hi) in ranges[f].items()) + ")" for f in ("rows", "columns"))
+            report.point(f"packed memory, {kind!r}, {dname}, {positions} positions ({len(shapes)} shapes x batches): "
+                         f"fastest {best}; xla {total['xla']:.3f} ms; {text}",
+                         rule="PACKED_RULE", kind=kind, dtype=dname, positions=positions, shapes=len(shapes),
+                         fastest=best, total_ms=total, ranges_over_xla=ranges)
 
 
 def write_rule(report, points):
@@ -398,6 +452,8 @@ def parse():
     ap.add_argument("--forms", default="", help="the dmljax forms to time (default: every one a shape can take; "
                     "xla, rows, columns, phases, rule, taps)")
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--rule-from", nargs="+", default=[], metavar="JSON",
+                    help="measure nothing: write rule.md and packed.md from the points of these result files")
     args = ap.parse_args(rest)
     groups = args.groups.split(",")
     bad = [g for g in groups if g not in GROUPS] + [la for la in args.layouts.split(",") if la not in ("NCHW", "NHWC")]
@@ -411,6 +467,18 @@ def parse():
 
 def main():
     args, groups = parse()
+    if args.rule_from:
+        runs = [json.loads(Path(f).read_text()) for f in args.rule_from]
+        report = common.Report("convolution", "read from " + ", ".join(Path(f).name for f in args.rule_from))
+        report.env = runs[0]["environment"]  # the runs' machine, not this one
+        report.head = "; ".join(f"{Path(f).name}: {r['environment']['date']}, {r['environment']['device']}, jax "
+                                f"{r['environment']['jax']}, commit {r['environment']['commit'][:12]}"
+                                for f, r in zip(args.rule_from, runs))
+        measured = [p for r in runs for p in r["points"]]
+        write_rule(report, measured)
+        write_packed_rule(report, measured)
+        report.write()
+        return
     start = time.perf_counter()
     batches = [int(b) for b in args.batches.split(",")]
     dtypes = [np.dtype(d).type for d in args.dtypes.split(",")]
@@ -441,7 +509,9 @@ def main():
         if skipped:
             report.line(f"skipped past the {args.budget_s:.0f} s budget: {'; '.join(skipped)}")
             skipped = []
-    write_rule(report, [p for g in groups for p in report.points.get(g, [])])
+    measured = [p for g in groups for p in report.points.get(g, [])]
+    write_rule(report, measured)
+    write_packed_rule(report, measured)
     report.write()
 
 

@@ -30,6 +30,7 @@ from dmljax._src.dtypes import DataType, x64_enabled
 from dmljax._src.catalog import CATALOG
 from dmljax._src.errors import UnknownOperatorError, ValidationError, Violation, cap, quote
 from dmljax._src.feature_level import ENV_VAR, FeatureLevel, resolve_feature_level
+from dmljax._src.kernel_seam import disabled_kernels, forced_kernels, packed_memory
 from dmljax._src.registry import canonical_name, entry, implemented, not_implemented_error
 from dmljax._src.spec import INFERRED, REQUIRED, OpSpec
 from dmljax._src.tensor_desc import TensorDesc, TensorFlags, whole_number
@@ -322,7 +323,7 @@ class CompiledOperator:
         owned = tuple(self._owned_values[n] for n in self.owned_by_dml) if self.owned_by_dml else ()
         arrays = [b if isinstance(b, jax.Array) else jnp.asarray(b) for b in buffers]
         avals = tuple((tuple(a.shape), np.dtype(a.dtype)) for a in arrays)
-        key = (layout, donate, avals)
+        key = (layout, donate, avals, disabled_kernels(), forced_kernels())
         exe = self._jits.get(key)
         if exe is None:
             exe = jax.jit(self._runner(layout), donate_argnums=donate).lower(owned, *arrays).compile()
@@ -425,6 +426,9 @@ class CompiledOperator:
         op = self.operator
         kwargs = self._kwargs()
         outputs = self._outputs
+        # the operator's arrays lie in the bound buffers as the descs' strides say: where every
+        # desc is packed, the program's memory is (kernel_seam.packed_memory)
+        packed = all(d is None or d.is_packed for d in descs.values())
 
         def read(name, owned_map, buffers):
             if name in owned_map:
@@ -444,7 +448,8 @@ class CompiledOperator:
                     args[t.arg] = [read(n, owned_map, buffers) for n in names]
                 else:
                     args[t.arg] = read(names[0], owned_map, buffers)
-            result = op(**args, **kwargs)
+            with packed_memory(packed):
+                result = op(**args, **kwargs)
             result = result if isinstance(result, tuple) else (result,)
             # the operator returns every output; the desc may leave optional ones out (LSTM's
             # OutputSequenceTensor), so results are matched to the record's outputs by name

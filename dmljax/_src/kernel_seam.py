@@ -11,8 +11,11 @@ contain a kernel).
 
 ``use_kernels`` (public as ``dmljax.use_kernels``) turns kernels off and on again within a
 ``with`` block, for comparing the two paths; ``force_kernels`` takes the named ones wherever they
-can run, whatever their rule says, for the benchmarks that measure the rules; the operators'
-compile caches and jax.jit's (a user's function jitted outside the block) key on both switches. A
+can run, whatever their rule says, for the benchmarks that measure the rules; ``packed_memory``
+(public as ``dmljax.packed_memory``) tells the rules that the program's arrays lie in memory as
+their shapes are written, the last dimension innermost (DirectML's packed strides), where
+otherwise XLA chooses each array's memory order; the operators' compile caches and jax.jit's (a
+user's function jitted outside the block) key on the three. A
 path need not be a Pallas kernel: another form of the formula (CONVOLUTION as a matrix product) is
 declared and switched the same way.
 Under a sharded input, a kernel (a custom call XLA cannot split) runs on each device's slice
@@ -34,8 +37,8 @@ from jax import lax
 from dmljax._src.numerics import in_gradient_rule
 from dmljax._src.partition import along_leading_axes
 
-__all__ = ["Kernel", "Route", "choose", "use_kernels", "force_kernels", "kernel_names", "disabled_kernels",
-           "forced_kernels"]
+__all__ = ["Kernel", "Route", "choose", "use_kernels", "force_kernels", "packed_memory", "memory",
+           "kernel_names", "disabled_kernels", "forced_kernels"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -61,8 +64,9 @@ _DISABLED: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("dmlj
 
 _FORCED: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("dmljax_forced_kernels",
                                                                          default=frozenset())
-_JIT_KEY = (jax.make_user_context(default_value=(frozenset(), frozenset())) if hasattr(jax, "make_user_context")
-            else lambda value: contextlib.nullcontext())
+_PACKED: contextvars.ContextVar[bool] = contextvars.ContextVar("dmljax_packed_memory", default=False)
+_JIT_KEY = (jax.make_user_context(default_value=(frozenset(), frozenset(), False))
+            if hasattr(jax, "make_user_context") else lambda value: contextlib.nullcontext())
 """The switches as a part of jax.jit's cache key: a function a user jitted outside a block is
 traced afresh inside it (else jit would reuse the trace, with the kernels it chose outside). A jax
 without user contexts keys only the operators' own caches on them."""
@@ -72,7 +76,7 @@ without user contexts keys only the operators' own caches on them."""
 def _switched(var: contextvars.ContextVar, value: frozenset) -> Iterator[None]:
     token = var.set(value)
     try:
-        with _JIT_KEY((_DISABLED.get(), _FORCED.get())):
+        with _JIT_KEY((_DISABLED.get(), _FORCED.get(), _PACKED.get())):
             yield
     finally:
         var.reset(token)
@@ -91,6 +95,44 @@ def disabled_kernels() -> frozenset[str]:
 def forced_kernels() -> frozenset[str]:
     """The kernels forced where this is called (a part of each compile cache's key)."""
     return _FORCED.get()
+
+
+def memory() -> str:
+    """The memory order the rules assume where this is called (a part of each compile cache's
+    key): "packed" within ``packed_memory``, else "xla" (XLA's choice: the order its layout
+    assignment gives each array of the program)."""
+    return "packed" if _PACKED.get() else "xla"
+
+
+@contextlib.contextmanager
+def packed_memory(packed: bool = True) -> Iterator[None]:
+    """Within the block, operators traced take the program's arrays to lie in memory as their
+    shapes are written, the last dimension innermost: DirectML's packed strides, NCHW for a
+    convolution's tensors. A rule that depends on memory order then chooses the form that reads
+    that order directly (a 1 x 1 FLOAT16 or FLOAT32 CONVOLUTION as one matrix product an image,
+    kernels/convolution_gemm.py), where outside it XLA's layout assignment chooses each array's
+    order (channels innermost around a GPU convolution) and the rules follow that choice.
+
+    True where the arrays of a program come and go in the caller's memory, packed, and meet no
+    operation that XLA would rather give another order: a program of one operator (an operator
+    called outside any ``jax.jit`` is such a program, and takes this by itself, as does a
+    ``dmljax.compile_operator`` whose descs are all packed), or a network of 1 x 1 convolutions.
+    In a network whose other convolutions XLA runs channels innermost, the block makes XLA
+    transpose around each 1 x 1 convolution instead. The same values either way: only the form of
+    the formula changes, as with ``use_kernels``. ``packed=False`` gives XLA the choice again.
+
+    >>> import dmljax
+    >>> from dmljax._src.kernel_seam import memory
+    >>> with dmljax.packed_memory():
+    ...     memory()
+    'packed'
+    >>> memory()
+    'xla'
+    """
+    if not isinstance(packed, bool):
+        raise TypeError(f"packed_memory: packed is {packed!r}; expected True or False")
+    with _switched(_PACKED, packed):
+        yield
 
 
 def _known(names) -> None:

@@ -23,7 +23,7 @@ from dmljax._src.docstrings import HALF_ARG, docstring
 from dmljax._src.dtypes import x64_enabled
 from dmljax._src.errors import ValidationError, Violation, note_call_site, quote
 from dmljax._src.feature_level import ENV_VAR, resolve_feature_level
-from dmljax._src.kernel_seam import disabled_kernels, forced_kernels
+from dmljax._src.kernel_seam import disabled_kernels, forced_kernels, memory, packed_memory
 from dmljax._src.numerics import is_flushed, mark_flushed, record_flushed
 from dmljax._src.registry import register
 from dmljax._src.spec import INFERRED, REQUIRED, OpSpec
@@ -199,12 +199,14 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
 
         out_flushed: dict[tuple, bool] = {}  # (statics key, flushed inputs, avals): output flushed
 
-        def run(statics, flushed, *arrays):
+        def run(statics, flushed, nested, *arrays):
             TRACE_COUNTS[spec.enum_name] += 1
             for x, f in zip(arrays, flushed):  # the caller's flushed inputs, as this trace sees them
                 if f:
                     mark_flushed(x)
-            with jax.named_scope(spec.enum_name):
+            # a top-level call is a program of this operator alone, whose arrays come and go in the
+            # caller's memory as their shapes are written: packed (kernel_seam.packed_memory)
+            with jax.named_scope(spec.enum_name), (contextlib.nullcontext() if nested else packed_memory()):
                 out = formula(*arrays, **dict(statics))
             out_flushed[(static_key(statics), flushed, _avals(arrays))] = is_flushed(out)
             return out
@@ -216,11 +218,12 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
 
         def executable(statics: tuple, flushed: tuple, nested: bool) -> Callable:
             # -0.0 and 0.0 are different attributes; a kernel switched off or forced is another program
-            key = (static_key(statics), flushed, nested, disabled_kernels(), forced_kernels())
+            key = (static_key(statics), flushed, nested, disabled_kernels(), forced_kernels(), memory())
             fn = executables.get(key)
             if fn is None:
                 options = None if nested else _STRICT_PRECISION
-                fn = executables[key] = jax.jit(functools.partial(run, statics, flushed), compiler_options=options)
+                fn = executables[key] = jax.jit(functools.partial(run, statics, flushed, nested),
+                                                compiler_options=options)
             return fn
 
         params = sig.parameters
@@ -279,7 +282,8 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
                 return None
             if not _trace_state_clean():
                 return None
-            return (tuple(sig), kw, level, disabled_kernels(), forced_kernels(), x64_enabled(), default_platform())
+            return (tuple(sig), kw, level, disabled_kernels(), forced_kernels(), memory(), x64_enabled(),
+                    default_platform())
 
         def public(*args, **kwargs):
             key = direct_key(args, kwargs)

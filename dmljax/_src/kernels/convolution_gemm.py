@@ -27,15 +27,17 @@ both memory layouts and all three directions, and prints the rule its figures gi
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from jax import lax
 import jax.numpy as jnp
 
 from dmljax._src.derivatives import backward_rule
-from dmljax._src.kernel_seam import Kernel
+from dmljax._src.kernel_seam import Kernel, memory
 
-__all__ = ["RULE", "FORMS", "CONVOLUTION_GEMM_ROWS", "CONVOLUTION_GEMM_COLUMNS", "pointwise_kind", "gemm_rows",
-           "gemm_columns"]
+__all__ = ["RULE", "PACKED_RULE", "FORMS", "rule_form", "CONVOLUTION_GEMM_ROWS", "CONVOLUTION_GEMM_COLUMNS",
+           "pointwise_kind", "gemm_rows", "gemm_columns"]
 
 FORMS = ("rows", "columns")
 
@@ -47,21 +49,49 @@ RULE: dict[tuple[str, str], str] = {
     ("pointwise backward", "float32"): "xla",
     ("pointwise backward", "float16"): "xla",
 }
-"""(the kind of call, ``pointwise_kind``; the operands' type) -> the form taken on CUDA: "rows",
-"columns" or "xla" (XLA's convolution). Measured on an H200 (jax 0.11.2; batch 128, ResNet-50's
-1 x 1 shapes, forward and both gradients, NCHW and NHWC memory; benchmarks/results/h200/convolution/
-resnet50.md and rule.md):
+"""(the kind of call, ``pointwise_kind``; the operands' type) -> the form taken on CUDA where XLA
+orders the program's memory (``kernel_seam.memory``: "xla"): "rows", "columns" or "xla" (XLA's
+convolution). Measured on an H200 (jax 0.11.2; batch 128, ResNet-50's 1 x 1 shapes, forward and
+both gradients, NCHW and NHWC memory; benchmarks/results/h200/convolution/resnet50.md and rule.md):
 
 - FLOAT32 "pointwise": rows. Over 12 points it is never slower than XLA's convolution (0.30-0.90x
   its time; 4.20 ms in all against 7.07); columns totals about the same (4.12 ms) but reaches 0.95x.
 - FLOAT16 "pointwise": XLA. With NHWC memory XLA's cuDNN convolution takes 0.81-1.02x torch's time
   over 36 points and no form beats it by more than a few percent; with NCHW memory it takes
   2.0-3.0x torch's time, where columns takes 0.7-1.3x, but columns costs up to 3.65x XLA's time with
-  NHWC memory. A form is chosen for the logical NCHW call alone, without the memory layout XLA
-  gives the network around it (which is NHWC for its cuDNN convolutions), so XLA's convolution,
-  which never loses against itself, stays.
+  NHWC memory. Where XLA orders memory, it gives the arrays around its cuDNN convolutions the
+  channels innermost, so XLA's convolution, which never loses against itself, stays; where the
+  memory is known to be NCHW, ``PACKED_RULE`` takes over.
 - FLOAT16 "pointwise strided": XLA (rows up to 3.2x its time, columns up to 19x).
 - The other kinds keep XLA's convolution: not measured yet."""
+
+PACKED_RULE: dict[tuple[str, str], tuple[tuple[int, str], ...]] = {
+    ("pointwise", "float16"): ((196, "columns"), (0, "xla")),
+    ("pointwise", "float32"): ((784, "columns"), (0, "rows")),
+    ("pointwise strided", "float16"): ((0, "rows"),),
+    ("pointwise strided", "float32"): ((784, "columns"), (0, "rows")),
+}
+"""(the kind of call, the operands' type) -> ((the fewest output positions an image, the form
+taken from there), ...), largest first, where the program's arrays are NCHW in memory as written
+(``kernel_seam.packed_memory``: an operator called outside any trace, a compiled operator whose
+descs are packed, or a user's block); kinds not listed take ``RULE``. Measured on an H200 (jax
+0.11.2, NCHW memory, device time, ResNet-50's 1 x 1 shapes at batch 128 and 32; each form's time
+over the three directions of the shapes of one output size; benchmarks/results/h200/convolution/
+packed.md):
+
+- FLOAT16 "pointwise": columns from 196 positions (14 x 14). It reads and writes NCHW memory as it
+  lies, where XLA's convolution transposes the input and the output around a channels-innermost
+  cuDNN call (2.0-3.0x torch's time at 28 x 28 and 56 x 56, batch 128). Columns took 0.39x XLA's
+  time at 56 x 56, 0.62x at 28 x 28 and 0.82x at 14 x 14 (forward and the input's gradient
+  0.30-0.80x; the filter's gradient 0.41-1.23x); at 7 x 7 XLA's convolution is the fastest
+  (columns 1.47x its time, rows 1.06x).
+- FLOAT32 "pointwise": columns from 784 positions (28 x 28: 0.46x XLA's time at 56 x 56, 0.54x at
+  28 x 28), rows below (0.65x at 14 x 14 and 0.69x at 7 x 7, where columns took 0.70x and 0.79x).
+- FLOAT16 "pointwise strided": rows (0.83-0.85x XLA's time at 28 x 28, 14 x 14 and 7 x 7 outputs,
+  one shape each, where columns took up to 3.72x).
+- FLOAT32 "pointwise strided": as "pointwise", columns from 784 positions (one shape, 56 x 56 read
+  at stride 2: columns 0.51x XLA's time, rows 0.56x), rows below (not measured there; rows took
+  less than XLA's time at every FLOAT32 point with NCHW memory)."""
 
 
 def pointwise_kind(x_shape, w_shape, dtype, forward: bool, groups: int, strides, dilations, start, end,
@@ -81,10 +111,29 @@ def pointwise_kind(x_shape, w_shape, dtype, forward: bool, groups: int, strides,
     return "pointwise" if unit else "pointwise strided"
 
 
+def rule_form(*facts) -> str:
+    """The form the rules take for a call's facts (``pointwise_kind``'s) in the memory order where
+    this is called (``kernel_seam.memory``): "rows", "columns" or "xla"."""
+    kind = pointwise_kind(*facts)
+    if kind is None:
+        return "xla"
+    key = (kind, np.dtype(facts[2]).name)
+    if memory() == "packed" and key in PACKED_RULE:
+        positions = math.prod(_out_positions(facts))
+        return next(form for least, form in PACKED_RULE[key] if positions >= least)
+    return RULE.get(key, "xla")
+
+
+def _out_positions(facts) -> tuple[int, ...]:
+    """The output's spatial sizes of a ``pointwise_kind`` call: the input's read at the strides
+    (FORWARD), or the input's (BACKWARD, unit strides)."""
+    x_shape, strides = facts[0], facts[5]
+    return tuple(-(-n // s) for n, s in zip(x_shape[2:], strides))
+
+
 def _rule(form: str):
     def applies(*facts) -> bool:
-        kind = pointwise_kind(*facts)
-        return kind is not None and RULE.get((kind, np.dtype(facts[2]).name), "xla") == form
+        return rule_form(*facts) == form
     applies.__name__ = applies.__qualname__ = f"applies_{form}"
     return applies
 

@@ -5,6 +5,9 @@ the programs the forms give (dots, no transposes where the memory suits the form
 each kind covers; and the operator taking a form on CUDA only where the rule or a forced switch
 says (force_kernels), every other platform keeping XLA's convolution bit for bit."""
 
+import json
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -188,6 +191,9 @@ def test_kinds():
         assert kind(**args) is None, refused
     assert {k for k, _ in gemm.RULE} == {"pointwise", "pointwise strided", "pointwise backward"}
     assert set(gemm.RULE.values()) <= {"xla", *gemm.FORMS}
+    for entries in gemm.PACKED_RULE.values():  # largest size first, down to every size
+        assert [n for n, _ in entries] == sorted({n for n, _ in entries}, reverse=True) and entries[-1][0] == 0
+        assert {f for _, f in entries} <= {"xla", *gemm.FORMS}
 
 
 def _cuda_text(f, *args) -> str:
@@ -214,14 +220,106 @@ def test_the_operator_takes_a_forced_form_on_cuda_only(dtype):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))  # here (CPU): XLA's convolution
 
 
-def test_the_rule_picks_the_form_by_kind_and_type():
+def test_the_rule_picks_the_form_by_kind_type_memory_and_size():
     facts = ((2, 8, 5, 5), (4, 8, 1, 1), np.float32, True, 1, (1, 1), (1, 1), (0, 0), (0, 0), (0, 0))
     kernels = (gemm.CONVOLUTION_GEMM_COLUMNS, gemm.CONVOLUTION_GEMM_ROWS)
     want = {"rows": gemm.CONVOLUTION_GEMM_ROWS, "columns": gemm.CONVOLUTION_GEMM_COLUMNS, "xla": None}
     assert choose(*kernels, facts=facts).kernel is want[gemm.RULE[("pointwise", "float32")]]
     half = (facts[0], facts[1], np.float16) + facts[3:]
     assert choose(*kernels, facts=half).kernel is want[gemm.RULE[("pointwise", "float16")]]
+    with dmljax.packed_memory():  # NCHW memory as written: by the output's positions an image
+        for (kind, dname), entries in gemm.PACKED_RULE.items():
+            stride = 1 if kind == "pointwise" else 2
+            for least, form in entries:
+                for positions in {least, least + 1} - {0}:
+                    sized = ((2, 8, 1, stride * positions), facts[1], np.dtype(dname), True, 1, (1, stride)) + facts[6:]
+                    assert choose(*kernels, facts=sized).kernel is want[form], (kind, dname, positions)
+            if entries[0][0] > 1:  # just below the largest entry's size: the next entry
+                below = ((2, 8, 1, stride * (entries[0][0] - 1)), facts[1], np.dtype(dname), True, 1,
+                         (1, stride)) + facts[6:]
+                assert choose(*kernels, facts=below).kernel is want[entries[1][1]], (kind, dname)
+        backward = ((2, 8, 5, 5), (8, 4, 1, 1), np.float16, False) + facts[4:]
+        assert choose(*kernels, facts=backward).kernel is want[gemm.RULE[("pointwise backward", "float16")]]
+        with dmljax.packed_memory(False):
+            assert choose(*kernels, facts=half).kernel is want[gemm.RULE[("pointwise", "float16")]]
     with force_kernels(gemm.CONVOLUTION_GEMM_COLUMNS.name):
         assert choose(*kernels, facts=facts).kernel is gemm.CONVOLUTION_GEMM_COLUMNS
         three = ((2, 8, 5, 5), (4, 8, 3, 3)) + facts[2:]
         assert choose(*kernels, facts=three).kernel is None  # forced only where it can run
+
+
+def _cuda_program(f, *args) -> str:
+    text = _cuda_text(f, *args)
+    return "columns" if "stablehlo.dot_general" in text and "stablehlo.convolution" not in text else (
+        "xla" if "stablehlo.convolution" in text else "other")
+
+
+def test_packed_memory_takes_columns_in_a_users_program_on_cuda():
+    # NCHW FLOAT16 at 14 x 14: XLA's convolution where XLA orders memory, the per-image product
+    # within packed_memory (the forward and both gradients), the same values here (the CPU)
+    x, w, dy = _data(np.float16, (2, 8, 14, 14), (4, 8, 1, 1), True, (1, 1), seed=5)
+
+    def both(a, b):
+        y, pull = jax.vjp(lambda p, q: dmljax.convolution(p, q), a, b)
+        return y, pull(jnp.asarray(dy))
+    assert _cuda_program(both, x, w) == "xla"
+    want = jax.jit(both)(x, w)
+    with dmljax.packed_memory():
+        assert _cuda_program(both, x, w) == "columns"
+        got = jax.jit(both)(x, w)
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    with pytest.raises(TypeError, match="packed_memory: packed is 'yes'; expected True or False"):
+        with dmljax.packed_memory("yes"):
+            pass
+
+
+def test_a_call_outside_any_trace_and_a_packed_compiled_operator_assume_packed_memory(monkeypatch):
+    # a program of the operator alone reads and writes the caller's arrays as they lie: the rule
+    # is asked in packed memory; a compiled operator is, where its descs are all packed. Each
+    # call has its own batch size, so that each is traced here (13 x 17 positions an image)
+    seen = []
+    rule_form = gemm.rule_form
+
+    def spy(*facts):
+        seen.append(gemm.memory())
+        return rule_form(*facts)
+    monkeypatch.setattr(gemm, "rule_form", spy)
+    w = np.ones((4, 8, 1, 1), np.float16)
+    dmljax.convolution(np.ones((5, 8, 13, 17), np.float16), w)
+    assert set(seen) == {"packed"}
+    seen.clear()
+    jax.jit(lambda a, b: dmljax.convolution(a, b))(np.ones((6, 8, 13, 17), np.float16), w)
+    assert set(seen) == {"xla"}
+
+    def compiled(n, strides):
+        desc = {"InputTensor": {"DataType": "FLOAT16", "Sizes": [n, 8, 13, 17], "Strides": strides},
+                "FilterTensor": {"DataType": "FLOAT16", "Sizes": [4, 8, 1, 1]},
+                "OutputTensor": {"DataType": "FLOAT16", "Sizes": [n, 4, 13, 17]},
+                "Mode": "CONVOLUTION", "Direction": "FORWARD", "DimensionCount": 2, "Strides": [1, 1],
+                "Dilations": [1, 1], "StartPadding": [0, 0], "EndPadding": [0, 0], "OutputPadding": [0, 0],
+                "GroupCount": 1}
+        seen.clear()
+        out = dmljax.compile_operator("CONVOLUTION", desc)(
+            InputTensor=np.ones(n * 8 * 13 * 17, np.float16), FilterTensor=w.ravel(),
+            OutputTensor=np.zeros(n * 4 * 13 * 17, np.float16))["OutputTensor"]
+        np.testing.assert_array_equal(np.asarray(out), np.full(n * 4 * 13 * 17, 8, np.float16))
+        return set(seen)
+    assert compiled(7, None) == {"packed"}
+    assert compiled(9, [8 * 13 * 17, 1, 17 * 8, 8]) == {"xla"}  # NHWC memory through the strides
+
+
+def test_the_packed_rule_is_what_the_committed_measurements_give():
+    # benchmarks/results/h200/convolution/packed.json (resnet50.py --rule-from): at every output
+    # size measured with NCHW memory, PACKED_RULE takes the fastest form over the three directions
+    path = Path(__file__).resolve().parents[3] / "benchmarks/results/h200/convolution/packed.json"
+    points = json.loads(path.read_text())["points"]
+    assert {(p["kind"], p["dtype"]) for p in points} == set(gemm.PACKED_RULE)
+    for p in points:
+        facts = ((2, 8, 1, p["positions"]), (4, 8, 1, 1), np.dtype(p["dtype"]), True, 1,
+                 (1, 1) if p["kind"] == "pointwise" else (1, 2), (1, 1), (0, 0), (0, 0), (0, 0))
+        if p["kind"] != "pointwise":
+            facts = ((2, 8, 1, 2 * p["positions"]),) + facts[1:]
+        assert gemm.pointwise_kind(*facts) == p["kind"]
+        with dmljax.packed_memory():
+            assert gemm.rule_form(*facts) == p["fastest"], p

@@ -294,8 +294,10 @@ CONVOLUTION = OpSpec(
             "CONVOLUTION of a 1 x 1 window on a GPU",
             "one group, no padding or OutputPadding (FORWARD at any strides, BACKWARD at unit strides): a matrix "
             "product over the channels (`dmljax/_src/kernels/convolution_gemm.py`: the positions as rows, or one "
-            "product an image) where its measured rule takes the call, FLOAT32 at HIGHEST precision and FLOAT16 "
-            "accumulated in FLOAT32; elsewhere XLA's convolution",
+            "product an image) where its measured rule takes the call, by the memory order the program keeps "
+            "(NCHW as written for a call outside any trace, a compiled operator of packed descs or "
+            "`dmljax.packed_memory()`; else XLA's), FLOAT32 at HIGHEST precision and FLOAT16 accumulated in "
+            "FLOAT32; elsewhere XLA's convolution",
             "The same products; only the order of the additions differs, within the budget (tested against the "
             "convolution and float64, `tests/ops/convolution/test_convolution_gemm.py`)"),
     ),
