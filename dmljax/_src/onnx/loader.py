@@ -22,7 +22,7 @@ import numpy as np
 from jax import lax
 
 from dmljax._src.errors import ValidationError, Violation, cap
-from dmljax._src.onnx import folds, prepare, qdq
+from dmljax._src.onnx import folds, one_hot, prepare, qdq
 from dmljax._src.onnx.errors import OnnxImportError, file_error, node_violation
 from dmljax._src.onnx.table import (CONTROL_FLOW, FOLDED, TABLE, UNROLL, Call, Rule, _runtime_dtype, find_rule,
                                     rules_for)
@@ -228,14 +228,16 @@ class OnnxModel:
     outputs; ``nodes`` says what each node becomes; ``fused_qdq`` lists the QDQ groups load fused
     into quantized operators (onnx/qdq.py; empty with ``fuse_qdq=False``); ``folded_conv`` lists the
     BatchNormalization, Mul and Add nodes load folded into the Conv before them (onnx/folds.py; empty
-    with ``fold_conv=False``)."""
+    with ``fold_conv=False``); ``gathered_one_hot`` lists the MatMul nodes of one-hot rows load reads
+    as gathers (onnx/one_hot.py; empty with ``gather_one_hot=False``)."""
 
     def __init__(self, proto, name: str, opset: int, nodes: list[_Node], params: dict, consts: dict,
                  inputs: list, outputs: list[str], buffers: dict | None = None, fused_qdq: tuple = (),
-                 folded_conv: tuple = ()):
+                 folded_conv: tuple = (), gathered_one_hot: tuple = ()):
         self.proto = proto
         self.fused_qdq = tuple(fused_qdq)
         self.folded_conv = tuple(folded_conv)
+        self.gathered_one_hot = tuple(gathered_one_hot)
         self.name = name
         self.opset = opset
         self._nodes = nodes
@@ -441,7 +443,7 @@ def _subgraph_reads(g) -> set[str]:
 
 
 def load(source, *, name: str | None = None, static_inputs: dict | None = None, fuse_qdq: bool = True,
-         fold_conv: bool = True) -> OnnxModel:
+         fold_conv: bool = True, gather_one_hot: bool = True) -> OnnxModel:
     """Import an ONNX model (a path, the file's bytes, or an ``onnx.ModelProto``; external data
     is read from beside the file).
 
@@ -462,6 +464,11 @@ def load(source, *, name: str | None = None, static_inputs: dict | None = None, 
     written by FLOAT32 rounding (onnx/folds.py lists the rules). ``fold_conv=False`` keeps the graph
     as written.
 
+    ``gather_one_hot`` (default True) reads a MatMul of one-hot rows (Equal of an expanded integer
+    tensor and the constants v0 to v0 + K - 1, Cast, MatMul by {K, N} weights: an exported embedding
+    lookup) as a gather of the product's K + 1 possible rows, computed by the same GEMM: the same
+    outputs bit for bit (onnx/one_hot.py). ``gather_one_hot=False`` keeps the graph as written.
+
     Raises:
         OnnxImportError: the file is not a readable ONNX model, its ai.onnx opset is outside
             MIN_OPSET to max_opset(), or nodes cannot be mapped (all of them listed: node,
@@ -470,7 +477,8 @@ def load(source, *, name: str | None = None, static_inputs: dict | None = None, 
     _need_onnx()
     where = name or (repr(Path(os.fspath(source)).name) if isinstance(source, (str, os.PathLike)) else "<model>")
     bad = [Violation("Option", k, f"is {cap(repr(v), 80)}", "True or False")
-           for k, v in (("fuse_qdq", fuse_qdq), ("fold_conv", fold_conv)) if not isinstance(v, (bool, np.bool_))]
+           for k, v in (("fuse_qdq", fuse_qdq), ("fold_conv", fold_conv), ("gather_one_hot", gather_one_hot))
+           if not isinstance(v, (bool, np.bool_))]
     if bad:
         raise OnnxImportError(where, bad)
     model = _read(source, where)
@@ -494,8 +502,9 @@ def load(source, *, name: str | None = None, static_inputs: dict | None = None, 
     graph = g
     fusions: tuple = ()
     conv_folds: tuple = ()
+    one_hot_products: tuple = ()
+    overridable = (set(initializers) & graph_input_names) - set(static_inputs or {}) if model.ir_version >= 4 else set()
     if fold_conv:
-        overridable = (set(initializers) & graph_input_names) - set(static_inputs or {}) if model.ir_version >= 4 else set()
         folded, extra, unread, conv_folds = folds.fold(g.node, qdq.const_values(g, initializers), overridable,
                                                        [o.name for o in g.output], _subgraph_reads(g), opset)
         if conv_folds:
@@ -511,6 +520,13 @@ def load(source, *, name: str | None = None, static_inputs: dict | None = None, 
             graph = onnx.helper.make_graph(fused, g.name, [], [])
             initializers.update(extra)
             domains.setdefault(qdq.MS, 1)
+    if gather_one_hot:
+        values = qdq.const_values(graph, initializers)
+        rewritten, one_hot_products = one_hot.rewrite(
+            model, graph.node, values, {k: tuple(np.shape(v)) for k, v in values.items()}, overridable,
+            [o.name for o in g.output], _subgraph_reads(g), opset)
+        if one_hot_products:
+            graph = onnx.helper.make_graph(rewritten, g.name, [], [])
     problems: list[Violation] = []
     nodes, consts = _map_nodes(graph, opset, problems, domains=domains, shapes=_static_shapes(model, initializers))
     produced_by: dict[str, _Node] = {}
@@ -541,7 +557,7 @@ def load(source, *, name: str | None = None, static_inputs: dict | None = None, 
             consts_all[k] = v
     inputs = [(i.name, _elem_type(i), _shape(i)) for i in graph_inputs]
     return OnnxModel(model, g.name or where, opset, nodes, params, consts_all, inputs, [o.name for o in g.output],
-                     buffers, fusions, conv_folds)
+                     buffers, fusions, conv_folds, one_hot_products)
 
 
 _BUFFER_SIZE = 1024
