@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -252,7 +254,10 @@ def measure(name: str, batch: int, repeats: int, small: bool, workdir: Path) -> 
 def _markdown(rows: list[dict], env: dict) -> str:
     lines = ["# ONNX models on the GPU: dmljax's import against PyTorch", "",
              f"Device: {env['device']}; jax {env['jax']}, torch {env['torch']}, onnx {env['onnx']}, "
-             f"onnxruntime {env['onnxruntime']}, dmljax {env['dmljax']}; {env['when']}.", "",
+             f"onnxruntime {env['onnxruntime']}, dmljax {env['dmljax']}; {env['when']}"
+             + (f"; commit {env['commit']}" if env.get("commit") else "")
+             + (f"; {env['rounds']} rounds" if env.get("rounds") else "")
+             + (f"; XLA_FLAGS {env['xla_flags']!r}" if env.get("xla_flags") else "") + ".", "",
              "Method: benchmarks/onnx/gpu_models.py (its docstring): FLOAT16 models with random weights, host-timed "
              "medians of interleaved calls that block until the result is ready.", ""]
     for row in rows:
@@ -270,6 +275,18 @@ def _markdown(rows: list[dict], env: dict) -> str:
     return "\n".join(lines)
 
 
+def _commit() -> str:
+    """The checkout's commit (short), "+" where the tree has uncommitted changes; "" without git."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
+                              cwd=Path(__file__).resolve().parent).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, check=True, cwd=Path(__file__).resolve().parent).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+    return head + ("+" if dirty else "")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--batch", type=int, default=32)
@@ -285,7 +302,8 @@ def main(argv=None) -> int:
     env = {"device": f"{device.platform} {getattr(device, 'device_kind', '')}".strip(), "jax": jax.__version__,
            "torch": torch.__version__, "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__,
            "dmljax": dmljax.__version__, "python": platform.python_version(),
-           "when": time.strftime("%Y-%m-%d", time.gmtime())}
+           "when": time.strftime("%Y-%m-%d", time.gmtime()), "commit": _commit(), "rounds": a.repeats,
+           "xla_flags": os.environ.get("XLA_FLAGS", "")}
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in a.models:
