@@ -38,6 +38,8 @@ import dataclasses
 
 import numpy as np
 
+from dmljax._src.onnx.folds import _ai_onnx
+
 try:
     import onnx
     from onnx import helper, numpy_helper
@@ -60,10 +62,6 @@ class OneHotProduct:
     matmul: str
     k: int
     weights: str
-
-
-def _ai_onnx(p) -> bool:
-    return p.domain in ("", "ai.onnx")
 
 
 def _attr(p, name, default=None):
