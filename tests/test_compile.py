@@ -44,6 +44,19 @@ def test_jitted_once_per_binding_layout():
     assert op.trace_count == 1
 
 
+def test_a_kernel_switch_compiles_the_binding_afresh():
+    # the binding's program keys on dmljax.use_kernels' switches, as the operators' own caches do:
+    # a block that turns kernels off gets a program traced inside it, and the one outside is kept
+    op = unary("ACTIVATION_SOFTMAX", [2, 8])
+    x, out = np.linspace(-2, 2, 16, dtype=np.float32), np.zeros(16, np.float32)
+    want = op(InputTensor=x, OutputTensor=out)["OutputTensor"]
+    with dmljax.use_kernels(False, "softmax"):
+        got = op(InputTensor=x, OutputTensor=out)["OutputTensor"]
+    op(InputTensor=x, OutputTensor=out)
+    assert op.trace_count == 2
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))  # off CUDA both are the XLA formula
+
+
 def test_nested_fused_activation_flattened_and_long_form():
     a = np.array([1, 2, 3], np.float32)
     b = np.array([5, 8, -5], np.float32)
