@@ -146,3 +146,18 @@ def test_fuzz_the_gather_is_the_product(k, n, v0, wide, seed):
     gathered = dx.load(proto)
     assert len(gathered.gathered_one_hot) == 1
     np.testing.assert_array_equal(_bits(gathered(x)[0]), _bits(dx.load(proto, gather_one_hot=False)(x)[0]))
+
+
+def test_two_products_of_one_cast_under_one_name():
+    # two MatMul nodes named alike read the same one-hot rows: both read as gathers, each with its
+    # own values (the rewrite names them by the node's place), the Cast and Equal dropped once
+    proto = _model(k=6, n=3)
+    w2 = np.random.default_rng(9).standard_normal((6, 2)).astype(np.float32)
+    proto.graph.initializer.append(numpy_helper.from_array(w2, "W2"))
+    proto.graph.node.append(helper.make_node("MatMul", ["hotf", "W2"], ["y2"], name="embed"))
+    proto.graph.output.append(helper.make_tensor_value_info("y2", TensorProto.FLOAT, ["B", "L", 2]))
+    gathered, written = dx.load(proto), dx.load(proto, gather_one_hot=False)
+    assert len(gathered.gathered_one_hot) == 2 and "Cast" not in {n.op_type for n in gathered.nodes}
+    x = _inputs(6, 0, np.int32)
+    for a, b in zip(gathered(x), written(x)):
+        np.testing.assert_array_equal(_bits(a), _bits(b))

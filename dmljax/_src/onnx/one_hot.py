@@ -157,7 +157,7 @@ def rewrite(model, nodes, consts: dict, shapes: dict, overridable, outputs, sub_
         if x_last != 1 or e_rank is None or e_rank < max(2, v.ndim):  # (Equal gives X V's type)
             continue
         n_out = int(shapes[m.input[1]][1])
-        base = f"{m.name or f'MatMul_{i}'}/one_hot"
+        base = f"{m.name or 'MatMul'}/one_hot_{i}"  # the node's index: unique where names repeat
         dtype = consts[m.input[1]].dtype
         rows = np.concatenate([np.eye(k, dtype=dtype), np.zeros((1, k), dtype)])
 
