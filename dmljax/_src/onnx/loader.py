@@ -521,10 +521,9 @@ def load(source, *, name: str | None = None, static_inputs: dict | None = None, 
             initializers.update(extra)
             domains.setdefault(qdq.MS, 1)
     if gather_one_hot:
-        values = qdq.const_values(graph, initializers)
-        rewritten, one_hot_products = one_hot.rewrite(
-            model, graph.node, values, {k: tuple(np.shape(v)) for k, v in values.items()}, overridable,
-            [o.name for o in g.output], _subgraph_reads(g), opset)
+        rewritten, one_hot_products = one_hot.rewrite(model, graph.node, qdq.const_values(graph, initializers),
+                                                      overridable, [o.name for o in g.output], _subgraph_reads(g),
+                                                      opset)
         if one_hot_products:
             graph = onnx.helper.make_graph(rewritten, g.name, [], [])
     problems: list[Violation] = []

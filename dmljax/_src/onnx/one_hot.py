@@ -39,6 +39,7 @@ import dataclasses
 import numpy as np
 
 from dmljax._src.onnx.folds import _ai_onnx
+from dmljax._src.onnx.qdq import _attrs
 
 try:
     import onnx
@@ -62,13 +63,6 @@ class OneHotProduct:
     matmul: str
     k: int
     weights: str
-
-
-def _attr(p, name, default=None):
-    for a in p.attribute:
-        if a.name == name:
-            return helper.get_attribute_value(a)
-    return default
 
 
 def _last_dims(model) -> dict[str, tuple[int, int | None]]:
@@ -100,13 +94,11 @@ def _values(v: np.ndarray) -> tuple[int, int] | None:
     return v0, int(flat.size)
 
 
-def rewrite(model, nodes, consts: dict, shapes: dict, overridable, outputs, sub_reads=frozenset(),
-            opset: int = 13):
+def rewrite(model, nodes, consts: dict, overridable, outputs, sub_reads=frozenset(), opset: int = 13):
     """The main graph's ``nodes`` with each product of one-hot rows (the module's match) read as a
     gather: (the new node list, the OneHotProducts). ``consts``: the values known at load
-    (initializers and Constant nodes); ``shapes``: the initializers' shapes (name -> sizes);
-    ``overridable``: the initializers graph inputs can replace; ``model``: for ONNX's shape
-    inference of X's last dimension."""
+    (initializers and Constant nodes); ``overridable``: the initializers graph inputs can replace;
+    ``model``: for ONNX's shape inference of X's last dimension."""
     nodes = list(nodes)
     if opset < MIN_OPSET or not any(p.op_type == "MatMul" and _ai_onnx(p) for p in nodes):
         return nodes, ()
@@ -132,16 +124,14 @@ def rewrite(model, nodes, consts: dict, shapes: dict, overridable, outputs, sub_
         equal = producer(cast.input[0], "Equal") if cast is not None else None
         if equal is None or len(equal.input) != 2:
             continue
-        w_shape = shapes.get(m.input[1])
         w = consts.get(m.input[1])
-        w_type = np.dtype(w.dtype) if w is not None else None
-        if w_shape is None or len(w_shape) != 2 or w_type not in _FLOATS or _attr(cast, "to") != _ONNX_TYPE[w_type]:
+        if w is None or w.ndim != 2 or w.dtype not in _FLOATS or _attrs(cast).get("to") != _ONNX_TYPE[w.dtype]:
             continue
         for v_name, e_name in ((equal.input[1], equal.input[0]), (equal.input[0], equal.input[1])):
             v = consts.get(v_name) if v_name not in overridable else None
             expand = producer(e_name, "Expand")
             found = _values(np.asarray(v)) if v is not None else None
-            if found is not None and expand is not None and found[1] == w_shape[0]:
+            if found is not None and expand is not None and found[1] == w.shape[0]:
                 candidates.append((i, m, cast, equal, expand, v_name, np.asarray(v), found))
                 break
     if not candidates:
@@ -156,7 +146,7 @@ def rewrite(model, nodes, consts: dict, shapes: dict, overridable, outputs, sub_
         e_rank, _ = ranks.get(e_name, (None, None))
         if x_last != 1 or e_rank is None or e_rank < max(2, v.ndim):  # (Equal gives X V's type)
             continue
-        n_out = int(shapes[m.input[1]][1])
+        n_out = int(consts[m.input[1]].shape[1])
         base = f"{m.name or 'MatMul'}/one_hot_{i}"  # the node's index: unique where names repeat
         dtype = consts[m.input[1]].dtype
         rows = np.concatenate([np.eye(k, dtype=dtype), np.zeros((1, k), dtype)])
