@@ -30,7 +30,7 @@ from dmljax._src.dtypes import DataType, x64_enabled
 from dmljax._src.catalog import CATALOG
 from dmljax._src.errors import UnknownOperatorError, ValidationError, Violation, cap, quote
 from dmljax._src.feature_level import ENV_VAR, FeatureLevel, resolve_feature_level
-from dmljax._src.kernel_seam import disabled_kernels, forced_kernels, packed_memory
+from dmljax._src.kernel_seam import packed_memory, switches
 from dmljax._src.registry import canonical_name, entry, implemented, not_implemented_error
 from dmljax._src.spec import INFERRED, REQUIRED, OpSpec
 from dmljax._src.tensor_desc import TensorDesc, TensorFlags, whole_number
@@ -323,7 +323,7 @@ class CompiledOperator:
         owned = tuple(self._owned_values[n] for n in self.owned_by_dml) if self.owned_by_dml else ()
         arrays = [b if isinstance(b, jax.Array) else jnp.asarray(b) for b in buffers]
         avals = tuple((tuple(a.shape), np.dtype(a.dtype)) for a in arrays)
-        key = (layout, donate, avals, disabled_kernels(), forced_kernels())
+        key = (layout, donate, avals, switches())
         exe = self._jits.get(key)
         if exe is None:
             exe = jax.jit(self._runner(layout), donate_argnums=donate).lower(owned, *arrays).compile()

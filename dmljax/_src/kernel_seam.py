@@ -37,7 +37,7 @@ from jax import lax
 from dmljax._src.numerics import in_gradient_rule
 from dmljax._src.partition import along_leading_axes
 
-__all__ = ["Kernel", "Route", "choose", "use_kernels", "force_kernels", "packed_memory", "memory",
+__all__ = ["Kernel", "Route", "choose", "use_kernels", "force_kernels", "packed_memory", "memory", "switches",
            "kernel_names", "disabled_kernels", "forced_kernels"]
 
 
@@ -76,7 +76,7 @@ without user contexts keys only the operators' own caches on them."""
 def _switched(var: contextvars.ContextVar, value: frozenset) -> Iterator[None]:
     token = var.set(value)
     try:
-        with _JIT_KEY((_DISABLED.get(), _FORCED.get(), _PACKED.get())):
+        with _JIT_KEY(switches()):
             yield
     finally:
         var.reset(token)
@@ -88,19 +88,26 @@ def kernel_names() -> tuple[str, ...]:
 
 
 def disabled_kernels() -> frozenset[str]:
-    """The kernels turned off where this is called (a part of each compile cache's key)."""
+    """The kernels turned off where this is called (one of ``switches``)."""
     return _DISABLED.get()
 
 
 def forced_kernels() -> frozenset[str]:
-    """The kernels forced where this is called (a part of each compile cache's key)."""
+    """The kernels forced where this is called (one of ``switches``)."""
     return _FORCED.get()
 
 
+def switches() -> tuple[frozenset[str], frozenset[str], bool]:
+    """Every switch in force where this is called (the kernels turned off, those forced, packed
+    memory): the part of each compile cache's key (the operators', a compiled operator's, a loaded
+    ONNX model's, and jax.jit's) that a block of this module changes."""
+    return _DISABLED.get(), _FORCED.get(), _PACKED.get()
+
+
 def memory() -> str:
-    """The memory order the rules assume where this is called (a part of each compile cache's
-    key): "packed" within ``packed_memory``, else "xla" (XLA's choice: the order its layout
-    assignment gives each array of the program)."""
+    """The memory order the rules assume where this is called (one of ``switches``): "packed"
+    within ``packed_memory``, else "xla" (XLA's choice: the order its layout assignment gives each
+    array of the program)."""
     return "packed" if _PACKED.get() else "xla"
 
 

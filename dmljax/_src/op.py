@@ -23,7 +23,7 @@ from dmljax._src.docstrings import HALF_ARG, docstring
 from dmljax._src.dtypes import x64_enabled
 from dmljax._src.errors import ValidationError, Violation, note_call_site, quote
 from dmljax._src.feature_level import ENV_VAR, resolve_feature_level
-from dmljax._src.kernel_seam import disabled_kernels, forced_kernels, memory, packed_memory
+from dmljax._src.kernel_seam import packed_memory, switches
 from dmljax._src.numerics import is_flushed, mark_flushed, record_flushed
 from dmljax._src.registry import register
 from dmljax._src.spec import INFERRED, REQUIRED, OpSpec
@@ -218,7 +218,7 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
 
         def executable(statics: tuple, flushed: tuple, nested: bool) -> Callable:
             # -0.0 and 0.0 are different attributes; a kernel switched off or forced is another program
-            key = (static_key(statics), flushed, nested, disabled_kernels(), forced_kernels(), memory())
+            key = (static_key(statics), flushed, nested, switches())
             fn = executables.get(key)
             if fn is None:
                 options = None if nested else _STRICT_PRECISION
@@ -282,8 +282,7 @@ def operator(spec: OpSpec) -> Callable[[Callable], Callable]:
                 return None
             if not _trace_state_clean():
                 return None
-            return (tuple(sig), kw, level, disabled_kernels(), forced_kernels(), memory(), x64_enabled(),
-                    default_platform())
+            return (tuple(sig), kw, level, switches(), x64_enabled(), default_platform())
 
         def public(*args, **kwargs):
             key = direct_key(args, kwargs)

@@ -140,7 +140,7 @@ def mobile():
 def _split(model, x):
     model(x)
     return next(entry for key, entry in model._prepared._splits.items()
-                if key[1] == dmljax._src.kernel_seam.disabled_kernels())
+                if key[1] == dmljax._src.kernel_seam.switches())
 
 
 def _transposes_between_convolutions(split, prepared, x, convolution="conv_general_dilated") -> list:
@@ -302,6 +302,6 @@ def test_forcing_the_form_takes_it_for_one_convolution():
     want = np.asarray(model(X)[0])
     with force_kernels("channels_last"):
         got = np.asarray(model(X)[0])
-    forms = {key[2]: entry[0].channels_last for key, entry in model._prepared._splits.items()}
+    forms = {key[1][1]: entry[0].channels_last for key, entry in model._prepared._splits.items()}  # by forced kernels
     assert forms == {frozenset(): False, frozenset({"channels_last"}): True}, forms
     np.testing.assert_array_equal(got, want)  # small integers: every sum exact in any order

@@ -37,7 +37,7 @@ import numpy as np
 from jax import lax
 from jax.extend import core as jcore
 
-from dmljax._src.kernel_seam import disabled_kernels, forced_kernels
+from dmljax._src.kernel_seam import switches
 from dmljax._src.onnx import layout
 
 ON = frozenset({"cpu"})
@@ -267,7 +267,7 @@ class Prepared:
             return None  # a sequence or an absent optional input takes the one program
         leaves = jax.tree.leaves(known)
         key = (tuple((np.shape(x), x.dtype if hasattr(x, "dtype") else np.result_type(x)) for x in inputs),
-               disabled_kernels(), forced_kernels())
+               switches())
         entry = self._splits.get(key)
         fresh = entry is None or len(entry[1]) != len(leaves) or any(a is not b for a, b in zip(entry[1], leaves))
         if not _concrete(inputs) or (fresh and not _concrete(leaves)):
