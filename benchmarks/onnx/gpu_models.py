@@ -29,17 +29,17 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[2])]
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
+import common  # noqa: E402
 import dmljax  # noqa: E402
 import dmljax.onnx as dx  # noqa: E402
 
@@ -275,16 +275,9 @@ def _markdown(rows: list[dict], env: dict) -> str:
     return "\n".join(lines)
 
 
-def _commit() -> str:
-    """The checkout's commit (short), "+" where the tree has uncommitted changes; "" without git."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
-                              cwd=Path(__file__).resolve().parent).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                               text=True, check=True, cwd=Path(__file__).resolve().parent).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return ""
-    return head + ("+" if dirty else "")
+def _short_commit(env: dict) -> str:
+    """common.environment's commit, short, "+" where the tree had uncommitted changes."""
+    return env["commit"][:7] + ("+" if env["commit"] and env["uncommitted changes"] else "")
 
 
 def main(argv=None) -> int:
@@ -302,7 +295,7 @@ def main(argv=None) -> int:
     env = {"device": f"{device.platform} {getattr(device, 'device_kind', '')}".strip(), "jax": jax.__version__,
            "torch": torch.__version__, "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__,
            "dmljax": dmljax.__version__, "python": platform.python_version(),
-           "when": time.strftime("%Y-%m-%d", time.gmtime()), "commit": _commit(), "rounds": a.repeats,
+           "when": time.strftime("%Y-%m-%d", time.gmtime()), "commit": _short_commit(common.environment()), "rounds": a.repeats,
            "xla_flags": os.environ.get("XLA_FLAGS", "")}
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
