@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 from jax import lax  # noqa: E402
 
 import common  # noqa: E402
+import resnet50  # noqa: E402  (its torch timing of a case: cuDNN, benchmark mode, 20 calls)
 
 SHAPES = [(64, 64, 56, 3, 1), (128, 128, 28, 3, 1), (256, 256, 14, 3, 1), (512, 512, 7, 3, 1),
           (128, 128, 56, 3, 2), (256, 256, 28, 3, 2), (512, 512, 14, 3, 2), (3, 64, 224, 7, 2),
@@ -31,7 +32,6 @@ SHAPES = [(64, 64, 56, 3, 1), (128, 128, 28, 3, 1), (256, 256, 14, 3, 1), (512, 
 
 def main():
     import torch  # noqa: PLC0415  (the comparison needs it)
-    torch.backends.cudnn.benchmark = True
     rng = np.random.default_rng(0)
     print(f"{common.environment()['device']}; jax {jax.__version__}, torch {torch.__version__}; batch 128, FLOAT16")
     for cin, cout, hw, k, s in SHAPES:
@@ -56,16 +56,9 @@ def main():
                 calls.append((f"{d} {name}", lambda i, c=program: c(x[i], w[i], dy[i])))
         t = common.times(calls)
         by = dict(calls)
-        tx = torch.randn(128, cin, hw, hw, device="cuda", dtype=torch.float16)
-        tw = torch.randn(cout, cin, k, k, device="cuda", dtype=torch.float16)
-        tdy = torch.randn(*o, device="cuda", dtype=torch.float16)
-
-        def backward(mask):
-            return lambda: torch.ops.aten.convolution_backward(tdy, tx, tw, None, [s, s], [p, p], [1, 1], False,
-                                                               [0, 0], 1, mask)
-        torch_ms = {"fwd": common.torch_ms(lambda: torch.nn.functional.conv2d(tx, tw, stride=s, padding=p), calls=20),
-                    "bwd_data": common.torch_ms(backward([True, False, False]), calls=20),
-                    "bwd_filter": common.torch_ms(backward([False, True, False]), calls=20)}
+        case = dict(cin=cin, cout=cout, size=hw, k=k, stride=s, pad=p, groups=1, transposed=False,
+                    output_padding=0)
+        torch_ms = {d: v * 1e3 for (_, d), v in resnet50._torch_times(case, 128, np.float16, ["NCHW"]).items()}
         for d in directions:
             a, b = t[f"{d} xla"]["s"] * 1e3, t[f"{d} nchw"]["s"] * 1e3
             same = bool(np.array_equal(np.asarray(by[f"{d} xla"](0)), np.asarray(by[f"{d} nchw"](0))))
