@@ -7,7 +7,7 @@ kernels/convolution_phases.py's RULE['cuda'] are read off one run.
     python benchmarks/convolution/resnet50.py [--out DIR] [--groups resnet50,mobilenet_v2,transposed]
         [--batches 32,128] [--dtypes float16,float32] [--layouts NCHW,NHWC] [--windows 1,3,7] [--labels " s2"]
         [--forms xla,rows,columns,phases,rule,taps,depthwise]
-        [--budget-s 360] [--no-torch]
+        [--budget-s 360] [--no-torch] [--filter-gradient partials|product|xla]
     (SMOKE=1: small shapes, any machine)
 
 Per shape, batch, type, layout and direction:
@@ -41,6 +41,10 @@ the fastest, which give convolution_gemm.py's PACKED_RULE (the program's arrays 
 dmljax.packed_memory, which a program of the operator alone takes by itself). Each NCHW point
 also names the form PACKED_RULE takes and its ratios. ``--rule-from JSON...`` measures nothing and
 writes rule.md and packed.md from earlier runs' points (at most 10 files, to DIR; default benchmarks/results/<device>/convolution).
+``--filter-gradient METHOD`` makes every columns form's filter gradient take one method of
+convolution_gemm.FILTER_GRADIENTS (the run's method says which); ``--rule-from`` of such runs writes
+filter_gradient.md instead: per type and output size, each method's range of ratios to lax's filter
+gradient, which give convolution_gemm.py's FILTER_GRADIENT.
 """
 
 import argparse
@@ -405,6 +409,43 @@ def write_packed_rule(report, points):
                          fastest=best, total_ms=total, ranges_over_xla=ranges)
 
 
+FORCED_METHOD = re.compile(r"the columns form's filter gradient: (\w+)")
+
+
+def write_filter_gradient(report, runs):
+    """For the columns form's filter gradient (convolution_gemm.py's FILTER_GRADIENT), from runs of
+    the 1 x 1 calls with NCHW memory each made with one method forced (``--filter-gradient``, read
+    off the run's method): per type and output size (positions an image; the unit-stride calls,
+    those the columns form takes), each method's range of ratios to lax's time over the shapes and
+    batches, and the method whose worst ratio is least, which the rule takes."""
+    report.group = "filter_gradient"
+    by = {}
+    for run in runs:
+        method = FORCED_METHOD.search(run.get("method", ""))
+        if method is None:
+            continue
+        for p in run["points"]:
+            if p.get("kind") != "pointwise" or p["layout"] != "NCHW" or p["direction"] != "bwd_filter":
+                continue
+            if "columns" not in p["ms"] or "lax" not in p["ms"]:
+                continue
+            size = by.setdefault(p["dtype"], {}).setdefault(_positions(p), {})
+            size.setdefault(method.group(1), {})[(p["shape"], p["batch"])] = p["ms"]["columns"] / p["ms"]["lax"]
+    for dname, sizes in sorted(by.items()):
+        for positions in sorted(sizes, reverse=True):
+            methods = sizes[positions]
+            points = set.intersection(*(set(m) for m in methods.values()))
+            if not points:
+                continue
+            ranges = {m: (min(r[k] for k in points), max(r[k] for k in points)) for m, r in sorted(methods.items())}
+            best = min(ranges, key=lambda m: ranges[m][1])
+            report.point(f"FILTER_GRADIENT, {dname}, {positions} positions ({len(points)} shapes x batches): "
+                         f"{best} (least worst ratio); the columns form's filter gradient over lax's: "
+                         + "; ".join(f"{m} {lo:.2f}-{hi:.2f}x" for m, (lo, hi) in ranges.items()),
+                         rule="FILTER_GRADIENT", dtype=dname, positions=positions, points=len(points), method=best,
+                         ranges_over_lax=ranges)
+
+
 def write_rule(report, points):
     """For each (kind, type) of 1 x 1 call measured (convolution_gemm.py's RULE), each (kind,
     type, direction) of BACKWARD call with strides (convolution_phases.py's RULE['cuda']) and of
@@ -452,8 +493,12 @@ def parse():
     ap.add_argument("--forms", default="", help="the dmljax forms to time (default: every one a shape can take; "
                     "xla, rows, columns, phases, rule, taps)")
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--filter-gradient", default="", choices=("", *gemm.FILTER_GRADIENTS),
+                    help="the method every columns form's filter gradient takes (convolution_gemm.FILTER_GRADIENTS; "
+                    "default: its rule), recorded in the results' method")
     ap.add_argument("--rule-from", nargs="+", default=[], metavar="JSON",
-                    help="measure nothing: write rule.md and packed.md from the points of these result files")
+                    help="measure nothing: write rule.md and packed.md from the points of these result files "
+                    "(filter_gradient.md from runs made with --filter-gradient)")
     args = ap.parse_args(rest)
     groups = args.groups.split(",")
     bad = [g for g in groups if g not in GROUPS] + [la for la in args.layouts.split(",") if la not in ("NCHW", "NHWC")]
@@ -474,16 +519,22 @@ def main():
         report.head = "; ".join(f"{Path(f).name}: {r['environment']['date']}, {r['environment']['device']}, jax "
                                 f"{r['environment']['jax']}, commit {r['environment']['commit'][:12]}"
                                 for f, r in zip(args.rule_from, runs))
-        measured = [p for r in runs for p in r["points"]]
-        write_rule(report, measured)
-        write_packed_rule(report, measured)
+        if all(FORCED_METHOD.search(r.get("method", "")) for r in runs):  # the filter gradient's runs
+            write_filter_gradient(report, runs)
+        else:
+            measured = [p for r in runs for p in r["points"]]
+            write_rule(report, measured)
+            write_packed_rule(report, measured)
         report.write()
         return
     start = time.perf_counter()
     batches = [int(b) for b in args.batches.split(",")]
     dtypes = [np.dtype(d).type for d in args.dtypes.split(",")]
     layouts = args.layouts.split(",")
-    report = common.Report("convolution", "per-call time (benchmarks/common.py), two input sets; torch: CUDA events")
+    gemm.FORCED_FILTER_GRADIENT = args.filter_gradient or None
+    chosen = f"; the columns form's filter gradient: {args.filter_gradient}" if args.filter_gradient else ""
+    report = common.Report("convolution", "per-call time (benchmarks/common.py), two input sets; torch: CUDA events"
+                           + chosen)
     rng = np.random.default_rng(0)
     skipped = []
     for group in groups:

@@ -646,7 +646,8 @@ def padding(cases: Cases):
 
 def convolution_gemm(cases: Cases):
     """CONVOLUTION's 1 x 1 matrix-product forms (kernels/convolution_gemm.py), each forced
-    (``force_kernels``), compiled: a dot and no convolution in the program; forward, input and
+    (``force_kernels``; the columns form with each method of its filter gradient), compiled: a dot
+    and no convolution in the program but XLA's filter gradient; forward, input and
     filter gradients within twice the record's budget of XLA's convolution with the forms off, in
     NCHW and NHWC memory (transposes around the call), FLOAT16 and FLOAT32 (denormals flushed)."""
     from dmljax._src.kernel_seam import force_kernels
@@ -680,15 +681,24 @@ def convolution_gemm(cases: Cases):
                 want = kernels_off(both, xm, w, names=names)
                 budget = catalog.budget(spec, Attrs(attrs), dmljax.DataType.from_dtype(dtype), sizes=x.shape,
                                         args=(x, w))
-                for name in names:
-                    label = f"CONVOLUTION {np.dtype(dtype).name} {x_shape} * {w_shape} {attrs} {memory} {name}"
+                runs = [(gemm.CONVOLUTION_GEMM_ROWS.name, None)] + [
+                    (gemm.CONVOLUTION_GEMM_COLUMNS.name, m) for m in gemm.FILTER_GRADIENTS]
+                for name, method in runs:
+                    label = (f"CONVOLUTION {np.dtype(dtype).name} {x_shape} * {w_shape} {attrs} {memory} {name}"
+                             + (f" (filter gradient: {method})" if method else ""))
                     with cases.case(label):
-                        with force_kernels(name):
-                            lowered = jax.jit(both).lower(xm, w)
-                            got = jax.device_get(lowered.compile()(xm, w))
+                        forced, gemm.FORCED_FILTER_GRADIENT = gemm.FORCED_FILTER_GRADIENT, method
+                        jax.clear_caches()  # the method is no switch: every trace made again
+                        try:
+                            with force_kernels(name):
+                                lowered = jax.jit(both).lower(xm, w)
+                                got = jax.device_get(lowered.compile()(xm, w))
+                        finally:
+                            gemm.FORCED_FILTER_GRADIENT = forced
                         text = lowered.as_text()
-                        if not ON_CPU:
-                            assert "dot_general" in text and "stablehlo.convolution" not in text, "no product"
+                        if not ON_CPU:  # XLA's filter gradient is the one convolution a form may hold
+                            convolutions = text.count("stablehlo.convolution")
+                            assert "dot_general" in text and convolutions == int(method == "xla"), "no product"
                         for g, h, what in zip(got, want, ("output", "input gradient", "filter gradient")):
                             scale = float(np.max(np.abs(np.asarray(h, np.float64)))) or 1.0
                             assert_matches(np.asarray(g), [np.asarray(h, np.float64)], dmljax.DataType.from_dtype(dtype),

@@ -13,8 +13,8 @@ input's every Strides-th element first (a strided slice). Two forms compute that
   memory (NHWC); with NCHW memory XLA transposes around it.
 - ``columns``: one product an image, the {O, C} filter times the image's {C, positions} matrix,
   batched over N: {N, O, positions} with no transpose where memory is NCHW. Its filter gradient
-  is one product over N and the positions (a batched product summed over N would write N
-  filters: ``_columns``).
+  takes the method ``FILTER_GRADIENT`` gives (``FILTER_GRADIENTS``: a product an image summed over
+  N, one product over N and the positions, or XLA's own filter gradient).
 
 Exactness: the same products as XLA's convolution (FLOAT32 at HIGHEST precision, never TF32;
 FLOAT16 operands accumulated in ``accumulate``, FLOAT32 for the operator's FLOAT16), summed in
@@ -64,6 +64,22 @@ both gradients, NCHW and NHWC memory; benchmarks/results/h200/convolution/resnet
   memory is known to be NCHW, ``PACKED_RULE`` takes over.
 - FLOAT16 "pointwise strided": XLA (rows up to 3.2x its time, columns up to 19x).
 - The other kinds keep XLA's convolution: not measured yet."""
+
+FILTER_GRADIENT: dict[str, tuple[tuple[int, str], ...]] = {
+    "float16": ((3136, "partials"), (0, "xla")),
+}
+"""(the operands' type) -> ((the fewest positions an image, the method of ``FILTER_GRADIENTS`` taken
+from there, or "fewer bytes"), ...), largest first: how the columns form's filter gradient is
+computed; below every entry, and for a type not listed, "fewer bytes" (``_fewer_bytes``). Measured
+on an H200 (jax 0.11.2, device time; ResNet-50's unit-stride 1 x 1 shapes with NCHW memory at batch
+128 and 32, each method forced in its own run, its time over lax's filter gradient in the same
+run; benchmarks/results/h200/convolution/filter_gradient.md): the method whose worst ratio is least.
+
+- FLOAT16 from 3136 positions (56 x 56): partials, 0.41-0.82x lax's time (product 0.32-1.15x).
+- FLOAT16 below: XLA's, 0.99-1.00x (the same bits as lax's); at 784 positions partials took
+  0.77-1.23x and product 0.65-1.05x, at 196 positions 2.42-3.75x and 1.06-1.21x, the columns form's
+  time there being the product's N partial filters or its transposes of the input and cotangent.
+- FLOAT32: fewer bytes (0.36-0.85x XLA's convolution's time at every size measured: packed.md)."""
 
 PACKED_RULE: dict[tuple[str, str], tuple[tuple[int, str], ...]] = {
     ("pointwise", "float16"): ((196, "columns"), (0, "xla")),
@@ -169,12 +185,60 @@ def gemm_rows(x, w, forward: bool, strides, precision, accumulate):
     return jnp.moveaxis(y, -1, 1)
 
 
-def _columns(x3, w2, precision, accumulate):
+FILTER_GRADIENTS = ("partials", "product", "xla")
+"""How the columns form computes its filter's gradient, sum over the images and positions of
+dY[n, o, p] * X[n, c, p]:
+
+- ``partials``: a product an image (the batched product's own transpose), N partial {O, C}
+  filters (FLOAT32 for FLOAT16 operands) summed over N, rounded once;
+- ``product``: one product contracting the images and the positions together (XLA lays the
+  operands out for it: it transposes the input and the cotangent);
+- ``xla``: XLA's filter gradient of the 1 x 1 convolution, as lax's derivative gives it (cuDNN's
+  backward-filter convolution): FLOAT32 at ``precision``; FLOAT16 in and out, summed in FLOAT32
+  by cuDNN (XLA's pseudo-half configuration) and rounded once. A FLOAT32 result of FLOAT16
+  operands made XLA widen them and run a FLOAT32 convolution: 1.24-2.83x lax's time."""
+
+FORCED_FILTER_GRADIENT: str | None = None
+"""A method of ``FILTER_GRADIENTS`` that every columns form's filter gradient takes, whatever the
+rule (None: the rule). Private: benchmarks/convolution/resnet50.py's ``--filter-gradient``, which
+measures each method, sets it before tracing anything."""
+
+
+def _fewer_bytes(o: int, c: int, p: int) -> str:
+    """``partials`` where the N partial filters move fewer bytes than the transposed input and
+    cotangent ((C + O) x N x P elements, against N x O x C), else ``product``."""
+    return "partials" if o * c <= (o + c) * p else "product"
+
+
+def filter_gradient_method(dtype, o: int, c: int, p: int) -> str:
+    """The method of ``FILTER_GRADIENTS`` the columns form's filter gradient takes for operands of
+    ``dtype``, an {O, C} filter and P positions an image."""
+    if FORCED_FILTER_GRADIENT is not None:
+        return FORCED_FILTER_GRADIENT
+    for least, method in FILTER_GRADIENT.get(np.dtype(dtype).name, ()):
+        if p >= least:
+            return _fewer_bytes(o, c, p) if method == "fewer bytes" else method
+    return _fewer_bytes(o, c, p)
+
+
+def _xla_filter_gradient(a, dy, spatial, precision, accumulate):
+    """XLA's filter gradient of the 1 x 1 convolution of the {N, C, P} input and the {N, O, P}
+    cotangent (P the positions ``spatial`` flattened): the convolution that lax's derivative
+    writes, the input's images as its features and the cotangent as its window, {O, C}."""
+    nd = len(spatial)
+    x = a.reshape(a.shape[:2] + spatial)
+    g = dy.reshape(dy.shape[:2] + spatial)
+    spec = (1, 0) + tuple(range(2, nd + 2))  # batch C (O), features N, the positions
+    dw = lax.conv_general_dilated(x, g, (1,) * nd, [(0, 0)] * nd, precision=precision,
+                                  dimension_numbers=lax.ConvDimensionNumbers(spec, spec, spec),
+                                  preferred_element_type=accumulate)
+    return dw.reshape(dw.shape[:2])
+
+
+def _columns(x3, w2, spatial, precision, accumulate):
     """{O, C} times each image's {C, P}: {N, O, P}. Its gradient: the input's by the transposed
-    filter, image by image; the filter's by one product over the images and positions where that
-    moves fewer bytes than a product an image summed over the images (it transposes the input and
-    the cotangent, (C + O) x N x P elements, against the N x O x C partial filters written and
-    read), FLOAT32 partials for FLOAT16 operands, rounded once."""
+    filter, image by image; the filter's by ``filter_gradient_method``'s method, FLOAT32 sums for
+    FLOAT16 operands, rounded once."""
 
     def product(a, b):
         wide = jnp.broadcast_to(b, (a.shape[0],) + b.shape)
@@ -190,13 +254,17 @@ def _columns(x3, w2, precision, accumulate):
         n, (o, c), p = a.shape[0], b.shape, a.shape[2]
         wide = jnp.broadcast_to(b.astype(t), (n,) + b.shape)
         da = lax.dot_general(wide, dy, (((1,), (1,)), ((0,), (0,))), precision=precision, preferred_element_type=t)
-        if o * c <= (o + c) * p:
+        method = filter_gradient_method(t, o, c, p)
+        sums = np.promote_types(t, np.float32)
+        if method == "partials":
             partial = lax.dot_general(dy, a.astype(t), (((2,), (2,)), ((0,), (0,))), precision=precision,
-                                      preferred_element_type=np.promote_types(t, np.float32))
+                                      preferred_element_type=sums)
             db = jnp.sum(partial, axis=0)
-        else:
+        elif method == "product":
             db = lax.dot_general(dy, a.astype(t), (((0, 2), (0, 2)), ((), ())), precision=precision,
                                  preferred_element_type=t)
+        else:  # FLOAT16 in and out: cuDNN sums in FLOAT32 (XLA's pseudo-half configuration), rounded once
+            db = _xla_filter_gradient(a.astype(t), dy, spatial, precision, None if t == np.float16 else sums)
         return da.astype(a.dtype), db.astype(b.dtype)
 
     return backward_rule(product, fwd, bwd)(x3, w2)
@@ -207,5 +275,5 @@ def gemm_columns(x, w, forward: bool, strides, precision, accumulate):
     {N, O, spatial...} in ``accumulate`` (None: the operands' type)."""
     x, w2 = _operands(x, w, forward, strides)
     n, c, spatial = x.shape[0], x.shape[1], x.shape[2:]
-    y = _columns(x.reshape(n, c, -1), w2, precision, accumulate)
+    y = _columns(x.reshape(n, c, -1), w2, tuple(spatial), precision, accumulate)
     return y.reshape((n, w2.shape[0]) + spatial)

@@ -5,6 +5,7 @@ the programs the forms give (dots, no transposes where the memory suits the form
 each kind covers; and the operator taking a form on CUDA only where the rule or a forced switch
 says (force_kernels), every other platform keeping XLA's convolution bit for bit."""
 
+import functools
 import json
 from pathlib import Path
 
@@ -158,6 +159,40 @@ def test_columns_filter_gradient_takes_the_product_that_moves_fewer_bytes():
         _close(dw, want, _bound(mag, 3 * x_shape[2] * x_shape[3], np.float16), f"filter gradient {x_shape}")
 
 
+@pytest.mark.parametrize("method", gemm.FILTER_GRADIENTS)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_each_filter_gradient_method_gives_the_sums(method, dtype, monkeypatch):
+    # every method the columns form's filter gradient can take, forced: the sum over images and
+    # positions within the accumulation bound (FLOAT16: FLOAT32 sums rounded once), 2-D and 1-D
+    monkeypatch.setattr(gemm, "FORCED_FILTER_GRADIENT", method)
+    precision = None if dtype == np.float16 else HI
+    for x_shape, w_shape in (((3, 8, 5, 4), (6, 8, 1, 1)), ((2, 4, 7), (5, 4, 1))):
+        x, w, dy = _data(dtype, x_shape, w_shape, True, (1,) * (len(x_shape) - 2), seed=3)
+        _, pull = jax.vjp(lambda a, b: gemm.gemm_columns(a, b, True, (1,) * (a.ndim - 2), precision, None), x, w)
+        dw = pull(jnp.asarray(dy))[1]
+        assert dw.dtype == dtype and dw.shape == w.shape
+        dy3 = dy.astype(np.float64).reshape(dy.shape[:2] + (-1,))
+        x3 = x.astype(np.float64).reshape(x.shape[:2] + (-1,))
+        want = np.einsum("nop,ncp->oc", dy3, x3)
+        mag = np.einsum("nop,ncp->oc", np.abs(dy3), np.abs(x3))
+        _close(np.asarray(dw, np.float64).reshape(w.shape[:2]), want, _bound(mag, x3.shape[0] * x3.shape[2], dtype),
+               f"{method} filter gradient {x_shape}")
+
+
+def test_the_filter_gradient_rule_and_its_default():
+    # below every entry of FILTER_GRADIENT, and for a type it does not list, the method that moves
+    # fewer bytes; a forced method wins over both
+    assert gemm.filter_gradient_method(np.float64, 64, 64, 4) == "product"
+    assert gemm.filter_gradient_method(np.float64, 4, 4, 64) == "partials"
+    for dtype, entries in gemm.FILTER_GRADIENT.items():
+        for least, method in entries:
+            got = gemm.filter_gradient_method(dtype, 4, 4, least)
+            assert got == (gemm._fewer_bytes(4, 4, least) if method == "fewer bytes" else method)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(gemm, "FORCED_FILTER_GRADIENT", "xla")
+        assert gemm.filter_gradient_method(np.float16, 64, 64, 4) == "xla"
+
+
 def _ops(f, *args) -> str:
     return jax.jit(f).lower(*args).compile().as_text()
 
@@ -216,7 +251,11 @@ def test_the_operator_takes_a_forced_form_on_cuda_only(dtype):
     for form, name in NAMES.items():
         with force_kernels(name):
             text, got = program()
-        assert "stablehlo.dot_general" in text and "stablehlo.convolution" not in text, form
+        # a product in every direction, but the columns form's filter gradient where FILTER_GRADIENT
+        # takes XLA's (FLOAT16 at these 4 positions)
+        xla_filter_gradient = form == "columns" and gemm.filter_gradient_method(dtype, 3, 6, 4) == "xla"
+        assert "stablehlo.dot_general" in text, form
+        assert text.count("stablehlo.convolution") == int(xla_filter_gradient), form
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))  # here (CPU): XLA's convolution
 
 
@@ -256,17 +295,21 @@ def _cuda_program(f, *args) -> str:
 
 def test_packed_memory_takes_columns_in_a_users_program_on_cuda():
     # NCHW FLOAT16 at 14 x 14: XLA's convolution where XLA orders memory, the per-image product
-    # within packed_memory (the forward and both gradients), the same values here (the CPU)
+    # within packed_memory (the forward and the input's gradient; the filter's gradient is XLA's
+    # there: FILTER_GRADIENT), the same values here (the CPU); at 56 x 56 all three are products
     x, w, dy = _data(np.float16, (2, 8, 14, 14), (4, 8, 1, 1), True, (1, 1), seed=5)
 
-    def both(a, b):
+    def both(a, b, dy=dy):
         y, pull = jax.vjp(lambda p, q: dmljax.convolution(p, q), a, b)
         return y, pull(jnp.asarray(dy))
     assert _cuda_program(both, x, w) == "xla"
     want = jax.jit(both)(x, w)
     with dmljax.packed_memory():
-        assert _cuda_program(both, x, w) == "columns"
+        text = _cuda_text(both, x, w)
+        assert "stablehlo.dot_general" in text and text.count("stablehlo.convolution") == 1
         got = jax.jit(both)(x, w)
+        large, _, dy_large = _data(np.float16, (1, 8, 56, 56), (4, 8, 1, 1), True, (1, 1), seed=5)
+        assert _cuda_program(functools.partial(both, dy=dy_large), large, w) == "columns"
     for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     with pytest.raises(TypeError, match="packed_memory: packed is 'yes'; expected True or False"):
@@ -323,3 +366,16 @@ def test_the_packed_rule_is_what_the_committed_measurements_give():
         assert gemm.pointwise_kind(*facts) == p["kind"]
         with dmljax.packed_memory():
             assert gemm.rule_form(*facts) == p["fastest"], p
+
+
+def test_the_filter_gradient_rule_is_what_the_committed_measurements_give():
+    # benchmarks/results/h200/convolution/filter_gradient.json (resnet50.py --rule-from of runs with
+    # each method forced): at every output size the columns form takes, FILTER_GRADIENT takes the
+    # method whose worst ratio to lax's time is least, and it is never slower than lax's
+    path = Path(__file__).resolve().parents[3] / "benchmarks/results/h200/convolution/filter_gradient.json"
+    points = json.loads(path.read_text())["points"]
+    assert {p["dtype"] for p in points} == set(gemm.FILTER_GRADIENT)
+    for p in points:
+        assert set(p["ranges_over_lax"]) == set(gemm.FILTER_GRADIENTS)
+        assert gemm.filter_gradient_method(np.dtype(p["dtype"]), 4, 4, p["positions"]) == p["method"], p
+        assert p["ranges_over_lax"][p["method"]][1] <= 1.02, p  # within the runs' spread of lax's own time
