@@ -1,7 +1,8 @@
 """Where an imported model's CPU time goes, and XLA's CPU kernels against ONNX Runtime's, one node
 at a time.
 
-    python3 benchmarks/onnx/cpu_kernels.py [--out DIR] [--repeats N] [--skip-models] [--skip-nodes] [NAME-FILTER ...]
+    python3 benchmarks/onnx/cpu_kernels.py [--out DIR] [--repeats N] [--skip-models] [--skip-nodes]
+        [--skip-kernels] [NAME-FILTER ...]
 
 Two parts, each in one process on the 2-core CPU:
 
@@ -24,9 +25,19 @@ Two parts, each in one process on the 2-core CPU:
   convolution's multiply-adds (2 an element of the filter a position), and the sums weighted by how
   often ResNet-18 has each shape.
 
+- **XLA's own kernels** (``--skip-kernels`` leaves it out): the same shapes as one convolution in a
+  program of its own, channels last with the filter {window..., C, O} (the layouts XLA's CPU library
+  calls read): FLOAT32 ``lax.conv_general_dilated`` under XLA's default options and under the
+  channels-last program's (``layout.compiler_options``), INT8 x INT8 -> INT32 under XLA's default
+  options (which hand it to YNNPACK's integer convolution), and the INT8 product of the windows'
+  columns that QUANTIZED_LINEAR_CONVOLUTION takes on the CPU (integer_convolution._window_columns);
+  the INT8 results are checked against NumPy's exact sums. Each is timed alone (medians of blocks of
+  calls), against ONNX Runtime's node of the same run's *nodes* part (or its kept rows): what XLA's
+  CPU kernels reach with nothing else in the program.
+
 Writes ``cpu_kernels.md`` and ``cpu_kernels.json`` to ``--out`` or ``benchmarks/results/cpu/onnx/``;
-a part left out (``--skip-models``, ``--skip-nodes``) keeps its rows of the folder's earlier
-``cpu_kernels.json``, each row naming its commit and date.
+a part left out (``--skip-models``, ``--skip-nodes``, ``--skip-kernels``) keeps its rows of the
+folder's earlier ``cpu_kernels.json``, each row naming its commit and date.
 """
 
 from __future__ import annotations
@@ -47,6 +58,7 @@ import common  # noqa: E402
 import models as model_table  # noqa: E402
 
 import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from tests.onnx import zoo  # noqa: E402
@@ -171,7 +183,64 @@ def node_rows(repeats: int) -> list:
     return rows
 
 
-def markdown(env: dict, repeats: int, models: list, nodes: list) -> str:
+def _time(fn, args, repeats: int) -> float:
+    """Milliseconds a call of the compiled ``fn``: the median of ``repeats`` blocks of
+    ``models.BLOCK`` calls, after one uncounted call."""
+    jax.block_until_ready(fn(*args))
+    blocks = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(model_table.BLOCK):
+            jax.block_until_ready(fn(*args))
+        blocks.append((time.perf_counter() - start) / model_table.BLOCK * 1e3)
+    return float(np.median(blocks))
+
+
+def kernel_rows(repeats: int) -> list:
+    """Each of ResNet-18's convolutions as XLA's CPU kernels compute it alone (the module's
+    docstring): FLOAT32 under the default and the channels-last program's options, INT8 through
+    YNNPACK's integer convolution and as the windows' columns, in milliseconds."""
+    from jax import lax  # noqa: PLC0415
+    from dmljax._src.onnx import layout  # noqa: PLC0415
+    from dmljax._src.ops.convolution import integer_convolution  # noqa: PLC0415
+    rng = np.random.default_rng(0)
+    rows = []
+    for c, o, size, k, s, times in RESNET18:
+        pad = ((k // 2, k // 2),) * 2
+        numbers = ("NHWC", "HWIO", "NHWC")
+
+        def conv(x, w, preferred=None, s=s, pad=pad):
+            return lax.conv_general_dilated(x, w, (s, s), pad, dimension_numbers=numbers,
+                                            preferred_element_type=preferred)
+        x8 = rng.integers(-128, 128, (1, size, size, c)).astype(np.int8)
+        w8 = rng.integers(-127, 128, (k, k, c, o)).astype(np.int8)
+        xf, wf = x8.astype(np.float32) / 64, w8.astype(np.float32) / 64
+        integer = jax.jit(lambda x, w: conv(x, w, np.int32))
+        g = {"Strides": (s, s), "Dilations": (1, 1), "StartPadding": (k // 2,) * 2, "EndPadding": (k // 2,) * 2}
+        # channels last in and out, as the channels-last program runs it: the transposes around it cancel
+        columns = jax.jit(lambda x, w, g=g: jnp.moveaxis(
+            integer_convolution._window_columns(jnp.moveaxis(x, -1, 1), w, g), 1, -1))
+        w8_oihw = np.transpose(w8, (3, 2, 0, 1))
+        # exact sums: FLOAT64 holds every INT8 product sum of these sizes
+        exact = np.asarray(conv(x8.astype(np.float64), w8.astype(np.float64))).astype(np.int64)
+        got = np.asarray(integer(x8, w8))
+        if not np.array_equal(got, exact) or not np.array_equal(
+                np.asarray(columns(x8, w8_oihw)), exact):
+            raise AssertionError(f"INT8 convolution {c}->{o} {size}x{size}: not the exact sums")
+        row = {"node": f"{c}->{o} {size}x{size} {k}x{k} stride {s}", "times": times,
+               "ops": 2 * ((size + 2 * (k // 2) - k) // s + 1) ** 2 * o * c * k * k,
+               "float32_default_ms": _time(jax.jit(conv), (xf, wf), repeats),
+               "float32_program_options_ms": _time(jax.jit(conv, compiler_options=layout.compiler_options()),
+                                                   (xf, wf), repeats),
+               "int8_library_ms": _time(integer, (x8, w8), repeats),
+               "int8_columns_ms": _time(columns, (x8, w8_oihw), repeats),
+               "int8_library_thunks": "ynn" in integer.lower(x8, w8).compile().as_text()}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
+def markdown(env: dict, repeats: int, models: list, nodes: list, kernels: list = ()) -> str:
     lines = ["# The CPU's time in imported models, and XLA's CPU kernels against ONNX Runtime's", "",
              f"Made by `python3 benchmarks/onnx/cpu_kernels.py` ({env['date']}; commit {env['commit'][:12]}"
              f"{', uncommitted changes' if env['uncommitted changes'] else ''}).", "",
@@ -217,6 +286,44 @@ def markdown(env: dict, repeats: int, models: list, nodes: list) -> str:
             theirs = sum(r["ort_ms"] * r["times"] for r in part)
             lines += ["", f"ResNet-18's {'QLinearConv' if quantized else 'Conv'} nodes, weighted by how often it has "
                       f"each: dmljax {ours:.2f} ms, ONNX Runtime {theirs:.2f} ms ({ours / theirs:.2f}x)."]
+        lines.append("")
+    if kernels:
+        ort = {(r["model"].split(" ", 1)[1], r["quantized"]): r["ort_ms"] for r in nodes}
+        lines += ["## XLA's own kernels, one convolution alone", ""] + measured(kernels) + [
+                  "The same shapes (batch 1) as one convolution in a program of its own, channels last, the "
+                  "filter {window..., C, O}: FLOAT32 under XLA's default options and under the channels-last "
+                  "program's (*program*); INT8 x INT8 -> INT32 as XLA's own convolution (*library*: YNNPACK's "
+                  "integer convolution where the compiled program calls it) and as the product of the windows' "
+                  "columns that dmljax takes (*columns*); both INT8 forms give the exact sums (checked). "
+                  "*ORT*: ONNX Runtime's one-node model of the *nodes* table (Conv; QLinearConv, which also "
+                  "requantizes). G/s from 2 operations a multiply-add.", "",
+                  "| convolution | times | FLOAT32 default ms | FLOAT32 program ms | ORT Conv ms | INT8 library ms | "
+                  "INT8 columns ms | ORT QLinearConv ms | INT8 library G/s | ORT QLinearConv G/s |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for r in kernels:
+            conv_ms, q_ms = ort.get((r["node"], False)), ort.get((r["node"], True))
+            conv_text = "-" if conv_ms is None else f"{conv_ms:.3f}"
+            q_text = "-" if q_ms is None else f"{q_ms:.3f}"
+            q_rate = "-" if q_ms is None else f"{r['ops'] / q_ms / 1e6:.0f}"
+            called = "" if r["int8_library_thunks"] else " (no library call)"
+            lines.append(f"| {r['node']}{called} | {r['times']} | {r['float32_default_ms']:.3f} | "
+                         f"{r['float32_program_options_ms']:.3f} | {conv_text} | {r['int8_library_ms']:.3f} | "
+                         f"{r['int8_columns_ms']:.3f} | {q_text} | {r['ops'] / r['int8_library_ms'] / 1e6:.0f} | "
+                         f"{q_rate} |")
+        totals = {key: sum(r[key] * r["times"] for r in kernels)
+                  for key in ("float32_default_ms", "float32_program_options_ms", "int8_library_ms", "int8_columns_ms")}
+        text = ", ".join(f"{key[:-3].replace('_', ' ')} {v:.2f} ms" for key, v in totals.items())
+        lines += ["", f"Weighted by how often ResNet-18 has each shape: {text}."]
+        if all((r["node"], q) in ort for r in kernels for q in (False, True)):
+            conv_total = sum(ort[(r["node"], False)] * r["times"] for r in kernels)
+            q_total = sum(ort[(r["node"], True)] * r["times"] for r in kernels)
+            best_float = sum(min(r["float32_default_ms"], r["float32_program_options_ms"]) * r["times"]
+                             for r in kernels)
+            best_int8 = sum(min(r["int8_library_ms"], r["int8_columns_ms"]) * r["times"] for r in kernels)
+            lines += [f"ONNX Runtime's nodes: Conv {conv_total:.2f} ms, QLinearConv {q_total:.2f} ms. The fastest of "
+                      f"XLA's forms for each shape, alone: FLOAT32 {best_float:.2f} ms ({best_float / conv_total:.2f}x "
+                      f"ONNX Runtime's), INT8 {best_int8:.2f} ms ({best_int8 / q_total:.2f}x, before any "
+                      "requantization)."]
     return "\n".join(lines) + "\n"
 
 
@@ -228,6 +335,8 @@ def main() -> int:
                     help="measure no model; keep the models' rows of the folder's cpu_kernels.json")
     ap.add_argument("--skip-nodes", action="store_true",
                     help="measure no one-node model; keep their rows of the folder's cpu_kernels.json")
+    ap.add_argument("--skip-kernels", action="store_true",
+                    help="time no convolution alone; keep those rows of the folder's cpu_kernels.json")
     ap.add_argument("filters", nargs="*", metavar="NAME-FILTER", help="profile the models whose name holds one")
     args = ap.parse_args()
     if args.repeats < 1:
@@ -243,12 +352,15 @@ def main() -> int:
     models = (earlier.get("models", []) if args.skip_models
               else [dict(r, **stamp) for r in model_rows(args.filters, args.repeats)])
     nodes = earlier.get("nodes", []) if args.skip_nodes else [dict(r, **stamp) for r in node_rows(args.repeats)]
+    kernels = (earlier.get("kernels", []) if args.skip_kernels
+               else [dict(r, **stamp) for r in kernel_rows(args.repeats)])
     env["load_average_at_end"] = common.load_average()
     env["seconds"] = round(time.perf_counter() - started, 1)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "cpu_kernels.json").write_text(json.dumps({"environment": env, "repeats": args.repeats,
-                                                         "models": models, "nodes": nodes}, indent=1) + "\n")
-    (folder / "cpu_kernels.md").write_text(markdown(env, args.repeats, models, nodes))
+                                                         "models": models, "nodes": nodes, "kernels": kernels},
+                                                        indent=1) + "\n")
+    (folder / "cpu_kernels.md").write_text(markdown(env, args.repeats, models, nodes, kernels))
     print(f"wrote {folder / 'cpu_kernels.md'}")
     return 0
 

@@ -60,3 +60,26 @@ def test_the_profile_finds_the_convolution_a_library_call(bench):
     got = bench.profile(loaded, inputs, calls=2)
     assert got["library_calls"] >= 1 and got["library_ms"] > 0
     assert set(got) == {"library_ms", "generated_ms", "library_calls", "generated_calls"}
+
+
+def test_the_kernels_part_times_each_form_and_checks_the_exact_sums(bench, monkeypatch):
+    # one small shape: every form timed, the INT8 forms checked against the exact sums, the table
+    # written beside the nodes' ONNX Runtime times
+    monkeypatch.setattr(bench, "RESNET18", ((8, 16, 10, 3, 2, 2),))
+    (row,) = bench.kernel_rows(1)
+    assert row["node"] == "8->16 10x10 3x3 stride 2" and row["ops"] == 2 * 5 * 5 * 16 * 8 * 9
+    for key in ("float32_default_ms", "float32_program_options_ms", "int8_library_ms", "int8_columns_ms"):
+        assert row[key] > 0
+    nodes = [{"model": f"{kind} 8->16 10x10 3x3 stride 2", "quantized": kind == "QLinearConv", "ort_ms": 0.5,
+              "dmljax_ms": 1.0, "ratio": 2.0, "times": 2, "ops": row["ops"]} for kind in ("Conv", "QLinearConv")]
+    env = {"date": "d", "commit": "c" * 12, "uncommitted changes": False, "cpu": "cpu", "cores": 2, "jax": "j",
+           "jaxlib": "j", "onnxruntime": "o", "load_average_at_start": "0", "load_average_at_end": "0"}
+    text = bench.markdown(env, 1, [], nodes, [dict(row, commit="c" * 12, date="d")])
+    assert "## XLA's own kernels, one convolution alone" in text and "| 8->16 10x10 3x3 stride 2" in text
+    assert "ONNX Runtime's nodes: Conv 1.00 ms, QLinearConv 1.00 ms. The fastest of XLA's forms" in text
+
+    from dmljax._src.ops.convolution import integer_convolution
+    wrong = integer_convolution._window_columns
+    monkeypatch.setattr(integer_convolution, "_window_columns", lambda x, w, g: wrong(x, w, g) + 1)
+    with pytest.raises(AssertionError, match="not the exact sums"):
+        bench.kernel_rows(1)
