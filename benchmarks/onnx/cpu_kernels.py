@@ -203,6 +203,7 @@ def kernel_rows(repeats: int) -> list:
     from jax import lax  # noqa: PLC0415
     from dmljax._src.onnx import layout  # noqa: PLC0415
     from dmljax._src.ops.convolution import integer_convolution  # noqa: PLC0415
+    from tests.reference.convolution import integer_convolution as integer_reference  # noqa: PLC0415
     rng = np.random.default_rng(0)
     rows = []
     for c, o, size, k, s, times in RESNET18:
@@ -221,8 +222,10 @@ def kernel_rows(repeats: int) -> list:
         columns = jax.jit(lambda x, w, g=g: jnp.moveaxis(
             integer_convolution._window_columns(jnp.moveaxis(x, -1, 1), w, g), 1, -1))
         w8_oihw = np.transpose(w8, (3, 2, 0, 1))
-        # exact sums: FLOAT64 holds every INT8 product sum of these sizes
-        exact = np.asarray(conv(x8.astype(np.float64), w8.astype(np.float64))).astype(np.int64)
+        # the exact sums, in NumPy's INT64 (CONVOLUTION_INTEGER's reference), channels last
+        exact = np.transpose(integer_reference.accumulate(
+            np.transpose(x8, (0, 3, 1, 2)), None, w8_oihw, None, strides=(s, s), start_padding=(k // 2,) * 2,
+            end_padding=(k // 2,) * 2), (0, 2, 3, 1))
         got = np.asarray(integer(x8, w8))
         if not np.array_equal(got, exact) or not np.array_equal(
                 np.asarray(columns(x8, w8_oihw)), exact):
