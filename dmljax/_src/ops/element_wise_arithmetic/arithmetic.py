@@ -48,6 +48,9 @@ def element_wise_multiply(a, b, *, allow_half_precision_computation):
         >>> dmljax.element_wise_multiply(np.array([1.5, -2.0], np.float32), np.array([2.0, 3.0], np.float32))
         Array([ 3., -6.], dtype=float32)
     """
+    # The product keeps its explicit flush on the CPU too (no float_result, unlike ADD, SUBTRACT
+    # and DIVIDE): without it XLA's CPU backend contracts the product with a sum that follows it
+    # into one FMA, one rounding where DirectML rounds each operator's output
     return elementwise(lambda x, y: x * y, a, b, half=allow_half_precision_computation,
                        slopes=lambda x, y: (y, x), integer=lambda x, y: x * y)
 
@@ -261,8 +264,11 @@ ELEMENT_WISE_ADD = binary_op(
 
 
 def _add(a, b, half):
+    # float_result (ADD, SUBTRACT, DIVIDE): on the CPU the operation's own rounding flushes a
+    # denormal (the processor's); where XLA simplifies it away (x - 0, x / 1), what passes is an
+    # input flushed as it was read
     return elementwise(lambda x, y: x + y, a, b, half=half, slopes=lambda x, y: (1.0, 1.0),
-                       integer=lambda x, y: x + y)
+                       integer=lambda x, y: x + y, float_result=True)
 
 
 @operator(ELEMENT_WISE_ADD)
@@ -392,7 +398,7 @@ def element_wise_subtract(a, b, *, allow_half_precision_computation):
         Array([249], dtype=uint8)
     """
     return elementwise(lambda x, y: x - y, a, b, half=allow_half_precision_computation,
-                       slopes=lambda x, y: (1.0, -1.0), integer=lambda x, y: x - y)
+                       slopes=lambda x, y: (1.0, -1.0), integer=lambda x, y: x - y, float_result=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -487,7 +493,7 @@ def element_wise_divide(a, b, *, allow_half_precision_computation):
     """
     dt = DataType.from_dtype(a.dtype)
     return elementwise(lambda x, y: x / y, a, b, half=allow_half_precision_computation,
-                       slopes=_divide_slopes, integer=lambda x, y: _divide_int(x, y, dt.is_signed))
+                       slopes=_divide_slopes, integer=lambda x, y: _divide_int(x, y, dt.is_signed), float_result=True)
 
 
 # --------------------------------------------------------------------------------------------
