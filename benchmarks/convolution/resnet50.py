@@ -6,7 +6,7 @@ kernels/convolution_phases.py's RULE['cuda'] are read off one run.
 
     python benchmarks/convolution/resnet50.py [--out DIR] [--groups resnet50,mobilenet_v2,transposed]
         [--batches 32,128] [--dtypes float16,float32] [--layouts NCHW,NHWC] [--windows 1,3,7] [--labels " s2"]
-        [--forms xla,rows,columns,phases,rule,taps,depthwise]
+        [--forms xla,rows,columns,phases,rule,taps,depthwise,unflushed]
         [--budget-s 360] [--no-torch] [--filter-gradient partials|product|xla]
     (SMOKE=1: small shapes, any machine)
 
@@ -19,7 +19,9 @@ Per shape, batch, type, layout and direction:
   program as the rules stand (a form for each direction); ``taps``: the FLOAT32 Pallas kernel
   where its rule takes it; ``depthwise``: the FLOAT32 depthwise kernels
   (kernels/convolution_depthwise.py), forced in every direction where they can run (the input's
-  gradient at unit strides), so that its rule's constants are read off one run.
+  gradient at unit strides), so that its rule's constants are read off one run. ``unflushed``
+  (only where --forms names it): ``xla`` with the FLOAT32 flushes taken out, against DirectML's
+  denormal rule: what the flush passes cost, never a form the operator takes.
   FLOAT16 accumulates in FLOAT32, FLOAT32 is true FLOAT32 (never TF32). NHWC: the caller's NHWC
   input, HWIO filter and NHWC cotangent seen as logical NCHW around the operator in one jit, as a
   DirectML desc's strides would give them.
@@ -48,6 +50,7 @@ gradient, which give convolution_gemm.py's FILTER_GRADIENT.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -66,6 +69,7 @@ from jax import lax  # noqa: E402
 
 import common  # noqa: E402
 import dmljax  # noqa: E402
+from dmljax._src import numerics  # noqa: E402  (the unflushed form: what the denormal rule costs)
 from dmljax._src.kernel_seam import choose, force_kernels  # noqa: E402  (measuring the rule's forms)
 from dmljax._src.kernels import convolution_gemm as gemm  # noqa: E402
 from dmljax._src.kernels.convolution import CONVOLUTION_TAPS  # noqa: E402
@@ -260,8 +264,26 @@ def _compile(fn, args, form):
     if form == "xla":
         with dmljax.use_kernels(False, *FORM_SWITCHES.values()):
             return common.compiled(fn, *args)
+    if form == "unflushed":
+        with dmljax.use_kernels(False, *FORM_SWITCHES.values()), _unflushed():
+            return common.compiled(fn, *args)
     with force_kernels(FORM_SWITCHES[form]), dmljax.use_kernels(False, *others):
         return common.compiled(fn, *args)
+
+
+@contextlib.contextmanager
+def _unflushed():
+    """FLOAT32 denormals kept, against DirectML's rule (numerics.flush_denormals' select taken
+    out while a program is traced): the ``unflushed`` form, which measures what the rule's
+    passes over memory cost around XLA's convolution; never a form of the operator."""
+    kept = numerics._flush_select
+    numerics._flush_select = lambda x: x
+    jax.clear_caches()  # JAX keeps the flush's traced program (a custom_jvp's) from earlier traces
+    try:
+        yield
+    finally:
+        numerics._flush_select = kept
+        jax.clear_caches()
 
 
 def _torch_times(c, batch, dtype, layouts):
@@ -305,7 +327,7 @@ def run_case(report, c, batch, dtype, layouts, use_torch, rng, only=()):
     flops = 2 * batch * c["cout"] * c["cin"] // c["groups"] * c["k"] ** 2 * (
         c["size"] ** 2 if c["transposed"] else _out_size(c) ** 2)
     sets = _data(rng, c, batch, dtype)
-    forms = [f for f in _forms(c, batch, dtype) if not only or f in only]
+    forms = [f for f in _forms(c, batch, dtype) if not only or f in only] + [f for f in only if f == "unflushed"]
     calls = []
     for layout in layouts:
         d = _in_layout(sets, layout)
@@ -491,7 +513,8 @@ def parse():
                     "pieces (' s2': the strided ones)")
     ap.add_argument("--budget-s", type=float, default=360.0)
     ap.add_argument("--forms", default="", help="the dmljax forms to time (default: every one a shape can take; "
-                    "xla, rows, columns, phases, rule, taps)")
+                    "xla, rows, columns, phases, rule, taps, depthwise; unflushed: xla without the FLOAT32 flushes, "
+                    "only where named)")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--filter-gradient", default="", choices=("", *gemm.FILTER_GRADIENTS),
                     help="the method every columns form's filter gradient takes (convolution_gemm.FILTER_GRADIENTS; "
@@ -503,7 +526,7 @@ def parse():
     groups = args.groups.split(",")
     bad = [g for g in groups if g not in GROUPS] + [la for la in args.layouts.split(",") if la not in ("NCHW", "NHWC")]
     bad += [d for d in args.dtypes.split(",") if d not in ("float16", "float32")]
-    bad += [f for f in args.forms.split(",") if f and f not in ("xla", "rule", *FORM_SWITCHES)]
+    bad += [f for f in args.forms.split(",") if f and f not in ("xla", "rule", "unflushed", *FORM_SWITCHES)]
     if bad:
         ap.error(f"unknown {', '.join(bad)}: groups {', '.join(GROUPS)}; dtypes float16, float32; layouts NCHW, NHWC; "
                  f"forms xla, rule, {', '.join(FORM_SWITCHES)}")
