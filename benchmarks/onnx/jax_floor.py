@@ -6,10 +6,12 @@ runtime itself costs them, beside ONNX Runtime.
 Two of tests/onnx/zoo.py's exports take a tenth of a millisecond or less in ONNX Runtime, so that
 the runtime around the kernels, not the kernels, sets their time: the LSTM tagger (two LSTM layers,
 32 -> 48 -> 48, 24 steps of 2 sequences, a linear head of 5 classes) and the two-layer BERT encoder
-(16 tokens, width 64, 4 heads). Each is written here in jax.numpy from the export's own weights
-(the ONNX initializers, through the graph's Identity nodes), as a JAX user would write it, with
-none of DirectML's rules (no denormal flushes, any fusion XLA likes): the LSTM as ``lax.scan`` over
-the steps with the input's projection taken for all steps at once, the encoder as its formulas.
+(16 tokens, width 64, 4 heads), the encoder also in ONNX Runtime's dynamic quantization. Each is
+written here in jax.numpy from the export's own weights (the ONNX initializers, through the graph's
+Identity nodes), as a JAX user would write it, with none of DirectML's rules (no denormal flushes,
+any fusion XLA likes): the LSTM as ``lax.scan`` over the steps with the input's projection taken
+for all steps at once, the encoder as its formulas, its quantized dense layers as ONNX's
+DynamicQuantizeLinear and MatMulInteger of their input (``_dense``).
 Its outputs are checked against ONNX Runtime's (the largest absolute difference, asserted within
 ``TOLERANCE``), so that both programs compute the same model. Three sides are then timed in one
 process, as ``models.py`` times a model (``BLOCK`` calls a side after one not counted, the order
@@ -31,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import time
@@ -100,26 +103,68 @@ def lstm_tagger(proto):
     return jax.jit(tagger), (layers, head)
 
 
+def _dynamic_quantized(x):
+    """ONNX's DynamicQuantizeLinear: UINT8 values, scale and zero point from x's range (with 0)."""
+    low, high = jnp.minimum(jnp.min(x), 0.0), jnp.maximum(jnp.max(x), 0.0)
+    scale = (high - low) / np.float32(255)
+    zero = jnp.clip(jnp.round(-low / scale), 0, 255)
+    return jnp.clip(jnp.round(x / scale) + zero, 0, 255).astype(np.int32), scale, zero.astype(np.int32)
+
+
+def _dense(x, layer):
+    """x times a dense layer's weight plus its bias: a FLOAT32 product, or (an export's dynamic
+    quantization: INT8 weight, its scale and zero point) MatMulInteger of x quantized as it comes."""
+    if len(layer) == 2:
+        return x @ layer[0] + layer[1]
+    w8, w_scale, w_zero, bias = layer
+    q, scale, zero = _dynamic_quantized(x)
+    sums = lax.dot_general(q - zero, w8.astype(np.int32) - w_zero, (((x.ndim - 1,), (0,)), ((), ())),
+                           preferred_element_type=np.int32)
+    return sums.astype(np.float32) * (scale * w_scale) + bias
+
+
+def _embedding(values, nodes, name):
+    """An embedding table, dequantized where the export quantized it (the same values a gather of
+    its rows dequantizes)."""
+    if name in values:
+        return jnp.asarray(values[name])
+    scale, zero = values[name + "_scale"], values[name + "_zero_point"]
+    return jnp.asarray((values[name + "_quantized"].astype(np.float32) - zero.astype(np.float32)) * scale)
+
+
 def bert_encoder(proto):
-    """The encoder as its formulas: (jitted function, its weights)."""
+    """The encoder as its formulas: (jitted function, its weights). A dynamically quantized export's
+    dense layers are MatMulInteger of their input quantized as it comes (``_dense``)."""
     values = _values(proto)
     nodes = list(proto.graph.node)
     consumer = {i: n for n in nodes for i in n.input}
-    dense = []  # (weight, bias) of each MatMul by a weight, in graph order
+    dense = {}  # (layer, role) -> (weight, bias) or (INT8 weight, scale, zero point, bias)
     for n in nodes:
         if n.op_type == "MatMul" and n.input[1] in values:
             add = consumer[n.output[0]]
-            dense.append((jnp.asarray(values[n.input[1]]), jnp.asarray(values[next(i for i in add.input if i in values)])))
+            layer = (jnp.asarray(values[n.input[1]]), jnp.asarray(values[next(i for i in add.input if i in values)]))
+        elif n.op_type == "MatMulInteger":
+            weight = n.input[1].removesuffix("_quantized")
+            add = consumer[consumer[consumer[n.output[0]].output[0]].output[0]]  # Cast, Mul by the scales, Add
+            layer = (jnp.asarray(values[n.input[1]]), jnp.asarray(values[weight + "_scale"]),
+                     jnp.asarray(values[n.input[3]].astype(np.int32)),
+                     jnp.asarray(values[next(i for i in add.input if i in values)]))
+        else:
+            continue
+        where = re.search(r"layer\.(\d+)/(attention/self/query|attention/self/key|attention/self/value|"
+                          r"attention/output/dense|intermediate/dense|output/dense)/", n.output[0])
+        dense[int(where.group(1)), where.group(2)] = layer
     norms = [(jnp.asarray(values[n.input[1]]), jnp.asarray(values[n.input[2]])) for n in nodes
              if n.op_type == "LayerNormalization"]
     epsilon = float(next(a.f for n in nodes if n.op_type == "LayerNormalization" for a in n.attribute
                          if a.name == "epsilon"))
-    embeddings = tuple(jnp.asarray(values[f"bert.embeddings.{k}_embeddings.weight"])
+    embeddings = tuple(_embedding(values, nodes, f"bert.embeddings.{k}_embeddings.weight")
                        for k in ("word", "position", "token_type"))
     heads = 4
-    layers = [dict(q=dense[6 * i], k=dense[6 * i + 1], v=dense[6 * i + 2], o=dense[6 * i + 3],
-                   up=dense[6 * i + 4], down=dense[6 * i + 5], norm1=norms[1 + 2 * i], norm2=norms[2 + 2 * i])
-              for i in range(len(dense) // 6)]
+    roles = {"q": "attention/self/query", "k": "attention/self/key", "v": "attention/self/value",
+             "o": "attention/output/dense", "up": "intermediate/dense", "down": "output/dense"}
+    layers = [dict({r: dense[i, name] for r, name in roles.items()}, norm1=norms[1 + 2 * i], norm2=norms[2 + 2 * i])
+              for i in range(len(dense) // len(roles))]
 
     def layer_norm(x, g, b):
         mean = x.mean(-1, keepdims=True)
@@ -137,18 +182,18 @@ def bert_encoder(proto):
             def split(y):
                 return y.reshape(y.shape[0], s, heads, width // heads).transpose(0, 2, 1, 3)
             scale = (width // heads) ** -0.25
-            q, k, v = (split(x @ p[n][0] + p[n][1]) for n in ("q", "k", "v"))
+            q, k, v = (split(_dense(x, p[n])) for n in ("q", "k", "v"))
             a = jax.nn.softmax((q * scale) @ (k * scale).transpose(0, 1, 3, 2) + bias, axis=-1)
             context = (a @ v).transpose(0, 2, 1, 3).reshape(x.shape)
-            x = layer_norm(context @ p["o"][0] + p["o"][1] + x, *p["norm1"])
-            h = x @ p["up"][0] + p["up"][1]
+            x = layer_norm(_dense(context, p["o"]) + x, *p["norm1"])
+            h = _dense(x, p["up"])
             h = h * (lax.erf(h / np.float32(1.4142135)) + 1) * 0.5
-            x = layer_norm(h @ p["down"][0] + p["down"][1] + x, *p["norm2"])
+            x = layer_norm(_dense(h, p["down"]) + x, *p["norm2"])
         return (x,)
     return jax.jit(encoder), (embeddings, norms[0], layers)
 
 
-MODELS = {"lstm.plain": lstm_tagger, "bert_tiny.plain": bert_encoder}
+MODELS = {"lstm.plain": lstm_tagger, "bert_tiny.plain": bert_encoder, "bert_tiny.dynamic": bert_encoder}
 
 
 def _block(outs):

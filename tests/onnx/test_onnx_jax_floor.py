@@ -1,6 +1,6 @@
-"""benchmarks/onnx/jax_floor.py: its hand-written LSTM tagger and BERT encoder are the exported
-models (ONNX Runtime's outputs, from the export's weights), and its GELU chain is the encoder's
-imported operators."""
+"""benchmarks/onnx/jax_floor.py: its hand-written LSTM tagger and BERT encoder (plain and
+dynamically quantized) are the exported models (ONNX Runtime's outputs, from the export's
+weights), and its GELU chain is the encoder's imported operators."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def bench():
         sys.path.remove(str(BENCH))
 
 
-@pytest.mark.parametrize("name", ["lstm.plain", "bert_tiny.plain"])
+@pytest.mark.parametrize("name", ["lstm.plain", "bert_tiny.plain", "bert_tiny.dynamic"])
 def test_the_hand_written_model_is_the_export(bench, name):
     base, form = name.split(".")
     path = zoo.exported(base, form)  # committed (zoo.SMALL)
