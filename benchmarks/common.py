@@ -126,6 +126,21 @@ def compiled(fn, *args):
     return jax.jit(fn).lower(*args).compile()
 
 
+def torch_cuda():
+    """torch set up for a side-by-side figure on the GPU (cuDNN's benchmark mode, TF32 off, so that
+    FLOAT32 is true FLOAT32), or None where torch or a GPU it sees is missing."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return torch
+
+
 def torch_ms(call, calls: int = 10, warmup: int = 3) -> float:
     """Milliseconds per ``call()`` of torch work on CUDA: ``warmup`` calls, then ``calls`` calls
     between two CUDA events (the torch side of a side-by-side figure)."""

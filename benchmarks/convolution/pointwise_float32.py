@@ -46,15 +46,9 @@ def shapes(smoke: bool):
 
 def torch_ms(c, o, side, batch):
     """{"torch conv", "torch matmul"}: milliseconds, where torch sees a GPU."""
-    try:
-        import torch
-    except ImportError:
+    torch = common.torch_cuda()
+    if torch is None:
         return {}
-    if not torch.cuda.is_available():
-        return {}
-    torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
     x = torch.randn(batch, c, side, side, device="cuda")
     w = torch.randn(o, c, 1, 1, device="cuda")
     x3, w2 = x.view(batch, c, side * side), w.view(o, c)

@@ -288,15 +288,9 @@ def _unflushed():
 
 def _torch_times(c, batch, dtype, layouts):
     """{(layout, direction): seconds} of torch's cuDNN convolution, where torch sees a GPU."""
-    try:
-        import torch
-    except ImportError:
+    torch = common.torch_cuda()
+    if torch is None:
         return {}
-    if not torch.cuda.is_available():
-        return {}
-    torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
     tdtype = torch.float16 if dtype == np.float16 else torch.float32
     o = _out_size(c)
     s, p, g, op = [c["stride"]] * 2, [c["pad"]] * 2, c["groups"], [c["output_padding"]] * 2

@@ -253,16 +253,13 @@ def jnp_adam(flat, m, v, g, t):
 def torch_step_seconds(batch, size, steps=10):
     """Seconds per step of torchvision's ResNet-50 (channels_last, autocast FLOAT16, fused Adam),
     or None where torch or its GPU is absent."""
+    torch = common.torch_cuda()
     try:
-        import torch
         import torchvision
     except ImportError:
         return None
-    if not torch.cuda.is_available():
+    if torch is None:
         return None
-    torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
     model = torchvision.models.resnet50(num_classes=CLASSES).cuda().to(memory_format=torch.channels_last)
     try:
         opt = torch.optim.Adam(model.parameters(), lr=LR, betas=(B1, B2), eps=EPS, fused=True)

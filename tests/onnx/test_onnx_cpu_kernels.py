@@ -4,9 +4,6 @@ calls and generated loops."""
 
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,18 +13,8 @@ ort = pytest.importorskip("onnxruntime", reason="the benchmark compares with ONN
 
 import dmljax.onnx as dx  # noqa: E402
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-@pytest.fixture(scope="module")
-def bench():
-    sys.path.insert(0, str(BENCH))
-    sys.path.insert(0, str(BENCH / "onnx"))
-    try:
-        yield importlib.import_module("cpu_kernels")
-    finally:
-        sys.path.remove(str(BENCH / "onnx"))
-        sys.path.remove(str(BENCH))
+BENCHMARK = "cpu_kernels"
+"""The script the ``bench`` fixture imports (tests/onnx/conftest.py)."""
 
 
 def test_thunks_are_sorted_by_kind(bench):

@@ -5,9 +5,6 @@ weights), and its GELU chain is the encoder's imported operators."""
 from __future__ import annotations
 
 import functools
-import importlib
-import sys
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -20,18 +17,8 @@ pytest.importorskip("onnxruntime", reason="the benchmark compares with ONNX Runt
 import dmljax  # noqa: E402
 from tests.onnx import zoo  # noqa: E402
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-@pytest.fixture(scope="module")
-def bench():
-    sys.path.insert(0, str(BENCH))
-    sys.path.insert(0, str(BENCH / "onnx"))
-    try:
-        yield importlib.import_module("jax_floor")
-    finally:
-        sys.path.remove(str(BENCH / "onnx"))
-        sys.path.remove(str(BENCH))
+BENCHMARK = "jax_floor"
+"""The script the ``bench`` fixture imports (tests/onnx/conftest.py)."""
 
 
 @pytest.mark.parametrize("name", ["lstm.plain", "bert_tiny.plain", "bert_tiny.dynamic"])

@@ -48,9 +48,9 @@ def element_wise_multiply(a, b, *, allow_half_precision_computation):
         >>> dmljax.element_wise_multiply(np.array([1.5, -2.0], np.float32), np.array([2.0, 3.0], np.float32))
         Array([ 3., -6.], dtype=float32)
     """
-    # The product keeps its explicit flush on the CPU too (no float_result, unlike ADD, SUBTRACT
-    # and DIVIDE): without it XLA's CPU backend contracts the product with a sum that follows it
-    # into one FMA, one rounding where DirectML rounds each operator's output
+    # The product keeps its explicit flush on the CPU too (no float_result, unlike ADD and
+    # SUBTRACT): without it XLA's CPU backend contracts the product with a sum that follows it into
+    # one FMA, one rounding where DirectML rounds each operator's output
     return elementwise(lambda x, y: x * y, a, b, half=allow_half_precision_computation,
                        slopes=lambda x, y: (y, x), integer=lambda x, y: x * y)
 
@@ -264,9 +264,10 @@ ELEMENT_WISE_ADD = binary_op(
 
 
 def _add(a, b, half):
-    # float_result (ADD, SUBTRACT, DIVIDE): on the CPU the operation's own rounding flushes a
-    # denormal (the processor's); where XLA simplifies it away (x - 0, x / 1), what passes is an
-    # input flushed as it was read
+    # float_result (ADD, SUBTRACT): on the CPU the operation's own rounding flushes a denormal (the
+    # processor's); where XLA simplifies it away (x - 0), what passes is an input flushed as it was
+    # read. DIVIDE keeps its flush, as MULTIPLY does: under jit XLA's CPU backend takes a quotient
+    # by a constant as a product by its reciprocal, which a following sum would contract.
     return elementwise(lambda x, y: x + y, a, b, half=half, slopes=lambda x, y: (1.0, 1.0),
                        integer=lambda x, y: x + y, float_result=True)
 
@@ -493,7 +494,7 @@ def element_wise_divide(a, b, *, allow_half_precision_computation):
     """
     dt = DataType.from_dtype(a.dtype)
     return elementwise(lambda x, y: x / y, a, b, half=allow_half_precision_computation,
-                       slopes=_divide_slopes, integer=lambda x, y: _divide_int(x, y, dt.is_signed), float_result=True)
+                       slopes=_divide_slopes, integer=lambda x, y: _divide_int(x, y, dt.is_signed))
 
 
 # --------------------------------------------------------------------------------------------
