@@ -339,7 +339,8 @@ def xla_convolution(x, w, strides, pads, *, lhs_dilation=None, rhs_dilation=None
     window...}; on the CPU with the filter transposed to {window..., C / groups, O} first, the
     layout XLA's CPU convolution reads: XLA would transpose the filter inside the program on
     every call, and as its own operation a transpose of the filter alone is computed once where
-    the filter is a model's parameter (dmljax/_src/onnx/prepare.py)."""
+    the filter is a model's parameter (dmljax/_src/onnx/prepare.py). Its derivatives are XLA's
+    convolution's, on every platform (``tangent``)."""
     n = w.ndim
 
     def conv(a, b, dimension_numbers=None):
@@ -352,7 +353,26 @@ def xla_convolution(x, w, strides, pads, *, lhs_dilation=None, rhs_dilation=None
         numbers = lax.ConvDimensionNumbers(tuple(range(n)), (n - 1, n - 2) + tuple(range(n - 2)), tuple(range(n)))
         return conv(a, jnp.transpose(b, spatial + (1, 0)), numbers)
 
-    return lax.platform_dependent(x, w, cpu=cpu, default=conv)
+    @jax.custom_jvp
+    def convolution(a, b):
+        return lax.platform_dependent(a, b, cpu=cpu, default=conv)
+
+    def tangent(primals, tangents):
+        # The convolution is bilinear: its tangent is conv(da, w) + conv(x, dw), here by XLA's
+        # convolution as written, with no choice of platform. JAX would otherwise transpose the
+        # platform's branch inside a conditional whose index the forward pass hands to the
+        # backward one; XLA's CPU compiler folds that conditional only after it has put its
+        # convolutions in the layout its library reads, and ran the gradients' convolutions as
+        # plain loops (a 3 x 3 filter gradient at 14 x 14, 256 channels, batch 4: 53 ms where lax
+        # takes 2.9; 3.1 ms this way; the input's gradient 32 ms, now 2.4, lax 2.3).
+        (a, b), (da, db) = primals, tangents
+        terms = [conv(t, b) for t in (da,) if not isinstance(t, SymbolicZero)]
+        terms += [conv(a, t) for t in (db,) if not isinstance(t, SymbolicZero)]
+        y = convolution(a, b)
+        return y, sum(terms[1:], terms[0]) if terms else jnp.zeros(y.shape, y.dtype)
+
+    convolution.defjvp(tangent, symbolic_zeros=True)
+    return convolution(x, w)
 
 
 def grouped(conv, x, w, groups):
