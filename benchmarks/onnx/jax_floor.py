@@ -73,6 +73,11 @@ def _values(proto) -> dict:
     return values
 
 
+def _constant_input(node, values):
+    """The input of ``node`` that is a constant of the graph (a bias beside a product)."""
+    return jnp.asarray(values[next(i for i in node.input if i in values)])
+
+
 def lstm_tagger(proto):
     """The tagger as ``lax.scan``s: (jitted function, its weights)."""
     values = _values(proto)
@@ -83,7 +88,7 @@ def lstm_tagger(proto):
             layers.append((jnp.asarray(w.T), jnp.asarray(r.T), jnp.asarray(b[: b.size // 2] + b[b.size // 2:])))
     matmul = next(n for n in proto.graph.node if n.op_type == "MatMul")
     add = next(n for n in proto.graph.node if n.op_type == "Add" and matmul.output[0] in n.input)
-    head = (jnp.asarray(values[matmul.input[1]]), jnp.asarray(values[next(i for i in add.input if i in values)]))
+    head = (jnp.asarray(values[matmul.input[1]]), _constant_input(add, values))
 
     def tagger(params, x):
         layers, (hw, hb) = params
@@ -123,7 +128,7 @@ def _dense(x, layer):
     return sums.astype(np.float32) * (scale * w_scale) + bias
 
 
-def _embedding(values, nodes, name):
+def _embedding(values, name):
     """An embedding table, dequantized where the export quantized it (the same values a gather of
     its rows dequantizes)."""
     if name in values:
@@ -138,31 +143,30 @@ def bert_encoder(proto):
     values = _values(proto)
     nodes = list(proto.graph.node)
     consumer = {i: n for n in nodes for i in n.input}
+    roles = {"q": "attention/self/query", "k": "attention/self/key", "v": "attention/self/value",
+             "o": "attention/output/dense", "up": "intermediate/dense", "down": "output/dense"}
+    named = re.compile(r"layer\.(\d+)/(" + "|".join(map(re.escape, roles.values())) + ")/")
     dense = {}  # (layer, role) -> (weight, bias) or (INT8 weight, scale, zero point, bias)
     for n in nodes:
         if n.op_type == "MatMul" and n.input[1] in values:
             add = consumer[n.output[0]]
-            layer = (jnp.asarray(values[n.input[1]]), jnp.asarray(values[next(i for i in add.input if i in values)]))
+            layer = (jnp.asarray(values[n.input[1]]), _constant_input(add, values))
         elif n.op_type == "MatMulInteger":
             weight = n.input[1].removesuffix("_quantized")
             add = consumer[consumer[consumer[n.output[0]].output[0]].output[0]]  # Cast, Mul by the scales, Add
             layer = (jnp.asarray(values[n.input[1]]), jnp.asarray(values[weight + "_scale"]),
-                     jnp.asarray(values[n.input[3]].astype(np.int32)),
-                     jnp.asarray(values[next(i for i in add.input if i in values)]))
+                     jnp.asarray(values[n.input[3]].astype(np.int32)), _constant_input(add, values))
         else:
             continue
-        where = re.search(r"layer\.(\d+)/(attention/self/query|attention/self/key|attention/self/value|"
-                          r"attention/output/dense|intermediate/dense|output/dense)/", n.output[0])
+        where = named.search(n.output[0])
         dense[int(where.group(1)), where.group(2)] = layer
     norms = [(jnp.asarray(values[n.input[1]]), jnp.asarray(values[n.input[2]])) for n in nodes
              if n.op_type == "LayerNormalization"]
     epsilon = float(next(a.f for n in nodes if n.op_type == "LayerNormalization" for a in n.attribute
                          if a.name == "epsilon"))
-    embeddings = tuple(_embedding(values, nodes, f"bert.embeddings.{k}_embeddings.weight")
+    embeddings = tuple(_embedding(values, f"bert.embeddings.{k}_embeddings.weight")
                        for k in ("word", "position", "token_type"))
     heads = 4
-    roles = {"q": "attention/self/query", "k": "attention/self/key", "v": "attention/self/value",
-             "o": "attention/output/dense", "up": "intermediate/dense", "down": "output/dense"}
     layers = [dict({r: dense[i, name] for r, name in roles.items()}, norm1=norms[1 + 2 * i], norm2=norms[2 + 2 * i])
               for i in range(len(dense) // len(roles))]
 
@@ -196,27 +200,6 @@ def bert_encoder(proto):
 MODELS = {"lstm.plain": lstm_tagger, "bert_tiny.plain": bert_encoder, "bert_tiny.dynamic": bert_encoder}
 
 
-def _block(outs):
-    for o in outs:
-        jax.block_until_ready(o)
-    return outs
-
-
-def timed(sides: dict, repeats: int) -> dict:
-    """Milliseconds a call of each side: ``models.py``'s blocks (the order alternating)."""
-    got = {k: [] for k in sides}
-    names = list(sides)
-    for i in range(repeats):
-        for name in (names if i % 2 == 0 else names[::-1]):
-            seconds = []
-            for _ in range(model_table.BLOCK + 1):
-                t = time.perf_counter()
-                sides[name]()
-                seconds.append(time.perf_counter() - t)
-            got[name].append(statistics.median(seconds[1:]))
-    return {k: 1e3 * statistics.median(v) for k, v in got.items()}
-
-
 def model_rows(repeats: int) -> list:
     import onnx  # noqa: PLC0415
 
@@ -230,14 +213,15 @@ def model_rows(repeats: int) -> list:
         hand, weights = build(onnx.load(path))
         session = zoo.ort_session(path)
         want = zoo.ort_run(session, inputs)
-        got = [np.asarray(o) for o in _block(hand(weights, *device_inputs))]
-        ours = [np.asarray(o) for o in _block(model(*device_inputs))]
+        got = [np.asarray(o) for o in model_table._block(hand(weights, *device_inputs))]
+        ours = [np.asarray(o) for o in model_table._block(model(*device_inputs))]
         difference = max(float(np.max(np.abs(g - w))) for g, w in zip(got, want))
         if not difference <= TOLERANCE:
             raise AssertionError(f"{name}: the hand-written model is {difference:.3g} from ONNX Runtime's outputs")
-        ms = timed({"dmljax": lambda: _block(model(*device_inputs)),
-                    "jax": lambda: _block(hand(weights, *device_inputs)),
-                    "ort": lambda: zoo.ort_run(session, inputs)}, repeats)
+        per_round = model_table.rounds({"dmljax": lambda: model_table._block(model(*device_inputs)),
+                                        "jax": lambda: model_table._block(hand(weights, *device_inputs)),
+                                        "ort": lambda: zoo.ort_run(session, inputs)}, repeats)
+        ms = {side: 1e3 * statistics.median(seconds) for side, seconds in per_round.items()}
         rows.append({"model": name, "ms": ms, "jax_vs_ort_max_abs": difference,
                      "dmljax_vs_ort_max_abs": max(float(np.max(np.abs(g - w))) for g, w in zip(ours, want))})
         print(name, {k: round(v, 4) for k, v in ms.items()}, flush=True)

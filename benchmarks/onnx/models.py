@@ -77,6 +77,23 @@ def _block(outs):
     return outs
 
 
+def rounds(calls: dict, repeats: int) -> dict:
+    """Each side's seconds a call in each of ``repeats`` rounds: in a round, a block of calls for
+    each side (which goes first alternates), the median of ``BLOCK`` counted calls after one that
+    is not (the module's docstring)."""
+    got: dict = {name: [] for name in calls}
+    names = list(calls)
+    for i in range(repeats):
+        for name in (names if i % 2 == 0 else names[::-1]):
+            seconds = []
+            for _ in range(BLOCK + 1):
+                t = time.perf_counter()
+                calls[name]()
+                seconds.append(time.perf_counter() - t)
+            got[name].append(statistics.median(seconds[1:]))  # the first settles after the other side's calls
+    return got
+
+
 def measure(name, path, inputs, classifier, repeats: int, static_inputs=(), after=None) -> dict:
     """A model's row: accuracy, compile and speed against ONNX Runtime (the module's docstring);
     ``after(model, device_inputs)``, where given, adds its dict to the row, on the model loaded and
@@ -101,20 +118,10 @@ def measure(name, path, inputs, classifier, repeats: int, static_inputs=(), afte
     device_inputs = [jax.device_put(x) for x in rest]
     _block(model(*device_inputs))
     zoo.ort_run(session, inputs)
-    ours, theirs, ratios = [], [], []
-    calls = {"dml": lambda: _block(model(*device_inputs)), "ort": lambda: zoo.ort_run(session, inputs)}
-    for i in range(repeats):
-        block = {}
-        for who in (("dml", "ort") if i % 2 == 0 else ("ort", "dml")):
-            seconds = []
-            for _ in range(BLOCK + 1):
-                t = time.perf_counter()
-                calls[who]()
-                seconds.append(time.perf_counter() - t)
-            block[who] = statistics.median(seconds[1:])  # the first settles after the other side's calls
-        ours.append(block["dml"])
-        theirs.append(block["ort"])
-        ratios.append(block["dml"] / block["ort"])
+    per_round = rounds({"dml": lambda: _block(model(*device_inputs)), "ort": lambda: zoo.ort_run(session, inputs)},
+                       repeats)
+    ours, theirs = per_round["dml"], per_round["ort"]
+    ratios = [a / b for a, b in zip(ours, theirs)]
     row.update(dmljax_ms=1e3 * statistics.median(ours), ort_ms=1e3 * statistics.median(theirs),
                ratio=statistics.median(ratios), method=METHOD)
     if after is not None:
